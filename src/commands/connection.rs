@@ -1,0 +1,160 @@
+//! Connection commands: PING, ECHO, QUIT, RESET, SELECT, SWAPDB, AUTH, HELLO. They change the
+//! calling client's state (protocol, database, authentication) and never touch keys.
+
+use super::flags::*;
+use super::{acl, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::resp::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    spec("ping", -1, FAST | SENTINEL, NO_KEYS, acl::CONNECTION, ping),
+    spec("echo", 2, FAST, NO_KEYS, acl::CONNECTION, echo),
+    spec("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, NO_KEYS, acl::CONNECTION, quit),
+    spec("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL, NO_KEYS, acl::CONNECTION, reset),
+    spec("select", 2, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, select),
+    spec("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL, NO_KEYS, acl::CONNECTION, auth),
+    spec("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL, NO_KEYS, acl::CONNECTION, hello),
+];
+
+/// PING [message]
+///
+/// PONG, or the message as a bulk string.
+pub fn ping(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    match args.len() {
+        1 => Ok(Reply::Status("PONG")),
+        2 => Ok(Reply::bulk(args.get(1))),
+        _ => Err(CmdError::WrongArity("ping".into())),
+    }
+}
+
+/// ECHO message
+pub fn echo(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    Ok(Reply::bulk(args.get(1)))
+}
+
+/// QUIT
+///
+/// Replies OK, then the connection closes once the reply is written.
+pub fn quit(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    ctx.client.close_after_reply = true;
+    Ok(Reply::Ok)
+}
+
+/// RESET
+///
+/// Returns the connection to its initial state: db 0, RESP2, no name, unauthenticated when a
+/// password is required.
+pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let c = &mut *ctx.client;
+    c.db = 0;
+    c.proto = 2;
+    c.name = None;
+    c.no_evict = false;
+    c.no_touch = false;
+    c.authenticated = ctx.srv.config.requirepass.is_none();
+    Ok(Reply::Status("RESET"))
+}
+
+/// SELECT index
+pub fn select(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let idx = args.i64(1)?;
+    if idx < 0 || idx as usize >= ctx.srv.dbs.len() {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    ctx.client.db = idx as usize;
+    Ok(Reply::Ok)
+}
+
+/// Checks a username/password pair against the default user. Only `default` exists so far.
+fn check_credentials(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    match &ctx.srv.config.requirepass {
+        None => true,
+        Some(p) => p.as_slice() == pass,
+    }
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// AUTH [username] password
+pub fn auth(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let (user, pass): (&[u8], &[u8]) =
+        if args.len() == 2 { (b"default", args.get(1)) } else { (args.get(1), args.get(2)) };
+    if args.len() == 2 && ctx.srv.config.requirepass.is_none() {
+        return Err(CmdError::err(
+            "AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        ));
+    }
+    if check_credentials(ctx, user, pass) {
+        ctx.client.authenticated = true;
+        Ok(Reply::Ok)
+    } else {
+        Err(CmdError::Raw(WRONGPASS.into()))
+    }
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+///
+/// Switches the protocol, optionally authenticating and naming the client in the same call, and
+/// replies with the server's handshake map.
+pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let mut proto = None;
+    if args.len() >= 2 {
+        let v = crate::util::num::parse_i64(args.get(1))
+            .ok_or_else(|| CmdError::err("Protocol version is not an integer or out of range"))?;
+        if !(2..=3).contains(&v) {
+            return Err(CmdError::Raw("NOPROTO unsupported protocol version".into()));
+        }
+        proto = Some(v as u8);
+    }
+    let mut i = 2;
+    let mut creds = None;
+    let mut setname = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if args.is(i, "auth") && more >= 2 {
+            creds = Some((args.get(i + 1).to_vec(), args.get(i + 2).to_vec()));
+            i += 3;
+        } else if args.is(i, "setname") && more >= 1 {
+            setname = Some(args.get(i + 1).to_vec());
+            i += 2;
+        } else {
+            return Err(CmdError::err(format!("Syntax error in HELLO option '{}'", args.str(i))));
+        }
+    }
+    if let Some((user, pass)) = &creds {
+        if !check_credentials(ctx, user, pass) {
+            return Err(CmdError::Raw(WRONGPASS.into()));
+        }
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated {
+        return Err(CmdError::Raw(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH \
+             <user> <pass> option can be used to authenticate the client and select the RESP protocol version at \
+             the same time"
+                .into(),
+        ));
+    }
+    if let Some(name) = setname {
+        super::validate_client_name(&name)?;
+        ctx.client.name = Some(name).filter(|n| !n.is_empty());
+    }
+    if let Some(p) = proto {
+        ctx.client.proto = p;
+    }
+    Ok(Reply::Map(vec![
+        (Reply::bulk("server"), Reply::bulk("redis")),
+        (Reply::bulk("version"), Reply::bulk(crate::REDIS_VERSION)),
+        (Reply::bulk("proto"), Reply::Int(ctx.client.proto as i64)),
+        (Reply::bulk("id"), Reply::Int(ctx.client.id as i64)),
+        (Reply::bulk("mode"), Reply::bulk("standalone")),
+        (Reply::bulk("role"), Reply::bulk("master")),
+        (Reply::bulk("modules"), Reply::Array(vec![])),
+    ]))
+}

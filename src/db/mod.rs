@@ -1,0 +1,221 @@
+//! One logical database (SELECT n): the key table, the expire table, lazy expiry on lookup and the
+//! active expiry cycle. Commands reach values only through these typed lookups, so an expired key
+//! is never seen.
+
+pub mod table;
+
+use crate::types::Value;
+pub use table::Table;
+
+/// Counters a database bumps for INFO; the executor adds them up.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DbCounters {
+    pub expired_keys: u64,
+    pub expired_stale_perc: f64,
+    pub expired_time_cap_reached: u64,
+}
+
+#[derive(Default)]
+pub struct Db {
+    keys: Table<Value>,
+    expires: Table<i64>,
+    /// Keys removed by expiry since the caller last drained them (keyspace events, WATCH).
+    pub expired_log: Vec<Vec<u8>>,
+    pub counters: DbCounters,
+    /// Whether expired keys are collected in `expired_log`.
+    pub log_expired: bool,
+}
+
+/// The LRU clock Redis keeps: seconds, 24 bits.
+pub fn lru_clock(now_ms: i64) -> u32 {
+    ((now_ms / 1000) as u32) & LRU_CLOCK_MAX
+}
+
+pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+
+impl Db {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn expires_len(&self) -> usize {
+        self.expires.len()
+    }
+
+    /// Deletes `key` if its time has passed. Returns whether it was deleted.
+    fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
+        if self.expires.is_empty() {
+            return false;
+        }
+        match self.expires.get(key) {
+            Some(&at) if at <= now_ms => {
+                self.delete_expired(key);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn delete_expired(&mut self, key: &[u8]) {
+        self.expires.remove(key);
+        self.keys.remove(key);
+        self.counters.expired_keys += 1;
+        if self.log_expired {
+            self.expired_log.push(key.to_vec());
+        }
+    }
+
+    /// The live value under `key`, stamping its access time.
+    pub fn get(&mut self, key: &[u8], now_ms: i64) -> Option<&Value> {
+        self.get_mut(key, now_ms).map(|v| &*v)
+    }
+
+    /// The live value under `key` for modification, stamping its access time.
+    pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
+        self.expire_if_needed(key, now_ms);
+        self.keys.get_touch(key, lru_clock(now_ms))
+    }
+
+    /// The live value without touching the access time (OBJECT, TYPE with no-touch, SCAN TYPE).
+    pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Value> {
+        self.expire_if_needed(key, now_ms);
+        self.keys.get(key)
+    }
+
+    pub fn contains(&mut self, key: &[u8], now_ms: i64) -> bool {
+        self.peek(key, now_ms).is_some()
+    }
+
+    /// Seconds since the key was last accessed (OBJECT IDLETIME).
+    pub fn idle_seconds(&mut self, key: &[u8], now_ms: i64) -> Option<u64> {
+        self.expire_if_needed(key, now_ms);
+        let stamp = self.keys.clock(key)?;
+        let now = lru_clock(now_ms);
+        let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
+        Some(ticks as u64)
+    }
+
+    /// Stores `value` under `key`, dropping any TTL (Redis's `setKey`). Returns the old value.
+    pub fn set(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
+        if !self.expires.is_empty() {
+            self.expires.remove(key);
+        }
+        self.keys.insert(key, value, lru_clock(now_ms))
+    }
+
+    /// Stores `value` under `key`, keeping an existing TTL (SET KEEPTTL, in-place rewrites).
+    pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
+        self.expire_if_needed(key, now_ms);
+        self.keys.insert(key, value, lru_clock(now_ms))
+    }
+
+    /// Removes `key` (and its TTL). Returns the removed value; an already-expired key counts as absent.
+    pub fn remove(&mut self, key: &[u8], now_ms: i64) -> Option<Value> {
+        if self.expire_if_needed(key, now_ms) {
+            return None;
+        }
+        if !self.expires.is_empty() {
+            self.expires.remove(key);
+        }
+        self.keys.remove(key)
+    }
+
+    /// Absolute expire time in unix ms, if the live key has one.
+    pub fn expire_at(&mut self, key: &[u8], now_ms: i64) -> Option<i64> {
+        self.expire_if_needed(key, now_ms);
+        self.expires.get(key).copied()
+    }
+
+    /// Sets the absolute expire time of an existing key. Returns false if the key is absent.
+    pub fn set_expire(&mut self, key: &[u8], at_ms: i64) -> bool {
+        if self.keys.get(key).is_none() {
+            return false;
+        }
+        self.expires.insert(key, at_ms, 0);
+        true
+    }
+
+    /// Drops the TTL of `key`. Returns whether it had one.
+    pub fn persist(&mut self, key: &[u8], now_ms: i64) -> bool {
+        self.expire_if_needed(key, now_ms);
+        self.expires.remove(key).is_some()
+    }
+
+    /// One SCAN step over the live keys; expired keys are skipped (and deleted).
+    pub fn scan(&mut self, cursor: u64, now_ms: i64, mut f: impl FnMut(&[u8], &Value)) -> u64 {
+        let mut expired = Vec::new();
+        let next = self.keys.scan(cursor, |k, v| match self.expires.get(k) {
+            Some(&at) if at <= now_ms => expired.push(k.to_vec()),
+            _ => f(k, v),
+        });
+        for k in expired {
+            self.delete_expired(&k);
+        }
+        next
+    }
+
+    /// A random live key (RANDOMKEY). Gives up after many expired picks like Redis does.
+    pub fn random_key(&mut self, now_ms: i64) -> Option<Vec<u8>> {
+        for _ in 0..100 {
+            let key = self.keys.random()?.0.to_vec();
+            if !self.expire_if_needed(&key, now_ms) {
+                return Some(key);
+            }
+        }
+        self.keys.random().map(|(k, _)| k.to_vec())
+    }
+
+    /// Every live key, in table order.
+    pub fn keys(&self, now_ms: i64) -> impl Iterator<Item = (&[u8], &Value)> {
+        self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
+    }
+
+    /// Removes every key; returns the old tables so the caller can free them off the hot path.
+    pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
+        (self.keys.take(), self.expires.take())
+    }
+
+    /// One bounded pass of active expiry: samples keys with a TTL and deletes the expired ones,
+    /// repeating while more than a quarter of a sample was expired, until `deadline` (Instant).
+    /// Returns the number of keys deleted.
+    pub fn active_expire(&mut self, now_ms: i64, deadline: std::time::Instant, per_loop: usize) -> usize {
+        let mut deleted = 0;
+        loop {
+            if self.expires.is_empty() {
+                return deleted;
+            }
+            let mut sampled = 0;
+            let mut expired = Vec::new();
+            for _ in 0..per_loop.min(self.expires.len()) {
+                if let Some((k, &at)) = self.expires.random() {
+                    sampled += 1;
+                    if at <= now_ms {
+                        expired.push(k.to_vec());
+                    }
+                }
+            }
+            let n = expired.len();
+            for k in expired {
+                if self.expires.get(&k).is_some() {
+                    self.delete_expired(&k);
+                    deleted += 1;
+                }
+            }
+            if sampled == 0 || n * 100 / sampled <= 10 {
+                return deleted;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.counters.expired_time_cap_reached += 1;
+                return deleted;
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `call()`: the one path every command takes. It resolves subcommands and checks arity and auth
+//! with Redis's error precedence, takes the command's time snapshot, runs the handler, encodes the
+//! reply, and feeds commandstats, errorstats and the slowlog from one measurement.
+
+use std::time::Instant;
+
+use crate::commands::{flags, Args, CmdError, CommandSpec, Ctx};
+use crate::resp::writer::write_reply;
+use crate::resp::Reply;
+
+use super::clients::Client;
+use super::{unix_ms, Cmd, State};
+
+/// Resolves the spec to run (the subcommand for containers) or the rejection error.
+fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'static CommandSpec>), CmdError> {
+    let argv = &cmd.argv;
+    let Some(top) = cmd.spec else {
+        let name = String::from_utf8_lossy(&argv[0]);
+        let mut args = String::new();
+        for a in argv.iter().skip(1) {
+            if args.len() >= 128 {
+                break;
+            }
+            let room = 128 - args.len();
+            let a = String::from_utf8_lossy(a);
+            args.push('\'');
+            args.push_str(crate::commands::error::truncate(&a, room));
+            args.push_str("' ");
+        }
+        return Err(CmdError::err(format!(
+            "unknown command '{}', with args beginning with: {}",
+            crate::commands::error::truncate(&name, 128),
+            args
+        )));
+    };
+    if top.is_container() && argv.len() >= 2 {
+        let Some(sub) = top.subcommand(&argv[1]) else {
+            return Err(CmdError::UnknownSubcommand {
+                sub: String::from_utf8_lossy(&argv[1]).into_owned(),
+                cmd: String::from_utf8_lossy(&argv[0]).to_uppercase(),
+            });
+        };
+        if !sub.arity_ok(argv.len()) {
+            return Err(CmdError::WrongArity(format!("{}|{}", top.name, sub.name)));
+        }
+        return Ok((sub, Some(top)));
+    }
+    if !top.arity_ok(argv.len()) {
+        return Err(CmdError::WrongArity(top.name.to_string()));
+    }
+    Ok((top, None))
+}
+
+/// Runs one command for `client` and appends its encoded reply to `out`.
+pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>) {
+    let proto = client.proto;
+    let (spec, parent) = match resolve(&cmd) {
+        Ok(found) => found,
+        Err(e) => {
+            if let Some(top) = cmd.spec {
+                st.stats.commands.entry(top.name).or_default().rejected_calls += 1;
+            }
+            reject(st, e, out, proto);
+            return;
+        }
+    };
+    let stat_name = stat_key(spec, parent);
+    if !client.authenticated && !spec.has_flag(flags::NO_AUTH) {
+        st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+        reject(st, CmdError::NoAuth, out, proto);
+        return;
+    }
+
+    let now_ms = unix_ms();
+    let args = Args::new(cmd.argv);
+    let started = Instant::now();
+    let result = {
+        let mut ctx = Ctx { srv: st, client, now_ms, spec };
+        (spec.handler)(&mut ctx, &args)
+    };
+    let duration_us = started.elapsed().as_micros() as u64;
+
+    client.last_cmd = spec.name;
+    client.last_cmd_parent = parent.map_or("", |p| p.name);
+    st.stats.total_commands_processed += 1;
+    let stat = st.stats.commands.entry(stat_name).or_default();
+    stat.calls += 1;
+    stat.usec += duration_us;
+    let reply = match result {
+        Ok(reply) => {
+            if let Reply::Error(line) = &reply {
+                stat.failed_calls += 1;
+                st.stats.count_error(line);
+            }
+            reply
+        }
+        Err(e) => {
+            stat.failed_calls += 1;
+            let line = e.text();
+            st.stats.count_error(&line);
+            Reply::Error(line)
+        }
+    };
+    write_reply(out, &reply, client.proto);
+
+    let slower_than = st.config.slowlog_log_slower_than;
+    if slower_than >= 0 && duration_us as i64 >= slower_than && !spec.has_flag(flags::SKIP_SLOWLOG) {
+        let name = client.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let max_len = st.config.slowlog_max_len;
+        st.slowlog.push(&args.argv, duration_us, now_ms / 1000, &client.info.addr, &name, max_len);
+    }
+}
+
+fn reject(st: &mut State, e: CmdError, out: &mut Vec<u8>, proto: u8) {
+    let line = e.text();
+    st.stats.count_error(&line);
+    write_reply(out, &Reply::Error(line), proto);
+}
+
+/// The commandstats name: `get`, or `config|get` for a subcommand (interned once per spec).
+fn stat_key(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> &'static str {
+    match parent {
+        None => spec.name,
+        Some(p) => full_name(p, spec),
+    }
+}
+
+/// `parent|sub`, leaked once per subcommand so stats can key on `&'static str`.
+pub fn full_name(parent: &'static CommandSpec, sub: &'static CommandSpec) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashMap<usize, &'static str>>> = OnceLock::new();
+    let map = NAMES.get_or_init(Default::default);
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(sub as *const CommandSpec as usize)
+        .or_insert_with(|| Box::leak(format!("{}|{}", parent.name, sub.name).into_boxed_str()))
+}

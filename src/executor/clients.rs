@@ -1,0 +1,106 @@
+//! Per-client state the executor keeps: selected db, protocol, name, auth, timestamps, and the
+//! handle through which the executor asks the connection task to close.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+/// Shared between a connection task and the executor: the executor sets `kill` (CLIENT KILL,
+/// idle timeout, SHUTDOWN) and notifies; the connection task closes the socket.
+#[derive(Debug, Default)]
+pub struct ClientHandle {
+    kill: AtomicBool,
+    /// Mirrors the client's auth state for the parser's unauthenticated limits.
+    authenticated: AtomicBool,
+    pub notify: Notify,
+}
+
+impl ClientHandle {
+    pub fn request_close(&self) {
+        self.kill.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+
+    pub fn close_requested(&self) -> bool {
+        self.kill.load(Ordering::Acquire)
+    }
+
+    pub fn set_authenticated(&self, yes: bool) {
+        self.authenticated.store(yes, Ordering::Relaxed);
+    }
+
+    pub fn authenticated(&self) -> bool {
+        self.authenticated.load(Ordering::Relaxed)
+    }
+}
+
+/// What a connection tells the executor when it registers.
+#[derive(Debug, Clone)]
+pub struct ConnInfo {
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i32,
+    pub unix: bool,
+    /// Whether the peer is loopback or a unix socket (protected mode).
+    pub local: bool,
+}
+
+#[derive(Debug)]
+pub struct Client {
+    pub id: u64,
+    pub info: ConnInfo,
+    pub handle: Arc<ClientHandle>,
+    pub name: Option<Vec<u8>>,
+    pub lib_name: Option<Vec<u8>>,
+    pub lib_ver: Option<Vec<u8>>,
+    pub db: usize,
+    pub proto: u8,
+    pub authenticated: bool,
+    pub created_ms: i64,
+    pub last_interaction_ms: i64,
+    /// Full name of the last command run (`client|list`), for CLIENT LIST's `cmd=`.
+    pub last_cmd: &'static str,
+    pub last_cmd_parent: &'static str,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    /// The client asked to close after this batch's replies (QUIT).
+    pub close_after_reply: bool,
+    /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
+    pub qbuf: usize,
+    pub argv_mem: usize,
+}
+
+impl Client {
+    pub fn new(id: u64, info: ConnInfo, handle: Arc<ClientHandle>, now_ms: i64, authenticated: bool) -> Self {
+        Client {
+            id,
+            info,
+            handle,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            db: 0,
+            proto: 2,
+            authenticated,
+            created_ms: now_ms,
+            last_interaction_ms: now_ms,
+            last_cmd: "NULL",
+            last_cmd_parent: "",
+            no_evict: false,
+            no_touch: false,
+            close_after_reply: false,
+            qbuf: 0,
+            argv_mem: 0,
+        }
+    }
+
+    /// The name of the last command as CLIENT LIST shows it (`config|get`).
+    pub fn last_command_name(&self) -> String {
+        if self.last_cmd_parent.is_empty() {
+            self.last_cmd.to_string()
+        } else {
+            format!("{}|{}", self.last_cmd_parent, self.last_cmd)
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The keyspace executor: the one owner of every database, the clients' server-side state, stats
+//! and the slowlog. Connections hand it batches of parsed commands; it runs each through `call()`
+//! and answers the batch with one buffer of encoded replies. `cron()` runs `hz` times a second:
+//! active expiry, idle-client timeouts, instantaneous metrics.
+//!
+//! Two ways to drive it (io-threads): on the connections' own thread behind a mutex that is never
+//! contended (`Executor::handle` called inline), or on a dedicated thread fed through a channel
+//! (`spawn_thread`). The executor itself is the same in both.
+
+pub mod call;
+pub mod clients;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::commands::CommandSpec;
+use crate::config::Config;
+use crate::db::Db;
+use crate::slowlog::Slowlog;
+use crate::stats::Stats;
+use clients::{Client, ClientHandle, ConnInfo};
+
+/// One parsed command as the connection hands it over: the table lookup is done there.
+#[derive(Debug)]
+pub struct Cmd {
+    pub spec: Option<&'static CommandSpec>,
+    pub argv: Vec<Bytes>,
+}
+
+/// What the server should do once the current batch is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownRequest {
+    Save,
+    NoSave,
+}
+
+/// Everything handlers may read or change through `Ctx`, apart from the calling client.
+pub struct State {
+    pub dbs: Vec<Db>,
+    pub config: Config,
+    pub stats: Stats,
+    pub slowlog: Slowlog,
+    /// Every connected client except the one whose batch is running.
+    pub clients: BTreeMap<u64, Client>,
+    pub next_client_id: u64,
+    /// Changes since the last save.
+    pub dirty: u64,
+    pub start_time: Instant,
+    pub start_unix_ms: i64,
+    pub run_id: String,
+    pub lastsave_unix: i64,
+    pub shutdown: Option<ShutdownRequest>,
+    /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire_enabled: bool,
+    pub cron_loops: u64,
+}
+
+impl State {
+    pub fn new(config: Config) -> State {
+        let dbs = (0..config.databases.max(1)).map(|_| Db::new()).collect();
+        let now = unix_ms();
+        State {
+            dbs,
+            config,
+            stats: Stats::default(),
+            slowlog: Slowlog::default(),
+            clients: BTreeMap::new(),
+            next_client_id: 1,
+            dirty: 0,
+            start_time: Instant::now(),
+            start_unix_ms: now,
+            run_id: random_hex(40),
+            lastsave_unix: now / 1000,
+            shutdown: None,
+            active_expire_enabled: true,
+            cron_loops: 0,
+        }
+    }
+}
+
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+pub fn unix_us() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+fn random_hex(n: usize) -> String {
+    (0..n).map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0')).collect()
+}
+
+/// The executor: state plus the batch and cron entry points.
+pub struct Executor {
+    pub state: State,
+}
+
+impl Executor {
+    pub fn new(config: Config) -> Self {
+        Executor { state: State::new(config) }
+    }
+
+    /// Registers a new connection; returns its client id. `authenticated` is false when a password is set.
+    pub fn connect(&mut self, info: ConnInfo, handle: Arc<ClientHandle>) -> u64 {
+        let id = self.state.next_client_id;
+        self.state.next_client_id += 1;
+        let authenticated = self.state.config.requirepass.is_none();
+        handle.set_authenticated(authenticated);
+        let client = Client::new(id, info, handle, unix_ms(), authenticated);
+        self.state.clients.insert(id, client);
+        id
+    }
+
+    pub fn disconnect(&mut self, id: u64) {
+        self.state.clients.remove(&id);
+    }
+
+    /// Number of connected clients (maxclients check).
+    pub fn client_count(&self) -> usize {
+        self.state.clients.len()
+    }
+
+    /// Runs a batch for client `id`, appending every reply to `out`. Returns what the connection
+    /// should do afterwards.
+    pub fn handle_batch(&mut self, id: u64, cmds: Vec<Cmd>, out: &mut Vec<u8>) -> BatchEnd {
+        let Some(mut client) = self.state.clients.remove(&id) else {
+            return BatchEnd::Close;
+        };
+        let now = unix_ms();
+        client.last_interaction_ms = now;
+        for cmd in cmds {
+            call::call(&mut self.state, &mut client, cmd, out);
+            if client.close_after_reply || self.state.shutdown.is_some() || client.handle.close_requested() {
+                break;
+            }
+        }
+        let end = if self.state.shutdown.is_some() {
+            BatchEnd::Shutdown
+        } else if client.close_after_reply || client.handle.close_requested() {
+            BatchEnd::Close
+        } else {
+            BatchEnd::Continue
+        };
+        client.handle.set_authenticated(client.authenticated);
+        self.state.clients.insert(id, client);
+        end
+    }
+
+    /// Periodic work, called `hz` times a second.
+    pub fn cron(&mut self) {
+        let now = unix_ms();
+        let st = &mut self.state;
+        st.cron_loops += 1;
+        st.stats.ops.track(now, st.stats.total_commands_processed);
+        st.stats.net_input.track(now, crate::stats::load(&crate::stats::NET_INPUT_BYTES));
+        st.stats.net_output.track(now, crate::stats::load(&crate::stats::NET_OUTPUT_BYTES));
+        if st.active_expire_enabled {
+            // Redis's slow cycle: at most 25% of a cron period's CPU.
+            let hz = st.config.hz.clamp(1, 500) as u64;
+            let budget = Duration::from_micros(1_000_000 / hz / 4);
+            let deadline = Instant::now() + budget;
+            for db in &mut st.dbs {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                db.active_expire(now, deadline, 20);
+            }
+        }
+        st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
+        if st.config.timeout > 0 {
+            let limit = st.config.timeout as i64 * 1000;
+            for c in st.clients.values() {
+                if now - c.last_interaction_ms > limit {
+                    c.handle.request_close();
+                }
+            }
+        }
+    }
+
+    /// Milliseconds between cron runs.
+    pub fn cron_period(&self) -> Duration {
+        Duration::from_millis(1000 / self.state.config.hz.clamp(1, 500) as u64)
+    }
+}
+
+/// What the connection does after a batch's replies are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchEnd {
+    Continue,
+    Close,
+    Shutdown,
+}
+
+/// A message to the executor thread (threaded mode).
+pub enum Msg {
+    Connect(ConnInfo, Arc<ClientHandle>, tokio::sync::oneshot::Sender<u64>),
+    Batch(u64, Vec<Cmd>, Vec<u8>, tokio::sync::oneshot::Sender<(Vec<u8>, BatchEnd)>),
+    Disconnect(u64),
+}
+
+/// Runs the executor on its own thread, serving messages until every sender is gone.
+pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
+    let (tx, rx) = std::sync::mpsc::channel::<Msg>();
+    std::thread::Builder::new()
+        .name("executor".into())
+        .spawn(move || {
+            let mut next_cron = Instant::now() + exec.cron_period();
+            loop {
+                let wait = next_cron.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(wait) {
+                    Ok(msg) => {
+                        exec.handle_msg(msg);
+                        // Drain what queued meanwhile before sleeping again.
+                        for _ in 0..1024 {
+                            match rx.try_recv() {
+                                Ok(msg) => exec.handle_msg(msg),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+                if Instant::now() >= next_cron {
+                    exec.cron();
+                    next_cron = Instant::now() + exec.cron_period();
+                }
+            }
+        })
+        .expect("spawn executor thread");
+    tx
+}
+
+impl Executor {
+    fn handle_msg(&mut self, msg: Msg) {
+        match msg {
+            Msg::Connect(info, handle, reply) => {
+                let id = self.connect(info, handle);
+                let _ = reply.send(id);
+            }
+            Msg::Batch(id, cmds, mut out, reply) => {
+                let end = self.handle_batch(id, cmds, &mut out);
+                let _ = reply.send((out, end));
+            }
+            Msg::Disconnect(id) => self.disconnect(id),
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Ferrodis: a drop-in replacement for redis-server.
+//!
+//! - `resp`: request parser, `Reply`, RESP2/RESP3 writer (imports nothing of ours).
+//! - `types`: value types and their compact encodings (imports nothing of ours but `util`).
+//! - `db`: one database: key table, expiry; uses `types`.
+//! - `commands`: the command table and one module per command family.
+//! - `executor`: the single owner of all databases; `call()` runs each command.
+//! - `server`: listeners and connection tasks (nothing imports it).
+//! - `config`, `log`, `stats`, `slowlog`, `util`: configuration, logging, counters, helpers.
+
+pub mod commands;
+pub mod config;
+pub mod db;
+pub mod executor;
+pub mod glob;
+pub mod log;
+pub mod resp;
+pub mod server;
+pub mod slowlog;
+pub mod stats;
+pub mod types;
+pub mod util;
+
+/// The Redis version whose behaviour we match; reported as redis_version.
+pub const REDIS_VERSION: &str = "7.0.15";
+/// Our own version (INFO ferrodis_version).
+pub const FERRODIS_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,406 @@
+//! Incremental request parser: multibulk (`*N\r\n$len\r\n...`) and inline commands, with Redis's
+//! limits and protocol error texts. Bytes in, argument vectors out; the parser keeps its place in a
+//! partial command so a large value arriving in many reads is scanned once.
+//!
+//! Arguments are `Bytes` slices of one frozen chunk of the read buffer per batch (one refcount
+//! each, no copy). The keyspace must copy what it keeps; see ARCHITECTURE.md section 1.
+
+use bytes::{Bytes, BytesMut};
+
+/// Longest inline command, and longest `*N` / `$N` header line, Redis accepts (PROTO_INLINE_MAX_SIZE).
+pub const INLINE_MAX: usize = 64 * 1024;
+
+/// A malformed request: the connection gets `-ERR Protocol error: <text>` and is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl ProtocolError {
+    fn new(text: impl Into<String>) -> Self {
+        ProtocolError(text.into())
+    }
+
+    /// The error line Redis sends before closing, without the leading `-`.
+    pub fn reply_text(&self) -> String {
+        format!("ERR Protocol error: {}", self.0)
+    }
+}
+
+/// What one call to `Parser::parse` found.
+#[derive(Debug, Default)]
+pub struct ParseOutcome {
+    pub commands: Vec<Vec<Bytes>>,
+    pub error: Option<ProtocolError>,
+}
+
+/// Where the parser stopped inside a multibulk command.
+#[derive(Debug, Default)]
+struct Partial {
+    /// Arguments still expected; 0 when not inside a multibulk command.
+    remaining: i64,
+    /// Length of the bulk whose `$len` line has been read, or -1.
+    bulk_len: i64,
+    /// Ranges (relative to the buffer start) of the arguments complete so far.
+    args: Vec<(usize, usize)>,
+    /// Offset where scanning resumes.
+    pos: usize,
+}
+
+/// Per-connection parser state and limits.
+#[derive(Debug)]
+pub struct Parser {
+    partial: Partial,
+    /// proto-max-bulk-len.
+    pub max_bulk_len: i64,
+    /// Whether the client must authenticate first (Redis then caps the sizes it will buffer).
+    pub unauthenticated: bool,
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Parser::new(512 * 1024 * 1024)
+    }
+}
+
+enum Step {
+    /// One complete command: its argument ranges (multibulk) or owned arguments (inline).
+    Ranges(Vec<(usize, usize)>),
+    Owned(Vec<Bytes>),
+    /// Nothing to run (an empty line or `*0`), bytes consumed.
+    Skip,
+    /// Need more bytes.
+    Incomplete,
+}
+
+impl Parser {
+    pub fn new(max_bulk_len: i64) -> Self {
+        Parser { partial: Partial { bulk_len: -1, ..Default::default() }, max_bulk_len, unauthenticated: false }
+    }
+
+    /// Whether a command has been started but not finished (the buffer holds its first bytes).
+    pub fn in_command(&self) -> bool {
+        self.partial.remaining > 0
+    }
+
+    /// Length of the bulk argument being read, if its header is known: lets the caller reserve it.
+    pub fn pending_bulk(&self) -> Option<usize> {
+        (self.partial.bulk_len >= 0).then_some(self.partial.bulk_len as usize)
+    }
+
+    /// Parses every complete command in `buf`, removing their bytes from it. A trailing partial
+    /// command stays in `buf` (and in the parser's state) for the next call.
+    pub fn parse(&mut self, buf: &mut BytesMut) -> ParseOutcome {
+        let mut outcome = ParseOutcome::default();
+        let mut found: Vec<Step> = Vec::new();
+        let mut consumed = 0usize;
+        while consumed < buf.len() {
+            if self.partial.remaining == 0 {
+                self.partial.pos = consumed;
+            }
+            match self.step(buf, consumed) {
+                Ok((Step::Incomplete, _)) => break,
+                Ok((step, end)) => {
+                    if !matches!(step, Step::Skip) {
+                        found.push(step);
+                    }
+                    consumed = end;
+                }
+                Err(e) => {
+                    outcome.error = Some(e);
+                    break;
+                }
+            }
+        }
+        if consumed > 0 {
+            let chunk: Bytes = buf.split_to(consumed).freeze();
+            outcome.commands = found
+                .into_iter()
+                .map(|step| match step {
+                    Step::Ranges(r) => r.into_iter().map(|(s, e)| chunk.slice(s..e)).collect(),
+                    Step::Owned(args) => args,
+                    Step::Skip | Step::Incomplete => Vec::new(),
+                })
+                .collect();
+            // The partial command's offsets were relative to the old buffer start.
+            for r in &mut self.partial.args {
+                r.0 -= consumed;
+                r.1 -= consumed;
+            }
+            self.partial.pos -= consumed.min(self.partial.pos);
+        }
+        outcome
+    }
+
+    /// Parses one command starting at `start` (or resumes the partial one). Returns the step and the
+    /// offset just past what it consumed.
+    fn step(&mut self, buf: &[u8], start: usize) -> Result<(Step, usize), ProtocolError> {
+        if self.partial.remaining == 0 {
+            if buf[start] == b'*' {
+                return self.multibulk_header(buf, start);
+            }
+            return self.inline(buf, start);
+        }
+        self.multibulk_args(buf)
+    }
+
+    fn multibulk_header(&mut self, buf: &[u8], start: usize) -> Result<(Step, usize), ProtocolError> {
+        let Some(cr) = memchr::memchr(b'\r', &buf[start..]).map(|i| start + i) else {
+            if buf.len() - start > INLINE_MAX {
+                return Err(ProtocolError::new("too big mbulk count string"));
+            }
+            return Ok((Step::Incomplete, start));
+        };
+        if cr + 1 >= buf.len() {
+            return Ok((Step::Incomplete, start));
+        }
+        let count = parse_len(&buf[start + 1..cr]);
+        let Some(count) = count.filter(|&n| n <= i32::MAX as i64) else {
+            return Err(ProtocolError::new("invalid multibulk length"));
+        };
+        if count > 10 && self.unauthenticated {
+            return Err(ProtocolError::new("unauthenticated multibulk length"));
+        }
+        let end = cr + 2;
+        if count <= 0 {
+            return Ok((Step::Skip, end));
+        }
+        self.partial.remaining = count;
+        self.partial.bulk_len = -1;
+        self.partial.args = Vec::with_capacity(count.min(1024) as usize);
+        self.partial.pos = end;
+        if end >= buf.len() {
+            return Ok((Step::Incomplete, end));
+        }
+        self.multibulk_args(buf)
+    }
+
+    fn multibulk_args(&mut self, buf: &[u8]) -> Result<(Step, usize), ProtocolError> {
+        let mut pos = self.partial.pos;
+        while self.partial.remaining > 0 {
+            if self.partial.bulk_len < 0 {
+                if pos >= buf.len() {
+                    break;
+                }
+                let Some(cr) = memchr::memchr(b'\r', &buf[pos..]).map(|i| pos + i) else {
+                    if buf.len() - pos > INLINE_MAX {
+                        return Err(ProtocolError::new("too big bulk count string"));
+                    }
+                    break;
+                };
+                if cr + 1 >= buf.len() {
+                    break;
+                }
+                if buf[pos] != b'$' {
+                    return Err(ProtocolError(format!("expected '$', got '{}'", buf[pos] as char)));
+                }
+                let len = parse_len(&buf[pos + 1..cr]);
+                let Some(len) = len.filter(|&n| n >= 0 && n <= self.max_bulk_len) else {
+                    return Err(ProtocolError::new("invalid bulk length"));
+                };
+                if len > 16384 && self.unauthenticated {
+                    return Err(ProtocolError::new("unauthenticated bulk length"));
+                }
+                self.partial.bulk_len = len;
+                pos = cr + 2;
+            }
+            let len = self.partial.bulk_len as usize;
+            // Redis does not check the two bytes after the data; it skips them.
+            if buf.len() < pos + len + 2 {
+                break;
+            }
+            self.partial.args.push((pos, pos + len));
+            pos += len + 2;
+            self.partial.bulk_len = -1;
+            self.partial.remaining -= 1;
+        }
+        self.partial.pos = pos;
+        if self.partial.remaining > 0 {
+            return Ok((Step::Incomplete, pos));
+        }
+        Ok((Step::Ranges(std::mem::take(&mut self.partial.args)), pos))
+    }
+
+    fn inline(&mut self, buf: &[u8], start: usize) -> Result<(Step, usize), ProtocolError> {
+        let Some(nl) = memchr::memchr(b'\n', &buf[start..]).map(|i| start + i) else {
+            if buf.len() - start > INLINE_MAX {
+                return Err(ProtocolError::new("too big inline request"));
+            }
+            return Ok((Step::Incomplete, start));
+        };
+        let mut line = &buf[start..nl];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        let args = split_args(line).ok_or_else(|| ProtocolError::new("unbalanced quotes in request"))?;
+        if args.is_empty() {
+            return Ok((Step::Skip, nl + 1));
+        }
+        Ok((Step::Owned(args.into_iter().map(Bytes::from).collect()), nl + 1))
+    }
+}
+
+/// Parses the number of a `*N` or `$N` header as Redis's `string2ll`.
+fn parse_len(digits: &[u8]) -> Option<i64> {
+    crate::util::num::parse_i64(digits)
+}
+
+/// Splits an inline command line as Redis's `sdssplitargs`: spaces separate arguments; `"..."`
+/// takes C escapes (`\n`, `\xHH`, ...); `'...'` takes only `\'`; a closing quote must be followed
+/// by a space or the end. Returns None on unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && is_space(line[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return Some(args);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' && is_hex(line[i + 2]) && is_hex(line[i + 3]) {
+                    cur.push(hex(line[i + 2]) * 16 + hex(line[i + 3]));
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    cur.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return None;
+                    }
+
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else if in_sq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return None;
+                    }
+
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => cur.push(c),
+                }
+            }
+            i += 1;
+        }
+        args.push(cur);
+    }
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c)
+}
+
+fn is_hex(c: u8) -> bool {
+    c.is_ascii_hexdigit()
+}
+
+fn hex(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => c - b'A' + 10,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<ProtocolError>) {
+        let mut p = Parser::default();
+        let mut buf = BytesMut::new();
+        let mut cmds = Vec::new();
+        for c in chunks {
+            buf.extend_from_slice(c);
+            let out = p.parse(&mut buf);
+            cmds.extend(out.commands.into_iter().map(|c| c.into_iter().map(|b| b.to_vec()).collect()));
+            if out.error.is_some() {
+                return (cmds, out.error);
+            }
+        }
+        (cmds, None)
+    }
+
+    #[test]
+    fn multibulk_in_pieces() {
+        let whole = b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n*1\r\n$4\r\nPING\r\n";
+        for split in 0..whole.len() {
+            let (cmds, err) = parse_all(&[&whole[..split], &whole[split..]]);
+            assert!(err.is_none());
+            assert_eq!(cmds, vec![vec![b"GET".to_vec(), b"key".to_vec()], vec![b"PING".to_vec()]], "split {split}");
+        }
+    }
+
+    #[test]
+    fn inline_and_quotes() {
+        let (cmds, _) = parse_all(&[b"PING\r\nset \"a b\" 'c\\'d' \"\\x41\\n\"\n\r\n"]);
+        assert_eq!(cmds[0], vec![b"PING".to_vec()]);
+        assert_eq!(cmds[1], vec![b"set".to_vec(), b"a b".to_vec(), b"c'd".to_vec(), b"A\n".to_vec()]);
+        assert_eq!(cmds.len(), 2);
+        let (_, err) = parse_all(&[b"set \"abc\n"]);
+        assert_eq!(err.unwrap().0, "unbalanced quotes in request");
+        let (_, err) = parse_all(&[b"set \"abc\"x\n"]);
+        assert_eq!(err.unwrap().0, "unbalanced quotes in request");
+    }
+
+    #[test]
+    fn errors_and_limits() {
+        assert_eq!(parse_all(&[b"*abc\r\n"]).1.unwrap().0, "invalid multibulk length");
+        assert_eq!(parse_all(&[b"*1\r\n$2147483648\r\n"]).1.unwrap().0, "invalid bulk length");
+        assert_eq!(parse_all(&[b"*1\r\n$-1\r\n"]).1.unwrap().0, "invalid bulk length");
+        assert_eq!(parse_all(&[b"*1\r\nx3\r\n"]).1.unwrap().0, "expected '$', got 'x'");
+        assert_eq!(parse_all(&[&vec![b'a'; 70000]]).1.unwrap().0, "too big inline request");
+        // A huge argument count is accepted and waited for, without allocating for it.
+        let (cmds, err) = parse_all(&[b"*10000000\r\n$1\r\na\r\n"]);
+        assert!(cmds.is_empty() && err.is_none());
+        // Commands before an error are still returned.
+        let (cmds, err) = parse_all(&[b"PING\r\n*x\r\n"]);
+        assert_eq!(cmds.len(), 1);
+        assert!(err.is_some());
+    }
+
+    #[test]
+    fn empty_lines_and_zero_multibulk_are_skipped() {
+        let (cmds, err) = parse_all(&[b"\r\n\n*0\r\n*-1\r\nPING\r\n"]);
+        assert!(err.is_none());
+        assert_eq!(cmds, vec![vec![b"PING".to_vec()]]);
+    }
+}

@@ -1,0 +1,62 @@
+//! `Reply`: the only answer vocabulary of command handlers. It names RESP3 shapes; the writer
+//! lowers them to RESP2 where the client speaks RESP2 (maps and sets become arrays, doubles become
+//! bulk strings, booleans become integers, null becomes `$-1` or `*-1`).
+
+/// One reply, as a tree. Constructors for the common cases keep handlers short.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+OK`
+    Ok,
+    /// `+text` from a static string (PONG, QUEUED, ...).
+    Status(&'static str),
+    /// `+text` built at run time (TYPE, CLIENT INFO's status replies, ...).
+    StatusOwned(String),
+    /// `-text`: the full error line without the leading `-`, e.g. `ERR syntax error`.
+    Error(String),
+    Int(i64),
+    Bulk(Vec<u8>),
+    /// Null bulk string: `$-1` in RESP2, `_` in RESP3.
+    Nil,
+    /// Null array: `*-1` in RESP2, `_` in RESP3.
+    NilArray,
+    Array(Vec<Reply>),
+    /// RESP3 map, a flat array of key, value, key, value in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// RESP3 set, an array in RESP2.
+    Set(Vec<Reply>),
+    /// RESP3 double; a bulk string in RESP2, formatted as Redis formats it.
+    Double(f64),
+    /// RESP3 boolean; `:1` / `:0` in RESP2.
+    Bool(bool),
+    /// RESP3 verbatim string (`=len\r\ntxt:...`); a bulk string in RESP2.
+    Verbatim(&'static str, Vec<u8>),
+    /// RESP3 big number; a bulk string in RESP2.
+    BigNumber(String),
+    /// RESP3 push (pub/sub messages); an array in RESP2.
+    Push(Vec<Reply>),
+    /// Bytes already encoded for the client's protocol, copied through unchanged.
+    Raw(Vec<u8>),
+}
+
+impl Reply {
+    pub fn bulk(bytes: impl Into<Vec<u8>>) -> Reply {
+        Reply::Bulk(bytes.into())
+    }
+
+    pub fn error(text: impl Into<String>) -> Reply {
+        Reply::Error(text.into())
+    }
+
+    /// An array of bulk strings.
+    pub fn bulks<I, B>(items: I) -> Reply
+    where
+        I: IntoIterator<Item = B>,
+        B: Into<Vec<u8>>,
+    {
+        Reply::Array(items.into_iter().map(|b| Reply::Bulk(b.into())).collect())
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+}

@@ -1,0 +1,94 @@
+//! One client connection: read → parse every complete command → look each up in the table →
+//! one batch to the executor → one write of all the replies. Protocol errors are answered after
+//! the commands before them, then the connection closes.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::Shared;
+use crate::commands;
+use crate::config::live;
+use crate::executor::clients::{ClientHandle, ConnInfo};
+use crate::executor::{BatchEnd, Cmd};
+use crate::resp::Parser;
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Serves one connection until it closes.
+pub async fn serve<S>(mut stream: S, info: ConnInfo, shared: &Shared)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let handle = Arc::new(ClientHandle::default());
+    let Some(id) = shared.exec.connect(info, handle.clone()).await else {
+        return;
+    };
+    let mut parser = Parser::new(live::get_u64(&live::PROTO_MAX_BULK_LEN) as i64);
+    parser.unauthenticated = !handle.authenticated();
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+
+    'conn: loop {
+        // Make room for the next read, or for the rest of a large argument in one go.
+        let want = match parser.pending_bulk() {
+            Some(len) if len + 2 > READ_CHUNK => len + 2,
+            _ => READ_CHUNK,
+        };
+        if rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
+            rbuf.reserve(want.min(READ_CHUNK * 64));
+        }
+        let n = tokio::select! {
+            biased;
+            _ = handle.notify.notified() => {
+                if handle.close_requested() {
+                    break 'conn;
+                }
+                continue 'conn;
+            }
+            r = stream.read_buf(&mut rbuf) => match r {
+                Ok(0) | Err(_) => break 'conn,
+                Ok(n) => n,
+            },
+        };
+        crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+        if rbuf.len() as u64 > live::get_u64(&live::CLIENT_QUERY_BUFFER_LIMIT) {
+            tracing::warn!("Closing client that reached max query buffer length (qbuf={})", rbuf.len());
+            break;
+        }
+        let parsed = parser.parse(&mut rbuf);
+        if !parsed.commands.is_empty() {
+            let cmds: Vec<Cmd> =
+                parsed.commands.into_iter().map(|argv| Cmd { spec: commands::lookup(&argv[0]), argv }).collect();
+            let end = shared.exec.batch(id, cmds, &mut out).await;
+            parser.unauthenticated = !handle.authenticated();
+            if !out.is_empty() {
+                if stream.write_all(&out).await.is_err() {
+                    break;
+                }
+                crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, out.len() as u64);
+                out.clear();
+            }
+            match end {
+                BatchEnd::Continue => {}
+                BatchEnd::Close => break,
+                BatchEnd::Shutdown => {
+                    shared.shutdown.notify_one();
+                    break;
+                }
+            }
+        }
+        if let Some(err) = parsed.error {
+            let line = format!("-{}\r\n", err.reply_text());
+            let _ = stream.write_all(line.as_bytes()).await;
+            crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, line.len() as u64);
+            break;
+        }
+        if out.capacity() > 1024 * 1024 {
+            out = Vec::with_capacity(READ_CHUNK);
+        }
+    }
+    let _ = stream.shutdown().await;
+    shared.exec.disconnect(id);
+}

@@ -1,0 +1,190 @@
+//! Accept loops: every bind address (IPv4 and IPv6, `-` prefix = optional) and the unix socket.
+//! Applies maxclients, TCP_NODELAY and keepalive, and hands each socket to a connection task.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream, UnixListener};
+
+use super::{connection, Shared};
+use crate::config::live;
+use crate::executor::clients::ConnInfo;
+
+/// Binds every configured address and spawns the accept loops.
+pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
+    let cfg = &shared.config;
+    if cfg.port != 0 {
+        let mut bound = 0;
+        for spec in &cfg.bind {
+            let (optional, addr) = match spec.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, spec.as_str()),
+            };
+            let ip: IpAddr = match addr {
+                "*" => "0.0.0.0".parse().expect("valid literal"),
+                "::*" => "::".parse().expect("valid literal"),
+                other => match other.parse() {
+                    Ok(ip) => ip,
+                    Err(_) => return Err(format!("Invalid bind address '{other}'")),
+                },
+            };
+            match bind_tcp(SocketAddr::new(ip, cfg.port), cfg.tcp_backlog) {
+                Ok(l) => {
+                    bound += 1;
+                    tokio::spawn(accept_tcp(l, shared.clone()));
+                }
+                Err(e) if optional => {
+                    tracing::debug!("Skipping optional bind {addr}:{}: {e}", cfg.port);
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "Warning: Could not create server TCP listening socket {addr}:{}: {e}",
+                        cfg.port
+                    ));
+                }
+            }
+        }
+        if bound == 0 {
+            return Err("Failed listening on port (tcp), aborting.".into());
+        }
+    }
+    if let Some(path) = &cfg.unixsocket {
+        let _ = std::fs::remove_file(path);
+        let l = UnixListener::bind(path).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
+        if cfg.unixsocketperm != 0 {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(cfg.unixsocketperm));
+        }
+        tokio::spawn(accept_unix(l, shared.clone()));
+    }
+    Ok(())
+}
+
+fn bind_tcp(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(backlog)?;
+    socket.set_nonblocking(true)?;
+    TcpListener::from_std(socket.into())
+}
+
+/// Removes what the server created on disk (unix socket, pidfile) at shutdown.
+pub fn cleanup(cfg: &crate::config::Config) {
+    if let Some(path) = &cfg.unixsocket {
+        let _ = std::fs::remove_file(path);
+    }
+    if let Some(path) = &cfg.pidfile {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Redis's reply to a connection over maxclients, before closing it.
+const MAX_CLIENTS_ERR: &[u8] = b"-ERR max number of clients reached\r\n";
+
+/// Reserves a connection slot, or refuses over maxclients.
+fn admit(shared: &Shared) -> bool {
+    let n = shared.connections.fetch_add(1, Ordering::AcqRel);
+    if n >= live::get_usize(&live::MAXCLIENTS) {
+        shared.connections.fetch_sub(1, Ordering::AcqRel);
+        crate::stats::add(&crate::stats::REJECTED_CONNECTIONS, 1);
+        return false;
+    }
+    crate::stats::add(&crate::stats::TOTAL_CONNECTIONS, 1);
+    true
+}
+
+async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let (mut stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("Accepting client connection: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if !admit(&shared) {
+            tokio::spawn(async move {
+                let _ = stream.write_all(MAX_CLIENTS_ERR).await;
+            });
+            continue;
+        }
+        configure_tcp(&stream, live::get_u64(&live::TCP_KEEPALIVE));
+        let local = stream.local_addr().map(|a| fmt_addr(&a)).unwrap_or_default();
+        let info = ConnInfo {
+            addr: fmt_addr(&peer),
+            laddr: local,
+            fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+            unix: false,
+            local: peer.ip().is_loopback() || is_mapped_loopback(&peer.ip()),
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            connection::serve(stream, info, &shared).await;
+            shared.connections.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+}
+
+async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
+    let path = shared.config.unixsocket.clone().unwrap_or_default();
+    loop {
+        let (mut stream, _) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("Accepting client connection: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if !admit(&shared) {
+            tokio::spawn(async move {
+                let _ = stream.write_all(MAX_CLIENTS_ERR).await;
+            });
+            continue;
+        }
+        let info = ConnInfo {
+            addr: format!("{path}:0"),
+            laddr: format!("{path}:0"),
+            fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+            unix: true,
+            local: true,
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            connection::serve(stream, info, &shared).await;
+            shared.connections.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+}
+
+fn configure_tcp(stream: &TcpStream, keepalive_secs: u64) {
+    let _ = stream.set_nodelay(true);
+    if keepalive_secs > 0 {
+        let sock = socket2::SockRef::from(stream);
+        let ka = socket2::TcpKeepalive::new()
+            .with_time(std::time::Duration::from_secs(keepalive_secs))
+            .with_interval(std::time::Duration::from_secs((keepalive_secs / 3).max(1)))
+            .with_retries(3);
+        let _ = sock.set_tcp_keepalive(&ka);
+    }
+}
+
+fn is_mapped_loopback(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V4(_) => false,
+    }
+}
+
+/// `ip:port` as Redis prints it (no brackets around IPv6).
+pub fn fmt_addr(a: &SocketAddr) -> String {
+    format!("{}:{}", a.ip(), a.port())
+}

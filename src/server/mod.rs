@@ -1,0 +1,146 @@
+//! The network side: listeners, connection tasks and the runtime that drives them, in one of
+//! two modes chosen by io-threads (see `executor`). Nothing imports this module but `main`/`lib`.
+
+pub mod connection;
+pub mod listener;
+
+use std::sync::{Arc, Mutex};
+
+use crate::config::Config;
+use crate::executor::{self, clients::ClientHandle, clients::ConnInfo, BatchEnd, Cmd, Executor, Msg};
+
+/// How a connection task reaches the executor.
+#[derive(Clone)]
+pub enum ExecHandle {
+    /// Same thread: the executor is called inline (the mutex is never contended).
+    Local(Arc<Mutex<Executor>>),
+    /// Executor thread: batches travel over a channel, replies come back on a oneshot.
+    Remote(std::sync::mpsc::Sender<Msg>),
+}
+
+impl ExecHandle {
+    fn local(exec: &Arc<Mutex<Executor>>) -> std::sync::MutexGuard<'_, Executor> {
+        exec.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub async fn connect(&self, info: ConnInfo, handle: Arc<ClientHandle>) -> Option<u64> {
+        match self {
+            ExecHandle::Local(e) => Some(Self::local(e).connect(info, handle)),
+            ExecHandle::Remote(tx) => {
+                let (rtx, rrx) = tokio::sync::oneshot::channel();
+                tx.send(Msg::Connect(info, handle, rtx)).ok()?;
+                rrx.await.ok()
+            }
+        }
+    }
+
+    /// Runs a batch; the replies are appended to `out`.
+    pub async fn batch(&self, id: u64, cmds: Vec<Cmd>, out: &mut Vec<u8>) -> BatchEnd {
+        match self {
+            ExecHandle::Local(e) => Self::local(e).handle_batch(id, cmds, out),
+            ExecHandle::Remote(tx) => {
+                let (rtx, rrx) = tokio::sync::oneshot::channel();
+                let buf = std::mem::take(out);
+                if tx.send(Msg::Batch(id, cmds, buf, rtx)).is_err() {
+                    return BatchEnd::Close;
+                }
+                match rrx.await {
+                    Ok((buf, end)) => {
+                        *out = buf;
+                        end
+                    }
+                    Err(_) => BatchEnd::Close,
+                }
+            }
+        }
+    }
+
+    pub fn disconnect(&self, id: u64) {
+        match self {
+            ExecHandle::Local(e) => Self::local(e).disconnect(id),
+            ExecHandle::Remote(tx) => {
+                let _ = tx.send(Msg::Disconnect(id));
+            }
+        }
+    }
+}
+
+/// State shared by the listeners and connection tasks.
+pub struct Shared {
+    pub exec: ExecHandle,
+    pub config: Config,
+    pub shutdown: tokio::sync::Notify,
+    pub connections: std::sync::atomic::AtomicUsize,
+}
+
+/// Starts the server and blocks until it shuts down. Returns the process exit code.
+pub fn run(config: Config) -> i32 {
+    crate::config::live::publish(&config);
+    let threads = config.io_threads.max(1);
+    let exec = Executor::new(config.clone());
+    if threads == 1 {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::warn!("Failed creating the runtime: {e}");
+                return 1;
+            }
+        };
+        let exec = Arc::new(Mutex::new(exec));
+        rt.block_on(async move {
+            let cron_exec = exec.clone();
+            tokio::spawn(async move {
+                let period = ExecHandle::local(&cron_exec).cron_period();
+                let mut tick = tokio::time::interval(period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    ExecHandle::local(&cron_exec).cron();
+                }
+            });
+            serve(ExecHandle::Local(exec), config).await
+        })
+    } else {
+        let tx = executor::spawn_thread(exec);
+        let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::warn!("Failed creating the runtime: {e}");
+                return 1;
+            }
+        };
+        rt.block_on(serve(ExecHandle::Remote(tx), config))
+    }
+}
+
+async fn serve(exec: ExecHandle, config: Config) -> i32 {
+    let shared = Arc::new(Shared {
+        exec,
+        config,
+        shutdown: tokio::sync::Notify::new(),
+        connections: std::sync::atomic::AtomicUsize::new(0),
+    });
+    if let Err(e) = listener::start(shared.clone()).await {
+        tracing::warn!("{e}");
+        return 1;
+    }
+    tracing::info!("Ready to accept connections tcp");
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let sigterm_fut = async {
+        match sigterm.as_mut() {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = shared.shutdown.notified() => {}
+        _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+        _ = sigterm_fut => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+    }
+    tracing::warn!("User requested shutdown...");
+    listener::cleanup(&shared.config);
+    tracing::warn!("Redis is now ready to exit, bye bye...");
+    0
+}

@@ -1,0 +1,150 @@
+//! Redis strings: integers kept as `i64` (encoding `int`), short strings inline in the value
+//! (`embstr`), longer ones on the heap (`embstr` up to 44 bytes as Redis reports, `raw` beyond or
+//! once modified in place by APPEND, SETRANGE or SETBIT, as Redis does).
+
+/// Bytes that fit inline in a 16-byte value next to the tag and the length.
+pub const INLINE_CAP: usize = 14;
+/// Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT.
+pub const EMBSTR_LIMIT: usize = 44;
+
+#[derive(Clone, PartialEq)]
+pub enum RStr {
+    /// A decimal integer in canonical form (what Redis stores as OBJ_ENCODING_INT).
+    Int(i64),
+    /// Up to `INLINE_CAP` bytes stored in the value itself.
+    Inline(u8, [u8; INLINE_CAP]),
+    /// Heap bytes written whole (reported as `embstr` when short, else `raw`).
+    Heap(Box<Vec<u8>>),
+    /// Heap bytes that were modified in place (always reported `raw`); keeps spare capacity.
+    Raw(Box<Vec<u8>>),
+}
+
+impl std::fmt::Debug for RStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RStr({:?}, {:?})", self.encoding_name(), String::from_utf8_lossy(&self.to_vec()))
+    }
+}
+
+impl RStr {
+    /// Stores `bytes` the way Redis's `tryObjectEncoding` would: as an integer when it is a
+    /// canonical i64 of at most 20 chars, else inline or on the heap.
+    pub fn from_bytes(bytes: &[u8]) -> RStr {
+        if bytes.len() <= 20 {
+            if let Some(n) = crate::util::num::parse_i64(bytes) {
+                return RStr::Int(n);
+            }
+        }
+        RStr::from_bytes_no_int(bytes)
+    }
+
+    /// Stores `bytes` as a string, never as an integer.
+    pub fn from_bytes_no_int(bytes: &[u8]) -> RStr {
+        if bytes.len() <= INLINE_CAP {
+            let mut data = [0u8; INLINE_CAP];
+            data[..bytes.len()].copy_from_slice(bytes);
+            RStr::Inline(bytes.len() as u8, data)
+        } else {
+            RStr::Heap(Box::new(bytes.to_vec()))
+        }
+    }
+
+    pub fn from_vec(v: Vec<u8>) -> RStr {
+        if v.len() <= 20 {
+            return RStr::from_bytes(&v);
+        }
+        RStr::Heap(Box::new(v))
+    }
+
+    pub fn from_i64(n: i64) -> RStr {
+        RStr::Int(n)
+    }
+
+    /// Length in bytes of the string form.
+    pub fn len(&self) -> usize {
+        match self {
+            RStr::Int(n) => itoa::Buffer::new().format(*n).len(),
+            RStr::Inline(len, _) => *len as usize,
+            RStr::Heap(v) | RStr::Raw(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f` with the string bytes, formatting integers on the stack.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            RStr::Int(n) => {
+                let mut buf = itoa::Buffer::new();
+                f(buf.format(*n).as_bytes())
+            }
+            RStr::Inline(len, data) => f(&data[..*len as usize]),
+            RStr::Heap(v) | RStr::Raw(v) => f(v),
+        }
+    }
+
+    /// The bytes, borrowed when not an integer.
+    pub fn as_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            RStr::Int(n) => std::borrow::Cow::Owned(itoa::Buffer::new().format(*n).as_bytes().to_vec()),
+            RStr::Inline(len, data) => std::borrow::Cow::Borrowed(&data[..*len as usize]),
+            RStr::Heap(v) | RStr::Raw(v) => std::borrow::Cow::Borrowed(v),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// The integer value, if the string is a valid i64 (as INCR requires).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            RStr::Int(n) => Some(*n),
+            _ => self.with_bytes(crate::util::num::parse_i64),
+        }
+    }
+
+    /// Mutable heap bytes for in-place edits (APPEND, SETRANGE, SETBIT); the encoding becomes `raw`.
+    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, RStr::Raw(_)) {
+            let bytes = match std::mem::replace(self, RStr::Int(0)) {
+                RStr::Heap(v) => *v,
+                other => other.to_vec(),
+            };
+            *self = RStr::Raw(Box::new(bytes));
+        }
+        match self {
+            RStr::Raw(v) => v,
+            _ => unreachable!("just converted to Raw"),
+        }
+    }
+
+    /// The name OBJECT ENCODING reports.
+    pub fn encoding_name(&self) -> &'static str {
+        match self {
+            RStr::Int(_) => "int",
+            RStr::Inline(..) => "embstr",
+            RStr::Heap(v) if v.len() <= EMBSTR_LIMIT => "embstr",
+            RStr::Heap(_) | RStr::Raw(_) => "raw",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings_follow_redis() {
+        assert_eq!(RStr::from_bytes(b"123").encoding_name(), "int");
+        assert_eq!(RStr::from_bytes(b"0123").encoding_name(), "embstr");
+        assert_eq!(RStr::from_bytes(&[b'a'; 44]).encoding_name(), "embstr");
+        assert_eq!(RStr::from_bytes(&[b'a'; 45]).encoding_name(), "raw");
+        let mut s = RStr::from_bytes(b"ab");
+        s.make_raw().push(b'c');
+        assert_eq!(s.encoding_name(), "raw");
+        assert_eq!(s.to_vec(), b"abc");
+        assert_eq!(RStr::from_bytes(b"-42").len(), 3);
+    }
+}

@@ -1,0 +1,241 @@
+//! Numbers as Redis reads and prints them: strict integer parsing (`string2ll`), float parsing
+//! (`strtold` rules without spaces or NaN) and `%.17g` formatting, the reply format of Redis 7.0.
+
+/// Parses a base-10 i64 exactly as Redis's `string2ll`: optional `-`, no `+`, no leading zeros,
+/// no spaces, no empty string, and nothing out of range.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+/// Parses a u64 with the same strictness as `parse_i64`.
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    if s[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+/// Parses a double as Redis's `string2d`/`getDoubleFromObject`: what `strtod` accepts (including
+/// `inf`, `-inf`, hex floats are not needed), with no leading/trailing space and never NaN.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s.len() > 5000 {
+        return None;
+    }
+    if s[0].is_ascii_whitespace() || s[s.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let text = std::str::from_utf8(s).ok()?;
+    let lower = text.to_ascii_lowercase();
+    let v = match lower.as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => {
+            // Rust accepts "nan", "inf" spellings handled above, and rejects things strtod takes
+            // such as "1e" partial parses, which Redis also rejects (it demands the full string).
+            if lower.contains("nan") || lower.contains("inf") {
+                return None;
+            }
+            let t = text.strip_prefix('+').unwrap_or(text);
+            if t.starts_with(['+', '-']) && text.starts_with('+') {
+                return None;
+            }
+            t.parse::<f64>().ok()?
+        }
+    };
+    if v.is_nan() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
+/// Formats like C's `printf("%.17g", v)`: the format Redis 7.0 uses for double replies.
+pub fn fmt_g17(v: f64) -> String {
+    fmt_g(v, 17)
+}
+
+/// C's `%.<precision>g` for finite and infinite values (`inf`, `-inf`, `nan` as glibc prints them).
+pub fn fmt_g(v: f64, precision: usize) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    let p = precision.max(1);
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let sci = format!("{:.*e}", p - 1, v);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= p as i32 {
+        let m = trim_fraction_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{}{:02}", m, sign, exp.abs())
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        let fixed = format!("{:.*}", decimals, v);
+        trim_fraction_zeros(&fixed).to_string()
+    }
+}
+
+fn trim_fraction_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Writes the decimal form of an integer into `out` without allocating.
+pub fn push_i64(out: &mut Vec<u8>, v: i64) {
+    let mut buf = itoa::Buffer::new();
+    out.extend_from_slice(buf.format(v).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_strict() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        for bad in [&b""[..], b"01", b"+1", b" 1", b"1 ", b"-0", b"-", b"1a"] {
+            assert_eq!(parse_i64(bad), None, "{:?}", bad);
+        }
+    }
+
+    #[test]
+    fn g17_matches_printf() {
+        assert_eq!(fmt_g17(1.0), "1");
+        assert_eq!(fmt_g17(1.5), "1.5");
+        assert_eq!(fmt_g17(0.1), "0.10000000000000001");
+        assert_eq!(fmt_g17(1e-7), "9.9999999999999995e-08");
+        assert_eq!(fmt_g17(1e20), "1e+20");
+        assert_eq!(fmt_g17(123456789.0), "123456789");
+        assert_eq!(fmt_g17(f64::INFINITY), "inf");
+        assert_eq!(fmt_g17(-0.0), "-0");
+        assert_eq!(fmt_g(3.0, 6), "3");
+        assert_eq!(fmt_g(0.0001, 6), "0.0001");
+        assert_eq!(fmt_g(0.00001, 6), "1e-05");
+    }
+
+    #[test]
+    fn floats_refuse_nan_and_spaces() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b""), None);
+    }
+}
+
+extern "C" {
+    fn ferrodis_incrbyfloat(
+        cur: *const u8,
+        curlen: usize,
+        incr: *const u8,
+        incrlen: usize,
+        out: *mut u8,
+        cap: usize,
+    ) -> std::os::raw::c_long;
+    fn ferrodis_is_long_double(s: *const u8, len: usize) -> std::os::raw::c_int;
+}
+
+/// Why a long-double increment failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdError {
+    /// The stored value is not a valid float.
+    BadCurrent,
+    /// The increment is not a valid float.
+    BadIncrement,
+    /// The result would be NaN or infinite.
+    NanOrInf,
+}
+
+/// `cur + incr` in x87 long double, formatted as Redis's INCRBYFLOAT replies (`%.17Lf`, trailing
+/// zeros trimmed). `cur` None means a missing key (0).
+pub fn incr_long_double(cur: Option<&[u8]>, incr: &[u8]) -> Result<Vec<u8>, LdError> {
+    let mut out = vec![0u8; 5 * 1024 + 64];
+    let (cp, cl) = match cur {
+        Some(c) => (c.as_ptr(), c.len()),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: every pointer/length pair describes a live slice; the C side writes at most `cap`
+    // bytes into `out` and reads at most the given lengths.
+    let n = unsafe { ferrodis_incrbyfloat(cp, cl, incr.as_ptr(), incr.len(), out.as_mut_ptr(), out.len()) };
+    match n {
+        -1 => Err(LdError::BadCurrent),
+        -2 => Err(LdError::BadIncrement),
+        n if n < 0 => Err(LdError::NanOrInf),
+        n => {
+            out.truncate(n as usize);
+            Ok(out)
+        }
+    }
+}
+
+/// Whether `s` parses as a long double the way Redis accepts it.
+pub fn is_long_double(s: &[u8]) -> bool {
+    // SAFETY: the pointer/length pair describes a live slice that the C side only reads.
+    unsafe { ferrodis_is_long_double(s.as_ptr(), s.len()) != 0 }
+}
+
+#[cfg(test)]
+mod long_double_tests {
+    use super::*;
+
+    #[test]
+    fn incrbyfloat_matches_redis() {
+        assert_eq!(incr_long_double(Some(b"0.1"), b"0.2").unwrap(), b"0.3");
+        assert_eq!(incr_long_double(Some(b"5000"), b"0.1").unwrap(), b"5000.10000000000000009");
+        assert_eq!(incr_long_double(None, b"-0").unwrap(), b"0");
+        assert_eq!(incr_long_double(Some(b"abc"), b"1"), Err(LdError::BadCurrent));
+        assert_eq!(incr_long_double(Some(b"1"), b" 1"), Err(LdError::BadIncrement));
+        assert_eq!(incr_long_double(Some(b"1"), b"inf"), Err(LdError::NanOrInf));
+    }
+}
