@@ -111,6 +111,8 @@ pub mod live {
     pub static PROTO_MAX_BULK_LEN: AtomicU64 = AtomicU64::new(512 * 1024 * 1024);
     pub static CLIENT_QUERY_BUFFER_LIMIT: AtomicU64 = AtomicU64::new(1024 * 1024 * 1024);
     pub static TCP_KEEPALIVE: AtomicU64 = AtomicU64::new(300);
+    /// protected-mode is on and the default user has no password: non-local clients are refused.
+    pub static PROTECTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
     /// Publishes the config's network-side values.
     pub fn publish(cfg: &super::Config) {
@@ -118,10 +120,15 @@ pub mod live {
         PROTO_MAX_BULK_LEN.store(cfg.proto_max_bulk_len as u64, Ordering::Relaxed);
         CLIENT_QUERY_BUFFER_LIMIT.store(cfg.client_query_buffer_limit as u64, Ordering::Relaxed);
         TCP_KEEPALIVE.store(cfg.tcp_keepalive, Ordering::Relaxed);
+        PROTECTED.store(cfg.protected_mode && cfg.requirepass.is_none(), Ordering::Relaxed);
     }
 
     pub fn get_usize(v: &AtomicUsize) -> usize {
         v.load(Ordering::Relaxed)
+    }
+
+    pub fn protected() -> bool {
+        PROTECTED.load(Ordering::Relaxed)
     }
 
     pub fn get_u64(v: &AtomicU64) -> u64 {

@@ -51,8 +51,15 @@ fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'static CommandSp
     Ok((top, None))
 }
 
+/// Time for a batch of commands: the wall-clock snapshot commands see, and the monotonic instant
+/// the previous command ended, so each command costs one clock read.
+pub struct Clock {
+    pub now_ms: i64,
+    pub last: Instant,
+}
+
 /// Runs one command for `client` and appends its encoded reply to `out`.
-pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>) {
+pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
     let proto = client.proto;
     let (spec, parent) = match resolve(&cmd) {
         Ok(found) => found,
@@ -71,14 +78,21 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>) {
         return;
     }
 
-    let now_ms = unix_ms();
+    // The previous command's end is this one's start: one clock read per command. A command
+    // that took a millisecond or more moves the wall-clock snapshot forward for the next one.
+    let started = clock.last;
+    let now_ms = clock.now_ms;
     let args = Args::new(cmd.argv);
-    let started = Instant::now();
     let result = {
         let mut ctx = Ctx { srv: st, client, now_ms, spec };
         (spec.handler)(&mut ctx, &args)
     };
-    let duration_us = started.elapsed().as_micros() as u64;
+    let finished = Instant::now();
+    clock.last = finished;
+    let duration_us = finished.duration_since(started).as_micros() as u64;
+    if duration_us >= 1000 {
+        clock.now_ms = unix_ms();
+    }
 
     client.last_cmd = spec.name;
     client.last_cmd_parent = parent.map_or("", |p| p.name);

@@ -131,8 +131,9 @@ impl Executor {
         };
         let now = unix_ms();
         client.last_interaction_ms = now;
+        let mut clock = call::Clock { now_ms: now, last: Instant::now() };
         for cmd in cmds {
-            call::call(&mut self.state, &mut client, cmd, out);
+            call::call(&mut self.state, &mut client, cmd, out, &mut clock);
             if client.close_after_reply || self.state.shutdown.is_some() || client.handle.close_requested() {
                 break;
             }

@@ -230,6 +230,32 @@ impl Parser {
         if line.last() == Some(&b'\r') {
             line = &line[..line.len() - 1];
         }
+        // Redis splits the line as a C string: a NUL ends it.
+        if let Some(nul) = memchr::memchr(0, line) {
+            line = &line[..nul];
+        }
+        if memchr::memchr2(b'"', b'\'', line).is_none() {
+            // No quotes: arguments are plain slices of the buffer (no copy).
+            let mut ranges = Vec::new();
+            let mut i = 0;
+            while i < line.len() {
+                while i < line.len() && is_space(line[i]) {
+                    i += 1;
+                }
+                if i == line.len() {
+                    break;
+                }
+                let arg_start = i;
+                while i < line.len() && !matches!(line[i], b' ' | b'\n' | b'\r' | b'\t') {
+                    i += 1;
+                }
+                ranges.push((start + arg_start, start + i));
+            }
+            if ranges.is_empty() {
+                return Ok((Step::Skip, nl + 1));
+            }
+            return Ok((Step::Ranges(ranges), nl + 1));
+        }
         let args = split_args(line).ok_or_else(|| ProtocolError::new("unbalanced quotes in request"))?;
         if args.is_empty() {
             return Ok((Step::Skip, nl + 1));
@@ -395,6 +421,16 @@ mod tests {
         let (cmds, err) = parse_all(&[b"PING\r\n*x\r\n"]);
         assert_eq!(cmds.len(), 1);
         assert!(err.is_some());
+    }
+
+    #[test]
+    fn nul_ends_an_inline_line() {
+        let (cmds, err) = parse_all(&[b"set a\0b c\r\nget x\0y\n"]);
+        assert!(err.is_none());
+        assert_eq!(cmds, vec![vec![b"set".to_vec(), b"a".to_vec()], vec![b"get".to_vec(), b"x".to_vec()]]);
+        // The NUL cuts a quoted argument short, leaving its quote unbalanced.
+        let (_, err) = parse_all(&[b"get \"x\0y\" z\n"]);
+        assert_eq!(err.unwrap().0, "unbalanced quotes in request");
     }
 
     #[test]

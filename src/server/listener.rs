@@ -88,6 +88,18 @@ pub fn cleanup(cfg: &crate::config::Config) {
 /// Redis's reply to a connection over maxclients, before closing it.
 const MAX_CLIENTS_ERR: &[u8] = b"-ERR max number of clients reached\r\n";
 
+/// Redis 7.0's refusal of a non-loopback client in protected mode (no password set).
+const PROTECTED_MODE_ERR: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and \
+no password is set for the default user. In this mode connections are only accepted from the loopback interface. \
+If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just \
+disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting \
+to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet \
+if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected \
+mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the \
+server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. \
+4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in \
+order for the server to start accepting connections from the outside.\r\n";
+
 /// Reserves a connection slot, or refuses over maxclients.
 fn admit(shared: &Shared) -> bool {
     let n = shared.connections.fetch_add(1, Ordering::AcqRel);
@@ -116,14 +128,22 @@ async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
             });
             continue;
         }
+        let local = peer.ip().is_loopback() || is_mapped_loopback(&peer.ip());
+        if !local && live::protected() {
+            shared.connections.fetch_sub(1, Ordering::AcqRel);
+            crate::stats::add(&crate::stats::REJECTED_CONNECTIONS, 1);
+            tokio::spawn(async move {
+                let _ = stream.write_all(PROTECTED_MODE_ERR).await;
+            });
+            continue;
+        }
         configure_tcp(&stream, live::get_u64(&live::TCP_KEEPALIVE));
-        let local = stream.local_addr().map(|a| fmt_addr(&a)).unwrap_or_default();
         let info = ConnInfo {
             addr: fmt_addr(&peer),
-            laddr: local,
+            laddr: stream.local_addr().map(|a| fmt_addr(&a)).unwrap_or_default(),
             fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
             unix: false,
-            local: peer.ip().is_loopback() || is_mapped_loopback(&peer.ip()),
+            local,
         };
         let shared = shared.clone();
         tokio::spawn(async move {
