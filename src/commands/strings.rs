@@ -655,16 +655,16 @@ struct LcsMatch {
     b: (u32, u32),
 }
 
-/// The longest common subsequence of `a` and `b` (the classic dynamic programming table), with
-/// its contiguous matching ranges from the end of the strings backwards, as Redis reports them.
-/// `want_string` skips the walk when only the length is needed. None when the table cannot be
-/// allocated.
+/// What LCS computed: the length, and (when walked) the subsequence and its matching ranges.
 struct LcsResult {
     len: u32,
     string: Vec<u8>,
     matches: Vec<LcsMatch>,
 }
 
+/// The longest common subsequence of `a` and `b` (the classic dynamic programming table), with
+/// its contiguous matching ranges from the end of the strings backwards, as Redis reports them.
+/// Without `walk` only the length is computed. None when the table cannot be allocated.
 fn lcs_compute(a: &[u8], b: &[u8], walk: bool) -> Option<LcsResult> {
     let (alen, blen) = (a.len(), b.len());
     let width = blen + 1;
