@@ -197,9 +197,9 @@ mod tests {
         assert!(m("[a-]", "_"));
         assert!(!m("[a-]", "-"));
         assert!(m("[-a]", "-"));
-        assert!(m("[]", "x") == false);
-        assert!(m("[]a]", "]a") == false);
-        assert!(m("[]a]", "a") == false);
+        assert!(!m("[]", "x"));
+        assert!(!m("[]a]", "]a"));
+        assert!(!m("[]a]", "a"));
     }
 
     #[test]
@@ -210,7 +210,7 @@ mod tests {
         assert!(!m("[", ""));
         assert!(m("[^", "x"));
         assert!(m("[^", "^"));
-        assert!(m("a[", "a") == false);
+        assert!(!m("a[", "a"));
         assert!(m("[a-", "a"));
         assert!(m("[a-", "-"));
         assert!(m("[\\", "\\"));

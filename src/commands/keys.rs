@@ -393,8 +393,9 @@ pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
         std::mem::swap(&mut x.counters, &mut y.counters);
         std::mem::swap(&mut x.expired_log, &mut y.expired_log);
         std::mem::swap(&mut x.log_expired, &mut y.log_expired);
-        ctx.dirty(1);
     }
+    // Counted even for a self-swap, as Redis does.
+    ctx.dirty(1);
     Ok(Reply::Ok)
 }
 
