@@ -11,7 +11,9 @@
 //!   case-sensitively even under `nocase`), and a `-` that has no end before the pattern ends is a
 //!   literal. A set left unterminated is closed by the end of the pattern: `[abc` matches one of
 //!   `a`, `b`, `c`, and `[^` matches any byte. `[a-]` is the range `a`..`]` (the `]` is taken as
-//!   the range end, as Redis does).
+//!   the range end, as Redis does). Range ends compare as signed C chars, so bytes from 0x80 up
+//!   sort below 0x00 (`[a-\xff]` covers 0xff and 0x00..=`a`), as in the x86-64 build of
+//!   Redis that is our reference (C `char` is signed there).
 //! - `\c` outside a set is the literal `c`; a lone trailing `\` is a literal backslash.
 //! - `nocase` folds ASCII letters only (the C locale's `tolower`); range ends are swapped first and
 //!   folded afterwards, so `[Z-a]` is empty under `nocase`, as in Redis.
@@ -127,11 +129,12 @@ fn match_set(pat: &[u8], mut p: usize, c: u8, nocase: bool) -> (bool, usize) {
             p -= 1;
             break;
         } else if left >= 3 && pat[p + 1] == b'-' {
+            // Redis compares range ends as (signed) C chars: bytes >= 0x80 sort below `\0`.
             let (mut lo, mut hi) = (pat[p], pat[p + 2]);
-            if lo > hi {
+            if (lo as i8) > (hi as i8) {
                 std::mem::swap(&mut lo, &mut hi);
             }
-            let (lo, hi, c) = (fold(lo, nocase), fold(hi, nocase), fold(c, nocase));
+            let (lo, hi, c) = (fold(lo, nocase) as i8, fold(hi, nocase) as i8, fold(c, nocase) as i8);
             if lo <= c && c <= hi {
                 hit = true;
             }
@@ -236,6 +239,17 @@ mod tests {
         assert!(mi("h\\Ello", "hello"));
         assert!(!mi("[Z-a]", "a"));
         assert!(!m("HELLO", "hello"));
+    }
+
+    #[test]
+    fn high_bytes_in_ranges() {
+        assert!(glob_match(b"[a-\xff]", b"\xff", false));
+        assert!(glob_match(b"[a-\xff]", b"\x00", false));
+        assert!(glob_match(b"[a-\xff]", b"a", false));
+        assert!(!glob_match(b"[a-\xff]", b"b", false));
+        assert!(!glob_match(b"[a-\xff]", b"\x80", false));
+        assert!(glob_match(b"[\x80-\x90]", b"\x85", false));
+        assert!(glob_match(b"\xc3?", b"\xc3\xa9", true));
     }
 
     #[test]
