@@ -99,8 +99,10 @@ pub fn del(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// UNLINK key [key ...]
 ///
-/// DEL whose reclaiming of memory may happen later; the keys vanish at once either way. Values
-/// are compact enough that dropping them inline is cheaper than handing them to another thread.
+/// DEL whose reclaiming of memory may happen later; the keys vanish at once either way. Redis
+/// defers only values made of many allocations (big collections); strings, the only type so far,
+/// are one allocation at most and are freed inline, as Redis does. Collections should go to a
+/// background dropper like FLUSHALL ASYNC's once they exist.
 pub fn unlink(ctx: &mut Ctx, args: &Args) -> CmdResult {
     del(ctx, args)
 }
