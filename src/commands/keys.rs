@@ -1,10 +1,86 @@
-//! Generic keyspace commands (DEL, EXISTS, EXPIRE, SCAN, ...). Bootstrap subset.
+//! Generic keyspace and database commands: DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN, RANDOMKEY,
+//! DBSIZE, RENAME(NX), COPY, MOVE, SWAPDB, FLUSHDB, FLUSHALL, TOUCH, OBJECT, the EXPIRE family,
+//! TTL family and PERSIST. They work on whole keys whatever their type and never look inside
+//! values (type-specific commands own that).
+//!
+//! Lookup flavours follow Redis because they are observable: reads that Redis does with
+//! `LOOKUP_NOTOUCH` (EXISTS, TYPE, TTL, OBJECT) count keyspace hits/misses without refreshing
+//! the access time (`peek_read`); write-side lookups (RENAME, EXPIRE, MOVE) apply lazy expiry
+//! without stats.
 
 use super::flags::*;
-use super::{acl, keys, spec, Args, CmdResult, CommandSpec, Ctx};
+use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::glob::glob_match;
 use crate::resp::Reply;
+use crate::types::{RStr, Value};
 
-pub static COMMANDS: &[CommandSpec] = &[spec("del", -2, WRITE, keys(1, -1, 1), acl::KEYSPACE, del)];
+pub static COMMANDS: &[CommandSpec] = &[
+    spec("del", -2, WRITE, keys(1, -1, 1), acl::KEYSPACE, del),
+    spec("unlink", -2, WRITE | FAST, keys(1, -1, 1), acl::KEYSPACE, unlink),
+    spec("exists", -2, READONLY | FAST, keys(1, -1, 1), acl::KEYSPACE, exists),
+    spec("type", 2, READONLY | FAST, keys(1, 1, 1), acl::KEYSPACE, type_),
+    spec("keys", 2, READONLY, NO_KEYS, acl::KEYSPACE | acl::DANGEROUS, keys_),
+    spec("scan", -2, READONLY, NO_KEYS, acl::KEYSPACE, scan),
+    spec("randomkey", 1, READONLY, NO_KEYS, acl::KEYSPACE, randomkey),
+    spec("dbsize", 1, READONLY | FAST, NO_KEYS, acl::KEYSPACE, dbsize),
+    spec("rename", 3, WRITE, keys(1, 2, 1), acl::KEYSPACE, rename),
+    spec("renamenx", 3, WRITE | FAST, keys(1, 2, 1), acl::KEYSPACE, renamenx),
+    spec("copy", -3, WRITE | DENYOOM, keys(1, 2, 1), acl::KEYSPACE, copy),
+    spec("move", 3, WRITE | FAST, keys(1, 1, 1), acl::KEYSPACE, move_),
+    spec("swapdb", 3, WRITE | FAST, NO_KEYS, acl::KEYSPACE | acl::DANGEROUS, swapdb),
+    spec("flushdb", -1, WRITE, NO_KEYS, acl::KEYSPACE | acl::DANGEROUS, flushdb),
+    spec("flushall", -1, WRITE, NO_KEYS, acl::KEYSPACE | acl::DANGEROUS, flushall),
+    spec("touch", -2, READONLY | FAST, keys(1, -1, 1), acl::KEYSPACE, touch),
+    container("object", -2, 0, OBJECT_SUBCOMMANDS),
+    spec("expire", -3, WRITE | FAST, keys(1, 1, 1), acl::KEYSPACE, expire),
+    spec("pexpire", -3, WRITE | FAST, keys(1, 1, 1), acl::KEYSPACE, pexpire),
+    spec("expireat", -3, WRITE | FAST, keys(1, 1, 1), acl::KEYSPACE, expireat),
+    spec("pexpireat", -3, WRITE | FAST, keys(1, 1, 1), acl::KEYSPACE, pexpireat),
+    spec("ttl", 2, READONLY | FAST, keys(1, 1, 1), acl::KEYSPACE, ttl),
+    spec("pttl", 2, READONLY | FAST, keys(1, 1, 1), acl::KEYSPACE, pttl),
+    spec("expiretime", 2, READONLY | FAST, keys(1, 1, 1), acl::KEYSPACE, expiretime),
+    spec("pexpiretime", 2, READONLY | FAST, keys(1, 1, 1), acl::KEYSPACE, pexpiretime),
+    spec("persist", 2, WRITE | FAST, keys(1, 1, 1), acl::KEYSPACE, persist),
+];
+
+static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
+    spec("encoding", 3, READONLY, keys(2, 2, 1), acl::KEYSPACE, object_encoding),
+    spec("freq", 3, READONLY, keys(2, 2, 1), acl::KEYSPACE, object_freq),
+    spec("idletime", 3, READONLY, keys(2, 2, 1), acl::KEYSPACE, object_idletime),
+    spec("refcount", 3, READONLY, keys(2, 2, 1), acl::KEYSPACE, object_refcount),
+    spec("help", 2, LOADING | STALE, NO_KEYS, acl::KEYSPACE, object_help),
+];
+
+/// Redis's OBJ_SHARED_REFCOUNT (INT_MAX): what REFCOUNT reports for its shared small integers.
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+/// Integers 0..OBJ_SHARED_INTEGERS are shared objects in Redis.
+const SHARED_INTEGERS: i64 = 10_000;
+
+/// A read that counts a keyspace hit or miss but leaves the access time alone (Redis's
+/// `lookupKeyReadWithFlags(.., LOOKUP_NOTOUCH)`).
+fn peek_read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Value> {
+    let now = ctx.now_ms;
+    let srv = &mut *ctx.srv;
+    let found = srv.dbs[ctx.client.db].peek(key, now);
+    if found.is_some() {
+        srv.stats.keyspace_hits += 1;
+    } else {
+        srv.stats.keyspace_misses += 1;
+    }
+    found
+}
+
+/// Parses a database index argument the way `getIntFromObjectOrReply` does (no custom message).
+fn parse_db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
+    let n = crate::util::num::parse_i64(arg).ok_or(CmdError::NotInteger)?;
+    if n < i32::MIN as i64 || n > i32::MAX as i64 {
+        return Err(CmdError::err("value is out of range, value must between -2147483648 and 2147483647"));
+    }
+    if n < 0 || n as usize >= ctx.srv.dbs.len() {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    Ok(n as usize)
+}
 
 /// DEL key [key ...]
 ///
@@ -19,4 +95,615 @@ pub fn del(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     Ok(Reply::Int(n))
+}
+
+/// UNLINK key [key ...]
+///
+/// DEL whose reclaiming of memory may happen later; the keys vanish at once either way. Redis
+/// defers only values made of many allocations (big collections); strings, the only type so far,
+/// are one allocation at most and are freed inline, as Redis does. Collections should go to a
+/// background dropper like FLUSHALL ASYNC's once they exist.
+pub fn unlink(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    del(ctx, args)
+}
+
+/// EXISTS key [key ...]
+///
+/// Counts how many of the named keys exist; a key named twice counts twice.
+pub fn exists(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let mut n = 0;
+    for key in args.from(1) {
+        if peek_read(ctx, key).is_some() {
+            n += 1;
+        }
+    }
+    Ok(Reply::Int(n))
+}
+
+/// TYPE key
+///
+/// The type name of the value as a status reply, `none` when the key is absent.
+pub fn type_(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let name = peek_read(ctx, args.key(1)).map_or("none", Value::type_name);
+    Ok(Reply::Status(name))
+}
+
+/// KEYS pattern
+///
+/// Every live key matching the glob pattern; the pattern `*` alone selects all keys, the empty
+/// key included (which the glob itself would not match).
+pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let pattern = args.get(1);
+    let all = pattern == b"*";
+    let now = ctx.now_ms;
+    let out: Vec<Reply> = ctx
+        .db()
+        .keys(now)
+        .filter(|(k, _)| all || glob_match(pattern, k, false))
+        .map(|(k, _)| Reply::Bulk(k.to_vec()))
+        .collect();
+    Ok(Reply::Array(out))
+}
+
+/// Parses a SCAN cursor as Redis 7.0 does with `strtoul`: leading whitespace is refused, an
+/// optional sign is accepted (a negative value wraps around), the text ends at the first NUL, the
+/// empty string is cursor 0, and overflow or trailing bytes are errors.
+fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
+    let Some(&first) = text.first() else {
+        return Some(0);
+    };
+    if first == b' ' || (b'\t'..=b'\r').contains(&first) {
+        return None;
+    }
+    let (negative, digits) = match first {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+    }
+    Some(if negative { v.wrapping_neg() } else { v })
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+///
+/// One step of a cursor walk over the keyspace: visits table buckets from `cursor` until about
+/// COUNT keys were seen (or ten times as many steps were taken), then filters them by pattern and
+/// type (compared case-insensitively; an unknown type name simply matches nothing) and replies
+/// with the next cursor (0 when the walk is over) and the keys.
+pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let mut cursor = parse_cursor(args.get(1)).ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let mut count: i64 = 10;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_name: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let more = args.len() - i;
+        if args.is(i, "count") && more >= 2 {
+            count = args.i64(i + 1)?;
+            if count < 1 {
+                return Err(CmdError::Syntax);
+            }
+        } else if args.is(i, "match") && more >= 2 {
+            let p = args.get(i + 1);
+            pattern = if p == b"*" { None } else { Some(p) };
+        } else if args.is(i, "type") && more >= 2 {
+            type_name = Some(args.get(i + 1));
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let now = ctx.now_ms;
+    let mut budget = count.saturating_mul(10);
+    let mut seen: i64 = 0;
+    let mut type_checks = 0u64;
+    let mut found: Vec<Reply> = Vec::new();
+    let db = &mut ctx.srv.dbs[ctx.client.db];
+    loop {
+        cursor = db.scan(cursor, now, |k, v| {
+            seen += 1;
+            if pattern.is_some_and(|p| !glob_match(p, k, false)) {
+                return;
+            }
+            if let Some(t) = type_name {
+                type_checks += 1;
+                if !v.type_name().as_bytes().eq_ignore_ascii_case(t) {
+                    return;
+                }
+            }
+            found.push(Reply::Bulk(k.to_vec()));
+        });
+        if cursor == 0 || budget == 0 || seen >= count {
+            break;
+        }
+        budget -= 1;
+    }
+    // Redis looks each candidate up (a keyspace hit) to learn its type.
+    ctx.srv.stats.keyspace_hits += type_checks;
+    let mut buf = itoa::Buffer::new();
+    Ok(Reply::Array(vec![Reply::bulk(buf.format(cursor)), Reply::Array(found)]))
+}
+
+/// RANDOMKEY
+///
+/// A random live key, nil when the database is empty.
+pub fn randomkey(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let now = ctx.now_ms;
+    Ok(ctx.db().random_key(now).map_or(Reply::Nil, Reply::Bulk))
+}
+
+/// DBSIZE
+///
+/// The number of keys in the selected database (keys past their TTL but not yet collected
+/// included, as in Redis).
+pub fn dbsize(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Ok(Reply::Int(ctx.db().len() as i64))
+}
+
+/// Shared body of RENAME and RENAMENX.
+fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
+    let (src, dst) = (args.key(1), args.key(2));
+    if ctx.lookup_write(src).is_none() {
+        return Err(CmdError::NoSuchKey);
+    }
+    let done = if nx { Reply::Int(1) } else { Reply::Ok };
+    if src == dst {
+        return Ok(if nx { Reply::Int(0) } else { Reply::Ok });
+    }
+    let now = ctx.now_ms;
+    let db = ctx.db();
+    let expire = db.expire_at(src, now);
+    if nx && db.contains(dst, now) {
+        return Ok(Reply::Int(0));
+    }
+    let Some(value) = db.remove(src, now) else {
+        return Err(CmdError::NoSuchKey);
+    };
+    db.set(dst, value, now);
+    if let Some(at) = expire {
+        db.set_expire(dst, at);
+    }
+    ctx.modified(src);
+    ctx.modified(dst);
+    Ok(done)
+}
+
+/// RENAME key newkey
+///
+/// Moves the value (and its TTL) to `newkey`, replacing whatever was there. Renaming a key to
+/// itself is allowed when it exists; a missing source is `ERR no such key`.
+pub fn rename(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    rename_generic(ctx, args, false)
+}
+
+/// RENAMENX key newkey
+///
+/// RENAME that only happens when `newkey` does not exist: 1 if renamed, 0 otherwise (also 0
+/// when both names are the same).
+pub fn renamenx(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    rename_generic(ctx, args, true)
+}
+
+/// COPY source destination [DB destination-db] [REPLACE]
+///
+/// Copies the value and its TTL to `destination`, in another database if asked. Replies 1 when
+/// copied, 0 when the source is missing or the destination exists without REPLACE. Copying a key
+/// onto itself in the same database is an error.
+pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let (src, dst) = (args.key(1), args.key(2));
+    let src_db = ctx.client.db;
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        if args.is(i, "replace") {
+            replace = true;
+        } else if args.is(i, "db") && i + 1 < args.len() {
+            dst_db = parse_db_index(ctx, args.get(i + 1))?;
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    if src_db == dst_db && src == dst {
+        return Err(CmdError::err("source and destination objects are the same"));
+    }
+    let Some(value) = ctx.lookup_read(src).cloned() else {
+        return Ok(Reply::Int(0));
+    };
+    let now = ctx.now_ms;
+    let expire = ctx.srv.dbs[src_db].expire_at(src, now);
+    let target = &mut ctx.srv.dbs[dst_db];
+    if target.contains(dst, now) && !replace {
+        return Ok(Reply::Int(0));
+    }
+    target.set(dst, value, now);
+    if let Some(at) = expire {
+        target.set_expire(dst, at);
+    }
+    ctx.modified(dst);
+    Ok(Reply::Int(1))
+}
+
+/// MOVE key db
+///
+/// Moves the key (with its TTL) to another database: 1 if moved, 0 if it is missing here or
+/// already present there. Moving to the current database is an error.
+pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let key = args.key(1);
+    let src_db = ctx.client.db;
+    let dst_db = parse_db_index(ctx, args.get(2))?;
+    if dst_db == src_db {
+        return Err(CmdError::err("source and destination objects are the same"));
+    }
+    if ctx.lookup_write(key).is_none() {
+        return Ok(Reply::Int(0));
+    }
+    let now = ctx.now_ms;
+    let expire = ctx.srv.dbs[src_db].expire_at(key, now);
+    if ctx.srv.dbs[dst_db].contains(key, now) {
+        return Ok(Reply::Int(0));
+    }
+    let Some(value) = ctx.srv.dbs[src_db].remove(key, now) else {
+        return Ok(Reply::Int(0));
+    };
+    let target = &mut ctx.srv.dbs[dst_db];
+    target.set(key, value, now);
+    if let Some(at) = expire {
+        target.set_expire(key, at);
+    }
+    ctx.modified(key);
+    Ok(Reply::Int(1))
+}
+
+/// Parses a SWAPDB index: any parse or int-range failure answers with `msg`.
+fn swapdb_index(arg: &[u8], msg: &str) -> Result<i64, CmdError> {
+    crate::util::num::parse_i64(arg)
+        .filter(|n| (i32::MIN as i64..=i32::MAX as i64).contains(n))
+        .ok_or_else(|| CmdError::err(msg))
+}
+
+/// SWAPDB index1 index2
+///
+/// Exchanges the contents of two databases; clients stay on their selected index and so see the
+/// other data set at once. Swapping a database with itself is a no-op that replies OK.
+pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let a = swapdb_index(args.get(1), "invalid first DB index")?;
+    let b = swapdb_index(args.get(2), "invalid second DB index")?;
+    let n = ctx.srv.dbs.len() as i64;
+    if a < 0 || a >= n || b < 0 || b >= n {
+        return Err(CmdError::DbIndexOutOfRange);
+    }
+    let (a, b) = (a as usize, b as usize);
+    if a != b {
+        let dbs = &mut ctx.srv.dbs;
+        dbs.swap(a, b);
+        // Only the data moves: per-index bookkeeping stays with its index.
+        let (lo, hi) = dbs.split_at_mut(a.max(b));
+        let (x, y) = (&mut lo[a.min(b)], &mut hi[0]);
+        std::mem::swap(&mut x.counters, &mut y.counters);
+        std::mem::swap(&mut x.expired_log, &mut y.expired_log);
+        std::mem::swap(&mut x.log_expired, &mut y.log_expired);
+    }
+    // Counted even for a self-swap, as Redis does.
+    ctx.dirty(1);
+    Ok(Reply::Ok)
+}
+
+/// Parses the optional ASYNC|SYNC of FLUSHDB / FLUSHALL; true means free in the background.
+fn flush_mode(args: &Args) -> Result<bool, CmdError> {
+    match args.len() {
+        1 => Ok(false),
+        2 if args.is(1, "async") => Ok(true),
+        2 if args.is(1, "sync") => Ok(false),
+        _ => Err(CmdError::Syntax),
+    }
+}
+
+/// Empties database `idx`; returns how many keys it held. With `background`, the old tables are
+/// dropped on a helper thread so freeing millions of entries does not stall the executor.
+fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
+    let db = &mut ctx.srv.dbs[idx];
+    let removed = db.len() as u64;
+    let tables = db.clear();
+    if background && removed > 0 {
+        std::thread::spawn(move || drop(tables));
+    } else {
+        drop(tables);
+    }
+    removed
+}
+
+/// FLUSHDB [ASYNC|SYNC]
+///
+/// Deletes every key of the selected database; ASYNC frees the memory in the background.
+pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let background = flush_mode(args)?;
+    let idx = ctx.client.db;
+    let removed = empty_db(ctx, idx, background);
+    ctx.dirty(removed);
+    Ok(Reply::Ok)
+}
+
+/// FLUSHALL [ASYNC|SYNC]
+///
+/// Deletes every key of every database; ASYNC frees the memory in the background.
+pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let background = flush_mode(args)?;
+    let mut removed = 0;
+    for idx in 0..ctx.srv.dbs.len() {
+        removed += empty_db(ctx, idx, background);
+    }
+    // Redis counts one more change so the flush always propagates.
+    ctx.dirty(removed + 1);
+    Ok(Reply::Ok)
+}
+
+/// TOUCH key [key ...]
+///
+/// Refreshes the access time of the keys; replies with how many exist.
+pub fn touch(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let mut n = 0;
+    for key in args.from(1) {
+        if ctx.lookup_read(key).is_some() {
+            n += 1;
+        }
+    }
+    Ok(Reply::Int(n))
+}
+
+/// OBJECT ENCODING key
+///
+/// The internal representation of the value (`int`, `embstr`, `raw`, `listpack`, ...), nil when
+/// the key is absent.
+pub fn object_encoding(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    Ok(peek_read(ctx, args.key(2)).map_or(Reply::Nil, |v| Reply::bulk(v.encoding_name())))
+}
+
+/// OBJECT FREQ key
+///
+/// The LFU access counter. It is only kept under an LFU maxmemory policy, which this server does
+/// not implement, so a present key always gets Redis's "policy not selected" error.
+pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if peek_read(ctx, args.key(2)).is_none() {
+        return Ok(Reply::Nil);
+    }
+    Err(CmdError::err(
+        "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching \
+         between policies at runtime LRU and LFU data will take some time to adjust.",
+    ))
+}
+
+/// OBJECT IDLETIME key
+///
+/// Seconds since the key was last read or written, nil when absent.
+pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let key = args.key(2);
+    if peek_read(ctx, key).is_none() {
+        return Ok(Reply::Nil);
+    }
+    let now = ctx.now_ms;
+    Ok(ctx.db().idle_seconds(key, now).map_or(Reply::Nil, |s| Reply::Int(s as i64)))
+}
+
+/// OBJECT REFCOUNT key
+///
+/// Reference count of the value as Redis would report it: its shared integers 0..9999 show
+/// INT_MAX, every other value 1 (values are never shared here).
+pub fn object_refcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    Ok(match peek_read(ctx, args.key(2)) {
+        None => Reply::Nil,
+        Some(Value::Str(RStr::Int(n))) if (0..SHARED_INTEGERS).contains(n) => Reply::Int(SHARED_REFCOUNT),
+        Some(_) => Reply::Int(1),
+    })
+}
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// OBJECT HELP
+pub fn object_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Ok(Reply::Array(OBJECT_HELP.iter().map(|l| Reply::Status(l)).collect()))
+}
+
+/// The NX / XX / GT / LT conditions of the EXPIRE family.
+#[derive(Default, Clone, Copy)]
+struct ExpireCond {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn parse_expire_cond(args: &Args) -> Result<ExpireCond, CmdError> {
+    let mut c = ExpireCond::default();
+    for i in 3..args.len() {
+        if args.is(i, "nx") {
+            c.nx = true;
+        } else if args.is(i, "xx") {
+            c.xx = true;
+        } else if args.is(i, "gt") {
+            c.gt = true;
+        } else if args.is(i, "lt") {
+            c.lt = true;
+        } else {
+            let opt = args.str(i).replace(['\r', '\n'], " ");
+            return Err(CmdError::err(format!("Unsupported option {opt}")));
+        }
+    }
+    if c.nx && (c.xx || c.gt || c.lt) {
+        return Err(CmdError::err("NX and XX, GT or LT options at the same time are not compatible"));
+    }
+    if c.gt && c.lt {
+        return Err(CmdError::err("GT and LT options at the same time are not compatible"));
+    }
+    Ok(c)
+}
+
+/// Shared body of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT. `relative`: the time counts from now;
+/// `seconds`: the argument is in seconds.
+fn expire_generic(ctx: &mut Ctx, args: &Args, relative: bool, seconds: bool) -> CmdResult {
+    let cond = parse_expire_cond(args)?;
+    let mut when = args.i64(2)?;
+    let invalid = || CmdError::InvalidExpire(ctx.spec.name.to_string());
+    if seconds {
+        when = when.checked_mul(1000).ok_or_else(invalid)?;
+    }
+    if relative {
+        // Redis only rejects overflow past the top; a huge negative time simply lies in the past.
+        when = when.checked_add(ctx.now_ms).ok_or_else(invalid)?;
+    }
+    let key = args.key(1);
+    if ctx.lookup_write(key).is_none() {
+        return Ok(Reply::Int(0));
+    }
+    let now = ctx.now_ms;
+    let current = ctx.db().expire_at(key, now);
+    let refused = (cond.nx && current.is_some())
+        || (cond.xx && current.is_none())
+        || (cond.gt && current.is_none_or(|cur| when <= cur))
+        || (cond.lt && current.is_some_and(|cur| when >= cur));
+    if refused {
+        return Ok(Reply::Int(0));
+    }
+    if when <= now {
+        ctx.db().remove(key, now);
+    } else {
+        ctx.db().set_expire(key, when);
+    }
+    ctx.modified(key);
+    Ok(Reply::Int(1))
+}
+
+/// EXPIRE key seconds [NX|XX|GT|LT]
+///
+/// Sets a time to live in seconds. NX: only without a TTL; XX: only with one; GT / LT: only if
+/// the new expiry is later / earlier than the current one (no TTL counts as infinite). A time
+/// already past deletes the key. Replies 1 if applied, 0 otherwise.
+pub fn expire(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, true, true)
+}
+
+/// PEXPIRE key milliseconds [NX|XX|GT|LT]
+///
+/// EXPIRE in milliseconds.
+pub fn pexpire(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, true, false)
+}
+
+/// EXPIREAT key unix-time-seconds [NX|XX|GT|LT]
+///
+/// EXPIRE with an absolute Unix time in seconds.
+pub fn expireat(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, false, true)
+}
+
+/// PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]
+///
+/// EXPIRE with an absolute Unix time in milliseconds.
+pub fn pexpireat(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, false, false)
+}
+
+/// Shared body of TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 when the key is absent, -1 when it
+/// has no expiry, else the remaining (or absolute) time, seconds rounded to nearest.
+fn ttl_generic(ctx: &mut Ctx, args: &Args, millis: bool, absolute: bool) -> CmdResult {
+    let key = args.key(1);
+    if peek_read(ctx, key).is_none() {
+        return Ok(Reply::Int(-2));
+    }
+    let now = ctx.now_ms;
+    let Some(at) = ctx.db().expire_at(key, now) else {
+        return Ok(Reply::Int(-1));
+    };
+    let t = if absolute { at } else { (at - now).max(0) };
+    Ok(Reply::Int(if millis { t } else { (t + 500) / 1000 }))
+}
+
+/// TTL key
+///
+/// Remaining time to live in seconds (rounded), -1 without expiry, -2 when absent.
+pub fn ttl(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    ttl_generic(ctx, args, false, false)
+}
+
+/// PTTL key
+///
+/// Remaining time to live in milliseconds, -1 without expiry, -2 when absent.
+pub fn pttl(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    ttl_generic(ctx, args, true, false)
+}
+
+/// EXPIRETIME key
+///
+/// Absolute Unix expiry time in seconds, -1 without expiry, -2 when absent.
+pub fn expiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    ttl_generic(ctx, args, false, true)
+}
+
+/// PEXPIRETIME key
+///
+/// Absolute Unix expiry time in milliseconds, -1 without expiry, -2 when absent.
+pub fn pexpiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    ttl_generic(ctx, args, true, true)
+}
+
+/// PERSIST key
+///
+/// Removes the expiry: 1 if the key had one, 0 if it had none or is absent.
+pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let key = args.key(1);
+    let now = ctx.now_ms;
+    if ctx.db().persist(key, now) {
+        ctx.modified(key);
+        return Ok(Reply::Int(1));
+    }
+    Ok(Reply::Int(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursor_parsing_follows_strtoul() {
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b"+3"), Some(3));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551616"), None);
+        assert_eq!(parse_cursor(b" 5"), None);
+        assert_eq!(parse_cursor(b"5 "), None);
+        assert_eq!(parse_cursor(b"0x1"), None);
+        assert_eq!(parse_cursor(b"+"), None);
+        assert_eq!(parse_cursor(b"-"), None);
+        assert_eq!(parse_cursor(b"7\0junk"), Some(7));
+    }
 }
