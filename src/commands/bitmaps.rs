@@ -378,19 +378,21 @@ fn bitfield_generic(ctx: &mut Ctx, args: &Args, read_only_cmd: bool) -> CmdResul
         return Err(CmdError::err("BITFIELD_RO only supports the GET subcommand"));
     }
     let (buf, dirty) = string_for_write(ctx, key, (highest >> 3) as usize + 1)?;
-    let mut changed = false;
+    // Like Redis, the dirty counter grows by one per write that changed (or created) bits.
+    let mut changes = 0u64;
     let mut replies = Vec::with_capacity(fields.len());
     for f in &fields {
         if f.op == FieldOp::Get {
             replies.push(field_get(buf, f));
         } else {
             let (reply, differs) = field_write(buf, f);
-            changed |= differs || (dirty && !matches!(reply, Reply::Nil));
+            changes += (differs || (dirty && !matches!(reply, Reply::Nil))) as u64;
             replies.push(reply);
         }
     }
-    if changed {
+    if changes > 0 {
         ctx.modified(key);
+        ctx.dirty(changes - 1);
     }
     Ok(Reply::Array(replies))
 }

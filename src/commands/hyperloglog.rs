@@ -70,33 +70,36 @@ pub fn pfadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let max = sparse_max_bytes(ctx);
     let now = ctx.now_ms;
+    // Like Redis, the dirty counter grows by one per changed register (plus one for creation).
     let updated = match ctx.lookup_write(key) {
         None => {
             let mut h = hll::new_sparse();
+            let mut updated = 1;
             for ele in args.from(2) {
-                hll::add(&mut h, ele, max).map_err(corrupt)?;
+                updated += hll::add(&mut h, ele, max).map_err(corrupt)? as u64;
             }
             hll::invalidate_card(&mut h);
             ctx.db().set(key, raw_string(h), now);
-            true
+            updated
         }
         Some(v) => {
             check_hll(v)?;
             let h = hll_bytes_mut(v);
-            let mut updated = false;
+            let mut updated = 0;
             for ele in args.from(2) {
-                updated |= hll::add(h, ele, max).map_err(corrupt)?;
+                updated += hll::add(h, ele, max).map_err(corrupt)? as u64;
             }
-            if updated {
+            if updated > 0 {
                 hll::invalidate_card(h);
             }
             updated
         }
     };
-    if updated {
+    if updated > 0 {
         ctx.modified(key);
+        ctx.dirty(updated - 1);
     }
-    Ok(Reply::Int(updated as i64))
+    Ok(Reply::Int((updated > 0) as i64))
 }
 
 /// PFCOUNT key [key ...]

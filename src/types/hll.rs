@@ -383,6 +383,10 @@ fn sparse_set(s: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Re
         if seq.len() > oldlen && s.len() + (seq.len() - oldlen) > sparse_max {
             return promote(s, index, count);
         }
+        // A truncated XZERO (corrupt input) has one byte fewer than `oldlen`; Redis's length
+        // arithmetic then drops the last byte of the new sequence, and so do we.
+        let missing = (p + oldlen).saturating_sub(s.len());
+        seq.truncate(seq.len() - missing);
         let stop = (p + oldlen).min(s.len());
         s.splice(p..stop, seq);
     }
@@ -555,6 +559,25 @@ mod tests {
     use super::*;
 
     const MAX: usize = 3000;
+
+    #[test]
+    fn bytes_match_real_redis() {
+        // `PFADD t a b c foo` then GET, PFCOUNT, GET on redis-server 7.0.15.
+        let mut h = new_sparse();
+        for e in [&b"a"[..], b"b", b"c", b"foo"] {
+            assert_eq!(add(&mut h, e, MAX), Ok(true));
+        }
+        invalidate_card(&mut h);
+        let body = b"\\\xb3\x90D>\x80P\xb1\x84K\xfb\x80BZ";
+        let mut want = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\x80".to_vec();
+        want.extend_from_slice(body);
+        assert_eq!(h, want);
+        assert_eq!(cached_card(&h), None);
+        let card = count(&h).unwrap();
+        assert_eq!(card, 4);
+        store_card(&mut h, card);
+        assert_eq!(&h[8..16], b"\x04\0\0\0\0\0\0\0");
+    }
 
     #[test]
     fn empty_hll_layout() {
