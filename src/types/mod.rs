@@ -1,6 +1,8 @@
 //! Value types of the keyspace with their compact encodings. They know nothing of commands,
 //! clients or replies; commands drive them through plain methods.
 
+pub mod bits;
+pub mod hll;
 pub mod string;
 
 pub use string::RStr;
