@@ -1,5 +1,566 @@
-//! command commands. (Module created empty; its family is filled in here.)
+//! The COMMAND family: COMMAND, COUNT, INFO, DOCS, LIST, GETKEYS, GETKEYSANDFLAGS, HELP. Every
+//! reply is derived from the one command table (`super::all()`) plus the facts in `docs.rs`
+//! (tips, key specs, argument structures), so a family's commands show up here the moment they
+//! are registered, and only then.
+//!
+//! Key extraction for GETKEYS follows Redis 7.0: key specs first (when their flags are reliable),
+//! then a per-command hook for commands whose keys move with their arguments (`movable_keys`),
+//! then the table's (first, last, step) range for commands without key specs.
 
-use super::CommandSpec;
+use bytes::Bytes;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use super::docs::{self, ksflags, BeginSearch, Doc, FindKeys};
+use super::flags::*;
+use super::{acl, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::resp::Reply;
+
+const CMD_FLAGS: u32 = LOADING | STALE;
+
+static SUBCOMMANDS: &[CommandSpec] = &[
+    super::spec("count", 2, CMD_FLAGS, NO_KEYS, acl::CONNECTION, count),
+    super::spec("docs", -2, CMD_FLAGS, NO_KEYS, acl::CONNECTION, docs),
+    super::spec("getkeys", -4, CMD_FLAGS, NO_KEYS, acl::CONNECTION, getkeys),
+    super::spec("getkeysandflags", -4, CMD_FLAGS, NO_KEYS, acl::CONNECTION, getkeysandflags),
+    super::spec("help", 2, CMD_FLAGS, NO_KEYS, acl::CONNECTION, help),
+    super::spec("info", -2, CMD_FLAGS, NO_KEYS, acl::CONNECTION, info),
+    super::spec("list", -2, CMD_FLAGS, NO_KEYS, acl::CONNECTION, list),
+];
+
+pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "command",
+    arity: -1,
+    flags: CMD_FLAGS,
+    keys: NO_KEYS,
+    acl: acl::CONNECTION,
+    handler: command,
+    subcommands: SUBCOMMANDS,
+}];
+
+/// COMMAND
+///
+/// Describes every command of the server, as COMMAND INFO does for each (the container itself is
+/// run only without a subcommand).
+pub fn command(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Ok(Reply::Array(super::all().map(|c| info_reply(c, None)).collect()))
+}
+
+/// COMMAND COUNT
+///
+/// The number of top-level commands (subcommands are not counted).
+pub fn count(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Ok(Reply::Int(super::all().count() as i64))
+}
+
+/// COMMAND INFO [command-name ...]
+///
+/// Describes the named commands (full names such as `config|get` reach subcommands), a null for
+/// each unknown name; without names, every command.
+pub fn info(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.len() == 2 {
+        return command(_ctx, args);
+    }
+    let replies = args
+        .from(2)
+        .map(|name| match lookup_full(name) {
+            Some((spec, parent)) => info_reply(spec, parent),
+            None => Reply::Nil,
+        })
+        .collect();
+    Ok(Reply::Array(replies))
+}
+
+/// COMMAND DOCS [command-name ...]
+///
+/// A map from full command name to its documentation (summary, since, group, complexity,
+/// history, argument structure, subcommands). Unknown names are left out; without names, every
+/// command.
+pub fn docs(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let pairs = if args.len() == 2 {
+        super::all().map(|c| docs_entry(c, None)).collect()
+    } else {
+        args.from(2).filter_map(lookup_full).map(|(spec, parent)| docs_entry(spec, parent)).collect()
+    };
+    Ok(Reply::Map(pairs))
+}
+
+/// COMMAND LIST [FILTERBY MODULE module-name | ACLCAT category | PATTERN pattern]
+///
+/// The full names of all commands and subcommands, optionally only those of a module (none
+/// here), of an ACL category, or matching a glob pattern (case-insensitive).
+pub fn list(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    enum Filter<'a> {
+        All,
+        Nothing,
+        Category(u64),
+        Pattern(&'a [u8]),
+    }
+    let filter = match args.len() {
+        2 => Filter::All,
+        5 if args.is(2, "filterby") => {
+            let value = args.get(4);
+            if args.is(3, "module") {
+                Filter::Nothing
+            } else if args.is(3, "aclcat") {
+                acl::NAMES
+                    .iter()
+                    .find(|(_, n)| n.as_bytes().eq_ignore_ascii_case(value))
+                    .map_or(Filter::Nothing, |&(bit, _)| Filter::Category(bit))
+            } else if args.is(3, "pattern") {
+                Filter::Pattern(value)
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        _ => return Err(CmdError::Syntax),
+    };
+    let keep = |spec: &CommandSpec, full: &str| match filter {
+        Filter::All => true,
+        Filter::Nothing => false,
+        Filter::Category(bit) => spec.acl_categories() & bit != 0,
+        Filter::Pattern(p) => crate::glob::glob_match(p, full.as_bytes(), true),
+    };
+    let mut out = Vec::new();
+    for cmd in super::all() {
+        if keep(cmd, cmd.name) {
+            out.push(Reply::bulk(cmd.name));
+        }
+        for sub in cmd.subcommands {
+            let full = format!("{}|{}", cmd.name, sub.name);
+            if keep(sub, &full) {
+                out.push(Reply::bulk(full));
+            }
+        }
+    }
+    Ok(Reply::Array(out))
+}
+
+/// COMMAND GETKEYS command [arg ...]
+///
+/// The key arguments of a full command line, as the server would extract them.
+pub fn getkeys(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    getkeys_impl(args, false)
+}
+
+/// COMMAND GETKEYSANDFLAGS command [arg ...]
+///
+/// Like GETKEYS, each key paired with its access flags (`RO`, `RW`, `OW`, `RM`, `access`, ...).
+pub fn getkeysandflags(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    getkeys_impl(args, true)
+}
+
+/// COMMAND HELP
+///
+/// Lists the subcommands, one status line each.
+pub fn help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    const LINES: &[&str] = &[
+        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "(no subcommand)",
+        "    Describe every command of the server.",
+        "COUNT",
+        "    Number of commands this server has.",
+        "LIST",
+        "    Names of all commands and subcommands of this server.",
+        "INFO [<command-name> ...]",
+        "    Describe the named commands.",
+        "    Without names, every command is described.",
+        "DOCS [<command-name> ...]",
+        "    Documentation of the named commands.",
+        "    Without names, every command is documented.",
+        "GETKEYS <full-command>",
+        "    Extract the key names from a complete command line.",
+        "GETKEYSANDFLAGS <full-command>",
+        "    Extract the key names and their access flags from a complete command line.",
+        "HELP",
+        "    Print this help.",
+    ];
+    Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(l)).collect()))
+}
+
+/// Resolves `name` or `container|sub` (case-insensitive) to (spec, parent).
+fn lookup_full(name: &[u8]) -> Option<(&'static CommandSpec, Option<&'static CommandSpec>)> {
+    let mut parts = name.split(|&c| c == b'|');
+    let base = super::lookup(parts.next()?)?;
+    match (parts.next(), parts.next()) {
+        (None, _) => Some((base, None)),
+        (Some(sub), None) if base.is_container() => Some((base.subcommand(sub)?, Some(base))),
+        _ => None,
+    }
+}
+
+fn full_name(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> String {
+    match parent {
+        Some(p) => format!("{}|{}", p.name, spec.name),
+        None => spec.name.to_string(),
+    }
+}
+
+/// One COMMAND INFO entry: name, arity, flags, first/last/step, categories, tips, key specs,
+/// subcommands.
+fn info_reply(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> Reply {
+    let full = full_name(spec, parent);
+    let doc = docs::find(&full);
+    let flags = NAMES.iter().filter(|(bit, _)| spec.flags & bit != 0).map(|&(_, n)| Reply::Status(n)).collect();
+    let cats = spec.acl_categories();
+    let cats = acl::NAMES
+        .iter()
+        .filter(|(bit, _)| cats & bit != 0)
+        .map(|(_, n)| Reply::StatusOwned(format!("@{n}")))
+        .collect();
+    let tips = doc.map_or(Vec::new(), |d| d.tips.iter().map(|t| Reply::bulk(*t)).collect());
+    let key_specs = doc.map_or(Vec::new(), |d| d.key_specs.iter().map(key_spec_reply).collect());
+    // Redis answers an empty set for "no subcommands" but an array when there are some.
+    let subs = if spec.subcommands.is_empty() {
+        Reply::Set(Vec::new())
+    } else {
+        Reply::Array(spec.subcommands.iter().map(|s| info_reply(s, Some(spec))).collect())
+    };
+    Reply::Array(vec![
+        Reply::bulk(full),
+        Reply::Int(spec.arity as i64),
+        Reply::Set(flags),
+        Reply::Int(spec.keys.first as i64),
+        Reply::Int(spec.keys.last as i64),
+        Reply::Int(spec.keys.step as i64),
+        Reply::Set(cats),
+        Reply::Set(tips),
+        Reply::Set(key_specs),
+        subs,
+    ])
+}
+
+fn field(name: &'static str, value: Reply) -> (Reply, Reply) {
+    (Reply::bulk(name), value)
+}
+
+fn key_flag_names(flags: u16) -> Reply {
+    Reply::Set(ksflags::NAMES.iter().filter(|(bit, _)| flags & bit != 0).map(|&(_, n)| Reply::Status(n)).collect())
+}
+
+fn key_spec_reply(ks: &docs::KeySpec) -> Reply {
+    let mut m = Vec::with_capacity(4);
+    if !ks.notes.is_empty() {
+        m.push(field("notes", Reply::bulk(ks.notes)));
+    }
+    m.push(field("flags", key_flag_names(ks.flags)));
+    let (kind, spec) = match ks.begin {
+        BeginSearch::Index(i) => ("index", vec![field("index", Reply::Int(i as i64))]),
+        BeginSearch::Keyword(word, from) => {
+            ("keyword", vec![field("keyword", Reply::bulk(word)), field("startfrom", Reply::Int(from as i64))])
+        }
+        BeginSearch::Unknown => ("unknown", Vec::new()),
+    };
+    m.push(field("begin_search", Reply::Map(vec![field("type", Reply::bulk(kind)), field("spec", Reply::Map(spec))])));
+    let (kind, spec) = match ks.find {
+        FindKeys::Range(last, step, limit) => (
+            "range",
+            vec![
+                field("lastkey", Reply::Int(last as i64)),
+                field("keystep", Reply::Int(step as i64)),
+                field("limit", Reply::Int(limit as i64)),
+            ],
+        ),
+        FindKeys::Keynum(idx, first, step) => (
+            "keynum",
+            vec![
+                field("keynumidx", Reply::Int(idx as i64)),
+                field("firstkey", Reply::Int(first as i64)),
+                field("keystep", Reply::Int(step as i64)),
+            ],
+        ),
+        FindKeys::Unknown => ("unknown", Vec::new()),
+    };
+    m.push(field("find_keys", Reply::Map(vec![field("type", Reply::bulk(kind)), field("spec", Reply::Map(spec))])));
+    Reply::Map(m)
+}
+
+/// (full name, documentation map) for COMMAND DOCS.
+fn docs_entry(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> (Reply, Reply) {
+    let full = full_name(spec, parent);
+    let mut m = Vec::new();
+    if let Some(d) = docs::find(&full) {
+        doc_fields(d, &mut m);
+    }
+    if spec.is_container() {
+        let subs = spec.subcommands.iter().map(|s| docs_entry(s, Some(spec))).collect();
+        m.push(field("subcommands", Reply::Map(subs)));
+    }
+    (Reply::bulk(full), Reply::Map(m))
+}
+
+fn doc_fields(d: &Doc, m: &mut Vec<(Reply, Reply)>) {
+    m.push(field("summary", Reply::bulk(d.summary)));
+    m.push(field("since", Reply::bulk(d.since)));
+    m.push(field("group", Reply::bulk(d.group)));
+    if !d.complexity.is_empty() {
+        m.push(field("complexity", Reply::bulk(d.complexity)));
+    }
+    if d.doc_flags != 0 {
+        let names = docs::DOC_FLAG_NAMES.iter().filter(|(bit, _)| d.doc_flags & bit != 0);
+        m.push(field("doc_flags", Reply::Set(names.map(|&(_, n)| Reply::Status(n)).collect())));
+    }
+    if !d.deprecated_since.is_empty() {
+        m.push(field("deprecated_since", Reply::bulk(d.deprecated_since)));
+    }
+    if !d.replaced_by.is_empty() {
+        m.push(field("replaced_by", Reply::bulk(d.replaced_by)));
+    }
+    if !d.history.is_empty() {
+        let entries = d.history.iter().map(|(v, t)| Reply::Array(vec![Reply::bulk(*v), Reply::bulk(*t)]));
+        m.push(field("history", Reply::Set(entries.collect())));
+    }
+    if !d.args.is_empty() {
+        m.push(field("arguments", args_reply(d.args)));
+    }
+}
+
+fn args_reply(args: &[docs::Arg]) -> Reply {
+    Reply::Array(
+        args.iter()
+            .map(|a| {
+                let mut m = vec![field("name", Reply::bulk(a.name)), field("type", Reply::bulk(a.kind.name()))];
+                if a.key_spec >= 0 {
+                    m.push(field("key_spec_index", Reply::Int(a.key_spec as i64)));
+                }
+                if !a.token.is_empty() {
+                    m.push(field("token", Reply::bulk(a.token)));
+                }
+                if !a.since.is_empty() {
+                    m.push(field("since", Reply::bulk(a.since)));
+                }
+                if !a.deprecated_since.is_empty() {
+                    m.push(field("deprecated_since", Reply::bulk(a.deprecated_since)));
+                }
+                if a.flags != 0 {
+                    let names = docs::ARG_FLAG_NAMES.iter().filter(|(bit, _)| a.flags & bit != 0);
+                    m.push(field("flags", Reply::Set(names.map(|&(_, n)| Reply::Status(n)).collect())));
+                }
+                if !a.args.is_empty() {
+                    m.push(field("arguments", args_reply(a.args)));
+                }
+                Reply::Map(m)
+            })
+            .collect(),
+    )
+}
+
+/// One extracted key: its position in argv and its key spec flags.
+pub type KeyRef = (usize, u16);
+
+/// Extracts keys for commands whose key specs cannot say it alone (variable flags, incomplete
+/// specs): by full command name. Families with such commands add their extractor here.
+fn movable_keys(full_name: &str) -> Option<fn(&[Bytes]) -> Vec<KeyRef>> {
+    match full_name {
+        "set" => Some(set_keys),
+        _ => None,
+    }
+}
+
+/// SET reads the old value only with GET; otherwise it overwrites blindly.
+fn set_keys(argv: &[Bytes]) -> Vec<KeyRef> {
+    use ksflags::*;
+    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let flags = if get { RW | ACCESS | UPDATE } else { OW | UPDATE };
+    vec![(1, flags)]
+}
+
+/// Resolves a full command line to its spec the way command dispatch does.
+fn lookup_argv(argv: &[Bytes]) -> Option<(&'static CommandSpec, Option<&'static CommandSpec>)> {
+    let base = super::lookup(argv.first()?)?;
+    if base.is_container() && argv.len() >= 2 {
+        return Some((base.subcommand(&argv[1])?, Some(base)));
+    }
+    Some((base, None))
+}
+
+fn getkeys_impl(args: &Args, with_flags: bool) -> CmdResult {
+    let argv = &args.argv[2..];
+    let Some((spec, parent)) = lookup_argv(argv) else {
+        return Err(CmdError::err("Invalid command specified"));
+    };
+    let full = full_name(spec, parent);
+    let doc = docs::find(&full);
+    let has_keys = match doc {
+        Some(d) if !d.key_specs.is_empty() => d.key_specs.iter().any(|k| k.flags & ksflags::NOT_KEY == 0),
+        _ => spec.keys.first > 0 || spec.has_flag(MOVABLEKEYS) || movable_keys(&full).is_some(),
+    };
+    if !has_keys {
+        return Err(CmdError::err("The command has no key arguments"));
+    }
+    if !spec.arity_ok(argv.len()) {
+        return Err(CmdError::err("Invalid number of arguments specified for command"));
+    }
+    let keys = extract_keys(spec, doc, &full, argv);
+    if keys.is_empty() {
+        if spec.has_flag(NO_MANDATORY_KEYS) {
+            return Ok(Reply::Array(Vec::new()));
+        }
+        return Err(CmdError::err("Invalid arguments specified for command"));
+    }
+    let out = keys
+        .into_iter()
+        .map(|(pos, flags)| {
+            let key = Reply::bulk(&argv[pos][..]);
+            if with_flags {
+                Reply::Array(vec![key, key_flag_names(flags)])
+            } else {
+                key
+            }
+        })
+        .collect();
+    Ok(Reply::Array(out))
+}
+
+/// Key positions (within `argv`, the command name at 0) with their flags.
+pub fn extract_keys(spec: &CommandSpec, doc: Option<&Doc>, full: &str, argv: &[Bytes]) -> Vec<KeyRef> {
+    if let Some(d) = doc.filter(|d| !d.key_specs.is_empty()) {
+        let reliable = d.key_specs.iter().any(|k| k.flags & ksflags::NOT_KEY == 0)
+            && d.key_specs.iter().all(|k| k.flags & ksflags::VARIABLE_FLAGS == 0);
+        if reliable {
+            if let Some(keys) = keys_from_specs(d, spec.arity, argv) {
+                return keys;
+            }
+        }
+        return movable_keys(full).map_or(Vec::new(), |f| f(argv));
+    }
+    if let Some(f) = movable_keys(full) {
+        return f(argv);
+    }
+    spec.key_positions(argv.len()).into_iter().map(|p| (p, 0)).collect()
+}
+
+/// Walks the key specs as Redis does; None when a spec cannot be applied to these arguments
+/// (unknown or incomplete spec, out-of-range positions, bad key count).
+fn keys_from_specs(d: &Doc, arity: i32, argv: &[Bytes]) -> Option<Vec<KeyRef>> {
+    let argc = argv.len() as i64;
+    let mut out = Vec::new();
+    for ks in d.key_specs {
+        if ks.flags & ksflags::NOT_KEY != 0 {
+            continue;
+        }
+        if ks.flags & ksflags::INCOMPLETE != 0 {
+            return None;
+        }
+        let first = match ks.begin {
+            BeginSearch::Index(i) => i as i64,
+            BeginSearch::Keyword(word, from) => {
+                let from = from as i64;
+                // Like Redis: forwards up to the last-but-one argument (a key must follow), or
+                // backwards down to argument 2.
+                let is_word = |i: &i64| argv[*i as usize].eq_ignore_ascii_case(word.as_bytes());
+                let found = if from > 0 {
+                    (from.max(1)..argc - 1).find(is_word)
+                } else {
+                    (2..=(argc + from).min(argc - 1)).rev().find(is_word)
+                };
+                match found {
+                    Some(i) => i + 1,
+                    None => continue,
+                }
+            }
+            BeginSearch::Unknown => return None,
+        };
+        let (first, last, step) = match ks.find {
+            FindKeys::Range(lastkey, keystep, limit) => {
+                let (lastkey, limit) = (lastkey as i64, limit as i64);
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit == 0 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit + lastkey)
+                };
+                (first, last, keystep as i64)
+            }
+            FindKeys::Keynum(idx, firstkey, keystep) => {
+                let at = first + idx as i64;
+                if at >= argc {
+                    return None;
+                }
+                let n = crate::util::num::parse_i64(&argv[at as usize]).filter(|&n| n >= 0)?;
+                let first = first + firstkey as i64;
+                (first, first + n - 1, keystep as i64)
+            }
+            FindKeys::Unknown => return None,
+        };
+        if last >= argc || last < first || first >= argc || step <= 0 {
+            return None;
+        }
+        let mut i = first;
+        while i <= last {
+            if i >= argc {
+                // Only variadic commands get here (fixed arities were checked): no key.
+                if arity < 0 {
+                    i += step;
+                    continue;
+                }
+                return None;
+            }
+            out.push((i as usize, ks.flags));
+            i += step;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    }
+
+    #[test]
+    fn full_names_resolve_case_insensitively() {
+        let (spec, parent) = lookup_full(b"COMMAND|Info").expect("command|info");
+        assert_eq!((spec.name, parent.map(|p| p.name)), ("info", Some("command")));
+        assert!(lookup_full(b"command|nosuch").is_none());
+        assert!(lookup_full(b"command|info|x").is_none());
+    }
+
+    #[test]
+    fn set_flags_depend_on_get() {
+        assert_eq!(set_keys(&argv(&["set", "k", "v"])), vec![(1, ksflags::OW | ksflags::UPDATE)]);
+        let rw = ksflags::RW | ksflags::ACCESS | ksflags::UPDATE;
+        assert_eq!(set_keys(&argv(&["set", "k", "v", "GET"])), vec![(1, rw)]);
+    }
+
+    #[test]
+    fn keynum_and_keyword_specs() {
+        use docs::ksflags::*;
+        static ZS: &[docs::KeySpec] = &[
+            docs::KeySpec { notes: "", flags: OW, begin: BeginSearch::Index(1), find: FindKeys::Range(0, 1, 0) },
+            docs::KeySpec { notes: "", flags: RO, begin: BeginSearch::Index(2), find: FindKeys::Keynum(0, 1, 1) },
+        ];
+        let doc = Doc { key_specs: ZS, ..*docs::find("get").unwrap_or(&EMPTY) };
+        let keys = keys_from_specs(&doc, -4, &argv(&["zunionstore", "d", "2", "a", "b", "WEIGHTS", "1", "2"]));
+        assert_eq!(keys, Some(vec![(1, OW), (3, RO), (4, RO)]));
+        assert_eq!(keys_from_specs(&doc, -4, &argv(&["zunionstore", "d", "0", "a"])), None);
+        assert_eq!(keys_from_specs(&doc, -4, &argv(&["zunionstore", "d", "x", "a"])), None);
+
+        static XR: &[docs::KeySpec] = &[docs::KeySpec {
+            notes: "",
+            flags: RO,
+            begin: BeginSearch::Keyword("STREAMS", 1),
+            find: FindKeys::Range(-1, 1, 2),
+        }];
+        let doc = Doc { key_specs: XR, ..*docs::find("get").unwrap_or(&EMPTY) };
+        let keys = keys_from_specs(&doc, -4, &argv(&["xread", "COUNT", "2", "streams", "a", "b", "0", "0"]));
+        assert_eq!(keys, Some(vec![(4, RO), (5, RO)]));
+    }
+
+    static EMPTY: Doc = Doc {
+        name: "",
+        group: "",
+        since: "",
+        summary: "",
+        complexity: "",
+        doc_flags: 0,
+        deprecated_since: "",
+        replaced_by: "",
+        history: &[],
+        tips: &[],
+        key_specs: &[],
+        args: &[],
+    };
+}

@@ -10,6 +10,7 @@ pub mod bitmaps;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod docs;
 pub mod error;
 pub mod hyperloglog;
 pub mod keys;
