@@ -219,7 +219,9 @@ fn normalize_entry(f: &mut Frame) {
         if fields.len() == 10 {
             if let Frame::Agg(_, subs) = &mut fields[9] {
                 subs.iter_mut().for_each(normalize_entry);
-                subs.sort_by(|a, b| a.items().first().and_then(Frame::blob).cmp(&b.items().first().and_then(Frame::blob)));
+                subs.sort_by(|a, b| {
+                    a.items().first().and_then(Frame::blob).cmp(&b.items().first().and_then(Frame::blob))
+                });
             }
         }
     }
@@ -247,8 +249,7 @@ fn normalize_docs(f: &mut Frame) {
             }
             Some(b"subcommands") => {
                 if let Frame::Agg(_, subs) = &mut items[i + 1] {
-                    let mut pairs: Vec<(Frame, Frame)> =
-                        subs.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect();
+                    let mut pairs: Vec<(Frame, Frame)> = subs.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect();
                     pairs.sort_by(|a, b| a.0.blob().cmp(&b.0.blob()));
                     *subs = pairs
                         .into_iter()

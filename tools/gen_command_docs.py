@@ -16,6 +16,7 @@ summaries, history descriptions and complexity phrasing. Its lines are
     name | summary                       (name is the full name: `config|get`)
     name | summary | complexity          (overrides the default complexity, see below)
     name @version | what changed         (one per history entry, in the server's order)
+    name ~ complexity                    (complexity only)
 
 Without an override, the complexity is the leading big-O expression of the server's text (the
 fact itself, e.g. `O(log(N)+M)`). The generator fails listing every entry the text file lacks,
@@ -59,6 +60,10 @@ def read_text(path):
                 continue
             parts = [p.strip() for p in line.split(" | ")]
             head = parts[0]
+            if " ~ " in line:
+                name, text = [p.strip() for p in line.split(" ~ ", 1)]
+                complexities[name] = text
+                continue
             if "@" in head:
                 name, version = [p.strip() for p in head.split("@", 1)]
                 history.setdefault(name, []).append((version, parts[1]))

@@ -346,9 +346,12 @@ fn args_reply(args: &[docs::Arg]) -> Reply {
 /// One extracted key: its position in argv and its key spec flags.
 pub type KeyRef = (usize, u16);
 
+/// A command-specific key extractor (Redis's getkeys_proc).
+pub type KeysFn = fn(&[Bytes]) -> Vec<KeyRef>;
+
 /// Extracts keys for commands whose key specs cannot say it alone (variable flags, incomplete
 /// specs): by full command name. Families with such commands add their extractor here.
-fn movable_keys(full_name: &str) -> Option<fn(&[Bytes]) -> Vec<KeyRef>> {
+fn movable_keys(full_name: &str) -> Option<KeysFn> {
     match full_name {
         "set" => Some(set_keys),
         _ => None,
