@@ -7,6 +7,9 @@
 //! then a per-command hook for commands whose keys move with their arguments (`movable_keys`),
 //! then the table's (first, last, step) range for commands without key specs.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
 use bytes::Bytes;
 
 use super::docs::{self, ksflags, BeginSearch, Doc, FindKeys};
@@ -40,8 +43,9 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
 ///
 /// Describes every command of the server, as COMMAND INFO does for each (the container itself is
 /// run only without a subcommand).
-pub fn command(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Array(super::all().map(|c| info_reply(c, None)).collect()))
+pub fn command(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let proto = ctx.proto();
+    Ok(Reply::Array(super::all().map(|c| cached_info(c, None, proto)).collect()))
 }
 
 /// COMMAND COUNT
@@ -55,14 +59,15 @@ pub fn count(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 ///
 /// Describes the named commands (full names such as `config|get` reach subcommands), a null for
 /// each unknown name; without names, every command.
-pub fn info(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+pub fn info(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() == 2 {
-        return command(_ctx, args);
+        return command(ctx, args);
     }
+    let proto = ctx.proto();
     let replies = args
         .from(2)
         .map(|name| match lookup_full(name) {
-            Some((spec, parent)) => info_reply(spec, parent),
+            Some((spec, parent)) => cached_info(spec, parent, proto),
             None => Reply::Nil,
         })
         .collect();
@@ -74,11 +79,12 @@ pub fn info(_ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// A map from full command name to its documentation (summary, since, group, complexity,
 /// history, argument structure, subcommands). Unknown names are left out; without names, every
 /// command.
-pub fn docs(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+pub fn docs(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let proto = ctx.proto();
     let pairs = if args.len() == 2 {
-        super::all().map(|c| docs_entry(c, None)).collect()
+        super::all().map(|c| cached_docs(c, None, proto)).collect()
     } else {
-        args.from(2).filter_map(lookup_full).map(|(spec, parent)| docs_entry(spec, parent)).collect()
+        args.from(2).filter_map(lookup_full).map(|(spec, parent)| cached_docs(spec, parent, proto)).collect()
     };
     Ok(Reply::Map(pairs))
 }
@@ -162,10 +168,12 @@ pub fn help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
         "    Names of all commands and subcommands of this server.",
         "INFO [<command-name> ...]",
         "    Describe the named commands.",
-        "    Without names, every command is described.",
+        "    Without names, every command is described",
+        "    (full names such as config|get reach subcommands).",
         "DOCS [<command-name> ...]",
         "    Documentation of the named commands.",
-        "    Without names, every command is documented.",
+        "    Without names, every command is documented",
+        "    (full names such as config|get reach subcommands).",
         "GETKEYS <full-command>",
         "    Extract the key names from a complete command line.",
         "GETKEYSANDFLAGS <full-command>",
@@ -174,6 +182,28 @@ pub fn help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
         "    Print this help.",
     ];
     Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(l)).collect()))
+}
+
+/// The table and the docs never change while the server runs, so each entry is encoded once per
+/// protocol on first use and copied from then on (redis-cli asks for all the docs on connect).
+fn cached(kind: u8, spec: &'static CommandSpec, proto: u8, build: impl FnOnce() -> Reply) -> Reply {
+    static CACHE: OnceLock<Mutex<HashMap<(u8, usize, u8), Vec<u8>>>> = OnceLock::new();
+    let key = (kind, spec as *const CommandSpec as usize, proto);
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = cache.entry(key).or_insert_with(|| {
+        let mut out = Vec::new();
+        crate::resp::writer::write_reply(&mut out, &build(), proto);
+        out
+    });
+    Reply::Raw(bytes.clone())
+}
+
+fn cached_info(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, proto: u8) -> Reply {
+    cached(0, spec, proto, || info_reply(spec, parent))
+}
+
+fn cached_docs(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, proto: u8) -> (Reply, Reply) {
+    (Reply::bulk(full_name(spec, parent)), cached(1, spec, proto, || doc_map(spec, parent)))
 }
 
 /// Resolves `name` or `container|sub` (case-insensitive) to (spec, parent).
@@ -273,18 +303,17 @@ fn key_spec_reply(ks: &docs::KeySpec) -> Reply {
     Reply::Map(m)
 }
 
-/// (full name, documentation map) for COMMAND DOCS.
-fn docs_entry(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> (Reply, Reply) {
-    let full = full_name(spec, parent);
+/// The documentation map of one command for COMMAND DOCS (subcommands nested for containers).
+fn doc_map(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> Reply {
     let mut m = Vec::new();
-    if let Some(d) = docs::find(&full) {
+    if let Some(d) = docs::find(&full_name(spec, parent)) {
         doc_fields(d, &mut m);
     }
     if spec.is_container() {
-        let subs = spec.subcommands.iter().map(|s| docs_entry(s, Some(spec))).collect();
-        m.push(field("subcommands", Reply::Map(subs)));
+        let subs = spec.subcommands.iter().map(|s| (Reply::bulk(full_name(s, Some(spec))), doc_map(s, Some(spec))));
+        m.push(field("subcommands", Reply::Map(subs.collect())));
     }
-    (Reply::bulk(full), Reply::Map(m))
+    Reply::Map(m)
 }
 
 fn doc_fields(d: &Doc, m: &mut Vec<(Reply, Reply)>) {
@@ -550,6 +579,41 @@ mod tests {
         let doc = Doc { key_specs: XR, ..*docs::find("get").unwrap_or(&EMPTY) };
         let keys = keys_from_specs(&doc, -4, &argv(&["xread", "COUNT", "2", "streams", "a", "b", "0", "0"]));
         assert_eq!(keys, Some(vec![(4, RO), (5, RO)]));
+    }
+
+    /// Expected values are what redis-server 7.0.15 answers to COMMAND GETKEYSANDFLAGS.
+    #[test]
+    fn key_specs_of_real_commands() {
+        use docs::ksflags::*;
+        let cases: &[(&str, i32, &str, Option<&[(usize, u16)]>)] = &[
+            ("georadius", -6, "georadius g 1 2 3 m store d", Some(&[(1, RO | ACCESS), (7, OW | UPDATE)])),
+            (
+                "georadius",
+                -6,
+                "georadius g 1 2 3 m store d storedist e",
+                Some(&[(1, RO | ACCESS), (7, OW | UPDATE), (9, OW | UPDATE)]),
+            ),
+            ("georadius", -6, "georadius g 1 2 3 m withdist store", Some(&[(1, RO | ACCESS)])),
+            ("xread", -4, "xread count 2 streams a b 0 0", Some(&[(4, RO | ACCESS), (5, RO | ACCESS)])),
+            ("xreadgroup", -7, "xreadgroup group g c streams a 0", Some(&[(5, RO | ACCESS)])),
+            (
+                "zunionstore",
+                -4,
+                "zunionstore d 2 a b weights 1 2",
+                Some(&[(1, OW | UPDATE), (3, RO | ACCESS), (4, RO | ACCESS)]),
+            ),
+            ("zinterstore", -4, "zinterstore d 3 a b", None),
+            ("mset", -3, "mset a 1 b 2", Some(&[(1, OW | UPDATE), (3, OW | UPDATE)])),
+            ("lmpop", -4, "lmpop 2 a b left", Some(&[(2, RW | ACCESS | DELETE), (3, RW | ACCESS | DELETE)])),
+            ("eval", -3, "eval x 2 a b c", Some(&[(3, RW | ACCESS | UPDATE), (4, RW | ACCESS | UPDATE)])),
+            ("blpop", -3, "blpop a b 0", Some(&[(1, RW | ACCESS | DELETE), (2, RW | ACCESS | DELETE)])),
+        ];
+        for &(name, arity, line, expected) in cases {
+            let doc = docs::find(name).expect(name);
+            let words: Vec<&str> = line.split(' ').collect();
+            let got = keys_from_specs(doc, arity, &argv(&words));
+            assert_eq!(got.as_deref(), expected, "{line}");
+        }
     }
 
     static EMPTY: Doc = Doc {
