@@ -187,7 +187,9 @@ pub fn help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// The table and the docs never change while the server runs, so each entry is encoded once per
 /// protocol on first use and copied from then on (redis-cli asks for all the docs on connect).
 fn cached(kind: u8, spec: &'static CommandSpec, proto: u8, build: impl FnOnce() -> Reply) -> Reply {
-    static CACHE: OnceLock<Mutex<HashMap<(u8, usize, u8), Vec<u8>>>> = OnceLock::new();
+    /// (INFO or DOCS, spec address, protocol) -> encoded entry.
+    type Cache = HashMap<(u8, usize, u8), Vec<u8>>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let key = (kind, spec as *const CommandSpec as usize, proto);
     let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     let bytes = cache.entry(key).or_insert_with(|| {
@@ -585,7 +587,8 @@ mod tests {
     #[test]
     fn key_specs_of_real_commands() {
         use docs::ksflags::*;
-        let cases: &[(&str, i32, &str, Option<&[(usize, u16)]>)] = &[
+        type Case = (&'static str, i32, &'static str, Option<&'static [KeyRef]>);
+        let cases: &[Case] = &[
             ("georadius", -6, "georadius g 1 2 3 m store d", Some(&[(1, RO | ACCESS), (7, OW | UPDATE)])),
             (
                 "georadius",
