@@ -3,6 +3,9 @@
 //! flags, key range, ACL categories, tips, key specs, subcommands), in RESP2 and RESP3. COMMAND
 //! DOCS must have the same structure (arguments, versions, flags), the wording aside.
 //!
+//! A third test checks the generated data of src/commands/docs.rs for EVERY Redis 7.0 command,
+//! whether or not it is in our table yet: tips and key specs byte for byte, docs structure.
+//!
 //! Needs `redis-server` on PATH. Where it is absent the tests fail, unless
 //! FERRODIS_ALLOW_NO_REDIS=1 is set, in which case they are skipped with a message.
 //!
@@ -322,4 +325,78 @@ fn command_info_matches_redis() {
 #[test]
 fn command_docs_structure_matches_redis() {
     compare_all("COMMAND DOCS (wording aside)", "DOCS", normalize_docs);
+}
+
+/// The docs.rs entry of every command and subcommand Redis has, rendered as COMMAND INFO (tips,
+/// key specs) and COMMAND DOCS (wording aside) render it, against Redis's own answer.
+#[test]
+fn docs_data_matches_redis_for_every_command() {
+    use ferrodis::commands::{command, docs};
+    let Some(redis) = start_redis() else { return };
+    let mut mismatches = Vec::new();
+    let mut checked = 0;
+    for proto in [2u8, 3] {
+        let mut c = Client::connect(redis.port, proto == 3);
+        let render = |r: &ferrodis::resp::Reply| {
+            let mut out = Vec::new();
+            ferrodis::resp::writer::write_reply(&mut out, r, proto);
+            parse(&out).expect("our encoding parses").0
+        };
+        // COMMAND INFO: [name, arity, flags, first, last, step, categories, tips, key specs, subs].
+        let mut stack: Vec<Frame> = c.call(&["COMMAND", "INFO"]).items().to_vec();
+        while let Some(entry) = stack.pop() {
+            let f = entry.items();
+            let name = String::from_utf8_lossy(f[0].blob().expect("name")).into_owned();
+            stack.extend(f[9].items().iter().cloned());
+            checked += 1;
+            let Some(d) = docs::find(&name) else {
+                mismatches.push(format!("{name}: missing from docs.rs"));
+                continue;
+            };
+            for (what, ours, theirs) in [
+                ("tips", render(&command::tips_reply(d)), &f[7]),
+                ("key specs", render(&command::key_specs_reply(d)), &f[8]),
+            ] {
+                if &ours != theirs {
+                    mismatches.push(format!(
+                        "{name} {what} (RESP{proto}):\n  ours:  {}\n  redis: {}",
+                        show(&ours.bytes()),
+                        show(&theirs.bytes())
+                    ));
+                }
+            }
+        }
+        // COMMAND DOCS: name -> map, subcommands nested in a `subcommands` map.
+        let mut stack: Vec<Frame> = c.call(&["COMMAND", "DOCS"]).items().to_vec();
+        while stack.len() >= 2 {
+            let mut theirs = stack.pop().expect("doc");
+            let name = String::from_utf8_lossy(stack.pop().expect("name").blob().expect("name")).into_owned();
+            if let Frame::Agg(_, items) = &mut theirs {
+                if let Some(i) = items.chunks(2).position(|kv| kv[0].blob() == Some(&b"subcommands"[..])) {
+                    let subs = items.drain(2 * i..2 * i + 2).nth(1).expect("subcommands");
+                    stack.extend(subs.items().iter().cloned());
+                }
+            }
+            let Some(d) = docs::find(&name) else {
+                mismatches.push(format!("{name}: missing from docs.rs"));
+                continue;
+            };
+            let mut ours = render(&command::doc_reply(d));
+            normalize_docs(&mut ours);
+            normalize_docs(&mut theirs);
+            if ours != theirs {
+                mismatches.push(format!(
+                    "{name} docs (RESP{proto}):\n  ours:  {}\n  redis: {}",
+                    show(&ours.bytes()),
+                    show(&theirs.bytes())
+                ));
+            }
+        }
+    }
+    assert!(checked > 600, "only {checked} commands checked");
+    assert!(
+        mismatches.is_empty(),
+        "docs.rs differs from redis-server (regenerate with tools/gen_command_docs.py):\n{}",
+        mismatches.join("\n")
+    );
 }

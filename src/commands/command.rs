@@ -238,8 +238,8 @@ fn info_reply(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) 
         .filter(|(bit, _)| cats & bit != 0)
         .map(|(_, n)| Reply::StatusOwned(format!("@{n}")))
         .collect();
-    let tips = doc.map_or(Vec::new(), |d| d.tips.iter().map(|t| Reply::bulk(*t)).collect());
-    let key_specs = doc.map_or(Vec::new(), |d| d.key_specs.iter().map(key_spec_reply).collect());
+    let tips = doc.map_or(Reply::Set(Vec::new()), tips_reply);
+    let key_specs = doc.map_or(Reply::Set(Vec::new()), key_specs_reply);
     // Redis answers an empty set for "no subcommands" but an array when there are some.
     let subs = if spec.subcommands.is_empty() {
         Reply::Set(Vec::new())
@@ -254,10 +254,27 @@ fn info_reply(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) 
         Reply::Int(spec.keys.last as i64),
         Reply::Int(spec.keys.step as i64),
         Reply::Set(cats),
-        Reply::Set(tips),
-        Reply::Set(key_specs),
+        tips,
+        key_specs,
         subs,
     ])
+}
+
+/// COMMAND INFO's tips element for a command's docs.
+pub fn tips_reply(d: &Doc) -> Reply {
+    Reply::Set(d.tips.iter().map(|t| Reply::bulk(*t)).collect())
+}
+
+/// COMMAND INFO's key specs element for a command's docs.
+pub fn key_specs_reply(d: &Doc) -> Reply {
+    Reply::Set(d.key_specs.iter().map(key_spec_reply).collect())
+}
+
+/// COMMAND DOCS's map for one command, subcommands aside.
+pub fn doc_reply(d: &Doc) -> Reply {
+    let mut m = Vec::new();
+    doc_fields(d, &mut m);
+    Reply::Map(m)
 }
 
 fn field(name: &'static str, value: Reply) -> (Reply, Reply) {
@@ -352,8 +369,8 @@ fn args_reply(args: &[docs::Arg]) -> Reply {
                 if a.key_spec >= 0 {
                     m.push(field("key_spec_index", Reply::Int(a.key_spec as i64)));
                 }
-                if !a.token.is_empty() {
-                    m.push(field("token", Reply::bulk(a.token)));
+                if let Some(token) = a.token {
+                    m.push(field("token", Reply::bulk(token)));
                 }
                 if !a.since.is_empty() {
                     m.push(field("since", Reply::bulk(a.since)));

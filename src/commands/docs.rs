@@ -209,8 +209,8 @@ pub struct Arg {
     pub kind: ArgType,
     /// Index into the command's key specs; -1 when not a key.
     pub key_spec: i32,
-    /// Empty when none.
-    pub token: &'static str,
+    /// None when absent; MIGRATE has an empty token, which is not the same.
+    pub token: Option<&'static str>,
     pub since: &'static str,
     pub deprecated_since: &'static str,
     pub flags: u8,
@@ -218,7 +218,7 @@ pub struct Arg {
 }
 
 const fn a(name: &'static str, kind: ArgType) -> Arg {
-    Arg { name, kind, key_spec: -1, token: "", since: "", deprecated_since: "", flags: 0, args: &[] }
+    Arg { name, kind, key_spec: -1, token: None, since: "", deprecated_since: "", flags: 0, args: &[] }
 }
 
 impl Arg {
@@ -227,7 +227,7 @@ impl Arg {
         self
     }
     const fn tok(mut self, t: &'static str) -> Arg {
-        self.token = t;
+        self.token = Some(t);
         self
     }
     const fn since(mut self, v: &'static str) -> Arg {
