@@ -402,7 +402,85 @@ pub type KeysFn = fn(&[Bytes]) -> Vec<KeyRef>;
 fn movable_keys(full_name: &str) -> Option<KeysFn> {
     match full_name {
         "set" => Some(set_keys),
+        "bitfield" => Some(bitfield_keys),
+        "sort" => Some(sort_keys),
+        "sort_ro" => Some(sort_ro_keys),
+        "migrate" => Some(migrate_keys),
         _ => None,
+    }
+}
+
+/// BITFIELD only reads when every operation is a complete GET (OVERFLOW aside); anything else,
+/// malformed operations included, counts as a write.
+fn bitfield_keys(argv: &[Bytes]) -> Vec<KeyRef> {
+    use ksflags::*;
+    let mut readonly = true;
+    let mut i = 2;
+    while i < argv.len() {
+        let rest = argv.len() - i - 1;
+        let op = &argv[i];
+        if op.eq_ignore_ascii_case(b"get") && rest >= 2 {
+            i += 3;
+        } else if op.eq_ignore_ascii_case(b"overflow") && rest >= 1 {
+            i += 2;
+        } else {
+            readonly = false;
+            break;
+        }
+    }
+    vec![(1, if readonly { RO | ACCESS } else { RW | ACCESS | UPDATE })]
+}
+
+/// SORT reads its key and writes the target of its last STORE option; the arguments of LIMIT,
+/// GET and BY are skipped so that `GET store` is not taken for the option.
+fn sort_keys(argv: &[Bytes]) -> Vec<KeyRef> {
+    use ksflags::*;
+    let mut keys = vec![(1, RO | ACCESS)];
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let a = &argv[i];
+        if a.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store.map(|p| (p, OW | UPDATE)));
+    keys
+}
+
+fn sort_ro_keys(_argv: &[Bytes]) -> Vec<KeyRef> {
+    vec![(1, ksflags::RO | ksflags::ACCESS)]
+}
+
+/// MIGRATE moves either its third argument or, when that is empty, the keys after KEYS (both at
+/// once is an error: no keys). AUTH and AUTH2 arguments are skipped.
+fn migrate_keys(argv: &[Bytes]) -> Vec<KeyRef> {
+    use ksflags::*;
+    let flags = RW | ACCESS | DELETE;
+    let mut i = 6;
+    while i < argv.len() {
+        let a = &argv[i];
+        if a.eq_ignore_ascii_case(b"auth") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"auth2") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"keys") {
+            if !argv[3].is_empty() {
+                return Vec::new();
+            }
+            return (i + 1..argv.len()).map(|p| (p, flags)).collect();
+        }
+        i += 1;
+    }
+    if argv.len() > 3 {
+        vec![(3, flags)]
+    } else {
+        Vec::new()
     }
 }
 
@@ -488,9 +566,6 @@ fn keys_from_specs(d: &Doc, arity: i32, argv: &[Bytes]) -> Option<Vec<KeyRef>> {
         if ks.flags & ksflags::NOT_KEY != 0 {
             continue;
         }
-        if ks.flags & ksflags::INCOMPLETE != 0 {
-            return None;
-        }
         let first = match ks.begin {
             BeginSearch::Index(i) => i as i64,
             BeginSearch::Keyword(word, from) => {
@@ -510,6 +585,11 @@ fn keys_from_specs(d: &Doc, arity: i32, argv: &[Bytes]) -> Option<Vec<KeyRef>> {
             }
             BeginSearch::Unknown => return None,
         };
+        // Found where an incomplete spec's keys start: only the command's own extractor knows
+        // the rest (Redis tests this after the keyword search, so a missing keyword is fine).
+        if ks.flags & ksflags::INCOMPLETE != 0 {
+            return None;
+        }
         let (first, last, step) = match ks.find {
             FindKeys::Range(lastkey, keystep, limit) => {
                 let (lastkey, limit) = (lastkey as i64, limit as i64);
@@ -633,6 +713,56 @@ mod tests {
             let words: Vec<&str> = line.split(' ').collect();
             let got = keys_from_specs(doc, arity, &argv(&words));
             assert_eq!(got.as_deref(), expected, "{line}");
+        }
+    }
+
+    /// Expected values are redis-server 7.0.15's COMMAND GETKEYSANDFLAGS answers.
+    #[test]
+    fn movable_key_commands() {
+        use docs::ksflags::*;
+        type Case = (&'static str, &'static [KeyRef]);
+        const RWU: u16 = RW | ACCESS | UPDATE;
+        const MIG: u16 = RW | ACCESS | DELETE;
+        let cases: &[Case] = &[
+            ("bitfield k", &[(1, RO | ACCESS)]),
+            ("bitfield k get u8 0 overflow sat", &[(1, RO | ACCESS)]),
+            ("bitfield k incrby u8 0 1", &[(1, RWU)]),
+            ("bitfield k foo", &[(1, RWU)]),
+            ("bitfield k get u8", &[(1, RWU)]),
+            ("bitfield k overflow", &[(1, RWU)]),
+            ("bitfield k get u8 0 set", &[(1, RWU)]),
+            ("sort a store b", &[(1, RO | ACCESS), (3, OW | UPDATE)]),
+            ("sort a by store store b", &[(1, RO | ACCESS), (5, OW | UPDATE)]),
+            ("sort a limit 0 1 store b", &[(1, RO | ACCESS), (6, OW | UPDATE)]),
+            ("sort a store b store c", &[(1, RO | ACCESS), (5, OW | UPDATE)]),
+            ("sort a get store", &[(1, RO | ACCESS)]),
+            ("sort a store", &[(1, RO | ACCESS)]),
+            ("sort a limit 0 store b", &[(1, RO | ACCESS)]),
+            ("sort_ro a by x", &[(1, RO | ACCESS)]),
+            ("migrate h p k 0 0 keys a", &[]),
+            ("migrate h p  0 0 keys a b", &[(7, MIG), (8, MIG)]),
+            ("migrate h p  0 0 auth keys keys a", &[(9, MIG)]),
+            ("migrate h p  0 0 auth2 u keys keys a", &[(10, MIG)]),
+            ("migrate h p  0 0 auth2 keys keys keys a", &[(10, MIG)]),
+            ("migrate h p  0 0 copy replace keys a", &[(9, MIG)]),
+            ("migrate h p  0 0", &[(3, MIG)]),
+            ("migrate h p  0 0 keys", &[(3, MIG)]),
+            ("migrate h p  0 0 auth keys", &[(3, MIG)]),
+        ];
+        for &(line, expected) in cases {
+            let words: Vec<&str> = line.split(' ').collect();
+            let name = words[0];
+            let doc = docs::find(name).expect(name);
+            let fake = super::super::CommandSpec {
+                name: "",
+                arity: -3,
+                flags: 0,
+                keys: NO_KEYS,
+                acl: 0,
+                handler: super::count,
+                subcommands: &[],
+            };
+            assert_eq!(extract_keys(&fake, Some(doc), name, &argv(&words)), expected, "{line}");
         }
     }
 
