@@ -10,6 +10,7 @@ pub mod bitmaps;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod docs;
 pub mod error;
 pub mod hyperloglog;
 pub mod keys;
@@ -55,8 +56,10 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 19;
     pub const MOVABLEKEYS: u32 = 1 << 20;
     pub const ALLOW_BUSY: u32 = 1 << 21;
+    pub const ASKING: u32 = 1 << 22;
 
-    /// Names in the order Redis 7.0 lists them in COMMAND INFO.
+    /// Names in the order Redis 7.0 lists them in COMMAND INFO. MAY_REPLICATE, SENTINEL,
+    /// ONLY_SENTINEL and PROTECTED are deliberately absent: Redis never shows them.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -69,13 +72,10 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
-        (SENTINEL, "sentinel"),
-        (ONLY_SENTINEL, "only_sentinel"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
-        (PROTECTED, "protected"),
         (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
