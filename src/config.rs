@@ -31,6 +31,15 @@ pub struct Config {
     pub client_query_buffer_limit: usize,
     /// The config file given on the command line, for CONFIG REWRITE and INFO.
     pub config_file: Option<String>,
+    pub list_max_listpack_size: i64,
+    pub list_compress_depth: i64,
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
+    pub set_max_listpack_entries: usize,
+    pub set_max_listpack_value: usize,
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
 }
 
 impl Default for Config {
@@ -62,6 +71,15 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             config_file: None,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
         }
     }
 }

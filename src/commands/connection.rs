@@ -1,4 +1,4 @@
-//! Connection commands: PING, ECHO, QUIT, RESET, SELECT, SWAPDB, AUTH, HELLO. They change the
+//! Connection commands: PING, ECHO, QUIT, RESET, SELECT, AUTH, HELLO. They change the
 //! calling client's state (protocol, database, authentication) and never touch keys.
 
 use super::flags::*;
@@ -7,12 +7,33 @@ use crate::resp::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("ping", -1, FAST | SENTINEL, NO_KEYS, acl::CONNECTION, ping),
-    spec("echo", 2, FAST, NO_KEYS, acl::CONNECTION, echo),
+    spec("echo", 2, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, echo),
     spec("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, NO_KEYS, acl::CONNECTION, quit),
-    spec("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL, NO_KEYS, acl::CONNECTION, reset),
+    spec(
+        "reset",
+        1,
+        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL,
+        NO_KEYS,
+        acl::CONNECTION,
+        reset,
+    ),
     spec("select", 2, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, select),
-    spec("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL, NO_KEYS, acl::CONNECTION, auth),
-    spec("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL, NO_KEYS, acl::CONNECTION, hello),
+    spec(
+        "auth",
+        -2,
+        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL,
+        NO_KEYS,
+        acl::CONNECTION,
+        auth,
+    ),
+    spec(
+        "hello",
+        -1,
+        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL,
+        NO_KEYS,
+        acl::CONNECTION,
+        hello,
+    ),
 ];
 
 /// PING [message]

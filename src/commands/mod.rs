@@ -12,10 +12,14 @@ pub mod config;
 pub mod connection;
 pub mod docs;
 pub mod error;
+pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
+pub mod lists;
 pub mod server;
+pub mod sets;
 pub mod strings;
+pub mod zsets;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -255,9 +259,13 @@ impl CommandSpec {
 }
 
 /// Every command family's table, in one list.
-pub fn families() -> [&'static [CommandSpec]; 8] {
+pub fn families() -> [&'static [CommandSpec]; 12] {
     [
         strings::COMMANDS,
+        lists::COMMANDS,
+        hashes::COMMANDS,
+        sets::COMMANDS,
+        zsets::COMMANDS,
         bitmaps::COMMANDS,
         hyperloglog::COMMANDS,
         keys::COMMANDS,
@@ -355,6 +363,20 @@ impl Args {
     }
 }
 
+/// A blocking command's request to wait (BLPOP, BZPOPMIN, XREAD BLOCK, ...), made through `Ctx::block`.
+#[derive(Debug, Clone)]
+pub struct BlockRequest {
+    /// Keys (in the client's database) whose readiness wakes the client.
+    pub keys: Vec<Vec<u8>>,
+    /// Absolute unix-ms deadline; 0 waits forever.
+    pub deadline_ms: i64,
+    /// The reply sent when the deadline passes (a null array for BLPOP, a null bulk for BLMOVE, ...).
+    pub timeout_reply: Reply,
+    /// The TYPE name a key must have for a wake-up to re-run the command ("list", "zset", "stream");
+    /// a key of another type leaves the client waiting, as Redis 7.0 does.
+    pub wants_type: &'static str,
+}
+
 /// What a handler sees: the executor state, the calling client, and the command's time snapshot.
 pub struct Ctx<'a> {
     pub srv: &'a mut State,
@@ -399,6 +421,53 @@ impl Ctx<'_> {
     /// Records a keyspace modification of `key` in the client's database.
     pub fn modified(&mut self, _key: &[u8]) {
         self.srv.dirty += 1;
+    }
+
+    /// Whether a blocking command may wait now: not inside MULTI/EXEC or a script, where it must
+    /// answer as its non-blocking form (with its timeout reply when there is nothing to serve).
+    pub fn may_block(&self) -> bool {
+        !self.client.in_exec
+    }
+
+    /// Parks the client until one of `keys` is signalled ready (then the executor runs the same
+    /// command again) or `deadline_ms` passes (then the client gets `timeout_reply`). The handler
+    /// returns what this returns; nothing is written to the client until then.
+    pub fn block(
+        &mut self,
+        keys: Vec<Vec<u8>>,
+        deadline_ms: i64,
+        timeout_reply: Reply,
+        wants_type: &'static str,
+    ) -> CmdResult {
+        if !self.may_block() {
+            return Ok(timeout_reply);
+        }
+        self.client.block_request = Some(BlockRequest { keys, deadline_ms, timeout_reply, wants_type });
+        Ok(Reply::Raw(Vec::new()))
+    }
+
+    /// Signals that `key` in the client's database may now serve blocked clients (a push, ZADD,
+    /// XADD, a rename or a MOVE onto it). Cheap when nobody waits.
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        let db = self.client.db;
+        self.srv.signal_ready(db, key);
+    }
+
+    /// Parses a blocking timeout in seconds (a float, as Redis 7.0 accepts) into an absolute unix-ms
+    /// deadline, 0 meaning forever, with Redis's errors.
+    pub fn parse_timeout(&self, arg: &[u8]) -> Result<i64, CmdError> {
+        let secs = crate::util::num::parse_f64(arg)
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
+        if secs < 0.0 {
+            return Err(CmdError::err("timeout is negative"));
+        }
+        let ms = (secs * 1000.0).ceil();
+        if ms > (i64::MAX / 2) as f64 {
+            return Err(CmdError::err("timeout is out of range"));
+        }
+        let ms = ms as i64;
+        Ok(if ms == 0 { 0 } else { self.now_ms + ms })
     }
 
     /// The client's RESP protocol version.

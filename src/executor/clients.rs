@@ -66,6 +66,10 @@ pub struct Client {
     pub no_touch: bool,
     /// The client asked to close after this batch's replies (QUIT).
     pub close_after_reply: bool,
+    /// Set by a blocking command that found nothing to serve (see `Ctx::block`).
+    pub block_request: Option<crate::commands::BlockRequest>,
+    /// True while running inside MULTI/EXEC or a script: blocking commands must not block.
+    pub in_exec: bool,
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
@@ -90,6 +94,8 @@ impl Client {
             no_evict: false,
             no_touch: false,
             close_after_reply: false,
+            block_request: None,
+            in_exec: false,
             qbuf: 0,
             argv_mem: 0,
         }

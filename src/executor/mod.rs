@@ -56,6 +56,10 @@ pub struct State {
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
     pub cron_loops: u64,
+    /// Blocked clients by (db, key), in arrival order.
+    pub waiters: std::collections::HashMap<(usize, Vec<u8>), std::collections::VecDeque<u64>>,
+    /// Keys signalled ready since the executor last served waiters.
+    pub ready_keys: Vec<(usize, Vec<u8>)>,
 }
 
 impl State {
@@ -77,6 +81,21 @@ impl State {
             shutdown: None,
             active_expire_enabled: true,
             cron_loops: 0,
+            waiters: std::collections::HashMap::new(),
+            ready_keys: Vec::new(),
+        }
+    }
+}
+
+impl State {
+    /// Notes that `key` in `db` may serve blocked clients; only keys someone waits on are kept.
+    pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let k = (db, key.to_vec());
+        if self.waiters.contains_key(&k) && !self.ready_keys.contains(&k) {
+            self.ready_keys.push(k);
         }
     }
 }

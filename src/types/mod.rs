@@ -2,16 +2,28 @@
 //! clients or replies; commands drive them through plain methods.
 
 pub mod bits;
+pub mod hash;
 pub mod hll;
+pub mod list;
+pub mod set;
 pub mod string;
+pub mod zset;
 
+pub use hash::Hash;
+pub use list::List;
+pub use set::Set;
 pub use string::RStr;
+pub use zset::ZSet;
 
 /// A value stored under a key. Kept at 16 bytes so a keyspace entry stays small: collections
 /// live behind one pointer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(RStr),
+    List(Box<List>),
+    Hash(Box<Hash>),
+    Set(Box<Set>),
+    ZSet(Box<ZSet>),
 }
 
 impl Value {
@@ -19,6 +31,10 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -26,12 +42,17 @@ impl Value {
     pub fn encoding_name(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding_name(),
+            Value::List(l) => l.encoding_name(),
+            Value::Hash(h) => h.encoding_name(),
+            Value::Set(s) => s.encoding_name(),
+            Value::ZSet(z) => z.encoding_name(),
         }
     }
 
     pub fn as_str(&self) -> Option<&RStr> {
         match self {
             Value::Str(s) => Some(s),
+            _ => None,
         }
     }
 }
