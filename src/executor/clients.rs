@@ -66,6 +66,10 @@ pub struct Client {
     pub no_touch: bool,
     /// The client asked to close after this batch's replies (QUIT).
     pub close_after_reply: bool,
+    /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is dropped.
+    pub reply_skip_next: bool,
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
@@ -90,6 +94,8 @@ impl Client {
             no_evict: false,
             no_touch: false,
             close_after_reply: false,
+            reply_off: false,
+            reply_skip_next: false,
             qbuf: 0,
             argv_mem: 0,
         }
