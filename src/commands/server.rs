@@ -1540,6 +1540,69 @@ mod tests {
         assert_eq!(hex(&dataset_digest(&mut ctx)), "aec541f463b8302e1e5bd3726e790955ab38fa6d");
     }
 
+    fn client(id: u64, port: u16) -> Client {
+        use crate::executor::clients::{ClientHandle, ConnInfo};
+        let info = ConnInfo {
+            addr: format!("127.0.0.1:{port}"),
+            laddr: "127.0.0.1:6379".into(),
+            fd: id as i32 + 7,
+            unix: false,
+            local: true,
+        };
+        Client::new(id, info, std::sync::Arc::new(ClientHandle::default()), 0, true)
+    }
+
+    fn run(st: &mut crate::executor::State, me: &mut Client, argv: &[&str]) -> Vec<u8> {
+        let args = Args::new(argv.iter().map(|a| bytes::Bytes::copy_from_slice(a.as_bytes())).collect());
+        let top = super::super::lookup(args.get(0)).expect("command");
+        let spec = top.subcommand(args.get(1)).filter(|_| top.is_container()).unwrap_or(top);
+        let mut ctx = Ctx { srv: st, client: me, now_ms: 5000, spec };
+        let reply = (spec.handler)(&mut ctx, &args).unwrap_or_else(|e| e.into_reply());
+        let mut out = Vec::new();
+        crate::resp::writer::write_reply(&mut out, &reply, 2);
+        out
+    }
+
+    #[test]
+    fn slowlog_get_shape() {
+        let mut st = crate::executor::State::new(crate::config::Config::default());
+        let mut me = client(1, 1000);
+        let argv = |a: &[&str]| a.iter().map(|x| bytes::Bytes::copy_from_slice(x.as_bytes())).collect::<Vec<_>>();
+        st.slowlog.push(&argv(&["ping"]), 3, 100, "127.0.0.1:1", "", 128);
+        st.slowlog.push(&argv(&["get", "k"]), 7, 101, "127.0.0.1:1", "me", 128);
+        assert_eq!(
+            run(&mut st, &mut me, &["slowlog", "get", "1"]),
+            b"*1\r\n*6\r\n:1\r\n:101\r\n:7\r\n*2\r\n$3\r\nget\r\n$1\r\nk\r\n$11\r\n127.0.0.1:1\r\n$2\r\nme\r\n"
+        );
+        assert_eq!(run(&mut st, &mut me, &["slowlog", "len"]), b":2\r\n");
+        assert_eq!(run(&mut st, &mut me, &["slowlog", "get", "0"]), b"*0\r\n");
+        assert_eq!(run(&mut st, &mut me, &["slowlog", "reset"]), b"+OK\r\n");
+        assert_eq!(run(&mut st, &mut me, &["slowlog", "get"]), b"*0\r\n");
+    }
+
+    #[test]
+    fn client_list_orders_by_id_and_kills() {
+        let mut st = crate::executor::State::new(crate::config::Config::default());
+        st.clients.insert(1, client(1, 1001));
+        st.clients.insert(3, client(3, 1003));
+        let mut me = client(2, 1002);
+        let out = String::from_utf8(run(&mut st, &mut me, &["client", "list"])).unwrap_or_default();
+        let ids: Vec<&str> =
+            out.split('\n').filter_map(|l| l.split(' ').next()).filter(|s| s.contains("id=")).collect();
+        assert_eq!(ids, vec!["id=1", "id=2", "id=3"]);
+        assert!(out.contains(
+            "id=2 addr=127.0.0.1:1002 laddr=127.0.0.1:6379 fd=9 name= age=5 idle=5 flags=N db=0 \
+                              sub=0 psub=0 ssub=0 multi=-1 qbuf=26 qbuf-free=20448 argv-mem=10"
+        ));
+        assert!(out.contains("cmd=client|list user=default redir=-1 resp=2\n"));
+        assert_eq!(run(&mut st, &mut me, &["client", "kill", "127.0.0.1:1003"]), b"+OK\r\n");
+        assert!(st.clients[&3].handle.close_requested());
+        assert_eq!(run(&mut st, &mut me, &["client", "kill", "type", "normal"]), b":1\r\n");
+        assert!(!me.close_after_reply);
+        assert_eq!(run(&mut st, &mut me, &["client", "kill", "id", "2", "skipme", "no"]), b":1\r\n");
+        assert!(me.close_after_reply);
+    }
+
     #[test]
     fn c_number_parsing() {
         assert_eq!(atoi(b"12abc"), 12);
