@@ -585,6 +585,30 @@ mod tests {
     }
 
     #[test]
+    fn keyspace_and_layout() {
+        use crate::executor::clients::{ClientHandle, ConnInfo};
+        use crate::types::{RStr, Value};
+        let mut st = State::new(crate::config::Config::default());
+        let now = 1_000_000;
+        st.dbs[0].set(b"a", Value::Str(RStr::from_bytes(b"1")), now);
+        st.dbs[0].set(b"b", Value::Str(RStr::from_bytes(b"2")), now);
+        st.dbs[0].set_expire(b"a", now + 5000);
+        st.dbs[2].set(b"c", Value::Str(RStr::from_bytes(b"3")), now);
+        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true };
+        let me = Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true);
+        let text = render(&mut st, &me, now, &select_sections(&[b"keyspace", b"cluster"]));
+        assert_eq!(
+            text,
+            "# Cluster\r\ncluster_enabled:0\r\n\r\n# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=5000\r\n\
+             db2:keys=1,expires=0,avg_ttl=0\r\n"
+        );
+        let all = render(&mut st, &me, now, &select_sections(&[b"everything"]));
+        assert!(all.starts_with("# Server\r\nredis_version:7.0.15\r\nferrodis_version:"));
+        assert!(all.contains("\r\n\r\n# Modules\r\n\r\n# Commandstats\r\n"));
+        assert!(all.contains("connected_clients:1\r\n"));
+    }
+
+    #[test]
     fn section_selection() {
         assert_eq!(select_sections(&[b"cpu", b"server"]), vec!["server", "cpu"]);
         assert_eq!(select_sections(&[b"foo"]), Vec::<&str>::new());
