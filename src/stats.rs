@@ -2,10 +2,9 @@
 //! histograms, memory peak) and the atomics the connection tasks bump from any thread (network
 //! bytes, connections, reads and writes).
 //!
-//! Per-command latency uses a sparse HDR-style histogram with Redis's parameters (1 ns .. 1 s,
-//! two significant digits) so INFO latencystats and LATENCY HISTOGRAM print the same bucket
-//! boundaries Redis prints; only non-empty buckets are stored, which keeps a command's stats a
-//! few hundred bytes instead of Redis's ~24 KB counts array.
+//! Per-command latency uses an HDR histogram with Redis's parameters (1 ns .. 1 s, two
+//! significant digits) so INFO latencystats and LATENCY HISTOGRAM print the same bucket
+//! boundaries Redis prints. Its counts array is allocated only for commands that run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,12 +56,17 @@ pub const LATENCY_MAX_NS: u64 = 1_000_000_000;
 const SUB_BUCKET_BITS: u32 = 8;
 const SUB_BUCKET_HALF: u64 = 1 << (SUB_BUCKET_BITS - 1);
 
-/// A sparse HDR histogram: index → count, where an index names a range of equivalent values.
+/// An HDR histogram: one counter per slot of equivalent values, allocated on first use (24 KB,
+/// as in Redis) so recording stays one array increment on the command path.
 #[derive(Debug, Default, Clone)]
 pub struct LatencyHistogram {
-    counts: std::collections::BTreeMap<u32, u64>,
+    counts: Option<Box<[u64]>>,
     total: u64,
 }
+
+/// Slots needed to cover LATENCY_MAX_NS: 23 power-of-two buckets of 128 upper sub-buckets,
+/// plus the lower half of the first.
+const HDR_SLOTS: usize = 24 * SUB_BUCKET_HALF as usize;
 
 /// The bucket (power-of-two magnitude) and sub-bucket of `v`.
 fn hdr_position(v: u64) -> (u32, u64) {
@@ -101,8 +105,16 @@ pub fn hdr_highest_equivalent(v: u64) -> u64 {
 impl LatencyHistogram {
     pub fn record(&mut self, ns: u64) {
         let v = ns.clamp(LATENCY_MIN_NS, LATENCY_MAX_NS);
-        *self.counts.entry(hdr_index(v)).or_insert(0) += 1;
-        self.total += 1;
+        let counts = self.counts.get_or_insert_with(|| vec![0; HDR_SLOTS].into_boxed_slice());
+        if let Some(c) = counts.get_mut(hdr_index(v) as usize) {
+            *c += 1;
+            self.total += 1;
+        }
+    }
+
+    /// Non-empty slots in value order.
+    fn slots(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.counts.iter().flat_map(|c| c.iter().enumerate()).filter(|(_, &n)| n > 0).map(|(i, &n)| (i as u32, n))
     }
 
     pub fn total(&self) -> u64 {
@@ -115,7 +127,7 @@ impl LatencyHistogram {
         let wanted = (((p / 100.0) * self.total as f64) + 0.5) as u64;
         let wanted = wanted.max(1);
         let mut seen = 0;
-        for (&idx, &n) in &self.counts {
+        for (idx, n) in self.slots() {
             seen += n;
             if seen >= wanted {
                 return hdr_highest_equivalent(hdr_value_at(idx));
@@ -129,12 +141,12 @@ impl LatencyHistogram {
     pub fn cumulative_log2(&self) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         let mut level: u64 = 1024;
-        let mut iter = self.counts.iter().peekable();
+        let mut iter = self.slots().peekable();
         let mut cumulative = 0;
         let mut previous = 0;
         while cumulative < self.total {
             let limit = hdr_index(level);
-            while let Some((&idx, &n)) = iter.peek() {
+            while let Some(&(idx, n)) = iter.peek() {
                 if idx > limit {
                     break;
                 }
@@ -320,6 +332,7 @@ mod tests {
         assert_eq!(hdr_highest_equivalent(16_000), 16_063);
         assert_eq!(hdr_highest_equivalent(2048), 2063);
         assert_eq!(hdr_highest_equivalent(100), 100);
+        assert!((hdr_index(LATENCY_MAX_NS) as usize) < HDR_SLOTS);
         for v in [1u64, 255, 256, 1000, 5000, 123_456, 999_999_999] {
             let idx = hdr_index(v);
             let low = hdr_value_at(idx);
