@@ -13,6 +13,7 @@ pub mod config;
 pub mod db;
 pub mod executor;
 pub mod glob;
+pub mod info;
 pub mod log;
 pub mod resp;
 pub mod server;

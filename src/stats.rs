@@ -1,5 +1,10 @@
-//! Server counters for INFO: the executor-owned ones (commands, keyspace hits, errors) and the
-//! atomics the connection tasks bump from any thread (network bytes, connections).
+//! Server counters for INFO: the executor-owned ones (commands, keyspace hits, errors, latency
+//! histograms, memory peak) and the atomics the connection tasks bump from any thread (network
+//! bytes, connections, reads and writes).
+//!
+//! Per-command latency uses an HDR histogram with Redis's parameters (1 ns .. 1 s, two
+//! significant digits) so INFO latencystats and LATENCY HISTOGRAM print the same bucket
+//! boundaries Redis prints. Its counts array is allocated only for commands that run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +17,10 @@ pub static NET_OUTPUT_BYTES: AtomicU64 = AtomicU64::new(0);
 pub static REJECTED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 /// Connections accepted.
 pub static TOTAL_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+/// Read calls that returned data (INFO total_reads_processed); bumped by the connection tasks.
+pub static TOTAL_READS: AtomicU64 = AtomicU64::new(0);
+/// Socket writes of replies (INFO total_writes_processed).
+pub static TOTAL_WRITES: AtomicU64 = AtomicU64::new(0);
 
 pub fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Ordering::Relaxed);
@@ -21,13 +30,137 @@ pub fn load(counter: &AtomicU64) -> u64 {
     counter.load(Ordering::Relaxed)
 }
 
-/// Per-command figures (INFO commandstats).
-#[derive(Debug, Default, Clone, Copy)]
+/// Per-command figures (INFO commandstats, latencystats, LATENCY HISTOGRAM).
+#[derive(Debug, Default, Clone)]
 pub struct CommandStat {
     pub calls: u64,
     pub usec: u64,
     pub rejected_calls: u64,
     pub failed_calls: u64,
+    pub latency: LatencyHistogram,
+}
+
+impl CommandStat {
+    /// Counts one executed call that took `usec` microseconds.
+    pub fn record(&mut self, usec: u64) {
+        self.calls += 1;
+        self.usec += usec;
+        self.latency.record(usec.saturating_mul(1000));
+    }
+}
+
+/// Smallest and largest recorded latency in nanoseconds; values outside are clamped, as Redis does.
+pub const LATENCY_MIN_NS: u64 = 1;
+pub const LATENCY_MAX_NS: u64 = 1_000_000_000;
+/// Two significant decimal digits need 256 sub-buckets (the next power of two above 2 * 10^2).
+const SUB_BUCKET_BITS: u32 = 8;
+const SUB_BUCKET_HALF: u64 = 1 << (SUB_BUCKET_BITS - 1);
+
+/// An HDR histogram: one counter per slot of equivalent values, allocated on first use (24 KB,
+/// as in Redis) so recording stays one array increment on the command path.
+#[derive(Debug, Default, Clone)]
+pub struct LatencyHistogram {
+    counts: Option<Box<[u64]>>,
+    total: u64,
+}
+
+/// Slots needed to cover LATENCY_MAX_NS: 23 power-of-two buckets of 128 upper sub-buckets,
+/// plus the lower half of the first.
+const HDR_SLOTS: usize = 24 * SUB_BUCKET_HALF as usize;
+
+/// The bucket (power-of-two magnitude) and sub-bucket of `v`.
+fn hdr_position(v: u64) -> (u32, u64) {
+    let bits = 64 - (v | (2 * SUB_BUCKET_HALF - 1)).leading_zeros();
+    let bucket = bits - SUB_BUCKET_BITS;
+    (bucket, v >> bucket)
+}
+
+fn hdr_index(v: u64) -> u32 {
+    let (bucket, sub) = hdr_position(v);
+    // Bucket 0 uses all 256 sub-buckets; every later bucket only its upper half.
+    if bucket == 0 {
+        sub as u32
+    } else {
+        (bucket as u64 * SUB_BUCKET_HALF + sub) as u32
+    }
+}
+
+fn hdr_value_at(index: u32) -> u64 {
+    let index = index as u64;
+    if index < 2 * SUB_BUCKET_HALF {
+        return index;
+    }
+    let bucket = index / SUB_BUCKET_HALF - 1;
+    let sub = index % SUB_BUCKET_HALF + SUB_BUCKET_HALF;
+    sub << bucket
+}
+
+/// The largest value counted in the same slot as `v`.
+pub fn hdr_highest_equivalent(v: u64) -> u64 {
+    let (bucket, sub) = hdr_position(v);
+    let lowest = sub << bucket;
+    lowest + (1u64 << bucket) - 1
+}
+
+impl LatencyHistogram {
+    pub fn record(&mut self, ns: u64) {
+        let v = ns.clamp(LATENCY_MIN_NS, LATENCY_MAX_NS);
+        let counts = self.counts.get_or_insert_with(|| vec![0; HDR_SLOTS].into_boxed_slice());
+        if let Some(c) = counts.get_mut(hdr_index(v) as usize) {
+            *c += 1;
+            self.total += 1;
+        }
+    }
+
+    /// Non-empty slots in value order.
+    fn slots(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.counts.iter().flat_map(|c| c.iter().enumerate()).filter(|(_, &n)| n > 0).map(|(i, &n)| (i as u32, n))
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The value at `percentile` (0..=100), reported as the highest value of its slot.
+    pub fn value_at_percentile(&self, percentile: f64) -> u64 {
+        let p = percentile.min(100.0);
+        let wanted = (((p / 100.0) * self.total as f64) + 0.5) as u64;
+        let wanted = wanted.max(1);
+        let mut seen = 0;
+        for (idx, n) in self.slots() {
+            seen += n;
+            if seen >= wanted {
+                return hdr_highest_equivalent(hdr_value_at(idx));
+            }
+        }
+        0
+    }
+
+    /// Cumulative counts at power-of-two steps from 1024 ns, as (microseconds, count) pairs,
+    /// only where the count grew (LATENCY HISTOGRAM).
+    pub fn cumulative_log2(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut level: u64 = 1024;
+        let mut iter = self.slots().peekable();
+        let mut cumulative = 0;
+        let mut previous = 0;
+        while cumulative < self.total {
+            let limit = hdr_index(level);
+            while let Some(&(idx, n)) = iter.peek() {
+                if idx > limit {
+                    break;
+                }
+                cumulative += n;
+                iter.next();
+            }
+            if cumulative > previous {
+                out.push((hdr_highest_equivalent(level) / 1000, cumulative));
+            }
+            previous = cumulative;
+            level = level.saturating_mul(2);
+        }
+        out
+    }
 }
 
 /// Samples for `instantaneous_*` figures: Redis keeps 16 samples taken every 100 ms.
@@ -74,13 +207,82 @@ pub struct Stats {
     pub ops: InstantMetric,
     pub net_input: InstantMetric,
     pub net_output: InstantMetric,
+    /// Highest jemalloc `allocated` seen (INFO used_memory_peak).
+    pub mem_peak: u64,
+    /// `allocated` when memory was first sampled, shortly after start (used_memory_startup).
+    pub mem_startup: u64,
+    pub persistence: PersistenceStats,
+}
+
+/// What the persistence code reports to INFO persistence (filled in by the RDB writer).
+#[derive(Debug, Clone)]
+pub struct PersistenceStats {
+    pub loading: bool,
+    pub bgsave_in_progress: bool,
+    /// Unix seconds when the running BGSAVE started.
+    pub bgsave_started_unix: i64,
+    pub last_bgsave_ok: bool,
+    /// Seconds the last BGSAVE took, -1 if none ran.
+    pub last_bgsave_time_sec: i64,
+    pub rdb_saves: u64,
+    pub last_load_keys_loaded: u64,
+    pub last_load_keys_expired: u64,
+    pub total_forks: u64,
+    pub latest_fork_usec: u64,
+}
+
+impl Default for PersistenceStats {
+    fn default() -> Self {
+        PersistenceStats {
+            loading: false,
+            bgsave_in_progress: false,
+            bgsave_started_unix: 0,
+            last_bgsave_ok: true,
+            last_bgsave_time_sec: -1,
+            rdb_saves: 0,
+            last_load_keys_loaded: 0,
+            last_load_keys_expired: 0,
+            total_forks: 0,
+            latest_fork_usec: 0,
+        }
+    }
+}
+
+/// jemalloc's figures, refreshed by advancing its stats epoch.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AllocatorStats {
+    pub allocated: u64,
+    pub active: u64,
+    pub resident: u64,
+    pub mapped: u64,
+    pub retained: u64,
+}
+
+impl AllocatorStats {
+    pub fn read() -> AllocatorStats {
+        use tikv_jemalloc_ctl::{epoch, stats};
+        let _ = epoch::advance();
+        AllocatorStats {
+            allocated: stats::allocated::read().unwrap_or(0) as u64,
+            active: stats::active::read().unwrap_or(0) as u64,
+            resident: stats::resident::read().unwrap_or(0) as u64,
+            mapped: stats::mapped::read().unwrap_or(0) as u64,
+            retained: stats::retained::read().unwrap_or(0) as u64,
+        }
+    }
 }
 
 impl Stats {
     /// Counts an error reply under its code (`ERR`, `WRONGTYPE`, ...), as errorstats does.
     pub fn count_error(&mut self, line: &str) {
         self.total_error_replies += 1;
-        let code = line.split(' ').next().unwrap_or("ERR");
+        // The code is the first word, looked for in the first 32 bytes; without a space there
+        // (`DEBUG ERROR foo`) Redis falls back to ERR.
+        let head = &line.as_bytes()[..line.len().min(32)];
+        let code = match head.iter().position(|&c| c == b' ') {
+            Some(end) => &line[..end],
+            None => "ERR",
+        };
         // Redis caps distinct error codes at 128 to bound memory.
         if let Some(n) = self.errors.get_mut(code) {
             *n += 1;
@@ -89,12 +291,79 @@ impl Stats {
         }
     }
 
-    /// CONFIG RESETSTAT.
+    /// Samples jemalloc and raises the peak (called from cron and INFO). Returns the sample.
+    pub fn sample_memory(&mut self) -> AllocatorStats {
+        let a = AllocatorStats::read();
+        if self.mem_startup == 0 {
+            self.mem_startup = a.allocated;
+        }
+        self.mem_peak = self.mem_peak.max(a.allocated);
+        a
+    }
+
+    /// CONFIG RESETSTAT. The memory baseline, peak and persistence state survive, as in Redis.
     pub fn reset(&mut self) {
         let ops = std::mem::take(&mut self.ops);
-        *self = Stats { ops, ..Default::default() };
-        for c in [&NET_INPUT_BYTES, &NET_OUTPUT_BYTES, &REJECTED_CONNECTIONS, &TOTAL_CONNECTIONS] {
+        let persistence = std::mem::take(&mut self.persistence);
+        *self =
+            Stats { ops, persistence, mem_peak: self.mem_peak, mem_startup: self.mem_startup, ..Default::default() };
+        for c in [
+            &NET_INPUT_BYTES,
+            &NET_OUTPUT_BYTES,
+            &REJECTED_CONNECTIONS,
+            &TOTAL_CONNECTIONS,
+            &TOTAL_READS,
+            &TOTAL_WRITES,
+        ] {
             c.store(0, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hdr_slots_match_redis_reports() {
+        // Redis prints 5 us as 5.023, 10 us as 10.047, 16 us as 16.063 (highest equivalent values).
+        assert_eq!(hdr_highest_equivalent(5000), 5023);
+        assert_eq!(hdr_highest_equivalent(10_000), 10_047);
+        assert_eq!(hdr_highest_equivalent(16_000), 16_063);
+        assert_eq!(hdr_highest_equivalent(2048), 2063);
+        assert_eq!(hdr_highest_equivalent(100), 100);
+        assert!((hdr_index(LATENCY_MAX_NS) as usize) < HDR_SLOTS);
+        for v in [1u64, 255, 256, 1000, 5000, 123_456, 999_999_999] {
+            let idx = hdr_index(v);
+            let low = hdr_value_at(idx);
+            assert!(low <= v && v <= hdr_highest_equivalent(low), "{v}");
+        }
+    }
+
+    #[test]
+    fn error_codes() {
+        let mut st = Stats::default();
+        st.count_error("WRONGTYPE Operation against a key");
+        st.count_error("foo");
+        st.count_error("ERR x");
+        assert_eq!(st.errors.get("WRONGTYPE"), Some(&1));
+        assert_eq!(st.errors.get("ERR"), Some(&2));
+        assert_eq!(st.total_error_replies, 3);
+    }
+
+    #[test]
+    fn percentiles_and_cdf() {
+        let mut h = LatencyHistogram::default();
+        for us in [8u64, 8, 11] {
+            h.record(us * 1000);
+        }
+        assert_eq!(h.value_at_percentile(50.0), 8031);
+        assert_eq!(h.value_at_percentile(99.0), 11_007);
+        assert_eq!(h.cumulative_log2(), vec![(8, 2), (16, 3)]);
+        let mut h = LatencyHistogram::default();
+        h.record(2000);
+        assert_eq!(h.cumulative_log2(), vec![(2, 1)]);
+        h.record(135_000_000);
+        assert_eq!(h.cumulative_log2(), vec![(2, 1), (135_266, 2)]);
     }
 }

@@ -98,8 +98,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     client.last_cmd_parent = parent.map_or("", |p| p.name);
     st.stats.total_commands_processed += 1;
     let stat = st.stats.commands.entry(stat_name).or_default();
-    stat.calls += 1;
-    stat.usec += duration_us;
+    stat.record(duration_us);
     let reply = match result {
         Ok(reply) => {
             if let Reply::Error(line) = &reply {

@@ -70,6 +70,10 @@ pub struct Client {
     pub block_request: Option<crate::commands::BlockRequest>,
     /// True while running inside MULTI/EXEC or a script: blocking commands must not block.
     pub in_exec: bool,
+    /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is dropped.
+    pub reply_skip_next: bool,
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
@@ -96,6 +100,8 @@ impl Client {
             close_after_reply: false,
             block_request: None,
             in_exec: false,
+            reply_off: false,
+            reply_skip_next: false,
             qbuf: 0,
             argv_mem: 0,
         }

@@ -60,6 +60,11 @@ pub struct State {
     pub waiters: std::collections::HashMap<(usize, Vec<u8>), std::collections::VecDeque<u64>>,
     /// Keys signalled ready since the executor last served waiters.
     pub ready_keys: Vec<(usize, Vec<u8>)>,
+    /// Replication id (INFO master_replid; DEBUG CHANGE-REPL-ID renews it).
+    pub replid: String,
+    /// CLIENT PAUSE: until when (unix ms) and whether all commands or only writes wait.
+    pub pause_end_ms: i64,
+    pub pause_all: bool,
 }
 
 impl State {
@@ -83,6 +88,9 @@ impl State {
             cron_loops: 0,
             waiters: std::collections::HashMap::new(),
             ready_keys: Vec::new(),
+            replid: random_hex(40),
+            pause_end_ms: 0,
+            pause_all: false,
         }
     }
 }
@@ -108,7 +116,7 @@ pub fn unix_us() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
 }
 
-fn random_hex(n: usize) -> String {
+pub fn random_hex(n: usize) -> String {
     (0..n).map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0')).collect()
 }
 
@@ -152,7 +160,13 @@ impl Executor {
         client.last_interaction_ms = now;
         let mut clock = call::Clock { now_ms: now, last: Instant::now() };
         for cmd in cmds {
+            // CLIENT REPLY OFF/SKIP: run the command, then drop what it wrote.
+            let skip = std::mem::take(&mut client.reply_skip_next);
+            let mark = out.len();
             call::call(&mut self.state, &mut client, cmd, out, &mut clock);
+            if skip || client.reply_off {
+                out.truncate(mark);
+            }
             if client.close_after_reply || self.state.shutdown.is_some() || client.handle.close_requested() {
                 break;
             }
@@ -190,6 +204,7 @@ impl Executor {
             }
         }
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
+        st.stats.sample_memory();
         if st.config.timeout > 0 {
             let limit = st.config.timeout as i64 * 1000;
             for c in st.clients.values() {

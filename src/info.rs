@@ -1,0 +1,620 @@
+//! INFO: renders the report sections (server, clients, memory, persistence, stats, replication,
+//! cpu, modules, commandstats, errorstats, latencystats, cluster, keyspace) with the field names
+//! and order Redis 7.0.15 prints, from executor state, jemalloc, /proc and getrusage.
+//!
+//! Owns only formatting and the OS probes; the counters themselves live in `stats` and `State`.
+//! Fields for subsystems ferrodis does not have (replication links, defrag, AOF, Lua before the
+//! scripting engine lands) print the values an idle Redis prints, so tools that parse INFO keep
+//! working.
+
+use std::fmt::Write;
+
+use crate::commands::{self, CommandSpec};
+use crate::executor::clients::Client;
+use crate::executor::State;
+use crate::stats::{self, AllocatorStats};
+
+/// Every section, in the order Redis prints them.
+const ORDER: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+];
+
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// The sections an INFO argument list asks for: none means `default`; `all` adds commandstats and
+/// latencystats; `everything` would add module-generated sections too (there are none). Unknown
+/// names are ignored, as Redis ignores them.
+pub fn select_sections(args: &[&[u8]]) -> Vec<&'static str> {
+    let mut wanted = [false; ORDER.len()];
+    let mut mark = |name: &str| {
+        if let Some(i) = ORDER.iter().position(|s| *s == name) {
+            wanted[i] = true;
+        }
+    };
+    if args.is_empty() {
+        DEFAULT.iter().for_each(|s| mark(s));
+    }
+    for a in args {
+        let name = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match name.as_str() {
+            "default" => DEFAULT.iter().for_each(|s| mark(s)),
+            "all" | "everything" => ORDER.iter().for_each(|s| mark(s)),
+            other => mark(other),
+        }
+    }
+    ORDER.iter().zip(wanted).filter(|(_, w)| *w).map(|(s, _)| *s).collect()
+}
+
+/// The INFO text for `sections` (from `select_sections`), `\r\n`-terminated lines, sections
+/// separated by an empty line.
+pub fn render(st: &mut State, caller: &Client, now_ms: i64, sections: &[&str]) -> String {
+    let mut out = String::with_capacity(4096);
+    for (i, name) in sections.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        let mut s = Section(&mut out);
+        match *name {
+            "server" => server(&mut s, st, now_ms),
+            "clients" => clients(&mut s, st, caller),
+            "memory" => memory(&mut s, st, caller),
+            "persistence" => persistence(&mut s, st, now_ms),
+            "stats" => stats_section(&mut s, st),
+            "replication" => replication(&mut s, st),
+            "cpu" => cpu(&mut s),
+            "modules" => s.title("Modules"),
+            "commandstats" => commandstats(&mut s, st),
+            "errorstats" => errorstats(&mut s, st),
+            "latencystats" => latencystats(&mut s, st),
+            "cluster" => {
+                s.title("Cluster");
+                s.field("cluster_enabled", 0);
+            }
+            "keyspace" => keyspace(&mut s, st, now_ms),
+            _ => {}
+        }
+    }
+    out
+}
+
+struct Section<'a>(&'a mut String);
+
+impl Section<'_> {
+    fn title(&mut self, t: &str) {
+        let _ = write!(self.0, "# {t}\r\n");
+    }
+
+    fn field(&mut self, name: &str, value: impl std::fmt::Display) {
+        let _ = write!(self.0, "{name}:{value}\r\n");
+    }
+}
+
+/// Redis's bytesToHuman: `512B`, `1.50K`, `2.00M`, ...
+pub fn bytes_to_human(n: u64) -> String {
+    const UNITS: &[(u64, &str)] = &[(1 << 50, "P"), (1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    if n >= 1024 << 50 {
+        return format!("{n}B");
+    }
+    for &(unit, suffix) in UNITS {
+        if n >= unit {
+            return format!("{:.2}{suffix}", n as f64 / unit as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+/// `uname -s -r -m`, as Redis prints it in `os:`.
+pub fn os_name() -> String {
+    // SAFETY: uname fills a zeroed utsname whose fields are NUL-terminated C strings.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return "Linux".into();
+        }
+        let field = |f: &[libc::c_char]| std::ffi::CStr::from_ptr(f.as_ptr()).to_string_lossy().into_owned();
+        format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine))
+    }
+}
+
+/// `(seconds, microseconds)` of user and system CPU for `who` (RUSAGE_SELF, _CHILDREN, _THREAD).
+fn rusage(who: libc::c_int) -> (libc::timeval, libc::timeval) {
+    // SAFETY: getrusage writes a plain struct we own.
+    unsafe {
+        let mut r: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut r);
+        (r.ru_stime, r.ru_utime)
+    }
+}
+
+fn tv(t: libc::timeval) -> String {
+    format!("{}.{:06}", t.tv_sec, t.tv_usec)
+}
+
+/// Resident set size from /proc/self/statm (pages × page size).
+pub fn rss_bytes() -> u64 {
+    let page = page_size();
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * page)
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as u64
+    } else {
+        4096
+    }
+}
+
+fn total_system_memory() -> u64 {
+    // SAFETY: as above.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    if pages > 0 {
+        pages as u64 * page_size()
+    } else {
+        0
+    }
+}
+
+/// A stable build id (Redis prints a hash of its build environment).
+fn build_id() -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in concat!("ferrodis-", env!("CARGO_PKG_VERSION")).bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+    }
+    format!("{:x}", h >> 4)
+}
+
+fn server(s: &mut Section, st: &State, now_ms: i64) {
+    let uptime = st.start_time.elapsed().as_secs();
+    let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
+    let config_file = st
+        .config
+        .config_file
+        .as_ref()
+        .map(|f| {
+            let p = std::path::Path::new(f);
+            std::fs::canonicalize(p).map(|p| p.display().to_string()).unwrap_or_else(|_| f.clone())
+        })
+        .unwrap_or_default();
+    s.title("Server");
+    s.field("redis_version", crate::REDIS_VERSION);
+    s.field("ferrodis_version", crate::FERRODIS_VERSION);
+    s.field("redis_git_sha1", "00000000");
+    s.field("redis_git_dirty", 0);
+    s.field("redis_build_id", build_id());
+    s.field("redis_mode", "standalone");
+    s.field("os", os_name());
+    s.field("arch_bits", usize::BITS);
+    s.field("monotonic_clock", "POSIX clock_gettime");
+    s.field("multiplexing_api", "epoll");
+    s.field("atomicvar_api", "c11-builtin");
+    s.field("gcc_version", "0.0.0");
+    s.field("process_id", std::process::id());
+    s.field("process_supervised", "no");
+    s.field("run_id", &st.run_id);
+    s.field("tcp_port", st.config.port);
+    s.field("server_time_usec", crate::executor::unix_us());
+    s.field("uptime_in_seconds", uptime);
+    s.field("uptime_in_days", uptime / 86400);
+    s.field("hz", st.config.hz);
+    s.field("configured_hz", st.config.hz);
+    s.field("lru_clock", crate::db::lru_clock(now_ms));
+    s.field("executable", exe);
+    s.field("config_file", config_file);
+    s.field("io_threads_active", 0);
+}
+
+/// Clients counted as connected: the caller plus the others not already being closed.
+pub fn connected_clients(st: &State) -> usize {
+    1 + st.clients.values().filter(|c| !c.handle.close_requested()).count()
+}
+
+/// Estimated memory of one client, as CLIENT LIST's tot-mem reports it: Redis's fixed per-client
+/// structures and buffers plus the query buffer in use.
+pub fn client_memory(qbuf: usize) -> u64 {
+    const FIXED: u64 = 21248;
+    const REPLY_BUFFER: u64 = 1024;
+    FIXED + REPLY_BUFFER + qbuf as u64
+}
+
+fn clients(s: &mut Section, st: &State, caller: &Client) {
+    let max_qbuf = st.clients.values().map(|c| c.qbuf).chain([caller.qbuf]).max().unwrap_or(0);
+    s.title("Clients");
+    s.field("connected_clients", connected_clients(st));
+    s.field("cluster_connections", 0);
+    s.field("maxclients", st.config.maxclients);
+    s.field("client_recent_max_input_buffer", max_qbuf);
+    s.field("client_recent_max_output_buffer", 0);
+    s.field("blocked_clients", 0);
+    s.field("tracking_clients", 0);
+    s.field("clients_in_timeout_table", 0);
+}
+
+/// Bytes the key tables themselves spend (entries and bucket arrays), the part of
+/// used_memory_overhead that grows with the dataset.
+fn db_overhead(st: &State) -> u64 {
+    let table = |n: usize| if n == 0 { 0 } else { n as u64 * 24 + n.next_power_of_two() as u64 * 8 };
+    st.dbs.iter().map(|d| table(d.len()) + table(d.expires_len())).sum()
+}
+
+/// The memory figures INFO memory and MEMORY STATS share.
+pub struct MemoryFigures {
+    pub alloc: AllocatorStats,
+    pub used: u64,
+    pub peak: u64,
+    pub startup: u64,
+    pub rss: u64,
+    pub clients_normal: u64,
+    pub overhead: u64,
+    pub dataset: u64,
+    pub db_overhead: u64,
+}
+
+pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
+    let alloc = st.stats.sample_memory();
+    let used = alloc.allocated;
+    let clients_normal: u64 =
+        st.clients.values().map(|c| client_memory(c.qbuf)).sum::<u64>() + client_memory(caller.qbuf);
+    let db_overhead = db_overhead(st);
+    let startup = st.stats.mem_startup.min(used);
+    let overhead = (startup + clients_normal + db_overhead).min(used);
+    MemoryFigures {
+        alloc,
+        used,
+        peak: st.stats.mem_peak.max(used),
+        startup,
+        rss: rss_bytes(),
+        clients_normal,
+        overhead,
+        dataset: used - overhead,
+        db_overhead,
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn memory(s: &mut Section, st: &mut State, caller: &Client) {
+    let m = memory_figures(st, caller);
+    let a = m.alloc;
+    let net = m.used.saturating_sub(m.startup);
+    let total_mem = total_system_memory();
+    s.title("Memory");
+    s.field("used_memory", m.used);
+    s.field("used_memory_human", bytes_to_human(m.used));
+    s.field("used_memory_rss", m.rss);
+    s.field("used_memory_rss_human", bytes_to_human(m.rss));
+    s.field("used_memory_peak", m.peak);
+    s.field("used_memory_peak_human", bytes_to_human(m.peak));
+    s.field("used_memory_peak_perc", format!("{:.2}%", ratio(m.used, m.peak) * 100.0));
+    s.field("used_memory_overhead", m.overhead);
+    s.field("used_memory_startup", m.startup);
+    s.field("used_memory_dataset", m.dataset);
+    s.field("used_memory_dataset_perc", format!("{:.2}%", ratio(m.dataset, net) * 100.0));
+    s.field("allocator_allocated", a.allocated);
+    s.field("allocator_active", a.active);
+    s.field("allocator_resident", a.resident);
+    s.field("total_system_memory", total_mem);
+    s.field("total_system_memory_human", bytes_to_human(total_mem));
+    // An empty Lua VM and function engine, as an idle Redis reports them.
+    s.field("used_memory_lua", 32768);
+    s.field("used_memory_vm_eval", 32768);
+    s.field("used_memory_lua_human", "32.00K");
+    s.field("used_memory_scripts_eval", 0);
+    s.field("number_of_cached_scripts", 0);
+    s.field("number_of_functions", 0);
+    s.field("number_of_libraries", 0);
+    s.field("used_memory_vm_functions", 33792);
+    s.field("used_memory_vm_total", 66560);
+    s.field("used_memory_vm_total_human", "65.00K");
+    s.field("used_memory_functions", 200);
+    s.field("used_memory_scripts", 200);
+    s.field("used_memory_scripts_human", "200B");
+    s.field("maxmemory", 0);
+    s.field("maxmemory_human", "0B");
+    s.field("maxmemory_policy", "noeviction");
+    s.field("allocator_frag_ratio", format!("{:.2}", ratio(a.active, a.allocated)));
+    s.field("allocator_frag_bytes", a.active as i64 - a.allocated as i64);
+    s.field("allocator_rss_ratio", format!("{:.2}", ratio(a.resident, a.active)));
+    s.field("allocator_rss_bytes", a.resident as i64 - a.active as i64);
+    s.field("rss_overhead_ratio", format!("{:.2}", ratio(m.rss, a.resident)));
+    s.field("rss_overhead_bytes", m.rss as i64 - a.resident as i64);
+    s.field("mem_fragmentation_ratio", format!("{:.2}", ratio(m.rss, m.used)));
+    s.field("mem_fragmentation_bytes", m.rss as i64 - m.used as i64);
+    s.field("mem_not_counted_for_evict", 0);
+    s.field("mem_replication_backlog", 0);
+    s.field("mem_total_replication_buffers", 0);
+    s.field("mem_clients_slaves", 0);
+    s.field("mem_clients_normal", m.clients_normal);
+    s.field("mem_cluster_links", 0);
+    s.field("mem_aof_buffer", 0);
+    s.field("mem_allocator", "jemalloc-5.3.0");
+    s.field("active_defrag_running", 0);
+    s.field("lazyfree_pending_objects", 0);
+    s.field("lazyfreed_objects", 0);
+}
+
+fn persistence(s: &mut Section, st: &State, now_ms: i64) {
+    let p = &st.stats.persistence;
+    let current_bgsave = if p.bgsave_in_progress { now_ms / 1000 - p.bgsave_started_unix } else { -1 };
+    s.title("Persistence");
+    s.field("loading", p.loading as u8);
+    s.field("async_loading", 0);
+    s.field("current_cow_peak", 0);
+    s.field("current_cow_size", 0);
+    s.field("current_cow_size_age", 0);
+    s.field("current_fork_perc", "0.00");
+    s.field("current_save_keys_processed", 0);
+    s.field("current_save_keys_total", 0);
+    s.field("rdb_changes_since_last_save", st.dirty);
+    s.field("rdb_bgsave_in_progress", p.bgsave_in_progress as u8);
+    s.field("rdb_last_save_time", st.lastsave_unix);
+    s.field("rdb_last_bgsave_status", if p.last_bgsave_ok { "ok" } else { "err" });
+    s.field("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);
+    s.field("rdb_current_bgsave_time_sec", current_bgsave);
+    s.field("rdb_saves", p.rdb_saves);
+    s.field("rdb_last_cow_size", 0);
+    s.field("rdb_last_load_keys_expired", p.last_load_keys_expired);
+    s.field("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
+    s.field("aof_enabled", st.config.appendonly as u8);
+    s.field("aof_rewrite_in_progress", 0);
+    s.field("aof_rewrite_scheduled", 0);
+    s.field("aof_last_rewrite_time_sec", -1);
+    s.field("aof_current_rewrite_time_sec", -1);
+    s.field("aof_last_bgrewrite_status", "ok");
+    s.field("aof_rewrites", 0);
+    s.field("aof_rewrites_consecutive_failures", 0);
+    s.field("aof_last_write_status", "ok");
+    s.field("aof_last_cow_size", 0);
+    s.field("module_fork_in_progress", 0);
+    s.field("module_fork_last_cow_size", 0);
+}
+
+fn stats_section(s: &mut Section, st: &State) {
+    let x = &st.stats;
+    let expired: u64 = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
+    let cap_reached: u64 = st.dbs.iter().map(|d| d.counters.expired_time_cap_reached).sum();
+    let stale = st.dbs.iter().map(|d| d.counters.expired_stale_perc).fold(0.0, f64::max);
+    let kbps = |v: u64| format!("{:.2}", v as f64 / 1024.0);
+    s.title("Stats");
+    s.field("total_connections_received", stats::load(&stats::TOTAL_CONNECTIONS));
+    s.field("total_commands_processed", x.total_commands_processed);
+    s.field("instantaneous_ops_per_sec", x.ops.value());
+    s.field("total_net_input_bytes", stats::load(&stats::NET_INPUT_BYTES));
+    s.field("total_net_output_bytes", stats::load(&stats::NET_OUTPUT_BYTES));
+    s.field("total_net_repl_input_bytes", 0);
+    s.field("total_net_repl_output_bytes", 0);
+    s.field("instantaneous_input_kbps", kbps(x.net_input.value()));
+    s.field("instantaneous_output_kbps", kbps(x.net_output.value()));
+    s.field("instantaneous_input_repl_kbps", "0.00");
+    s.field("instantaneous_output_repl_kbps", "0.00");
+    s.field("rejected_connections", stats::load(&stats::REJECTED_CONNECTIONS));
+    s.field("sync_full", 0);
+    s.field("sync_partial_ok", 0);
+    s.field("sync_partial_err", 0);
+    s.field("expired_keys", expired.max(x.expired_keys));
+    s.field("expired_stale_perc", format!("{:.2}", stale * 100.0));
+    s.field("expired_time_cap_reached_count", cap_reached);
+    s.field("expire_cycle_cpu_milliseconds", 0);
+    s.field("evicted_keys", x.evicted_keys);
+    s.field("evicted_clients", 0);
+    s.field("total_eviction_exceeded_time", 0);
+    s.field("current_eviction_exceeded_time", 0);
+    s.field("keyspace_hits", x.keyspace_hits);
+    s.field("keyspace_misses", x.keyspace_misses);
+    s.field("pubsub_channels", 0);
+    s.field("pubsub_patterns", 0);
+    s.field("pubsubshard_channels", 0);
+    s.field("latest_fork_usec", x.persistence.latest_fork_usec);
+    s.field("total_forks", x.persistence.total_forks);
+    s.field("migrate_cached_sockets", 0);
+    s.field("slave_expires_tracked_keys", 0);
+    s.field("active_defrag_hits", 0);
+    s.field("active_defrag_misses", 0);
+    s.field("active_defrag_key_hits", 0);
+    s.field("active_defrag_key_misses", 0);
+    s.field("total_active_defrag_time", 0);
+    s.field("current_active_defrag_time", 0);
+    s.field("tracking_total_keys", 0);
+    s.field("tracking_total_items", 0);
+    s.field("tracking_total_prefixes", 0);
+    s.field("unexpected_error_replies", x.unexpected_error_replies);
+    s.field("total_error_replies", x.total_error_replies);
+    s.field("dump_payload_sanitizations", 0);
+    s.field("total_reads_processed", stats::load(&stats::TOTAL_READS));
+    s.field("total_writes_processed", stats::load(&stats::TOTAL_WRITES));
+    s.field("io_threaded_reads_processed", 0);
+    s.field("io_threaded_writes_processed", 0);
+    s.field("reply_buffer_shrinks", 0);
+    s.field("reply_buffer_expands", 0);
+}
+
+fn replication(s: &mut Section, st: &State) {
+    s.title("Replication");
+    s.field("role", "master");
+    s.field("connected_slaves", 0);
+    s.field("master_failover_state", "no-failover");
+    s.field("master_replid", &st.replid);
+    s.field("master_replid2", "0000000000000000000000000000000000000000");
+    s.field("master_repl_offset", 0);
+    s.field("second_repl_offset", -1);
+    s.field("repl_backlog_active", 0);
+    s.field("repl_backlog_size", 1048576);
+    s.field("repl_backlog_first_byte_offset", 0);
+    s.field("repl_backlog_histlen", 0);
+}
+
+fn cpu(s: &mut Section) {
+    let (sys, user) = rusage(libc::RUSAGE_SELF);
+    let (csys, cuser) = rusage(libc::RUSAGE_CHILDREN);
+    // INFO runs on the executor thread, which is Redis's "main thread".
+    let (tsys, tuser) = rusage(libc::RUSAGE_THREAD);
+    s.title("CPU");
+    s.field("used_cpu_sys", tv(sys));
+    s.field("used_cpu_user", tv(user));
+    s.field("used_cpu_sys_children", tv(csys));
+    s.field("used_cpu_user_children", tv(cuser));
+    s.field("used_cpu_sys_main_thread", tv(tsys));
+    s.field("used_cpu_user_main_thread", tv(tuser));
+}
+
+/// Every command and subcommand with its stats name (`get`, `config|get`), in table order.
+fn stat_names() -> impl Iterator<Item = &'static str> {
+    commands::all().flat_map(|top: &'static CommandSpec| {
+        std::iter::once(top.name)
+            .chain(top.subcommands.iter().map(move |sub| crate::executor::call::full_name(top, sub)))
+    })
+}
+
+fn commandstats(s: &mut Section, st: &State) {
+    s.title("Commandstats");
+    for name in stat_names() {
+        let Some(c) = st.stats.commands.get(name) else { continue };
+        if c.calls == 0 && c.failed_calls == 0 && c.rejected_calls == 0 {
+            continue;
+        }
+        let per_call = if c.calls == 0 { 0.0 } else { c.usec as f64 / c.calls as f64 };
+        s.field(
+            &format!("cmdstat_{name}"),
+            format_args!(
+                "calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}",
+                c.calls, c.usec, per_call, c.rejected_calls, c.failed_calls
+            ),
+        );
+    }
+}
+
+fn errorstats(s: &mut Section, st: &State) {
+    s.title("Errorstats");
+    let mut errors: Vec<(&String, &u64)> = st.stats.errors.iter().collect();
+    errors.sort();
+    for (code, n) in errors {
+        s.field(&format!("errorstat_{code}"), format_args!("count={n}"));
+    }
+}
+
+/// Percentiles INFO latencystats reports (latency-tracking-info-percentiles' default).
+const PERCENTILES: &[(f64, &str)] = &[(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];
+
+fn latencystats(s: &mut Section, st: &State) {
+    s.title("Latencystats");
+    for name in stat_names() {
+        let Some(c) = st.stats.commands.get(name) else { continue };
+        if c.latency.total() == 0 {
+            continue;
+        }
+        let parts: Vec<String> = PERCENTILES
+            .iter()
+            .map(|&(p, label)| format!("{label}={:.3}", c.latency.value_at_percentile(p) as f64 / 1000.0))
+            .collect();
+        s.field(&format!("latency_percentiles_usec_{name}"), parts.join(","));
+    }
+}
+
+/// Keys examined per database to estimate avg_ttl (Redis keeps a running estimate instead).
+const TTL_SAMPLE: usize = 1000;
+
+fn keyspace(s: &mut Section, st: &mut State, now_ms: i64) {
+    s.title("Keyspace");
+    for (i, db) in st.dbs.iter_mut().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        let mut avg_ttl = 0;
+        if db.expires_len() > 0 {
+            let sample: Vec<Vec<u8>> = db.keys(now_ms).take(TTL_SAMPLE).map(|(k, _)| k.to_vec()).collect();
+            let (mut sum, mut n) = (0i64, 0i64);
+            for k in &sample {
+                if let Some(at) = db.expire_at(k, now_ms) {
+                    sum += (at - now_ms).max(0);
+                    n += 1;
+                }
+            }
+            if n > 0 {
+                avg_ttl = sum / n;
+            }
+        }
+        s.field(&format!("db{i}"), format_args!("keys={},expires={},avg_ttl={avg_ttl}", db.len(), db.expires_len()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_bytes() {
+        assert_eq!(bytes_to_human(200), "200B");
+        assert_eq!(bytes_to_human(32768), "32.00K");
+        assert_eq!(bytes_to_human(916376), "894.90K");
+        assert_eq!(bytes_to_human(7233536), "6.90M");
+        assert_eq!(bytes_to_human(25276502016), "23.54G");
+    }
+
+    #[test]
+    fn keyspace_and_layout() {
+        use crate::executor::clients::{ClientHandle, ConnInfo};
+        use crate::types::{RStr, Value};
+        let mut st = State::new(crate::config::Config::default());
+        let now = 1_000_000;
+        st.dbs[0].set(b"a", Value::Str(RStr::from_bytes(b"1")), now);
+        st.dbs[0].set(b"b", Value::Str(RStr::from_bytes(b"2")), now);
+        st.dbs[0].set_expire(b"a", now + 5000);
+        st.dbs[2].set(b"c", Value::Str(RStr::from_bytes(b"3")), now);
+        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true };
+        let me = Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true);
+        let text = render(&mut st, &me, now, &select_sections(&[b"keyspace", b"cluster"]));
+        assert_eq!(
+            text,
+            "# Cluster\r\ncluster_enabled:0\r\n\r\n# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=5000\r\n\
+             db2:keys=1,expires=0,avg_ttl=0\r\n"
+        );
+        let all = render(&mut st, &me, now, &select_sections(&[b"everything"]));
+        assert!(all.starts_with("# Server\r\nredis_version:7.0.15\r\nferrodis_version:"));
+        assert!(all.contains("\r\n\r\n# Modules\r\n\r\n# Commandstats\r\n"));
+        assert!(all.contains("connected_clients:1\r\n"));
+    }
+
+    #[test]
+    fn section_selection() {
+        assert_eq!(select_sections(&[b"cpu", b"server"]), vec!["server", "cpu"]);
+        assert_eq!(select_sections(&[b"foo"]), Vec::<&str>::new());
+        assert_eq!(select_sections(&[]), DEFAULT.to_vec());
+        assert_eq!(select_sections(&[b"default", b"foo"]), DEFAULT.to_vec());
+        assert_eq!(select_sections(&[b"ALL"]).len(), ORDER.len());
+        assert_eq!(select_sections(&[b"CPU", b"cpu"]), vec!["cpu"]);
+    }
+}
