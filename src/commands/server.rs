@@ -44,6 +44,7 @@ static CLIENT: &[CommandSpec] = &[
     // Redis 7.2 additions.
     spec("setinfo", 4, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_setinfo),
     spec("no-touch", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_no_touch),
+    spec("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_unblock),
 ];
 
 static SLOWLOG: &[CommandSpec] = &[
@@ -1609,4 +1610,22 @@ mod tests {
         assert_eq!(atoi(b"a"), 0);
         assert_eq!(atoi(b" -3"), -3);
     }
+}
+
+/// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
+///
+/// Wakes a client blocked in BLPOP-like commands: with the command's timeout reply (TIMEOUT, the
+/// default) or with an UNBLOCKED error. Replies 1 if the client was blocked, else 0.
+pub fn client_unblock(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let id = args.i64(2)?;
+    let with_error = match args.len() {
+        3 => false,
+        4 if args.is(3, "timeout") => false,
+        4 if args.is(3, "error") => true,
+        _ => return Err(CmdError::err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+    };
+    if id <= 0 {
+        return Ok(Reply::Int(0));
+    }
+    Ok(Reply::Int(crate::executor::blocking::unblock(ctx.srv, id as u64, with_error) as i64))
 }

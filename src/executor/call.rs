@@ -61,6 +61,7 @@ pub struct Clock {
 /// Runs one command for `client` and appends its encoded reply to `out`.
 pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
     let proto = client.proto;
+    let cmd_spec = cmd.spec;
     let (spec, parent) = match resolve(&cmd) {
         Ok(found) => found,
         Err(e) => {
@@ -89,6 +90,11 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     };
     let finished = Instant::now();
     clock.last = finished;
+    if let Some(request) = client.block_request.take() {
+        // The handler parked the command: no reply now (see executor::blocking).
+        super::blocking::park(st, client, Cmd { spec: cmd_spec, argv: args.argv }, request);
+        return;
+    }
     let duration_us = finished.duration_since(started).as_micros() as u64;
     if duration_us >= 1000 {
         clock.now_ms = unix_ms();

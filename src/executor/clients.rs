@@ -11,6 +11,8 @@ use tokio::sync::Notify;
 #[derive(Debug, Default)]
 pub struct ClientHandle {
     kill: AtomicBool,
+    /// Replies produced outside the client's own batches (served blocking commands, later pushes).
+    outbox: std::sync::Mutex<Vec<u8>>,
     /// Mirrors the client's auth state for the parser's unauthenticated limits.
     authenticated: AtomicBool,
     pub notify: Notify,
@@ -20,6 +22,26 @@ impl ClientHandle {
     pub fn request_close(&self) {
         self.kill.store(true, Ordering::Release);
         self.notify.notify_one();
+    }
+
+    /// Queues bytes for the connection to write and wakes it.
+    pub fn push_output(&self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        if outbox.is_empty() {
+            *outbox = bytes;
+        } else {
+            outbox.extend_from_slice(&bytes);
+        }
+        drop(outbox);
+        self.notify.notify_one();
+    }
+
+    /// Takes what was queued by `push_output`.
+    pub fn take_output(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     pub fn close_requested(&self) -> bool {
@@ -68,6 +90,10 @@ pub struct Client {
     pub close_after_reply: bool,
     /// Set by a blocking command that found nothing to serve (see `Ctx::block`).
     pub block_request: Option<crate::commands::BlockRequest>,
+    /// The parked command while the client is blocked.
+    pub blocked: Option<Box<super::blocking::Blocked>>,
+    /// Commands that arrived while the client was blocked, run once it is served.
+    pub pending: std::collections::VecDeque<super::Cmd>,
     /// True while running inside MULTI/EXEC or a script: blocking commands must not block.
     pub in_exec: bool,
     /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
@@ -99,6 +125,8 @@ impl Client {
             no_touch: false,
             close_after_reply: false,
             block_request: None,
+            blocked: None,
+            pending: std::collections::VecDeque::new(),
             in_exec: false,
             reply_off: false,
             reply_skip_next: false,

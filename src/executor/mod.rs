@@ -7,6 +7,7 @@
 //! contended (`Executor::handle` called inline), or on a dedicated thread fed through a channel
 //! (`spawn_thread`). The executor itself is the same in both.
 
+pub mod blocking;
 pub mod call;
 pub mod clients;
 
@@ -60,6 +61,11 @@ pub struct State {
     pub waiters: std::collections::HashMap<(usize, Vec<u8>), std::collections::VecDeque<u64>>,
     /// Keys signalled ready since the executor last served waiters.
     pub ready_keys: Vec<(usize, Vec<u8>)>,
+    /// Deadlines of blocked clients: (unix ms, client id).
+    pub blocked_deadlines: std::collections::BTreeSet<(i64, u64)>,
+    pub blocked_clients: usize,
+    /// Woken when a blocked client's deadline is earlier than the timer's next wake-up.
+    pub timer: Arc<tokio::sync::Notify>,
     /// Replication id (INFO master_replid; DEBUG CHANGE-REPL-ID renews it).
     pub replid: String,
     /// CLIENT PAUSE: until when (unix ms) and whether all commands or only writes wait.
@@ -88,6 +94,9 @@ impl State {
             cron_loops: 0,
             waiters: std::collections::HashMap::new(),
             ready_keys: Vec::new(),
+            blocked_deadlines: std::collections::BTreeSet::new(),
+            blocked_clients: 0,
+            timer: Arc::new(tokio::sync::Notify::new()),
             replid: random_hex(40),
             pause_end_ms: 0,
             pause_all: false,
@@ -96,6 +105,11 @@ impl State {
 }
 
 impl State {
+    /// The earliest deadline of a blocked client.
+    pub fn next_block_deadline(&self) -> Option<i64> {
+        self.blocked_deadlines.first().map(|&(d, _)| d)
+    }
+
     /// Notes that `key` in `db` may serve blocked clients; only keys someone waits on are kept.
     pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
         if self.waiters.is_empty() {
@@ -142,7 +156,11 @@ impl Executor {
     }
 
     pub fn disconnect(&mut self, id: u64) {
-        self.state.clients.remove(&id);
+        if let Some(mut client) = self.state.clients.remove(&id) {
+            if let Some(blocked) = client.blocked.take() {
+                blocking::unpark(&mut self.state, id, &blocked);
+            }
+        }
     }
 
     /// Number of connected clients (maxclients check).
@@ -151,7 +169,7 @@ impl Executor {
     }
 
     /// Runs a batch for client `id`, appending every reply to `out`. Returns what the connection
-    /// should do afterwards.
+    /// should do afterwards. A blocked client's commands wait until it is served.
     pub fn handle_batch(&mut self, id: u64, cmds: Vec<Cmd>, out: &mut Vec<u8>) -> BatchEnd {
         let Some(mut client) = self.state.clients.remove(&id) else {
             return BatchEnd::Close;
@@ -159,19 +177,21 @@ impl Executor {
         let now = unix_ms();
         client.last_interaction_ms = now;
         let mut clock = call::Clock { now_ms: now, last: Instant::now() };
-        for cmd in cmds {
-            // CLIENT REPLY OFF/SKIP: run the command, then drop what it wrote.
-            let skip = std::mem::take(&mut client.reply_skip_next);
-            let mark = out.len();
-            call::call(&mut self.state, &mut client, cmd, out, &mut clock);
-            if skip || client.reply_off {
-                out.truncate(mark);
-            }
-            if client.close_after_reply || self.state.shutdown.is_some() || client.handle.close_requested() {
-                break;
+        let st = &mut self.state;
+        let mut cmds = cmds.into_iter();
+        if client.blocked.is_none() {
+            for cmd in cmds.by_ref() {
+                blocking::run_one(st, &mut client, cmd, out, &mut clock);
+                if !st.ready_keys.is_empty() {
+                    blocking::serve_ready_keys(st, &mut clock);
+                }
+                if blocking::must_stop(st, &client) {
+                    break;
+                }
             }
         }
-        let end = if self.state.shutdown.is_some() {
+        client.pending.extend(cmds);
+        let end = if st.shutdown.is_some() {
             BatchEnd::Shutdown
         } else if client.close_after_reply || client.handle.close_requested() {
             BatchEnd::Close
@@ -179,8 +199,26 @@ impl Executor {
             BatchEnd::Continue
         };
         client.handle.set_authenticated(client.authenticated);
-        self.state.clients.insert(id, client);
+        st.clients.insert(id, client);
         end
+    }
+
+    /// When the timer should next wake the executor: the next cron tick or blocked deadline.
+    pub fn next_wakeup(&self, next_cron: Instant) -> Instant {
+        match self.state.next_block_deadline() {
+            Some(d) => {
+                let ms = (d - unix_ms()).max(0) as u64;
+                next_cron.min(Instant::now() + Duration::from_millis(ms))
+            }
+            None => next_cron,
+        }
+    }
+
+    /// Answers blocked clients whose deadline passed.
+    pub fn expire_blocked(&mut self) {
+        if !self.state.blocked_deadlines.is_empty() {
+            blocking::expire_deadlines(&mut self.state);
+        }
     }
 
     /// Periodic work, called `hz` times a second.
@@ -244,7 +282,7 @@ pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
         .spawn(move || {
             let mut next_cron = Instant::now() + exec.cron_period();
             loop {
-                let wait = next_cron.saturating_duration_since(Instant::now());
+                let wait = exec.next_wakeup(next_cron).saturating_duration_since(Instant::now());
                 match rx.recv_timeout(wait) {
                     Ok(msg) => {
                         exec.handle_msg(msg);
@@ -259,6 +297,7 @@ pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                     Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
                 }
+                exec.expire_blocked();
                 if Instant::now() >= next_cron {
                     exec.cron();
                     next_cron = Instant::now() + exec.cron_period();

@@ -42,6 +42,13 @@ where
         let n = tokio::select! {
             biased;
             _ = handle.notify.notified() => {
+                let pushed = handle.take_output();
+                if !pushed.is_empty() {
+                    if stream.write_all(&pushed).await.is_err() {
+                        break 'conn;
+                    }
+                    crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+                }
                 if handle.close_requested() {
                     break 'conn;
                 }
@@ -63,6 +70,14 @@ where
                 parsed.commands.into_iter().map(|argv| Cmd { spec: commands::lookup(&argv[0]), argv }).collect();
             let end = shared.exec.batch(id, cmds, &mut out).await;
             parser.unauthenticated = !handle.authenticated();
+            // Replies the executor pushed earlier (a served blocking command) go first.
+            let pushed = handle.take_output();
+            if !pushed.is_empty() {
+                if stream.write_all(&pushed).await.is_err() {
+                    break;
+                }
+                crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+            }
             if !out.is_empty() {
                 if stream.write_all(&out).await.is_err() {
                     break;

@@ -90,12 +90,23 @@ pub fn run(config: Config) -> i32 {
         rt.block_on(async move {
             let cron_exec = exec.clone();
             tokio::spawn(async move {
-                let period = ExecHandle::local(&cron_exec).cron_period();
-                let mut tick = tokio::time::interval(period);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let (period, timer) = {
+                    let e = ExecHandle::local(&cron_exec);
+                    (e.cron_period(), e.state.timer.clone())
+                };
+                let mut next_cron = std::time::Instant::now() + period;
                 loop {
-                    tick.tick().await;
-                    ExecHandle::local(&cron_exec).cron();
+                    let wake = ExecHandle::local(&cron_exec).next_wakeup(next_cron);
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(wake.into()) => {}
+                        _ = timer.notified() => continue,
+                    }
+                    let mut e = ExecHandle::local(&cron_exec);
+                    e.expire_blocked();
+                    if std::time::Instant::now() >= next_cron {
+                        e.cron();
+                        next_cron = std::time::Instant::now() + e.cron_period();
+                    }
                 }
             });
             serve(ExecHandle::Local(exec), config).await

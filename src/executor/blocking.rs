@@ -1,0 +1,201 @@
+//! Blocked clients (BLPOP, BZPOPMIN, XREAD BLOCK, ...): waiters per key in arrival order, their
+//! deadlines, and serving them. A blocking handler that finds nothing calls `Ctx::block`; `call()`
+//! then parks the command here instead of replying. When a write signals a key ready, the first
+//! waiter's command runs again (Redis 7's re-execution model) and its reply, followed by the
+//! replies of whatever it pipelined meanwhile, goes to the client's outbox. A client whose
+//! deadline passes gets the command's timeout reply.
+
+use std::collections::VecDeque;
+
+use crate::commands::BlockRequest;
+use crate::resp::writer::write_reply;
+
+use super::call::{call, Clock};
+use super::clients::Client;
+use super::{unix_ms, Cmd, State};
+
+/// A parked command.
+#[derive(Debug)]
+pub struct Blocked {
+    pub cmd: Cmd,
+    pub db: usize,
+    pub request: BlockRequest,
+}
+
+/// Parks `client` on the keys of `request`; called by `call()` when a handler blocked.
+pub fn park(st: &mut State, client: &mut Client, cmd: Cmd, request: BlockRequest) {
+    let db = client.db;
+    for key in &request.keys {
+        let queue = st.waiters.entry((db, key.clone())).or_default();
+        if !queue.contains(&client.id) {
+            queue.push_back(client.id);
+        }
+    }
+    if request.deadline_ms > 0 {
+        st.blocked_deadlines.insert((request.deadline_ms, client.id));
+        if st.next_block_deadline().is_none_or(|d| request.deadline_ms <= d) {
+            st.timer.notify_one();
+        }
+    }
+    st.blocked_clients += 1;
+    client.blocked = Some(Box::new(Blocked { cmd, db, request }));
+}
+
+/// Removes a parked client from every waiter queue and the deadline index.
+pub fn unpark(st: &mut State, id: u64, blocked: &Blocked) {
+    for key in &blocked.request.keys {
+        let k = (blocked.db, key.clone());
+        if let Some(queue) = st.waiters.get_mut(&k) {
+            queue.retain(|&w| w != id);
+            if queue.is_empty() {
+                st.waiters.remove(&k);
+            }
+        }
+    }
+    if blocked.request.deadline_ms > 0 {
+        st.blocked_deadlines.remove(&(blocked.request.deadline_ms, id));
+    }
+    st.blocked_clients = st.blocked_clients.saturating_sub(1);
+}
+
+/// Runs one command for a client, honouring CLIENT REPLY OFF/SKIP.
+pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
+    let skip = std::mem::take(&mut client.reply_skip_next);
+    let mark = out.len();
+    call(st, client, cmd, out, clock);
+    if skip || client.reply_off {
+        out.truncate(mark);
+    }
+}
+
+/// Whether the client must stop running commands for now (blocked, closing, or shutting down).
+pub fn must_stop(st: &State, client: &Client) -> bool {
+    client.blocked.is_some() || client.close_after_reply || st.shutdown.is_some() || client.handle.close_requested()
+}
+
+/// Runs the commands a client queued while it was blocked, until it blocks again.
+pub fn run_pending(st: &mut State, client: &mut Client, out: &mut Vec<u8>, clock: &mut Clock) {
+    while !must_stop(st, client) {
+        let Some(cmd) = client.pending.pop_front() else { break };
+        run_one(st, client, cmd, out, clock);
+        serve_ready_keys(st, clock);
+    }
+}
+
+/// Sends what an unblocked client produced and asks its connection to close if it said QUIT.
+fn deliver(client: &Client, out: Vec<u8>) {
+    client.handle.push_output(out);
+    if client.close_after_reply {
+        client.handle.request_close();
+    }
+}
+
+/// Serves waiters of every key signalled ready, repeating while serving makes more keys ready.
+pub fn serve_ready_keys(st: &mut State, clock: &mut Clock) {
+    while !st.ready_keys.is_empty() {
+        let ready = std::mem::take(&mut st.ready_keys);
+        for (db, key) in ready {
+            serve_key(st, db, &key, clock);
+        }
+    }
+}
+
+fn serve_key(st: &mut State, db: usize, key: &[u8], clock: &mut Clock) {
+    let k = (db, key.to_vec());
+    loop {
+        let Some(&id) = st.waiters.get(&k).and_then(VecDeque::front) else { return };
+        let Some(mut client) = st.clients.remove(&id) else {
+            // A waiter with no client: drop it and look at the next one.
+            if let Some(q) = st.waiters.get_mut(&k) {
+                q.pop_front();
+            }
+            continue;
+        };
+        let Some(blocked) = client.blocked.take() else {
+            if let Some(q) = st.waiters.get_mut(&k) {
+                q.pop_front();
+            }
+            st.clients.insert(id, client);
+            continue;
+        };
+        let now = clock.now_ms;
+        let ready = st.dbs[db].peek(key, now).is_some_and(|v| v.type_name() == blocked.request.wants_type);
+        if !ready {
+            client.blocked = Some(blocked);
+            st.clients.insert(id, client);
+            return;
+        }
+        unpark(st, id, &blocked);
+        let deadline = blocked.request.deadline_ms;
+        let saved_db = client.db;
+        client.db = blocked.db;
+        let mut out = Vec::new();
+        call(st, &mut client, blocked.cmd, &mut out, clock);
+        client.db = saved_db;
+        if let Some(again) = client.blocked.as_mut() {
+            // Nothing for it after all: it keeps its deadline and its place at the head.
+            if again.request.deadline_ms != deadline {
+                st.blocked_deadlines.remove(&(again.request.deadline_ms, id));
+                again.request.deadline_ms = deadline;
+                if deadline > 0 {
+                    st.blocked_deadlines.insert((deadline, id));
+                }
+            }
+            if let Some(q) = st.waiters.get_mut(&k) {
+                q.retain(|&w| w != id);
+                q.push_front(id);
+            }
+            st.clients.insert(id, client);
+            return;
+        }
+        run_pending(st, &mut client, &mut out, clock);
+        deliver(&client, out);
+        st.clients.insert(id, client);
+    }
+}
+
+/// Answers every blocked client whose deadline has passed with its command's timeout reply.
+pub fn expire_deadlines(st: &mut State) {
+    let now = unix_ms();
+    let mut clock = Clock { now_ms: now, last: std::time::Instant::now() };
+    while let Some(&(deadline, id)) = st.blocked_deadlines.first() {
+        if deadline > now {
+            break;
+        }
+        st.blocked_deadlines.pop_first();
+        let Some(mut client) = st.clients.remove(&id) else { continue };
+        if let Some(blocked) = client.blocked.take() {
+            unpark(st, id, &blocked);
+            let mut out = Vec::new();
+            if !client.reply_off {
+                write_reply(&mut out, &blocked.request.timeout_reply, client.proto);
+            }
+            run_pending(st, &mut client, &mut out, &mut clock);
+            deliver(&client, out);
+        }
+        st.clients.insert(id, client);
+    }
+}
+
+/// Unblocks client `id` (CLIENT UNBLOCK): with the timeout reply, or with Redis's UNBLOCKED error.
+/// Returns whether it was blocked.
+pub fn unblock(st: &mut State, id: u64, with_error: bool) -> bool {
+    let Some(mut client) = st.clients.remove(&id) else { return false };
+    let Some(blocked) = client.blocked.take() else {
+        st.clients.insert(id, client);
+        return false;
+    };
+    unpark(st, id, &blocked);
+    let mut out = Vec::new();
+    let reply = if with_error {
+        crate::resp::Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+    } else {
+        blocked.request.timeout_reply.clone()
+    };
+    write_reply(&mut out, &reply, client.proto);
+    let mut clock = Clock { now_ms: unix_ms(), last: std::time::Instant::now() };
+    run_pending(st, &mut client, &mut out, &mut clock);
+    deliver(&client, out);
+    st.clients.insert(id, client);
+    true
+}
