@@ -332,7 +332,7 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if let Some(at) = expire {
         target.set_expire(dst, at);
     }
-    ctx.modified(dst);
+    ctx.modified_in(dst_db, dst);
     Ok(Reply::Int(1))
 }
 
@@ -363,7 +363,10 @@ pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if let Some(at) = expire {
         target.set_expire(key, at);
     }
+    // Redis counts one change for a MOVE but signals the key in both databases.
     ctx.modified(key);
+    ctx.srv.dirty -= 1;
+    ctx.modified_in(dst_db, key);
     Ok(Reply::Int(1))
 }
 
@@ -387,6 +390,8 @@ pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let (a, b) = (a as usize, b as usize);
     if a != b {
+        ctx.touch_watched_in_db(a);
+        ctx.touch_watched_in_db(b);
         let dbs = &mut ctx.srv.dbs;
         dbs.swap(a, b);
         // Only the data moves: per-index bookkeeping stays with its index.
@@ -414,6 +419,7 @@ fn flush_mode(args: &Args) -> Result<bool, CmdError> {
 /// Empties database `idx`; returns how many keys it held. With `background`, the old tables are
 /// dropped on a helper thread so freeing millions of entries does not stall the executor.
 fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
+    ctx.touch_watched_in_db(idx);
     let db = &mut ctx.srv.dbs[idx];
     let removed = db.len() as u64;
     let tables = db.clear();

@@ -19,6 +19,7 @@ pub mod lists;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod transactions;
 pub mod zsets;
 
 use std::collections::HashMap;
@@ -259,8 +260,9 @@ impl CommandSpec {
 }
 
 /// Every command family's table, in one list.
-pub fn families() -> [&'static [CommandSpec]; 12] {
+pub fn families() -> [&'static [CommandSpec]; 13] {
     [
+        transactions::COMMANDS,
         strings::COMMANDS,
         lists::COMMANDS,
         hashes::COMMANDS,
@@ -418,9 +420,50 @@ impl Ctx<'_> {
         self.srv.dirty += n;
     }
 
-    /// Records a keyspace modification of `key` in the client's database.
-    pub fn modified(&mut self, _key: &[u8]) {
+    /// Records a keyspace modification of `key` in the client's database: counts a change for
+    /// save points, fails the EXEC of clients watching the key, and wakes clients blocked on it.
+    pub fn modified(&mut self, key: &[u8]) {
+        let db = self.client.db;
+        self.modified_in(db, key);
+    }
+
+    /// `modified` for a key of another database (MOVE, COPY ... DB n).
+    pub fn modified_in(&mut self, db: usize, key: &[u8]) {
         self.srv.dirty += 1;
+        if !self.srv.watched.is_empty() {
+            if let Some(ids) = self.srv.watched.get(&(db, key.to_vec())) {
+                for &id in ids {
+                    if id == self.client.id {
+                        self.client.dirty_cas = true;
+                    } else if let Some(c) = self.srv.clients.get_mut(&id) {
+                        c.dirty_cas = true;
+                    }
+                }
+            }
+        }
+        self.srv.signal_ready(db, key);
+    }
+
+    /// Fails the EXEC of every client watching a key that exists in database `db` (FLUSHDB,
+    /// FLUSHALL and SWAPDB call this before changing the database).
+    pub fn touch_watched_in_db(&mut self, db: usize) {
+        if self.srv.watched.is_empty() {
+            return;
+        }
+        let now = self.now_ms;
+        let mut hit = Vec::new();
+        for ((d, key), ids) in &self.srv.watched {
+            if *d == db && self.srv.dbs[db].keys(now).any(|(k, _)| k == key.as_slice()) {
+                hit.extend(ids.iter().copied());
+            }
+        }
+        for id in hit {
+            if id == self.client.id {
+                self.client.dirty_cas = true;
+            } else if let Some(c) = self.srv.clients.get_mut(&id) {
+                c.dirty_cas = true;
+            }
+        }
     }
 
     /// Whether a blocking command may wait now: not inside MULTI/EXEC or a script, where it must

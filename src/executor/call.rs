@@ -68,15 +68,28 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             if let Some(top) = cmd.spec {
                 st.stats.commands.entry(top.name).or_default().rejected_calls += 1;
             }
-            reject(st, e, out, proto);
+            reject(st, client, e, out, proto);
             return;
         }
     };
     let stat_name = stat_key(spec, parent);
     if !client.authenticated && !spec.has_flag(flags::NO_AUTH) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-        reject(st, CmdError::NoAuth, out, proto);
+        reject(st, client, CmdError::NoAuth, out, proto);
         return;
+    }
+    if let Some(queue) = client.multi.as_mut() {
+        let top_name = parent.unwrap_or(spec).name;
+        if !crate::commands::transactions::runs_inside_multi(top_name) {
+            if spec.has_flag(flags::NO_MULTI) {
+                st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+                reject(st, client, CmdError::err("Command not allowed inside a transaction"), out, proto);
+                return;
+            }
+            queue.push(cmd);
+            write_reply(out, &Reply::Status("QUEUED"), proto);
+            return;
+        }
     }
 
     // The previous command's end is this one's start: one clock read per command. A command
@@ -130,7 +143,11 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
 }
 
-fn reject(st: &mut State, e: CmdError, out: &mut Vec<u8>, proto: u8) {
+/// Answers a command refused before running; inside MULTI it also dooms the transaction.
+fn reject(st: &mut State, client: &mut Client, e: CmdError, out: &mut Vec<u8>, proto: u8) {
+    if client.multi.is_some() {
+        client.dirty_exec = true;
+    }
     let line = e.text();
     st.stats.count_error(&line);
     write_reply(out, &Reply::Error(line), proto);

@@ -96,6 +96,14 @@ pub struct Client {
     pub pending: std::collections::VecDeque<super::Cmd>,
     /// True while running inside MULTI/EXEC or a script: blocking commands must not block.
     pub in_exec: bool,
+    /// Commands queued since MULTI; None outside a transaction.
+    pub multi: Option<Vec<super::Cmd>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub dirty_exec: bool,
+    /// A watched key was modified: EXEC answers a null array.
+    pub dirty_cas: bool,
+    /// WATCHed keys: (db, key, whether it existed at WATCH time).
+    pub watched_keys: Vec<(usize, Vec<u8>, bool)>,
     /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP: the next command's reply is dropped.
@@ -128,6 +136,10 @@ impl Client {
             blocked: None,
             pending: std::collections::VecDeque::new(),
             in_exec: false,
+            multi: None,
+            dirty_exec: false,
+            dirty_cas: false,
+            watched_keys: Vec::new(),
             reply_off: false,
             reply_skip_next: false,
             qbuf: 0,

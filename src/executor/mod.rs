@@ -64,6 +64,8 @@ pub struct State {
     /// Deadlines of blocked clients: (unix ms, client id).
     pub blocked_deadlines: std::collections::BTreeSet<(i64, u64)>,
     pub blocked_clients: usize,
+    /// WATCHed keys: (db, key) → ids of the clients watching it.
+    pub watched: std::collections::HashMap<(usize, Vec<u8>), Vec<u64>>,
     /// Woken when a blocked client's deadline is earlier than the timer's next wake-up.
     pub timer: Arc<tokio::sync::Notify>,
     /// Replication id (INFO master_replid; DEBUG CHANGE-REPL-ID renews it).
@@ -96,6 +98,7 @@ impl State {
             ready_keys: Vec::new(),
             blocked_deadlines: std::collections::BTreeSet::new(),
             blocked_clients: 0,
+            watched: std::collections::HashMap::new(),
             timer: Arc::new(tokio::sync::Notify::new()),
             replid: random_hex(40),
             pause_end_ms: 0,
@@ -157,6 +160,15 @@ impl Executor {
 
     pub fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(&id) {
+            for (db, key, _) in std::mem::take(&mut client.watched_keys) {
+                let k = (db, key);
+                if let Some(ids) = self.state.watched.get_mut(&k) {
+                    ids.retain(|&w| w != id);
+                    if ids.is_empty() {
+                        self.state.watched.remove(&k);
+                    }
+                }
+            }
             if let Some(blocked) = client.blocked.take() {
                 blocking::unpark(&mut self.state, id, &blocked);
             }
