@@ -1,16 +1,26 @@
-//! Logging in Redis's line format, `pid:M dd Mon yyyy HH:MM:SS.mmm * message`, through tracing.
-//! Bootstrap version: stdout only, level from loglevel.
+//! Logging in Redis's line format, `pid:R dd Mon yyyy HH:MM:SS.mmm <mark> message`, through
+//! tracing with our own `FormatEvent`. Levels map as Redis's: debug (`.`, tracing TRACE),
+//! verbose (`-`, DEBUG), notice (`*`, INFO), warning (`#`, WARN and ERROR). Output goes to the
+//! `logfile` (appended) or stdout when it is empty. The level is an atomic checked per event so
+//! CONFIG SET loglevel takes effect at once; the role letter (`C` until the server is
+//! initialized, then `M`) is an atomic too.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::{format::Writer, FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+/// 0 = debug, 1 = verbose, 2 = notice, 3 = warning.
+static LEVEL: AtomicU8 = AtomicU8::new(2);
+static ROLE: AtomicU8 = AtomicU8::new(b'C');
 
 /// Formats events as Redis's serverLog does.
-pub struct RedisFormat {
-    pub role: char,
-}
+pub struct RedisFormat;
 
 impl<S, N> FormatEvent<S, N> for RedisFormat
 where
@@ -24,10 +34,36 @@ where
             Level::DEBUG => '-',
             Level::TRACE => '.',
         };
-        write!(w, "{}:{} {} {} ", std::process::id(), self.role, timestamp(), mark)?;
+        let role = ROLE.load(Ordering::Relaxed) as char;
+        write!(w, "{}:{} {} {} ", std::process::id(), role, timestamp(), mark)?;
         ctx.field_format().format_fields(w.by_ref(), event)?;
         writeln!(w)
     }
+}
+
+fn level_rank(level: &Level) -> u8 {
+    match *level {
+        Level::TRACE => 0,
+        Level::DEBUG => 1,
+        Level::INFO => 2,
+        Level::WARN | Level::ERROR => 3,
+    }
+}
+
+/// Sets the level from a loglevel name (debug, verbose, notice, warning).
+pub fn set_level(loglevel: &str) {
+    let rank = match loglevel {
+        "debug" => 0,
+        "verbose" => 1,
+        "warning" => 3,
+        _ => 2,
+    };
+    LEVEL.store(rank, Ordering::Relaxed);
+}
+
+/// Sets the role letter of later lines (`M` once the server is initialized).
+pub fn set_role(role: char) {
+    ROLE.store(role as u8, Ordering::Relaxed);
 }
 
 /// `30 Nov 2026 16:00:12.345` in local time.
@@ -51,18 +87,45 @@ pub fn timestamp() -> String {
     )
 }
 
-/// Installs the global subscriber for `loglevel` writing to stdout.
-pub fn init(loglevel: &str) {
-    let level = match loglevel {
-        "debug" => Level::TRACE,
-        "verbose" => Level::DEBUG,
-        "warning" => Level::WARN,
-        _ => Level::INFO,
+/// Installs the global subscriber: `loglevel`, and `logfile` (appended) or stdout when empty.
+/// A logfile that cannot be opened falls back to stdout (the config loader already checked it).
+pub fn init(loglevel: &str, logfile: &str) {
+    set_level(loglevel);
+    let filter =
+        tracing_subscriber::filter::filter_fn(|meta| level_rank(meta.level()) >= LEVEL.load(Ordering::Relaxed));
+    let file = if logfile.is_empty() {
+        None
+    } else {
+        std::fs::OpenOptions::new().create(true).append(true).open(logfile).ok()
     };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stdout)
-        .event_format(RedisFormat { role: 'M' })
-        .try_init();
+    let result = match file {
+        Some(f) => {
+            let layer = tracing_subscriber::fmt::layer()
+                .event_format(RedisFormat)
+                .with_writer(std::sync::Mutex::new(f))
+                .with_filter(filter);
+            tracing_subscriber::registry().with(layer).try_init()
+        }
+        None => {
+            let layer = tracing_subscriber::fmt::layer()
+                .event_format(RedisFormat)
+                .with_writer(std::io::stdout)
+                .with_filter(filter);
+            tracing_subscriber::registry().with(layer).try_init()
+        }
+    };
+    let _ = result;
     let _ = std::io::stdout().flush();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamp_shape() {
+        let t = super::timestamp();
+        // "30 Nov 2026 16:00:12.345"
+        assert_eq!(t.len(), 24, "{t}");
+        assert_eq!(&t[2..3], " ");
+        assert_eq!(&t[20..21], ".");
+    }
 }
