@@ -957,6 +957,10 @@ impl Config {
 /// Validates a single-argument value of a Bool, Num, Enum or Str directive.
 pub fn parse_value(desc: &Desc, v: &str) -> Result<Parsed, String> {
     match desc.kind {
+        Kind::Bool if desc.name == "activedefrag" && v.eq_ignore_ascii_case("yes") => {
+            // Like a Redis built without its patched jemalloc: we have no defragmenter.
+            Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution".into())
+        }
         Kind::Bool => {
             let b = if v.eq_ignore_ascii_case("yes") {
                 true
@@ -994,6 +998,9 @@ pub fn parse_value(desc: &Desc, v: &str) -> Result<Parsed, String> {
                         return Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into());
                     }
                 }
+                "proc-title-template" if !valid_proc_title_template(v) => {
+                    return Err("template format is invalid or contains unknown variables".into())
+                }
                 _ => {}
             }
             Ok(Parsed { text: v.to_string(), num: 0 })
@@ -1028,6 +1035,32 @@ pub fn parse_value(desc: &Desc, v: &str) -> Result<Parsed, String> {
         }
         Kind::Special => Err("Bad directive or wrong number of arguments".into()),
     }
+}
+
+/// proc-title-template: `{{` is a literal brace, `{name}` must be a known variable, and the
+/// template may not be empty.
+fn valid_proc_title_template(t: &str) -> bool {
+    const VARS: &[&str] = &["title", "listen-addr", "server-mode", "port", "tls-port", "unixsocket", "config-file"];
+    if t.is_empty() {
+        return false;
+    }
+    let mut rest = t;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        if after.is_empty() {
+            return false;
+        }
+        if let Some(stripped) = after.strip_prefix('{') {
+            rest = stripped;
+            continue;
+        }
+        let Some(close) = after.find('}') else { return false };
+        if !VARS.contains(&&after[..close]) {
+            return false;
+        }
+        rest = &after[close + 1..];
+    }
+    true
 }
 
 fn parse_number(v: &str, fmt: NumFmt) -> Result<i128, String> {
@@ -1441,6 +1474,8 @@ impl Config {
                         .zip(defaults)
                         .map(|((n, h, s, t), dflt)| {
                             let differs = (h, s, t) != (dflt.1, dflt.2, dflt.3);
+                            // CONFIG GET says "slave", the rewritten file says "replica".
+                            let n = if n == "slave" { "replica" } else { n.as_str() };
                             let line =
                                 format!("{name} {n} {} {} {t}", format_memory(h as i128), format_memory(s as i128));
                             (line, differs)

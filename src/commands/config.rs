@@ -25,25 +25,24 @@ pub static COMMANDS: &[CommandSpec] = &[container("config", -2, acl::SLOW, SUBCO
 /// reported once, under the name that matched (aliases included).
 pub fn get(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let cfg = &ctx.srv.config;
-    let mut found: Vec<(&'static str, &'static Desc)> = Vec::new();
+    let mut found: Vec<(String, &'static Desc)> = Vec::new();
     for pat in args.from(2) {
         let pat_str = String::from_utf8_lossy(pat);
         if !pat.iter().any(|c| matches!(c, b'[' | b'*' | b'?')) {
-            let lower = pat_str.to_ascii_lowercase();
-            if let Some(desc) = config::lookup(&lower) {
-                let name = config::all_names().map(|(n, _)| n).find(|n| *n == lower).unwrap_or(desc.name);
-                if !found.iter().any(|(n, _)| *n == name) {
-                    found.push((name, desc));
+            // An exact name is reported as the client spelled it, as Redis does.
+            if let Some(desc) = config::lookup(&pat_str) {
+                if !found.iter().any(|(n, _)| n.eq_ignore_ascii_case(&pat_str)) {
+                    found.push((pat_str.into_owned(), desc));
                 }
             }
             continue;
         }
         for (name, desc) in config::all_names() {
-            if desc.has(config::HIDDEN) || found.iter().any(|(n, _)| *n == name) {
+            if desc.has(config::HIDDEN) || found.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
                 continue;
             }
             if crate::glob::glob_match(pat, name.as_bytes(), true) {
-                found.push((name, desc));
+                found.push((name.to_string(), desc));
             }
         }
     }
