@@ -904,7 +904,7 @@ impl Config {
                 self.other.insert(desc.name, out.join(" "));
             }
             "client-output-buffer-limit" => {
-                if args.len() % 4 != 0 {
+                if !args.len().is_multiple_of(4) {
                     return Err("Wrong number of arguments in buffer limit configuration.".into());
                 }
                 let mut current = parse_obuf(&self.get(desc));
@@ -1243,7 +1243,7 @@ impl Config {
             text.push_str(&read_config_source(f)?);
         }
         if from_stdin {
-            eprintln!("{}:C {} # Reading config from stdin", std::process::id(), crate::log::timestamp());
+            println!("{}:C {} # Reading config from stdin", std::process::id(), crate::log::timestamp());
             let mut s = String::new();
             let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut s);
             text.push_str(&s);
