@@ -1091,6 +1091,8 @@ fn parse_number(v: &str, fmt: NumFmt) -> Result<i128, String> {
 pub struct LoadState {
     pub reading_file: bool,
     pub save_loaded: bool,
+    pub module_configs: usize,
+    pub loadmodules: usize,
 }
 
 /// What the command line asks for.
@@ -1251,8 +1253,15 @@ impl Config {
         text.push('\n');
         text.push_str(options);
         let mut cfg = Config::default();
-        let mut state = LoadState { reading_file: true, save_loaded: false };
+        let mut state = LoadState { reading_file: true, ..Default::default() };
         cfg.load_string(&text, &mut state)?;
+        if state.module_configs > 0 && state.loadmodules == 0 {
+            return Err(Fatal(format!(
+                "{}:M {} # Module Configuration detected without loadmodule directive or no ApplyConfig call: aborting\n",
+                std::process::id(),
+                crate::log::timestamp()
+            )));
+        }
         if !cfg.logfile.is_empty() {
             if let Err(e) = std::fs::OpenOptions::new().create(true).append(true).open(&cfg.logfile) {
                 let why = e.raw_os_error().map(strerror).unwrap_or_else(|| e.to_string());
@@ -1303,12 +1312,15 @@ impl Config {
                     self.warnings.push(format!("not implemented yet: rename-command {}", argv[1]));
                 }
                 "user" if argc >= 2 => self.warnings.push(format!("not implemented yet: user {}", argv[1])),
-                "loadmodule" if argc >= 2 => self.warnings.push(format!("not implemented yet: loadmodule {}", argv[1])),
+                "loadmodule" if argc >= 2 => {
+                    state.loadmodules += 1;
+                    self.warnings.push(format!("not implemented yet: loadmodule {}", argv[1]))
+                }
                 n if n.contains('.') => {
-                    if argc != 2 {
+                    if argc < 2 {
                         return Err(fail("Module config specified without value"));
                     }
-                    self.warnings.push(format!("not implemented yet: module config {n}"));
+                    state.module_configs += 1;
                 }
                 "sentinel" => {
                     if argc != 1 {
@@ -1547,7 +1559,7 @@ mod tests {
     #[test]
     fn loading_and_errors() {
         let mut c = Config::default();
-        let mut st = LoadState { reading_file: true, save_loaded: false };
+        let mut st = LoadState { reading_file: true, ..Default::default() };
         c.load_string("save 10 1\nsave 20 2\nmaxmemory 1gb\nhash-max-ziplist-entries 7\n", &mut st).unwrap();
         assert_eq!(c.save, vec![(10, 1), (20, 2)]);
         assert_eq!(c.maxmemory, 1 << 30);
