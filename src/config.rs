@@ -833,7 +833,8 @@ impl Config {
                         _ => return Err("Invalid save parameters".into()),
                     }
                 }
-                if loading.reading_file && loading.save_loaded {
+                // In a file, later `save` lines add to earlier ones; `save ""` always clears.
+                if loading.reading_file && loading.save_loaded && !empty {
                     self.save.extend(params);
                 } else {
                     self.save = params;
@@ -1240,6 +1241,10 @@ fn glob_files(pattern: &str) -> Vec<String> {
 impl Config {
     /// Builds the configuration from the command line: file, stdin, then `--name value` options.
     pub fn load(config_file: Option<&str>, from_stdin: bool, options: &str) -> Result<Config, Fatal> {
+        // Resolved before loading: a `dir` line changes the working directory.
+        let absolute_config_path = config_file.map(|f| {
+            std::fs::canonicalize(f).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| f.to_string())
+        });
         let mut text = String::new();
         if let Some(f) = config_file {
             text.push_str(&read_config_source(f)?);
@@ -1269,9 +1274,7 @@ impl Config {
             }
         }
         cfg.dir = cfg.get(lookup("dir").expect("dir is in the table"));
-        cfg.config_file = config_file.map(|f| {
-            std::fs::canonicalize(f).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| f.to_string())
-        });
+        cfg.config_file = absolute_config_path;
         for name in cfg.unimplemented_in_use() {
             cfg.warnings.push(format!("not implemented yet: {name} (value stored for CONFIG GET only)"));
         }

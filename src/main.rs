@@ -53,8 +53,9 @@ fn main() {
         std::process::id()
     );
     if args.is_empty() {
+        let program = std::env::args().next().unwrap_or_else(|| "ferrodis-server".into());
         tracing::warn!(
-            "Warning: no config file specified, using the default config. In order to specify a config file use ./ferrodis-server /path/to/redis.conf"
+            "Warning: no config file specified, using the default config. In order to specify a config file use {program} /path/to/redis.conf"
         );
     } else {
         tracing::warn!("Configuration loaded");
