@@ -96,6 +96,22 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             )));
         }
     }
+    // The listeners are bound once at startup; until they can be rebound live, a changed port or
+    // bind list fails the way Redis fails when rebinding fails, rather than reporting a value
+    // the server does not listen on.
+    let rebind = [
+        ("port", next.port != ctx.srv.config.port, "Unable to listen on this port. Check server logs."),
+        ("bind", next.bind != ctx.srv.config.bind, "Failed to bind to specified addresses."),
+    ];
+    for (name, changed, why) in rebind {
+        if changed {
+            tracing::warn!("CONFIG SET {name}: changing listeners at run time is not implemented yet");
+            if let Some(d) = &old_dir {
+                let _ = std::env::set_current_dir(d);
+            }
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")));
+        }
+    }
     if pairs.iter().any(|(d, _)| d.name == "maxclients") && next.maxclients != ctx.srv.config.maxclients {
         let wanted = next.maxclients;
         let granted = crate::daemon::adjust_open_files_limit(wanted);
