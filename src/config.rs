@@ -767,6 +767,23 @@ fn strerror(errno: i32) -> String {
 }
 
 impl Config {
+    /// Parses redis-server's argv (without the program name) into a Config, without reading
+    /// stdin; the error is the text Redis would print. For tests and embedding.
+    pub fn from_args(args: &[String]) -> Result<Config, String> {
+        match parse_cli(args) {
+            Cli::Run { config_file, options, .. } => {
+                Config::load(config_file.as_deref(), false, &options).map_err(|Fatal(text)| text)
+            }
+            _ => Err("not a server command line".into()),
+        }
+    }
+
+    /// Sets one directive by name, as a config-file line `name vals...` would.
+    pub fn set(&mut self, name: &str, vals: &[String]) -> Result<(), String> {
+        let desc = lookup(name).ok_or("Bad directive or wrong number of arguments")?;
+        self.set_directive(desc, vals, &mut LoadState::default())
+    }
+
     /// The CONFIG GET text of a directive (by canonical name).
     pub fn get(&self, desc: &Desc) -> String {
         match desc.name {
@@ -786,7 +803,12 @@ impl Config {
 
     /// Validates `args` for `desc` and stores the value. `loading` is true while reading the config
     /// file (the first `save` line there replaces the defaults, later ones add to it).
-    pub fn set(&mut self, desc: &'static Desc, args: &[String], loading: &mut LoadState) -> Result<(), String> {
+    pub fn set_directive(
+        &mut self,
+        desc: &'static Desc,
+        args: &[String],
+        loading: &mut LoadState,
+    ) -> Result<(), String> {
         if !desc.has(MULTI_ARG) && args.len() != 1 {
             return Err("wrong number of arguments".into());
         }
@@ -1295,7 +1317,7 @@ impl Config {
             let argv: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
             let name = argv[0].to_ascii_lowercase();
             if let Some(desc) = lookup(&name) {
-                self.set(desc, &argv[1..], state).map_err(|e| fail(&e))?;
+                self.set_directive(desc, &argv[1..], state).map_err(|e| fail(&e))?;
                 continue;
             }
             let argc = argv.len();
@@ -1586,10 +1608,10 @@ mod tests {
         .unwrap();
         let mut c = Config::default();
         let mut st = LoadState::default();
-        c.set(lookup("port").unwrap(), &["7000".into()], &mut st).unwrap();
-        c.set(lookup("save").unwrap(), &["10".into(), "1".into()], &mut st).unwrap();
-        c.set(lookup("hash-max-listpack-entries").unwrap(), &["5".into()], &mut st).unwrap();
-        c.set(lookup("maxmemory").unwrap(), &["2gb".into()], &mut st).unwrap();
+        c.set_directive(lookup("port").unwrap(), &["7000".into()], &mut st).unwrap();
+        c.set_directive(lookup("save").unwrap(), &["10".into(), "1".into()], &mut st).unwrap();
+        c.set_directive(lookup("hash-max-listpack-entries").unwrap(), &["5".into()], &mut st).unwrap();
+        c.set_directive(lookup("maxmemory").unwrap(), &["2gb".into()], &mut st).unwrap();
         c.rewrite(&path).unwrap();
         let out = std::fs::read_to_string(&path).unwrap();
         let _ = std::fs::remove_file(&path);
@@ -1623,7 +1645,7 @@ mod tests {
         let mut c = Config::default();
         let mut st = LoadState::default();
         let cobl = lookup("client-output-buffer-limit").unwrap();
-        c.set(cobl, &["pubsub".into(), "1mb".into(), "2k".into(), "10".into()], &mut st).unwrap();
+        c.set_directive(cobl, &["pubsub".into(), "1mb".into(), "2k".into(), "10".into()], &mut st).unwrap();
         assert_eq!(c.get(cobl), "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 2000 10");
     }
 }

@@ -85,7 +85,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut state = LoadState::default();
     for (desc, value) in &pairs {
         let argv: Vec<String> = if desc.has(MULTI_ARG) { split_spaces(value) } else { vec![value.clone()] };
-        if let Err(why) = next.set(desc, &argv, &mut state) {
+        if let Err(why) = next.set_directive(desc, &argv, &mut state) {
             // `dir` changes the process's working directory as it is set: undo that too.
             if let Some(d) = &old_dir {
                 let _ = std::env::set_current_dir(d);
