@@ -362,6 +362,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "enable-protected-configs",
     "busy-reply-threshold",
     "latency-tracking",
+    "supervised",
 ];
 
 struct Index {

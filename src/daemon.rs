@@ -96,3 +96,56 @@ pub fn adjust_open_files_limit(maxclients: usize) -> usize {
         maxclients
     }
 }
+
+/// How the process is supervised, after checking the environment as Redis does: `systemd` and
+/// `auto` need NOTIFY_SOCKET, `upstart` needs UPSTART_JOB; otherwise it is unsupervised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Supervisor {
+    None,
+    Systemd,
+    Upstart,
+}
+
+/// Resolves the `supervised` directive against the environment, logging like Redis.
+pub fn detect_supervisor(mode: &str) -> Supervisor {
+    let has = |var: &str| std::env::var_os(var).is_some();
+    match mode {
+        "upstart" if has("UPSTART_JOB") => Supervisor::Upstart,
+        "upstart" => {
+            tracing::warn!("Upstart supervision requested, but UPSTART_JOB not found!");
+            Supervisor::None
+        }
+        "systemd" | "auto" if has("NOTIFY_SOCKET") => {
+            tracing::info!(
+                "Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit."
+            );
+            Supervisor::Systemd
+        }
+        "systemd" => {
+            tracing::warn!("systemd supervision requested or auto-detected, but NOTIFY_SOCKET not found!");
+            Supervisor::None
+        }
+        "auto" if has("UPSTART_JOB") => Supervisor::Upstart,
+        _ => Supervisor::None,
+    }
+}
+
+/// Tells systemd (Type=notify units) that the server is ready: a `READY=1` datagram to
+/// NOTIFY_SOCKET, which may name an abstract socket (`@name`).
+pub fn notify_systemd_ready() {
+    use std::os::unix::net::UnixDatagram;
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return };
+    let path = path.to_string_lossy().into_owned();
+    let Ok(sock) = UnixDatagram::unbound() else { return };
+    let msg = b"STATUS=Ready to accept connections\nREADY=1\n";
+    let sent = if let Some(name) = path.strip_prefix('@') {
+        use std::os::linux::net::SocketAddrExt;
+        std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+            .and_then(|addr| sock.send_to_addr(msg, &addr))
+    } else {
+        sock.send_to(msg, &path)
+    };
+    if let Err(e) = sent {
+        tracing::warn!("Failed to notify systemd: {}", os_error_text(&e));
+    }
+}

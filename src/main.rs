@@ -63,7 +63,8 @@ fn main() {
     for w in std::mem::take(&mut cfg.warnings) {
         tracing::warn!("{w}");
     }
-    let background = cfg.daemonize && cfg.supervised == "no";
+    let supervisor = daemon::detect_supervisor(&cfg.supervised);
+    let background = cfg.daemonize && supervisor == daemon::Supervisor::None;
     if background {
         daemon::daemonize();
     }
@@ -81,5 +82,10 @@ fn main() {
     }
     tracing::info!("Running mode=standalone, port={}.", cfg.port);
     tracing::warn!("Server initialized");
+    // The listeners are bound at the top of server::run, before any connection is served;
+    // systemd only needs to know that startup did not fail.
+    if supervisor == daemon::Supervisor::Systemd {
+        daemon::notify_systemd_ready();
+    }
     std::process::exit(ferrodis::server::run(cfg));
 }
