@@ -828,6 +828,10 @@ impl Config {
             "requirepass" => self.requirepass = Some(p.text.into_bytes()).filter(|v| !v.is_empty()),
             "unixsocketperm" => self.unixsocketperm = p.num as u32,
             "hz" => self.hz = p.num.clamp(1, 500) as u32,
+            // Redis never keeps a replication backlog under 16kb.
+            "repl-backlog-size" => {
+                self.other.insert(desc.name, p.num.max(16 * 1024).to_string());
+            }
             name => {
                 if !self.typed_put(name, &p) {
                     self.other.insert(desc.name, p.text);
@@ -1027,7 +1031,11 @@ pub fn parse_value(desc: &Desc, v: &str) -> Result<Parsed, String> {
             Ok(Parsed { text: v.to_string(), num: 0 })
         }
         Kind::Num { min, max, fmt, unsigned } => {
-            let n = parse_number(v, fmt)?;
+            let mut n = parse_number(v, fmt)?;
+            if !unsigned && n > i64::MAX as i128 {
+                // Redis stores memory values of signed configs through a cast: huge ones wrap.
+                n = (n as u64 as i64) as i128;
+            }
             let in_range = if fmt == NumFmt::MemPct && n < 0 {
                 if n < min {
                     return Err(format!("percentage argument must be less or equal to {}", -min));

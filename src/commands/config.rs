@@ -60,7 +60,10 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() % 2 == 1 {
         return Err(CmdError::Syntax);
     }
-    let mut pairs: Vec<(&'static Desc, String)> = Vec::new();
+    // Each pair keeps the name it was registered under (canonical or alias): Redis registers an
+    // alias as a separate entry, so errors name the alias, and an alias plus its canonical name
+    // in one call do not count as a duplicate.
+    let mut pairs: Vec<(&'static Desc, &'static str, String)> = Vec::new();
     for i in (2..args.len()).step_by(2) {
         let name = args.str(i);
         let Some(desc) = config::lookup(&name) else {
@@ -75,15 +78,17 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if desc.has(PROTECTED) && !protected_allowed(ctx) {
             return refuse("can't set protected config");
         }
-        if pairs.iter().any(|(d, _)| std::ptr::eq(*d, desc)) {
+        let lower = name.to_ascii_lowercase();
+        let registered = if desc.alias == Some(lower.as_str()) { desc.alias.unwrap_or(desc.name) } else { desc.name };
+        if pairs.iter().any(|(_, n, _)| *n == registered) {
             return refuse("duplicate parameter");
         }
-        pairs.push((desc, args.str(i + 1)));
+        pairs.push((desc, registered, args.str(i + 1)));
     }
     let old_dir = std::env::current_dir().ok();
     let mut next: Config = ctx.srv.config.clone();
     let mut state = LoadState::default();
-    for (desc, value) in &pairs {
+    for (desc, registered, value) in &pairs {
         let argv: Vec<String> = if desc.has(MULTI_ARG) { split_spaces(value) } else { vec![value.clone()] };
         if let Err(why) = next.set_directive(desc, &argv, &mut state) {
             // `dir` changes the process's working directory as it is set: undo that too.
@@ -91,8 +96,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 let _ = std::env::set_current_dir(d);
             }
             return Err(CmdError::err(format!(
-                "CONFIG SET failed (possibly related to argument '{}') - {why}",
-                desc.name
+                "CONFIG SET failed (possibly related to argument '{registered}') - {why}"
             )));
         }
     }
@@ -112,7 +116,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")));
         }
     }
-    if pairs.iter().any(|(d, _)| d.name == "maxclients") && next.maxclients != ctx.srv.config.maxclients {
+    if pairs.iter().any(|(d, _, _)| d.name == "maxclients") && next.maxclients != ctx.srv.config.maxclients {
         let wanted = next.maxclients;
         let granted = crate::daemon::adjust_open_files_limit(wanted);
         if granted < wanted {
