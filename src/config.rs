@@ -203,8 +203,8 @@ pub static TABLE: &[Desc] = &[
     en("enable-module-command", IMMUTABLE, YES_NO_LOCAL, "no"),
     en("cluster-preferred-endpoint-type", M, &["ip", "hostname", "unknown-endpoint"], "ip"),
     en("propagation-error-behavior", M, &["ignore", "panic", "panic-on-replicas"], "ignore"),
-    en("shutdown-on-sigint", M, &["default", "save", "nosave", "now", "force"], "default"),
-    en("shutdown-on-sigterm", M, &["default", "save", "nosave", "now", "force"], "default"),
+    en("shutdown-on-sigint", MULTI_ARG, &["default", "save", "nosave", "now", "force"], "default"),
+    en("shutdown-on-sigterm", MULTI_ARG, &["default", "save", "nosave", "now", "force"], "default"),
     int("databases", IMMUTABLE, 1, I32MAX, "16"),
     int("port", M, 0, 65535, "6379"),
     int("io-threads", IMMUTABLE, 1, 128, "1"),
@@ -815,6 +815,22 @@ impl Config {
         }
         match desc.kind {
             Kind::Special => self.set_special(desc, args, loading),
+            Kind::Enum(values) if desc.has(MULTI_ARG) => {
+                // A set of flags (shutdown-on-sig*): bit i is values[i + 1]; values[0] means none.
+                let mut bits = 0u32;
+                for a in args {
+                    match values.iter().position(|e| e.eq_ignore_ascii_case(a)) {
+                        Some(0) => {}
+                        Some(i) => bits |= 1 << (i - 1),
+                        None => return Err(format!("argument(s) must be one of the following: {}", values.join(", "))),
+                    }
+                }
+                let names: Vec<&str> =
+                    values[1..].iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, n)| *n).collect();
+                let text = if names.is_empty() { values[0].to_string() } else { names.join(" ") };
+                self.other.insert(desc.name, text);
+                Ok(())
+            }
             _ => {
                 let p = parse_value(desc, &args[0])?;
                 self.store(desc, p);
@@ -1326,7 +1342,14 @@ impl Config {
             let argv: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
             let name = argv[0].to_ascii_lowercase();
             if let Some(desc) = lookup(&name) {
-                self.set_directive(desc, &argv[1..], state).map_err(|e| fail(&e))?;
+                // A multi-argument directive given one non-empty argument reads it as a
+                // space-separated list (`save "3600 1 300 100"`), as CONFIG SET does.
+                let args: Vec<String> = if desc.has(MULTI_ARG) && argv.len() == 2 && !argv[1].is_empty() {
+                    argv[1].split(' ').map(str::to_string).collect()
+                } else {
+                    argv[1..].to_vec()
+                };
+                self.set_directive(desc, &args, state).map_err(|e| fail(&e))?;
                 continue;
             }
             let argc = argv.len();
