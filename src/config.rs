@@ -818,6 +818,9 @@ impl Config {
             Kind::Enum(values) if desc.has(MULTI_ARG) => {
                 // A set of flags (shutdown-on-sig*): bit i is values[i + 1]; values[0] means none.
                 let mut bits = 0u32;
+                if args.is_empty() {
+                    return Err(format!("argument(s) must be one of the following: {}", values.join(", ")));
+                }
                 for a in args {
                     match values.iter().position(|e| e.eq_ignore_ascii_case(a)) {
                         Some(0) => {}
