@@ -93,29 +93,39 @@ pub fn init(loglevel: &str, logfile: &str) {
     set_level(loglevel);
     let filter =
         tracing_subscriber::filter::filter_fn(|meta| level_rank(meta.level()) >= LEVEL.load(Ordering::Relaxed));
-    let file = if logfile.is_empty() {
-        None
-    } else {
-        std::fs::OpenOptions::new().create(true).append(true).open(logfile).ok()
-    };
-    let result = match file {
-        Some(f) => {
-            let layer = tracing_subscriber::fmt::layer()
-                .event_format(RedisFormat)
-                .with_writer(std::sync::Mutex::new(f))
-                .with_filter(filter);
-            tracing_subscriber::registry().with(layer).try_init()
-        }
-        None => {
+    let result = match logfile {
+        "" => {
             let layer = tracing_subscriber::fmt::layer()
                 .event_format(RedisFormat)
                 .with_writer(std::io::stdout)
                 .with_filter(filter);
             tracing_subscriber::registry().with(layer).try_init()
         }
+        path => {
+            let layer = tracing_subscriber::fmt::layer()
+                .event_format(RedisFormat)
+                .with_writer(AppendFile(path.to_string()))
+                .with_filter(filter);
+            tracing_subscriber::registry().with(layer).try_init()
+        }
     };
     let _ = result;
     let _ = std::io::stdout().flush();
+}
+
+/// Opens the log file for every line, as Redis does, so a log rotated away by renaming is
+/// followed by a fresh file at the configured path. Lines that cannot be written are dropped.
+struct AppendFile(String);
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for AppendFile {
+    type Writer = Box<dyn Write + 'a>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        match std::fs::OpenOptions::new().create(true).append(true).open(&self.0) {
+            Ok(f) => Box::new(f),
+            Err(_) => Box::new(std::io::sink()),
+        }
+    }
 }
 
 #[cfg(test)]
