@@ -10,6 +10,7 @@
 
 pub mod commands;
 pub mod config;
+pub mod daemon;
 pub mod db;
 pub mod executor;
 pub mod glob;

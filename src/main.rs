@@ -1,17 +1,87 @@
-//! ferrodis-server: argv and redis.conf → Config → server::run. Nothing else.
+//! ferrodis-server: argv and redis.conf → Config (or Redis's FATAL report) → daemonize, log,
+//! pidfile, open-files limit → server::run. Nothing else.
+
+use ferrodis::config::{self, Cli, Config};
+use ferrodis::{daemon, log, FERRODIS_VERSION, REDIS_VERSION};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+fn usage() -> String {
+    let p = "./ferrodis-server";
+    format!(
+        "Usage: {p} [/path/to/redis.conf] [options] [-]\n       {p} - (read config from stdin)\n       {p} -v or --version\n       {p} -h or --help\n\nExamples:\n       {p} (run the server with default conf)\n       echo 'maxmemory 128mb' | {p} -\n       {p} /etc/redis/6379.conf\n       {p} --port 7777\n       {p} --port 7777 --replicaof 127.0.0.1 8888\n       {p} /etc/myredis.conf --loglevel verbose -\n       {p} /etc/myredis.conf --loglevel verbose\n\n"
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let config = match ferrodis::config::Config::from_args(&args) {
+    let (file, stdin, options) = match config::parse_cli(&args) {
+        Cli::Version => {
+            println!(
+                "Redis server v={REDIS_VERSION} sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=0000000000000000 ferrodis={FERRODIS_VERSION}"
+            );
+            std::process::exit(0);
+        }
+        Cli::Help => {
+            eprint!("{}", usage());
+            std::process::exit(1);
+        }
+        Cli::TestMemory | Cli::CheckSystem => {
+            eprintln!("ferrodis-server: --test-memory and --check-system are not supported");
+            std::process::exit(1);
+        }
+        Cli::Run { config_file, from_stdin, options } => (config_file, from_stdin, options),
+    };
+    let mut cfg = match Config::load(file.as_deref(), stdin, &options) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
+        Err(config::Fatal(text)) => {
+            // Redis prints config errors on stderr, but a config file it cannot open is reported
+            // through its logger, which writes to stdout at that point.
+            if text.starts_with('\n') {
+                eprint!("{text}");
+            } else {
+                print!("{text}");
+            }
             std::process::exit(1);
         }
     };
-    ferrodis::log::init(&config.loglevel);
-    std::process::exit(ferrodis::server::run(config));
+    log::init(&cfg.loglevel, &cfg.logfile);
+    tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
+    tracing::warn!(
+        "Redis version={REDIS_VERSION}, bits=64, commit=00000000, modified=0, pid={}, just started",
+        std::process::id()
+    );
+    if args.is_empty() {
+        let program = std::env::args().next().unwrap_or_else(|| "ferrodis-server".into());
+        tracing::warn!(
+            "Warning: no config file specified, using the default config. In order to specify a config file use {program} /path/to/redis.conf"
+        );
+    } else {
+        tracing::warn!("Configuration loaded");
+    }
+    for w in std::mem::take(&mut cfg.warnings) {
+        tracing::warn!("{w}");
+    }
+    let supervisor = daemon::detect_supervisor(&cfg.supervised);
+    let background = cfg.daemonize && supervisor == daemon::Supervisor::None;
+    if background {
+        daemon::daemonize();
+    }
+    log::set_role('M');
+    let granted = daemon::adjust_open_files_limit(cfg.maxclients);
+    if granted == 0 {
+        std::process::exit(1);
+    }
+    cfg.maxclients = granted;
+    if background && cfg.pidfile.is_none() {
+        cfg.pidfile = Some(daemon::DEFAULT_PIDFILE.to_string());
+    }
+    if let Some(p) = &cfg.pidfile {
+        daemon::write_pidfile(p);
+    }
+    tracing::info!("Running mode=standalone, port={}.", cfg.port);
+    tracing::warn!("Server initialized");
+    cfg.notify_systemd = supervisor == daemon::Supervisor::Systemd;
+    std::process::exit(ferrodis::server::run(cfg));
 }

@@ -1,5 +1,202 @@
-//! config commands. (Module created empty; its family is filled in here.)
+//! CONFIG GET / SET / RESETSTAT / REWRITE / HELP over the executor's `State.config`, the
+//! authoritative copy. Names, validation and value texts come from `crate::config`'s table; this
+//! module adds Redis's CONFIG SET semantics (all-or-nothing multi-set, error precedence, protected
+//! and immutable directives) and publishes network-side values to `config::live`.
 
-use super::CommandSpec;
+use super::flags::*;
+use super::{acl, container, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::config::{self, Config, Desc, LoadState, IMMUTABLE, MULTI_ARG, PROTECTED};
+use crate::resp::Reply;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+const SUBCOMMANDS: &[CommandSpec] = &[
+    spec("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, get),
+    spec("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, set),
+    spec("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, resetstat),
+    spec("rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, rewrite),
+    spec("help", 2, LOADING | STALE, NO_KEYS, 0, help),
+];
+
+pub static COMMANDS: &[CommandSpec] = &[container("config", -2, acl::SLOW, SUBCOMMANDS)];
+
+/// CONFIG GET parameter [parameter ...]
+///
+/// Replies with a map of every directive matching any of the patterns (case-insensitive glob;
+/// a name without glob characters is looked up directly and may name a hidden directive), each
+/// reported once, under the name that matched (aliases included).
+pub fn get(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let cfg = &ctx.srv.config;
+    let mut found: Vec<(String, &'static Desc)> = Vec::new();
+    for pat in args.from(2) {
+        let pat_str = String::from_utf8_lossy(pat);
+        if !pat.iter().any(|c| matches!(c, b'[' | b'*' | b'?')) {
+            // An exact name is reported as the client spelled it, as Redis does.
+            if let Some(desc) = config::lookup(&pat_str) {
+                if !found.iter().any(|(n, _)| n.eq_ignore_ascii_case(&pat_str)) {
+                    found.push((pat_str.into_owned(), desc));
+                }
+            }
+            continue;
+        }
+        for (name, desc) in config::all_names() {
+            if desc.has(config::HIDDEN) || found.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                continue;
+            }
+            if crate::glob::glob_match(pat, name.as_bytes(), true) {
+                found.push((name.to_string(), desc));
+            }
+        }
+    }
+    let pairs = found.into_iter().map(|(name, desc)| (Reply::bulk(name), Reply::bulk(cfg.get(desc)))).collect();
+    Ok(Reply::Map(pairs))
+}
+
+/// CONFIG SET parameter value [parameter value ...]
+///
+/// Sets every pair or none: names are checked first (unknown, immutable, protected, duplicate;
+/// the first problem in argument order wins), then the values are applied to a copy of the
+/// config that replaces the live one only when all succeed. Multi-argument directives take their
+/// arguments space-separated in one value, as Redis does.
+pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.len() % 2 == 1 {
+        return Err(CmdError::Syntax);
+    }
+    // Each pair keeps the name it was registered under (canonical or alias): Redis registers an
+    // alias as a separate entry, so errors name the alias, and an alias plus its canonical name
+    // in one call do not count as a duplicate.
+    let mut pairs: Vec<(&'static Desc, &'static str, String)> = Vec::new();
+    for i in (2..args.len()).step_by(2) {
+        let name = args.str(i);
+        let Some(desc) = config::lookup(&name) else {
+            return Err(CmdError::err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")));
+        };
+        let refuse = |why: &str| {
+            Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")))
+        };
+        if desc.has(IMMUTABLE) {
+            return refuse("can't set immutable config");
+        }
+        if desc.has(PROTECTED) && !protected_allowed(ctx) {
+            return refuse("can't set protected config");
+        }
+        let lower = name.to_ascii_lowercase();
+        let registered = if desc.alias == Some(lower.as_str()) { desc.alias.unwrap_or(desc.name) } else { desc.name };
+        if pairs.iter().any(|(_, n, _)| *n == registered) {
+            return refuse("duplicate parameter");
+        }
+        pairs.push((desc, registered, args.str(i + 1)));
+    }
+    let old_dir = std::env::current_dir().ok();
+    let mut next: Config = ctx.srv.config.clone();
+    let mut state = LoadState::default();
+    for (desc, registered, value) in &pairs {
+        let argv: Vec<String> = if desc.has(MULTI_ARG) { split_spaces(value) } else { vec![value.clone()] };
+        if let Err(why) = next.set_directive(desc, &argv, &mut state) {
+            // `dir` changes the process's working directory as it is set: undo that too.
+            if let Some(d) = &old_dir {
+                let _ = std::env::set_current_dir(d);
+            }
+            return Err(CmdError::err(format!(
+                "CONFIG SET failed (possibly related to argument '{registered}') - {why}"
+            )));
+        }
+    }
+    // The listeners are bound once at startup; until they can be rebound live, a changed port or
+    // bind list fails the way Redis fails when rebinding fails, rather than reporting a value
+    // the server does not listen on.
+    let rebind = [
+        ("port", next.port != ctx.srv.config.port, "Unable to listen on this port. Check server logs."),
+        ("bind", next.bind != ctx.srv.config.bind, "Failed to bind to specified addresses."),
+    ];
+    for (name, changed, why) in rebind {
+        if changed {
+            tracing::warn!("CONFIG SET {name}: changing listeners at run time is not implemented yet");
+            if let Some(d) = &old_dir {
+                let _ = std::env::set_current_dir(d);
+            }
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")));
+        }
+    }
+    if pairs.iter().any(|(d, _, _)| d.name == "maxclients") && next.maxclients != ctx.srv.config.maxclients {
+        let wanted = next.maxclients;
+        let granted = crate::daemon::adjust_open_files_limit(wanted);
+        if granted < wanted {
+            if let Some(d) = &old_dir {
+                let _ = std::env::set_current_dir(d);
+            }
+            return Err(CmdError::err(format!(
+                "CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {granted}"
+            )));
+        }
+    }
+    if next.loglevel != ctx.srv.config.loglevel {
+        crate::log::set_level(&next.loglevel);
+    }
+    ctx.srv.config = next;
+    config::live::publish(&ctx.srv.config);
+    Ok(Reply::Ok)
+}
+
+/// Whether protected directives (dir, dbfilename) may be changed by this client.
+fn protected_allowed(ctx: &Ctx) -> bool {
+    match ctx.srv.config.enable_protected_configs.as_str() {
+        "yes" => true,
+        "local" => ctx.client.info.local,
+        _ => false,
+    }
+}
+
+/// Redis splits a multi-argument CONFIG SET value on single spaces (empty value: no arguments).
+fn split_spaces(v: &str) -> Vec<String> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    v.split(' ').map(str::to_string).collect()
+}
+
+/// CONFIG RESETSTAT
+///
+/// Resets the INFO counters, command and error statistics. The slowlog is kept, as in Redis.
+pub fn resetstat(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    ctx.srv.stats.reset();
+    Ok(Reply::Ok)
+}
+
+/// CONFIG REWRITE
+///
+/// Rewrites the config file the server was started with so that it reflects the running
+/// configuration, keeping comments and the order of existing lines.
+pub fn rewrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let Some(path) = ctx.srv.config.config_file.clone() else {
+        return Err(CmdError::err("The server is running without a config file"));
+    };
+    match ctx.srv.config.rewrite(&path) {
+        Ok(()) => {
+            tracing::warn!("CONFIG REWRITE executed with success.");
+            Ok(Reply::Ok)
+        }
+        Err(e) => {
+            let why =
+                e.raw_os_error().map(|n| nix::errno::Errno::from_raw(n).desc().to_string()).unwrap_or(e.to_string());
+            tracing::warn!("CONFIG REWRITE failed: {why}");
+            Err(CmdError::err(format!("Rewriting config file: {why}")))
+        }
+    }
+}
+
+/// CONFIG HELP
+pub fn help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    const LINES: &[&str] = &[
+        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET <pattern>",
+        "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>",
+        "    Set the configuration <directive> to <value>.",
+        "RESETSTAT",
+        "    Reset statistics reported by the INFO command.",
+        "REWRITE",
+        "    Rewrite the configuration file.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(l)).collect()))
+}

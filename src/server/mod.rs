@@ -136,6 +136,9 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
         return 1;
     }
     tracing::info!("Ready to accept connections tcp");
+    if shared.config.notify_systemd {
+        crate::daemon::notify_systemd_ready();
+    }
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let sigterm_fut = async {
         match sigterm.as_mut() {

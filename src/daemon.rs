@@ -1,0 +1,151 @@
+//! Process plumbing done before the tokio runtime exists: daemonizing exactly like Redis (one
+//! fork, setsid, stdin/stdout/stderr onto /dev/null, working directory kept), the pidfile, and
+//! raising RLIMIT_NOFILE to maxclients + 32, lowering maxclients with Redis's log lines when the
+//! OS refuses. Forking is only sound while the process has a single thread: call `daemonize`
+//! before anything spawns one.
+
+/// File descriptors Redis keeps for itself beyond one per client (CONFIG_MIN_RESERVED_FDS).
+pub const RESERVED_FDS: u64 = 32;
+
+/// Where the pidfile goes when daemonized without a `pidfile` directive (Redis's rule).
+pub const DEFAULT_PIDFILE: &str = "/var/run/redis.pid";
+
+/// Detaches from the terminal: the parent exits 0, the child continues in a new session.
+pub fn daemonize() {
+    // SAFETY: called from main before any other thread exists, so the child inherits a
+    // consistent address space; the parent only calls _exit.
+    unsafe {
+        match libc::fork() {
+            -1 => return,
+            0 => {}
+            _ => libc::_exit(0),
+        }
+        libc::setsid();
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR, 0);
+        if fd != -1 {
+            libc::dup2(fd, libc::STDIN_FILENO);
+            libc::dup2(fd, libc::STDOUT_FILENO);
+            libc::dup2(fd, libc::STDERR_FILENO);
+            if fd > libc::STDERR_FILENO {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Writes our pid to `path` (followed by a newline, as Redis does); failure is only logged.
+pub fn write_pidfile(path: &str) {
+    if let Err(e) = std::fs::write(path, format!("{}\n", std::process::id())) {
+        tracing::warn!("Failed to write PID file: {}", os_error_text(&e));
+    }
+}
+
+fn os_error_text(e: &std::io::Error) -> String {
+    e.raw_os_error().map(|n| nix::errno::Errno::from_raw(n).desc().to_string()).unwrap_or_else(|| e.to_string())
+}
+
+/// Raises the open-files limit so `maxclients` clients fit, stepping down 16 at a time as Redis
+/// does when the OS refuses. Returns the maxclients the limit allows (`maxclients` itself when
+/// it fits; 0 when not even the reserved descriptors are available).
+pub fn adjust_open_files_limit(maxclients: usize) -> usize {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let maxfiles = maxclients as u64 + RESERVED_FDS;
+    let (old, _hard) = match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(
+                "Unable to obtain the current NOFILE limit ({}), assuming 1024 and setting the max clients configuration accordingly.",
+                e.desc()
+            );
+            return (1024 - RESERVED_FDS) as usize;
+        }
+    };
+    if old >= maxfiles {
+        return maxclients;
+    }
+    let mut best = maxfiles;
+    let mut last_err = nix::errno::Errno::UnknownErrno;
+    while best > old {
+        match setrlimit(Resource::RLIMIT_NOFILE, best, best) {
+            Ok(()) => break,
+            Err(e) => last_err = e,
+        }
+        if best < 16 {
+            best = old;
+            break;
+        }
+        best -= 16;
+    }
+    best = best.max(old);
+    if best < maxfiles {
+        if best <= RESERVED_FDS {
+            tracing::warn!(
+                "Your current 'ulimit -n' of {old} is not enough for the server to start. Please increase your open file limit to at least {maxfiles}. Exiting."
+            );
+            return 0;
+        }
+        let reduced = best - RESERVED_FDS;
+        tracing::warn!("You requested maxclients of {maxclients} requiring at least {maxfiles} max file descriptors.");
+        tracing::warn!("Server can't set maximum open files to {maxfiles} because of OS error: {}.", last_err.desc());
+        tracing::warn!(
+            "Current maximum open files is {best}. maxclients has been reduced to {reduced} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
+        );
+        reduced as usize
+    } else {
+        tracing::info!("Increased maximum number of open files to {maxfiles} (it was originally set to {old}).");
+        maxclients
+    }
+}
+
+/// How the process is supervised, after checking the environment as Redis does: `systemd` and
+/// `auto` need NOTIFY_SOCKET, `upstart` needs UPSTART_JOB; otherwise it is unsupervised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Supervisor {
+    None,
+    Systemd,
+    Upstart,
+}
+
+/// Resolves the `supervised` directive against the environment, logging like Redis.
+pub fn detect_supervisor(mode: &str) -> Supervisor {
+    let has = |var: &str| std::env::var_os(var).is_some();
+    match mode {
+        "upstart" if has("UPSTART_JOB") => Supervisor::Upstart,
+        "upstart" => {
+            tracing::warn!("Upstart supervision requested, but UPSTART_JOB not found!");
+            Supervisor::None
+        }
+        "systemd" | "auto" if has("NOTIFY_SOCKET") => {
+            tracing::info!(
+                "Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit."
+            );
+            Supervisor::Systemd
+        }
+        "systemd" => {
+            tracing::warn!("systemd supervision requested or auto-detected, but NOTIFY_SOCKET not found!");
+            Supervisor::None
+        }
+        "auto" if has("UPSTART_JOB") => Supervisor::Upstart,
+        _ => Supervisor::None,
+    }
+}
+
+/// Tells systemd (Type=notify units) that the server is ready: a `READY=1` datagram to
+/// NOTIFY_SOCKET, which may name an abstract socket (`@name`).
+pub fn notify_systemd_ready() {
+    use std::os::unix::net::UnixDatagram;
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return };
+    let path = path.to_string_lossy().into_owned();
+    let Ok(sock) = UnixDatagram::unbound() else { return };
+    let msg = b"STATUS=Ready to accept connections\nREADY=1\n";
+    let sent = if let Some(name) = path.strip_prefix('@') {
+        use std::os::linux::net::SocketAddrExt;
+        std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+            .and_then(|addr| sock.send_to_addr(msg, &addr))
+    } else {
+        sock.send_to(msg, &path)
+    };
+    if let Err(e) = sent {
+        tracing::warn!("Failed to notify systemd: {}", os_error_text(&e));
+    }
+}
