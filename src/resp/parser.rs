@@ -30,6 +30,9 @@ impl ProtocolError {
 pub struct ParseOutcome {
     pub commands: Vec<Vec<Bytes>>,
     pub error: Option<ProtocolError>,
+    /// Parsing stopped after one command because the client is unauthenticated: run it (it may be
+    /// AUTH, which lifts the limits) and call `parse` again before reading more.
+    pub stopped_early: bool,
 }
 
 /// Where the parser stopped inside a multibulk command.
@@ -99,10 +102,16 @@ impl Parser {
             match self.step(buf, consumed) {
                 Ok((Step::Incomplete, _)) => break,
                 Ok((step, end)) => {
+                    consumed = end;
                     if !matches!(step, Step::Skip) {
                         found.push(step);
+                        // Redis runs each command before parsing the next one; an unauthenticated
+                        // client's AUTH must take effect before the limits apply to what follows.
+                        if self.unauthenticated && consumed < buf.len() {
+                            outcome.stopped_early = true;
+                            break;
+                        }
                     }
-                    consumed = end;
                 }
                 Err(e) => {
                     outcome.error = Some(e);

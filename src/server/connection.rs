@@ -30,41 +30,45 @@ where
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
 
+    let mut reparse = false;
     'conn: loop {
-        // Make room for the next read, or for the rest of a large argument in one go.
-        let want = match parser.pending_bulk() {
-            Some(len) if len + 2 > READ_CHUNK => len + 2,
-            _ => READ_CHUNK,
-        };
-        if rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
-            rbuf.reserve(want.min(READ_CHUNK * 64));
-        }
-        let n = tokio::select! {
-            biased;
-            _ = handle.notify.notified() => {
-                let pushed = handle.take_output();
-                if !pushed.is_empty() {
-                    if stream.write_all(&pushed).await.is_err() {
+        if !std::mem::take(&mut reparse) {
+            // Make room for the next read, or for the rest of a large argument in one go.
+            let want = match parser.pending_bulk() {
+                Some(len) if len + 2 > READ_CHUNK => len + 2,
+                _ => READ_CHUNK,
+            };
+            if rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
+                rbuf.reserve(want.min(READ_CHUNK * 64));
+            }
+            let n = tokio::select! {
+                biased;
+                _ = handle.notify.notified() => {
+                    let pushed = handle.take_output();
+                    if !pushed.is_empty() {
+                        if stream.write_all(&pushed).await.is_err() {
+                            break 'conn;
+                        }
+                        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+                    }
+                    if handle.close_requested() {
                         break 'conn;
                     }
-                    crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+                    continue 'conn;
                 }
-                if handle.close_requested() {
-                    break 'conn;
-                }
-                continue 'conn;
+                r = stream.read_buf(&mut rbuf) => match r {
+                    Ok(0) | Err(_) => break 'conn,
+                    Ok(n) => n,
+                },
+            };
+            crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+            if rbuf.len() as u64 > live::get_u64(&live::CLIENT_QUERY_BUFFER_LIMIT) {
+                tracing::warn!("Closing client that reached max query buffer length (qbuf={})", rbuf.len());
+                break;
             }
-            r = stream.read_buf(&mut rbuf) => match r {
-                Ok(0) | Err(_) => break 'conn,
-                Ok(n) => n,
-            },
-        };
-        crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
-        if rbuf.len() as u64 > live::get_u64(&live::CLIENT_QUERY_BUFFER_LIMIT) {
-            tracing::warn!("Closing client that reached max query buffer length (qbuf={})", rbuf.len());
-            break;
         }
         let parsed = parser.parse(&mut rbuf);
+        reparse = parsed.stopped_early;
         if !parsed.commands.is_empty() {
             let cmds: Vec<Cmd> =
                 parsed.commands.into_iter().map(|argv| Cmd { spec: commands::lookup(&argv[0]), argv }).collect();
