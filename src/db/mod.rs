@@ -205,7 +205,8 @@ impl Db {
             }
             deleted += n;
             sampled_total += sampled;
-            if sampled == 0 || n * 100 <= sampled * ACCEPTABLE_STALE_PERCENT {
+            // An empty sample (a sparse spot) says nothing: try again, bounded by the deadline.
+            if sampled > 0 && n * 100 <= sampled * ACCEPTABLE_STALE_PERCENT {
                 break;
             }
             if std::time::Instant::now() >= deadline {
@@ -235,5 +236,80 @@ impl Db {
     /// (MEMORY USAGE); the bucket slot adds 8 bytes more.
     pub fn entry_bytes(key_len: usize) -> usize {
         Table::<Value>::entry_bytes(key_len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::RStr;
+    use std::time::{Duration, Instant};
+
+    fn val() -> Value {
+        Value::Str(RStr::from_bytes(b"v"))
+    }
+
+    #[test]
+    fn active_expire_reclaims_all_when_everything_is_stale() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        for i in 0..5000 {
+            let k = format!("k{i}").into_bytes();
+            db.set(&k, val(), now);
+            db.set_expire(&k, now - 1);
+        }
+        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), 20);
+        assert_eq!(deleted, 5000);
+        assert_eq!(db.len(), 0);
+        assert_eq!(db.expires_len(), 0);
+        assert_eq!(db.counters.expired_keys, 5000);
+        assert!(db.counters.expired_stale_perc > 0.0);
+    }
+
+    #[test]
+    fn active_expire_stops_when_few_are_stale() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        for i in 0..5000 {
+            let k = format!("k{i}").into_bytes();
+            db.set(&k, val(), now);
+            // One key in fifty is stale: under the 10% threshold, so one sample suffices.
+            db.set_expire(&k, if i % 50 == 0 { now - 1 } else { now + 100_000 });
+        }
+        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), 20);
+        assert!(deleted < 100, "{deleted}");
+        assert_eq!(db.len(), 5000 - deleted);
+        assert_eq!(db.expires_len(), 5000 - deleted);
+        // Lazy expiry still hides the rest.
+        let live = (0..5000).filter(|i| db.contains(format!("k{i}").as_bytes(), now)).count();
+        assert_eq!(live, 4900);
+    }
+
+    #[test]
+    fn active_expire_respects_the_deadline() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        for i in 0..5000 {
+            let k = format!("k{i}").into_bytes();
+            db.set(&k, val(), now);
+            db.set_expire(&k, now - 1);
+        }
+        let deleted = db.active_expire(now, Instant::now(), 20);
+        assert!(deleted <= 20);
+        assert_eq!(db.counters.expired_time_cap_reached, 1);
+    }
+
+    #[test]
+    fn cron_rehash_finishes_resizes() {
+        let mut db = Db::new();
+        for i in 0..3000 {
+            db.set(format!("k{i}").as_bytes(), val(), 0);
+        }
+        for i in 0..2990 {
+            db.remove(format!("k{i}").as_bytes(), 0);
+        }
+        assert!(!db.rehash_until(Instant::now() + Duration::from_secs(10)));
+        assert!(db.keys.buckets() <= 64);
+        assert_eq!(db.len(), 10);
     }
 }
