@@ -183,39 +183,133 @@ impl Db {
         (self.keys.take(), self.expires.take())
     }
 
-    /// One bounded pass of active expiry: samples keys with a TTL and deletes the expired ones,
-    /// repeating while more than a quarter of a sample was expired, until `deadline` (Instant).
-    /// Returns the number of keys deleted.
+    /// One bounded pass of active expiry (Redis's activeExpireCycle for one database): samples
+    /// `per_loop` keys with a TTL from a random spot of the expire table, deletes the expired ones,
+    /// and repeats while more than 10% of a sample was expired, until `deadline`. Returns the
+    /// number of keys deleted.
     pub fn active_expire(&mut self, now_ms: i64, deadline: std::time::Instant, per_loop: usize) -> usize {
-        let mut deleted = 0;
+        /// Redis's ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE.
+        const ACCEPTABLE_STALE_PERCENT: usize = 10;
+        let (mut deleted, mut sampled_total) = (0, 0);
+        let mut expired = Vec::with_capacity(per_loop);
         loop {
-            if self.expires.is_empty() {
-                return deleted;
+            if self.expires.is_empty() || per_loop == 0 {
+                break;
             }
-            let mut sampled = 0;
-            let mut expired = Vec::new();
-            for _ in 0..per_loop.min(self.expires.len()) {
-                if let Some((k, &at)) = self.expires.random() {
-                    sampled += 1;
-                    if at <= now_ms {
-                        expired.push(k.to_vec());
-                    }
-                }
-            }
+            let sample = self.expires.sample(per_loop);
+            let sampled = sample.len();
+            expired.extend(sample.into_iter().filter(|&(_, &at)| at <= now_ms).map(|(k, _)| k.to_vec()));
             let n = expired.len();
-            for k in expired {
-                if self.expires.get(&k).is_some() {
-                    self.delete_expired(&k);
-                    deleted += 1;
-                }
+            for k in expired.drain(..) {
+                self.delete_expired(&k);
             }
-            if sampled == 0 || n * 100 / sampled <= 10 {
-                return deleted;
+            deleted += n;
+            sampled_total += sampled;
+            // An empty sample (a sparse spot) says nothing: try again, bounded by the deadline.
+            if sampled > 0 && n * 100 <= sampled * ACCEPTABLE_STALE_PERCENT {
+                break;
             }
             if std::time::Instant::now() >= deadline {
                 self.counters.expired_time_cap_reached += 1;
-                return deleted;
+                break;
             }
         }
+        if sampled_total > 0 {
+            // Redis keeps a slow moving average of the stale share seen by each cycle.
+            let current = deleted as f64 / sampled_total as f64;
+            self.counters.expired_stale_perc = current * 0.05 + self.counters.expired_stale_perc * 0.95;
+        }
+        deleted
+    }
+
+    /// Moves resize work forward in both tables until `deadline` (Redis's activerehashing slice,
+    /// meant for the cron) and starts shrinking tables that became sparse. Returns whether work is
+    /// left.
+    pub fn rehash_until(&mut self, deadline: std::time::Instant) -> bool {
+        self.keys.shrink_if_sparse();
+        self.expires.shrink_if_sparse();
+        let keys_left = self.keys.rehash_until(deadline);
+        keys_left | self.expires.rehash_until(deadline)
+    }
+
+    /// Bytes the key table's allocations request for an entry with a key of `key_len` bytes
+    /// (MEMORY USAGE); the bucket slot adds 8 bytes more.
+    pub fn entry_bytes(key_len: usize) -> usize {
+        Table::<Value>::entry_bytes(key_len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::RStr;
+    use std::time::{Duration, Instant};
+
+    fn val() -> Value {
+        Value::Str(RStr::from_bytes(b"v"))
+    }
+
+    #[test]
+    fn active_expire_reclaims_all_when_everything_is_stale() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        for i in 0..5000 {
+            let k = format!("k{i}").into_bytes();
+            db.set(&k, val(), now);
+            db.set_expire(&k, now - 1);
+        }
+        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), 20);
+        assert_eq!(deleted, 5000);
+        assert_eq!(db.len(), 0);
+        assert_eq!(db.expires_len(), 0);
+        assert_eq!(db.counters.expired_keys, 5000);
+        assert!(db.counters.expired_stale_perc > 0.0);
+    }
+
+    #[test]
+    fn active_expire_stops_when_few_are_stale() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        for i in 0..5000 {
+            let k = format!("k{i}").into_bytes();
+            db.set(&k, val(), now);
+            // One key in fifty is stale: under the 10% threshold, so one sample suffices.
+            db.set_expire(&k, if i % 50 == 0 { now - 1 } else { now + 100_000 });
+        }
+        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), 20);
+        assert!(deleted < 100, "{deleted}");
+        assert_eq!(db.len(), 5000 - deleted);
+        assert_eq!(db.expires_len(), 5000 - deleted);
+        // Lazy expiry still hides the rest.
+        let live = (0..5000).filter(|i| db.contains(format!("k{i}").as_bytes(), now)).count();
+        assert_eq!(live, 4900);
+    }
+
+    #[test]
+    fn active_expire_respects_the_deadline() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        for i in 0..5000 {
+            let k = format!("k{i}").into_bytes();
+            db.set(&k, val(), now);
+            db.set_expire(&k, now - 1);
+        }
+        let deleted = db.active_expire(now, Instant::now(), 20);
+        assert!(deleted <= 20);
+        assert_eq!(db.counters.expired_time_cap_reached, 1);
+    }
+
+    #[test]
+    fn cron_rehash_finishes_resizes() {
+        let mut db = Db::new();
+        for i in 0..3000 {
+            db.set(format!("k{i}").as_bytes(), val(), 0);
+        }
+        for i in 0..2990 {
+            db.remove(format!("k{i}").as_bytes(), 0);
+        }
+        assert!(!db.rehash_until(Instant::now() + Duration::from_secs(10)));
+        assert!(db.keys.buckets() <= 64);
+        assert_eq!(db.len(), 10);
     }
 }

@@ -1,95 +1,1062 @@
 //! The keyspace hash table: key bytes → `V`, with a per-entry access clock (LRU seconds) for
 //! OBJECT IDLETIME, cursor SCAN and random sampling.
 //!
-//! PLACEHOLDER IMPLEMENTATION over std HashMap: SCAN returns everything in one call. To be
-//! replaced by the compact chained table with incremental rehash (ARCHITECTURE.md section 6).
+//! Layout (ARCHITECTURE.md section 6, "memory is a feature"): chained buckets in power-of-two
+//! arrays, and one heap allocation per entry holding the chain pointer, the value, a small header
+//! (access clock, key length) and the key bytes inline. With a 16-byte `Value` and a 16-byte key
+//! that is exactly 48 bytes (a jemalloc size class), plus one 8-byte bucket slot per key.
+//!
+//! Growth and shrinking never stop the world: like Redis's dict, two bucket arrays coexist while
+//! resizing and every mutating operation (plus `rehash_step`, for the cron) moves a bounded number
+//! of buckets from the old array to the new one. SCAN uses Redis's reverse-binary cursor over the
+//! bucket index, visiting the small and the big array during a resize, so a full iteration sees
+//! every key present throughout even while the table grows or shrinks.
 
-use std::collections::HashMap;
+use std::alloc::{self, Layout};
+use std::hash::{BuildHasher, Hasher};
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-pub struct Table<V> {
-    map: HashMap<Box<[u8]>, (V, u32), foldhash::fast::RandomState>,
+/// The hasher used unless a table is built with another: seeded randomly per table from a
+/// per-process random seed, so bucket placement cannot be predicted by clients.
+pub type DefaultHashBuilder = foldhash::quality::RandomState;
+
+/// Buckets of a table's first array.
+const INITIAL_SIZE: usize = 4;
+/// Below this fill percentage a table shrinks (Redis's HASHTABLE_MIN_FILL).
+const MIN_FILL_PERCENT: usize = 10;
+/// When resizing is discouraged (a fork child is writing a snapshot), a table still grows once
+/// it holds this many keys per bucket (Redis's dict_force_resize_ratio).
+const FORCE_RESIZE_RATIO: usize = 5;
+/// Empty buckets one rehash step may skip per bucket of budget.
+const EMPTY_VISITS_PER_STEP: usize = 10;
+/// Buckets moved by each mutating operation during a resize. More than one so a resize always
+/// finishes before the next one is due, even under pure inserts.
+const STEPS_PER_OP: usize = 2;
+
+static RESIZE_ALLOWED: AtomicBool = AtomicBool::new(true);
+
+/// Allows or discourages resizing every table (Redis's dictSetResizeEnabled): while a fork child
+/// shares the parent's pages, moving entries around only costs copy-on-write memory.
+pub fn set_resize_allowed(allowed: bool) {
+    RESIZE_ALLOWED.store(allowed, Ordering::Relaxed);
 }
 
-impl<V> Default for Table<V> {
-    fn default() -> Self {
-        Table { map: HashMap::default() }
+/// One entry. The key bytes follow the struct in the same allocation (`klen` of them), so the
+/// struct is `repr(C)` and only ever handled through a raw pointer.
+#[repr(C)]
+struct Node<V> {
+    next: *mut Node<V>,
+    value: V,
+    /// 24-bit LRU clock of the last access (OBJECT IDLETIME).
+    clock: u32,
+    klen: u32,
+}
+
+/// Offset of the key bytes inside a node allocation.
+const fn key_offset<V>() -> usize {
+    std::mem::size_of::<Node<V>>()
+}
+
+fn node_layout<V>(klen: usize) -> Layout {
+    // The size cannot overflow: klen fits in u32 (checked by the caller) and the header is small.
+    match Layout::from_size_align(key_offset::<V>() + klen, std::mem::align_of::<Node<V>>()) {
+        Ok(l) => l.pad_to_align(),
+        Err(_) => alloc::handle_alloc_error(Layout::new::<Node<V>>()),
     }
 }
 
-impl<V> Table<V> {
+/// Allocates a node holding `key` and `value`.
+fn alloc_node<V>(key: &[u8], value: V, clock: u32, next: *mut Node<V>) -> NonNull<Node<V>> {
+    // Keys are bounded by proto-max-bulk-len, far below 4 GiB; a longer one is a bug upstream.
+    let klen = u32::try_from(key.len()).expect("key longer than 4 GiB");
+    let layout = node_layout::<V>(key.len());
+    // SAFETY: the layout has a non-zero size (the header alone is at least a pointer wide).
+    let raw = unsafe { alloc::alloc(layout) } as *mut Node<V>;
+    let Some(node) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
+    // SAFETY: `node` is a fresh allocation of `layout`, which is aligned for `Node<V>` and
+    // large enough for the header plus `klen` bytes at `key_offset`; the key source cannot
+    // overlap a fresh allocation.
+    unsafe {
+        node.as_ptr().write(Node { next, value, clock, klen });
+        ptr::copy_nonoverlapping(key.as_ptr(), (raw as *mut u8).add(key_offset::<V>()), key.len());
+    }
+    node
+}
+
+/// Frees a node, handing back its value.
+///
+/// # Safety
+/// `node` must come from `alloc_node`, be unlinked from every chain and not be used again.
+unsafe fn free_node<V>(node: *mut Node<V>) -> V {
+    // SAFETY: per the contract the node is live and owned by the caller; its layout is recomputed
+    // from the stored key length exactly as it was allocated.
+    unsafe {
+        let layout = node_layout::<V>((*node).klen as usize);
+        let value = ptr::read(&(*node).value);
+        alloc::dealloc(node as *mut u8, layout);
+        value
+    }
+}
+
+/// The key bytes of a live node.
+///
+/// # Safety
+/// `node` must be live for `'a`.
+unsafe fn node_key<'a, V>(node: *const Node<V>) -> &'a [u8] {
+    // SAFETY: a live node has `klen` initialised key bytes at `key_offset`.
+    unsafe { std::slice::from_raw_parts((node as *const u8).add(key_offset::<V>()), (*node).klen as usize) }
+}
+
+/// One bucket array. An empty array (no allocation) has size 0.
+struct Buckets<V> {
+    slots: Box<[*mut Node<V>]>,
+    used: usize,
+}
+
+impl<V> Buckets<V> {
+    fn empty() -> Self {
+        Buckets { slots: Box::new([]), used: 0 }
+    }
+
+    fn with_size(size: usize) -> Self {
+        // Allocated zeroed rather than filled: a big array then comes straight from fresh zero
+        // pages, with no up-front writing pass (that pass cost 0.4 s at 16M buckets).
+        let Ok(layout) = Layout::array::<*mut Node<V>>(size) else {
+            alloc::handle_alloc_error(Layout::new::<usize>());
+        };
+        if layout.size() == 0 {
+            return Buckets::empty();
+        }
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc_zeroed(layout) } as *mut *mut Node<V>;
+        if raw.is_null() {
+            alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `raw` is a global-allocator allocation with exactly the layout a `Box<[_]>` of
+        // `size` pointers uses, and all-zero bytes are valid (null) pointers.
+        let slots = unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(raw, size)) };
+        Buckets { slots, used: 0 }
+    }
+
+    fn size(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn mask(&self) -> usize {
+        self.slots.len().wrapping_sub(1)
+    }
+
+    /// Frees every node. Iterative, so long chains cannot overflow the stack.
+    fn free_all(&mut self) {
+        for slot in self.slots.iter_mut() {
+            let mut node = std::mem::replace(slot, ptr::null_mut());
+            while !node.is_null() {
+                // SAFETY: every node reachable from a slot is live and owned by this array; it
+                // is read before being freed and never reached again (the slot was cleared).
+                unsafe {
+                    let next = (*node).next;
+                    drop(free_node(node));
+                    node = next;
+                }
+            }
+        }
+        self.used = 0;
+    }
+}
+
+/// The keyspace dict. `S` builds the key hasher (swappable, seeded per table by default).
+pub struct Table<V, S = DefaultHashBuilder> {
+    /// `ht[0]` is the live array; `ht[1]` is the target of a resize in progress.
+    ht: [Buckets<V>; 2],
+    /// Next bucket of `ht[0]` to move while resizing; `None` when not resizing.
+    rehash_idx: Option<usize>,
+    hasher: S,
+    _owns: PhantomData<Box<V>>,
+}
+
+// SAFETY: a table exclusively owns every node it points to (nothing else holds the pointers), so
+// sending or sharing it is exactly as safe as sending or sharing a `Box<V>`.
+unsafe impl<V: Send, S: Send> Send for Table<V, S> {}
+// SAFETY: as above; `&Table` only hands out `&V` and `&[u8]`.
+unsafe impl<V: Sync, S: Sync> Sync for Table<V, S> {}
+
+impl<V, S: Default> Default for Table<V, S> {
+    fn default() -> Self {
+        Table { ht: [Buckets::empty(), Buckets::empty()], rehash_idx: None, hasher: S::default(), _owns: PhantomData }
+    }
+}
+
+impl<V, S> Drop for Table<V, S> {
+    fn drop(&mut self) {
+        self.ht[0].free_all();
+        self.ht[1].free_all();
+    }
+}
+
+/// Reverses the bits of a cursor (SCAN walks bucket indexes in reverse-binary order).
+fn rev(v: u64) -> u64 {
+    v.reverse_bits()
+}
+
+impl<V> Table<V, DefaultHashBuilder> {
     pub fn new() -> Self {
         Self::default()
     }
+}
+
+impl<V, S: BuildHasher + Default> Table<V, S> {
+    /// An empty table hashing with `hasher`.
+    pub fn with_hasher(hasher: S) -> Self {
+        Table { ht: [Buckets::empty(), Buckets::empty()], rehash_idx: None, hasher, _owns: PhantomData }
+    }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.ht[0].used + self.ht[1].used
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether a resize is in progress.
+    pub fn is_rehashing(&self) -> bool {
+        self.rehash_idx.is_some()
+    }
+
+    /// Bucket slots currently allocated (both arrays during a resize).
+    pub fn buckets(&self) -> usize {
+        self.ht[0].size() + self.ht[1].size()
+    }
+
+    /// Bytes one entry's allocation requests for a key of `key_len` bytes (MEMORY USAGE); the
+    /// allocator may round it up to its size class.
+    pub fn entry_bytes(key_len: usize) -> usize {
+        node_layout::<V>(key_len).size()
+    }
+
+    fn hash(&self, key: &[u8]) -> usize {
+        let mut h = self.hasher.build_hasher();
+        h.write(key);
+        h.finish() as usize
+    }
+
+    /// The node holding `key`, or null.
+    fn find(&self, key: &[u8]) -> *mut Node<V> {
+        if self.is_empty() {
+            return ptr::null_mut();
+        }
+        self.find_hashed(self.hash(key), key)
+    }
+
+    /// `find` with the key's hash already computed.
+    fn find_hashed(&self, h: usize, key: &[u8]) -> *mut Node<V> {
+        let tables = if self.rehash_idx.is_some() { 2 } else { 1 };
+        for t in &self.ht[..tables] {
+            if t.size() == 0 {
+                continue;
+            }
+            let mut node = t.slots[h & t.mask()];
+            while !node.is_null() {
+                // SAFETY: nodes reachable from the arrays are live while `self` is borrowed.
+                unsafe {
+                    if (*node).klen as usize == key.len() && node_key(node) == key {
+                        return node;
+                    }
+                    node = (*node).next;
+                }
+            }
+        }
+        ptr::null_mut()
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&V> {
-        self.map.get(key).map(|(v, _)| v)
+        let node = self.find(key);
+        // SAFETY: a non-null result of `find` is live for the borrow of `self`.
+        (!node.is_null()).then(|| unsafe { &(*node).value })
+    }
+
+    /// The key as stored and its value (the returned key lives as long as the entry).
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&[u8], &V)> {
+        let node = self.find(key);
+        // SAFETY: a non-null result of `find` is live for the borrow of `self`.
+        (!node.is_null()).then(|| unsafe { (node_key(node), &(*node).value) })
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        !self.find(key).is_null()
     }
 
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        self.map.get_mut(key).map(|(v, _)| v)
+        self.step_if_rehashing();
+        let node = self.find(key);
+        // SAFETY: a non-null result of `find` is live, and `&mut self` makes the access unique.
+        (!node.is_null()).then(|| unsafe { &mut (*node).value })
     }
 
     /// Looks up `key` and stamps its access clock.
     pub fn get_touch(&mut self, key: &[u8], clock: u32) -> Option<&mut V> {
-        self.map.get_mut(key).map(|(v, c)| {
-            *c = clock;
-            v
-        })
+        self.step_if_rehashing();
+        let node = self.find(key);
+        if node.is_null() {
+            return None;
+        }
+        // SAFETY: `node` is live, and `&mut self` makes the access unique.
+        unsafe {
+            (*node).clock = clock;
+            Some(&mut (*node).value)
+        }
     }
 
     /// The access clock stamped by the last `get_touch` or insert.
     pub fn clock(&self, key: &[u8]) -> Option<u32> {
-        self.map.get(key).map(|(_, c)| *c)
+        let node = self.find(key);
+        // SAFETY: a non-null result of `find` is live for the borrow of `self`.
+        (!node.is_null()).then(|| unsafe { (*node).clock })
+    }
+
+    /// Sets the access clock of an existing key without reading it (RESTORE IDLETIME, loading).
+    pub fn set_clock(&mut self, key: &[u8], clock: u32) -> bool {
+        let node = self.find(key);
+        if node.is_null() {
+            return false;
+        }
+        // SAFETY: `node` is live, and `&mut self` makes the access unique.
+        unsafe { (*node).clock = clock };
+        true
     }
 
     /// Inserts or replaces; returns the previous value.
     pub fn insert(&mut self, key: &[u8], value: V, clock: u32) -> Option<V> {
-        if let Some(slot) = self.map.get_mut(key) {
-            slot.1 = clock;
-            return Some(std::mem::replace(&mut slot.0, value));
+        self.step_if_rehashing();
+        let h = self.hash(key);
+        let node = self.find_hashed(h, key);
+        if !node.is_null() {
+            // SAFETY: `node` is live, and `&mut self` makes the access unique.
+            return unsafe {
+                (*node).clock = clock;
+                Some(std::mem::replace(&mut (*node).value, value))
+            };
         }
-        self.map.insert(key.into(), (value, clock));
+        self.expand_if_needed();
+        let t = &mut self.ht[if self.rehash_idx.is_some() { 1 } else { 0 }];
+        let slot = &mut t.slots[h & t.mask()];
+        *slot = alloc_node(key, value, clock, *slot).as_ptr();
+        t.used += 1;
         None
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
-        self.map.remove(key).map(|(v, _)| v)
+        self.step_if_rehashing();
+        if self.is_empty() {
+            return None;
+        }
+        let value = self.unlink(key)?;
+        self.shrink_if_sparse();
+        Some(value)
+    }
+
+    /// Removes `key` without considering a shrink.
+    fn unlink(&mut self, key: &[u8]) -> Option<V> {
+        let h = self.hash(key);
+        let tables = if self.rehash_idx.is_some() { 2 } else { 1 };
+        for t in &mut self.ht[..tables] {
+            if t.size() == 0 {
+                continue;
+            }
+            let idx = h & t.mask();
+            let mut link: *mut *mut Node<V> = &mut t.slots[idx];
+            // SAFETY: `link` always points either at the bucket slot or at the `next` field of a
+            // live node of this chain; unlinking rewrites it before the node is freed, so the
+            // chain stays well formed and the freed node is never reached again.
+            unsafe {
+                while !(*link).is_null() {
+                    let node = *link;
+                    if (*node).klen as usize == key.len() && node_key(node) == key {
+                        *link = (*node).next;
+                        t.used -= 1;
+                        return Some(free_node(node));
+                    }
+                    link = &mut (*node).next;
+                }
+            }
+        }
+        None
+    }
+
+    /// Starts a resize when the table is too full (Redis grows when keys ≥ buckets).
+    fn expand_if_needed(&mut self) {
+        if self.rehash_idx.is_some() {
+            return;
+        }
+        let size = self.ht[0].size();
+        if size == 0 {
+            self.ht[0] = Buckets::with_size(INITIAL_SIZE);
+            return;
+        }
+        let used = self.ht[0].used;
+        if used >= size && (RESIZE_ALLOWED.load(Ordering::Relaxed) || used / size > FORCE_RESIZE_RATIO) {
+            self.start_resize((used + 1).next_power_of_two());
+        }
+    }
+
+    /// Starts shrinking when under 10% of the buckets are used (Redis's htNeedsResize). Called
+    /// after removals; also callable from a cron. Returns whether a resize started.
+    pub fn shrink_if_sparse(&mut self) -> bool {
+        if self.rehash_idx.is_some() || !RESIZE_ALLOWED.load(Ordering::Relaxed) {
+            return false;
+        }
+        let (size, used) = (self.ht[0].size(), self.ht[0].used);
+        if size > INITIAL_SIZE && used * 100 < size * MIN_FILL_PERCENT {
+            let target = used.max(INITIAL_SIZE).next_power_of_two();
+            if target < size {
+                self.start_resize(target);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn start_resize(&mut self, size: usize) {
+        if self.ht[0].used == 0 {
+            // Nothing to move: swap the array in place.
+            self.ht[0] = Buckets::with_size(size);
+            return;
+        }
+        self.ht[1] = Buckets::with_size(size);
+        self.rehash_idx = Some(0);
+    }
+
+    fn step_if_rehashing(&mut self) {
+        if self.rehash_idx.is_some() {
+            self.rehash_step(STEPS_PER_OP);
+        }
+    }
+
+    /// Moves up to `budget` non-empty buckets of a resize in progress (skipping at most ten empty
+    /// buckets per unit of budget). Returns whether the resize still has work left. The cron calls
+    /// this so an idle table finishes resizing too.
+    pub fn rehash_step(&mut self, budget: usize) -> bool {
+        let Some(mut idx) = self.rehash_idx else { return false };
+        let mut empty_visits = budget.saturating_mul(EMPTY_VISITS_PER_STEP);
+        let mut budget = budget;
+        let [old, new] = &mut self.ht;
+        while budget > 0 && old.used > 0 {
+            // `used > 0` guarantees a non-empty bucket at or after `idx`.
+            while old.slots[idx].is_null() {
+                idx += 1;
+                empty_visits -= 1;
+                if empty_visits == 0 {
+                    self.rehash_idx = Some(idx);
+                    return true;
+                }
+            }
+            let mut node = std::mem::replace(&mut old.slots[idx], ptr::null_mut());
+            let mask = new.mask();
+            while !node.is_null() {
+                // SAFETY: the chain was detached from `old` above, so each node is owned here
+                // until it is linked into `new`; `next` is read before being overwritten.
+                unsafe {
+                    let next = (*node).next;
+                    let mut h = self.hasher.build_hasher();
+                    h.write(node_key(node));
+                    let slot = &mut new.slots[h.finish() as usize & mask];
+                    (*node).next = *slot;
+                    *slot = node;
+                    node = next;
+                }
+                old.used -= 1;
+                new.used += 1;
+            }
+            idx += 1;
+            budget -= 1;
+        }
+        if old.used == 0 {
+            *old = std::mem::replace(new, Buckets::empty());
+            self.rehash_idx = None;
+            return false;
+        }
+        self.rehash_idx = Some(idx);
+        true
+    }
+
+    /// Rehashes in steps of 100 buckets until done or `deadline` passes (Redis's
+    /// activerehashing slice). Returns whether the resize still has work left.
+    pub fn rehash_until(&mut self, deadline: std::time::Instant) -> bool {
+        while self.rehash_step(100) {
+            if std::time::Instant::now() >= deadline {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Calls `f` for every node of a chain.
+    fn visit_chain(mut node: *mut Node<V>, f: &mut impl FnMut(&[u8], &V)) {
+        while !node.is_null() {
+            // SAFETY: chain nodes are live for the borrow of the table the caller holds.
+            unsafe {
+                f(node_key(node), &(*node).value);
+                node = (*node).next;
+            }
+        }
     }
 
     /// Visits some entries starting at `cursor` and returns the next cursor (0 when done). Every
-    /// key present for the whole iteration is visited at least once.
+    /// key present for the whole iteration is visited at least once (some may be visited twice
+    /// if the table shrinks meanwhile).
     pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &V)) -> u64 {
-        if cursor == 0 {
-            for (k, (v, _)) in &self.map {
-                f(k, v);
+        if self.is_empty() {
+            return 0;
+        }
+        let mut v = cursor;
+        if self.rehash_idx.is_none() {
+            let t = &self.ht[0];
+            let m0 = t.mask() as u64;
+            Self::visit_chain(t.slots[(v & m0) as usize], &mut f);
+            // Increment the masked bits from the top: set the unmasked ones so the carry of the
+            // reversed increment runs through them.
+            v |= !m0;
+            return rev(rev(v).wrapping_add(1));
+        }
+        let (small, big) = if self.ht[0].size() <= self.ht[1].size() {
+            (&self.ht[0], &self.ht[1])
+        } else {
+            (&self.ht[1], &self.ht[0])
+        };
+        let (m0, m1) = (small.mask() as u64, big.mask() as u64);
+        Self::visit_chain(small.slots[(v & m0) as usize], &mut f);
+        // Then every bucket of the big array that the small bucket expands into; the carry out of
+        // the extra bits advances the small-array part of the cursor.
+        loop {
+            Self::visit_chain(big.slots[(v & m1) as usize], &mut f);
+            v |= !m1;
+            v = rev(rev(v).wrapping_add(1));
+            if v & (m0 ^ m1) == 0 {
+                return v;
             }
         }
-        0
     }
 
-    /// A uniformly-ish random entry.
+    /// Up to `n` distinct entries from a random spot of the table, walking consecutive buckets
+    /// (Redis's dictGetSomeKeys): cheap, not uniform. The active expiry cycle samples with it.
+    pub fn sample(&self, n: usize) -> Vec<(&[u8], &V)> {
+        let mut out = Vec::with_capacity(n.min(self.len()));
+        self.sample_nodes(n, |node| {
+            // SAFETY: sampled nodes are live for the borrow of `self`.
+            out.push(unsafe { (node_key(node), &(*node).value) });
+        });
+        out
+    }
+
+    fn sample_nodes(&self, n: usize, mut f: impl FnMut(*mut Node<V>)) -> usize {
+        let count = n.min(self.len());
+        if count == 0 {
+            return 0;
+        }
+        let tables = if self.rehash_idx.is_some() { 2 } else { 1 };
+        let maxmask = self.ht[0].mask().max(if tables == 2 { self.ht[1].mask() } else { 0 });
+        let rehash_idx = self.rehash_idx.unwrap_or(0);
+        let mut i = fastrand::usize(..) & maxmask;
+        // Nodes already reported: a walk may wrap around or jump onto buckets it already saw,
+        // and each node must come out once. Samples are small, so a linear check is cheapest.
+        let mut seen: Vec<*mut Node<V>> = Vec::with_capacity(count);
+        let mut empty_run = 0;
+        for _ in 0..count * 10 {
+            for (t, b) in self.ht[..tables].iter().enumerate() {
+                // Buckets of the old array below the rehash index are already moved; when the
+                // new array is smaller too, skip ahead to the first unmoved bucket.
+                if tables == 2 && t == 0 && i < rehash_idx {
+                    if i >= self.ht[1].size() {
+                        i = rehash_idx;
+                    } else {
+                        continue;
+                    }
+                }
+                if i >= b.size() {
+                    continue;
+                }
+                let mut node = b.slots[i];
+                if node.is_null() {
+                    empty_run += 1;
+                    // Deletions after earlier samples leave long empty stretches: jump
+                    // elsewhere rather than crawl through one (as dictGetSomeKeys does).
+                    if empty_run >= 5 && empty_run > count {
+                        i = fastrand::usize(..) & maxmask;
+                        empty_run = 0;
+                    }
+                    continue;
+                }
+                empty_run = 0;
+                while !node.is_null() && seen.len() < count {
+                    if !seen.contains(&node) {
+                        seen.push(node);
+                        f(node);
+                    }
+                    // SAFETY: chain nodes are live for the borrow of `self`.
+                    node = unsafe { (*node).next };
+                }
+                if seen.len() == count {
+                    return count;
+                }
+            }
+            i = (i + 1) & maxmask;
+        }
+        seen.len()
+    }
+
+    /// A random entry, fair enough for RANDOMKEY: one picked uniformly from a sample of
+    /// consecutive buckets (Redis's dictGetFairRandomKey), falling back to a random non-empty
+    /// bucket.
     pub fn random(&self) -> Option<(&[u8], &V)> {
-        if self.map.is_empty() {
+        if self.is_empty() {
             return None;
         }
-        let n = fastrand::usize(..self.map.len());
-        self.map.iter().nth(n).map(|(k, (v, _))| (&k[..], v))
+        const SAMPLE: usize = 20;
+        let mut picked = [ptr::null_mut(); SAMPLE];
+        let mut n = 0;
+        self.sample_nodes(SAMPLE, |node| {
+            picked[n] = node;
+            n += 1;
+        });
+        let node = if n > 0 { picked[fastrand::usize(..n)] } else { self.random_bucket_entry() };
+        // SAFETY: both sources return live nodes of `self`.
+        Some(unsafe { (node_key(node), &(*node).value) })
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        self.map.iter().map(|(k, (v, _))| (&k[..], v))
+    /// A random node from a random non-empty bucket. The table must not be empty.
+    fn random_bucket_entry(&self) -> *mut Node<V> {
+        let mut head;
+        loop {
+            head = match self.rehash_idx {
+                None => self.ht[0].slots[fastrand::usize(..self.ht[0].size())],
+                Some(r) => {
+                    let (s0, s1) = (self.ht[0].size(), self.ht[1].size());
+                    let i = fastrand::usize(r..s0 + s1);
+                    if i >= s0 {
+                        self.ht[1].slots[i - s0]
+                    } else {
+                        self.ht[0].slots[i]
+                    }
+                }
+            };
+            if !head.is_null() {
+                break;
+            }
+        }
+        let mut len = 0;
+        let mut node = head;
+        while !node.is_null() {
+            len += 1;
+            // SAFETY: chain nodes are live for the borrow of `self`.
+            node = unsafe { (*node).next };
+        }
+        node = head;
+        for _ in 0..fastrand::usize(..len) {
+            // SAFETY: as above; the walk stays within the chain's `len` nodes.
+            node = unsafe { (*node).next };
+        }
+        node
+    }
+
+    pub fn iter(&self) -> Iter<'_, V> {
+        Iter { ht: [&self.ht[0].slots, &self.ht[1].slots], t: 0, idx: 0, node: ptr::null_mut(), left: self.len() }
     }
 
     /// Removes every entry and hands them back (so a big table can be dropped elsewhere).
-    pub fn take(&mut self) -> Table<V> {
-        std::mem::take(self)
+    pub fn take(&mut self) -> Table<V, S> {
+        std::mem::replace(self, Table::with_hasher(S::default()))
+    }
+}
+
+/// Iterator over a table's entries in bucket order.
+pub struct Iter<'a, V> {
+    ht: [&'a [*mut Node<V>]; 2],
+    t: usize,
+    idx: usize,
+    node: *mut Node<V>,
+    left: usize,
+}
+
+impl<'a, V> Iterator for Iter<'a, V> {
+    type Item = (&'a [u8], &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.node.is_null() {
+            if self.left == 0 {
+                return None;
+            }
+            if self.idx >= self.ht[self.t].len() {
+                if self.t == 1 {
+                    return None;
+                }
+                self.t = 1;
+                self.idx = 0;
+                continue;
+            }
+            self.node = self.ht[self.t][self.idx];
+            self.idx += 1;
+        }
+        let node = self.node;
+        self.left -= 1;
+        // SAFETY: the iterator borrows the table, so its nodes stay live for `'a`.
+        unsafe {
+            self.node = (*node).next;
+            Some((node_key(node), &(*node).value))
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    fn key(i: u64) -> Vec<u8> {
+        format!("key:{i:012}").into_bytes()
+    }
+
+    /// Asserts the internal invariants: counts match the chains, every node sits in the bucket
+    /// its hash selects, and moved buckets of the old array are empty.
+    fn check<V, S: BuildHasher + Default>(t: &Table<V, S>) {
+        for (ti, b) in t.ht.iter().enumerate() {
+            let mut n = 0;
+            for (i, &head) in b.slots.iter().enumerate() {
+                if ti == 0 && t.rehash_idx.is_some_and(|r| i < r) {
+                    assert!(head.is_null());
+                }
+                let mut node = head;
+                while !node.is_null() {
+                    let k = unsafe { node_key(node) };
+                    assert_eq!(t.hash(k) & b.mask(), i);
+                    n += 1;
+                    node = unsafe { (*node).next };
+                }
+            }
+            assert_eq!(n, b.used);
+        }
+        if t.rehash_idx.is_none() {
+            assert_eq!(t.ht[1].size(), 0);
+        }
+    }
+
+    #[test]
+    fn node_is_48_bytes_for_16_byte_key_and_value() {
+        assert_eq!(std::mem::size_of::<crate::types::Value>(), 16);
+        assert_eq!(Table::<crate::types::Value>::entry_bytes(16), 48);
+        assert_eq!(Table::<i64>::entry_bytes(16), 40);
+    }
+
+    #[test]
+    fn basic_ops() {
+        let mut t: Table<String> = Table::new();
+        assert!(t.is_empty());
+        assert_eq!(t.get(b"a"), None);
+        assert_eq!(t.remove(b"a"), None);
+        assert_eq!(t.insert(b"a", "1".into(), 5), None);
+        assert_eq!(t.insert(b"", "empty".into(), 6), None);
+        assert_eq!(t.insert(b"a", "2".into(), 7), Some("1".into()));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.get(b"a").map(String::as_str), Some("2"));
+        assert_eq!(t.get(b"").map(String::as_str), Some("empty"));
+        assert_eq!(t.clock(b"a"), Some(7));
+        t.get_touch(b"a", 9).unwrap().push('x');
+        assert_eq!(t.clock(b"a"), Some(9));
+        assert_eq!(t.get(b"a").map(String::as_str), Some("2x"));
+        assert_eq!(t.remove(b"a"), Some("2x".into()));
+        assert_eq!(t.len(), 1);
+        let old = t.take();
+        assert!(t.is_empty());
+        assert_eq!(old.len(), 1);
+        check(&t);
+    }
+
+    #[test]
+    fn values_are_dropped() {
+        let rc = std::rc::Rc::new(());
+        {
+            let mut t = Table::new();
+            for i in 0..1000 {
+                t.insert(&key(i), rc.clone(), 0);
+            }
+            for i in 0..500 {
+                t.remove(&key(i));
+            }
+            t.insert(&key(1), rc.clone(), 0);
+            assert_eq!(std::rc::Rc::strong_count(&rc), 502);
+        }
+        assert_eq!(std::rc::Rc::strong_count(&rc), 1);
+    }
+
+    #[test]
+    fn grows_and_shrinks_incrementally() {
+        let mut t = Table::new();
+        let mut saw_rehash = false;
+        for i in 0..10_000 {
+            t.insert(&key(i), i, 0);
+            saw_rehash |= t.is_rehashing();
+            if i % 997 == 0 {
+                check(&t);
+            }
+        }
+        assert!(saw_rehash);
+        while t.rehash_step(1) {}
+        assert_eq!(t.buckets(), 16384);
+        for i in 0..9_990 {
+            assert_eq!(t.remove(&key(i)), Some(i));
+            if i % 997 == 0 {
+                check(&t);
+            }
+        }
+        while t.rehash_step(1) {}
+        assert!(t.buckets() <= 64, "{}", t.buckets());
+        for i in 9_990..10_000 {
+            assert_eq!(t.get(&key(i)), Some(&i));
+        }
+        check(&t);
+    }
+
+    /// Random operations against a std HashMap model, with a fixed seed.
+    #[test]
+    fn model_random_ops() {
+        let mut rng = fastrand::Rng::with_seed(0xfe77_0d15);
+        let mut t: Table<u64> = Table::new();
+        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        let (mut shrinks, mut grows, mut prev) = (0, 0, 0);
+        for round in 0..240_000u64 {
+            // Alternate insert-heavy and remove-heavy phases so the table grows and shrinks
+            // several times.
+            let growing = (round / 60_000) % 2 == 0;
+            let k = key(rng.u64(..10_000));
+            let r = rng.u8(..100);
+            let op = match r {
+                _ if r < if growing { 50 } else { 5 } => 0,
+                _ if r < 75 => 4,
+                _ if r < 82 => 7,
+                _ if r < 90 => 8,
+                _ => 9,
+            };
+            match op {
+                0 => assert_eq!(t.insert(&k, round, 0), model.insert(k, round)),
+                4 => assert_eq!(t.remove(&k), model.remove(&k)),
+                7 => assert_eq!(t.get(&k), model.get(&k)),
+                8 => {
+                    if let Some(v) = t.get_mut(&k) {
+                        *v += 1;
+                    }
+                    if let Some(v) = model.get_mut(&k) {
+                        *v += 1;
+                    }
+                }
+                _ => {
+                    if let Some((k, v)) = t.random() {
+                        assert_eq!(model.get(k), Some(v));
+                    }
+                    let s = t.sample(5);
+                    // Like dictGetSomeKeys, a sparse spot may yield fewer than asked.
+                    assert!(s.len() <= 5 && (s.is_empty() || !model.is_empty()));
+                    if model.len() >= 5 && t.buckets() <= 32 {
+                        assert_eq!(s.len(), 5);
+                    }
+                    let distinct: HashSet<&[u8]> = s.iter().map(|(k, _)| *k).collect();
+                    assert_eq!(distinct.len(), s.len());
+                    for (k, v) in s {
+                        assert_eq!(model.get(k), Some(v));
+                    }
+                }
+            }
+            assert_eq!(t.len(), model.len());
+            if !t.is_rehashing() {
+                let b = t.buckets();
+                shrinks += usize::from(b < prev);
+                grows += usize::from(b > prev);
+                prev = b;
+            }
+            if round % 10_007 == 0 {
+                check(&t);
+                let all: HashMap<Vec<u8>, u64> = t.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+                assert_eq!(all, model);
+            }
+        }
+        assert!(shrinks >= 2 && grows >= 6, "shrinks {shrinks} grows {grows}");
+    }
+
+    /// A full SCAN returns every key present throughout, while keys are added and removed between
+    /// steps (so the table grows, shrinks or both mid-iteration).
+    #[test]
+    fn scan_guarantee_under_resizes() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for trial in 0..24u64 {
+            let mut t: Table<u64> = Table::new();
+            let stable: Vec<u64> = (0..rng.u64(1..2000)).collect();
+            for &i in &stable {
+                t.insert(&key(i), i, 0);
+            }
+            let base = 1_000_000u64;
+            let mut extra = base;
+            let mode = trial % 3;
+            if mode == 1 {
+                for _ in 0..8_000 {
+                    t.insert(&key(extra), 0, 0);
+                    extra += 1;
+                }
+            }
+            let mut seen = HashSet::new();
+            let mut cursor = 0;
+            let (mut grew, mut shrank) = (false, false);
+            loop {
+                cursor = t.scan(cursor, |k, _| {
+                    seen.insert(k.to_vec());
+                });
+                let before = t.buckets();
+                let add = match mode {
+                    0 => true,
+                    1 => false,
+                    _ => rng.bool(),
+                };
+                for _ in 0..rng.usize(0..300) {
+                    if add && extra < base + 8_000 {
+                        t.insert(&key(extra), 0, 0);
+                        extra += 1;
+                    } else if extra > base {
+                        extra -= 1;
+                        t.remove(&key(extra));
+                    }
+                }
+                grew |= t.buckets() > before;
+                shrank |= t.buckets() < before;
+                if cursor == 0 {
+                    break;
+                }
+            }
+            for &i in &stable {
+                assert!(seen.contains(&key(i)), "trial {trial}: key {i} missed");
+            }
+            assert!(grew || shrank, "trial {trial} never resized");
+            check(&t);
+        }
+    }
+
+    #[test]
+    fn scan_without_changes_visits_each_key_once() {
+        let mut t: Table<u64> = Table::new();
+        // Stop midway through a resize so the two-array path is exercised too.
+        let mut n = 0;
+        while n < 5000 || !t.is_rehashing() {
+            t.insert(&key(n), n, 0);
+            n += 1;
+        }
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = t.scan(cursor, |k, _| seen.push(k.to_vec()));
+            if cursor == 0 {
+                break;
+            }
+        }
+        seen.sort();
+        let visits = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len() as u64, n);
+        assert_eq!(visits as u64, n);
+    }
+
+    #[test]
+    fn random_reaches_every_key() {
+        let mut t: Table<u64> = Table::new();
+        for i in 0..50 {
+            t.insert(&key(i), i, 0);
+        }
+        let mut seen = HashSet::new();
+        for _ in 0..20_000 {
+            seen.insert(*t.random().unwrap().1);
+        }
+        assert_eq!(seen.len(), 50);
+        let mut t2: Table<u64> = Table::new();
+        assert!(t2.random().is_none());
+        t2.insert(b"only", 1, 0);
+        assert_eq!(t2.random().map(|(k, _)| k), Some(&b"only"[..]));
+    }
+
+    #[test]
+    fn swappable_hasher() {
+        let mut t: Table<u64, foldhash::fast::FixedState> = Table::with_hasher(foldhash::fast::FixedState::default());
+        for i in 0..1000 {
+            t.insert(&key(i), i, 0);
+        }
+        assert_eq!(t.get(&key(500)), Some(&500));
+        check(&t);
+    }
+
+    /// Worst single-insert latency while growing to 10M keys (release: `cargo test --release --lib
+    /// table::tests::insert_latency -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn insert_latency_10m() {
+        let n = 10_000_000u64;
+        let mut t: Table<u64> = Table::new();
+        let mut worst = std::time::Duration::ZERO;
+        let mut worst_at = 0;
+        let mut slow = Vec::new();
+        // CPU time of this thread as well as wall time: on a shared machine the wall-clock worst
+        // is dominated by preemption, which says nothing about the table.
+        let thread_cpu = || {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_gettime writes one timespec through a valid pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        };
+        let (mut worst_cpu, mut worst_cpu_at) = (std::time::Duration::ZERO, 0);
+        let start = std::time::Instant::now();
+        let mut k = *b"key:000000000000";
+        for i in 0..n {
+            let mut x = i;
+            for b in k[4..].iter_mut().rev() {
+                *b = b'0' + (x % 10) as u8;
+                x /= 10;
+            }
+            let t0 = std::time::Instant::now();
+            let c0 = thread_cpu();
+            t.insert(&k, i, 0);
+            let d = t0.elapsed();
+            let c = thread_cpu() - c0;
+            if c > worst_cpu {
+                worst_cpu = c;
+                worst_cpu_at = i;
+            }
+            if d > std::time::Duration::from_millis(1) {
+                slow.push((i, d));
+            }
+            if d > worst {
+                worst = d;
+                worst_at = i;
+            }
+        }
+        println!(
+            "inserted {n} keys in {:?}; worst single insert {:?} at key {worst_at}; buckets {}",
+            start.elapsed(),
+            worst,
+            t.buckets()
+        );
+        println!("worst single insert in thread CPU time {worst_cpu:?} at key {worst_cpu_at}");
+        println!("inserts over 1 ms wall: {} {:?}", slow.len(), &slow[..slow.len().min(20)]);
+        if std::env::var_os("COMPARE_STD").is_none() {
+            return;
+        }
+        let mut std_map: HashMap<Vec<u8>, u64> = HashMap::new();
+        let (mut std_worst, mut std_worst_cpu) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+        for i in 0..n {
+            let t0 = std::time::Instant::now();
+            let c0 = thread_cpu();
+            std_map.insert(key(i), i);
+            std_worst = std_worst.max(t0.elapsed());
+            std_worst_cpu = std_worst_cpu.max(thread_cpu() - c0);
+        }
+        println!("std HashMap worst single insert {std_worst:?} wall, {std_worst_cpu:?} thread CPU");
     }
 }
