@@ -14,8 +14,19 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The real Redis used as the oracle (Debian's 7.0.15; `make test` installs it).
+/// The real Redis used as the oracle (Debian's 7.0.15; `make test` installs it). Another binary can
+/// be named with `FERRODIS_REDIS_SERVER`; otherwise `redis-server` is looked up on PATH.
 pub const REDIS_SERVER: &str = "/usr/bin/redis-server";
+
+fn redis_server_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FERRODIS_REDIS_SERVER") {
+        return Some(PathBuf::from(p));
+    }
+    if std::path::Path::new(REDIS_SERVER).exists() {
+        return Some(PathBuf::from(REDIS_SERVER));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("redis-server")).find(|p| p.is_file())
+}
 
 /// How long a single reply may take before a test fails instead of hanging.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(20);
@@ -55,6 +66,26 @@ impl TestServer {
     }
 }
 
+/// Address-space cap for the ferrodis under test: a runaway allocation (a parser bug fed hostile
+/// input) then fails inside ferrodis instead of driving the CI machine into the OOM killer.
+pub const FERRODIS_MAX_ADDRESS_SPACE: u64 = 4 << 30;
+
+fn cap_address_space(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and calls only setrlimit, which is
+    // async-signal-safe; it touches no memory shared with the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: FERRODIS_MAX_ADDRESS_SPACE as libc::rlim_t,
+                rlim_max: FERRODIS_MAX_ADDRESS_SPACE as libc::rlim_t,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+}
+
 impl RedisServer {
     /// Starts the real redis-server with persistence off. Panics with a clear message when it is
     /// not installed (`make test` installs it).
@@ -64,12 +95,13 @@ impl RedisServer {
     }
 
     pub fn with_args(extra: &[&str]) -> Server {
-        assert!(
-            std::path::Path::new(REDIS_SERVER).exists(),
-            "{REDIS_SERVER} is missing: the differential tests need the real Redis 7.0 \
-             (apt-get install -y redis-server redis-tools, or run `make test`, which installs it)"
-        );
-        Server::start("redis", REDIS_SERVER, extra)
+        let Some(bin) = redis_server_path() else {
+            panic!(
+                "redis-server is missing: the differential tests need the real Redis 7.0 \
+                 (apt-get install -y redis-server redis-tools, or run `make test`, which installs it)"
+            )
+        };
+        Server::start("redis", &bin.to_string_lossy(), extra)
     }
 }
 
@@ -108,13 +140,12 @@ impl Server {
             args.extend(extra.iter().map(|s| s.to_string()));
             let log = std::fs::File::create(dir.join("server.log")).expect("create log");
             let log2 = log.try_clone().expect("clone log");
-            let child = Command::new(bin)
-                .args(&args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::from(log))
-                .stderr(Stdio::from(log2))
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+            let mut cmd = Command::new(bin);
+            cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::from(log)).stderr(Stdio::from(log2));
+            if name == "ferrodis" {
+                cap_address_space(&mut cmd);
+            }
+            let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
             let mut server = Server { name, port, dir, child };
             match server.wait_ready(Duration::from_secs(15)) {
                 Ok(()) => return server,
