@@ -78,7 +78,7 @@ fn writer(c: &mut Criterion) {
         ("nil", Reply::Nil),
         ("array_100_bulks", Reply::Array((0..100).map(|i| Reply::Bulk(format!("member:{i}").into_bytes())).collect())),
         ("map_50", Reply::Map((0..50).map(|i| (Reply::Bulk(format!("f{i}").into_bytes()), Reply::Int(i))).collect())),
-        ("double", Reply::Double(3.141_592_653_589_793)),
+        ("double", Reply::Double(2.718_281_828_459_045_5e-3)),
     ];
     for (name, reply) in &cases {
         for proto in [2u8, 3] {

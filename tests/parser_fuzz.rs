@@ -115,7 +115,7 @@ fn stream(rng: &mut fastrand::Rng) -> Vec<u8> {
 
 #[test]
 fn parser_random_streams_and_splits() {
-    let mut rng = fastrand::Rng::with_seed(0x00F0_0D5E_ED);
+    let mut rng = fastrand::Rng::with_seed(0xF00D_5EED);
     for _ in 0..20_000 {
         let s = stream(&mut rng);
         let lens: Vec<usize> = (0..rng.usize(1..6)).map(|_| rng.usize(1..12)).collect();

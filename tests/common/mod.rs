@@ -558,14 +558,15 @@ pub fn raise_nofile(want: u64) -> u64 {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
             return 0;
         }
-        if (lim.rlim_cur as u64) < want {
-            let target = want.min(lim.rlim_max as u64);
+        let (cur, max): (u64, u64) = (lim.rlim_cur as _, lim.rlim_max as _);
+        if cur < want {
+            let target = want.min(max);
             let new = libc::rlimit { rlim_cur: target as libc::rlim_t, rlim_max: lim.rlim_max };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &new) == 0 {
                 return target;
             }
         }
-        lim.rlim_cur as u64
+        cur
     }
 }
 
