@@ -295,6 +295,8 @@ fn run_seed(seed: u64) {
     let mut fc = ferro.client();
     let mut gen = Gen { rng: fastrand::Rng::with_seed(seed) };
     let mut history: VecDeque<String> = VecDeque::new();
+    // Reply kinds seen (by first byte), printed at the end to show the mix is not all errors.
+    let mut kinds = std::collections::BTreeMap::<char, usize>::new();
     for step in 0..STEPS {
         let argv = gen.command();
         history.push_back(show_argv(&argv));
@@ -302,6 +304,7 @@ fn run_seed(seed: u64) {
             history.pop_front();
         }
         let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
+        *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
         let actual = fc.try_cmd(&argv);
         let ok = matches!(&actual, Ok(a) if agree(&argv, &expected, a));
         if !ok {
@@ -317,6 +320,7 @@ fn run_seed(seed: u64) {
             );
         }
     }
+    eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
     compare_dataset(seed, &mut rc, &mut fc);
 }
 
