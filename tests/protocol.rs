@@ -114,6 +114,21 @@ fn completing_a_split_frame_gets_the_reply() {
 }
 
 #[test]
+fn long_pipelines() {
+    let p = Pair::new();
+    let mut mixed = Vec::new();
+    for i in 0..3000 {
+        match i % 3 {
+            0 => mixed.extend_from_slice(b"PING\r\n"),
+            1 => mixed.extend_from_slice(format!("*3\r\n$3\r\nSET\r\n$5\r\nk{:04}\r\n$1\r\nv\r\n", i % 7).as_bytes()),
+            _ => mixed.extend_from_slice(format!("*2\r\n$3\r\nGET\r\n$5\r\nk{:04}\r\n", i % 5).as_bytes()),
+        }
+    }
+    p.same("3000 mixed pipelined commands", &mixed);
+    p.same("10000 inline PINGs", &b"PING\r\n".repeat(10_000));
+}
+
+#[test]
 fn random_bytes() {
     let p = Pair::new();
     let mut rng = fastrand::Rng::with_seed(0x5EED);
