@@ -45,4 +45,4 @@ clippy:
 # Needs a nightly toolchain and cargo-fuzz (cargo install cargo-fuzz). The stable-toolchain version of
 # the same property runs in `make test` (tests/parser_fuzz.rs).
 fuzz:
-	cd fuzz && $(CARGO) +nightly fuzz run resp_parser -- -max_total_time=$(FUZZ_SECONDS)
+	cd fuzz && $(CARGO) +nightly fuzz run resp_parser -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024
