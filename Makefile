@@ -1,0 +1,48 @@
+# Ferrodis: build, test, benchmark and run. `make test` is what CI runs (.ci/run).
+
+CARGO   ?= cargo
+BIN     := target/release/ferrodis-server
+PREFIX  ?= /usr/local
+CONF    ?= redis.conf
+# Root when not already root (containers usually are); empty otherwise.
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+FUZZ_SECONDS ?= 60
+
+.PHONY: build test deps bench install run fmt clippy fuzz
+
+build:
+	$(CARGO) build --release
+
+# The differential tests compare against the real redis-server (Debian's redis 7.0); install it
+# when missing. They run against the release binary (cargo test --release); --no-fail-fast so one
+# failing suite does not hide the others.
+deps:
+	@command -v redis-server >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools)
+
+test: deps
+	$(CARGO) test --release --no-fail-fast
+
+bench: build
+	@if [ -f ../shared/bench/compare.py ]; then \
+		python3 ../shared/bench/compare.py --server $(BIN) --rounds 5; \
+	else \
+		echo "../shared/bench/compare.py not found; running the criterion micro-benchmarks instead"; \
+		$(CARGO) bench --bench hot_paths; \
+	fi
+
+install: build
+	$(SUDO) install -D -m 0755 $(BIN) $(PREFIX)/bin/ferrodis-server
+
+run: build
+	@if [ -f $(CONF) ]; then ./$(BIN) $(CONF); else echo "no $(CONF): running with defaults"; ./$(BIN); fi
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy:
+	$(CARGO) clippy --all-targets -- -D warnings
+
+# Needs a nightly toolchain and cargo-fuzz (cargo install cargo-fuzz). The stable-toolchain version of
+# the same property runs in `make test` (tests/parser_fuzz.rs).
+fuzz:
+	cd fuzz && $(CARGO) +nightly fuzz run resp_parser -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024

@@ -1,0 +1,594 @@
+//! Test support shared by the black-box tests: spawning ferrodis (the binary cargo built for this test
+//! run) or the real `/usr/bin/redis-server` on a free port with a throw-away directory, and a tiny raw
+//! RESP client that returns each reply's exact bytes, so tests compare wire bytes and nothing else.
+//!
+//! The client parses only the framing (RESP2 and RESP3 type bytes) to know where one reply ends; it
+//! never interprets a reply, except through `parse_value` for tests that need the contents.
+
+#![allow(dead_code)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The real Redis used as the oracle (Debian's 7.0.15; `make test` installs it). Another binary can
+/// be named with `FERRODIS_REDIS_SERVER`; otherwise `redis-server` is looked up on PATH.
+pub const REDIS_SERVER: &str = "/usr/bin/redis-server";
+
+fn redis_server_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FERRODIS_REDIS_SERVER") {
+        return Some(PathBuf::from(p));
+    }
+    if std::path::Path::new(REDIS_SERVER).exists() {
+        return Some(PathBuf::from(REDIS_SERVER));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("redis-server")).find(|p| p.is_file())
+}
+
+/// How long a single reply may take before a test fails instead of hanging.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(20);
+
+static DIR_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A server process on 127.0.0.1, killed (and its directory removed) on drop.
+pub struct Server {
+    pub name: &'static str,
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+}
+
+/// ferrodis, the binary under test.
+pub struct TestServer;
+/// The real redis-server.
+pub struct RedisServer;
+
+impl TestServer {
+    /// Starts ferrodis with persistence off.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> Server {
+        Self::with_args(&[])
+    }
+
+    /// Starts ferrodis with extra `--name value` arguments appended.
+    ///
+    /// With `FERRODIS_SELFCHECK=1` in the environment the real redis-server stands in for ferrodis:
+    /// every differential test must then pass, which checks the scripts and the harness for
+    /// flakiness independently of ferrodis.
+    pub fn with_args(extra: &[&str]) -> Server {
+        if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
+            return RedisServer::with_args(extra);
+        }
+        Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), extra)
+    }
+}
+
+/// Address-space cap for the ferrodis under test: a runaway allocation (a parser bug fed hostile
+/// input) then fails inside ferrodis instead of driving the CI machine into the OOM killer.
+pub const FERRODIS_MAX_ADDRESS_SPACE: u64 = 4 << 30;
+
+fn cap_address_space(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and calls only setrlimit, which is
+    // async-signal-safe; it touches no memory shared with the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: FERRODIS_MAX_ADDRESS_SPACE as libc::rlim_t,
+                rlim_max: FERRODIS_MAX_ADDRESS_SPACE as libc::rlim_t,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+}
+
+impl RedisServer {
+    /// Starts the real redis-server with persistence off. Panics with a clear message when it is
+    /// not installed (`make test` installs it).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> Server {
+        Self::with_args(&[])
+    }
+
+    pub fn with_args(extra: &[&str]) -> Server {
+        let Some(bin) = redis_server_path() else {
+            panic!(
+                "redis-server is missing: the differential tests need the real Redis 7.0 \
+                 (apt-get install -y redis-server redis-tools, or run `make test`, which installs it)"
+            )
+        };
+        Server::start("redis", &bin.to_string_lossy(), extra)
+    }
+}
+
+/// A port that was free a moment ago (the OS picks it; the listener is dropped before returning).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port()
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
+    let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!("ferrodis-test-{name}-{}-{n}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create test dir");
+    dir
+}
+
+impl Server {
+    fn start(name: &'static str, bin: &str, extra: &[&str]) -> Server {
+        // The port can be taken between free_port() and the server's bind: retry with another one.
+        let mut last_err = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let dir = fresh_dir(name);
+            let mut args: Vec<String> = vec![
+                "--port".into(),
+                port.to_string(),
+                "--bind".into(),
+                "127.0.0.1".into(),
+                "--save".into(),
+                "".into(),
+                "--appendonly".into(),
+                "no".into(),
+                "--dir".into(),
+                dir.to_string_lossy().into_owned(),
+            ];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let log = std::fs::File::create(dir.join("server.log")).expect("create log");
+            let log2 = log.try_clone().expect("clone log");
+            let mut cmd = Command::new(bin);
+            cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::from(log)).stderr(Stdio::from(log2));
+            if name == "ferrodis" {
+                cap_address_space(&mut cmd);
+            }
+            let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+            let mut server = Server { name, port, dir, child };
+            match server.wait_ready(Duration::from_secs(15)) {
+                Ok(()) => return server,
+                Err(e) => {
+                    last_err = format!("{e}; log:\n{}", server.log());
+                }
+            }
+        }
+        panic!("{name} ({bin}) did not start: {last_err}");
+    }
+
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exited with {status}"));
+            }
+            if let Ok(mut c) = Client::try_connect(self.port) {
+                if let Ok(reply) = c.try_cmd(&[b"PING"]) {
+                    if reply == b"+PONG\r\n" {
+                        return Ok(());
+                    }
+                    return Err(format!("PING answered {}", show(&reply)));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err("no PONG in time".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A new connection to this server.
+    pub fn client(&self) -> Client {
+        Client::connect(self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Resident set size in kB, from /proc (Linux).
+    pub fn rss_kb(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// What the server wrote to stdout and stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A raw RESP connection.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// What reading until the server stops talking found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drained {
+    pub bytes: Vec<u8>,
+    /// The server closed (EOF or reset) rather than going quiet.
+    pub closed: bool,
+}
+
+impl Client {
+    pub fn connect(port: u16) -> Client {
+        Self::try_connect(port).unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"))
+    }
+
+    pub fn try_connect(port: u16) -> std::io::Result<Client> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(READ_TIMEOUT))?;
+        stream.set_write_timeout(Some(READ_TIMEOUT))?;
+        Ok(Client { stream, buf: Vec::new() })
+    }
+
+    /// Sends `argv` as one multibulk request and returns the exact bytes of one reply.
+    pub fn cmd<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> Vec<u8> {
+        self.try_cmd(argv).unwrap_or_else(|e| panic!("command {}: {e}", show_argv(argv)))
+    }
+
+    pub fn try_cmd<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> std::io::Result<Vec<u8>> {
+        self.stream.write_all(&encode(argv))?;
+        self.read_reply()
+    }
+
+    /// Splits `line` as redis-cli does and sends it.
+    pub fn line(&mut self, line: &str) -> Vec<u8> {
+        let argv = split_args(line.as_bytes()).unwrap_or_else(|| panic!("unbalanced quotes in {line:?}"));
+        self.cmd(&argv)
+    }
+
+    /// Writes bytes as they are.
+    pub fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// Reads one complete reply (an attribute `|` is returned together with the reply it annotates).
+    pub fn read_reply(&mut self) -> std::io::Result<Vec<u8>> {
+        loop {
+            if let Some(n) = reply_len(&self.buf) {
+                let rest = self.buf.split_off(n);
+                return Ok(std::mem::replace(&mut self.buf, rest));
+            }
+            let mut chunk = [0u8; 65536];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => {
+                    return Err(std::io::Error::new(
+                        ErrorKind::UnexpectedEof,
+                        format!("connection closed; partial reply {}", show(&self.buf)),
+                    ))
+                }
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => {
+                    return Err(std::io::Error::new(
+                        ErrorKind::TimedOut,
+                        format!("no complete reply in time; have {}", show(&self.buf)),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads whatever arrives until the server closes, or until it has been quiet for `quiet`.
+    pub fn drain(&mut self, quiet: Duration) -> Drained {
+        let mut bytes = std::mem::take(&mut self.buf);
+        let _ = self.stream.set_read_timeout(Some(quiet));
+        let mut closed = false;
+        let mut chunk = [0u8; 65536];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        let _ = self.stream.set_read_timeout(Some(READ_TIMEOUT));
+        Drained { bytes, closed }
+    }
+
+    /// Half-closes the writing side (the server sees EOF after what was sent).
+    pub fn shutdown_write(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}
+
+/// `argv` as a RESP multibulk request.
+pub fn encode<A: AsRef<[u8]>>(argv: &[A]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", argv.len()).into_bytes();
+    for a in argv {
+        let a = a.as_ref();
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Length of the first complete reply in `buf`, or None if it is not complete yet (or the bytes are
+/// not RESP, in which case the caller's read times out and shows them).
+pub fn reply_len(buf: &[u8]) -> Option<usize> {
+    let mut pos = 0;
+    skip_reply(buf, &mut pos)?;
+    Some(pos)
+}
+
+fn read_line<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let start = *pos;
+    let rel = buf.get(start..)?.windows(2).position(|w| w == b"\r\n")?;
+    *pos = start + rel + 2;
+    Some(&buf[start..start + rel])
+}
+
+fn line_int(line: &[u8]) -> Option<i64> {
+    std::str::from_utf8(line).ok()?.parse().ok()
+}
+
+fn skip_reply(buf: &[u8], pos: &mut usize) -> Option<()> {
+    let kind = *buf.get(*pos)?;
+    *pos += 1;
+    let line = read_line(buf, pos)?;
+    match kind {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(()),
+        b'$' | b'=' | b'!' => {
+            let n = line_int(line)?;
+            if n < 0 {
+                return Some(());
+            }
+            let end = *pos + n as usize + 2;
+            if buf.len() < end {
+                return None;
+            }
+            *pos = end;
+            Some(())
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = line_int(line)?;
+            let items = if kind == b'%' || kind == b'|' { n.max(0) * 2 } else { n.max(0) };
+            for _ in 0..items {
+                skip_reply(buf, pos)?;
+            }
+            if kind == b'|' {
+                // An attribute precedes the reply it describes.
+                skip_reply(buf, pos)?;
+            }
+            Some(())
+        }
+        _ => {
+            // Not RESP: treat as an (unparseable) line so the bytes are still reported.
+            Some(())
+        }
+    }
+}
+
+/// A decoded reply, for tests that look inside (dataset comparison).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Simple(u8, Vec<u8>),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Agg(u8, Option<Vec<Value>>),
+}
+
+/// Decodes one complete reply (as returned by `read_reply`).
+pub fn parse_value(bytes: &[u8]) -> Value {
+    let mut pos = 0;
+    parse_at(bytes, &mut pos).unwrap_or_else(|| panic!("not a RESP reply: {}", show(bytes)))
+}
+
+fn parse_at(buf: &[u8], pos: &mut usize) -> Option<Value> {
+    let kind = *buf.get(*pos)?;
+    *pos += 1;
+    let line = read_line(buf, pos)?;
+    match kind {
+        b':' => Some(Value::Int(line_int(line)?)),
+        b'$' | b'=' | b'!' => {
+            let n = line_int(line)?;
+            if n < 0 {
+                return Some(Value::Bulk(None));
+            }
+            let start = *pos;
+            *pos += n as usize + 2;
+            Some(Value::Bulk(Some(buf.get(start..start + n as usize)?.to_vec())))
+        }
+        b'*' | b'~' | b'>' | b'%' => {
+            let n = line_int(line)?;
+            if n < 0 {
+                return Some(Value::Agg(kind, None));
+            }
+            let items = if kind == b'%' { n * 2 } else { n };
+            let mut v = Vec::new();
+            for _ in 0..items {
+                v.push(parse_at(buf, pos)?);
+            }
+            Some(Value::Agg(kind, Some(v)))
+        }
+        b'_' => Some(Value::Bulk(None)),
+        _ => Some(Value::Simple(kind, line.to_vec())),
+    }
+}
+
+/// Bytes as a readable escaped string (like redis-cli's quoting), truncated when very long.
+pub fn show(bytes: &[u8]) -> String {
+    const MAX: usize = 600;
+    let mut s = String::from("\"");
+    for &b in bytes.iter().take(MAX) {
+        match b {
+            b'\r' => s.push_str("\\r"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    if bytes.len() > MAX {
+        s.push_str(&format!("... ({} bytes)", bytes.len()));
+    }
+    s
+}
+
+/// An argument vector as one readable line.
+pub fn show_argv<A: AsRef<[u8]>>(argv: &[A]) -> String {
+    argv.iter()
+        .map(|a| {
+            let a = a.as_ref();
+            let plain =
+                !a.is_empty() && a.iter().all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
+            if plain {
+                String::from_utf8_lossy(a).into_owned()
+            } else {
+                show(a)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Splits a line into arguments the way redis-cli does (sdssplitargs): spaces separate; `"..."`
+/// takes `\n \r \t \b \a \xHH` escapes; `'...'` takes only `\'`; a closing quote must be followed by a
+/// space or the end of the line. None on unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let n = line.len();
+    let mut i = 0;
+    let space = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c);
+    loop {
+        while i < n && space(line[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return Some(args);
+        }
+        let mut cur = Vec::new();
+        let (mut dq, mut sq) = (false, false);
+        loop {
+            if dq {
+                let c = *line.get(i)?;
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && line[i + 2].is_ascii_hexdigit()
+                    && line[i + 3].is_ascii_hexdigit()
+                {
+                    let h = std::str::from_utf8(&line[i + 2..i + 4]).ok()?;
+                    cur.push(u8::from_str_radix(h, 16).ok()?);
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    cur.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        o => o,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !space(line[i + 1]) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else if sq {
+                let c = *line.get(i)?;
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !space(line[i + 1]) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else {
+                match line.get(i) {
+                    None => break,
+                    Some(&c) if space(c) => break,
+                    Some(b'"') => dq = true,
+                    Some(b'\'') => sq = true,
+                    Some(&c) => cur.push(c),
+                }
+            }
+            i += 1;
+        }
+        args.push(cur);
+    }
+}
+
+/// Raises the soft open-files limit towards `want` (up to the hard limit); returns the new soft limit.
+pub fn raise_nofile(want: u64) -> u64 {
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        let (cur, max): (u64, u64) = (lim.rlim_cur as _, lim.rlim_max as _);
+        if cur < want {
+            let target = want.min(max);
+            let new = libc::rlimit { rlim_cur: target as libc::rlim_t, rlim_max: lim.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &new) == 0 {
+                return target;
+            }
+        }
+        cur
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framing() {
+        assert_eq!(reply_len(b"+OK\r\n+x"), Some(5));
+        assert_eq!(reply_len(b"$3\r\nab"), None);
+        assert_eq!(reply_len(b"$-1\r\n"), Some(5));
+        assert_eq!(reply_len(b"*2\r\n$1\r\na\r\n:1\r\n"), Some(15));
+        assert_eq!(reply_len(b"%1\r\n+a\r\n"), None);
+        assert_eq!(reply_len(b"%1\r\n+a\r\n_\r\n"), Some(11));
+        assert_eq!(reply_len(b"|1\r\n+a\r\n+b\r\n:3\r\n"), Some(16));
+        assert_eq!(reply_len(b"=8\r\ntxt:abcd\r\n"), Some(14));
+        assert_eq!(
+            split_args(b"set \"a b\" 'c\\'d' \"\\x41\\n\""),
+            Some(vec![b"set".to_vec(), b"a b".to_vec(), b"c'd".to_vec(), b"A\n".to_vec()])
+        );
+        assert_eq!(split_args(b"get \"abc"), None);
+        assert_eq!(split_args(b"set \"\" x"), Some(vec![b"set".to_vec(), b"".to_vec(), b"x".to_vec()]));
+    }
+}

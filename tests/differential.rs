@@ -1,0 +1,248 @@
+//! Differential tests: each script in tests/differential/*.txt is run against a fresh ferrodis and a
+//! fresh real redis-server, and every reply is compared byte for byte. Expected bytes come only from
+//! the real server; nothing here says what a reply should be.
+//!
+//! Script format, one command per line, split with redis-cli's quoting (`"a b\x00\n"`, `'it\'s'`):
+//! - blank lines and lines starting with `#` are ignored;
+//! - `@type CMD ...`   compares only the reply's RESP type byte (time-dependent values: TIME, INFO,
+//!   CLIENT ID, OBJECT IDLETIME);
+//! - `@near N CMD ...` both replies must be integers within N of each other, or byte-identical
+//!   (TTL, PTTL, EXPIRETIME of keys given a relative expiry);
+//! - `@sorted CMD ...` an array reply whose elements are compared as a sorted list (KEYS);
+//! - `@anyid CMD ...` a map or array reply compared with the value after an `id` field blanked
+//!   (HELLO: client ids are opaque and Redis spends some on internal clients);
+//! - `@skip CMD ...`   sent to both, replies not compared (setup whose reply is time-dependent).
+//!
+//! One test per script file. On mismatch the test prints the first mismatching line with both
+//! replies and where they diverge, then a one-line list of later mismatches (which may be knock-on).
+
+mod common;
+
+use common::{parse_value, show, split_args, Client, RedisServer, TestServer, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Exact,
+    TypeOnly,
+    Near(i64),
+    Sorted,
+    AnyId,
+    Skip,
+}
+
+struct Line {
+    number: usize,
+    text: String,
+    mode: Mode,
+    argv: Vec<Vec<u8>>,
+}
+
+fn parse_script(name: &str, text: &str) -> Vec<Line> {
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let t = raw.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let (mode, rest) = if let Some(r) = t.strip_prefix("@type ") {
+            (Mode::TypeOnly, r)
+        } else if let Some(r) = t.strip_prefix("@sorted ") {
+            (Mode::Sorted, r)
+        } else if let Some(r) = t.strip_prefix("@anyid ") {
+            (Mode::AnyId, r)
+        } else if let Some(r) = t.strip_prefix("@skip ") {
+            (Mode::Skip, r)
+        } else if let Some(r) = t.strip_prefix("@near ") {
+            let (n, r) = r.split_once(' ').unwrap_or_else(|| panic!("{name}:{}: @near needs N and a command", i + 1));
+            (Mode::Near(n.parse().unwrap_or_else(|_| panic!("{name}:{}: bad @near bound", i + 1))), r)
+        } else if t.starts_with('@') {
+            panic!("{name}:{}: unknown directive in {t:?}", i + 1);
+        } else {
+            (Mode::Exact, t)
+        };
+        let argv = split_args(rest.as_bytes()).unwrap_or_else(|| panic!("{name}:{}: unbalanced quotes", i + 1));
+        assert!(!argv.is_empty(), "{name}:{}: empty command", i + 1);
+        lines.push(Line { number: i + 1, text: t.to_string(), mode, argv });
+    }
+    lines
+}
+
+/// Why two replies differ, or None if they agree under `mode`.
+fn compare(mode: Mode, expected: &[u8], actual: &[u8]) -> Option<String> {
+    match mode {
+        Mode::Skip => None,
+        Mode::Exact => (expected != actual).then(|| "bytes differ".to_string()),
+        Mode::TypeOnly => (expected.first() != actual.first()).then(|| "reply types differ".to_string()),
+        Mode::Near(n) => {
+            if expected == actual {
+                return None;
+            }
+            match (parse_value(expected), parse_value(actual)) {
+                (Value::Int(a), Value::Int(b)) if (a - b).abs() <= n => None,
+                (Value::Int(_), Value::Int(_)) => Some(format!("integers differ by more than {n}")),
+                _ => Some("bytes differ (not both integers)".to_string()),
+            }
+        }
+        Mode::AnyId => {
+            let blank = |v: Value| match v {
+                Value::Agg(k, Some(mut items)) => {
+                    for i in 1..items.len() {
+                        if items[i - 1] == Value::Bulk(Some(b"id".to_vec())) {
+                            items[i] = Value::Int(0);
+                        }
+                    }
+                    Value::Agg(k, Some(items))
+                }
+                other => other,
+            };
+            (blank(parse_value(expected)) != blank(parse_value(actual)))
+                .then(|| "replies differ (ignoring the id field)".to_string())
+        }
+        Mode::Sorted => {
+            if expected == actual {
+                return None;
+            }
+            let sorted = |v: Value| match v {
+                Value::Agg(k, Some(mut items)) => {
+                    items.sort_by_key(|i| format!("{i:?}"));
+                    Value::Agg(k, Some(items))
+                }
+                other => other,
+            };
+            (sorted(parse_value(expected)) != sorted(parse_value(actual)))
+                .then(|| "arrays differ as sorted lists".to_string())
+        }
+    }
+}
+
+/// Offset of the first differing byte.
+fn divergence(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()))
+}
+
+fn run_script(file: &str) {
+    let path = format!("{}/tests/differential/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    let lines = parse_script(file, &text);
+
+    let redis = RedisServer::new();
+    let ferro = TestServer::new();
+    let mut rc = redis.client();
+    let mut fc = ferro.client();
+    // The servers are fresh; FLUSHALL is belt and braces, its reply is not part of the comparison.
+    let _ = rc.try_cmd(&[b"FLUSHALL"]);
+    let _ = fc.try_cmd(&[b"FLUSHALL"]);
+
+    let mut first: Option<String> = None;
+    let mut later = Vec::new();
+    for line in &lines {
+        let expected = rc.try_cmd(&line.argv).unwrap_or_else(|e| {
+            panic!("{file}:{}: real redis-server gave no reply to `{}`: {e}", line.number, line.text)
+        });
+        let actual = match fc.try_cmd(&line.argv) {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!(
+                    "{file}:{}: `{}`\n  ferrodis gave no reply ({e})\n  expected {}",
+                    line.number,
+                    line.text,
+                    show(&expected)
+                );
+                if first.is_none() {
+                    first = Some(msg);
+                } else {
+                    later.push(format!("{} ({})", line.number, line.text));
+                }
+                // The connection is unusable; report what we have.
+                break;
+            }
+        };
+        if let Some(why) = compare(line.mode, &expected, &actual) {
+            if first.is_none() {
+                let at = divergence(&expected, &actual);
+                first = Some(format!(
+                    "{file}:{}: `{}` ({why}, first difference at byte {at})\n  redis:    {}\n  ferrodis: {}",
+                    line.number,
+                    line.text,
+                    show(&expected),
+                    show(&actual)
+                ));
+            } else {
+                later.push(format!("{}", line.number));
+            }
+        }
+    }
+    if let Some(first) = first {
+        let mut msg =
+            format!("differential mismatch in {file} ({} of {} lines differ)\n{first}\n", later.len() + 1, lines.len());
+        if !later.is_empty() {
+            let shown: Vec<_> = later.iter().take(60).cloned().collect();
+            msg.push_str(&format!(
+                "  later mismatching lines (possibly knock-on): {}{}\n",
+                shown.join(", "),
+                if later.len() > 60 { ", ..." } else { "" }
+            ));
+        }
+        panic!("{msg}");
+    }
+}
+
+macro_rules! scripts {
+    ($($name:ident => $file:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                run_script($file);
+            }
+        )*
+        const ALL_SCRIPTS: &[&str] = &[$($file),*];
+    };
+}
+
+scripts! {
+    strings_get_set => "strings_get_set.txt",
+    strings_misc => "strings_misc.txt",
+    strings_counters => "strings_counters.txt",
+    strings_ranges => "strings_ranges.txt",
+    strings_lcs => "strings_lcs.txt",
+    bitmaps => "bitmaps.txt",
+    bitfield => "bitfield.txt",
+    hyperloglog => "hyperloglog.txt",
+    keyspace => "keyspace.txt",
+    keyspace_expire => "keyspace_expire.txt",
+    keyspace_dbs => "keyspace_dbs.txt",
+    connection => "connection.txt",
+    errors_and_arity => "errors_and_arity.txt",
+    resp3 => "resp3.txt",
+    time_dependent => "time_dependent.txt",
+}
+
+/// Every script file has a test (a new file cannot be silently skipped).
+#[test]
+fn every_script_is_listed() {
+    let dir = format!("{}/tests/differential", env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("read tests/differential") {
+        let name = entry.expect("dir entry").file_name().to_string_lossy().into_owned();
+        if name.ends_with(".txt") && !ALL_SCRIPTS.contains(&name.as_str()) {
+            missing.push(name);
+        }
+    }
+    assert!(missing.is_empty(), "add these scripts to the scripts! list in tests/differential.rs: {missing:?}");
+}
+
+/// The harness itself: a mismatch is detected and reported (runs against the real server only).
+#[test]
+fn harness_detects_mismatch() {
+    assert!(compare(Mode::Exact, b"+OK\r\n", b"+OK\r\n").is_none());
+    assert!(compare(Mode::Exact, b"+OK\r\n", b"-ERR x\r\n").is_some());
+    assert!(compare(Mode::TypeOnly, b":5\r\n", b":7\r\n").is_none());
+    assert!(compare(Mode::Near(1), b":100\r\n", b":99\r\n").is_none());
+    assert!(compare(Mode::Near(1), b":100\r\n", b":97\r\n").is_some());
+    assert!(compare(Mode::Sorted, b"*2\r\n$1\r\na\r\n$1\r\nb\r\n", b"*2\r\n$1\r\nb\r\n$1\r\na\r\n").is_none());
+    let lines = parse_script("t", "# c\n\n@near 2 TTL k\n@skip TIME\nSET \"a b\" 'c'\n");
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0].mode, Mode::Near(2));
+    assert_eq!(lines[2].argv, vec![b"SET".to_vec(), b"a b".to_vec(), b"c".to_vec()]);
+    let _ = Client::try_connect; // keep the import used in every configuration
+}
