@@ -94,7 +94,7 @@ pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Some(v) => as_set_mut(v)?,
             None => {
                 let now = ctx.now_ms;
-                ctx.db().set(key, Value::Set(Box::new(Set::new())), now);
+                ctx.db().set(key, Value::Set(Box::default()), now);
                 match ctx.lookup_write(key) {
                     Some(Value::Set(s)) => &mut **s,
                     _ => return Err(CmdError::err("internal error")),
@@ -346,7 +346,7 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.db().remove(src, now);
     }
     if dst_is_set.is_none() {
-        ctx.db().set(dst, Value::Set(Box::new(Set::new())), now);
+        ctx.db().set(dst, Value::Set(Box::default()), now);
     }
     if let Some(Value::Set(s)) = ctx.lookup_write(dst) {
         s.insert(m, limit);

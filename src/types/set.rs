@@ -300,7 +300,10 @@ impl BigSet {
     }
 
     fn find(&self, m: &[u8]) -> Option<usize> {
-        let h = self.hash(m);
+        self.find_hashed(m, self.hash(m))
+    }
+
+    fn find_hashed(&self, m: &[u8], h: u64) -> Option<usize> {
         let tag = h >> LOC_BITS;
         let mask = self.mask();
         let mut i = (h >> (64 - self.bits)) as usize;
@@ -350,13 +353,13 @@ impl BigSet {
     }
 
     fn insert(&mut self, m: &[u8]) -> bool {
-        if self.find(m).is_some() {
+        let h = self.hash(m);
+        if self.find_hashed(m, h).is_some() {
             return false;
         }
         if (self.len + 1) * 5 > (1usize << self.bits) * 4 {
             self.resize(self.bits + 1);
         }
-        let h = self.hash(m);
         let loc = self.append(m);
         let slot = ((h >> LOC_BITS) << LOC_BITS) | (loc + 1);
         Self::place(&mut self.slots, self.bits, (h >> (64 - self.bits)) as usize, slot);
@@ -591,7 +594,7 @@ impl Set {
     }
 
     /// Converts an intset to the hashtable encoding, sized for `extra` more members.
-    fn to_table(&mut self, extra: usize) {
+    fn convert_to_table(&mut self, extra: usize) {
         if let Repr::Ints(s) = &self.repr {
             let mut t = BigSet::with_capacity(s.len() + extra);
             for v in s.iter() {
@@ -611,11 +614,11 @@ impl Set {
                         return false;
                     }
                     if s.len() > max_intset {
-                        self.to_table(0);
+                        self.convert_to_table(0);
                     }
                     return true;
                 }
-                None => self.to_table(1),
+                None => self.convert_to_table(1),
             }
         }
         match &mut self.repr {
@@ -632,7 +635,7 @@ impl Set {
                     return false;
                 }
                 if s.len() > max_intset {
-                    self.to_table(0);
+                    self.convert_to_table(0);
                 }
                 true
             }
