@@ -90,6 +90,12 @@ impl Db {
         self.keys.get(key)
     }
 
+    /// The value under `key` with no expiry check and no access stamp: for reading several keys
+    /// at once (SINTER, SUNION, ...) after each was looked up with the same `now`.
+    pub fn get_ref(&self, key: &[u8]) -> Option<&Value> {
+        self.keys.get(key)
+    }
+
     pub fn contains(&mut self, key: &[u8], now_ms: i64) -> bool {
         self.peek(key, now_ms).is_some()
     }
