@@ -314,7 +314,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &Args) -> CmdResult {
         let l = args.i64(2)?;
         if l == i64::MIN {
             return Err(CmdError::err(format!(
-                "value is out of range, must be between {} and {}",
+                "value is out of range, value must between {} and {}",
                 -i64::MAX,
                 i64::MAX
             )));

@@ -5,17 +5,21 @@
 //!   every operation walks forward, and a small hash holds at most `hash-max-listpack-entries`
 //!   pairs, so a walk is short. Values are kept as bytes (Redis stores integer-looking strings as
 //!   integers, but replies always give back the same text, so nothing observable differs).
-//! - `hashtable` (big hashes): a chained hash table whose entries live in a dense slab. Each pair
-//!   is one allocation (`[len][field][value]`); the slab keeps the 32-bit hash and the chain link
-//!   beside it, and the bucket array holds slab indices. Deleting swaps the last slab slot into
-//!   the hole. Why not Redis's dict: about half the bytes per field (no dictEntry, no two sds
-//!   headers, 4-byte links), iteration (HGETALL, HKEYS) is a sequential walk of the slab, and a
-//!   random field (HRANDFIELD) is one uniform index. Resizing rebuilds the bucket array from the
-//!   stored hashes in one sequential pass (no key is re-read or re-hashed); that is a pause of
-//!   a few milliseconds per million fields, paid only at each doubling, instead of Redis's
-//!   incremental rehash. SCAN keeps Redis's guarantee because buckets are chained on a single
-//!   power-of-two table and the cursor walks them in reverse-binary order, which stays valid
-//!   when the table grows or shrinks between calls.
+//! - `hashtable` (big hashes): a chained hash table over a dense slab. The pairs themselves
+//!   are packed back to back in one arena (`[len][len][field][value]`); the slab holds each
+//!   pair's arena offset, its 32-bit hash and its chain link, and the bucket array holds slab
+//!   indices. Why not Redis's dict: no per-field allocation (a 14-byte field with a 3-byte value
+//!   costs ~19 arena bytes + 20 bytes of slab and bucket, against Redis's dictEntry, two sds
+//!   and a bucket, each rounded up to a malloc size class), iteration (HGETALL, HKEYS) is a
+//!   sequential walk, and a random field (HRANDFIELD) is one uniform index. A replaced value of
+//!   the same length is overwritten in place; otherwise the old bytes become garbage and the
+//!   arena is compacted when garbage passes half of it (amortised O(1)). Deleting swaps the last
+//!   slab slot into the hole. Resizing rebuilds the bucket array from the stored hashes in one
+//!   sequential pass (no key is re-read or re-hashed): a pause of a few milliseconds per million
+//!   fields, paid only at each doubling, instead of Redis's incremental rehash. SCAN keeps
+//!   Redis's guarantee because buckets are chained on a single power-of-two table and the cursor
+//!   walks them in reverse-binary order, which stays valid when the table grows or shrinks
+//!   between calls (slab moves never change a field's bucket).
 //!
 //! Conversion follows 7.0: listpack → hashtable when a pair would exceed
 //! `hash-max-listpack-entries` or a field/value is longer than `hash-max-listpack-value`; never
@@ -79,6 +83,7 @@ fn read_varint(buf: &[u8], mut pos: usize) -> (usize, usize) {
     (n, pos)
 }
 
+#[cfg(test)]
 fn varint_len(n: usize) -> usize {
     let mut len = 1;
     let mut n = n >> 7;
@@ -160,37 +165,39 @@ struct Link {
     next: u32,
 }
 
-/// The `hashtable` encoding: a slab of pairs chained into power-of-two buckets.
+/// The `hashtable` encoding: pairs packed in an arena, chained into power-of-two buckets.
 #[derive(Clone)]
 pub struct Table {
-    /// Each pair as `[LEB128 field length][field][value]`.
-    entries: Vec<Box<[u8]>>,
-    /// Parallel to `entries`: the field's hash and the next slab index in its bucket's chain.
+    /// Pairs back to back, each `[LEB128 field length][LEB128 value length][field][value]`.
+    /// Replaced and removed pairs leave garbage behind until a compaction.
+    arena: Vec<u8>,
+    /// Bytes of `arena` no pair uses any more.
+    garbage: usize,
+    /// Slab: where each live pair starts in `arena`.
+    offsets: Vec<usize>,
+    /// Parallel to `offsets`: the field's hash and the next slab index in its bucket's chain.
     links: Vec<Link>,
     /// Head slab index of each bucket's chain (`NIL` when empty); the length is a power of two.
     buckets: Vec<u32>,
     state: foldhash::fast::RandomState,
 }
 
-fn pack_pair(field: &[u8], value: &[u8]) -> Box<[u8]> {
-    let mut v = Vec::with_capacity(varint_len(field.len()) + field.len() + value.len());
-    push_varint(&mut v, field.len());
-    v.extend_from_slice(field);
-    v.extend_from_slice(value);
-    v.into_boxed_slice()
-}
-
-fn unpack_pair(e: &[u8]) -> (&[u8], &[u8]) {
-    let (flen, at) = read_varint(e, 0);
-    let split = (at + flen).min(e.len());
-    (&e[at..split], &e[split..])
+/// Decodes the pair at `at`: (field, value, bytes the pair occupies).
+fn pair_at(arena: &[u8], at: usize) -> (&[u8], &[u8], usize) {
+    let (flen, p) = read_varint(arena, at);
+    let (vlen, p) = read_varint(arena, p);
+    let fend = (p + flen).min(arena.len());
+    let vend = (fend + vlen).min(arena.len());
+    (&arena[p..fend], &arena[fend..vend], vend - at)
 }
 
 impl Table {
     fn with_capacity(n: usize) -> Table {
         let nb = n.max(MIN_BUCKETS).next_power_of_two();
         Table {
-            entries: Vec::with_capacity(n),
+            arena: Vec::new(),
+            garbage: 0,
+            offsets: Vec::with_capacity(n),
             links: Vec::with_capacity(n),
             buckets: vec![NIL; nb],
             state: foldhash::fast::RandomState::default(),
@@ -206,7 +213,7 @@ impl Table {
     }
 
     fn len(&self) -> usize {
-        self.entries.len()
+        self.offsets.len()
     }
 
     fn find(&self, field: &[u8]) -> Option<usize> {
@@ -214,7 +221,7 @@ impl Table {
         let mut i = self.buckets[h as usize & self.mask()];
         while i != NIL {
             let link = self.links[i as usize];
-            if link.hash == h && unpack_pair(&self.entries[i as usize]).0 == field {
+            if link.hash == h && self.pair(i as usize).0 == field {
                 return Some(i as usize);
             }
             i = link.next;
@@ -223,7 +230,7 @@ impl Table {
     }
 
     fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.find(field).map(|i| unpack_pair(&self.entries[i]).1)
+        self.find(field).map(|i| self.pair(i).1)
     }
 
     /// Rebuilds the bucket array at `nb` buckets from the stored hashes.
@@ -239,10 +246,47 @@ impl Table {
         }
     }
 
+    /// Appends a pair to the arena; returns where it starts.
+    fn append(&mut self, field: &[u8], value: &[u8]) -> usize {
+        let at = self.arena.len();
+        self.arena.reserve(field.len() + value.len() + 4);
+        push_varint(&mut self.arena, field.len());
+        push_varint(&mut self.arena, value.len());
+        self.arena.extend_from_slice(field);
+        self.arena.extend_from_slice(value);
+        at
+    }
+
+    /// Rewrites the arena without garbage once garbage is more than half of it.
+    fn maybe_compact(&mut self) {
+        if self.garbage <= 64 || self.garbage * 2 <= self.arena.len() {
+            return;
+        }
+        let mut arena = Vec::with_capacity(self.arena.len() - self.garbage);
+        for at in self.offsets.iter_mut() {
+            let (_, _, n) = pair_at(&self.arena, *at);
+            let start = arena.len();
+            arena.extend_from_slice(&self.arena[*at..*at + n]);
+            *at = start;
+        }
+        self.arena = arena;
+        self.garbage = 0;
+    }
+
     /// Sets `field`; returns true when it is new.
     fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
         if let Some(i) = self.find(field) {
-            self.entries[i] = pack_pair(field, value);
+            let at = self.offsets[i];
+            let (_, old, n) = pair_at(&self.arena, at);
+            if old.len() == value.len() {
+                // Same length: overwrite in place (HINCRBY and fixed-width updates).
+                let vstart = at + n - value.len();
+                self.arena[vstart..at + n].copy_from_slice(value);
+            } else {
+                self.garbage += n;
+                self.offsets[i] = self.append(field, value);
+                self.maybe_compact();
+            }
             return false;
         }
         self.push_new(field, value);
@@ -252,13 +296,14 @@ impl Table {
     /// Adds a field known to be absent.
     fn push_new(&mut self, field: &[u8], value: &[u8]) {
         let h = self.hash(field);
-        let idx = self.entries.len() as u32;
-        self.entries.push(pack_pair(field, value));
+        let idx = self.offsets.len() as u32;
+        let at = self.append(field, value);
+        self.offsets.push(at);
         let mask = self.mask();
         let b = &mut self.buckets[h as usize & mask];
         self.links.push(Link { hash: h, next: *b });
         *b = idx;
-        if self.entries.len() > self.buckets.len() {
+        if self.offsets.len() > self.buckets.len() {
             self.rebuild(self.buckets.len() * 2);
         }
     }
@@ -286,26 +331,29 @@ impl Table {
         };
         let next = self.links[i].next;
         self.relink(i as u32, next);
-        let last = self.entries.len() - 1;
+        let last = self.offsets.len() - 1;
         if i != last {
             self.relink(last as u32, i as u32);
         }
-        self.entries.swap_remove(i);
+        self.garbage += pair_at(&self.arena, self.offsets[i]).2;
+        self.offsets.swap_remove(i);
         self.links.swap_remove(i);
+        self.maybe_compact();
         // Shrink like Redis: when under 10% full, down to the smallest power of two that fits.
         let nb = self.buckets.len();
-        if nb > MIN_BUCKETS && self.entries.len() * 10 < nb {
-            self.rebuild(self.entries.len().max(MIN_BUCKETS).next_power_of_two());
+        if nb > MIN_BUCKETS && self.offsets.len() * 10 < nb {
+            self.rebuild(self.offsets.len().max(MIN_BUCKETS).next_power_of_two());
         }
-        if self.entries.capacity() > 64 && self.entries.len() * 4 < self.entries.capacity() {
-            self.entries.shrink_to(self.entries.len() * 2);
+        if self.offsets.capacity() > 64 && self.offsets.len() * 4 < self.offsets.capacity() {
+            self.offsets.shrink_to(self.offsets.len() * 2);
             self.links.shrink_to(self.links.len() * 2);
         }
         true
     }
 
     fn pair(&self, i: usize) -> (&[u8], &[u8]) {
-        unpack_pair(&self.entries[i])
+        let (k, v, _) = pair_at(&self.arena, self.offsets[i]);
+        (k, v)
     }
 
     /// Visits the bucket `cursor` points at and returns the next cursor (0 when the walk is over).
@@ -331,7 +379,7 @@ impl Table {
 /// Iterator over a hash's (field, value) pairs, in encoding order.
 pub enum Iter<'a> {
     Listpack(LpPairs<'a>),
-    Table(std::slice::Iter<'a, Box<[u8]>>),
+    Table(&'a [u8], std::slice::Iter<'a, usize>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -340,7 +388,10 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Iter::Listpack(p) => p.next(),
-            Iter::Table(t) => t.next().map(|e| unpack_pair(e)),
+            Iter::Table(arena, offsets) => offsets.next().map(|&at| {
+                let (k, v, _) = pair_at(arena, at);
+                (k, v)
+            }),
         }
     }
 }
@@ -392,7 +443,7 @@ impl Hash {
     pub fn iter(&self) -> Iter<'_> {
         match self {
             Hash::Listpack(b) => Iter::Listpack(LpPairs(lp_entries(b))),
-            Hash::Table(t) => Iter::Table(t.entries.iter()),
+            Hash::Table(t) => Iter::Table(&t.arena, t.offsets.iter()),
         }
     }
 
@@ -499,8 +550,8 @@ impl Hash {
         match self {
             Hash::Listpack(b) => b.len(),
             Hash::Table(t) => {
-                t.entries.iter().map(|e| e.len()).sum::<usize>()
-                    + t.entries.capacity() * std::mem::size_of::<Box<[u8]>>()
+                t.arena.capacity()
+                    + t.offsets.capacity() * std::mem::size_of::<usize>()
                     + t.links.capacity() * std::mem::size_of::<Link>()
                     + t.buckets.capacity() * 4
             }
