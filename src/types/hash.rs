@@ -593,7 +593,7 @@ mod tests {
 
     #[test]
     fn enum_stays_small() {
-        assert!(std::mem::size_of::<Hash>() <= 24);
+        assert_eq!(std::mem::size_of::<Hash>(), 16);
     }
 
     #[test]
