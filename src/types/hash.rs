@@ -249,7 +249,12 @@ impl Table {
     /// Appends a pair to the arena; returns where it starts.
     fn append(&mut self, field: &[u8], value: &[u8]) -> usize {
         let at = self.arena.len();
-        self.arena.reserve(field.len() + value.len() + 4);
+        let need = field.len() + value.len() + 20;
+        if self.arena.capacity() - at < need {
+            // Grow by a quarter, not double: a big hash's arena is most of its memory, and
+            // doubling would leave up to half of it as unused capacity.
+            self.arena.reserve_exact(need.max(at / 4).max(256));
+        }
         push_varint(&mut self.arena, field.len());
         push_varint(&mut self.arena, value.len());
         self.arena.extend_from_slice(field);
