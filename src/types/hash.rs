@@ -6,7 +6,8 @@
 //!   pairs, so a walk is short. Values are kept as bytes (Redis stores integer-looking strings as
 //!   integers, but replies always give back the same text, so nothing observable differs).
 //! - `hashtable` (big hashes): a chained hash table over a dense slab. The pairs themselves
-//!   are packed back to back in one arena (`[len][len][field][value]`); the slab holds each
+//!   are packed back to back in an arena of never-reallocated chunks (`[len][len][field][value]`,
+//!   see `Arena`); the slab holds each
 //!   pair's arena offset, its 32-bit hash and its chain link, and the bucket array holds slab
 //!   indices. Why not Redis's dict: no per-field allocation (a 14-byte field with a 3-byte value
 //!   costs ~19 arena bytes + 20 bytes of slab and bucket, against Redis's dictEntry, two sds
@@ -170,7 +171,7 @@ struct Link {
 pub struct Table {
     /// Pairs back to back, each `[LEB128 field length][LEB128 value length][field][value]`.
     /// Replaced and removed pairs leave garbage behind until a compaction.
-    arena: Vec<u8>,
+    arena: Arena,
     /// Bytes of `arena` no pair uses any more.
     garbage: usize,
     /// Slab: where each live pair starts in `arena`.
@@ -182,20 +183,66 @@ pub struct Table {
     state: foldhash::fast::RandomState,
 }
 
-/// Decodes the pair at `at`: (field, value, bytes the pair occupies).
-fn pair_at(arena: &[u8], at: usize) -> (&[u8], &[u8], usize) {
-    let (flen, p) = read_varint(arena, at);
-    let (vlen, p) = read_varint(arena, p);
-    let fend = (p + flen).min(arena.len());
-    let vend = (fend + vlen).min(arena.len());
-    (&arena[p..fend], &arena[fend..vend], vend - at)
+/// Pair storage for the table: chunks that are never reallocated, so growing a big hash copies
+/// nothing and frees nothing (a doubling `Vec` would leave its old buffers as dirty pages).
+/// A chunk gets a quarter of the bytes stored so far (256 B to 1 MiB), so the unused tail is
+/// small for hashes of any size. A position is `chunk << 32 | offset in chunk`.
+#[derive(Clone, Default)]
+pub struct Arena {
+    chunks: Vec<Vec<u8>>,
+    /// Bytes written so far (live and garbage).
+    used: usize,
+}
+
+const MAX_CHUNK: usize = 1 << 20;
+
+impl Arena {
+    fn push_pair(&mut self, field: &[u8], value: &[u8]) -> usize {
+        let need = field.len() + value.len() + 20;
+        let fits = self.chunks.last().is_some_and(|c| c.capacity() - c.len() >= need);
+        if !fits {
+            let cap = need.max((self.used / 4).clamp(256, MAX_CHUNK));
+            self.chunks.push(Vec::with_capacity(cap));
+        }
+        let ci = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[ci];
+        let at = chunk.len();
+        push_varint(chunk, field.len());
+        push_varint(chunk, value.len());
+        chunk.extend_from_slice(field);
+        chunk.extend_from_slice(value);
+        self.used += chunk.len() - at;
+        (ci << 32) | at
+    }
+
+    fn chunk(&self, pos: usize) -> (&[u8], usize) {
+        (self.chunks.get(pos >> 32).map_or(&[][..], |c| &c[..]), pos & 0xffff_ffff)
+    }
+
+    fn bytes_mut(&mut self, pos: usize) -> (&mut [u8], usize) {
+        (self.chunks.get_mut(pos >> 32).map_or(&mut [][..], |c| &mut c[..]), pos & 0xffff_ffff)
+    }
+
+    fn capacity(&self) -> usize {
+        self.chunks.iter().map(|c| c.capacity()).sum()
+    }
+}
+
+/// Decodes the pair at `pos`: (field, value, bytes the pair occupies).
+fn pair_at(arena: &Arena, pos: usize) -> (&[u8], &[u8], usize) {
+    let (buf, at) = arena.chunk(pos);
+    let (flen, p) = read_varint(buf, at);
+    let (vlen, p) = read_varint(buf, p);
+    let fend = (p + flen).min(buf.len());
+    let vend = (fend + vlen).min(buf.len());
+    (&buf[p..fend], &buf[fend..vend], vend - at.min(vend))
 }
 
 impl Table {
     fn with_capacity(n: usize) -> Table {
         let nb = n.max(MIN_BUCKETS).next_power_of_two();
         Table {
-            arena: Vec::new(),
+            arena: Arena::default(),
             garbage: 0,
             offsets: Vec::with_capacity(n),
             links: Vec::with_capacity(n),
@@ -246,33 +293,15 @@ impl Table {
         }
     }
 
-    /// Appends a pair to the arena; returns where it starts.
-    fn append(&mut self, field: &[u8], value: &[u8]) -> usize {
-        let at = self.arena.len();
-        let need = field.len() + value.len() + 20;
-        if self.arena.capacity() - at < need {
-            // Grow by a quarter, not double: a big hash's arena is most of its memory, and
-            // doubling would leave up to half of it as unused capacity.
-            self.arena.reserve_exact(need.max(at / 4).max(256));
-        }
-        push_varint(&mut self.arena, field.len());
-        push_varint(&mut self.arena, value.len());
-        self.arena.extend_from_slice(field);
-        self.arena.extend_from_slice(value);
-        at
-    }
-
     /// Rewrites the arena without garbage once garbage is more than half of it.
     fn maybe_compact(&mut self) {
-        if self.garbage <= 64 || self.garbage * 2 <= self.arena.len() {
+        if self.garbage <= 64 || self.garbage * 2 <= self.arena.used {
             return;
         }
-        let mut arena = Vec::with_capacity(self.arena.len() - self.garbage);
+        let mut arena = Arena::default();
         for at in self.offsets.iter_mut() {
-            let (_, _, n) = pair_at(&self.arena, *at);
-            let start = arena.len();
-            arena.extend_from_slice(&self.arena[*at..*at + n]);
-            *at = start;
+            let (k, v, _) = pair_at(&self.arena, *at);
+            *at = arena.push_pair(k, v);
         }
         self.arena = arena;
         self.garbage = 0;
@@ -285,11 +314,11 @@ impl Table {
             let (_, old, n) = pair_at(&self.arena, at);
             if old.len() == value.len() {
                 // Same length: overwrite in place (HINCRBY and fixed-width updates).
-                let vstart = at + n - value.len();
-                self.arena[vstart..at + n].copy_from_slice(value);
+                let (buf, off) = self.arena.bytes_mut(at);
+                buf[off + n - value.len()..off + n].copy_from_slice(value);
             } else {
                 self.garbage += n;
-                self.offsets[i] = self.append(field, value);
+                self.offsets[i] = self.arena.push_pair(field, value);
                 self.maybe_compact();
             }
             return false;
@@ -302,7 +331,7 @@ impl Table {
     fn push_new(&mut self, field: &[u8], value: &[u8]) {
         let h = self.hash(field);
         let idx = self.offsets.len() as u32;
-        let at = self.append(field, value);
+        let at = self.arena.push_pair(field, value);
         self.offsets.push(at);
         let mask = self.mask();
         let b = &mut self.buckets[h as usize & mask];
@@ -384,7 +413,7 @@ impl Table {
 /// Iterator over a hash's (field, value) pairs, in encoding order.
 pub enum Iter<'a> {
     Listpack(LpPairs<'a>),
-    Table(&'a [u8], std::slice::Iter<'a, usize>),
+    Table(&'a Arena, std::slice::Iter<'a, usize>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -556,6 +585,7 @@ impl Hash {
             Hash::Listpack(b) => b.len(),
             Hash::Table(t) => {
                 t.arena.capacity()
+                    + t.arena.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
                     + t.offsets.capacity() * std::mem::size_of::<usize>()
                     + t.links.capacity() * std::mem::size_of::<Link>()
                     + t.buckets.capacity() * 4
@@ -667,6 +697,23 @@ mod tests {
             }
             assert_eq!(h.len(), model.len());
         }
+    }
+
+    #[test]
+    fn rewrites_keep_the_arena_bounded() {
+        let mut h = Hash::new();
+        for i in 0..300 {
+            h.set(format!("f{i}").as_bytes(), b"v", 128, 64);
+        }
+        for round in 0..20000usize {
+            let v = vec![b'x'; 1 + round % 40];
+            h.set(format!("f{}", round % 300).as_bytes(), &v, 128, 64);
+        }
+        let Hash::Table(t) = &h else { panic!("expected a table") };
+        let live: usize = h.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        assert!(t.arena.used - t.garbage == live);
+        assert!(t.arena.used <= 2 * live + 64, "used {} live {}", t.arena.used, live);
+        assert_eq!(h.len(), 300);
     }
 
     #[test]
