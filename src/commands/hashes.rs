@@ -1,5 +1,513 @@
-//! hashes commands. (Module created empty; its family is filled in here.)
+//! Hash commands (HSET ... HSCAN), replying as Redis 7.0 does. The data structure and its
+//! encodings live in `types::hash`; this module owns argument handling, error precedence,
+//! encoding-conversion limits (from config) and reply shapes.
+//!
+//! Replies whose bytes are the same in RESP2 and RESP3 (arrays of bulk strings: HKEYS, HVALS,
+//! HSCAN) are encoded straight into bytes; HGETALL and HRANDFIELD WITHVALUES differ only in their
+//! headers, so they are encoded straight too, with the header picked by protocol.
 
-use super::CommandSpec;
+use super::flags::*;
+use super::{acl, int_bool, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
+use crate::glob::glob_match;
+use crate::resp::writer::{bulk, int_line};
+use crate::resp::Reply;
+use crate::types::{Hash, Value};
+use crate::util::num::{incr_long_double, parse_i64, LdError};
 
-pub static COMMANDS: &[CommandSpec] = &[];
+pub static COMMANDS: &[CommandSpec] = &[
+    spec("hset", -4, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hset),
+    spec("hsetnx", 4, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hsetnx),
+    spec("hget", 3, READONLY | FAST, keys(1, 1, 1), acl::HASH, hget),
+    spec("hmget", -3, READONLY | FAST, keys(1, 1, 1), acl::HASH, hmget),
+    spec("hmset", -4, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hset),
+    spec("hdel", -3, WRITE | FAST, keys(1, 1, 1), acl::HASH, hdel),
+    spec("hlen", 2, READONLY | FAST, keys(1, 1, 1), acl::HASH, hlen),
+    spec("hstrlen", 3, READONLY | FAST, keys(1, 1, 1), acl::HASH, hstrlen),
+    spec("hexists", 3, READONLY | FAST, keys(1, 1, 1), acl::HASH, hexists),
+    spec("hkeys", 2, READONLY, keys(1, 1, 1), acl::HASH, hkeys),
+    spec("hvals", 2, READONLY, keys(1, 1, 1), acl::HASH, hvals),
+    spec("hgetall", 2, READONLY, keys(1, 1, 1), acl::HASH, hgetall),
+    spec("hincrby", 4, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hincrby),
+    spec("hincrbyfloat", 4, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hincrbyfloat),
+    spec("hrandfield", -2, READONLY, keys(1, 1, 1), acl::HASH, hrandfield),
+    spec("hscan", -3, READONLY, keys(1, 1, 1), acl::HASH, hscan),
+];
+
+/// An HRANDFIELD reply larger than this is refused instead of exhausting memory (Redis would
+/// keep growing the client's output buffer).
+const MAX_RANDOM_REPLY_BYTES: usize = 1 << 31;
+
+/// An option word as Redis compares it (`strcasecmp`): the word ends at the first NUL.
+fn opt_is(arg: &[u8], name: &str) -> bool {
+    let word = match memchr::memchr(0, arg) {
+        Some(end) => &arg[..end],
+        None => arg,
+    };
+    word.eq_ignore_ascii_case(name.as_bytes())
+}
+
+fn as_hash(v: &Value) -> Result<&Hash, CmdError> {
+    match v {
+        Value::Hash(h) => Ok(h),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+/// The hash under `key` for reading (counts a keyspace hit or miss); None when absent.
+fn read_hash<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Hash>, CmdError> {
+    ctx.lookup_read(key).map(as_hash).transpose()
+}
+
+/// The hash under `key` for writing, WRONGTYPE for another type; None when absent.
+fn write_hash<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut Hash>, CmdError> {
+    match ctx.lookup_write(key) {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The hash under `key` for writing, created empty when absent (Redis's
+/// hashTypeLookupWriteOrCreate).
+fn hash_or_create<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Hash, CmdError> {
+    if write_hash(ctx, key)?.is_none() {
+        let now = ctx.now_ms;
+        ctx.db().set(key, Value::Hash(Box::default()), now);
+    }
+    write_hash(ctx, key)?.ok_or(CmdError::WrongType)
+}
+
+/// The conversion limits from config: (max entries, max value length).
+fn limits(ctx: &Ctx) -> (usize, usize) {
+    (ctx.srv.config.hash_max_listpack_entries, ctx.srv.config.hash_max_listpack_value)
+}
+
+/// HSET key field value [field value ...]
+///
+/// Sets each field to its value, creating the hash when absent; later pairs win over earlier
+/// ones with the same field. Replies with the number of fields that were new (HMSET, sharing
+/// this handler, replies OK). An odd number of field/value arguments is an arity error.
+pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.len() % 2 == 1 {
+        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
+    }
+    let key = args.key(1);
+    let (max_entries, max_value) = limits(ctx);
+    let h = hash_or_create(ctx, key)?;
+    h.convert_for_lengths(args.from(2), max_value);
+    let mut created = 0;
+    for pair in args.argv[2..].chunks_exact(2) {
+        created += h.set(&pair[0], &pair[1], max_entries, max_value) as i64;
+    }
+    let pairs = (args.len() as u64 - 2) / 2;
+    ctx.modified(key);
+    ctx.dirty(pairs - 1);
+    if ctx.spec.name == "hmset" {
+        Ok(Reply::Ok)
+    } else {
+        Ok(Reply::Int(created))
+    }
+}
+
+/// HSETNX key field value
+///
+/// Sets the field only when it does not exist yet, creating the hash when absent. Replies 1 when
+/// it was set, 0 when the field was already there.
+pub fn hsetnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let key = args.key(1);
+    let (max_entries, max_value) = limits(ctx);
+    let h = hash_or_create(ctx, key)?;
+    if h.contains(args.get(2)) {
+        return Ok(int_bool(false));
+    }
+    h.convert_for_lengths(args.from(2), max_value);
+    h.set(args.get(2), args.get(3), max_entries, max_value);
+    ctx.modified(key);
+    Ok(int_bool(true))
+}
+
+/// HGET key field
+///
+/// The value of the field, nil when the field or the key is absent.
+pub fn hget(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    Ok(match read_hash(ctx, args.key(1))?.and_then(|h| h.get(args.get(2))) {
+        Some(v) => Reply::Bulk(v.to_vec()),
+        None => Reply::Nil,
+    })
+}
+
+/// HMGET key field [field ...]
+///
+/// The value of each field in argument order, nil for absent fields (all nils for a missing key).
+pub fn hmget(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let h = read_hash(ctx, args.key(1))?;
+    let out = args
+        .from(2)
+        .map(|f| match h.and_then(|h| h.get(f)) {
+            Some(v) => Reply::Bulk(v.to_vec()),
+            None => Reply::Nil,
+        })
+        .collect();
+    Ok(Reply::Array(out))
+}
+
+/// HDEL key field [field ...]
+///
+/// Removes the fields; the key is deleted when its hash becomes empty. Replies with the number
+/// of fields removed.
+pub fn hdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let key = args.key(1);
+    let Some(h) = write_hash(ctx, key)? else {
+        return Ok(Reply::Int(0));
+    };
+    let mut deleted = 0u64;
+    for f in args.from(2) {
+        if h.remove(f) {
+            deleted += 1;
+            if h.is_empty() {
+                break;
+            }
+        }
+    }
+    let now_empty = h.is_empty();
+    if now_empty {
+        let now = ctx.now_ms;
+        ctx.db().remove(key, now);
+    }
+    if deleted > 0 {
+        ctx.modified(key);
+        ctx.dirty(deleted - 1);
+    }
+    Ok(Reply::Int(deleted as i64))
+}
+
+/// HLEN key
+///
+/// The number of fields, 0 for a missing key.
+pub fn hlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    Ok(Reply::Int(read_hash(ctx, args.key(1))?.map_or(0, |h| h.len()) as i64))
+}
+
+/// HSTRLEN key field
+///
+/// The length of the field's value, 0 when the field or the key is absent.
+pub fn hstrlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let len = read_hash(ctx, args.key(1))?.and_then(|h| h.get(args.get(2))).map_or(0, |v| v.len());
+    Ok(Reply::Int(len as i64))
+}
+
+/// HEXISTS key field
+///
+/// 1 when the field exists, 0 otherwise.
+pub fn hexists(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    Ok(int_bool(read_hash(ctx, args.key(1))?.is_some_and(|h| h.contains(args.get(2)))))
+}
+
+/// Which parts of each pair a listing sends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parts {
+    Keys,
+    Values,
+    Both,
+}
+
+fn listing(ctx: &mut Ctx, args: &Args, parts: Parts) -> CmdResult {
+    let resp3 = ctx.proto() >= 3;
+    let Some(h) = read_hash(ctx, args.key(1))? else {
+        return Ok(Reply::Raw(if parts == Parts::Both && resp3 { b"%0\r\n".to_vec() } else { b"*0\r\n".to_vec() }));
+    };
+    let n = h.len();
+    let mut out = Vec::with_capacity(16 + n * 24);
+    match parts {
+        Parts::Both if resp3 => int_line(&mut out, b'%', n as i64),
+        Parts::Both => int_line(&mut out, b'*', 2 * n as i64),
+        _ => int_line(&mut out, b'*', n as i64),
+    }
+    for (k, v) in h.iter() {
+        if parts != Parts::Values {
+            bulk(&mut out, k);
+        }
+        if parts != Parts::Keys {
+            bulk(&mut out, v);
+        }
+    }
+    Ok(Reply::Raw(out))
+}
+
+/// HKEYS key
+///
+/// Every field name (empty array for a missing key).
+pub fn hkeys(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    listing(ctx, args, Parts::Keys)
+}
+
+/// HVALS key
+///
+/// Every value (empty array for a missing key).
+pub fn hvals(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    listing(ctx, args, Parts::Values)
+}
+
+/// HGETALL key
+///
+/// Every field and value: a map in RESP3, a flat field, value, ... array in RESP2.
+pub fn hgetall(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    listing(ctx, args, Parts::Both)
+}
+
+/// HINCRBY key field increment
+///
+/// Adds the integer increment to the field's value (0 when absent), creating the hash and the
+/// field as needed, and replies with the new value. The increment is parsed before the key is
+/// looked up; a stored value that is not an integer, or a result outside 64 bits, is an error.
+pub fn hincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let incr = args.i64(3)?;
+    let key = args.key(1);
+    let field = args.get(2);
+    let (max_entries, max_value) = limits(ctx);
+    let h = hash_or_create(ctx, key)?;
+    let current = match h.get(field) {
+        Some(v) => parse_i64(v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
+        None => 0,
+    };
+    let next = current.checked_add(incr).ok_or(CmdError::Overflow)?;
+    let mut buf = itoa::Buffer::new();
+    h.set(field, buf.format(next).as_bytes(), max_entries, max_value);
+    ctx.modified(key);
+    Ok(Reply::Int(next))
+}
+
+/// HINCRBYFLOAT key field increment
+///
+/// Adds the float increment to the field's value (0 when absent) in x87 long double arithmetic,
+/// stores the result as text formatted as INCRBYFLOAT does, and replies with it. A NaN or
+/// infinite increment, a stored value that is not a float, or a non-finite result are errors.
+pub fn hincrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let incr = args.get(3);
+    match incr_long_double(None, incr) {
+        Ok(_) => {}
+        Err(LdError::NanOrInf) => return Err(CmdError::err("value is NaN or Infinity")),
+        Err(_) => return Err(CmdError::NotFloat),
+    }
+    let key = args.key(1);
+    let field = args.get(2);
+    let (max_entries, max_value) = limits(ctx);
+    let h = hash_or_create(ctx, key)?;
+    let next = incr_long_double(Some(h.get(field).unwrap_or(b"0")), incr).map_err(|e| match e {
+        LdError::BadCurrent => CmdError::err("hash value is not a float"),
+        LdError::BadIncrement => CmdError::NotFloat,
+        LdError::NanOrInf => CmdError::err("increment would produce NaN or Infinity"),
+    })?;
+    h.set(field, &next, max_entries, max_value);
+    ctx.modified(key);
+    Ok(Reply::Bulk(next))
+}
+
+/// HRANDFIELD key [count [WITHVALUES]]
+///
+/// Without a count, one random field (nil for a missing key). A positive count gives up to that
+/// many distinct fields; a negative one gives exactly |count| fields, possibly repeated.
+/// WITHVALUES adds each value: flat in RESP2, a two-element array per pair in RESP3. The count
+/// and the option are checked before the key is looked up.
+pub fn hrandfield(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.len() >= 3 {
+        let l = args.i64(2)?;
+        if l == i64::MIN {
+            return Err(CmdError::err(format!(
+                "value is out of range, value must between {} and {}",
+                -i64::MAX,
+                i64::MAX
+            )));
+        }
+        let with_values = args.len() == 4;
+        if args.len() > 4 || (with_values && !opt_is(args.get(3), "withvalues")) {
+            return Err(CmdError::Syntax);
+        }
+        if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+            return Err(CmdError::err("value is out of range"));
+        }
+        return hrandfield_count(ctx, args.key(1), l, with_values);
+    }
+    let Some(h) = read_hash(ctx, args.key(1))? else {
+        return Ok(Reply::Nil);
+    };
+    let ix = h.indexed();
+    if ix.is_empty() {
+        return Ok(Reply::Nil);
+    }
+    Ok(Reply::Bulk(ix.pair(fastrand::usize(..ix.len())).0.to_vec()))
+}
+
+fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, with_values: bool) -> CmdResult {
+    let resp3 = ctx.proto() >= 3;
+    let Some(h) = read_hash(ctx, key)? else {
+        return Ok(Reply::Raw(b"*0\r\n".to_vec()));
+    };
+    let count = l.unsigned_abs();
+    let unique = l >= 0;
+    if count == 0 {
+        return Ok(Reply::Raw(b"*0\r\n".to_vec()));
+    }
+    let ix = h.indexed();
+    let size = ix.len() as u64;
+    let mut out = Vec::new();
+    let header = |out: &mut Vec<u8>, n: u64| {
+        let n = if with_values && !resp3 { n * 2 } else { n };
+        int_line(out, b'*', n as i64);
+    };
+    let emit = |out: &mut Vec<u8>, (k, v): (&[u8], &[u8])| {
+        if with_values && resp3 {
+            out.extend_from_slice(b"*2\r\n");
+        }
+        bulk(out, k);
+        if with_values {
+            bulk(out, v);
+        }
+    };
+    if !unique || count == 1 {
+        header(&mut out, count);
+        for _ in 0..count {
+            emit(&mut out, ix.pair(fastrand::usize(..ix.len())));
+            if out.len() > MAX_RANDOM_REPLY_BYTES {
+                return Err(CmdError::err("HRANDFIELD reply is too large"));
+            }
+        }
+        return Ok(Reply::Raw(out));
+    }
+    if count >= size {
+        header(&mut out, size);
+        for (k, v) in h.iter() {
+            emit(&mut out, (k, v));
+        }
+        return Ok(Reply::Raw(out));
+    }
+    // Distinct positions: a partial shuffle when most of the hash is wanted, otherwise
+    // rejection sampling. Replies list them in encoding order, as Redis's listpack path does.
+    let (size, count) = (size as usize, count as usize);
+    let mut picked: Vec<usize> = if count * 3 > size {
+        let mut all: Vec<usize> = (0..size).collect();
+        for i in 0..count {
+            let j = fastrand::usize(i..size);
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        all
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        while seen.len() < count {
+            seen.insert(fastrand::usize(..size));
+        }
+        seen.into_iter().collect()
+    };
+    picked.sort_unstable();
+    header(&mut out, count as u64);
+    for i in picked {
+        emit(&mut out, ix.pair(i));
+    }
+    Ok(Reply::Raw(out))
+}
+
+/// Parses a SCAN cursor as Redis 7.0 does with `strtoul`: no leading whitespace, an optional sign
+/// (a negative value wraps around), the text ends at the first NUL, an empty string is 0, and
+/// overflow or trailing bytes are errors.
+fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
+    let Some(&first) = text.first() else {
+        return Some(0);
+    };
+    let (negative, digits) = match first {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+    }
+    Some(if negative { v.wrapping_neg() } else { v })
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count]
+///
+/// One step of a cursor walk over the fields. A listpack hash is returned whole with cursor 0;
+/// a table is walked bucket by bucket until about COUNT strings (fields and values both count)
+/// were collected or ten times COUNT buckets were visited. MATCH filters by field name after
+/// collection. The cursor is checked first, then the key, then the options.
+pub fn hscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let mut cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let mut count: i64 = 10;
+    let mut pattern: Option<&[u8]> = None;
+    let mut option_error = None;
+    let mut i = 3;
+    while i < args.len() {
+        let more = args.len() - i;
+        if opt_is(args.get(i), "count") && more >= 2 {
+            match args.i64(i + 1) {
+                Ok(c) if c >= 1 => count = c,
+                Ok(_) => option_error = Some(CmdError::Syntax),
+                Err(e) => option_error = Some(e),
+            }
+        } else if opt_is(args.get(i), "match") && more >= 2 {
+            let p = args.get(i + 1);
+            pattern = if p == b"*" { None } else { Some(p) };
+        } else {
+            option_error = Some(CmdError::Syntax);
+        }
+        if option_error.is_some() {
+            break;
+        }
+        i += 2;
+    }
+    let Some(h) = read_hash(ctx, args.key(1))? else {
+        return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec()));
+    };
+    if let Some(e) = option_error {
+        return Err(e);
+    }
+    let mut found: Vec<(&[u8], &[u8])> = Vec::new();
+    if h.is_listpack() {
+        cursor = h.scan(cursor, |k, v| found.push((k, v)));
+    } else {
+        let mut budget = count.saturating_mul(10);
+        loop {
+            cursor = h.scan(cursor, |k, v| found.push((k, v)));
+            if cursor == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
+                break;
+            }
+            budget -= 1;
+        }
+    }
+    if let Some(p) = pattern {
+        found.retain(|(k, _)| glob_match(p, k, false));
+    }
+    let mut out = Vec::with_capacity(32 + found.len() * 32);
+    out.extend_from_slice(b"*2\r\n");
+    let mut buf = itoa::Buffer::new();
+    bulk(&mut out, buf.format(cursor).as_bytes());
+    int_line(&mut out, b'*', 2 * found.len() as i64);
+    for (k, v) in found {
+        bulk(&mut out, k);
+        bulk(&mut out, v);
+    }
+    Ok(Reply::Raw(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursor_parsing_follows_strtoul() {
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551616"), None);
+        assert_eq!(parse_cursor(b" 5"), None);
+        assert_eq!(parse_cursor(b"7\0junk"), Some(7));
+    }
+}
