@@ -58,11 +58,11 @@ pub static COMMANDS: &[CommandSpec] = &[
 // ---------------------------------------------------------------------------------------------
 // shared helpers
 
+/// Members with their scores, in the order they are to be replied or stored.
+type Pairs = Vec<(Vec<u8>, f64)>;
+
 fn limits(ctx: &Ctx) -> Limits {
-    Limits {
-        max_entries: ctx.srv.config.zset_max_listpack_entries,
-        max_value: ctx.srv.config.zset_max_listpack_value,
-    }
+    Limits { max_entries: ctx.srv.config.zset_max_listpack_entries, max_value: ctx.srv.config.zset_max_listpack_value }
 }
 
 /// The zset under `key` for reading (hit/miss counted); WRONGTYPE for other types.
@@ -307,13 +307,13 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
         i += 1;
     }
     let elements = args.len() - i;
-    if elements == 0 || elements % 2 != 0 {
+    if elements == 0 || !elements.is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     if f.nx && f.xx {
         return Err(CmdError::err("XX and NX options at the same time are not compatible"));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if ((f.gt || f.lt) && f.nx) || (f.gt && f.lt) {
         return Err(CmdError::err("GT, LT, and/or NX options at the same time are not compatible"));
     }
     if f.incr && elements > 2 {
@@ -456,9 +456,7 @@ pub fn zscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The score of each member, null for absent ones (all null for a missing key).
 pub fn zmscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let z = read_zset(ctx, args.key(1))?;
-    Ok(Reply::Array(
-        args.from(2).map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, Reply::Double)).collect(),
-    ))
+    Ok(Reply::Array(args.from(2).map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, Reply::Double)).collect()))
 }
 
 fn rank_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
@@ -535,9 +533,7 @@ fn zrange_generic(
         rtype = RangeType::Rank;
     }
     if limit != -1 && rtype == RangeType::Rank {
-        return Err(CmdError::err(
-            "syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        ));
+        return Err(CmdError::err("syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
     }
     if withscores && rtype == RangeType::Lex {
         return Err(CmdError::err("syntax error, WITHSCORES not supported in combination with BYLEX"));
@@ -752,11 +748,14 @@ pub fn zremrangebylex(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// Pops up to `count` members from the low (or, with `max`, high) end of the zset under `key`,
 /// deleting the key when it empties. None when the key is missing.
-fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Option<Vec<(Vec<u8>, f64)>>, CmdError> {
+fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Option<Pairs>, CmdError> {
     let Some(z) = write_zset(ctx, key)? else {
         return Ok(None);
     };
     let mut out = Vec::with_capacity(count.min(z.len()));
+    if count == 0 {
+        return Ok(Some(out));
+    }
     z.walk(0, count.saturating_sub(1), max, &mut |m, s| {
         out.push((m.to_vec(), s));
         true
@@ -939,7 +938,9 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let l = args.i64(2)?;
     if l == i64::MIN {
-        return Err(CmdError::err("value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+        return Err(CmdError::err(
+            "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
     }
     if withscores && l < -(i64::MAX / 2) {
         return Err(CmdError::err("value is out of range"));
@@ -1038,7 +1039,14 @@ struct AlgebraResult {
 
 /// Parses and computes ZUNION/ZINTER/ZDIFF[STORE]/ZINTERCARD; `numkeys_idx` locates numkeys,
 /// `dst` marks the STORE forms, `card_limit` ZINTERCARD (Some(limit) filled in by parsing).
-fn algebra(ctx: &mut Ctx, args: &Args, numkeys_idx: usize, op: SetOp, store: bool, card: bool) -> Result<(AlgebraResult, usize), CmdError> {
+fn algebra(
+    ctx: &mut Ctx,
+    args: &Args,
+    numkeys_idx: usize,
+    op: SetOp,
+    store: bool,
+    card: bool,
+) -> Result<(AlgebraResult, usize), CmdError> {
     let name = args.str(0).to_lowercase();
     let numkeys = args.i64(numkeys_idx)?;
     if numkeys < 1 {
@@ -1071,8 +1079,7 @@ fn algebra(ctx: &mut Ctx, args: &Args, numkeys_idx: usize, op: SetOp, store: boo
         if op != SetOp::Diff && !card && remaining > numkeys && args.is(j, "weights") {
             j += 1;
             for input in inputs.iter_mut() {
-                input.weight =
-                    parse_f64(args.get(j)).ok_or_else(|| CmdError::err("weight value is not a float"))?;
+                input.weight = parse_f64(args.get(j)).ok_or_else(|| CmdError::err("weight value is not a float"))?;
                 j += 1;
             }
         } else if op != SetOp::Diff && !card && remaining >= 2 && args.is(j, "aggregate") {
