@@ -15,7 +15,7 @@ use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::zset::{LexBound, Limits};
 use crate::types::{Value, ZSet};
-use crate::util::num::{fmt_g17, parse_f64, parse_i64};
+use crate::util::num::{fmt_g17, parse_i64};
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("zadd", -4, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::SORTEDSET, zadd),
@@ -154,13 +154,98 @@ fn pair(member: Vec<u8>, score: f64) -> Reply {
     Reply::Array(vec![Reply::Bulk(member), Reply::Double(score)])
 }
 
-/// Parses one end of a score range: `[(]number`, `inf`/`-inf` included.
+/// C `strtod` over the whole of `s` (no leading space): decimal, `inf`/`infinity`/`nan` in any
+/// case, and hex floats, as glibc reads them. Returns the value and whether it was out of range
+/// (overflow to infinity, or underflow to zero of a non-zero literal), glibc's ERANGE.
+fn c_strtod(s: &[u8]) -> Option<(f64, bool)> {
+    let (neg, body) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let sign = if neg { -1.0 } else { 1.0 };
+    let lower = body.to_ascii_lowercase();
+    if lower == b"inf" || lower == b"infinity" {
+        return Some((sign * f64::INFINITY, false));
+    }
+    if lower.starts_with(b"nan") {
+        return Some((f64::NAN, false));
+    }
+    if lower.starts_with(b"0x") {
+        return hex_float(&lower[2..]).map(|(v, erange)| (sign * v, erange));
+    }
+    if body.is_empty() || !body.iter().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
+        return None;
+    }
+    let v: f64 = std::str::from_utf8(body).ok()?.parse().ok()?;
+    let mantissa_digits = body.iter().take_while(|c| !matches!(c, b'e' | b'E'));
+    let nonzero = mantissa_digits.clone().any(|c| (b'1'..=b'9').contains(c));
+    let erange = v.is_infinite() || (v == 0.0 && nonzero);
+    Some((sign * v, erange))
+}
+
+/// The digits of a hex float after `0x`: `h[.h][p[+-]d]`.
+fn hex_float(s: &[u8]) -> Option<(f64, bool)> {
+    let mut v = 0.0f64;
+    let mut exp: i64 = 0;
+    let mut digits = 0;
+    let mut i = 0;
+    let mut seen_dot = false;
+    while i < s.len() {
+        let c = s[i];
+        if c == b'.' && !seen_dot {
+            seen_dot = true;
+        } else if let Some(d) = (c as char).to_digit(16) {
+            v = v * 16.0 + d as f64;
+            digits += 1;
+            if seen_dot {
+                exp -= 4;
+            }
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if i < s.len() {
+        if s[i] != b'p' {
+            return None;
+        }
+        let e = parse_i64(&s[i + 1..]).filter(|_| s.len() > i + 1 && s[i + 1] != b' ')?;
+        exp = exp.saturating_add(e);
+    }
+    let r = v * 2f64.powi(exp.clamp(-2200, 2200) as i32);
+    Some((r, r.is_infinite() || (r == 0.0 && v != 0.0)))
+}
+
+/// A score argument (ZADD, ZINCRBY, WEIGHTS) as Redis's `string2d` reads it: full strtod syntax,
+/// no surrounding space, out-of-range and NaN refused.
+fn parse_score(s: &[u8]) -> Option<f64> {
+    if s.first().is_none_or(u8::is_ascii_whitespace) {
+        return None;
+    }
+    match c_strtod(s)? {
+        (v, false) if !v.is_nan() => Some(v),
+        _ => None,
+    }
+}
+
+/// Parses one end of a score range: `[(]number`, read by plain strtod as Redis does (leading
+/// space allowed, an empty number is 0, out-of-range values saturate), NaN refused.
 fn parse_score_bound(arg: &[u8]) -> Option<(f64, bool)> {
     let (ex, text) = match arg.first() {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
     };
-    parse_f64(text).map(|v| (v, ex))
+    let start = text.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(text.len());
+    let text = &text[start..];
+    if text.is_empty() {
+        return Some((0.0, ex));
+    }
+    let (v, _) = c_strtod(text)?;
+    (!v.is_nan()).then_some((v, ex))
 }
 
 struct ScoreRange {
@@ -321,7 +406,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     }
     let mut scores = Vec::with_capacity(elements / 2);
     for j in (i..args.len()).step_by(2) {
-        scores.push(args.f64(j)?);
+        scores.push(parse_score(args.get(j)).ok_or(CmdError::NotFloat)?);
     }
     let key = args.key(1);
     let lim = limits(ctx);
@@ -931,18 +1016,18 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         let k = fastrand::usize(..z.len().max(1));
         return Ok(z.at(k).map_or(Reply::Nil, |(m, _)| Reply::Bulk(m)));
     }
-    let withscores = match args.len() {
-        3 => false,
-        4 if args.is(3, "withscores") => true,
-        _ => return Err(CmdError::Syntax),
-    };
     let l = args.i64(2)?;
     if l == i64::MIN {
         return Err(CmdError::err(
             "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
         ));
     }
-    if withscores && l < -(i64::MAX / 2) {
+    let withscores = match args.len() {
+        3 => false,
+        4 if args.is(3, "withscores") => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
         return Err(CmdError::err("value is out of range"));
     }
     let proto = ctx.proto();
@@ -1079,7 +1164,7 @@ fn algebra(
         if op != SetOp::Diff && !card && remaining > numkeys && args.is(j, "weights") {
             j += 1;
             for input in inputs.iter_mut() {
-                input.weight = parse_f64(args.get(j)).ok_or_else(|| CmdError::err("weight value is not a float"))?;
+                input.weight = parse_score(args.get(j)).ok_or_else(|| CmdError::err("weight value is not a float"))?;
                 j += 1;
             }
         } else if op != SetOp::Diff && !card && remaining >= 2 && args.is(j, "aggregate") {
@@ -1327,6 +1412,24 @@ mod tests {
         for s in [0.0, -0.0, 1.0, -3.0, 1e16, 1e17, 1.5, 1e-7, f64::INFINITY, f64::NEG_INFINITY, 123456789012345.0] {
             assert_eq!(String::from_utf8(score_text(s)).unwrap(), fmt_g17(s), "{s}");
         }
+    }
+
+    #[test]
+    fn strtod_like_c() {
+        assert_eq!(parse_score(b"0x10"), Some(16.0));
+        assert_eq!(parse_score(b"0x1.8p1"), Some(3.0));
+        assert_eq!(parse_score(b"1e400"), None);
+        assert_eq!(parse_score(b"1e-400"), None);
+        assert_eq!(parse_score(b"0e-400"), Some(0.0));
+        assert_eq!(parse_score(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_score(b"nan"), None);
+        assert_eq!(parse_score(b" 1"), None);
+        assert_eq!(parse_score(b""), None);
+        assert_eq!(parse_score(b".5"), Some(0.5));
+        assert_eq!(parse_score_bound(b"("), Some((0.0, true)));
+        assert_eq!(parse_score_bound(b" 1"), Some((1.0, false)));
+        assert_eq!(parse_score_bound(b"1e400"), Some((f64::INFINITY, false)));
+        assert_eq!(parse_score_bound(b"(abc"), None);
     }
 
     #[test]

@@ -2,11 +2,14 @@
 //! Redis 7.0 names them for OBJECT ENCODING:
 //!
 //! - `listpack`: one contiguous boxed byte buffer of entries in order, each
-//!   `[member length, LEB128][member bytes][score]`, the score being one tag byte (0..=0xFD: that
-//!   integer itself), 0xFE + zigzag LEB128 (other integers exactly representable), or 0xFF + 8 bytes
-//!   of f64. Small integer scores (the common case) cost one byte; there is no header, so a zset of
-//!   ten short members fits in about a hundred bytes. Every operation is a linear scan, which is
-//!   what Redis does on its listpack too and is cheap below the conversion thresholds.
+//!   `[shared prefix length][rest length][rest of member][score]` (lengths LEB128, the member
+//!   stored as the bytes it does not share with the previous member's prefix), the score being 0x00..=0x7F (that integer),
+//!   0x80..=0xBF + 1 byte (integers up to 16383), 0xC0..=0xDF + 1 byte (-1 down to -8192), 0xFE +
+//!   zigzag LEB128 (other integers exactly representable) or 0xFF + 8 bytes of f64. Small integer
+//!   scores (the common case) cost one or two bytes; there is no header, so a zset of ten short
+//!   members like `member:0`..`member:9` fits in about fifty bytes. Each operation decodes the
+//!   pack into one scratch buffer (and writes re-encode it): linear, as Redis's listpack is, and
+//!   cheap below the conversion thresholds.
 //! - `skiplist`: an order-statistics treap (arena of nodes with subtree sizes, split/merge) giving
 //!   O(log n) insert, delete, rank, select and range boundaries, plus a member → score `Table` for
 //!   O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's span skiplist: same
@@ -92,14 +95,17 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
     v
 }
 
-fn put_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
-    put_varint(out, member.len() as u64);
-    out.extend_from_slice(member);
+fn put_score(out: &mut Vec<u8>, score: f64) {
     // -0 becomes 0 here, as in Redis's listpack (it stores integral scores as integers).
     if score.fract() == 0.0 && score.abs() < 9_007_199_254_740_992.0 {
         let i = score as i64;
-        if (0..TAG_INT as i64).contains(&i) {
+        if (0..0x80).contains(&i) {
             out.push(i as u8);
+        } else if (0..0x4000).contains(&i) {
+            out.extend_from_slice(&[0x80 | (i >> 8) as u8, i as u8]);
+        } else if (-0x2000..0).contains(&i) {
+            let n = -i - 1;
+            out.extend_from_slice(&[0xC0 | (n >> 8) as u8, n as u8]);
         } else {
             out.push(TAG_INT);
             put_varint(out, ((i << 1) ^ (i >> 63)) as u64);
@@ -110,57 +116,112 @@ fn put_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
     }
 }
 
-/// Iterates a pack: (member, score, entry start, entry end).
-struct PackIter<'a> {
-    buf: &'a [u8],
-    pos: usize,
+fn get_score(buf: &[u8], pos: &mut usize) -> f64 {
+    let mut p = *pos;
+    let tag = buf.get(p).copied().unwrap_or(0);
+    p += 1;
+    let score = match tag {
+        TAG_F64 => {
+            let mut b = [0u8; 8];
+            let avail = buf.len().min(p + 8);
+            b[..avail - p].copy_from_slice(&buf[p..avail]);
+            p += 8;
+            f64::from_le_bytes(b)
+        }
+        TAG_INT => {
+            let z = get_varint(buf, &mut p);
+            (((z >> 1) as i64) ^ -((z & 1) as i64)) as f64
+        }
+        t if t < 0x80 => t as f64,
+        t if t < 0xC0 => {
+            let lo = buf.get(p).copied().unwrap_or(0);
+            p += 1;
+            (((t & 0x3F) as i64) << 8 | lo as i64) as f64
+        }
+        t => {
+            let lo = buf.get(p).copied().unwrap_or(0);
+            p += 1;
+            (-((((t & 0x1F) as i64) << 8 | lo as i64) + 1)) as f64
+        }
+    };
+    *pos = p;
+    score
 }
 
-impl<'a> Iterator for PackIter<'a> {
-    type Item = (&'a [u8], f64, usize, usize);
+/// Encodes entries already in order. Each member is stored as the length of the prefix it shares
+/// with the previous member, then the rest: members of one zset often share a prefix
+/// (`user:1000`, `user:1001`), which this drops.
+fn encode<'a>(entries: impl Iterator<Item = (&'a [u8], f64)>) -> Box<[u8]> {
+    let mut out = Vec::new();
+    let mut prev: &[u8] = &[];
+    for (m, s) in entries {
+        let shared = prev.iter().zip(m).take_while(|(a, b)| a == b).count();
+        put_varint(&mut out, shared as u64);
+        put_varint(&mut out, (m.len() - shared) as u64);
+        out.extend_from_slice(&m[shared..]);
+        put_score(&mut out, s);
+        prev = m;
+    }
+    out.into_boxed_slice()
+}
 
-    fn next(&mut self) -> Option<Self::Item> {
-        let buf = self.buf;
-        if self.pos >= buf.len() {
-            return None;
-        }
-        let start = self.pos;
-        let mut p = self.pos;
-        let len = get_varint(buf, &mut p) as usize;
-        let end_m = (p + len).min(buf.len());
-        let member = &buf[p..end_m];
-        p = end_m;
-        let tag = buf.get(p).copied().unwrap_or(0);
-        p += 1;
-        let score = match tag {
-            TAG_F64 => {
-                let mut b = [0u8; 8];
-                let avail = buf.len().min(p + 8);
-                b[..avail - p].copy_from_slice(&buf[p..avail]);
-                p += 8;
-                f64::from_le_bytes(b)
-            }
-            TAG_INT => {
-                let z = get_varint(buf, &mut p);
-                (((z >> 1) as i64) ^ -((z & 1) as i64)) as f64
-            }
-            t => t as f64,
-        };
-        self.pos = p;
-        Some((member, score, start, p))
+/// A pack decoded for one operation: members laid out in one buffer, with their scores.
+struct Decoded {
+    bytes: Vec<u8>,
+    items: Vec<(usize, usize, f64)>,
+}
+
+impl Decoded {
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn get(&self, i: usize) -> (&[u8], f64) {
+        let (a, b, s) = self.items[i];
+        (&self.bytes[a..b], s)
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        self.items.iter().map(|&(a, b, s)| (&self.bytes[a..b], s))
+    }
+
+    fn find(&self, member: &[u8]) -> Option<usize> {
+        self.iter().position(|e| e.0 == member)
     }
 }
 
-fn pack_iter(buf: &[u8]) -> PackIter<'_> {
-    PackIter { buf, pos: 0 }
+fn decode(buf: &[u8]) -> Decoded {
+    let mut bytes: Vec<u8> = Vec::with_capacity(buf.len() * 2);
+    let mut items = Vec::new();
+    let mut pos = 0;
+    let mut prev = (0usize, 0usize);
+    while pos < buf.len() {
+        let shared = (get_varint(buf, &mut pos) as usize).min(prev.1 - prev.0);
+        let rest = get_varint(buf, &mut pos) as usize;
+        let start = bytes.len();
+        bytes.extend_from_within(prev.0..prev.0 + shared);
+        let end_rest = (pos + rest).min(buf.len());
+        bytes.extend_from_slice(&buf[pos..end_rest]);
+        pos = end_rest;
+        let score = get_score(buf, &mut pos);
+        prev = (start, bytes.len());
+        items.push((start, bytes.len(), score));
+    }
+    Decoded { bytes, items }
 }
 
-fn splice(buf: &[u8], start: usize, end: usize, insert: &[u8]) -> Box<[u8]> {
-    let mut v = Vec::with_capacity(buf.len() - (end - start) + insert.len());
-    v.extend_from_slice(&buf[..start]);
-    v.extend_from_slice(insert);
-    v.extend_from_slice(&buf[end..]);
-    v.into_boxed_slice()
+/// Number of entries, without rebuilding members.
+fn pack_len(buf: &[u8]) -> usize {
+    let mut pos = 0;
+    let mut n = 0;
+    while pos < buf.len() {
+        get_varint(buf, &mut pos);
+        let rest = get_varint(buf, &mut pos) as usize;
+        pos = pos.saturating_add(rest);
+        get_score(buf, &mut pos);
+        n += 1;
+    }
+    n
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,11 +506,7 @@ impl ZSet {
         pairs.sort_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
         let small = pairs.len() <= limits.max_entries && pairs.iter().all(|(m, _)| m.len() <= limits.max_value);
         if small {
-            let mut buf = Vec::new();
-            for (m, s) in &pairs {
-                put_entry(&mut buf, m, *s);
-            }
-            ZSet { repr: Repr::Pack(buf.into_boxed_slice()) }
+            ZSet { repr: Repr::Pack(encode(pairs.iter().map(|(m, s)| (m.as_slice(), *s)))) }
         } else {
             let mut z = ZSet::new_tree();
             for (m, s) in &pairs {
@@ -469,7 +526,7 @@ impl ZSet {
 
     pub fn len(&self) -> usize {
         match &self.repr {
-            Repr::Pack(b) => pack_iter(b).count(),
+            Repr::Pack(b) => pack_len(b),
             Repr::Tree(t) => t.tree.len(),
         }
     }
@@ -483,7 +540,10 @@ impl ZSet {
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
-            Repr::Pack(b) => pack_iter(b).find(|e| e.0 == member).map(|e| e.1),
+            Repr::Pack(b) => {
+                let d = decode(b);
+                d.find(member).map(|i| d.get(i).1)
+            }
             Repr::Tree(t) => t.dict.get(member).copied(),
         }
     }
@@ -498,7 +558,7 @@ impl ZSet {
     fn convert_to_tree(&mut self) {
         if let Repr::Pack(b) = &self.repr {
             let mut z = ZSet::new_tree();
-            for (m, s, _, _) in pack_iter(b) {
+            for (m, s) in decode(b).iter() {
                 z.tree_insert(m, s);
             }
             *self = z;
@@ -509,30 +569,26 @@ impl ZSet {
     /// Returns the previous score.
     pub fn insert(&mut self, member: &[u8], score: f64, limits: Limits) -> Option<f64> {
         if let Repr::Pack(b) = &self.repr {
-            let len = pack_iter(b).count();
-            let exists = pack_iter(b).any(|e| e.0 == member);
-            if !exists && (len + 1 > limits.max_entries || member.len() > limits.max_value) {
+            let d = decode(b);
+            if d.find(member).is_none() && (d.len() + 1 > limits.max_entries || member.len() > limits.max_value) {
                 self.convert_to_tree();
             }
         }
         match &mut self.repr {
             Repr::Pack(b) => {
-                let old = pack_iter(b).find(|e| e.0 == member).map(|e| (e.1, e.2, e.3));
-                let mut buf: Box<[u8]> = std::mem::take(b);
-                if let Some((s, start, end)) = old {
-                    if s == score {
-                        *b = buf;
-                        return Some(s);
-                    }
-                    buf = splice(&buf, start, end, &[]);
+                let d = decode(b);
+                let old = d.find(member);
+                let old_score = old.map(|i| d.get(i).1);
+                if old_score == Some(score) {
+                    return old_score;
                 }
-                let pos = pack_iter(&buf)
-                    .find(|e| cmp_entry(e.1, e.0, score, member) == Ordering::Greater)
-                    .map_or(buf.len(), |e| e.2);
-                let mut enc = Vec::with_capacity(member.len() + 10);
-                put_entry(&mut enc, member, score);
-                *b = splice(&buf, pos, pos, &enc);
-                old.map(|o| o.0)
+                let mut v: Vec<(&[u8], f64)> =
+                    d.iter().enumerate().filter(|(i, _)| Some(*i) != old).map(|(_, e)| e).collect();
+                let pos =
+                    v.iter().position(|e| cmp_entry(e.1, e.0, score, member) == Ordering::Greater).unwrap_or(v.len());
+                v.insert(pos, (member, score));
+                *b = encode(v.into_iter());
+                old_score
             }
             Repr::Tree(t) => {
                 let old = t.dict.get(member).copied();
@@ -553,9 +609,10 @@ impl ZSet {
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match &mut self.repr {
             Repr::Pack(b) => {
-                let (s, start, end) = pack_iter(b).find(|e| e.0 == member).map(|e| (e.1, e.2, e.3))?;
-                *b = splice(b, start, end, &[]);
-                Some(s)
+                let d = decode(b);
+                let i = d.find(member)?;
+                *b = encode(d.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, e)| e));
+                Some(d.get(i).1)
             }
             Repr::Tree(t) => {
                 let s = t.dict.remove(member)?;
@@ -568,7 +625,10 @@ impl ZSet {
     /// 0-based ascending rank of `member` and its score.
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
         match &self.repr {
-            Repr::Pack(b) => pack_iter(b).enumerate().find(|(_, e)| e.0 == member).map(|(i, e)| (i, e.1)),
+            Repr::Pack(b) => {
+                let d = decode(b);
+                d.find(member).map(|i| (i, d.get(i).1))
+            }
             Repr::Tree(t) => {
                 let s = *t.dict.get(member)?;
                 let r = t.tree.count_before(|n| cmp_entry(n.score, &n.member, s, member) == Ordering::Less);
@@ -579,7 +639,7 @@ impl ZSet {
 
     fn count_where(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
         match &self.repr {
-            Repr::Pack(b) => pack_iter(b).take_while(|e| before(e.1, e.0)).count(),
+            Repr::Pack(b) => decode(b).iter().take_while(|e| before(e.1, e.0)).count(),
             Repr::Tree(t) => t.tree.count_before(|n| before(n.score, &n.member)),
         }
     }
@@ -610,18 +670,13 @@ impl ZSet {
         }
         match &self.repr {
             Repr::Pack(b) => {
-                if rev {
-                    let all: Vec<(&[u8], f64)> = pack_iter(b).map(|e| (e.0, e.1)).collect();
-                    for &(m, s) in all.iter().rev().skip(start).take(end.saturating_sub(start).saturating_add(1)) {
-                        if !f(m, s) {
-                            return;
-                        }
-                    }
-                } else {
-                    for e in pack_iter(b).skip(start).take(end.saturating_sub(start).saturating_add(1)) {
-                        if !f(e.0, e.1) {
-                            return;
-                        }
+                let d = decode(b);
+                let take = end.saturating_sub(start).saturating_add(1);
+                let it: Box<dyn Iterator<Item = (&[u8], f64)>> =
+                    if rev { Box::new(d.iter().rev()) } else { Box::new(d.iter()) };
+                for (m, s) in it.skip(start).take(take) {
+                    if !f(m, s) {
+                        return;
                     }
                 }
             }
@@ -632,7 +687,10 @@ impl ZSet {
     /// The member at ascending rank `k`.
     pub fn at(&self, k: usize) -> Option<(Vec<u8>, f64)> {
         match &self.repr {
-            Repr::Pack(b) => pack_iter(b).nth(k).map(|e| (e.0.to_vec(), e.1)),
+            Repr::Pack(b) => {
+                let d = decode(b);
+                (k < d.len()).then(|| (d.get(k).0.to_vec(), d.get(k).1))
+            }
             Repr::Tree(t) => t.tree.select(k).map(|n| (n.member.to_vec(), n.score)),
         }
     }
@@ -657,20 +715,8 @@ impl ZSet {
         let count = end - start + 1;
         match &mut self.repr {
             Repr::Pack(b) => {
-                let mut from = None;
-                let mut to = 0;
-                for (i, e) in pack_iter(b).enumerate() {
-                    if i == start {
-                        from = Some(e.2);
-                    }
-                    if i == end {
-                        to = e.3;
-                        break;
-                    }
-                }
-                if let Some(from) = from {
-                    *b = splice(b, from, to, &[]);
-                }
+                let d = decode(b);
+                *b = encode(d.iter().enumerate().filter(|(i, _)| *i < start || *i > end).map(|(_, e)| e));
             }
             Repr::Tree(t) => {
                 let Big { tree, dict } = &mut **t;
@@ -687,8 +733,8 @@ impl ZSet {
     pub fn scan(&self, cursor: u64, f: &mut dyn FnMut(&[u8], f64)) -> u64 {
         match &self.repr {
             Repr::Pack(b) => {
-                for e in pack_iter(b) {
-                    f(e.0, e.1);
+                for (m, s) in decode(b).iter() {
+                    f(m, s);
                 }
                 0
             }
@@ -722,17 +768,37 @@ mod tests {
 
     #[test]
     fn entry_encoding_roundtrips() {
-        for s in [0.0, 1.0, 253.0, 254.0, -1.0, 1e15, -1e15, 0.5, f64::INFINITY, f64::NEG_INFINITY, 1e-7, 9.1e18] {
-            let mut b = Vec::new();
-            put_entry(&mut b, b"abc", s);
-            let e = pack_iter(&b).next().unwrap();
-            assert_eq!((e.0, e.1), (&b"abc"[..], s));
+        for s in [
+            0.0,
+            1.0,
+            127.0,
+            128.0,
+            16383.0,
+            16384.0,
+            -8192.0,
+            -8193.0,
+            253.0,
+            254.0,
+            -1.0,
+            1e15,
+            -1e15,
+            0.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-7,
+            9.1e18,
+        ] {
+            let b = encode([(&b"abc"[..], s), (&b"abd"[..], s)].into_iter());
+            let d = decode(&b);
+            assert_eq!(d.get(0), (&b"abc"[..], s));
+            assert_eq!(d.get(1), (&b"abd"[..], s));
+            assert_eq!(pack_len(&b), 2);
         }
     }
 
     #[test]
     fn size_is_small() {
-        assert!(std::mem::size_of::<ZSet>() <= 24);
+        assert_eq!(std::mem::size_of::<ZSet>(), 16);
     }
 
     fn check(limits: Limits, seed: u64) {
