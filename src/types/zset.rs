@@ -4,8 +4,8 @@
 //! - `listpack`: one contiguous boxed byte buffer of entries in order, each
 //!   `[shared prefix length][rest length][rest of member][score]` (lengths LEB128, the member
 //!   stored as the bytes it does not share with the previous member's prefix), the score being
-//!   0x00..=0x7F (that integer), 0x80..=0xBF + 1 byte (integers up to 16383), 0xC0..=0xDF + 1 byte (-1 down to -8192), 0xFE +
-//!   zigzag LEB128 (other integers exactly representable) or 0xFF + 8 bytes of f64. Small integer
+//!   0x00..=0x7F (that integer), 0x80..=0xBF + 1 byte (integers up to 16383), 0xC0..=0xDF + 1
+//!   byte (-1 down to -8192), 0xFE + zigzag LEB128 (other integers exactly representable) or 0xFF + 8 bytes of f64. Small integer
 //!   scores (the common case) cost one or two bytes; there is no header, so a zset of ten short
 //!   members like `member:0`..`member:9` fits in about fifty bytes. Each operation decodes the
 //!   pack into one scratch buffer (and writes re-encode it): linear, as Redis's listpack is, and
