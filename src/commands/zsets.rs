@@ -1424,8 +1424,7 @@ mod tests {
             };
             let handle = std::sync::Arc::new(crate::executor::clients::ClientHandle::default());
             let now_ms = 1_700_000_000_000;
-            let mut config = crate::config::Config::default();
-            config.zset_max_listpack_entries = max_entries;
+            let config = crate::config::Config { zset_max_listpack_entries: max_entries, ..Default::default() };
             Harness {
                 st: crate::executor::State::new(config),
                 client: crate::executor::clients::Client::new(1, info, handle, now_ms, true),
