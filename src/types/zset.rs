@@ -1,12 +1,898 @@
-//! The ZSet value type and its encodings. (Created empty: the zset family fills it in.)
+//! The ZSet value type: members ordered by (score, member bytes), with its two encodings, named as
+//! Redis 7.0 names them for OBJECT ENCODING:
+//!
+//! - `listpack`: one contiguous boxed byte buffer of entries in order, each
+//!   `[shared prefix length][rest length][rest of member][score]` (lengths LEB128, the member
+//!   stored as the bytes it does not share with the previous member's prefix), the score being
+//!   0x00..=0x7F (that integer), 0x80..=0xBF + 1 byte (integers up to 16383), 0xC0..=0xDF + 1
+//!   byte (-1 down to -8192), 0xFE + zigzag LEB128 (other integers exactly representable) or 0xFF + 8 bytes of f64. Small integer
+//!   scores (the common case) cost one or two bytes; there is no header, so a zset of ten short
+//!   members like `member:0`..`member:9` fits in about fifty bytes. Each operation decodes the
+//!   pack into one scratch buffer (and writes re-encode it): linear, as Redis's listpack is, and
+//!   cheap below the conversion thresholds.
+//! - `skiplist`: an order-statistics treap (arena of nodes with subtree sizes, split/merge) giving
+//!   O(log n) insert, delete, rank, select and range boundaries, plus a member → score `Table` for
+//!   O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's span skiplist: same
+//!   complexities, no raw pointers, and ranges are walked with an explicit stack in O(log n + k).
+//!
+//! Conversion listpack → skiplist happens when a member longer than `max_value` is added or the
+//! length passes `max_entries` (callers pass `zset-max-listpack-*`); the reverse only for newly built
+//! results (`from_pairs`), as Redis 7.0 does for ZRANGESTORE/ZUNIONSTORE destinations.
+//!
+//! Lex ranges compare member bytes only, assuming (as Redis does) that all scores are equal.
 
-/// A Redis zset.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ZSet {}
+use std::cmp::Ordering;
+
+use crate::db::table::Table;
+
+/// Encoding thresholds (`zset-max-listpack-entries`, `zset-max-listpack-value`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_entries: usize,
+    pub max_value: usize,
+}
+
+/// One end of a lex range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexBound {
+    /// `-`
+    Min,
+    /// `+`
+    Max,
+    /// `[member`
+    Incl(Vec<u8>),
+    /// `(member`
+    Excl(Vec<u8>),
+}
+
+/// A ZSet. See the module header for its encodings.
+pub struct ZSet {
+    repr: Repr,
+}
+
+enum Repr {
+    Pack(Box<[u8]>),
+    Tree(Box<Big>),
+}
+
+struct Big {
+    tree: Treap,
+    dict: Table<f64>,
+}
+
+fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
+    match s1.partial_cmp(&s2) {
+        Some(Ordering::Equal) | None => m1.cmp(m2),
+        Some(o) => o,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// listpack-like buffer
+
+const TAG_INT: u8 = 0xFE;
+const TAG_F64: u8 = 0xFF;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    while let Some(&b) = buf.get(*pos) {
+        *pos += 1;
+        v |= ((b & 0x7F) as u64) << shift;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+fn put_score(out: &mut Vec<u8>, score: f64) {
+    // -0 becomes 0 here, as in Redis's listpack (it stores integral scores as integers).
+    if score.fract() == 0.0 && score.abs() < 9_007_199_254_740_992.0 {
+        let i = score as i64;
+        if (0..0x80).contains(&i) {
+            out.push(i as u8);
+        } else if (0..0x4000).contains(&i) {
+            out.extend_from_slice(&[0x80 | (i >> 8) as u8, i as u8]);
+        } else if (-0x2000..0).contains(&i) {
+            let n = -i - 1;
+            out.extend_from_slice(&[0xC0 | (n >> 8) as u8, n as u8]);
+        } else {
+            out.push(TAG_INT);
+            put_varint(out, ((i << 1) ^ (i >> 63)) as u64);
+        }
+    } else {
+        out.push(TAG_F64);
+        out.extend_from_slice(&score.to_le_bytes());
+    }
+}
+
+fn get_score(buf: &[u8], pos: &mut usize) -> f64 {
+    let mut p = *pos;
+    let tag = buf.get(p).copied().unwrap_or(0);
+    p += 1;
+    let score = match tag {
+        TAG_F64 => {
+            let mut b = [0u8; 8];
+            let avail = buf.len().min(p + 8);
+            b[..avail - p].copy_from_slice(&buf[p..avail]);
+            p += 8;
+            f64::from_le_bytes(b)
+        }
+        TAG_INT => {
+            let z = get_varint(buf, &mut p);
+            (((z >> 1) as i64) ^ -((z & 1) as i64)) as f64
+        }
+        t if t < 0x80 => t as f64,
+        t if t < 0xC0 => {
+            let lo = buf.get(p).copied().unwrap_or(0);
+            p += 1;
+            (((t & 0x3F) as i64) << 8 | lo as i64) as f64
+        }
+        t => {
+            let lo = buf.get(p).copied().unwrap_or(0);
+            p += 1;
+            (-((((t & 0x1F) as i64) << 8 | lo as i64) + 1)) as f64
+        }
+    };
+    *pos = p;
+    score
+}
+
+/// Encodes entries already in order. Each member is stored as the length of the prefix it shares
+/// with the previous member, then the rest: members of one zset often share a prefix
+/// (`user:1000`, `user:1001`), which this drops.
+fn encode<'a>(entries: impl Iterator<Item = (&'a [u8], f64)>) -> Box<[u8]> {
+    let mut out = Vec::new();
+    let mut prev: &[u8] = &[];
+    for (m, s) in entries {
+        let shared = prev.iter().zip(m).take_while(|(a, b)| a == b).count();
+        put_varint(&mut out, shared as u64);
+        put_varint(&mut out, (m.len() - shared) as u64);
+        out.extend_from_slice(&m[shared..]);
+        put_score(&mut out, s);
+        prev = m;
+    }
+    out.into_boxed_slice()
+}
+
+/// A pack decoded for one operation: members laid out in one buffer, with their scores.
+struct Decoded {
+    bytes: Vec<u8>,
+    items: Vec<(usize, usize, f64)>,
+}
+
+impl Decoded {
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn get(&self, i: usize) -> (&[u8], f64) {
+        let (a, b, s) = self.items[i];
+        (&self.bytes[a..b], s)
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        self.items.iter().map(|&(a, b, s)| (&self.bytes[a..b], s))
+    }
+
+    fn find(&self, member: &[u8]) -> Option<usize> {
+        self.iter().position(|e| e.0 == member)
+    }
+}
+
+fn decode(buf: &[u8]) -> Decoded {
+    let mut bytes: Vec<u8> = Vec::with_capacity(buf.len() * 2);
+    let mut items = Vec::new();
+    let mut pos = 0;
+    let mut prev = (0usize, 0usize);
+    while pos < buf.len() {
+        let shared = (get_varint(buf, &mut pos) as usize).min(prev.1 - prev.0);
+        let rest = get_varint(buf, &mut pos) as usize;
+        let start = bytes.len();
+        bytes.extend_from_within(prev.0..prev.0 + shared);
+        let end_rest = (pos + rest).min(buf.len());
+        bytes.extend_from_slice(&buf[pos..end_rest]);
+        pos = end_rest;
+        let score = get_score(buf, &mut pos);
+        prev = (start, bytes.len());
+        items.push((start, bytes.len(), score));
+    }
+    Decoded { bytes, items }
+}
+
+/// Number of entries, without rebuilding members.
+fn pack_len(buf: &[u8]) -> usize {
+    let mut pos = 0;
+    let mut n = 0;
+    while pos < buf.len() {
+        get_varint(buf, &mut pos);
+        let rest = get_varint(buf, &mut pos) as usize;
+        pos = pos.saturating_add(rest);
+        get_score(buf, &mut pos);
+        n += 1;
+    }
+    n
+}
+
+// ---------------------------------------------------------------------------------------------
+// order-statistics treap
+
+const NIL: u32 = u32::MAX;
+
+struct Node {
+    score: f64,
+    member: Box<[u8]>,
+    l: u32,
+    r: u32,
+    size: u32,
+    prio: u32,
+}
+
+#[derive(Default)]
+struct Treap {
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    root: u32,
+}
+
+impl Treap {
+    fn new() -> Self {
+        Treap { nodes: Vec::new(), free: Vec::new(), root: NIL }
+    }
+
+    fn size(&self, t: u32) -> usize {
+        if t == NIL {
+            0
+        } else {
+            self.nodes[t as usize].size as usize
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.size(self.root)
+    }
+
+    fn update(&mut self, t: u32) {
+        let n = &self.nodes[t as usize];
+        let s = 1 + self.size(n.l) + self.size(n.r);
+        self.nodes[t as usize].size = s as u32;
+    }
+
+    /// Splits `t` into (nodes for which `before` holds, the rest); `before` must hold on a prefix.
+    fn split(&mut self, t: u32, before: &dyn Fn(&Node) -> bool) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        if before(&self.nodes[t as usize]) {
+            let (a, b) = self.split(self.nodes[t as usize].r, before);
+            self.nodes[t as usize].r = a;
+            self.update(t);
+            (t, b)
+        } else {
+            let (a, b) = self.split(self.nodes[t as usize].l, before);
+            self.nodes[t as usize].l = b;
+            self.update(t);
+            (a, t)
+        }
+    }
+
+    /// Splits off the first `k` nodes.
+    fn split_at(&mut self, t: u32, k: usize) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let ls = self.size(self.nodes[t as usize].l);
+        if k <= ls {
+            let (a, b) = self.split_at(self.nodes[t as usize].l, k);
+            self.nodes[t as usize].l = b;
+            self.update(t);
+            (a, t)
+        } else {
+            let (a, b) = self.split_at(self.nodes[t as usize].r, k - ls - 1);
+            self.nodes[t as usize].r = a;
+            self.update(t);
+            (t, b)
+        }
+    }
+
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
+            let r = self.merge(self.nodes[a as usize].r, b);
+            self.nodes[a as usize].r = r;
+            self.update(a);
+            a
+        } else {
+            let l = self.merge(a, self.nodes[b as usize].l);
+            self.nodes[b as usize].l = l;
+            self.update(b);
+            b
+        }
+    }
+
+    /// How many nodes satisfy `before` (a predicate true on a prefix of the order).
+    fn count_before(&self, before: impl Fn(&Node) -> bool) -> usize {
+        let mut t = self.root;
+        let mut n = 0;
+        while t != NIL {
+            let node = &self.nodes[t as usize];
+            if before(node) {
+                n += self.size(node.l) + 1;
+                t = node.r;
+            } else {
+                t = node.l;
+            }
+        }
+        n
+    }
+
+    fn select(&self, mut k: usize) -> Option<&Node> {
+        let mut t = self.root;
+        while t != NIL {
+            let node = &self.nodes[t as usize];
+            let ls = self.size(node.l);
+            match k.cmp(&ls) {
+                Ordering::Less => t = node.l,
+                Ordering::Equal => return Some(node),
+                Ordering::Greater => {
+                    k -= ls + 1;
+                    t = node.r;
+                }
+            }
+        }
+        None
+    }
+
+    fn alloc(&mut self, score: f64, member: &[u8]) -> u32 {
+        let node = Node { score, member: member.into(), l: NIL, r: NIL, size: 1, prio: fastrand::u32(..) };
+        if let Some(i) = self.free.pop() {
+            self.nodes[i as usize] = node;
+            i
+        } else {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        }
+    }
+
+    fn insert(&mut self, score: f64, member: &[u8]) {
+        let id = self.alloc(score, member);
+        let before = |n: &Node| cmp_entry(n.score, &n.member, score, member) == Ordering::Less;
+        let (a, b) = self.split(self.root, &before);
+        let m = self.merge(a, id);
+        self.root = self.merge(m, b);
+    }
+
+    fn remove(&mut self, score: f64, member: &[u8]) {
+        let k = self.count_before(|n| cmp_entry(n.score, &n.member, score, member) == Ordering::Less);
+        self.remove_ranks(k, 1, &mut |_| {});
+    }
+
+    /// Removes ranks `start..start + count`, handing each removed member to `f`.
+    fn remove_ranks(&mut self, start: usize, count: usize, f: &mut dyn FnMut(&[u8])) {
+        let (a, b) = self.split_at(self.root, start);
+        let (m, c) = self.split_at(b, count);
+        let mut stack = vec![m];
+        while let Some(t) = stack.pop() {
+            if t == NIL {
+                continue;
+            }
+            let node = &mut self.nodes[t as usize];
+            stack.push(node.l);
+            stack.push(node.r);
+            let member = std::mem::take(&mut node.member);
+            f(&member);
+            self.free.push(t);
+        }
+        self.root = self.merge(a, c);
+        if self.root == NIL {
+            self.nodes.clear();
+            self.free.clear();
+        }
+    }
+
+    /// Visits ranks `start..=end` (ascending) or, with `rev`, the same positions counted from the
+    /// top (descending order), stopping when `f` returns false.
+    fn walk(&self, start: usize, end: usize, rev: bool, f: &mut dyn FnMut(&[u8], f64) -> bool) {
+        let len = self.len();
+        if start > end || start >= len {
+            return;
+        }
+        let end = end.min(len - 1);
+        // With rev, position k counts from the top: the node of ascending rank len-1-k; walking
+        // descending from there is the mirror image (right and left swapped).
+        let child = |n: &Node, first: bool| if first != rev { n.l } else { n.r };
+        let mut stack: Vec<u32> = Vec::with_capacity(48);
+        let mut t = self.root;
+        let mut k = start;
+        while t != NIL {
+            let node = &self.nodes[t as usize];
+            let ls = self.size(child(node, true));
+            match k.cmp(&ls) {
+                Ordering::Less => {
+                    stack.push(t);
+                    t = child(node, true);
+                }
+                Ordering::Equal => {
+                    stack.push(t);
+                    break;
+                }
+                Ordering::Greater => {
+                    k -= ls + 1;
+                    t = child(node, false);
+                }
+            }
+        }
+        let mut remaining = end - start + 1;
+        while remaining > 0 {
+            let Some(x) = stack.pop() else { break };
+            let node = &self.nodes[x as usize];
+            if !f(&node.member, node.score) {
+                return;
+            }
+            remaining -= 1;
+            let mut t = child(node, false);
+            while t != NIL {
+                stack.push(t);
+                t = child(&self.nodes[t as usize], true);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet::new()
+    }
+}
+
+impl Clone for ZSet {
+    fn clone(&self) -> Self {
+        match &self.repr {
+            Repr::Pack(b) => ZSet { repr: Repr::Pack(b.clone()) },
+            Repr::Tree(_) => {
+                let mut z = ZSet::new_tree();
+                self.walk(0, usize::MAX, false, &mut |m, s| {
+                    z.tree_insert(m, s);
+                    true
+                });
+                z
+            }
+        }
+    }
+}
+
+impl PartialEq for ZSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_vec() == other.to_vec()
+    }
+}
+
+impl std::fmt::Debug for ZSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZSet").field("encoding", &self.encoding_name()).field("len", &self.len()).finish()
+    }
+}
 
 impl ZSet {
+    /// An empty zset in the listpack encoding.
+    pub fn new() -> Self {
+        ZSet { repr: Repr::Pack(Box::default()) }
+    }
+
+    fn new_tree() -> Self {
+        ZSet { repr: Repr::Tree(Box::new(Big { tree: Treap::new(), dict: Table::new() })) }
+    }
+
+    /// Builds a zset from distinct members, in the encoding Redis 7.0 gives a freshly stored
+    /// result: listpack when it fits both limits, skiplist otherwise.
+    pub fn from_pairs(mut pairs: Vec<(Vec<u8>, f64)>, limits: Limits) -> Self {
+        pairs.sort_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
+        let small = pairs.len() <= limits.max_entries && pairs.iter().all(|(m, _)| m.len() <= limits.max_value);
+        if small {
+            ZSet { repr: Repr::Pack(encode(pairs.iter().map(|(m, s)| (m.as_slice(), *s)))) }
+        } else {
+            let mut z = ZSet::new_tree();
+            for (m, s) in &pairs {
+                z.tree_insert(m, *s);
+            }
+            z
+        }
+    }
+
     /// The name OBJECT ENCODING reports.
     pub fn encoding_name(&self) -> &'static str {
-        "listpack"
+        match self.repr {
+            Repr::Pack(_) => "listpack",
+            Repr::Tree(_) => "skiplist",
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Pack(b) => pack_len(b),
+            Repr::Tree(t) => t.tree.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match &self.repr {
+            Repr::Pack(b) => b.is_empty(),
+            Repr::Tree(t) => t.tree.len() == 0,
+        }
+    }
+
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.repr {
+            Repr::Pack(b) => {
+                let d = decode(b);
+                d.find(member).map(|i| d.get(i).1)
+            }
+            Repr::Tree(t) => t.dict.get(member).copied(),
+        }
+    }
+
+    fn tree_insert(&mut self, member: &[u8], score: f64) {
+        if let Repr::Tree(t) = &mut self.repr {
+            t.tree.insert(score, member);
+            t.dict.insert(member, score, 0);
+        }
+    }
+
+    fn convert_to_tree(&mut self) {
+        if let Repr::Pack(b) = &self.repr {
+            let mut z = ZSet::new_tree();
+            for (m, s) in decode(b).iter() {
+                z.tree_insert(m, s);
+            }
+            *self = z;
+        }
+    }
+
+    /// Sets `member`'s score, adding it if absent, converting to skiplist past the limits.
+    /// Returns the previous score.
+    pub fn insert(&mut self, member: &[u8], score: f64, limits: Limits) -> Option<f64> {
+        if let Repr::Pack(b) = &self.repr {
+            let d = decode(b);
+            if d.find(member).is_none() && (d.len() + 1 > limits.max_entries || member.len() > limits.max_value) {
+                self.convert_to_tree();
+            }
+        }
+        match &mut self.repr {
+            Repr::Pack(b) => {
+                let d = decode(b);
+                let old = d.find(member);
+                let old_score = old.map(|i| d.get(i).1);
+                if old_score == Some(score) {
+                    return old_score;
+                }
+                let mut v: Vec<(&[u8], f64)> =
+                    d.iter().enumerate().filter(|(i, _)| Some(*i) != old).map(|(_, e)| e).collect();
+                let pos =
+                    v.iter().position(|e| cmp_entry(e.1, e.0, score, member) == Ordering::Greater).unwrap_or(v.len());
+                v.insert(pos, (member, score));
+                *b = encode(v.into_iter());
+                old_score
+            }
+            Repr::Tree(t) => {
+                let old = t.dict.get(member).copied();
+                if let Some(s) = old {
+                    if s == score {
+                        return old;
+                    }
+                    t.tree.remove(s, member);
+                }
+                t.tree.insert(score, member);
+                t.dict.insert(member, score, 0);
+                old
+            }
+        }
+    }
+
+    /// Removes `member`; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        match &mut self.repr {
+            Repr::Pack(b) => {
+                let d = decode(b);
+                let i = d.find(member)?;
+                *b = encode(d.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, e)| e));
+                Some(d.get(i).1)
+            }
+            Repr::Tree(t) => {
+                let s = t.dict.remove(member)?;
+                t.tree.remove(s, member);
+                Some(s)
+            }
+        }
+    }
+
+    /// 0-based ascending rank of `member` and its score.
+    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+        match &self.repr {
+            Repr::Pack(b) => {
+                let d = decode(b);
+                d.find(member).map(|i| (i, d.get(i).1))
+            }
+            Repr::Tree(t) => {
+                let s = *t.dict.get(member)?;
+                let r = t.tree.count_before(|n| cmp_entry(n.score, &n.member, s, member) == Ordering::Less);
+                Some((r, s))
+            }
+        }
+    }
+
+    fn count_where(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+        match &self.repr {
+            Repr::Pack(b) => decode(b).iter().take_while(|e| before(e.1, e.0)).count(),
+            Repr::Tree(t) => t.tree.count_before(|n| before(n.score, &n.member)),
+        }
+    }
+
+    /// How many members have a score below `score` (or at most `score` when `inclusive`).
+    pub fn count_below_score(&self, score: f64, inclusive: bool) -> usize {
+        self.count_where(|s, _| if inclusive { s <= score } else { s < score })
+    }
+
+    /// How many members sort before the bound: below it, or also equal to it when `inclusive`
+    /// (`Min` counts nothing, `Max` counts all).
+    pub fn count_below_lex(&self, bound: &LexBound, inclusive: bool) -> usize {
+        match bound {
+            LexBound::Min => 0,
+            LexBound::Max => self.len(),
+            LexBound::Incl(v) | LexBound::Excl(v) => self.count_where(|_, m| {
+                let o = m.cmp(v.as_slice());
+                o == Ordering::Less || (inclusive && o == Ordering::Equal)
+            }),
+        }
+    }
+
+    /// Visits ranks `start..=end` ascending, or with `rev` descending (rank 0 = highest), until
+    /// `f` returns false.
+    pub fn walk(&self, start: usize, end: usize, rev: bool, f: &mut dyn FnMut(&[u8], f64) -> bool) {
+        if start > end {
+            return;
+        }
+        match &self.repr {
+            Repr::Pack(b) => {
+                let d = decode(b);
+                let take = end.saturating_sub(start).saturating_add(1);
+                let it: Box<dyn Iterator<Item = (&[u8], f64)>> =
+                    if rev { Box::new(d.iter().rev()) } else { Box::new(d.iter()) };
+                for (m, s) in it.skip(start).take(take) {
+                    if !f(m, s) {
+                        return;
+                    }
+                }
+            }
+            Repr::Tree(t) => t.tree.walk(start, end, rev, f),
+        }
+    }
+
+    /// The member at ascending rank `k`.
+    pub fn at(&self, k: usize) -> Option<(Vec<u8>, f64)> {
+        match &self.repr {
+            Repr::Pack(b) => {
+                let d = decode(b);
+                (k < d.len()).then(|| (d.get(k).0.to_vec(), d.get(k).1))
+            }
+            Repr::Tree(t) => t.tree.select(k).map(|n| (n.member.to_vec(), n.score)),
+        }
+    }
+
+    /// Every (member, score) in ascending order.
+    pub fn to_vec(&self) -> Vec<(Vec<u8>, f64)> {
+        let mut v = Vec::with_capacity(self.len());
+        self.walk(0, usize::MAX, false, &mut |m, s| {
+            v.push((m.to_vec(), s));
+            true
+        });
+        v
+    }
+
+    /// Removes ascending ranks `start..=end` (clamped); returns how many went.
+    pub fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+        let len = self.len();
+        if start > end || start >= len {
+            return 0;
+        }
+        let end = end.min(len - 1);
+        let count = end - start + 1;
+        match &mut self.repr {
+            Repr::Pack(b) => {
+                let d = decode(b);
+                *b = encode(d.iter().enumerate().filter(|(i, _)| *i < start || *i > end).map(|(_, e)| e));
+            }
+            Repr::Tree(t) => {
+                let Big { tree, dict } = &mut **t;
+                tree.remove_ranks(start, count, &mut |m| {
+                    dict.remove(m);
+                });
+            }
+        }
+        count
+    }
+
+    /// Cursor iteration for ZSCAN: a listpack answers everything at once (cursor 0 back), a
+    /// skiplist walks its member table with the keyspace's SCAN guarantee.
+    pub fn scan(&self, cursor: u64, f: &mut dyn FnMut(&[u8], f64)) -> u64 {
+        match &self.repr {
+            Repr::Pack(b) => {
+                for (m, s) in decode(b).iter() {
+                    f(m, s);
+                }
+                0
+            }
+            Repr::Tree(t) => t.dict.scan(cursor, |m, s| f(m, *s)),
+        }
+    }
+
+    /// Bytes used by the value (MEMORY USAGE's estimate).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Pack(b) => b.len(),
+            Repr::Tree(t) => {
+                t.tree.nodes.len() * std::mem::size_of::<Node>()
+                    + t.dict.len() * 48
+                    + t.tree.nodes.iter().map(|n| n.member.len() * 2).sum::<usize>()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn model_vec(m: &BTreeMap<Vec<u8>, f64>) -> Vec<(Vec<u8>, f64)> {
+        let mut v: Vec<(Vec<u8>, f64)> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
+        v.sort_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
+        v
+    }
+
+    #[test]
+    fn entry_encoding_roundtrips() {
+        for s in [
+            0.0,
+            1.0,
+            127.0,
+            128.0,
+            16383.0,
+            16384.0,
+            -8192.0,
+            -8193.0,
+            253.0,
+            254.0,
+            -1.0,
+            1e15,
+            -1e15,
+            0.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-7,
+            9.1e18,
+        ] {
+            let b = encode([(&b"abc"[..], s), (&b"abd"[..], s)].into_iter());
+            let d = decode(&b);
+            assert_eq!(d.get(0), (&b"abc"[..], s));
+            assert_eq!(d.get(1), (&b"abd"[..], s));
+            assert_eq!(pack_len(&b), 2);
+        }
+    }
+
+    #[test]
+    fn size_is_small() {
+        assert_eq!(std::mem::size_of::<ZSet>(), 16);
+    }
+
+    fn check(limits: Limits, seed: u64) {
+        fastrand::seed(seed);
+        let mut z = ZSet::new();
+        let mut m: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+        for step in 0..3000 {
+            let key = format!("m{}", fastrand::u32(..300)).into_bytes();
+            let score = if fastrand::bool() { fastrand::i32(-5..5) as f64 } else { fastrand::f64() * 10.0 };
+            match fastrand::u32(..10) {
+                0..=4 => {
+                    assert_eq!(z.insert(&key, score, limits), m.insert(key.clone(), score));
+                }
+                5 | 6 => {
+                    assert_eq!(z.remove(&key), m.remove(&key));
+                }
+                7 => {
+                    let v = model_vec(&m);
+                    let a = fastrand::usize(..v.len() + 2);
+                    let b = fastrand::usize(..v.len() + 2);
+                    let n = z.remove_ranks(a, b);
+                    let mut removed = 0;
+                    if a <= b && a < v.len() {
+                        for (k, _) in &v[a..=b.min(v.len() - 1)] {
+                            m.remove(k);
+                            removed += 1;
+                        }
+                    }
+                    assert_eq!(n, removed);
+                }
+                _ => {
+                    let v = model_vec(&m);
+                    if let Some(r) = v.iter().position(|e| e.0 == key) {
+                        assert_eq!(z.rank(&key), Some((r, v[r].1)));
+                    } else {
+                        assert_eq!(z.rank(&key), None);
+                    }
+                    assert_eq!(z.count_below_score(1.0, true), v.iter().filter(|e| e.1 <= 1.0).count());
+                    assert_eq!(z.count_below_score(1.0, false), v.iter().filter(|e| e.1 < 1.0).count());
+                    let a = fastrand::usize(..v.len() + 2);
+                    let b = fastrand::usize(..v.len() + 2);
+                    let mut got = Vec::new();
+                    z.walk(a, b, step % 2 == 0, &mut |m, s| {
+                        got.push((m.to_vec(), s));
+                        true
+                    });
+                    let mut want: Vec<_> = v.clone();
+                    if step % 2 == 0 {
+                        want.reverse();
+                    }
+                    let want: Vec<_> =
+                        if a <= b && a < want.len() { want[a..=b.min(want.len() - 1)].to_vec() } else { vec![] };
+                    assert_eq!(got, want);
+                }
+            }
+            assert_eq!(z.len(), m.len());
+            assert_eq!(z.to_vec(), model_vec(&m));
+        }
+        let mut scanned = Vec::new();
+        let mut c = 0;
+        loop {
+            c = z.scan(c, &mut |m, s| scanned.push((m.to_vec(), s)));
+            if c == 0 {
+                break;
+            }
+        }
+        scanned.sort_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
+        assert_eq!(scanned, model_vec(&m));
+        assert_eq!(z.clone(), z);
+    }
+
+    #[test]
+    fn model_listpack() {
+        check(Limits { max_entries: 100_000, max_value: 64 }, 7);
+    }
+
+    #[test]
+    fn model_skiplist() {
+        check(Limits { max_entries: 0, max_value: 64 }, 11);
+    }
+
+    #[test]
+    fn conversion_points() {
+        let l = Limits { max_entries: 2, max_value: 3 };
+        let mut z = ZSet::new();
+        z.insert(b"a", 1.0, l);
+        z.insert(b"b", 1.0, l);
+        assert_eq!(z.encoding_name(), "listpack");
+        z.insert(b"c", 1.0, l);
+        assert_eq!(z.encoding_name(), "skiplist");
+        let mut z = ZSet::new();
+        z.insert(b"abcd", 1.0, l);
+        assert_eq!(z.encoding_name(), "skiplist");
+        let z = ZSet::from_pairs(vec![(b"a".to_vec(), 1.0)], l);
+        assert_eq!(z.encoding_name(), "listpack");
     }
 }
