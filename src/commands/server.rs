@@ -304,7 +304,7 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         out.push_str(&client_line(c, now, if is_me { Some(&cur) } else { None }));
         out.push('\n');
     };
-    let live = |c: &&Client| !c.handle.close_requested();
+    let live = |c: &&Box<Client>| !c.handle.close_requested();
     match ids {
         Some(ids) => {
             for id in ids {

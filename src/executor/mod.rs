@@ -45,7 +45,7 @@ pub struct State {
     pub stats: Stats,
     pub slowlog: Slowlog,
     /// Every connected client except the one whose batch is running.
-    pub clients: BTreeMap<u64, Client>,
+    pub clients: BTreeMap<u64, Box<Client>>,
     pub next_client_id: u64,
     /// Changes since the last save.
     pub dirty: u64,
@@ -153,7 +153,7 @@ impl Executor {
         self.state.next_client_id += 1;
         let authenticated = self.state.config.requirepass.is_none();
         handle.set_authenticated(authenticated);
-        let client = Client::new(id, info, handle, unix_ms(), authenticated);
+        let client = Box::new(Client::new(id, info, handle, unix_ms(), authenticated));
         self.state.clients.insert(id, client);
         id
     }
@@ -202,7 +202,9 @@ impl Executor {
                 }
             }
         }
-        client.pending.extend(cmds);
+        if cmds.len() > 0 {
+            client.pending.extend(cmds);
+        }
         let end = if st.shutdown.is_some() {
             BatchEnd::Shutdown
         } else if client.close_after_reply || client.handle.close_requested() {
