@@ -225,7 +225,7 @@ pub fn rpushx(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 fn pop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
     if args.len() > 3 {
-        return Err(CmdError::WrongArity(args.str(0).to_lowercase()));
+        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
     }
     let key = args.key(1);
     let count = if args.len() == 3 {
@@ -464,7 +464,8 @@ pub fn lpos(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // Redis negates the rank in C long arithmetic: i64::MIN stays negative, so every match then
     // qualifies; wrapping keeps that behaviour.
     let rank = if from_tail { rank.wrapping_neg() } else { rank };
-    let iter: Box<dyn Iterator<Item = &[u8]>> = if from_tail { Box::new(list.iter_rev()) } else { Box::new(list.iter()) };
+    let iter: Box<dyn Iterator<Item = &[u8]>> =
+        if from_tail { Box::new(list.iter_rev()) } else { Box::new(list.iter()) };
     let mut found = Vec::new();
     let mut matches: i64 = 0;
     for (index, e) in iter.enumerate() {
@@ -682,6 +683,82 @@ pub fn blmpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(words: &[&str]) -> Args {
+        Args::new(words.iter().map(|w| bytes::Bytes::copy_from_slice(w.as_bytes())).collect())
+    }
+
+    /// Runs commands through their handlers on a scratch server state.
+    struct Harness {
+        st: crate::executor::State,
+        client: crate::executor::clients::Client,
+    }
+
+    impl Harness {
+        fn new(fill: i64) -> Self {
+            let info = crate::executor::clients::ConnInfo {
+                addr: "127.0.0.1:1".into(),
+                laddr: "127.0.0.1:2".into(),
+                fd: 0,
+                unix: false,
+                local: true,
+            };
+            let handle = std::sync::Arc::new(crate::executor::clients::ClientHandle::default());
+            let mut config = crate::config::Config::default();
+            config.list_max_listpack_size = fill;
+            Harness {
+                st: crate::executor::State::new(config),
+                client: crate::executor::clients::Client::new(1, info, handle, 1_700_000_000_000, true),
+            }
+        }
+
+        /// The reply as RESP2 bytes.
+        fn run(&mut self, words: &[&str]) -> Vec<u8> {
+            let spec = super::super::lookup(words[0].as_bytes()).expect("known command");
+            let mut ctx = Ctx { srv: &mut self.st, client: &mut self.client, now_ms: 1_700_000_000_000, spec };
+            let reply = (spec.handler)(&mut ctx, &args(words)).unwrap_or_else(|e| e.into_reply());
+            let mut out = Vec::new();
+            crate::resp::writer::write_reply(&mut out, &reply, 2);
+            out
+        }
+    }
+
+    #[test]
+    fn pushes_pops_and_ranges_across_nodes() {
+        let mut h = Harness::new(2);
+        assert_eq!(h.run(&["rpush", "l", "a", "b", "c", "d", "e"]), b":5\r\n");
+        assert_eq!(h.run(&["lpush", "l", "z"]), b":6\r\n");
+        assert_eq!(h.run(&["lrange", "l", "1", "-2"]), b"*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n");
+        assert_eq!(h.run(&["rpop", "l", "2"]), b"*2\r\n$1\r\ne\r\n$1\r\nd\r\n");
+        assert_eq!(h.run(&["lpop", "l", "0"]), b"*0\r\n");
+        assert_eq!(h.run(&["linsert", "l", "after", "b", "x"]), b":5\r\n");
+        assert_eq!(h.run(&["lindex", "l", "-3"]), b"$1\r\nb\r\n");
+        assert_eq!(
+            h.run(&["lmpop", "2", "nokey", "l", "left", "count", "9"]),
+            b"*2\r\n$1\r\nl\r\n*5\r\n$1\r\nz\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nx\r\n$1\r\nc\r\n"
+        );
+        assert_eq!(h.run(&["exists", "l"]), b":0\r\n");
+        assert_eq!(h.run(&["lpop", "l", "3"]), b"*-1\r\n");
+        assert_eq!(h.run(&["lset", "l", "0", "x"]), b"-ERR no such key\r\n");
+    }
+
+    #[test]
+    fn blocking_serves_or_requests_a_wait() {
+        let mut h = Harness::new(-2);
+        assert_eq!(h.run(&["blpop", "a", "b", "0"]), b"");
+        let req = h.client.block_request.take().expect("block requested");
+        assert_eq!(req.keys, vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(req.timeout_reply, Reply::NilArray);
+        h.run(&["rpush", "b", "1", "2"]);
+        assert_eq!(h.run(&["brpop", "a", "b", "0"]), b"*2\r\n$1\r\nb\r\n$1\r\n2\r\n");
+        assert_eq!(h.run(&["blmove", "b", "c", "left", "right", "1"]), b"$1\r\n1\r\n");
+        assert_eq!(h.run(&["blmove", "b", "c", "left", "right", "1"]), b"");
+        assert_eq!(h.client.block_request.take().map(|r| r.timeout_reply), Some(Reply::NilArray));
+        h.client.in_exec = true;
+        assert_eq!(h.run(&["blmove", "b", "c", "left", "right", "0"]), b"$-1\r\n");
+        assert_eq!(h.run(&["blmpop", "0", "1", "b", "left"]), b"*-1\r\n");
+        assert!(h.client.block_request.is_none());
+    }
 
     #[test]
     fn range_normalization() {

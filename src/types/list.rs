@@ -465,14 +465,12 @@ impl List {
         }
     }
 
-    /// Sum of the data bytes of `n` elements from `start` (to size reply buffers); O(n) but cheap
-    /// next to encoding. Uses the node sizes when the range covers whole nodes.
+    /// An estimate of the encoded bytes of `n` elements (to size reply buffers): `n` times the
+    /// average entry size of the head node, which is O(1) however long the list is.
     pub fn approx_bytes(&self, n: usize) -> usize {
-        let total: usize = self.nodes.iter().map(|x| x.buf.len()).sum();
-        if self.len == 0 {
-            0
-        } else {
-            total / self.len * n + n
+        match self.nodes.front() {
+            Some(node) if node.count > 0 => node.buf.len() / node.count * n,
+            _ => 0,
         }
     }
 }
