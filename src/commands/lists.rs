@@ -704,8 +704,7 @@ mod tests {
                 local: true,
             };
             let handle = std::sync::Arc::new(crate::executor::clients::ClientHandle::default());
-            let mut config = crate::config::Config::default();
-            config.list_max_listpack_size = fill;
+            let config = crate::config::Config { list_max_listpack_size: fill, ..Default::default() };
             Harness {
                 st: crate::executor::State::new(config),
                 client: crate::executor::clients::Client::new(1, info, handle, 1_700_000_000_000, true),

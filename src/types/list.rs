@@ -132,9 +132,20 @@ impl Node {
         let old = self.buf.len();
         self.buf.resize(old + size, 0);
         self.buf.copy_within(off..old, off + size);
-        let mut tmp = Vec::with_capacity(size);
-        encode_entry(&mut tmp, data);
-        self.buf[off..off + size].copy_from_slice(&tmp);
+        let n = data.len();
+        let slot = &mut self.buf[off..off + size];
+        if n < LONG as usize {
+            slot[0] = n as u8;
+            slot[1..1 + n].copy_from_slice(data);
+            slot[1 + n] = n as u8;
+        } else {
+            let len = (n as u32).to_le_bytes();
+            slot[0] = LONG;
+            slot[1..5].copy_from_slice(&len);
+            slot[5..5 + n].copy_from_slice(data);
+            slot[5 + n..9 + n].copy_from_slice(&len);
+            slot[9 + n] = LONG;
+        }
         self.count += 1;
     }
 
