@@ -23,7 +23,7 @@ const LONG: u8 = 0x80;
 /// A Redis list.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct List {
-    nodes: VecDeque<Node>,
+    nodes: Nodes,
     len: usize,
 }
 
@@ -31,6 +31,176 @@ pub struct List {
 struct Node {
     buf: Vec<u8>,
     count: usize,
+}
+
+/// The node chain. A list that fits one node (nearly every small list) keeps it inline, so it
+/// costs no node array allocation; longer lists use a deque of nodes.
+#[derive(Debug, Clone, PartialEq)]
+enum Nodes {
+    One(Node),
+    Many(VecDeque<Node>),
+}
+
+impl Default for Nodes {
+    fn default() -> Nodes {
+        Nodes::Many(VecDeque::new())
+    }
+}
+
+impl std::ops::Index<usize> for Nodes {
+    type Output = Node;
+
+    fn index(&self, i: usize) -> &Node {
+        match self {
+            Nodes::One(n) if i == 0 => n,
+            Nodes::One(_) => panic!("node index {i} out of range"),
+            Nodes::Many(v) => &v[i],
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for Nodes {
+    fn index_mut(&mut self, i: usize) -> &mut Node {
+        match self {
+            Nodes::One(n) if i == 0 => n,
+            Nodes::One(_) => panic!("node index {i} out of range"),
+            Nodes::Many(v) => &mut v[i],
+        }
+    }
+}
+
+impl Nodes {
+    fn len(&self) -> usize {
+        match self {
+            Nodes::One(_) => 1,
+            Nodes::Many(v) => v.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&Node> {
+        match self {
+            Nodes::One(n) => (i == 0).then_some(n),
+            Nodes::Many(v) => v.get(i),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Node> {
+        let (a, b): (&[Node], &[Node]) = match self {
+            Nodes::One(n) => (std::slice::from_ref(n), &[]),
+            Nodes::Many(v) => v.as_slices(),
+        };
+        a.iter().chain(b.iter())
+    }
+
+    fn front(&self) -> Option<&Node> {
+        self.get(0)
+    }
+
+    fn front_mut(&mut self) -> Option<&mut Node> {
+        match self {
+            Nodes::One(n) => Some(n),
+            Nodes::Many(v) => v.front_mut(),
+        }
+    }
+
+    fn back(&self) -> Option<&Node> {
+        match self {
+            Nodes::One(n) => Some(n),
+            Nodes::Many(v) => v.back(),
+        }
+    }
+
+    fn back_mut(&mut self) -> Option<&mut Node> {
+        match self {
+            Nodes::One(n) => Some(n),
+            Nodes::Many(v) => v.back_mut(),
+        }
+    }
+
+    /// Bytes of the node array itself (none while inline).
+    fn spine_bytes(&self) -> usize {
+        match self {
+            Nodes::One(_) => 0,
+            Nodes::Many(v) => v.capacity() * std::mem::size_of::<Node>(),
+        }
+    }
+
+    /// The deque form, converting an inline node first.
+    fn many(&mut self) -> &mut VecDeque<Node> {
+        if let Nodes::One(n) = self {
+            let n = std::mem::take(n);
+            let mut v = VecDeque::with_capacity(4);
+            v.push_back(n);
+            *self = Nodes::Many(v);
+        }
+        match self {
+            Nodes::Many(v) => v,
+            Nodes::One(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// Back to the inline form when a single node is left. Bulk removals call this; single pops
+    /// do not, so a list hovering at a node boundary does not reallocate the array each time.
+    fn settle(&mut self) {
+        if let Nodes::Many(v) = self {
+            if v.len() == 1 {
+                if let Some(n) = v.pop_front() {
+                    *self = Nodes::One(n);
+                }
+            }
+        }
+    }
+
+    fn push_back(&mut self, node: Node) {
+        match self {
+            Nodes::Many(v) if v.is_empty() => *self = Nodes::One(node),
+            _ => self.many().push_back(node),
+        }
+    }
+
+    fn push_front(&mut self, node: Node) {
+        match self {
+            Nodes::Many(v) if v.is_empty() => *self = Nodes::One(node),
+            _ => self.many().push_front(node),
+        }
+    }
+
+    fn insert(&mut self, i: usize, node: Node) {
+        self.many().insert(i, node);
+    }
+
+    fn pop_front(&mut self) {
+        match self {
+            Nodes::One(_) => *self = Nodes::default(),
+            Nodes::Many(v) => {
+                v.pop_front();
+            }
+        }
+    }
+
+    fn pop_back(&mut self) {
+        match self {
+            Nodes::One(_) => *self = Nodes::default(),
+            Nodes::Many(v) => {
+                v.pop_back();
+            }
+        }
+    }
+
+    fn retain(&mut self, f: impl FnMut(&Node) -> bool) {
+        match self {
+            Nodes::One(n) => {
+                let mut f = f;
+                if !f(n) {
+                    *self = Nodes::default();
+                }
+            }
+            Nodes::Many(v) => {
+                v.retain(f);
+                self.settle();
+            }
+        }
+    }
 }
 
 /// Bytes an entry of `len` data bytes takes in a node.
@@ -217,20 +387,13 @@ impl List {
 
     /// Bytes held by the list's buffers (approximate memory usage).
     pub fn allocated_bytes(&self) -> usize {
-        self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>() + self.nodes.capacity() * std::mem::size_of::<Node>()
-    }
-
-    fn new_node_slot(&mut self) {
-        if self.nodes.capacity() == 0 {
-            self.nodes.reserve_exact(1);
-        }
+        self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>() + self.nodes.spine_bytes()
     }
 
     pub fn push_back(&mut self, data: &[u8], fill: i64) {
         match self.nodes.back_mut() {
             Some(node) if node.can_take(data.len(), fill) => node.push_back(data),
             _ => {
-                self.new_node_slot();
                 self.nodes.push_back(Node::with_entry(data));
             }
         }
@@ -241,7 +404,6 @@ impl List {
         match self.nodes.front_mut() {
             Some(node) if node.can_take(data.len(), fill) => node.insert_at(0, data),
             _ => {
-                self.new_node_slot();
                 self.nodes.push_front(Node::with_entry(data));
             }
         }
@@ -285,7 +447,8 @@ impl List {
             }
         } else {
             let mut from_end = self.len - 1 - i;
-            for (ni, node) in self.nodes.iter().enumerate().rev() {
+            for ni in (0..self.nodes.len()).rev() {
+                let node = &self.nodes[ni];
                 if from_end < node.count {
                     return (ni, node.count - 1 - from_end);
                 }
@@ -371,6 +534,7 @@ impl List {
                 n = 0;
             }
         }
+        self.nodes.settle();
     }
 
     /// Removes the last `n` elements.
@@ -389,6 +553,7 @@ impl List {
                 n = 0;
             }
         }
+        self.nodes.settle();
     }
 
     /// Removes elements equal to `value` (LREM): the first `count` from the head when positive,
@@ -488,7 +653,7 @@ impl List {
 
 /// Forward iterator over a list's elements.
 pub struct Iter<'a> {
-    nodes: &'a VecDeque<Node>,
+    nodes: &'a Nodes,
     ni: usize,
     off: usize,
 }
@@ -513,7 +678,7 @@ impl<'a> Iterator for Iter<'a> {
 
 /// Backward iterator over a list's elements.
 pub struct RevIter<'a> {
-    nodes: &'a VecDeque<Node>,
+    nodes: &'a Nodes,
     /// One past the node being read.
     ni: usize,
     end: usize,
@@ -556,7 +721,7 @@ mod tests {
         assert_eq!(rev, m);
         assert_eq!(l.nodes.iter().map(|n| n.count).sum::<usize>(), l.len());
         assert!(l.nodes.iter().all(|n| n.count > 0));
-        for n in &l.nodes {
+        for n in l.nodes.iter() {
             assert_eq!(n.entries().count(), n.count);
         }
     }
