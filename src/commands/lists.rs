@@ -11,6 +11,7 @@
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::resp::Reply;
+use crate::types::list::Elem;
 use crate::types::{List, Value};
 use crate::util::num::parse_i64;
 
@@ -122,6 +123,14 @@ fn put_bulk(out: &mut Vec<u8>, data: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+#[inline]
+fn put_elem(out: &mut Vec<u8>, e: Elem<'_>) {
+    match e {
+        Elem::Bytes(b) => put_bulk(out, b),
+        Elem::Int(_) => e.with_bytes(|b| put_bulk(out, b)),
+    }
+}
+
 fn array_header(out: &mut Vec<u8>, n: usize) {
     crate::resp::writer::int_line(out, b'*', n as i64);
 }
@@ -130,7 +139,7 @@ fn array_header(out: &mut Vec<u8>, n: usize) {
 fn encode_range(out: &mut Vec<u8>, list: &List, start: usize, n: usize) {
     out.reserve(list.approx_bytes(n) + 6 * n + 16);
     array_header(out, n);
-    list.for_each_range(start, n, |e| put_bulk(out, e));
+    list.for_each_range(start, n, |e| put_elem(out, e));
 }
 
 /// Encodes the `n` elements a counted pop from `end` takes, in pop order, and removes them.
@@ -145,7 +154,7 @@ fn pop_range(out: &mut Vec<u8>, list: &mut List, end: End, n: usize) {
             out.reserve(list.approx_bytes(n) + 6 * n + 16);
             array_header(out, n);
             for e in list.iter_rev().take(n) {
-                put_bulk(out, e);
+                put_elem(out, e);
             }
             list.remove_back(n);
         }
@@ -328,7 +337,7 @@ pub fn lindex(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let index = parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
     Ok(match resolve_index(index, list.len()).and_then(|i| list.get(i)) {
-        Some(v) => Reply::Bulk(v.to_vec()),
+        Some(e) => Reply::Bulk(e.to_vec()),
         None => Reply::Nil,
     })
 }
@@ -464,7 +473,7 @@ pub fn lpos(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // Redis negates the rank in C long arithmetic: i64::MIN stays negative, so every match then
     // qualifies; wrapping keeps that behaviour.
     let rank = if from_tail { rank.wrapping_neg() } else { rank };
-    let iter: Box<dyn Iterator<Item = &[u8]>> =
+    let iter: Box<dyn Iterator<Item = Elem<'_>>> =
         if from_tail { Box::new(list.iter_rev()) } else { Box::new(list.iter()) };
     let mut found = Vec::new();
     let mut matches: i64 = 0;
@@ -473,7 +482,7 @@ pub fn lpos(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if maxlen != 0 && index >= maxlen {
             break;
         }
-        if e != elem {
+        if !e.eq_bytes(elem) {
             continue;
         }
         matches += 1;

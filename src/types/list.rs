@@ -203,54 +203,142 @@ impl Nodes {
     }
 }
 
-/// Bytes an entry of `len` data bytes takes in a node.
-#[inline]
-fn entry_size(len: usize) -> usize {
-    if len < LONG as usize {
-        len + 2
-    } else {
-        len + 10
+/// Header/trailer byte of an integer entry: `INT | k` for a k-byte (1..=8) little-endian value.
+const INT: u8 = 0xC0;
+
+/// One element as stored: its bytes, or an integer kept in binary (a canonical decimal string,
+/// which reads back as the same bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elem<'a> {
+    Bytes(&'a [u8]),
+    Int(i64),
+}
+
+impl Elem<'_> {
+    /// Calls `f` with the element's bytes (an integer is formatted on the stack).
+    #[inline]
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match *self {
+            Elem::Bytes(b) => f(b),
+            Elem::Int(v) => f(itoa::Buffer::new().format(v).as_bytes()),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// Whether the element equals `value` byte for byte.
+    pub fn eq_bytes(&self, value: &[u8]) -> bool {
+        match *self {
+            Elem::Bytes(b) => b == value,
+            // Cheap rejections before formatting.
+            Elem::Int(_) if value.is_empty() || value.len() > 20 => false,
+            Elem::Int(_) => self.with_bytes(|b| b == value),
+        }
     }
 }
 
-fn encode_entry(out: &mut Vec<u8>, data: &[u8]) {
-    let n = data.len();
-    if n < LONG as usize {
-        out.push(n as u8);
-        out.extend_from_slice(data);
-        out.push(n as u8);
-    } else {
-        out.push(LONG);
-        out.extend_from_slice(&(n as u32).to_le_bytes());
-        out.extend_from_slice(data);
-        out.extend_from_slice(&(n as u32).to_le_bytes());
-        out.push(LONG);
+/// `data` as an integer when it is the canonical decimal form of an i64 (so it can be stored in
+/// binary and read back unchanged).
+#[inline]
+fn as_int(data: &[u8]) -> Option<i64> {
+    let first = *data.first()?;
+    if data.len() > 20 || !(first.is_ascii_digit() || first == b'-') {
+        return None;
+    }
+    let v = crate::util::num::parse_i64(data)?;
+    (itoa::Buffer::new().format(v).as_bytes() == data).then_some(v)
+}
+
+/// Bytes a signed value needs (1..=8).
+#[inline]
+fn int_width(v: i64) -> usize {
+    let bits = if v < 0 { 64 - (!v).leading_zeros() } else { 64 - v.leading_zeros() } + 1;
+    (bits as usize).div_ceil(8).clamp(1, 8)
+}
+
+/// How an element will be stored: its entry size and integer form, if any.
+#[inline]
+fn plan(data: &[u8]) -> (usize, Option<i64>) {
+    match as_int(data) {
+        Some(v) => (int_width(v) + 2, Some(v)),
+        None if data.len() < LONG as usize => (data.len() + 2, None),
+        None => (data.len() + 10, None),
     }
 }
 
-/// The entry starting at `off`: (data start, data length, offset of the next entry).
+/// Writes the entry for `data` (planned as `int`) into `slot`, which is exactly its size.
+fn write_entry(slot: &mut [u8], data: &[u8], int: Option<i64>) {
+    let size = slot.len();
+    if let Some(v) = int {
+        let k = size - 2;
+        slot[0] = INT | k as u8;
+        slot[1..1 + k].copy_from_slice(&v.to_le_bytes()[..k]);
+        slot[1 + k] = INT | k as u8;
+    } else if data.len() < LONG as usize {
+        let n = data.len();
+        slot[0] = n as u8;
+        slot[1..1 + n].copy_from_slice(data);
+        slot[1 + n] = n as u8;
+    } else {
+        let n = data.len();
+        let len = (n as u32).to_le_bytes();
+        slot[0] = LONG;
+        slot[1..5].copy_from_slice(&len);
+        slot[5..5 + n].copy_from_slice(data);
+        slot[5 + n..9 + n].copy_from_slice(&len);
+        slot[9 + n] = LONG;
+    }
+}
+
+/// The encoded entry for `data`.
+fn encode_vec(data: &[u8]) -> Vec<u8> {
+    let (size, int) = plan(data);
+    let mut v = vec![0; size];
+    write_entry(&mut v, data, int);
+    v
+}
+
 #[inline]
-fn read_fwd(buf: &[u8], off: usize) -> (usize, usize, usize) {
+fn read_int(bytes: &[u8]) -> i64 {
+    let k = bytes.len();
+    let mut le = [0u8; 8];
+    le[..k].copy_from_slice(bytes);
+    // Sign-extend from the top byte stored.
+    let shift = 64 - 8 * k as u32;
+    (i64::from_le_bytes(le) << shift) >> shift
+}
+
+/// The entry starting at `off`: (element, offset of the next entry).
+#[inline]
+fn read_fwd(buf: &[u8], off: usize) -> (Elem<'_>, usize) {
     let h = buf[off];
     if h < LONG {
         let n = h as usize;
-        (off + 1, n, off + n + 2)
-    } else {
+        (Elem::Bytes(&buf[off + 1..off + 1 + n]), off + n + 2)
+    } else if h == LONG {
         let n = u32::from_le_bytes([buf[off + 1], buf[off + 2], buf[off + 3], buf[off + 4]]) as usize;
-        (off + 5, n, off + n + 10)
+        (Elem::Bytes(&buf[off + 5..off + 5 + n]), off + n + 10)
+    } else {
+        let k = (h & 0x0F) as usize;
+        (Elem::Int(read_int(&buf[off + 1..off + 1 + k])), off + k + 2)
     }
 }
 
-/// The entry ending at `end`: (data start, data length, offset where the entry starts).
+/// The entry ending at `end`: (element, offset where the entry starts).
 #[inline]
-fn read_back(buf: &[u8], end: usize) -> (usize, usize, usize) {
+fn read_back(buf: &[u8], end: usize) -> (Elem<'_>, usize) {
     let t = buf[end - 1];
     if t < LONG {
         let n = t as usize;
-        (end - 1 - n, n, end - n - 2)
-    } else {
+        (Elem::Bytes(&buf[end - 1 - n..end - 1]), end - n - 2)
+    } else if t == LONG {
         let n = u32::from_le_bytes([buf[end - 5], buf[end - 4], buf[end - 3], buf[end - 2]]) as usize;
-        (end - 5 - n, n, end - n - 10)
+        (Elem::Bytes(&buf[end - 5 - n..end - 5]), end - n - 10)
+    } else {
+        let k = (t & 0x0F) as usize;
+        (Elem::Int(read_int(&buf[end - 1 - k..end - 1])), end - k - 2)
     }
 }
 
@@ -265,15 +353,15 @@ fn fits(bytes: usize, count: usize, fill: i64) -> bool {
 }
 
 impl Node {
-    fn with_entry(data: &[u8]) -> Node {
-        let mut buf = Vec::with_capacity(entry_size(data.len()));
-        encode_entry(&mut buf, data);
+    fn with_entry(data: &[u8], size: usize, int: Option<i64>) -> Node {
+        let mut buf = vec![0; size];
+        write_entry(&mut buf, data, int);
         Node { buf, count: 1 }
     }
 
-    /// Whether one more entry of `len` bytes may join this node.
-    fn can_take(&self, len: usize, fill: i64) -> bool {
-        fits(self.buf.len() + entry_size(len), self.count + 1, fill)
+    /// Whether one more entry of `size` bytes may join this node.
+    fn can_take(&self, size: usize, fill: i64) -> bool {
+        fits(self.buf.len() + size, self.count + 1, fill)
     }
 
     /// Byte offset of entry `i` (0-based; `i == count` gives the end), walking from the nearer end.
@@ -281,47 +369,27 @@ impl Node {
         if i <= self.count / 2 {
             let mut off = 0;
             for _ in 0..i {
-                off = read_fwd(&self.buf, off).2;
+                off = read_fwd(&self.buf, off).1;
             }
             off
         } else {
             let mut end = self.buf.len();
             for _ in i..self.count {
-                end = read_back(&self.buf, end).2;
+                end = read_back(&self.buf, end).1;
             }
             end
         }
     }
 
-    /// Inserts an encoded entry at byte offset `off`.
-    fn insert_at(&mut self, off: usize, data: &[u8]) {
-        let size = entry_size(data.len());
+    /// Inserts the entry for `data` (planned as `size`, `int`) at byte offset `off`.
+    fn insert_at(&mut self, off: usize, data: &[u8], size: usize, int: Option<i64>) {
         // Exact growth: jemalloc's size classes make repeated exact reallocs cheap, and the node
         // keeps no slack (memory is what small lists are about).
         self.buf.reserve_exact(size);
         let old = self.buf.len();
         self.buf.resize(old + size, 0);
         self.buf.copy_within(off..old, off + size);
-        let n = data.len();
-        let slot = &mut self.buf[off..off + size];
-        if n < LONG as usize {
-            slot[0] = n as u8;
-            slot[1..1 + n].copy_from_slice(data);
-            slot[1 + n] = n as u8;
-        } else {
-            let len = (n as u32).to_le_bytes();
-            slot[0] = LONG;
-            slot[1..5].copy_from_slice(&len);
-            slot[5..5 + n].copy_from_slice(data);
-            slot[5 + n..9 + n].copy_from_slice(&len);
-            slot[9 + n] = LONG;
-        }
-        self.count += 1;
-    }
-
-    fn push_back(&mut self, data: &[u8]) {
-        self.buf.reserve_exact(entry_size(data.len()));
-        encode_entry(&mut self.buf, data);
+        write_entry(&mut self.buf[off..off + size], data, int);
         self.count += 1;
     }
 
@@ -347,18 +415,18 @@ struct NodeIter<'a> {
 }
 
 impl<'a> Iterator for NodeIter<'a> {
-    type Item = (usize, &'a [u8]);
+    type Item = (usize, usize, Elem<'a>);
 
-    /// Yields (entry start offset, data).
+    /// Yields (entry start offset, entry end offset, element).
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.off >= self.buf.len() {
             return None;
         }
         let start = self.off;
-        let (d, n, next) = read_fwd(self.buf, start);
+        let (e, next) = read_fwd(self.buf, start);
         self.off = next;
-        Some((start, &self.buf[d..d + n]))
+        Some((start, next, e))
     }
 }
 
@@ -391,20 +459,22 @@ impl List {
     }
 
     pub fn push_back(&mut self, data: &[u8], fill: i64) {
+        let (size, int) = plan(data);
         match self.nodes.back_mut() {
-            Some(node) if node.can_take(data.len(), fill) => node.push_back(data),
+            Some(node) if node.can_take(size, fill) => node.insert_at(node.buf.len(), data, size, int),
             _ => {
-                self.nodes.push_back(Node::with_entry(data));
+                self.nodes.push_back(Node::with_entry(data, size, int));
             }
         }
         self.len += 1;
     }
 
     pub fn push_front(&mut self, data: &[u8], fill: i64) {
+        let (size, int) = plan(data);
         match self.nodes.front_mut() {
-            Some(node) if node.can_take(data.len(), fill) => node.insert_at(0, data),
+            Some(node) if node.can_take(size, fill) => node.insert_at(0, data, size, int),
             _ => {
-                self.nodes.push_front(Node::with_entry(data));
+                self.nodes.push_front(Node::with_entry(data, size, int));
             }
         }
         self.len += 1;
@@ -412,8 +482,8 @@ impl List {
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
         let node = self.nodes.front_mut()?;
-        let (d, n, next) = read_fwd(&node.buf, 0);
-        let out = node.buf[d..d + n].to_vec();
+        let (e, next) = read_fwd(&node.buf, 0);
+        let out = e.to_vec();
         node.buf.drain(..next);
         node.count -= 1;
         if node.count == 0 {
@@ -425,8 +495,8 @@ impl List {
 
     pub fn pop_back(&mut self) -> Option<Vec<u8>> {
         let node = self.nodes.back_mut()?;
-        let (d, n, start) = read_back(&node.buf, node.buf.len());
-        let out = node.buf[d..d + n].to_vec();
+        let (e, start) = read_back(&node.buf, node.buf.len());
+        let out = e.to_vec();
         node.buf.truncate(start);
         node.count -= 1;
         if node.count == 0 {
@@ -459,14 +529,13 @@ impl List {
     }
 
     /// Element `i` (0-based from the head), if it exists.
-    pub fn get(&self, i: usize) -> Option<&[u8]> {
+    pub fn get(&self, i: usize) -> Option<Elem<'_>> {
         if i >= self.len {
             return None;
         }
         let (ni, ei) = self.locate(i);
         let node = &self.nodes[ni];
-        let (d, n, _) = read_fwd(&node.buf, node.offset_of(ei));
-        Some(&node.buf[d..d + n])
+        Some(read_fwd(&node.buf, node.offset_of(ei)).0)
     }
 
     /// Keeps node `ni` within the fill limit after a growth in the middle.
@@ -489,10 +558,8 @@ impl List {
         let (ni, ei) = self.locate(i);
         let node = &mut self.nodes[ni];
         let off = node.offset_of(ei);
-        let (_, _, next) = read_fwd(&node.buf, off);
-        let mut enc = Vec::with_capacity(entry_size(data.len()));
-        encode_entry(&mut enc, data);
-        node.buf.splice(off..next, enc);
+        let next = read_fwd(&node.buf, off).1;
+        node.buf.splice(off..next, encode_vec(data));
         self.rebalance(ni, fill);
         true
     }
@@ -508,14 +575,15 @@ impl List {
         let (ni, ei) = self.locate(i);
         let node = &mut self.nodes[ni];
         let off = node.offset_of(ei);
-        node.insert_at(off, data);
+        let (size, int) = plan(data);
+        node.insert_at(off, data, size, int);
         self.len += 1;
         self.rebalance(ni, fill);
     }
 
     /// Index of the first element equal to `value`.
     pub fn position(&self, value: &[u8]) -> Option<usize> {
-        self.iter().position(|e| e == value)
+        self.iter().position(|e| e.eq_bytes(value))
     }
 
     /// Removes the first `n` elements.
@@ -570,7 +638,7 @@ impl List {
             }
             let node = &self.nodes[ni];
             let mut starts: Vec<(usize, usize)> =
-                node.entries().filter(|(_, d)| *d == value).map(|(s, d)| (s, s + entry_size(d.len()))).collect();
+                node.entries().filter(|(_, _, e)| e.eq_bytes(value)).map(|(s, e, _)| (s, e)).collect();
             if starts.is_empty() {
                 continue;
             }
@@ -622,7 +690,7 @@ impl List {
 
     /// Calls `f` with `n` elements from element `start` on, head to tail. The tight loop LRANGE
     /// and the popping commands use to encode replies.
-    pub fn for_each_range(&self, start: usize, mut n: usize, mut f: impl FnMut(&[u8])) {
+    pub fn for_each_range(&self, start: usize, mut n: usize, mut f: impl FnMut(Elem<'_>)) {
         if start >= self.len || n == 0 {
             return;
         }
@@ -631,8 +699,8 @@ impl List {
         while n > 0 && ni < self.nodes.len() {
             let buf = &self.nodes[ni].buf[..];
             while n > 0 && off < buf.len() {
-                let (d, len, next) = read_fwd(buf, off);
-                f(&buf[d..d + len]);
+                let (e, next) = read_fwd(buf, off);
+                f(e);
                 off = next;
                 n -= 1;
             }
@@ -659,16 +727,16 @@ pub struct Iter<'a> {
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = &'a [u8];
+    type Item = Elem<'a>;
 
     #[inline]
-    fn next(&mut self) -> Option<&'a [u8]> {
+    fn next(&mut self) -> Option<Elem<'a>> {
         loop {
             let node = self.nodes.get(self.ni)?;
             if self.off < node.buf.len() {
-                let (d, n, next) = read_fwd(&node.buf, self.off);
+                let (e, next) = read_fwd(&node.buf, self.off);
                 self.off = next;
-                return Some(&node.buf[d..d + n]);
+                return Some(e);
             }
             self.ni += 1;
             self.off = 0;
@@ -685,19 +753,19 @@ pub struct RevIter<'a> {
 }
 
 impl<'a> Iterator for RevIter<'a> {
-    type Item = &'a [u8];
+    type Item = Elem<'a>;
 
     #[inline]
-    fn next(&mut self) -> Option<&'a [u8]> {
+    fn next(&mut self) -> Option<Elem<'a>> {
         loop {
             if self.ni == 0 {
                 return None;
             }
             let node = &self.nodes[self.ni - 1];
             if self.end > 0 {
-                let (d, n, start) = read_back(&node.buf, self.end);
+                let (e, start) = read_back(&node.buf, self.end);
                 self.end = start;
-                return Some(&node.buf[d..d + n]);
+                return Some(e);
             }
             self.ni -= 1;
             if self.ni > 0 {
@@ -713,10 +781,10 @@ mod tests {
 
     fn check(l: &List, model: &VecDeque<Vec<u8>>) {
         assert_eq!(l.len(), model.len());
-        let fwd: Vec<&[u8]> = l.iter().collect();
-        let m: Vec<&[u8]> = model.iter().map(|v| &v[..]).collect();
+        let fwd: Vec<Vec<u8>> = l.iter().map(|e| e.to_vec()).collect();
+        let m: Vec<Vec<u8>> = model.iter().cloned().collect();
         assert_eq!(fwd, m);
-        let mut rev: Vec<&[u8]> = l.iter_rev().collect();
+        let mut rev: Vec<Vec<u8>> = l.iter_rev().map(|e| e.to_vec()).collect();
         rev.reverse();
         assert_eq!(rev, m);
         assert_eq!(l.nodes.iter().map(|n| n.count).sum::<usize>(), l.len());
@@ -727,10 +795,15 @@ mod tests {
     }
 
     fn value(rng: &mut fastrand::Rng) -> Vec<u8> {
-        match rng.u8(..10) {
+        match rng.u8(..14) {
             0 => vec![b'x'; rng.usize(100..300)],
             1 => Vec::new(),
             2 => rng.i64(..).to_string().into_bytes(),
+            3 => rng.i64(-300..300).to_string().into_bytes(),
+            4 => ["01", "-0", "+1", "-", "1a", "18446744073709551616", "-9223372036854775808"][rng.usize(..7)]
+                .as_bytes()
+                .to_vec(),
+            5 => (rng.i64(..) >> rng.u32(0..63)).to_string().into_bytes(),
             _ => vec![b'a' + rng.u8(..4); rng.usize(1..4)],
         }
     }
@@ -804,8 +877,8 @@ mod tests {
                 }
                 11 if !m.is_empty() => {
                     let i = rng.usize(..m.len());
-                    assert_eq!(l.get(i), Some(&m[i][..]));
-                    let from: Vec<&[u8]> = l.iter_from(i).collect();
+                    assert_eq!(l.get(i).map(|e| e.to_vec()), Some(m[i].clone()));
+                    let from: Vec<Elem> = l.iter_from(i).collect();
                     assert_eq!(from.len(), m.len() - i);
                     let mut got = Vec::new();
                     l.for_each_range(i, 3, |e| got.push(e.to_vec()));
@@ -841,10 +914,29 @@ mod tests {
         l.push_back(b"a", -2);
         l.push_back(&big, -2);
         l.push_front(&big[..200], -2);
-        assert_eq!(l.get(2), Some(&big[..]));
+        assert_eq!(l.get(2), Some(Elem::Bytes(&big[..])));
         assert_eq!(l.pop_back().as_deref(), Some(&big[..]));
         assert_eq!(l.pop_front().as_deref(), Some(&big[..200]));
         assert_eq!(l.len(), 1);
+    }
+
+    #[test]
+    fn integers_are_stored_in_binary() {
+        for v in [0i64, 1, -1, 127, 128, -128, -129, 32767, 1 << 23, -(1 << 40), i64::MAX, i64::MIN] {
+            let text = v.to_string();
+            let (size, int) = plan(text.as_bytes());
+            assert_eq!(int, Some(v));
+            assert_eq!(size, int_width(v) + 2);
+            let enc = encode_vec(text.as_bytes());
+            assert_eq!(read_fwd(&enc, 0), (Elem::Int(v), enc.len()));
+            assert_eq!(read_back(&enc, enc.len()), (Elem::Int(v), 0));
+        }
+        for s in ["01", "-0", "+1", " 1", "1 ", "", "-", "99999999999999999999"] {
+            assert_eq!(plan(s.as_bytes()).1, None, "{s}");
+        }
+        assert_eq!(int_width(999_999), 3);
+        assert!(Elem::Int(-12).eq_bytes(b"-12"));
+        assert!(!Elem::Int(12).eq_bytes(b"012"));
     }
 
     #[test]
