@@ -7,10 +7,12 @@
 //! Redis 7.0 reports every list as `quicklist` (the `listpack` list encoding arrived in 7.2), so
 //! node layout is invisible to clients and `encoding_name` always answers `quicklist`.
 //!
-//! Entry layout inside a node: a forward length header, the bytes, and a backward length trailer,
-//! so a node can be walked from either end. Lengths under 128 take one byte each way; longer ones
-//! take five (marker 0x80 plus a little-endian u32). Values are kept as plain bytes: LRANGE then
-//! copies them straight into the reply, which measured faster than re-formatting integers.
+//! Entry layout inside a node: a header, the payload, and a trailer mirroring the header, so a
+//! node can be walked from either end. Strings under 128 bytes take one byte each way, longer
+//! ones five (marker 0x80 plus a little-endian u32). A canonical decimal integer is stored in
+//! binary in 1..=8 bytes (marker 0xC0 | width), as listpack does: a 6-digit number costs 5 bytes
+//! instead of 8. LRANGE copies string payloads straight into the reply and formats integers with
+//! itoa on the stack.
 
 use std::collections::VecDeque;
 
