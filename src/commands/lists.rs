@@ -108,6 +108,14 @@ fn after_write(ctx: &mut Ctx, key: &[u8], n: usize, emptied: bool) {
     }
 }
 
+/// Marks `key` modified (WATCH, keyspace events) without counting a dataset change: Redis
+/// signals LTRIM's key even when nothing was trimmed, and counts LMOVE as one change for two keys.
+fn touch_uncounted(ctx: &mut Ctx, key: &[u8]) {
+    let dirty = ctx.srv.dirty;
+    ctx.modified(key);
+    ctx.srv.dirty = dirty;
+}
+
 /// Appends `$len\r\n<data>\r\n`, with the common short lengths written without formatting.
 #[inline]
 fn put_bulk(out: &mut Vec<u8>, data: &[u8]) {
@@ -424,10 +432,8 @@ pub fn ltrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     list.remove_front(front);
     let emptied = list.is_empty();
     // Redis counts the trimmed elements as dirty and signals the key even when nothing went.
-    ctx.modified(key);
-    if front + back > 1 {
-        ctx.dirty((front + back - 1) as u64);
-    }
+    touch_uncounted(ctx, key);
+    ctx.dirty((front + back) as u64);
     if emptied {
         let now = ctx.now_ms;
         ctx.db().remove(key, now);
@@ -530,7 +536,7 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         push_one(&mut d, to, &v, fill);
         ctx.db().set(dst, Value::List(Box::new(d)), now);
     }
-    ctx.modified(dst);
+    touch_uncounted(ctx, dst);
     ctx.signal_ready(dst);
     after_write(ctx, src, 1, emptied);
     Ok(Reply::Bulk(v))
