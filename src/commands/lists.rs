@@ -93,7 +93,7 @@ fn list_ref<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c List>, Cm
 }
 
 fn fill(ctx: &Ctx) -> i64 {
-    ctx.srv.config.list_max_listpack_size
+    ctx.srv.config.list_max_listpack_size as i64
 }
 
 /// Records `n` changed elements of `key`, deleting the key when its list became empty.

@@ -499,18 +499,18 @@ impl Ctx<'_> {
     /// Parses a blocking timeout in seconds (a float, as Redis 7.0 accepts) into an absolute unix-ms
     /// deadline, 0 meaning forever, with Redis's errors.
     pub fn parse_timeout(&self, arg: &[u8]) -> Result<i64, CmdError> {
-        let secs = crate::util::num::parse_f64(arg)
-            .filter(|v| v.is_finite())
+        let ms = crate::util::num::timeout_ms(arg)
             .ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
-        if secs < 0.0 {
+        if ms < 0 {
             return Err(CmdError::err("timeout is negative"));
         }
-        let ms = (secs * 1000.0).ceil();
-        if ms > (i64::MAX / 2) as f64 {
+        if ms == 0 {
+            return Ok(0);
+        }
+        if ms > i64::MAX - self.now_ms {
             return Err(CmdError::err("timeout is out of range"));
         }
-        let ms = ms as i64;
-        Ok(if ms == 0 { 0 } else { self.now_ms + ms })
+        Ok(self.now_ms + ms)
     }
 
     /// The client's RESP protocol version.

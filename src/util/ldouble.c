@@ -67,3 +67,13 @@ int ferrodis_is_long_double(const char *s, size_t len) {
     long double v;
     return parse_ld(s, len, &v);
 }
+
+/* A blocking timeout in seconds as Redis 7.0 reads it: long double, ceil(v * 1000) converted to a
+ * 64-bit integer (out-of-range values convert to the most negative integer, as on x86-64).
+ * Returns 0 if the text is not a valid long double. */
+int ferrodis_timeout_ms(const char *s, size_t len, long long *out) {
+    long double v;
+    if (!parse_ld(s, len, &v)) return 0;
+    *out = (long long)ceill(v * 1000.0L);
+    return 1;
+}

@@ -184,6 +184,17 @@ extern "C" {
         cap: usize,
     ) -> std::os::raw::c_long;
     fn ferrodis_is_long_double(s: *const u8, len: usize) -> std::os::raw::c_int;
+    fn ferrodis_timeout_ms(s: *const u8, len: usize, out: *mut i64) -> std::os::raw::c_int;
+}
+
+/// A timeout in seconds converted to milliseconds exactly as Redis 7.0 does it (long double,
+/// `ceil(v * 1000)`, cast to a 64-bit integer). None when the text is not a valid long double.
+pub fn timeout_ms(s: &[u8]) -> Option<i64> {
+    let mut out = 0i64;
+    // SAFETY: the pointer/length pair describes a live slice the C side only reads; `out` is a
+    // valid i64 it writes once.
+    let ok = unsafe { ferrodis_timeout_ms(s.as_ptr(), s.len(), &mut out) };
+    (ok != 0).then_some(out)
 }
 
 /// Why a long-double increment failed.
