@@ -425,10 +425,10 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// (at most LIMIT entries). Replies with the number of entries removed; 0 on a missing key.
 pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
+    let t = parse_add_or_trim(args, false)?;
     if write_stream(ctx, key)?.is_none() {
         return Ok(Reply::Int(0));
     }
-    let t = parse_add_or_trim(args, false)?;
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     let n = s.trim(t.maxlen, t.minid, t.approx, t.limit);
     if n > 0 {
@@ -463,7 +463,7 @@ fn range_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
         return Ok(Reply::Array(Vec::new()));
     };
     if count == 0 {
-        return Ok(Reply::Array(Vec::new()));
+        return Ok(Reply::NilArray);
     }
     let mut body = Vec::new();
     let mut n = 0i64;
@@ -558,9 +558,6 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(1);
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
-    if id < s.max_deleted_id {
-        return Err(CmdError::err("The ID specified in XSETID is smaller than current max_deleted_entry_id"));
-    }
     if s.length > 0 {
         let top = s.edge_id(false);
         if id < top {
@@ -719,9 +716,10 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
             streams_arg = i + 1;
             streams_count = argc - streams_arg;
             if streams_count % 2 != 0 {
-                let (name, sym) = if group_mode { ("xreadgroup", '>') } else { ("xread", '$') };
+                let name = args.str(0);
+                let sym = if group_mode { '>' } else { '$' };
                 return Err(CmdError::err(format!(
-                    "Unbalanced '{name}' list of streams: for each stream key an ID or '{sym}' must be specified."
+                    "Unbalanced {name} list of streams: for each stream key an ID or '{sym}' must be specified."
                 )));
             }
             streams_count /= 2;
@@ -797,23 +795,23 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         let mut out = Vec::new();
         match group {
             Some((gname, cname)) => {
-                let Some(g) = s.groups.get_mut(gname) else { continue };
-                if let Some(c) = g.consumers.get_mut(cname) {
-                    c.seen_time = now;
-                } else {
-                    g.create_consumer(cname, now);
+                let Some(glast) = s.groups.get(gname).map(|g| g.last_id) else { continue };
+                // The consumer is created (or its seen-time refreshed) only when served.
+                if ids[k].is_none() && (s.length == 0 || s.edge_id(false) <= glast) {
+                    continue;
                 }
-                let glast = g.last_id;
+                if let Some(g) = s.groups.get_mut(gname) {
+                    if let Some(c) = g.consumers.get_mut(cname) {
+                        c.seen_time = now;
+                    } else {
+                        g.create_consumer(cname, now);
+                    }
+                }
                 match ids[k] {
                     Some(after) => {
                         serve_group_history(s, gname, cname, after, count as usize, now, proto, &mut out);
                     }
-                    None => {
-                        if s.length == 0 || s.edge_id(false) <= glast {
-                            continue;
-                        }
-                        serve_group_new(s, gname, cname, glast, count as usize, noack, now, &mut out);
-                    }
+                    None => serve_group_new(s, gname, cname, glast, count as usize, noack, now, &mut out),
                 }
                 ctx.dirty(1);
             }
@@ -1396,6 +1394,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
             drop_pending(&mut g, id);
             deleted.push(id);
             dirty += 1;
+            count -= 1;
             if id == StreamId::MAX {
                 break;
             }
