@@ -447,7 +447,8 @@ impl Ctx<'_> {
         if !self.may_block() {
             return Ok(timeout_reply);
         }
-        self.client.block_request = Some(BlockRequest { keys, deadline_ms, timeout_reply, wants_type, rerun_argv: None });
+        self.client.block_request =
+            Some(BlockRequest { keys, deadline_ms, timeout_reply, wants_type, rerun_argv: None });
         Ok(Reply::Raw(Vec::new()))
     }
 

@@ -583,19 +583,21 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // XREAD / XREADGROUP
 
-/// Serves new entries (after `after`) to a group consumer, recording them as pending unless
-/// `noack`, and advancing the group's last ID and read counter (Redis's streamReplyWithRange with
-/// a group).
-fn serve_group_new(
-    s: &mut Stream,
-    group_name: &[u8],
-    consumer: &[u8],
-    after: StreamId,
+/// What an XREADGROUP call reads with.
+struct GroupRead<'a> {
+    group: &'a [u8],
+    consumer: &'a [u8],
     count: usize,
     noack: bool,
     now: i64,
-    out: &mut Vec<u8>,
-) {
+    proto: u8,
+}
+
+/// Serves new entries (after `after`) to a group consumer, recording them as pending unless
+/// `noack`, and advancing the group's last ID and read counter (Redis's streamReplyWithRange with
+/// a group).
+fn serve_group_new(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec<u8>) {
+    let (group_name, consumer, count, noack, now) = (r.group, r.consumer, r.count, r.noack, r.now);
     let Some(start) = after.incr() else {
         out.extend_from_slice(b"*0\r\n");
         return;
@@ -620,10 +622,8 @@ fn serve_group_new(
             g.last_id = id;
         }
         if !noack {
-            let previous = g.pel.insert(
-                id,
-                Nack { delivery_time: now, delivery_count: 1, consumer: consumer.to_vec() },
-            );
+            let previous =
+                g.pel.insert(id, Nack { delivery_time: now, delivery_count: 1, consumer: consumer.to_vec() });
             if let Some(old) = previous {
                 if let Some(c) = g.consumers.get_mut(&old.consumer) {
                     c.pel.remove(&id);
@@ -638,16 +638,8 @@ fn serve_group_new(
 }
 
 /// Serves a consumer's own pending entries after `after` (XREADGROUP with an explicit ID).
-fn serve_group_history(
-    s: &mut Stream,
-    group_name: &[u8],
-    consumer: &[u8],
-    after: StreamId,
-    count: usize,
-    now: i64,
-    proto: u8,
-    out: &mut Vec<u8>,
-) {
+fn serve_group_history(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec<u8>) {
+    let (group_name, consumer, count, now, proto) = (r.group, r.consumer, r.count, r.now, r.proto);
     let Some(start) = after.incr() else {
         out.extend_from_slice(b"*0\r\n");
         return;
@@ -716,23 +708,25 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
             streams_arg = i + 1;
             streams_count = argc - streams_arg;
             if streams_count % 2 != 0 {
-                let name = args.str(0);
-                let sym = if group_mode { '>' } else { '$' };
-                return Err(CmdError::err(format!(
-                    "Unbalanced {name} list of streams: for each stream key an ID or '{sym}' must be specified."
-                )));
+                return Err(CmdError::err(
+                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+                ));
             }
             streams_count /= 2;
             break;
         } else if eq(o, "group") && more >= 2 {
             if !group_mode {
-                return Err(CmdError::err("The GROUP option is only supported by XREADGROUP. You called XREAD instead."));
+                return Err(CmdError::err(
+                    "The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
             }
             group = Some((args.get(i + 1), args.get(i + 2)));
             i += 2;
         } else if eq(o, "noack") {
             if !group_mode {
-                return Err(CmdError::err("The NOACK option is only supported by XREADGROUP. You called XREAD instead."));
+                return Err(CmdError::err(
+                    "The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
             }
             noack = true;
         } else {
@@ -750,6 +744,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     // Resolve IDs (None = ">").
     let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(streams_count);
     let mut dollar: Vec<bool> = vec![false; streams_count];
+    #[allow(clippy::needless_range_loop)] // k indexes keys, ids and dollar together
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         let idarg = args.get(streams_arg + streams_count + k);
@@ -789,6 +784,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     let now = ctx.now_ms;
     let proto = ctx.proto();
     let mut served: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    #[allow(clippy::needless_range_loop)] // k indexes keys and ids together
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         let Some(s) = stream_mut(ctx, key) else { continue };
@@ -807,11 +803,10 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                         g.create_consumer(cname, now);
                     }
                 }
+                let r = GroupRead { group: gname, consumer: cname, count: count as usize, noack, now, proto };
                 match ids[k] {
-                    Some(after) => {
-                        serve_group_history(s, gname, cname, after, count as usize, now, proto, &mut out);
-                    }
-                    None => serve_group_new(s, gname, cname, glast, count as usize, noack, now, &mut out),
+                    Some(after) => serve_group_history(s, &r, after, &mut out),
+                    None => serve_group_new(s, &r, glast, &mut out),
                 }
                 ctx.dirty(1);
             }
@@ -1659,6 +1654,73 @@ pub fn xinfo_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::clients::{Client, ClientHandle, ConnInfo};
+
+    fn client() -> Client {
+        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true };
+        Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true)
+    }
+
+    fn run_argv(st: &mut crate::executor::State, me: &mut Client, argv: Vec<Bytes>, now: i64) -> Vec<u8> {
+        let args = Args::new(argv);
+        let top = super::super::lookup(args.get(0)).expect("command");
+        let spec = if top.is_container() { top.subcommand(args.get(1)).expect("sub") } else { top };
+        let mut ctx = Ctx { srv: st, client: me, now_ms: now, spec };
+        let reply = (spec.handler)(&mut ctx, &args).unwrap_or_else(|e| e.into_reply());
+        let mut out = Vec::new();
+        crate::resp::writer::write_reply(&mut out, &reply, 2);
+        out
+    }
+
+    fn run(st: &mut crate::executor::State, me: &mut Client, line: &str) -> Vec<u8> {
+        let argv = line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        run_argv(st, me, argv, 5000)
+    }
+
+    #[test]
+    fn blocked_xread_dollar_reruns_with_resolved_id() {
+        let mut st = crate::executor::State::new(crate::config::Config::default());
+        let mut me = client();
+        let mut other = client();
+        run(&mut st, &mut other, "XADD s 1-1 a 1");
+        assert_eq!(run(&mut st, &mut me, "XREAD BLOCK 0 STREAMS s nokey $ $"), b"");
+        let req = me.block_request.take().expect("blocked");
+        assert_eq!(req.keys, vec![b"s".to_vec(), b"nokey".to_vec()]);
+        assert_eq!(req.wants_type, "stream");
+        let rerun = req.rerun_argv.expect("rewritten argv");
+        let words: Vec<&[u8]> = rerun.iter().map(|b| &b[..]).collect();
+        assert_eq!(
+            words,
+            vec![&b"XREAD"[..], b"COUNT", b"1000", b"BLOCK", b"0", b"STREAMS", b"s", b"nokey", b"1-1", b"0-0"]
+        );
+        run(&mut st, &mut other, "XADD s 2-1 b 2");
+        let out = run_argv(&mut st, &mut me, rerun, 5000);
+        assert_eq!(out, b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n".to_vec());
+    }
+
+    #[test]
+    fn blocked_xreadgroup_reruns_as_is() {
+        let mut st = crate::executor::State::new(crate::config::Config::default());
+        let mut me = client();
+        let mut other = client();
+        run(&mut st, &mut other, "XGROUP CREATE s g $ MKSTREAM");
+        assert_eq!(run(&mut st, &mut me, "XREADGROUP GROUP g c COUNT 5 BLOCK 100 STREAMS s >"), b"");
+        let req = me.block_request.take().expect("blocked");
+        assert_eq!(req.deadline_ms, 5100);
+        let rerun = req.rerun_argv.expect("argv");
+        assert_eq!(rerun.len(), 11);
+        run(&mut st, &mut other, "XADD s 3-0 f v");
+        let out = run_argv(&mut st, &mut me, rerun, 5000);
+        assert!(out.starts_with(b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n3-0"));
+        assert_eq!(
+            run(&mut st, &mut me, "XPENDING s g"),
+            b"*4\r\n:1\r\n$3\r\n3-0\r\n$3\r\n3-0\r\n*1\r\n*2\r\n$1\r\nc\r\n$1\r\n1\r\n".to_vec()
+        );
+        // Inside MULTI a blocking read answers at once.
+        me.in_exec = true;
+        assert_eq!(run(&mut st, &mut me, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >"), b"*-1\r\n");
+        assert!(me.block_request.is_none());
+    }
 
     #[test]
     fn id_parsing_follows_redis() {
