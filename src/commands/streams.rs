@@ -285,6 +285,10 @@ struct TrimArgs {
     next: usize,
 }
 
+fn both_strategies() -> CmdError {
+    CmdError::err("syntax error, MAXLEN and MINID options at the same time are not compatible")
+}
+
 /// Redis's streamParseAddOrTrimArgsOrReply.
 fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
     let mut t = TrimArgs::default();
@@ -298,6 +302,9 @@ fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
         if xadd && opt == b"*" {
             break;
         } else if eq(opt, "maxlen") && more > 0 {
+            if t.maxlen.is_some() || t.minid.is_some() {
+                return Err(both_strategies());
+            }
             t.approx = false;
             let next = args.get(i + 1);
             if next == b"~" && more >= 2 {
@@ -314,6 +321,9 @@ fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
             t.minid = None;
             i += 1;
         } else if eq(opt, "minid") && more > 0 {
+            if t.maxlen.is_some() || t.minid.is_some() {
+                return Err(both_strategies());
+            }
             t.approx = false;
             let next = args.get(i + 1);
             if next == b"~" && more >= 2 {
@@ -399,7 +409,11 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Some((id, true)) => id,
         Some((id, false)) => {
             if s.last_id.ms == id.ms {
-                s.last_id.incr().filter(|n| n.ms == id.ms).ok_or_else(too_small)?
+                // Redis answers a sequence overflow here with the "too large" text.
+                s.last_id
+                    .incr()
+                    .filter(|n| n.ms == id.ms)
+                    .ok_or_else(|| CmdError::err("Elements are too large to be stored"))?
             } else {
                 id
             }
@@ -777,7 +791,9 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
             ids.push(None);
             continue;
         }
-        ids.push(Some(parse_strict_id(idarg)?));
+        let id = parse_strict_id(idarg)?;
+        // Redis marks `>` as the maximum ID, so an explicit maximum ID reads like `>`.
+        ids.push(if group_mode && id == StreamId::MAX { None } else { Some(id) });
     }
 
     // Serve synchronously what can be served.
