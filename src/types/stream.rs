@@ -311,14 +311,14 @@ impl Node {
         }
     }
 
-    fn same_fields(&self, fields: &[&[u8]]) -> bool {
-        if fields.len() != self.master_fields as usize {
+    /// Whether the entry's field names (every other element of `pairs`) equal the master's.
+    fn same_fields(&self, pairs: &[&[u8]]) -> bool {
+        if pairs.len() / 2 != self.master_fields as usize {
             return false;
         }
         let mut p = 0;
-        for f in fields {
-            let e = get_elem(&self.buf, &mut p);
-            let eq = match e {
+        for f in pairs.iter().step_by(2) {
+            let eq = match get_elem(&self.buf, &mut p) {
                 Elem::Bytes(b) => b == *f,
                 Elem::Int(v) => as_small_int(f) == Some(v),
             };
@@ -339,40 +339,36 @@ impl Node {
 
     fn append(&mut self, master: StreamId, id: StreamId, pairs: &[&[u8]]) {
         let n = pairs.len() / 2;
-        let mut fields: Vec<&[u8]> = Vec::with_capacity(n);
-        for i in 0..n {
-            fields.push(pairs[2 * i]);
-        }
-        let same = self.same_fields(&fields);
+        let same = self.same_fields(pairs);
         let flags = if same { FLAG_SAMEFIELDS } else { 0 };
         let ms_delta = id.ms.wrapping_sub(master.ms);
         let seq_delta = id.seq.wrapping_sub(master.seq) as i64;
-        let before = self.buf.len();
-        let mut extra = Vec::with_capacity(16 + pairs.iter().map(|p| p.len() + 2).sum::<usize>());
-        extra.push(flags);
-        put_varint(&mut extra, ms_delta);
-        put_varint(&mut extra, zigzag(seq_delta));
+        // Reserve an upper bound exactly: the allocator's size classes absorb most of these
+        // reallocations, and a node never carries a doubling's worth of slack.
+        let bound = 1 + 10 + 10 + 10 + pairs.iter().map(|p| p.len() + 10).sum::<usize>();
+        if self.buf.capacity() - self.buf.len() < bound {
+            self.buf.reserve_exact(bound);
+        }
+        let buf = &mut self.buf;
+        buf.push(flags);
+        put_varint(buf, ms_delta);
+        put_varint(buf, zigzag(seq_delta));
         let mut lp = lp_int_size(flags as i64) + lp_int_size(ms_delta as i64) + lp_int_size(seq_delta);
         let lp_count = if same { 3 + n } else { 3 + 2 * n + 1 };
         if same {
-            for i in 0..n {
-                put_elem(&mut extra, pairs[2 * i + 1]);
-                lp += lp_str_size(pairs[2 * i + 1]);
+            for v in pairs.iter().skip(1).step_by(2) {
+                put_elem(buf, v);
+                lp += lp_str_size(v);
             }
         } else {
-            put_varint(&mut extra, n as u64);
+            put_varint(buf, n as u64);
             lp += lp_int_size(n as i64);
             for p in pairs {
-                put_elem(&mut extra, p);
+                put_elem(buf, p);
                 lp += lp_str_size(p);
             }
         }
         lp += lp_int_size(lp_count as i64);
-        // Grow to the exact size: the allocator's size classes absorb most reallocations, and
-        // a node never carries a doubling's worth of slack.
-        self.buf.reserve_exact(extra.len());
-        self.buf.extend_from_slice(&extra);
-        debug_assert!(self.buf.len() > before);
         self.lp_bytes += lp;
         self.set_count(self.live + 1, self.deleted);
         self.last = id;
