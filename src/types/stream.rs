@@ -905,6 +905,54 @@ mod tests {
     }
 
     #[test]
+    fn small_blocks_trim_against_model() {
+        for (max_bytes, max_entries) in [(0usize, 3usize), (96, 0), (4096, 100)] {
+            let mut rng = fastrand::Rng::with_seed(11);
+            let mut s = Stream::new();
+            let mut model: BTreeMap<StreamId, Vec<u8>> = BTreeMap::new();
+            for i in 1..=2000u64 {
+                let v = format!("v{}", rng.u32(..)).into_bytes();
+                s.append(id(i, rng.u64(0..3)), &[b"f", &v], max_bytes, max_entries).unwrap();
+                model.insert(s.last_id, v);
+                match rng.u8(0..40) {
+                    0 => {
+                        let keep = rng.u64(0..model.len() as u64 + 1);
+                        let approx = rng.bool();
+                        let n = s.trim(Some(keep), None, approx, 0);
+                        assert!(approx || s.len() == keep.min(model.len() as u64));
+                        for _ in 0..n {
+                            model.pop_first();
+                        }
+                    }
+                    1 => {
+                        let min = id(rng.u64(0..i + 1), 0);
+                        let n = s.trim(None, Some(min), false, 0);
+                        let before = model.len();
+                        model.retain(|k, _| *k >= min);
+                        assert_eq!(n as usize, before - model.len());
+                    }
+                    2..=6 => {
+                        if let Some((&k, _)) = model.iter().nth(rng.usize(0..model.len())) {
+                            assert!(s.delete(k));
+                            model.remove(&k);
+                        }
+                    }
+                    _ => {}
+                }
+                assert_eq!(s.len() as usize, model.len());
+            }
+            let mut got = Vec::new();
+            s.range(StreamId::MIN, StreamId::MAX, false, |e| {
+                let mut v = Vec::new();
+                e.for_each_pair(|_, x| v = x.to_vec());
+                got.push((e.id, v));
+                true
+            });
+            assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
     fn node_split_follows_listpack_size() {
         let mut s = Stream::new();
         for i in 1..=250 {
