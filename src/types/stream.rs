@@ -468,7 +468,8 @@ impl Group {
 /// A Redis stream.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Stream {
-    nodes: BTreeMap<StreamId, Node>,
+    /// Boxed so a B-tree leaf stays small: a stream of a few entries is one leaf and one node.
+    nodes: BTreeMap<StreamId, Box<Node>>,
     pub length: u64,
     pub last_id: StreamId,
     pub first_id: StreamId,
@@ -595,7 +596,7 @@ impl Stream {
                 e.get_mut().buf.shrink_to_fit();
             }
             let fields: Vec<&[u8]> = pairs.iter().step_by(2).copied().collect();
-            self.nodes.insert(id, Node::new(id, &fields));
+            self.nodes.insert(id, Box::new(Node::new(id, &fields)));
         }
         if let Some(mut e) = self.nodes.last_entry() {
             let master = *e.key();
