@@ -949,10 +949,10 @@ fn xgroup_preamble(ctx: &mut Ctx, args: &Args, sub: &str) -> Result<(GroupTarget
 /// Creates a consumer group whose last delivered ID is `id` (`$`: the stream's last ID),
 /// creating an empty stream with MKSTREAM.
 pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let (t, _, entries_read) = xgroup_preamble(ctx, args, "create")?;
     if args.len() > 8 {
         return Err(subcommand_syntax(args));
     }
-    let (t, _, entries_read) = xgroup_preamble(ctx, args, "create")?;
     let key = args.key(2);
     let id = if args.get(4) == b"$" {
         match write_stream(ctx, key)? {
