@@ -18,6 +18,7 @@ pub mod keys;
 pub mod lists;
 pub mod server;
 pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
@@ -275,6 +276,7 @@ pub fn families() -> [&'static [CommandSpec]; 13] {
         config::COMMANDS,
         command::COMMANDS,
         connection::COMMANDS,
+        streams::COMMANDS,
     ]
 }
 
@@ -377,6 +379,9 @@ pub struct BlockRequest {
     /// The TYPE name a key must have for a wake-up to re-run the command ("list", "zset", "stream");
     /// a key of another type leaves the client waiting, as Redis 7.0 does.
     pub wants_type: &'static str,
+    /// The argument list to run on wake instead of the original one (XREAD rewrites `$` into the
+    /// ID it stood for when the client blocked, so a re-run reads only newer entries).
+    pub rerun_argv: Option<Vec<Bytes>>,
 }
 
 /// What a handler sees: the executor state, the calling client, and the command's time snapshot.
@@ -485,7 +490,8 @@ impl Ctx<'_> {
         if !self.may_block() {
             return Ok(timeout_reply);
         }
-        self.client.block_request = Some(BlockRequest { keys, deadline_ms, timeout_reply, wants_type });
+        self.client.block_request =
+            Some(BlockRequest { keys, deadline_ms, timeout_reply, wants_type, rerun_argv: None });
         Ok(Reply::Raw(Vec::new()))
     }
 

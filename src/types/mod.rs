@@ -6,12 +6,14 @@ pub mod hash;
 pub mod hll;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
 pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
+pub use stream::Stream;
 pub use string::RStr;
 pub use zset::ZSet;
 
@@ -24,6 +26,7 @@ pub enum Value {
     Hash(Box<Hash>),
     Set(Box<Set>),
     ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -35,6 +38,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -46,6 +50,7 @@ impl Value {
             Value::Hash(h) => h.encoding_name(),
             Value::Set(s) => s.encoding_name(),
             Value::ZSet(z) => z.encoding_name(),
+            Value::Stream(_) => "stream",
         }
     }
 
