@@ -103,9 +103,11 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     };
     let finished = Instant::now();
     clock.last = finished;
-    if let Some(request) = client.block_request.take() {
-        // The handler parked the command: no reply now (see executor::blocking).
-        super::blocking::park(st, client, Cmd { spec: cmd_spec, argv: args.argv }, request);
+    if let Some(mut request) = client.block_request.take() {
+        // The handler parked the command: no reply now (see executor::blocking). A handler may
+        // ask for a rewritten command to run on wake-up (XREAD's `$` resolved to an ID).
+        let argv = request.rerun_argv.take().unwrap_or(args.argv);
+        super::blocking::park(st, client, Cmd { spec: cmd_spec, argv }, request);
         return;
     }
     let duration_us = finished.duration_since(started).as_micros() as u64;
