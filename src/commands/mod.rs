@@ -261,23 +261,26 @@ impl CommandSpec {
 }
 
 /// Every command family's table, in one list.
-pub fn families() -> [&'static [CommandSpec]; 13] {
-    [
-        transactions::COMMANDS,
-        strings::COMMANDS,
-        lists::COMMANDS,
-        hashes::COMMANDS,
-        sets::COMMANDS,
-        zsets::COMMANDS,
-        bitmaps::COMMANDS,
-        hyperloglog::COMMANDS,
-        keys::COMMANDS,
-        server::COMMANDS,
-        config::COMMANDS,
-        command::COMMANDS,
-        connection::COMMANDS,
-        streams::COMMANDS,
-    ]
+static FAMILIES: &[&[CommandSpec]] = &[
+    transactions::COMMANDS,
+    strings::COMMANDS,
+    lists::COMMANDS,
+    hashes::COMMANDS,
+    sets::COMMANDS,
+    zsets::COMMANDS,
+    bitmaps::COMMANDS,
+    hyperloglog::COMMANDS,
+    keys::COMMANDS,
+    server::COMMANDS,
+    config::COMMANDS,
+    command::COMMANDS,
+    connection::COMMANDS,
+    streams::COMMANDS,
+];
+
+/// Every command family's table.
+pub fn families() -> &'static [&'static [CommandSpec]] {
+    FAMILIES
 }
 
 struct Registry {
@@ -289,7 +292,7 @@ fn registry() -> &'static Registry {
     REG.get_or_init(|| {
         let mut by_name = HashMap::with_hasher(foldhash::fast::FixedState::default());
         for family in families() {
-            for spec in family {
+            for spec in family.iter() {
                 let previous = by_name.insert(spec.name.as_bytes().to_vec(), spec);
                 assert!(previous.is_none(), "command {} defined twice", spec.name);
             }
@@ -312,7 +315,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 
 /// Every top-level command.
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
-    families().into_iter().flat_map(|f| f.iter())
+    families().iter().flat_map(|f| f.iter())
 }
 
 /// The arguments of one command, name included at index 0.
