@@ -719,7 +719,7 @@ mod tests {
                 local: true,
             };
             let handle = std::sync::Arc::new(crate::executor::clients::ClientHandle::default());
-            let config = crate::config::Config { list_max_listpack_size: fill, ..Default::default() };
+            let config = crate::config::Config { list_max_listpack_size: fill as i32, ..Default::default() };
             Harness {
                 st: crate::executor::State::new(config),
                 client: crate::executor::clients::Client::new(1, info, handle, 1_700_000_000_000, true),

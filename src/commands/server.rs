@@ -1584,8 +1584,8 @@ mod tests {
     #[test]
     fn client_list_orders_by_id_and_kills() {
         let mut st = crate::executor::State::new(crate::config::Config::default());
-        st.clients.insert(1, client(1, 1001));
-        st.clients.insert(3, client(3, 1003));
+        st.clients.insert(1, Box::new(client(1, 1001)));
+        st.clients.insert(3, Box::new(client(3, 1003)));
         let mut me = client(2, 1002);
         let out = String::from_utf8(run(&mut st, &mut me, &["client", "list"])).unwrap_or_default();
         let ids: Vec<&str> =
