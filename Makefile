@@ -14,13 +14,14 @@ build:
 	$(CARGO) build --release
 
 # The differential tests compare against the real redis-server (Debian's redis 7.0); install it
-# when missing. They run against the release binary (cargo test --release); --no-fail-fast so one
+# when missing. They run against an optimized build (profile ci: release without fat LTO, quick to
+# link); --no-fail-fast so one
 # failing suite does not hide the others.
 deps:
 	@command -v redis-server >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools)
 
 test: deps
-	$(CARGO) test --release --no-fail-fast
+	$(CARGO) test --profile ci --no-fail-fast
 
 bench: build
 	@if [ -f ../shared/bench/compare.py ]; then \

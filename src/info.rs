@@ -253,7 +253,7 @@ fn clients(s: &mut Section, st: &State, caller: &Client) {
     s.field("maxclients", st.config.maxclients);
     s.field("client_recent_max_input_buffer", max_qbuf);
     s.field("client_recent_max_output_buffer", 0);
-    s.field("blocked_clients", 0);
+    s.field("blocked_clients", st.blocked_clients);
     s.field("tracking_clients", 0);
     s.field("clients_in_timeout_table", 0);
 }

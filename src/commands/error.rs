@@ -33,6 +33,8 @@ pub enum CmdError {
     Err(String),
     /// A full error line with its own prefix (`WRONGPASS ...`, `NOPERM ...`, `BUSYKEY ...`).
     Raw(String),
+    /// A full error line that echoes client bytes verbatim (unknown command names may be any bytes).
+    Line(Vec<u8>),
 }
 
 pub type CmdResult = Result<Reply, CmdError>;
@@ -62,6 +64,7 @@ impl CmdError {
             CmdError::NoAuth => "NOAUTH Authentication required.".into(),
             CmdError::Err(text) => format!("ERR {text}"),
             CmdError::Raw(line) => line.clone(),
+            CmdError::Line(bytes) => String::from_utf8_lossy(bytes).into_owned(),
         }
     }
 
@@ -85,4 +88,10 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// The error code Redis counts in errorstats: the first word of the line (`ERR`, `WRONGTYPE`, ...).
 pub fn error_code(line: &str) -> &str {
     line.split(' ').next().unwrap_or("ERR")
+}
+
+/// `%.*s` of a client argument as C prints it: up to the first NUL, at most `max` bytes.
+pub fn c_str_prefix(bytes: &[u8], max: usize) -> &[u8] {
+    let end = memchr::memchr(0, bytes).unwrap_or(bytes.len()).min(max);
+    &bytes[..end]
 }

@@ -508,8 +508,8 @@ impl Ctx<'_> {
     /// Parses a blocking timeout in seconds (a float, as Redis 7.0 accepts) into an absolute unix-ms
     /// deadline, 0 meaning forever, with Redis's errors.
     pub fn parse_timeout(&self, arg: &[u8]) -> Result<i64, CmdError> {
-        let ms = crate::util::num::timeout_ms(arg)
-            .ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
+        let ms =
+            crate::util::num::timeout_ms(arg).ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
         if ms < 0 {
             return Err(CmdError::err("timeout is negative"));
         }

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use crate::commands::error::c_str_prefix;
 use crate::commands::{flags, Args, CmdError, CommandSpec, Ctx};
 use crate::resp::writer::write_reply;
 use crate::resp::Reply;
@@ -15,30 +16,31 @@ use super::{unix_ms, Cmd, State};
 fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'static CommandSpec>), CmdError> {
     let argv = &cmd.argv;
     let Some(top) = cmd.spec else {
-        let name = String::from_utf8_lossy(&argv[0]);
-        let mut args = String::new();
+        // Redis formats this with %.128s / %.*s: client bytes verbatim, cut at a NUL.
+        let mut line = b"ERR unknown command '".to_vec();
+        line.extend_from_slice(c_str_prefix(&argv[0], 128));
+        line.extend_from_slice(b"', with args beginning with: ");
+        let mut args: Vec<u8> = Vec::new();
         for a in argv.iter().skip(1) {
             if args.len() >= 128 {
                 break;
             }
             let room = 128 - args.len();
-            let a = String::from_utf8_lossy(a);
-            args.push('\'');
-            args.push_str(crate::commands::error::truncate(&a, room));
-            args.push_str("' ");
+            args.push(b'\'');
+            args.extend_from_slice(c_str_prefix(a, room));
+            args.extend_from_slice(b"' ");
         }
-        return Err(CmdError::err(format!(
-            "unknown command '{}', with args beginning with: {}",
-            crate::commands::error::truncate(&name, 128),
-            args
-        )));
+        line.extend_from_slice(&args);
+        return Err(CmdError::Line(line));
     };
     if top.is_container() && argv.len() >= 2 {
         let Some(sub) = top.subcommand(&argv[1]) else {
-            return Err(CmdError::UnknownSubcommand {
-                sub: String::from_utf8_lossy(&argv[1]).into_owned(),
-                cmd: String::from_utf8_lossy(&argv[0]).to_uppercase(),
-            });
+            let mut line = b"ERR unknown subcommand '".to_vec();
+            line.extend_from_slice(c_str_prefix(&argv[1], 128));
+            line.extend_from_slice(b"'. Try ");
+            line.extend(c_str_prefix(&argv[0], usize::MAX).iter().map(u8::to_ascii_uppercase));
+            line.extend_from_slice(b" HELP.");
+            return Err(CmdError::Line(line));
         };
         if !sub.arity_ok(argv.len()) {
             return Err(CmdError::WrongArity(format!("{}|{}", top.name, sub.name)));
@@ -152,7 +154,14 @@ fn reject(st: &mut State, client: &mut Client, e: CmdError, out: &mut Vec<u8>, p
     }
     let line = e.text();
     st.stats.count_error(&line);
-    write_reply(out, &Reply::Error(line), proto);
+    match e {
+        CmdError::Line(bytes) => {
+            out.push(b'-');
+            out.extend(bytes.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+            out.extend_from_slice(b"\r\n");
+        }
+        _ => write_reply(out, &Reply::Error(line), proto),
+    }
 }
 
 /// The commandstats name: `get`, or `config|get` for a subcommand (interned once per spec).

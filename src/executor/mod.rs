@@ -256,6 +256,15 @@ impl Executor {
             }
         }
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
+        // Active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes a resize
+        // (or shrink) of a table that is no longer written to.
+        let deadline = Instant::now() + Duration::from_millis(1);
+        for db in &mut st.dbs {
+            if Instant::now() >= deadline {
+                break;
+            }
+            db.rehash_until(deadline);
+        }
         st.stats.sample_memory();
         if st.config.timeout > 0 {
             let limit = st.config.timeout as i64 * 1000;

@@ -1,0 +1,76 @@
+//! Blocking commands against real Redis and ferrodis side by side: FIFO wake-up order, timeouts,
+//! MULTI turning a blocking pop non-blocking, CLIENT UNBLOCK, and commands pipelined behind a
+//! blocked one. Expected bytes come from the real server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Client, RedisServer, Server, TestServer};
+
+/// Sends `argv` without waiting for a reply (the client is expected to block).
+fn send(c: &mut Client, argv: &[&str]) {
+    c.send_raw(&common::encode(argv)).expect("send");
+}
+
+/// Runs one scenario against a server and returns every reply it produced, in order.
+fn scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    let mut w1 = server.client();
+    let mut w2 = server.client();
+    out.push(ctl.cmd(&["FLUSHALL"]));
+
+    // Two waiters on one key are served in arrival order, one element each.
+    send(&mut w1, &["BLPOP", "q", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    send(&mut w2, &["BLPOP", "q", "other", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    out.push(ctl.cmd(&["RPUSH", "q", "a", "b", "c"]));
+    out.push(w1.read_reply().expect("w1 served"));
+    out.push(w2.read_reply().expect("w2 served"));
+    out.push(ctl.cmd(&["LRANGE", "q", "0", "-1"]));
+
+    // A timeout answers the null reply; a command pipelined behind the blocked one runs after it.
+    send(&mut w1, &["BRPOP", "empty", "0.2"]);
+    send(&mut w1, &["PING"]);
+    out.push(w1.read_reply().expect("timeout reply"));
+    out.push(w1.read_reply().expect("pipelined reply"));
+
+    // Inside MULTI a blocking pop does not block.
+    out.push(w1.cmd(&["MULTI"]));
+    out.push(w1.cmd(&["BLPOP", "empty", "0"]));
+    out.push(w1.cmd(&["EXEC"]));
+
+    // A transaction that pushes wakes the waiter once, after EXEC.
+    send(&mut w2, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    out.push(ctl.cmd(&["MULTI"]));
+    out.push(ctl.cmd(&["LPUSH", "src", "x"]));
+    out.push(ctl.cmd(&["LPUSH", "src", "y"]));
+    out.push(ctl.cmd(&["EXEC"]));
+    out.push(w2.read_reply().expect("blmove served"));
+    out.push(ctl.cmd(&["LRANGE", "dst", "0", "-1"]));
+
+    // A key of another type does not wake the waiter; CLIENT UNBLOCK does.
+    let id = String::from_utf8_lossy(&w1.cmd(&["CLIENT", "ID"])).trim_start_matches(':').trim().to_string();
+    send(&mut w1, &["BZPOPMIN", "z", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    out.push(ctl.cmd(&["SET", "z", "string"]));
+    out.push(ctl.cmd(&["CLIENT", "UNBLOCK", &id, "ERROR"]));
+    out.push(w1.read_reply().expect("unblocked"));
+    out.push(ctl.cmd(&["CLIENT", "UNBLOCK", &id]));
+    out
+}
+
+#[test]
+fn blocking_matches_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = scenario(&redis);
+    let got = scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}
