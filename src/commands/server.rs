@@ -304,7 +304,7 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         out.push_str(&client_line(c, now, if is_me { Some(&cur) } else { None }));
         out.push('\n');
     };
-    let live = |c: &&Box<Client>| !c.handle.close_requested();
+    let live = |c: &Client| !c.handle.close_requested();
     match ids {
         Some(ids) => {
             for id in ids {
@@ -317,7 +317,7 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         None => {
             let mut mine = Some(&*ctx.client);
-            for c in ctx.srv.clients.values().filter(live) {
+            for c in ctx.srv.clients.values().filter(|c| live(c)) {
                 if let Some(m) = mine.filter(|m| m.id < c.id) {
                     if type_filter.is_none_or(|t| t == client_type(m)) {
                         emit(m, true);
@@ -1498,6 +1498,24 @@ pub fn latency_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
     ))
 }
 
+/// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
+///
+/// Wakes a client blocked in BLPOP-like commands: with the command's timeout reply (TIMEOUT, the
+/// default) or with an UNBLOCKED error. Replies 1 if the client was blocked, else 0.
+pub fn client_unblock(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let id = args.i64(2)?;
+    let with_error = match args.len() {
+        3 => false,
+        4 if args.is(3, "timeout") => false,
+        4 if args.is(3, "error") => true,
+        _ => return Err(CmdError::err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+    };
+    if id <= 0 {
+        return Ok(Reply::Int(0));
+    }
+    Ok(Reply::Int(crate::executor::blocking::unblock(ctx.srv, id as u64, with_error) as i64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1610,22 +1628,4 @@ mod tests {
         assert_eq!(atoi(b"a"), 0);
         assert_eq!(atoi(b" -3"), -3);
     }
-}
-
-/// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
-///
-/// Wakes a client blocked in BLPOP-like commands: with the command's timeout reply (TIMEOUT, the
-/// default) or with an UNBLOCKED error. Replies 1 if the client was blocked, else 0.
-pub fn client_unblock(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let id = args.i64(2)?;
-    let with_error = match args.len() {
-        3 => false,
-        4 if args.is(3, "timeout") => false,
-        4 if args.is(3, "error") => true,
-        _ => return Err(CmdError::err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
-    };
-    if id <= 0 {
-        return Ok(Reply::Int(0));
-    }
-    Ok(Reply::Int(crate::executor::blocking::unblock(ctx.srv, id as u64, with_error) as i64))
 }

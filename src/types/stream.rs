@@ -846,7 +846,8 @@ mod tests {
     fn append_range_delete_against_model() {
         let mut rng = fastrand::Rng::with_seed(7);
         let mut s = Stream::new();
-        let mut model: BTreeMap<StreamId, Vec<(Vec<u8>, Vec<u8>)>> = BTreeMap::new();
+        type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+        let mut model: BTreeMap<StreamId, Fields> = BTreeMap::new();
         let mut ms = 1;
         for i in 0..3000u64 {
             ms += rng.u64(0..3);
