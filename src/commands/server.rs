@@ -209,6 +209,15 @@ fn digits(n: usize) -> usize {
 /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's field order, without the newline.
 fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
     let mut flags = String::new();
+    if c.multi.is_some() {
+        flags.push('x');
+    }
+    if c.blocked.is_some() {
+        flags.push('b');
+    }
+    if c.dirty_cas {
+        flags.push('d');
+    }
     if c.close_after_reply {
         flags.push('c');
     }
@@ -241,7 +250,7 @@ fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
     };
     let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
          qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r \
          cmd={} user=default redir=-1 resp={}",
         c.id,
@@ -253,6 +262,7 @@ fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
         (now_ms - c.last_interaction_ms).max(0) / 1000,
         flags,
         c.db,
+        c.multi.as_ref().map_or(-1, |q| q.len() as i64),
         qbuf,
         qbuf_free,
         argv_mem,
