@@ -25,6 +25,14 @@ impl ProtocolError {
     }
 }
 
+/// How a call to `Parser::parse_into` ended.
+#[derive(Debug, Default)]
+pub struct ParseStatus {
+    pub error: Option<ProtocolError>,
+    /// See `ParseOutcome::stopped_early`.
+    pub stopped_early: bool,
+}
+
 /// What one call to `Parser::parse` found.
 #[derive(Debug, Default)]
 pub struct ParseOutcome {
@@ -42,8 +50,8 @@ struct Partial {
     remaining: i64,
     /// Length of the bulk whose `$len` line has been read, or -1.
     bulk_len: i64,
-    /// Ranges (relative to the buffer start) of the arguments complete so far.
-    args: Vec<(usize, usize)>,
+    /// Index in `Parser::ranges` where this command's argument ranges begin.
+    start: usize,
     /// Offset where scanning resumes.
     pos: usize,
 }
@@ -52,6 +60,11 @@ struct Partial {
 #[derive(Debug)]
 pub struct Parser {
     partial: Partial,
+    /// Argument ranges (relative to the buffer start) of the commands found in this call and of
+    /// the partial command; reused across calls so the hot path does not allocate for them.
+    ranges: Vec<(usize, usize)>,
+    /// Commands found in this call, reused across calls.
+    found: Vec<Step>,
     /// proto-max-bulk-len.
     pub max_bulk_len: i64,
     /// Whether the client must authenticate first (Redis then caps the sizes it will buffer).
@@ -64,9 +77,11 @@ impl Default for Parser {
     }
 }
 
+#[derive(Debug)]
 enum Step {
-    /// One complete command: its argument ranges (multibulk) or owned arguments (inline).
-    Ranges(Vec<(usize, usize)>),
+    /// One complete command: its arguments are `ranges[from..to]` (multibulk, plain inline) or
+    /// owned (inline with quotes).
+    Ranges(usize, usize),
     Owned(Vec<Bytes>),
     /// Nothing to run (an empty line or `*0`), bytes consumed.
     Skip,
@@ -76,7 +91,13 @@ enum Step {
 
 impl Parser {
     pub fn new(max_bulk_len: i64) -> Self {
-        Parser { partial: Partial { bulk_len: -1, ..Default::default() }, max_bulk_len, unauthenticated: false }
+        Parser {
+            partial: Partial { bulk_len: -1, ..Default::default() },
+            ranges: Vec::new(),
+            found: Vec::new(),
+            max_bulk_len,
+            unauthenticated: false,
+        }
     }
 
     /// Whether a command has been started but not finished (the buffer holds its first bytes).
@@ -92,8 +113,19 @@ impl Parser {
     /// Parses every complete command in `buf`, removing their bytes from it. A trailing partial
     /// command stays in `buf` (and in the parser's state) for the next call.
     pub fn parse(&mut self, buf: &mut BytesMut) -> ParseOutcome {
-        let mut outcome = ParseOutcome::default();
-        let mut found: Vec<Step> = Vec::new();
+        let mut commands = Vec::new();
+        let status = self.parse_into(buf, |argv| commands.push(argv));
+        ParseOutcome { commands, error: status.error, stopped_early: status.stopped_early }
+    }
+
+    /// `parse`, handing each command's arguments to `emit` as it is cut out of the buffer.
+    pub fn parse_into(&mut self, buf: &mut BytesMut, mut emit: impl FnMut(Vec<Bytes>)) -> ParseStatus {
+        let mut status = ParseStatus::default();
+        let mut found = std::mem::take(&mut self.found);
+        found.clear();
+        if self.partial.remaining == 0 {
+            self.ranges.clear();
+        }
         let mut consumed = 0usize;
         while consumed < buf.len() {
             if self.partial.remaining == 0 {
@@ -108,35 +140,43 @@ impl Parser {
                         // Redis runs each command before parsing the next one; an unauthenticated
                         // client's AUTH must take effect before the limits apply to what follows.
                         if self.unauthenticated && consumed < buf.len() {
-                            outcome.stopped_early = true;
+                            status.stopped_early = true;
                             break;
                         }
                     }
                 }
                 Err(e) => {
-                    outcome.error = Some(e);
+                    status.error = Some(e);
                     break;
                 }
             }
         }
         if consumed > 0 {
             let chunk: Bytes = buf.split_to(consumed).freeze();
-            outcome.commands = found
-                .into_iter()
-                .map(|step| match step {
-                    Step::Ranges(r) => r.into_iter().map(|(s, e)| chunk.slice(s..e)).collect(),
-                    Step::Owned(args) => args,
-                    Step::Skip | Step::Incomplete => Vec::new(),
-                })
-                .collect();
-            // The partial command's offsets were relative to the old buffer start.
-            for r in &mut self.partial.args {
-                r.0 -= consumed;
-                r.1 -= consumed;
+            for step in found.drain(..) {
+                match step {
+                    Step::Ranges(from, to) => {
+                        emit(self.ranges[from..to].iter().map(|&(s, e)| chunk.slice(s..e)).collect())
+                    }
+                    Step::Owned(args) => emit(args),
+                    Step::Skip | Step::Incomplete => {}
+                }
+            }
+            // Keep only the partial command's ranges, rebased on the shortened buffer.
+            if self.partial.remaining > 0 {
+                self.ranges.drain(..self.partial.start);
+                self.partial.start = 0;
+                for r in &mut self.ranges {
+                    r.0 -= consumed;
+                    r.1 -= consumed;
+                }
+            } else {
+                self.ranges.clear();
             }
             self.partial.pos -= consumed.min(self.partial.pos);
         }
-        outcome
+        self.found = found;
+        status
     }
 
     /// Parses one command starting at `start` (or resumes the partial one). Returns the step and the
@@ -174,7 +214,7 @@ impl Parser {
         }
         self.partial.remaining = count;
         self.partial.bulk_len = -1;
-        self.partial.args = Vec::with_capacity(count.min(1024) as usize);
+        self.partial.start = self.ranges.len();
         self.partial.pos = end;
         if end >= buf.len() {
             return Ok((Step::Incomplete, end));
@@ -216,7 +256,7 @@ impl Parser {
             if buf.len() < pos + len + 2 {
                 break;
             }
-            self.partial.args.push((pos, pos + len));
+            self.ranges.push((pos, pos + len));
             pos += len + 2;
             self.partial.bulk_len = -1;
             self.partial.remaining -= 1;
@@ -225,7 +265,7 @@ impl Parser {
         if self.partial.remaining > 0 {
             return Ok((Step::Incomplete, pos));
         }
-        Ok((Step::Ranges(std::mem::take(&mut self.partial.args)), pos))
+        Ok((Step::Ranges(self.partial.start, self.ranges.len()), pos))
     }
 
     fn inline(&mut self, buf: &[u8], start: usize) -> Result<(Step, usize), ProtocolError> {
@@ -245,7 +285,7 @@ impl Parser {
         }
         if memchr::memchr2(b'"', b'\'', line).is_none() {
             // No quotes: arguments are plain slices of the buffer (no copy).
-            let mut ranges = Vec::new();
+            let first = self.ranges.len();
             let mut i = 0;
             while i < line.len() {
                 while i < line.len() && is_space(line[i]) {
@@ -258,12 +298,12 @@ impl Parser {
                 while i < line.len() && !matches!(line[i], b' ' | b'\n' | b'\r' | b'\t') {
                     i += 1;
                 }
-                ranges.push((start + arg_start, start + i));
+                self.ranges.push((start + arg_start, start + i));
             }
-            if ranges.is_empty() {
+            if self.ranges.len() == first {
                 return Ok((Step::Skip, nl + 1));
             }
-            return Ok((Step::Ranges(ranges), nl + 1));
+            return Ok((Step::Ranges(first, self.ranges.len()), nl + 1));
         }
         let args = split_args(line).ok_or_else(|| ProtocolError::new("unbalanced quotes in request"))?;
         if args.is_empty() {

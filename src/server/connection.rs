@@ -67,11 +67,10 @@ where
                 break;
             }
         }
-        let parsed = parser.parse(&mut rbuf);
+        let mut cmds: Vec<Cmd> = Vec::new();
+        let parsed = parser.parse_into(&mut rbuf, |argv| cmds.push(Cmd { spec: commands::lookup(&argv[0]), argv }));
         reparse = parsed.stopped_early;
-        if !parsed.commands.is_empty() {
-            let cmds: Vec<Cmd> =
-                parsed.commands.into_iter().map(|argv| Cmd { spec: commands::lookup(&argv[0]), argv }).collect();
+        if !cmds.is_empty() {
             let end = shared.exec.batch(id, cmds, &mut out).await;
             parser.unauthenticated = !handle.authenticated();
             // Replies the executor pushed earlier (a served blocking command) go first.
