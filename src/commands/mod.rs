@@ -16,6 +16,7 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -260,7 +261,7 @@ impl CommandSpec {
 }
 
 /// Every command family's table, in one list.
-pub fn families() -> [&'static [CommandSpec]; 13] {
+pub fn families() -> [&'static [CommandSpec]; 14] {
     [
         transactions::COMMANDS,
         strings::COMMANDS,
@@ -275,6 +276,7 @@ pub fn families() -> [&'static [CommandSpec]; 13] {
         config::COMMANDS,
         command::COMMANDS,
         connection::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 
@@ -511,6 +513,22 @@ impl Ctx<'_> {
         }
         let ms = ms as i64;
         Ok(if ms == 0 { 0 } else { self.now_ms + ms })
+    }
+
+    /// Keyspace notification (pub/sub hook): publishes `event` for `key` in the client's database
+    /// when notify-keyspace-events enables `class` (a `crate::pubsub::ev` bit). Free when disabled.
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        if !self.srv.config.notify_keyspace_events.is_empty() {
+            let db = self.client.db;
+            pubsub::notify(self.srv, Some(&*self.client), class, event, key, db);
+        }
+    }
+
+    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB's copy_to).
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        if !self.srv.config.notify_keyspace_events.is_empty() {
+            pubsub::notify(self.srv, Some(&*self.client), class, event, key, db);
+        }
     }
 
     /// The client's RESP protocol version.
