@@ -401,6 +401,12 @@ impl Ctx<'_> {
     /// keyspace hit or miss (Redis's lookupKeyRead).
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
         let now = self.now_ms;
+        // pub/sub hook: the `keymiss` keyspace event (class m), only looked for when enabled.
+        if !self.srv.config.notify_keyspace_events.is_empty() && self.srv.dbs[self.client.db].peek(key, now).is_none() {
+            self.srv.stats.keyspace_misses += 1;
+            self.notify(crate::pubsub::ev::KEY_MISS, "keymiss", key);
+            return None;
+        }
         let db = &mut self.srv.dbs[self.client.db];
         let found = db.get_mut(key, now);
         if found.is_some() {
