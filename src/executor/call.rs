@@ -115,14 +115,14 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         }
     };
     // pub/sub hooks: MONITOR feed, pending `expired` events, and pushes for the caller itself
-    // (written ahead of its reply; inside EXEC they wait for EXEC's own reply).
+    // (written ahead of its reply; inside EXEC that is inside EXEC's array, as Redis 7.0 does).
     if !st.pubsub.monitors.is_empty() {
         crate::commands::pubsub::feed_monitors(st, client, spec, parent, &args.argv);
     }
     if !st.config.notify_keyspace_events.is_empty() {
         crate::commands::pubsub::drain_expired(st, Some(client));
     }
-    if !st.pubsub.self_out.is_empty() && !client.in_exec {
+    if !st.pubsub.self_out.is_empty() {
         out.append(&mut st.pubsub.self_out);
     }
     let finished = Instant::now();
