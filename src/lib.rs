@@ -16,6 +16,7 @@ pub mod executor;
 pub mod glob;
 pub mod info;
 pub mod log;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod slowlog;

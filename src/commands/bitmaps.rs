@@ -5,6 +5,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
+use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::bits::{self, BitOp, Overflow};
 use crate::types::{RStr, Value};
@@ -106,6 +107,7 @@ pub fn setbit(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     if dirty || old != on {
         ctx.modified(key);
+        ctx.notify(ev::STRING, "setbit", key);
     }
     Ok(Reply::Int(old as i64))
 }
@@ -243,8 +245,10 @@ pub fn bitop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if len > 0 {
         ctx.db().set(dest, raw_string(out), now);
         ctx.modified(dest);
+        ctx.notify(ev::STRING, "set", dest);
     } else if ctx.db().remove(dest, now).is_some() {
         ctx.modified(dest);
+        ctx.notify(ev::GENERIC, "del", dest);
     }
     Ok(Reply::Int(len as i64))
 }
@@ -392,6 +396,7 @@ fn bitfield_generic(ctx: &mut Ctx, args: &Args, read_only_cmd: bool) -> CmdResul
     }
     if changes > 0 {
         ctx.modified(key);
+        ctx.notify(ev::STRING, "setbit", key);
         ctx.dirty(changes - 1);
     }
     Ok(Reply::Array(replies))

@@ -6,6 +6,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::hll::{self, Corrupt};
 use crate::types::{RStr, Value};
@@ -97,6 +98,7 @@ pub fn pfadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     if updated > 0 {
         ctx.modified(key);
+        ctx.notify(ev::STRING, "pfadd", key);
         ctx.dirty(updated - 1);
     }
     Ok(Reply::Int((updated > 0) as i64))
@@ -185,6 +187,7 @@ pub fn pfmerge(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     ctx.modified(dest);
+    ctx.notify(ev::STRING, "pfadd", dest);
     Ok(Reply::Ok)
 }
 

@@ -11,6 +11,7 @@
 use super::flags::*;
 use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::glob::glob_match;
+use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::{RStr, Value};
 
@@ -92,6 +93,7 @@ pub fn del(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if ctx.db().remove(key, now).is_some() {
             n += 1;
             ctx.modified(key);
+            ctx.notify(ev::GENERIC, "del", key);
         }
     }
     Ok(Reply::Int(n))
@@ -275,6 +277,8 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     }
     ctx.modified(src);
     ctx.modified(dst);
+    ctx.notify(ev::GENERIC, "rename_from", src);
+    ctx.notify(ev::GENERIC, "rename_to", dst);
     Ok(done)
 }
 
@@ -333,6 +337,7 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
         target.set_expire(dst, at);
     }
     ctx.modified_in(dst_db, dst);
+    ctx.notify_in(dst_db, ev::GENERIC, "copy_to", dst);
     Ok(Reply::Int(1))
 }
 
@@ -367,6 +372,8 @@ pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     ctx.modified(key);
     ctx.srv.dirty -= 1;
     ctx.modified_in(dst_db, key);
+    ctx.notify_in(src_db, ev::GENERIC, "move_from", key);
+    ctx.notify_in(dst_db, ev::GENERIC, "move_to", key);
     Ok(Reply::Int(1))
 }
 
@@ -600,10 +607,13 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, relative: bool, seconds: bool) -> 
     }
     if when <= now {
         ctx.db().remove(key, now);
+        ctx.modified(key);
+        ctx.notify(ev::GENERIC, "del", key);
     } else {
         ctx.db().set_expire(key, when);
+        ctx.modified(key);
+        ctx.notify(ev::GENERIC, "expire", key);
     }
-    ctx.modified(key);
     Ok(Reply::Int(1))
 }
 
@@ -688,6 +698,7 @@ pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = ctx.now_ms;
     if ctx.db().persist(key, now) {
         ctx.modified(key);
+        ctx.notify(ev::GENERIC, "persist", key);
         return Ok(Reply::Int(1));
     }
     Ok(Reply::Int(0))

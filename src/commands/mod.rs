@@ -16,6 +16,7 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod streams;
@@ -276,6 +277,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     command::COMMANDS,
     connection::COMMANDS,
     streams::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// Every command family's table.
@@ -407,6 +409,12 @@ impl Ctx<'_> {
     /// keyspace hit or miss (Redis's lookupKeyRead).
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
         let now = self.now_ms;
+        // pub/sub hook: the `keymiss` keyspace event (class m), only looked for when enabled.
+        if !self.srv.config.notify_keyspace_events.is_empty() && self.srv.dbs[self.client.db].peek(key, now).is_none() {
+            self.srv.stats.keyspace_misses += 1;
+            self.notify(crate::pubsub::ev::KEY_MISS, "keymiss", key);
+            return None;
+        }
         let db = &mut self.srv.dbs[self.client.db];
         let found = db.get_mut(key, now);
         if found.is_some() {
@@ -520,6 +528,22 @@ impl Ctx<'_> {
             return Err(CmdError::err("timeout is out of range"));
         }
         Ok(self.now_ms + ms)
+    }
+
+    /// Keyspace notification (pub/sub hook): publishes `event` for `key` in the client's database
+    /// when notify-keyspace-events enables `class` (a `crate::pubsub::ev` bit). Free when disabled.
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        if !self.srv.config.notify_keyspace_events.is_empty() {
+            let db = self.client.db;
+            pubsub::notify(self.srv, Some(&*self.client), class, event, key, db);
+        }
+    }
+
+    /// `notify` for a key of another database (MOVE's move_to, COPY ... DB's copy_to).
+    pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        if !self.srv.config.notify_keyspace_events.is_empty() {
+            pubsub::notify(self.srv, Some(&*self.client), class, event, key, db);
+        }
     }
 
     /// The client's RESP protocol version.

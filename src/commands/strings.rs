@@ -10,6 +10,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
+use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::{RStr, Value};
 use crate::util::num::{incr_long_double, parse_i64, LdError};
@@ -239,6 +240,10 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
         db.set_expire(plan.key, at);
     }
     ctx.modified(plan.key);
+    ctx.notify(ev::STRING, "set", plan.key);
+    if plan.expire_at.is_some() {
+        ctx.notify(ev::GENERIC, "expire", plan.key);
+    }
     Ok((true, old))
 }
 
@@ -340,6 +345,7 @@ pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = ctx.now_ms;
     ctx.db().set(args.key(1), Value::Str(RStr::from_bytes(args.get(2))), now);
     ctx.modified(args.key(1));
+    ctx.notify(ev::STRING, "set", args.key(1));
     Ok(old)
 }
 
@@ -352,6 +358,7 @@ pub fn getdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         let now = ctx.now_ms;
         ctx.db().remove(args.key(1), now);
         ctx.modified(args.key(1));
+        ctx.notify(ev::GENERIC, "del", args.key(1));
     }
     Ok(reply)
 }
@@ -378,12 +385,17 @@ pub fn getex(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Some((kind, at)) if !kind.relative() && at <= now => {
             ctx.db().remove(key, now);
             ctx.modified(key);
+            ctx.notify(ev::GENERIC, "del", key);
         }
         Some((_, at)) => {
             ctx.db().set_expire(key, at);
             ctx.modified(key);
+            ctx.notify(ev::GENERIC, "expire", key);
         }
-        None if opts.persist && ctx.db().persist(key, now) => ctx.modified(key),
+        None if opts.persist && ctx.db().persist(key, now) => {
+            ctx.modified(key);
+            ctx.notify(ev::GENERIC, "persist", key);
+        }
         None => {}
     }
     Ok(Reply::Bulk(reply))
@@ -435,6 +447,7 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     for j in (1..args.len()).step_by(2) {
         ctx.db().set(args.key(j), Value::Str(RStr::from_bytes(args.get(j + 1))), now);
         ctx.modified(args.key(j));
+        ctx.notify(ev::STRING, "set", args.key(j));
     }
     Ok(if nx { Reply::Int(1) } else { Reply::Ok })
 }
@@ -463,6 +476,7 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     ctx.modified(key);
+    ctx.notify(ev::STRING, "append", key);
     Ok(Reply::Int(total as i64))
 }
 
@@ -519,6 +533,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     ctx.modified(key);
+    ctx.notify(ev::STRING, "setrange", key);
     Ok(Reply::Int(len as i64))
 }
 
@@ -578,6 +593,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
         }
     };
     ctx.modified(key);
+    ctx.notify(ev::STRING, "incrby", key);
     Ok(Reply::Int(result))
 }
 
@@ -638,6 +654,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     ctx.modified(key);
+    ctx.notify(ev::STRING, "incrbyfloat", key);
     Ok(Reply::Bulk(result))
 }
 

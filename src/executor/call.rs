@@ -80,6 +80,15 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         reject(st, client, CmdError::NoAuth, out, proto);
         return;
     }
+    // pub/sub hook: RESP2 subscribed mode allows only a few commands (PING answers differently).
+    let subscribed_ping = match crate::commands::pubsub::subscribed_mode_check(st, client, spec, parent) {
+        Ok(ping) => ping,
+        Err(e) => {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            reject(st, client, e, out, proto);
+            return;
+        }
+    };
     if let Some(queue) = client.multi.as_mut() {
         let top_name = parent.unwrap_or(spec).name;
         if !crate::commands::transactions::runs_inside_multi(top_name) {
@@ -101,8 +110,23 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     let args = Args::new(cmd.argv);
     let result = {
         let mut ctx = Ctx { srv: st, client, now_ms, spec };
-        (spec.handler)(&mut ctx, &args)
+        if subscribed_ping {
+            crate::commands::pubsub::subscribed_ping(&args)
+        } else {
+            (spec.handler)(&mut ctx, &args)
+        }
     };
+    // pub/sub hooks: MONITOR feed, pending `expired` events, and pushes for the caller itself
+    // (written ahead of its reply; inside EXEC that is inside EXEC's array, as Redis 7.0 does).
+    if !st.pubsub.monitors.is_empty() {
+        crate::commands::pubsub::feed_monitors(st, client, spec, parent, &args.argv);
+    }
+    if !st.config.notify_keyspace_events.is_empty() {
+        crate::commands::pubsub::drain_expired(st, Some(client));
+    }
+    if !st.pubsub.self_out.is_empty() {
+        out.append(&mut st.pubsub.self_out);
+    }
     let finished = Instant::now();
     clock.last = finished;
     if let Some(mut request) = client.block_request.take() {

@@ -73,6 +73,8 @@ pub struct State {
     /// CLIENT PAUSE: until when (unix ms) and whether all commands or only writes wait.
     pub pause_end_ms: i64,
     pub pause_all: bool,
+    /// Pub/sub subscriptions and MONITOR clients (pub/sub hook).
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl State {
@@ -103,6 +105,7 @@ impl State {
             replid: random_hex(40),
             pause_end_ms: 0,
             pause_all: false,
+            pubsub: crate::pubsub::PubSub::default(),
         }
     }
 }
@@ -173,6 +176,8 @@ impl Executor {
                 blocking::unpark(&mut self.state, id, &blocked);
             }
         }
+        // pub/sub hook: drop the client's subscriptions and monitor mode.
+        crate::commands::pubsub::forget_client(&mut self.state, id);
     }
 
     /// Number of connected clients (maxclients check).
@@ -255,6 +260,8 @@ impl Executor {
                 db.active_expire(now, deadline, 20);
             }
         }
+        // pub/sub hook: `expired` keyspace events from active expiry.
+        crate::commands::pubsub::drain_expired(st, None);
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
         // Active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes a resize
         // (or shrink) of a table that is no longer written to.

@@ -1,0 +1,527 @@
+//! Pub/Sub and MONITOR: (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB, MONITOR, and
+//! the delivery side shared with keyspace notifications. The registry itself is `crate::pubsub`;
+//! this module encodes frames per receiving client's protocol and queues them on its handle.
+//!
+//! Pushes for the calling client go to `PubSub::self_out`, which `call()` writes ahead of the
+//! command's own reply, so a RESP3 client publishing to itself sees Redis's order even when the
+//! subscription came earlier in the same pipeline.
+
+use super::{acl, container, flags::*, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::executor::clients::Client;
+use crate::executor::State;
+use crate::pubsub::{ev, parse_events, Kind};
+use crate::resp::writer::write_reply;
+use crate::resp::Reply;
+
+const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    spec("subscribe", -2, SUB, NO_KEYS, 0, subscribe),
+    spec("unsubscribe", -1, SUB, NO_KEYS, 0, unsubscribe),
+    spec("psubscribe", -2, SUB, NO_KEYS, 0, psubscribe),
+    spec("punsubscribe", -1, SUB, NO_KEYS, 0, punsubscribe),
+    spec("ssubscribe", -2, SUB, keys(1, -1, 1), 0, ssubscribe),
+    spec("sunsubscribe", -1, SUB, keys(1, -1, 1), 0, sunsubscribe),
+    spec("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, NO_KEYS, 0, publish),
+    spec("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, keys(1, 1, 1), 0, spublish),
+    container("pubsub", -2, acl::SLOW, PUBSUB_SUBCOMMANDS),
+    spec("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, monitor),
+];
+
+static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
+    spec("shardchannels", -2, PUBSUB | LOADING | STALE, NO_KEYS, 0, pubsub_shardchannels),
+    spec("channels", -2, PUBSUB | LOADING | STALE, NO_KEYS, 0, pubsub_channels),
+    spec("numsub", -2, PUBSUB | LOADING | STALE, NO_KEYS, 0, pubsub_numsub),
+    spec("shardnumsub", -2, PUBSUB | LOADING | STALE, NO_KEYS, 0, pubsub_shardnumsub),
+    spec("numpat", 2, PUBSUB | LOADING | STALE, NO_KEYS, 0, pubsub_numpat),
+    spec("help", 2, LOADING | STALE, NO_KEYS, 0, pubsub_help),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Frames and delivery
+
+/// Encodes one pub/sub frame (push in RESP3, array in RESP2) for `proto`.
+fn frame(out: &mut Vec<u8>, items: Vec<Reply>, proto: u8) {
+    write_reply(out, &Reply::Push(items), proto);
+}
+
+/// Encodes a frame lazily once per protocol and queues it for client `id`.
+struct Fanout<'a> {
+    items: &'a dyn Fn() -> Vec<Reply>,
+    enc: [Option<Vec<u8>>; 2],
+}
+
+impl Fanout<'_> {
+    fn bytes(&mut self, proto: u8) -> &[u8] {
+        let slot = usize::from(proto >= 3);
+        if self.enc[slot].is_none() {
+            let mut out = Vec::new();
+            frame(&mut out, (self.items)(), proto);
+            self.enc[slot] = Some(out);
+        }
+        self.enc[slot].as_deref().unwrap_or_default()
+    }
+
+    /// Queues the frame for `id`: on its handle, or in `self_out` when it is the caller.
+    fn send(
+        &mut self,
+        srv_clients: &std::collections::BTreeMap<u64, Box<Client>>,
+        caller: Option<&Client>,
+        self_out: &mut Vec<u8>,
+        id: u64,
+    ) {
+        match caller {
+            Some(c) if c.id == id => {
+                let b = self.bytes(c.proto).to_vec();
+                self_out.extend_from_slice(&b);
+            }
+            _ => {
+                if let Some(c) = srv_clients.get(&id) {
+                    let b = self.bytes(c.proto).to_vec();
+                    c.handle.push_output(b);
+                }
+            }
+        }
+    }
+}
+
+/// Publishes `msg` on `channel` (exact subscribers, then pattern subscribers for plain channels);
+/// returns the number of deliveries, as PUBLISH replies.
+pub fn publish_message(srv: &mut State, caller: Option<&Client>, kind: Kind, channel: &[u8], msg: &[u8]) -> i64 {
+    if srv.pubsub.is_idle() {
+        return 0;
+    }
+    let mut self_out = std::mem::take(&mut srv.pubsub.self_out);
+    let mut n = 0;
+    let exact = srv.pubsub.subscribers(kind, channel).to_vec();
+    if !exact.is_empty() {
+        let word: &[u8] = if kind == Kind::Shard { b"smessage" } else { b"message" };
+        let items = || vec![Reply::bulk(word), Reply::bulk(channel), Reply::bulk(msg)];
+        let mut f = Fanout { items: &items, enc: [None, None] };
+        for id in exact {
+            f.send(&srv.clients, caller, &mut self_out, id);
+            n += 1;
+        }
+    }
+    if kind == Kind::Channel && srv.pubsub.pattern_count() > 0 {
+        for (pattern, id) in srv.pubsub.pattern_matches(channel) {
+            let items = || {
+                vec![
+                    Reply::bulk(&b"pmessage"[..]),
+                    Reply::bulk(pattern.clone()),
+                    Reply::bulk(channel),
+                    Reply::bulk(msg),
+                ]
+            };
+            let mut f = Fanout { items: &items, enc: [None, None] };
+            f.send(&srv.clients, caller, &mut self_out, id);
+            n += 1;
+        }
+    }
+    srv.pubsub.self_out = self_out;
+    n
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hooks called from the executor
+
+/// RESP2 subscribed mode (called by `call()` after the auth check): a RESP2 client with any
+/// subscription may only run (P|S)(UN)SUBSCRIBE, PING, QUIT and RESET. Returns `Ok(true)` for a
+/// PING that must answer in the subscribed-mode shape. RESET also drops subscriptions and
+/// monitor mode here, before its handler runs.
+pub fn subscribed_mode_check(
+    st: &mut State,
+    client: &Client,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+) -> Result<bool, CmdError> {
+    if st.pubsub.is_idle() {
+        return Ok(false);
+    }
+    let top = parent.unwrap_or(spec).name;
+    if top == "reset" {
+        st.pubsub.forget(client.id);
+        return Ok(false);
+    }
+    if client.proto != 2 || !st.pubsub.is_subscribed(client.id) {
+        return Ok(false);
+    }
+    match top {
+        "ping" => Ok(true),
+        "subscribe" | "ssubscribe" | "psubscribe" | "unsubscribe" | "sunsubscribe" | "punsubscribe" | "quit"
+        | "reset" => Ok(false),
+        _ => {
+            let name = match parent {
+                Some(p) => format!("{}|{}", p.name, spec.name),
+                None => spec.name.to_string(),
+            };
+            Err(CmdError::err(format!(
+                "Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+            )))
+        }
+    }
+}
+
+/// PING's reply in RESP2 subscribed mode: `["pong", message or ""]`.
+pub fn subscribed_ping(args: &Args) -> CmdResult {
+    let msg = if args.len() > 1 { args.get(1).to_vec() } else { Vec::new() };
+    Ok(Reply::Array(vec![Reply::bulk(&b"pong"[..]), Reply::bulk(msg)]))
+}
+
+/// Drops everything `id` registered (disconnect).
+pub fn forget_client(st: &mut State, id: u64) {
+    if !st.pubsub.is_idle() {
+        st.pubsub.forget(id);
+    }
+}
+
+/// Feeds a finished command to every MONITOR client (called by `call()` only when one exists).
+/// Admin and skip-monitor commands are not shown, nor AUTH / HELLO credentials.
+pub fn feed_monitors(
+    st: &mut State,
+    client: &Client,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    argv: &[bytes::Bytes],
+) {
+    let top = parent.unwrap_or(spec);
+    if top.has_flag(ADMIN | SKIP_MONITOR) || spec.has_flag(ADMIN | SKIP_MONITOR) {
+        return;
+    }
+    let us = crate::executor::unix_us();
+    let mut line = format!("+{}.{:06} [{} ", us / 1_000_000, us % 1_000_000, client.db).into_bytes();
+    if client.info.unix {
+        line.extend_from_slice(b"unix:");
+        line.extend_from_slice(st.config.unixsocket.as_deref().unwrap_or("").as_bytes());
+    } else {
+        line.extend_from_slice(client.info.addr.as_bytes());
+    }
+    line.push(b']');
+    let redacted = redacted_positions(top.name, argv);
+    for (i, a) in argv.iter().enumerate() {
+        line.push(b' ');
+        if redacted.contains(&i) {
+            repr(&mut line, b"(redacted)");
+        } else {
+            repr(&mut line, a);
+        }
+    }
+    line.extend_from_slice(b"\r\n");
+    for &id in &st.pubsub.monitors {
+        if id == client.id {
+            st.pubsub.self_out.extend_from_slice(&line);
+        } else if let Some(c) = st.clients.get(&id) {
+            c.handle.push_output(line.clone());
+        }
+    }
+}
+
+/// Argument positions Redis hides from MONITOR (AUTH's, and HELLO's AUTH user and password).
+fn redacted_positions(name: &str, argv: &[bytes::Bytes]) -> Vec<usize> {
+    match name {
+        "auth" => (1..argv.len()).collect(),
+        "hello" => {
+            let mut out = Vec::new();
+            let mut i = 2;
+            while i < argv.len() {
+                if argv[i].eq_ignore_ascii_case(b"auth") && i + 2 < argv.len() {
+                    out.extend([i + 1, i + 2]);
+                    i += 3;
+                } else if argv[i].eq_ignore_ascii_case(b"setname") {
+                    i += 2;
+                } else {
+                    break;
+                }
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Quotes `s` as Redis's sdscatrepr does: `"..."` with C escapes and `\xHH` for the rest.
+pub fn repr(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &c in s {
+        match c {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(c),
+            _ => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+/// Publishes a keyspace event for `key` in `db` to `__keyspace@<db>__:<key>` and
+/// `__keyevent@<db>__:<event>`, as far as notify-keyspace-events enables `class`.
+pub fn notify(st: &mut State, caller: Option<&Client>, class: u32, event: &str, key: &[u8], db: usize) {
+    let enabled = parse_events(&st.config.notify_keyspace_events);
+    if enabled & class == 0 || st.pubsub.is_idle() {
+        return;
+    }
+    if class != ev::EXPIRED {
+        drain_expired(st, caller);
+    }
+    if enabled & ev::KEYSPACE != 0 {
+        let mut ch = format!("__keyspace@{db}__:").into_bytes();
+        ch.extend_from_slice(key);
+        publish_message(st, caller, Kind::Channel, &ch, event.as_bytes());
+    }
+    if enabled & ev::KEYEVENT != 0 {
+        let ch = format!("__keyevent@{db}__:{event}").into_bytes();
+        publish_message(st, caller, Kind::Channel, &ch, key);
+    }
+}
+
+/// Turns expired-key logging on or off to match notify-keyspace-events and publishes the
+/// `expired` events logged since the last drain (after each command and from cron).
+pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
+    let enabled = parse_events(&st.config.notify_keyspace_events);
+    let wanted = enabled & ev::EXPIRED != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0;
+    for i in 0..st.dbs.len() {
+        let db = &mut st.dbs[i];
+        db.log_expired = wanted;
+        if db.expired_log.is_empty() {
+            continue;
+        }
+        let keys = std::mem::take(&mut db.expired_log);
+        if wanted {
+            for key in keys {
+                notify(st, caller, ev::EXPIRED, "expired", &key, i);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+/// Confirmation frames for (un)subscriptions, concatenated as one raw reply.
+fn confirm(out: &mut Vec<u8>, word: &'static [u8], name: Option<&[u8]>, count: usize, proto: u8) {
+    let name = name.map_or(Reply::Nil, Reply::bulk);
+    frame(out, vec![Reply::bulk(word), name, Reply::Int(count as i64)], proto);
+}
+
+fn do_subscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -> CmdResult {
+    let id = ctx.client.id;
+    let proto = ctx.client.proto;
+    let mut out = Vec::new();
+    for name in args.from(1) {
+        ctx.srv.pubsub.subscribe(id, kind, name);
+        let (plain, shard) = ctx.srv.pubsub.counts(id);
+        confirm(&mut out, word, Some(name), if kind == Kind::Shard { shard } else { plain }, proto);
+    }
+    Ok(Reply::Raw(out))
+}
+
+fn do_unsubscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -> CmdResult {
+    let id = ctx.client.id;
+    let proto = ctx.client.proto;
+    let names: Vec<Vec<u8>> =
+        if args.len() > 1 { args.from(1).map(<[u8]>::to_vec).collect() } else { ctx.srv.pubsub.names_of(id, kind) };
+    let count = |ctx: &Ctx| {
+        let (plain, shard) = ctx.srv.pubsub.counts(id);
+        if kind == Kind::Shard {
+            shard
+        } else {
+            plain
+        }
+    };
+    let mut out = Vec::new();
+    if names.is_empty() {
+        confirm(&mut out, word, None, count(ctx), proto);
+    }
+    for name in names {
+        ctx.srv.pubsub.unsubscribe(id, kind, &name);
+        confirm(&mut out, word, Some(&name), count(ctx), proto);
+    }
+    Ok(Reply::Raw(out))
+}
+
+/// SUBSCRIBE channel [channel ...]
+///
+/// Subscribes to each channel, answering one confirmation frame per channel with the client's
+/// count of channel and pattern subscriptions.
+pub fn subscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    do_subscribe(ctx, args, Kind::Channel, b"subscribe")
+}
+
+/// UNSUBSCRIBE [channel ...]
+///
+/// Unsubscribes from the channels (all of them without arguments); with nothing to unsubscribe
+/// from it answers a single frame with a null channel.
+pub fn unsubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    do_unsubscribe(ctx, args, Kind::Channel, b"unsubscribe")
+}
+
+/// PSUBSCRIBE pattern [pattern ...]
+///
+/// Subscribes to glob patterns; messages on matching channels arrive as `pmessage` frames.
+pub fn psubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    do_subscribe(ctx, args, Kind::Pattern, b"psubscribe")
+}
+
+/// PUNSUBSCRIBE [pattern ...]
+///
+/// UNSUBSCRIBE for patterns.
+pub fn punsubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    do_unsubscribe(ctx, args, Kind::Pattern, b"punsubscribe")
+}
+
+/// SSUBSCRIBE shardchannel [shardchannel ...]
+///
+/// Subscribes to shard channels; the count in each confirmation is of shard channels only.
+pub fn ssubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    do_subscribe(ctx, args, Kind::Shard, b"ssubscribe")
+}
+
+/// SUNSUBSCRIBE [shardchannel ...]
+///
+/// UNSUBSCRIBE for shard channels.
+pub fn sunsubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    do_unsubscribe(ctx, args, Kind::Shard, b"sunsubscribe")
+}
+
+/// PUBLISH channel message
+///
+/// Delivers the message to the channel's subscribers and to every matching pattern
+/// subscription; replies with the number of deliveries.
+pub fn publish(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Channel, args.get(1), args.get(2));
+    Ok(Reply::Int(n))
+}
+
+/// SPUBLISH shardchannel message
+///
+/// PUBLISH for shard channels (no pattern matching).
+pub fn spublish(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Shard, args.get(1), args.get(2));
+    Ok(Reply::Int(n))
+}
+
+/// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try PUBSUB HELP.`
+fn sub_syntax_error(args: &Args) -> CmdError {
+    CmdError::err(format!(
+        "unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+        super::error::truncate(&args.str(1), 128)
+    ))
+}
+
+fn list_channels(ctx: &mut Ctx, args: &Args, kind: Kind) -> CmdResult {
+    if args.len() > 3 {
+        return Err(sub_syntax_error(args));
+    }
+    let pattern = if args.len() == 3 { Some(args.get(2)) } else { None };
+    let names = ctx
+        .srv
+        .pubsub
+        .channel_names(kind)
+        .filter(|n| pattern.is_none_or(|p| crate::glob::glob_match(p, n, false)))
+        .map(|n| Reply::bulk(n.clone()))
+        .collect();
+    Ok(Reply::Array(names))
+}
+
+/// PUBSUB CHANNELS [pattern]
+///
+/// The channels with at least one subscriber, optionally filtered by a glob pattern.
+pub fn pubsub_channels(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    list_channels(ctx, args, Kind::Channel)
+}
+
+/// PUBSUB SHARDCHANNELS [pattern]
+///
+/// PUBSUB CHANNELS for shard channels.
+pub fn pubsub_shardchannels(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    list_channels(ctx, args, Kind::Shard)
+}
+
+fn numsub(ctx: &mut Ctx, args: &Args, kind: Kind) -> CmdResult {
+    // A flat array in RESP3 too, as Redis 7.0 answers.
+    let mut items = Vec::new();
+    for name in args.from(2) {
+        let n = ctx.srv.pubsub.subscribers(kind, name).len() as i64;
+        items.push(Reply::bulk(name));
+        items.push(Reply::Int(n));
+    }
+    Ok(Reply::Array(items))
+}
+
+/// PUBSUB NUMSUB [channel ...]
+///
+/// Each channel with its number of subscribers (pattern subscriptions not counted).
+pub fn pubsub_numsub(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    numsub(ctx, args, Kind::Channel)
+}
+
+/// PUBSUB SHARDNUMSUB [shardchannel ...]
+///
+/// PUBSUB NUMSUB for shard channels.
+pub fn pubsub_shardnumsub(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    numsub(ctx, args, Kind::Shard)
+}
+
+/// PUBSUB NUMPAT
+///
+/// The number of distinct patterns subscribed to.
+pub fn pubsub_numpat(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Ok(Reply::Int(ctx.srv.pubsub.pattern_count() as i64))
+}
+
+/// PUBSUB HELP
+pub fn pubsub_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    const LINES: &[&str] = &[
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
+        "HELP",
+        "    Prints this help.",
+    ];
+    Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(l)).collect()))
+}
+
+/// MONITOR
+///
+/// Puts the connection in monitor mode: every command any client runs from now on (admin
+/// commands excepted) is streamed to it as one status line.
+pub fn monitor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let id = ctx.client.id;
+    if !ctx.srv.pubsub.monitors.contains(&id) {
+        ctx.srv.pubsub.monitors.push(id);
+    }
+    Ok(Reply::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_escapes_like_sdscatrepr() {
+        let mut out = Vec::new();
+        repr(&mut out, b"a\"\\\n\r\t\x07\x08\x01\xff ~");
+        assert_eq!(out, b"\"a\\\"\\\\\\n\\r\\t\\a\\b\\x01\\xff ~\"".to_vec());
+    }
+
+    #[test]
+    fn hello_redaction() {
+        let argv: Vec<bytes::Bytes> =
+            ["hello", "3", "auth", "u", "p", "setname", "n"].iter().map(|s| bytes::Bytes::from(*s)).collect();
+        assert_eq!(redacted_positions("hello", &argv), vec![3, 4]);
+    }
+}
