@@ -286,8 +286,12 @@ fn harness_detects_mismatch() {
     assert!(compare(Mode::Pairs, ab, b"*4\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\na\r\n$1\r\n2\r\n").is_some());
     assert!(compare(Mode::Pairs, b"%1\r\n$1\r\na\r\n$1\r\n1\r\n", ab).is_some());
     let scan = b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n";
-    assert!(compare(Mode::Pairs, scan, b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\n1\r\n").is_none());
-    assert!(compare(Mode::Pairs, scan, b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\na\r\n$1\r\n2\r\n").is_some());
+    assert!(
+        compare(Mode::Pairs, scan, b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\n1\r\n").is_none()
+    );
+    assert!(
+        compare(Mode::Pairs, scan, b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\na\r\n$1\r\n2\r\n").is_some()
+    );
     let lines = parse_script("t", "# c\n\n@near 2 TTL k\n@skip TIME\nSET \"a b\" 'c'\n");
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0].mode, Mode::Near(2));
