@@ -9,6 +9,9 @@
 //! - `@near N CMD ...` both replies must be integers within N of each other, or byte-identical
 //!   (TTL, PTTL, EXPIRETIME of keys given a relative expiry);
 //! - `@sorted CMD ...` an array reply whose elements are compared as a sorted list (KEYS);
+//! - `@pairs CMD ...`  an array or map reply compared as a sorted list of consecutive (field, value)
+//!   pairs (HGETALL of a hashtable-encoded hash, RESP2 or RESP3); a SCAN-shaped reply (cursor, array)
+//!   has its inner array compared that way (HSCAN);
 //! - `@anyid CMD ...` a map or array reply compared with the value after an `id` field blanked
 //!   (HELLO: client ids are opaque and Redis spends some on internal clients);
 //! - `@skip CMD ...`   sent to both, replies not compared (setup whose reply is time-dependent).
@@ -26,6 +29,7 @@ enum Mode {
     TypeOnly,
     Near(i64),
     Sorted,
+    Pairs,
     AnyId,
     Skip,
 }
@@ -48,6 +52,8 @@ fn parse_script(name: &str, text: &str) -> Vec<Line> {
             (Mode::TypeOnly, r)
         } else if let Some(r) = t.strip_prefix("@sorted ") {
             (Mode::Sorted, r)
+        } else if let Some(r) = t.strip_prefix("@pairs ") {
+            (Mode::Pairs, r)
         } else if let Some(r) = t.strip_prefix("@anyid ") {
             (Mode::AnyId, r)
         } else if let Some(r) = t.strip_prefix("@skip ") {
@@ -112,6 +118,37 @@ fn compare(mode: Mode, expected: &[u8], actual: &[u8]) -> Option<String> {
             (sorted(parse_value(expected)) != sorted(parse_value(actual)))
                 .then(|| "arrays differ as sorted lists".to_string())
         }
+        Mode::Pairs => {
+            if expected == actual {
+                return None;
+            }
+            (sorted_pairs(parse_value(expected)) != sorted_pairs(parse_value(actual)))
+                .then(|| "replies differ as sorted lists of pairs".to_string())
+        }
+    }
+}
+
+/// An aggregate's items regrouped as (field, value) pairs and sorted; the inner array of a
+/// SCAN-shaped reply (a bulk cursor followed by an aggregate) gets the same treatment.
+fn sorted_pairs(v: Value) -> Value {
+    match v {
+        Value::Agg(b'*', Some(mut items))
+            if items.len() == 2 && matches!(items[0], Value::Bulk(_)) && matches!(items[1], Value::Agg(..)) =>
+        {
+            let inner = items.pop().map(sorted_pairs);
+            items.extend(inner);
+            Value::Agg(b'*', Some(items))
+        }
+        Value::Agg(k, Some(items)) if items.len() % 2 == 0 => {
+            let mut pairs: Vec<Vec<Value>> = Vec::new();
+            let mut it = items.into_iter();
+            while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                pairs.push(vec![f, v]);
+            }
+            pairs.sort_by_key(|p| format!("{p:?}"));
+            Value::Agg(k, Some(pairs.into_iter().flatten().collect()))
+        }
+        other => other,
     }
 }
 
@@ -215,6 +252,10 @@ scripts! {
     errors_and_arity => "errors_and_arity.txt",
     resp3 => "resp3.txt",
     time_dependent => "time_dependent.txt",
+    lists => "lists.txt",
+    lists_encoding => "lists_encoding.txt",
+    hashes => "hashes.txt",
+    hashes_encoding => "hashes_encoding.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).
@@ -240,6 +281,17 @@ fn harness_detects_mismatch() {
     assert!(compare(Mode::Near(1), b":100\r\n", b":99\r\n").is_none());
     assert!(compare(Mode::Near(1), b":100\r\n", b":97\r\n").is_some());
     assert!(compare(Mode::Sorted, b"*2\r\n$1\r\na\r\n$1\r\nb\r\n", b"*2\r\n$1\r\nb\r\n$1\r\na\r\n").is_none());
+    let ab = b"*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n";
+    assert!(compare(Mode::Pairs, ab, b"*4\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\n1\r\n").is_none());
+    assert!(compare(Mode::Pairs, ab, b"*4\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\na\r\n$1\r\n2\r\n").is_some());
+    assert!(compare(Mode::Pairs, b"%1\r\n$1\r\na\r\n$1\r\n1\r\n", ab).is_some());
+    let scan = b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n";
+    assert!(
+        compare(Mode::Pairs, scan, b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\n1\r\n").is_none()
+    );
+    assert!(
+        compare(Mode::Pairs, scan, b"*2\r\n$1\r\n0\r\n*4\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\na\r\n$1\r\n2\r\n").is_some()
+    );
     let lines = parse_script("t", "# c\n\n@near 2 TTL k\n@skip TIME\nSET \"a b\" 'c'\n");
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0].mode, Mode::Near(2));

@@ -503,7 +503,8 @@ impl Hash {
 
     /// Sets `field` to `value`; returns true when the field is new. A small hash converts first
     /// when either string is longer than `max_value`, and after the write when it holds more than
-    /// `max_entries` pairs.
+    /// `max_entries` pairs (checked on replacements too, as Redis does: a small hash left over from
+    /// a higher limit converts on its next write).
     pub fn set(&mut self, field: &[u8], value: &[u8], max_entries: usize, max_value: usize) -> bool {
         if field.len() > max_value || value.len() > max_value {
             self.convert_to_table();
@@ -531,7 +532,7 @@ impl Hash {
                     }
                 };
                 *b = v.into_boxed_slice();
-                if new && lp_entries(b).count() / 2 > max_entries {
+                if lp_entries(b).count() / 2 > max_entries {
                     self.convert_to_table();
                 }
                 new
@@ -662,6 +663,12 @@ mod tests {
             h.set(b"x", b"y", 1, 8);
         }
         assert_eq!(h.encoding_name(), "listpack");
+        // A hash over a since-lowered limit converts on a replacement too.
+        h.set(b"z", b"y", 2, 8);
+        assert_eq!(h.encoding_name(), "listpack");
+        assert!(!h.set(b"x", b"w", 1, 8));
+        assert_eq!(h.encoding_name(), "hashtable");
+        assert_eq!(h.get(b"x"), Some(&b"w"[..]));
     }
 
     /// Random operations under both encodings, compared with a HashMap.
