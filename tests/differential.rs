@@ -215,6 +215,8 @@ scripts! {
     errors_and_arity => "errors_and_arity.txt",
     resp3 => "resp3.txt",
     time_dependent => "time_dependent.txt",
+    streams => "streams.txt",
+    streams_groups => "streams_groups.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).
