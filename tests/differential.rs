@@ -256,6 +256,8 @@ scripts! {
     lists_encoding => "lists_encoding.txt",
     hashes => "hashes.txt",
     hashes_encoding => "hashes_encoding.txt",
+    streams => "streams.txt",
+    streams_groups => "streams_groups.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).
