@@ -215,6 +215,10 @@ scripts! {
     errors_and_arity => "errors_and_arity.txt",
     resp3 => "resp3.txt",
     time_dependent => "time_dependent.txt",
+    sets => "sets.txt",
+    zsets => "zsets.txt",
+    zsets_ranges => "zsets_ranges.txt",
+    sets_zsets_encoding => "sets_zsets_encoding.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

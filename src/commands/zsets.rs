@@ -1049,7 +1049,8 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let count = l as usize;
     if count >= len {
-        z.walk(0, len - 1, false, &mut |m, s| {
+        // Redis answers the whole sorted set from the highest rank down.
+        z.walk(0, len - 1, true, &mut |m, s| {
             em.push(m, s);
             true
         });
@@ -1148,9 +1149,8 @@ fn algebra(
         let pairs = match value {
             None => Vec::new(),
             Some(Value::ZSet(z)) => z.to_vec(),
-            // Plain sets are valid inputs (every member scores 1); reading them needs the set
-            // type's iteration API, wired in by `set_members`.
-            Some(Value::Set(s)) => set_members(s).ok_or(CmdError::WrongType)?,
+            // Plain sets are valid inputs: every member scores 1.
+            Some(Value::Set(s)) => set_members(s),
             Some(_) => return Err(CmdError::WrongType),
         };
         inputs.push(Input { pairs, weight: 1.0 });
@@ -1256,10 +1256,11 @@ fn algebra(
     Ok((AlgebraResult { pairs: out, withscores }, n))
 }
 
-/// Members of a plain set as algebra input (score 1 each). None until the set type exposes an
-/// iteration API; the caller then answers WRONGTYPE.
-fn set_members(_s: &crate::types::Set) -> Option<Vec<(Vec<u8>, f64)>> {
-    None
+/// Members of a plain set as algebra input (score 1 each).
+fn set_members(s: &crate::types::Set) -> Vec<(Vec<u8>, f64)> {
+    let mut out = Vec::with_capacity(s.len());
+    s.for_each(|e| out.push((e.to_vec(), 1.0)));
+    out
 }
 
 fn algebra_reply(ctx: &mut Ctx, args: &Args, op: SetOp) -> CmdResult {
