@@ -599,45 +599,63 @@ fn run_seed(seed: u64, proto: u8) {
     let mut encodings = std::collections::BTreeMap::<String, usize>::new();
     let mut errors = std::collections::BTreeMap::<String, usize>::new();
     for step in 0..STEPS {
-        let (argv, order) = gen.command();
-        if argv[0].starts_with(b"BZPOP") {
-            // Never block: only sent when one of its keys holds a non-empty sorted set (or is of the
-            // wrong type, which errors at once) on the real server.
-            let busy = argv[1..3].iter().any(|k| rc.cmd(&[b"EXISTS".as_slice(), k]) == b":1\r\n");
-            if !busy {
-                continue;
+        let mut batch = Vec::new();
+        if gen.chance(3) {
+            // A transaction of ordered-reply commands; blocking pops inside MULTI answer at once.
+            batch.push((vec![b"MULTI".to_vec()], Order::Exact));
+            let n = gen.rng.usize(2..5);
+            while batch.len() <= n {
+                let (argv, order) = gen.command();
+                if order == Order::Exact {
+                    batch.push((argv, order));
+                }
             }
+            batch.push((vec![b"EXEC".to_vec()], Order::Exact));
+        } else {
+            let (argv, order) = gen.command();
+            if argv[0].starts_with(b"BZPOP") {
+                // Never block: only sent when one of its keys holds a non-empty sorted set (or is
+                // of the wrong type, which errors at once) on the real server.
+                let busy = argv[1..3].iter().any(|k| rc.cmd(&[b"EXISTS".as_slice(), k]) == b":1\r\n");
+                if !busy {
+                    continue;
+                }
+            }
+            batch.push((argv, order));
         }
-        history.push_back(show_argv(&argv));
-        if history.len() > 20 {
-            history.pop_front();
-        }
-        let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
-        *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
-        if expected.first() == Some(&b'-') {
-            let text = String::from_utf8_lossy(&expected);
-            *errors.entry(text.chars().take(24).collect::<String>()).or_default() += 1;
-        }
-        let actual = fc.try_cmd(&argv);
-        let small = matches!(order, Order::SmallExact | Order::SmallExactPairs) && small_encoding(&mut rc, &argv[1]);
-        let ok = matches!(&actual, Ok(a) if agree(order, &expected, a, small));
-        if !ok {
-            let actual = match actual {
-                Ok(a) => show(&a),
-                Err(e) => format!("(no reply: {e})"),
-            };
-            panic!(
+        for (argv, order) in batch {
+            history.push_back(show_argv(&argv));
+            if history.len() > 20 {
+                history.pop_front();
+            }
+            let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
+            *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
+            if expected.first() == Some(&b'-') {
+                let text = String::from_utf8_lossy(&expected);
+                *errors.entry(text.chars().take(24).collect::<String>()).or_default() += 1;
+            }
+            let actual = fc.try_cmd(&argv);
+            let small =
+                matches!(order, Order::SmallExact | Order::SmallExactPairs) && small_encoding(&mut rc, &argv[1]);
+            let ok = matches!(&actual, Ok(a) if agree(order, &expected, a, small));
+            if !ok {
+                let actual = match actual {
+                    Ok(a) => show(&a),
+                    Err(e) => format!("(no reply: {e})"),
+                };
+                panic!(
                 "random collections mismatch: seed {seed} (RESP{proto}), step {step} ({order:?})\nlast commands:\n  {}\n  redis:    {}\n  ferrodis: {}",
                 history.iter().cloned().collect::<Vec<_>>().join("\n  "),
                 show(&expected),
                 actual
             );
+            }
+            if argv[0] == b"OBJECT" {
+                *encodings.entry(String::from_utf8_lossy(&expected).into_owned()).or_default() += 1;
+            }
         }
         if step % 500 == 499 {
             compare_dataset(seed, &mut rc, &mut fc);
-        }
-        if argv[0] == b"OBJECT" {
-            *encodings.entry(String::from_utf8_lossy(&expected).into_owned()).or_default() += 1;
         }
     }
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}; encodings seen {encodings:?}");
