@@ -505,7 +505,7 @@ impl Gen {
         macro_rules! push { ($($e:expr),*) => {{ $( a.push(Vec::from($e)); )* }}; }
         // Strings and renames land mostly on the shared keys, so the typed pools keep their types
         // often enough for commands to do work; DEL recycles keys taken over by another type.
-        match self.rng.u8(..12) {
+        match self.rng.u8(..13) {
             0 => {
                 let k = if self.chance(85) { self.pick(SHARED).as_bytes().to_vec() } else { self.any_key() };
                 push!("SET", k, self.value())
@@ -519,7 +519,17 @@ impl Gen {
                 let dst = if self.chance(70) { self.pick(SHARED).as_bytes().to_vec() } else { self.any_key() };
                 push!(self.pick(&["RENAME", "COPY"]), self.any_key(), dst)
             }
-            _ => push!("DBSIZE"),
+            11 => push!("DBSIZE"),
+            _ => {
+                // Thresholds move under the data: later writes convert (never back) at new points.
+                let (name, _) = CONFIG[self.rng.usize(..CONFIG.len())];
+                let v = if name == "list-max-listpack-size" {
+                    self.pick(&["1", "2", "4", "-1", "-2"]).to_string()
+                } else {
+                    self.rng.u8(0..10).to_string()
+                };
+                push!("CONFIG", "SET", name, v)
+            }
         }
         Order::Exact
     }
@@ -917,6 +927,31 @@ fn random_picks_are_consistent() {
                 fc.cmd(&["OBJECT", "ENCODING", "popme"]),
                 "{what}: encoding after SPOP"
             );
+        }
+    }
+}
+
+/// Extra seeds for bug hunting or replay: `FERRODIS_COLLECTION_SEEDS=100-140` or `=5,9` (RESP2;
+/// prefix a seed with `r` for RESP3). Does nothing when the variable is unset.
+#[test]
+fn random_collections_env_seeds() {
+    let Ok(spec) = std::env::var("FERRODIS_COLLECTION_SEEDS") else {
+        return;
+    };
+    for part in spec.split(',').filter(|p| !p.is_empty()) {
+        let (proto, part) = match part.strip_prefix('r') {
+            Some(rest) => (3, rest),
+            None => (2, part),
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u64>().expect("seed"), b.parse::<u64>().expect("seed")),
+            None => {
+                let s = part.parse::<u64>().expect("seed");
+                (s, s)
+            }
+        };
+        for seed in lo..=hi {
+            run_seed(seed, proto);
         }
     }
 }
