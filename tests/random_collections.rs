@@ -955,3 +955,78 @@ fn random_collections_env_seeds() {
         }
     }
 }
+
+/// SSCAN/ZSCAN over big (hashtable/skiplist) collections, where the order is ferrodis's own: a full
+/// iteration with small COUNTs ends at cursor 0 and returns every member (with its score for ZSCAN),
+/// also when members are added and removed between calls (those present throughout must appear).
+#[test]
+fn big_scans_return_every_member() {
+    let ferro = TestServer::new();
+    let mut c = ferro.client();
+    let mut sadd: Vec<String> = vec!["SADD".into(), "s".into()];
+    sadd.extend((0..1500).map(|i| format!("m{i}")));
+    c.cmd(&sadd);
+    let mut zadd: Vec<String> = vec!["ZADD".into(), "z".into()];
+    for i in 0..1500 {
+        zadd.push(i.to_string());
+        zadd.push(format!("m{i}"));
+    }
+    c.cmd(&zadd);
+    assert_eq!(c.cmd(&["OBJECT", "ENCODING", "s"]), b"$9\r\nhashtable\r\n");
+    assert_eq!(c.cmd(&["OBJECT", "ENCODING", "z"]), b"$8\r\nskiplist\r\n");
+    for (cmd, key) in [("SSCAN", "s"), ("ZSCAN", "z")] {
+        for churn in [false, true] {
+            let mut seen = std::collections::HashMap::<Vec<u8>, Vec<u8>>::new();
+            let mut cursor = b"0".to_vec();
+            let mut calls = 0;
+            loop {
+                let reply = c.cmd(&[cmd.as_bytes(), key.as_bytes(), &cursor, b"COUNT", b"17"]);
+                let Value::Agg(_, Some(parts)) = parse_value(&reply) else { panic!("{cmd}: {}", show(&reply)) };
+                let (Value::Bulk(Some(next)), Value::Agg(_, Some(items))) = (&parts[0], &parts[1]) else {
+                    panic!("{cmd}: {}", show(&reply))
+                };
+                let items: Vec<Vec<u8>> = items
+                    .iter()
+                    .map(|v| match v {
+                        Value::Bulk(Some(b)) => b.clone(),
+                        other => panic!("{cmd}: element {other:?}"),
+                    })
+                    .collect();
+                if cmd == "ZSCAN" {
+                    for p in items.chunks(2) {
+                        seen.insert(p[0].clone(), p[1].clone());
+                    }
+                } else {
+                    for m in items {
+                        seen.insert(m, Vec::new());
+                    }
+                }
+                calls += 1;
+                if churn {
+                    // Members m1500.. come and go; m0..m1499 stay.
+                    let extra = format!("m{}", 1500 + calls % 50);
+                    if cmd == "SSCAN" {
+                        c.cmd(&["SADD", key, &extra]);
+                        c.cmd(&["SREM", key, &format!("m{}", 1500 + (calls + 25) % 50)]);
+                    } else {
+                        c.cmd(&["ZADD", key, "99999", &extra]);
+                        c.cmd(&["ZREM", key, &format!("m{}", 1500 + (calls + 25) % 50)]);
+                    }
+                }
+                cursor = next.clone();
+                if cursor == b"0" {
+                    break;
+                }
+                assert!(calls < 10_000, "{cmd}: the scan does not terminate");
+            }
+            for i in 0..1500 {
+                let m = format!("m{i}").into_bytes();
+                let got = seen.get(&m);
+                assert!(got.is_some(), "{cmd} (churn {churn}): m{i} never returned in {calls} calls");
+                if cmd == "ZSCAN" {
+                    assert_eq!(got.map(|s| s.as_slice()), Some(i.to_string().as_bytes()), "ZSCAN score of m{i}");
+                }
+            }
+        }
+    }
+}
