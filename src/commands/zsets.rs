@@ -676,6 +676,21 @@ fn zrange_generic(
                 true
             });
         }
+        // Redis fills the destination as a listpack (from the start when the result length is
+        // unknown, BYSCORE/BYLEX, or known to fit) until a limit is crossed, and a listpack keeps
+        // no negative zero: members inserted before the conversion lose the sign of a -0 score.
+        let lim = limits(ctx);
+        let hint = if matches!(range, Range::Rank(..)) { pairs.len() } else { 0 };
+        if hint <= lim.max_entries {
+            for (i, (m, sc)) in pairs.iter_mut().enumerate() {
+                if i + 1 > lim.max_entries || m.len() > lim.max_value {
+                    break;
+                }
+                if *sc == 0.0 {
+                    *sc = 0.0;
+                }
+            }
+        }
         return store_result(ctx, dst, pairs);
     }
     let mut em = Emitter::new(withscores, proto);
