@@ -1226,7 +1226,9 @@ fn algebra(
                     let Some(&o) = map.get(m.as_slice()) else {
                         continue 'outer;
                     };
-                    aggregate(agg, &mut score, weighted(o, inputs[k + 1].weight));
+                    // Only the first input's weighted score has NaN (0 * inf) replaced by 0, as in
+                    // Redis; a NaN from a later input turns a SUM into 0 and leaves MIN/MAX as is.
+                    aggregate(agg, &mut score, o * inputs[k + 1].weight);
                 }
                 out.push((m.clone(), score));
                 if card && limit > 0 && out.len() >= limit {
