@@ -15,6 +15,14 @@
 //! in content are not generated. Lexicographic range commands only touch keys whose members all
 //! have score 0 (lex ranges over mixed scores are undefined and implementation-dependent).
 //!
+//! About 3% of steps are MULTI/EXEC blocks of ordered-reply commands (blocking pops inside answer
+//! at once), some steps change the thresholds with CONFIG SET, and the dataset is compared every
+//! 500 steps too. `FERRODIS_COLLECTION_SEEDS=100-140,r7` runs extra seeds (r = RESP3).
+//!
+//! Beside the seeded runs: shape checks of replies that are random in content (SRANDMEMBER,
+//! ZRANDMEMBER, HRANDFIELD, SPOP), the SSCAN/ZSCAN full-iteration guarantee on big collections, and
+//! a sorted-set blocking scenario (wake-ups by ZADD, ZINCRBY, stores and RENAME) against Redis.
+//!
 //! On mismatch: the seed, the step, the last 20 commands and both replies.
 
 mod common;
