@@ -258,6 +258,10 @@ scripts! {
     hashes_encoding => "hashes_encoding.txt",
     streams => "streams.txt",
     streams_groups => "streams_groups.txt",
+    sets => "sets.txt",
+    zsets => "zsets.txt",
+    zsets_ranges => "zsets_ranges.txt",
+    sets_zsets_encoding => "sets_zsets_encoding.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

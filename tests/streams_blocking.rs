@@ -5,8 +5,7 @@
 //! Expected bytes come from the real server; every step is labelled so a mismatch names it.
 //!
 //! `destroyed_group_or_deleted_key_unblocks_xreadgroup` covers what Redis 7.0 does when a blocked
-//! XREADGROUP loses its group or its key; ferrodis does not match it yet, so that test is ignored
-//! with the reason (run it with `--ignored`).
+//! XREADGROUP loses its group or its key.
 
 mod common;
 
@@ -228,8 +227,6 @@ fn lost_group_scenario(server: &Server) -> Log {
 }
 
 #[test]
-#[ignore = "ferrodis leaves the XREADGROUP reader blocked when its key goes away, and answers a \
-            destroyed group with XREADGROUP's ordinary NOGROUP text (executor support needed)"]
 fn destroyed_group_or_deleted_key_unblocks_xreadgroup() {
     let redis = RedisServer::new();
     let ferrodis = TestServer::new();

@@ -706,14 +706,8 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
             if v < 0 {
                 return Err(CmdError::err("timeout is negative"));
             }
-            timeout = if v > 0 {
-                if v > i64::MAX - ctx.now_ms {
-                    return Err(CmdError::err("timeout is out of range"));
-                }
-                ctx.now_ms + v
-            } else {
-                0
-            };
+            // Redis 7.0 adds without an overflow check; a deadline past the i64 range waits for good.
+            timeout = if v > 0 { ctx.now_ms.saturating_add(v) } else { 0 };
         } else if eq(o, "count") && more > 0 {
             i += 1;
             count = ll(args.get(i))?.max(0);
@@ -765,6 +759,9 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         let s = read_stream(ctx, key)?;
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
+                if ctx.client.woken {
+                    return Err(CmdError::Raw("NOGROUP the consumer group this client was blocked on no longer exists".into()));
+                }
                 return Err(CmdError::Raw(format!(
                     "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
                     lossy(key),

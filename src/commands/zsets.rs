@@ -676,6 +676,21 @@ fn zrange_generic(
                 true
             });
         }
+        // Redis fills the destination as a listpack (from the start when the result length is
+        // unknown, BYSCORE/BYLEX, or known to fit) until a limit is crossed, and a listpack keeps
+        // no negative zero: members inserted before the conversion lose the sign of a -0 score.
+        let lim = limits(ctx);
+        let hint = if matches!(range, Range::Rank(..)) { pairs.len() } else { 0 };
+        if hint <= lim.max_entries {
+            for (i, (m, sc)) in pairs.iter_mut().enumerate() {
+                if i + 1 > lim.max_entries || m.len() > lim.max_value {
+                    break;
+                }
+                if *sc == 0.0 {
+                    *sc = 0.0;
+                }
+            }
+        }
         return store_result(ctx, dst, pairs);
     }
     let mut em = Emitter::new(withscores, proto);
@@ -1049,7 +1064,8 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let count = l as usize;
     if count >= len {
-        z.walk(0, len - 1, false, &mut |m, s| {
+        // Redis answers the whole sorted set from the highest rank down.
+        z.walk(0, len - 1, true, &mut |m, s| {
             em.push(m, s);
             true
         });
@@ -1148,9 +1164,8 @@ fn algebra(
         let pairs = match value {
             None => Vec::new(),
             Some(Value::ZSet(z)) => z.to_vec(),
-            // Plain sets are valid inputs (every member scores 1); reading them needs the set
-            // type's iteration API, wired in by `set_members`.
-            Some(Value::Set(s)) => set_members(s).ok_or(CmdError::WrongType)?,
+            // Plain sets are valid inputs: every member scores 1.
+            Some(Value::Set(s)) => set_members(s),
             Some(_) => return Err(CmdError::WrongType),
         };
         inputs.push(Input { pairs, weight: 1.0 });
@@ -1211,7 +1226,9 @@ fn algebra(
                     let Some(&o) = map.get(m.as_slice()) else {
                         continue 'outer;
                     };
-                    aggregate(agg, &mut score, weighted(o, inputs[k + 1].weight));
+                    // Only the first input's weighted score has NaN (0 * inf) replaced by 0, as in
+                    // Redis; a NaN from a later input turns a SUM into 0 and leaves MIN/MAX as is.
+                    aggregate(agg, &mut score, o * inputs[k + 1].weight);
                 }
                 out.push((m.clone(), score));
                 if card && limit > 0 && out.len() >= limit {
@@ -1256,10 +1273,11 @@ fn algebra(
     Ok((AlgebraResult { pairs: out, withscores }, n))
 }
 
-/// Members of a plain set as algebra input (score 1 each). None until the set type exposes an
-/// iteration API; the caller then answers WRONGTYPE.
-fn set_members(_s: &crate::types::Set) -> Option<Vec<(Vec<u8>, f64)>> {
-    None
+/// Members of a plain set as algebra input (score 1 each).
+fn set_members(s: &crate::types::Set) -> Vec<(Vec<u8>, f64)> {
+    let mut out = Vec::with_capacity(s.len());
+    s.for_each(|e| out.push((e.to_vec(), 1.0)));
+    out
 }
 
 fn algebra_reply(ctx: &mut Ctx, args: &Args, op: SetOp) -> CmdResult {

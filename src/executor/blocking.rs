@@ -121,16 +121,30 @@ fn serve_key(st: &mut State, db: usize, key: &[u8], clock: &mut Clock) {
         let now = clock.now_ms;
         let ready = st.dbs[db].peek(key, now).is_some_and(|v| v.type_name() == blocked.request.wants_type);
         if !ready {
-            client.blocked = Some(blocked);
+            // A consumer-group reader whose stream was deleted or replaced is told so (Redis 7.0);
+            // every other waiter keeps waiting for a key of the right type.
+            let group_reader = blocked.cmd.spec.is_some_and(|s| s.name == "xreadgroup");
+            if !group_reader {
+                client.blocked = Some(blocked);
+                st.clients.insert(id, client);
+                return;
+            }
+            unpark(st, id, &blocked);
+            let mut out = Vec::new();
+            write_reply(&mut out, &crate::resp::Reply::error("UNBLOCKED the stream key no longer exists"), client.proto);
+            run_pending(st, &mut client, &mut out, clock);
+            deliver(&client, out);
             st.clients.insert(id, client);
-            return;
+            continue;
         }
         unpark(st, id, &blocked);
         let deadline = blocked.request.deadline_ms;
         let saved_db = client.db;
         client.db = blocked.db;
         let mut out = Vec::new();
+        client.woken = true;
         call(st, &mut client, blocked.cmd, &mut out, clock);
+        client.woken = false;
         client.db = saved_db;
         if let Some(again) = client.blocked.as_mut() {
             // Nothing for it after all: it keeps its deadline and its place at the head.

@@ -90,6 +90,9 @@ pub struct Client {
     pub close_after_reply: bool,
     /// Set by a blocking command that found nothing to serve (see `Ctx::block`).
     pub block_request: Option<crate::commands::BlockRequest>,
+    /// True while a parked command runs again after a wake-up (XREADGROUP words a vanished
+    /// group differently then).
+    pub woken: bool,
     /// The parked command while the client is blocked.
     pub blocked: Option<Box<super::blocking::Blocked>>,
     /// Commands that arrived while the client was blocked, run once it is served.
@@ -133,6 +136,7 @@ impl Client {
             no_touch: false,
             close_after_reply: false,
             block_request: None,
+            woken: false,
             blocked: None,
             pending: std::collections::VecDeque::new(),
             in_exec: false,
