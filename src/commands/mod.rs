@@ -18,6 +18,7 @@ pub mod keys;
 pub mod lists;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod transactions;
@@ -276,6 +277,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     command::COMMANDS,
     connection::COMMANDS,
     streams::COMMANDS,
+    sort::COMMANDS,
 ];
 
 /// Every command family's table.
