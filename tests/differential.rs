@@ -215,6 +215,7 @@ scripts! {
     errors_and_arity => "errors_and_arity.txt",
     resp3 => "resp3.txt",
     time_dependent => "time_dependent.txt",
+    sort => "sort.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

@@ -163,7 +163,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     } as i64;
 
     let mut start = o.limit_start.max(0);
-    let mut end = if o.limit_count < 0 { total - 1 } else { start.wrapping_add(o.limit_count).wrapping_sub(1) };
+    let mut end = if o.limit_count < 0 { total - 1 } else { start.saturating_add(o.limit_count - 1) };
     if start >= total {
         start = total - 1;
         end = total - 2;
