@@ -181,22 +181,22 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     let mut items: Vec<Item> = Vec::with_capacity(vectorlen);
     let push = |items: &mut Vec<Item>, obj: Vec<u8>| items.push(Item { obj, score: 0.0, cmp: None });
     match kind.and_then(|_| ctx.lookup_write(key)) {
-        Some(Value::List(l)) if o.dontsort => {
-            if end >= start {
-                let s = start as usize;
-                if o.desc {
-                    for e in l.iter_rev().skip(s).take(vectorlen) {
-                        push(&mut items, e.to_vec());
-                    }
-                } else {
-                    for e in l.iter_from(s).take(vectorlen) {
-                        push(&mut items, e.to_vec());
-                    }
+        Some(Value::List(l)) if o.dontsort && end >= start => {
+            let s = start as usize;
+            if o.desc {
+                for e in l.iter_rev().skip(s).take(vectorlen) {
+                    push(&mut items, e.to_vec());
                 }
-                end -= start;
-                start = 0;
+            } else {
+                for e in l.iter_from(s).take(vectorlen) {
+                    push(&mut items, e.to_vec());
+                }
             }
+            end -= start;
+            start = 0;
         }
+        // An empty range of an unsorted list loads nothing.
+        Some(Value::List(_)) if o.dontsort => {}
         Some(Value::List(l)) => {
             for e in l.iter() {
                 push(&mut items, e.to_vec());
