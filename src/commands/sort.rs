@@ -125,11 +125,9 @@ fn cstr(b: &[u8]) -> &[u8] {
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     let mut o = parse_options(args, readonly)?;
     let key = args.key(1);
-    let write = o.store.is_some();
 
     let kind = {
-        let found = if write { ctx.lookup_write(key).map(|v| &*v) } else { ctx.lookup_read(key) };
-        match found {
+        match ctx.lookup_read(key) {
             None => None,
             Some(Value::List(_)) => Some(Kind::List),
             Some(Value::Set(_)) => Some(Kind::Set),
@@ -225,7 +223,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     if !o.dontsort {
         for it in items.iter_mut() {
             let byval = match o.sortby {
-                Some(pattern) => match lookup_by_pattern(ctx, pattern, &it.obj, write) {
+                Some(pattern) => match lookup_by_pattern(ctx, pattern, &it.obj) {
                     Some(v) => v,
                     None => continue,
                 },
@@ -288,7 +286,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
                     out.push(Reply::Bulk(it.obj.clone()));
                 }
                 for pattern in &o.gets {
-                    out.push(match lookup_by_pattern(ctx, pattern, &it.obj, false) {
+                    out.push(match lookup_by_pattern(ctx, pattern, &it.obj) {
                         Some(v) => Reply::Bulk(v),
                         None => Reply::Nil,
                     });
@@ -304,7 +302,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
                     list.push_back(&it.obj, fill);
                 }
                 for pattern in &o.gets {
-                    let v = lookup_by_pattern(ctx, pattern, &it.obj, true).unwrap_or_default();
+                    let v = lookup_by_pattern(ctx, pattern, &it.obj).unwrap_or_default();
                     list.push_back(&v, fill);
                 }
             }
@@ -503,7 +501,7 @@ fn strtod(b: &[u8]) -> Option<f64> {
 /// is replaced by the element and the key read as a string, or, with a non-empty `->field` after
 /// the `*`, as that field of a hash. A pattern without `*`, a missing key or field, or a key of
 /// another type gives None.
-fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8], write: bool) -> Option<Vec<u8>> {
+fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8]) -> Option<Vec<u8>> {
     let spat = cstr(pattern);
     if spat == b"#" {
         return Some(subst.to_vec());
@@ -519,8 +517,8 @@ fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8], write: bool) -
     k.extend_from_slice(&pattern[..p]);
     k.extend_from_slice(subst);
     k.extend_from_slice(postfix);
-    let found = if write { ctx.lookup_write(&k).map(|v| &*v) } else { ctx.lookup_read(&k) };
-    match (found?, field) {
+    // Read lookups (hit/miss counted) even when storing, as 7.0 does.
+    match (ctx.lookup_read(&k)?, field) {
         (Value::Hash(h), Some(f)) => h.get(f).map(|v| v.to_vec()),
         (Value::Str(s), None) => Some(s.to_vec()),
         _ => None,
