@@ -5,9 +5,11 @@
 //!
 //! Ordering follows Redis's comparator: numeric weights with ties broken by a binary compare of the
 //! elements; ALPHA compares as `strcoll` under the C/C.UTF-8 locale does (bytes up to the first
-//! NUL) when replying and as a binary compare when storing. Elements whose BY weights compare equal
-//! under ALPHA keep their load order (Redis leaves that order to its quicksort). Weights are parsed
-//! with the C library's `strtod`, which is what decides Redis's "can't be converted" error.
+//! NUL) when replying and as a binary compare when storing. Equal ALPHA BY weights are the only
+//! ties whose order shows; to place them as Redis does, a full sort is stable (glibc's qsort is a
+//! merge sort) and a LIMITed BY sort replays Redis's partial quicksort. Weights are parsed with the
+//! C library's `strtod`, which is what decides Redis's "can't be converted" error (Redis does not
+//! clear errno first, so after an ERANGE its later numeric sorts may fail spuriously: not copied).
 //! Like Redis, sorting a listpack zset converts it to a skiplist (SORT_RO included).
 
 use super::flags::*;
