@@ -262,6 +262,7 @@ scripts! {
     zsets => "zsets.txt",
     zsets_ranges => "zsets_ranges.txt",
     sets_zsets_encoding => "sets_zsets_encoding.txt",
+    sort => "sort.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

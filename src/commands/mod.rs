@@ -19,6 +19,7 @@ pub mod lists;
 pub mod pubsub;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod transactions;
@@ -278,6 +279,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     streams::COMMANDS,
     pubsub::COMMANDS,
+    sort::COMMANDS,
 ];
 
 /// Every command family's table.

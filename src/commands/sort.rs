@@ -1,0 +1,575 @@
+//! SORT and SORT_RO over lists, sets and sorted sets, as redis-server 7.0 answers them: numeric or
+//! ALPHA ordering, BY weights read from string keys or `->field` hash fields, BY without `*`
+//! (no sorting: native order, sets too unless the result is stored), GET patterns and `#`, LIMIT
+//! clamping, and STORE into a list (deleting the destination when the result is empty).
+//!
+//! Ordering follows Redis's comparator: numeric weights with ties broken by a binary compare of the
+//! elements; ALPHA compares as `strcoll` under the C/C.UTF-8 locale does (bytes up to the first
+//! NUL) when replying and as a binary compare when storing. Equal ALPHA BY weights are the only
+//! ties whose order shows; to place them as Redis does, a full sort is stable (glibc's qsort is a
+//! merge sort) and a LIMITed BY sort replays Redis's partial quicksort. Weights are parsed with the
+//! C library's `strtod`, which is what decides Redis's "can't be converted" error (Redis does not
+//! clear errno first, so after an ERANGE its later numeric sorts may fail spuriously: not copied).
+//! Like Redis, sorting a listpack zset converts it to a skiplist (SORT_RO included).
+
+use super::flags::*;
+use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
+use crate::resp::Reply;
+use crate::types::zset::Limits;
+use crate::types::{List, Value, ZSet};
+
+pub static COMMANDS: &[CommandSpec] = &[
+    spec(
+        "sort",
+        -2,
+        WRITE | DENYOOM | MOVABLEKEYS,
+        keys(1, 1, 1),
+        acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS,
+        sort,
+    ),
+    spec(
+        "sort_ro",
+        -2,
+        READONLY | MOVABLEKEYS,
+        keys(1, 1, 1),
+        acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS,
+        sort_ro,
+    ),
+];
+
+/// SORT key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC|DESC] [ALPHA] [STORE destination]
+///
+/// Sorts the elements of a list, set or sorted set numerically (or lexicographically with ALPHA),
+/// optionally by weights looked up through a key pattern, and replies the requested range of
+/// elements (or of GET lookups), or stores it as a list under `destination` and replies its length.
+pub fn sort(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    sort_generic(ctx, args, false)
+}
+
+/// SORT_RO key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC|DESC] [ALPHA]
+///
+/// The read-only SORT: the same options except STORE, which is a syntax error here.
+pub fn sort_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    sort_generic(ctx, args, true)
+}
+
+/// One element being sorted with its weight: a number, or (ALPHA with BY) the looked-up bytes.
+struct Item {
+    obj: Vec<u8>,
+    score: f64,
+    cmp: Option<Vec<u8>>,
+}
+
+struct Options<'a> {
+    desc: bool,
+    alpha: bool,
+    dontsort: bool,
+    limit_start: i64,
+    limit_count: i64,
+    sortby: Option<&'a [u8]>,
+    store: Option<&'a [u8]>,
+    gets: Vec<&'a [u8]>,
+}
+
+fn parse_options(args: &Args, readonly: bool) -> Result<Options<'_>, CmdError> {
+    let mut o = Options {
+        desc: false,
+        alpha: false,
+        dontsort: false,
+        limit_start: 0,
+        limit_count: -1,
+        sortby: None,
+        store: None,
+        gets: Vec::new(),
+    };
+    let argc = args.len();
+    let mut j = 2;
+    while j < argc {
+        let left = argc - j - 1;
+        if args.is(j, "asc") {
+            o.desc = false;
+        } else if args.is(j, "desc") {
+            o.desc = true;
+        } else if args.is(j, "alpha") {
+            o.alpha = true;
+        } else if args.is(j, "limit") && left >= 2 {
+            o.limit_start = args.i64(j + 1)?;
+            o.limit_count = args.i64(j + 2)?;
+            j += 2;
+        } else if args.is(j, "store") && left >= 1 && !readonly {
+            o.store = Some(args.get(j + 1));
+            j += 1;
+        } else if args.is(j, "by") && left >= 1 {
+            let pattern = args.get(j + 1);
+            o.sortby = Some(pattern);
+            // A BY pattern without `*` (searched as a C string) names no per-element key.
+            o.dontsort = !cstr(pattern).contains(&b'*');
+            j += 1;
+        } else if args.is(j, "get") && left >= 1 {
+            o.gets.push(args.get(j + 1));
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+/// The bytes before the first NUL: what C string functions see of a Redis string.
+fn cstr(b: &[u8]) -> &[u8] {
+    match memchr::memchr(0, b) {
+        Some(i) => &b[..i],
+        None => b,
+    }
+}
+
+fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
+    let mut o = parse_options(args, readonly)?;
+    let key = args.key(1);
+
+    let kind = {
+        match ctx.lookup_read(key) {
+            None => None,
+            Some(Value::List(_)) => Some(Kind::List),
+            Some(Value::Set(_)) => Some(Kind::Set),
+            Some(Value::ZSet(_)) => Some(Kind::ZSet),
+            Some(_) => return Err(CmdError::WrongType),
+        }
+    };
+
+    // A set has no native order to keep: when the result is stored it is sorted anyway (ALPHA),
+    // so replicas and AOF replays get the same list.
+    if o.dontsort && kind == Some(Kind::Set) && o.store.is_some() {
+        o.dontsort = false;
+        o.alpha = true;
+        o.sortby = None;
+    }
+
+    // Redis sorts zsets through their skiplist form, converting a listpack one on the way.
+    if kind == Some(Kind::ZSet) {
+        if let Some(Value::ZSet(z)) = ctx.lookup_write(key) {
+            if z.encoding_name() == "listpack" {
+                **z = ZSet::from_pairs(z.to_vec(), Limits { max_entries: 0, max_value: 0 });
+            }
+        }
+    }
+
+    let total = match kind.and_then(|_| ctx.lookup_write(key)) {
+        Some(Value::List(l)) => l.len(),
+        Some(Value::Set(s)) => s.len(),
+        Some(Value::ZSet(z)) => z.len(),
+        _ => 0,
+    } as i64;
+
+    let mut start = o.limit_start.max(0);
+    let mut end = if o.limit_count < 0 { total - 1 } else { start.saturating_add(o.limit_count - 1) };
+    if start >= total {
+        start = total - 1;
+        end = total - 2;
+    }
+    if end >= total {
+        end = total - 1;
+    }
+
+    let mut vectorlen = total;
+    if matches!(kind, Some(Kind::List) | Some(Kind::ZSet)) && o.dontsort && (start != 0 || end != total - 1) {
+        vectorlen = end - start + 1;
+    }
+    let vectorlen = vectorlen.max(0) as usize;
+
+    let mut items: Vec<Item> = Vec::with_capacity(vectorlen);
+    let push = |items: &mut Vec<Item>, obj: Vec<u8>| items.push(Item { obj, score: 0.0, cmp: None });
+    match kind.and_then(|_| ctx.lookup_write(key)) {
+        Some(Value::List(l)) if o.dontsort && end >= start => {
+            let s = start as usize;
+            if o.desc {
+                for e in l.iter_rev().skip(s).take(vectorlen) {
+                    push(&mut items, e.to_vec());
+                }
+            } else {
+                for e in l.iter_from(s).take(vectorlen) {
+                    push(&mut items, e.to_vec());
+                }
+            }
+            end -= start;
+            start = 0;
+        }
+        // An empty range of an unsorted list loads nothing.
+        Some(Value::List(_)) if o.dontsort => {}
+        Some(Value::List(l)) => {
+            for e in l.iter() {
+                push(&mut items, e.to_vec());
+            }
+        }
+        Some(Value::Set(s)) => s.for_each(|e| push(&mut items, e.to_vec())),
+        Some(Value::ZSet(z)) if o.dontsort => {
+            if vectorlen > 0 {
+                let s = start as usize;
+                z.walk(s, s + vectorlen - 1, o.desc, &mut |m, _| {
+                    push(&mut items, m.to_vec());
+                    true
+                });
+            }
+            end -= start;
+            start = 0;
+        }
+        Some(Value::ZSet(z)) => z.walk(0, usize::MAX, false, &mut |m, _| {
+            push(&mut items, m.to_vec());
+            true
+        }),
+        _ => {}
+    }
+
+    let mut conversion_error = false;
+    if !o.dontsort {
+        for it in items.iter_mut() {
+            let byval = match o.sortby {
+                Some(pattern) => match lookup_by_pattern(ctx, pattern, &it.obj) {
+                    Some(v) => v,
+                    None => continue,
+                },
+                None => it.obj.clone(),
+            };
+            if o.alpha {
+                if o.sortby.is_some() {
+                    it.cmp = Some(byval);
+                }
+            } else {
+                match strtod(&byval) {
+                    Some(d) => it.score = d,
+                    None => conversion_error = true,
+                }
+            }
+        }
+        // A NaN-free comparator is a total order; with a conversion error nothing is sent or
+        // stored, so there is no point (and some risk) in sorting.
+        if !conversion_error {
+            let (alpha, by, store, desc) = (o.alpha, o.sortby.is_some(), o.store.is_some(), o.desc);
+            let cmp = |a: &Item, b: &Item| {
+                let c = compare(a, b, alpha, by, store);
+                if desc {
+                    c.reverse()
+                } else {
+                    c
+                }
+            };
+            // Redis sorts a LIMITed BY range with its partial quicksort and everything else with
+            // glibc's qsort (a merge sort, hence stable); the two differ only in how ties land.
+            if by && (start != 0 || end != items.len() as i64 - 1) && end >= start {
+                let n = items.len();
+                pqsort(&mut items, 0, n, &cmp, start as usize, end as usize);
+            } else {
+                items.sort_by(cmp);
+            }
+        }
+    }
+
+    if conversion_error {
+        return Err(CmdError::err("One or more scores can't be converted into double"));
+    }
+
+    let range: &[Item] = if end >= start && start >= 0 {
+        let (s, e) = (start as usize, (end as usize).min(items.len().saturating_sub(1)));
+        if s < items.len() {
+            &items[s..=e]
+        } else {
+            &[]
+        }
+    } else {
+        &[]
+    };
+
+    match o.store {
+        None => {
+            let mut out = Vec::with_capacity(range.len() * o.gets.len().max(1));
+            for it in range {
+                if o.gets.is_empty() {
+                    out.push(Reply::Bulk(it.obj.clone()));
+                }
+                for pattern in &o.gets {
+                    out.push(match lookup_by_pattern(ctx, pattern, &it.obj) {
+                        Some(v) => Reply::Bulk(v),
+                        None => Reply::Nil,
+                    });
+                }
+            }
+            Ok(Reply::Array(out))
+        }
+        Some(dst) => {
+            let fill = ctx.srv.config.list_max_listpack_size as i64;
+            let mut list = List::new();
+            for it in range {
+                if o.gets.is_empty() {
+                    list.push_back(&it.obj, fill);
+                }
+                for pattern in &o.gets {
+                    let v = lookup_by_pattern(ctx, pattern, &it.obj).unwrap_or_default();
+                    list.push_back(&v, fill);
+                }
+            }
+            let n = list.len() as i64;
+            let now = ctx.now_ms;
+            if n > 0 {
+                ctx.db().set(dst, Value::List(Box::new(list)), now);
+                ctx.modified(dst);
+                ctx.dirty(n as u64 - 1);
+            } else if ctx.db().remove(dst, now).is_some() {
+                ctx.modified(dst);
+            }
+            Ok(Reply::Int(n))
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    List,
+    Set,
+    ZSet,
+}
+
+/// Redis's sortCompare, before DESC is applied.
+fn compare(a: &Item, b: &Item, alpha: bool, by: bool, store: bool) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    if !alpha {
+        if a.score > b.score {
+            Ordering::Greater
+        } else if a.score < b.score {
+            Ordering::Less
+        } else {
+            a.obj.cmp(&b.obj)
+        }
+    } else if by {
+        match (&a.cmp, &b.cmp) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (Some(x), Some(y)) => {
+                if store {
+                    x.cmp(y)
+                } else {
+                    cstr(x).cmp(cstr(y))
+                }
+            }
+        }
+    } else if store {
+        a.obj.cmp(&b.obj)
+    } else {
+        cstr(&a.obj).cmp(cstr(&b.obj))
+    }
+}
+
+/// Redis's partial quicksort (pqsort.c, the NetBSD Bentley-McIlroy qsort that skips partitions
+/// lying wholly outside `lrange..=rrange`), over `v[a..a + n]`. Reproduced step by step because
+/// which of several equal elements lands where depends on its exact sequence of swaps.
+fn pqsort<T>(
+    v: &mut [T],
+    mut a: usize,
+    mut n: usize,
+    cmp: &dyn Fn(&T, &T) -> std::cmp::Ordering,
+    lrange: usize,
+    rrange: usize,
+) {
+    use std::cmp::Ordering::{Greater, Less};
+    let c = |v: &[T], i: usize, j: usize| cmp(&v[i], &v[j]);
+    let med3 = |v: &[T], x: usize, y: usize, z: usize| {
+        if c(v, x, y) == Less {
+            if c(v, y, z) == Less {
+                y
+            } else if c(v, x, z) == Less {
+                z
+            } else {
+                x
+            }
+        } else if c(v, y, z) == Greater {
+            y
+        } else if c(v, x, z) == Less {
+            x
+        } else {
+            z
+        }
+    };
+    let vecswap = |v: &mut [T], i: usize, j: usize, k: usize| {
+        for t in 0..k {
+            v.swap(i + t, j + t);
+        }
+    };
+    // Whether the partition [l, l + k) holds none of the wanted range.
+    let outside = |l: usize, k: usize| {
+        let r = l + k - 1;
+        (lrange < l && rrange < l) || (lrange > r && rrange > r)
+    };
+    loop {
+        if n < 7 {
+            for m in a + 1..a + n {
+                let mut l = m;
+                while l > a && c(v, l - 1, l) == Greater {
+                    v.swap(l, l - 1);
+                    l -= 1;
+                }
+            }
+            return;
+        }
+        let mut pm = a + n / 2;
+        if n > 7 {
+            let mut pl = a;
+            let mut pn = a + n - 1;
+            if n > 40 {
+                let d = n / 8;
+                pl = med3(v, pl, pl + d, pl + 2 * d);
+                pm = med3(v, pm - d, pm, pm + d);
+                pn = med3(v, pn - 2 * d, pn - d, pn);
+            }
+            pm = med3(v, pl, pm, pn);
+        }
+        v.swap(a, pm);
+        let (mut pa, mut pb) = (a + 1, a + 1);
+        let (mut pc, mut pd) = (a + n - 1, a + n - 1);
+        loop {
+            while pb <= pc {
+                let r = c(v, pb, a);
+                if r == Greater {
+                    break;
+                }
+                if r == std::cmp::Ordering::Equal {
+                    v.swap(pa, pb);
+                    pa += 1;
+                }
+                pb += 1;
+            }
+            while pb <= pc {
+                let r = c(v, pc, a);
+                if r == Less {
+                    break;
+                }
+                if r == std::cmp::Ordering::Equal {
+                    v.swap(pc, pd);
+                    pd -= 1;
+                }
+                pc -= 1;
+            }
+            if pb > pc {
+                break;
+            }
+            v.swap(pb, pc);
+            pb += 1;
+            pc -= 1;
+        }
+        let pn = a + n;
+        let r = (pa - a).min(pb - pa);
+        vecswap(v, a, pb - r, r);
+        let r = (pd - pc).min(pn - pd - 1);
+        vecswap(v, pb, pn - r, r);
+        let r = pb - pa;
+        if r > 1 && !outside(a, r) {
+            pqsort(v, a, r, cmp, lrange, rrange);
+        }
+        let r = pd - pc;
+        if r > 1 {
+            a = pn - r;
+            n = r;
+            if !outside(a, r) {
+                continue;
+            }
+        }
+        return;
+    }
+}
+
+/// Parses a weight as Redis does: C `strtod` over the string up to its first NUL, which must be
+/// consumed entirely, with overflow/underflow (ERANGE) and NaN rejected. An empty string is 0.
+fn strtod(b: &[u8]) -> Option<f64> {
+    let s = cstr(b);
+    let mut buf = Vec::with_capacity(s.len() + 1);
+    buf.extend_from_slice(s);
+    buf.push(0);
+    let mut end: *mut libc::c_char = std::ptr::null_mut();
+    // SAFETY: `buf` is NUL-terminated and outlives the call; strtod only reads up to the NUL and
+    // stores a pointer into `buf` in `end`. errno is thread-local.
+    let (d, consumed, erange) = unsafe {
+        *libc::__errno_location() = 0;
+        let d = libc::strtod(buf.as_ptr() as *const libc::c_char, &mut end);
+        let consumed = end.offset_from(buf.as_ptr() as *const libc::c_char) as usize;
+        (d, consumed, *libc::__errno_location() == libc::ERANGE)
+    };
+    if consumed != s.len() || erange || d.is_nan() {
+        return None;
+    }
+    Some(d)
+}
+
+/// Redis's lookupKeyByPattern: `#` is the element itself; otherwise the first `*` of the pattern
+/// is replaced by the element and the key read as a string, or, with a non-empty `->field` after
+/// the `*`, as that field of a hash. A pattern without `*`, a missing key or field, or a key of
+/// another type gives None.
+fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8]) -> Option<Vec<u8>> {
+    let spat = cstr(pattern);
+    if spat == b"#" {
+        return Some(subst.to_vec());
+    }
+    let p = memchr::memchr(b'*', spat)?;
+    let field = memchr::memmem::find(&spat[p + 1..], b"->")
+        .map(|f| p + 1 + f)
+        .filter(|&f| f + 2 < spat.len())
+        .map(|f| &pattern[f + 2..]);
+    let fieldlen = field.map_or(0, |f| f.len() + 2);
+    let postfix = &pattern[p + 1..pattern.len() - fieldlen];
+    let mut k = Vec::with_capacity(p + subst.len() + postfix.len());
+    k.extend_from_slice(&pattern[..p]);
+    k.extend_from_slice(subst);
+    k.extend_from_slice(postfix);
+    // Read lookups (hit/miss counted) even when storing, as 7.0 does.
+    match (ctx.lookup_read(&k)?, field) {
+        (Value::Hash(h), Some(f)) => h.get(f).map(|v| v.to_vec()),
+        (Value::Str(s), None) => Some(s.to_vec()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pqsort_sorts_the_requested_range() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for n in 0..200usize {
+            let v: Vec<u32> = (0..n).map(|_| rng.u32(0..20)).collect();
+            let mut want = v.clone();
+            want.sort();
+            for _ in 0..4 {
+                if n == 0 {
+                    break;
+                }
+                let l = rng.usize(0..n);
+                let r = rng.usize(l..n);
+                let mut got = v.clone();
+                pqsort(&mut got, 0, n, &|a: &u32, b: &u32| a.cmp(b), l, r);
+                assert_eq!(&got[l..=r], &want[l..=r], "n={n} l={l} r={r}");
+            }
+        }
+    }
+
+    #[test]
+    fn strtod_follows_c() {
+        assert_eq!(strtod(b"1.5"), Some(1.5));
+        assert_eq!(strtod(b" 2"), Some(2.0));
+        assert_eq!(strtod(b""), Some(0.0));
+        assert_eq!(strtod(b"0x10"), Some(16.0));
+        assert_eq!(strtod(b"3\0junk"), Some(3.0));
+        assert_eq!(strtod(b"inf"), Some(f64::INFINITY));
+        assert_eq!(strtod(b"nan"), None);
+        assert_eq!(strtod(b"1e400"), None);
+        assert_eq!(strtod(b"1x"), None);
+        assert_eq!(strtod(b"2 "), None);
+    }
+
+    #[test]
+    fn alpha_compares_up_to_nul_unless_storing() {
+        let a = Item { obj: b"a\0z".to_vec(), score: 0.0, cmp: None };
+        let b = Item { obj: b"a\0b".to_vec(), score: 0.0, cmp: None };
+        assert_eq!(compare(&a, &b, true, false, false), std::cmp::Ordering::Equal);
+        assert_eq!(compare(&a, &b, true, false, true), std::cmp::Ordering::Greater);
+    }
+}
