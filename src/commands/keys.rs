@@ -399,6 +399,8 @@ pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if a != b {
         ctx.touch_watched_in_db(a);
         ctx.touch_watched_in_db(b);
+        ctx.srv.signal_db_waiters(a);
+        ctx.srv.signal_db_waiters(b);
         let dbs = &mut ctx.srv.dbs;
         dbs.swap(a, b);
         // Only the data moves: per-index bookkeeping stays with its index.
@@ -427,6 +429,7 @@ fn flush_mode(args: &Args) -> Result<bool, CmdError> {
 /// dropped on a helper thread so freeing millions of entries does not stall the executor.
 fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
     ctx.touch_watched_in_db(idx);
+    ctx.srv.signal_db_waiters(idx);
     let db = &mut ctx.srv.dbs[idx];
     let removed = db.len() as u64;
     let tables = db.clear();

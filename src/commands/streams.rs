@@ -760,7 +760,9 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
                 if ctx.client.woken {
-                    return Err(CmdError::Raw("NOGROUP the consumer group this client was blocked on no longer exists".into()));
+                    return Err(CmdError::Raw(
+                        "NOGROUP the consumer group this client was blocked on no longer exists".into(),
+                    ));
                 }
                 return Err(CmdError::Raw(format!(
                     "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",

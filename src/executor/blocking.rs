@@ -131,7 +131,11 @@ fn serve_key(st: &mut State, db: usize, key: &[u8], clock: &mut Clock) {
             }
             unpark(st, id, &blocked);
             let mut out = Vec::new();
-            write_reply(&mut out, &crate::resp::Reply::error("UNBLOCKED the stream key no longer exists"), client.proto);
+            write_reply(
+                &mut out,
+                &crate::resp::Reply::error("UNBLOCKED the stream key no longer exists"),
+                client.proto,
+            );
             run_pending(st, &mut client, &mut out, clock);
             deliver(&client, out);
             st.clients.insert(id, client);

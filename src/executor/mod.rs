@@ -116,6 +116,17 @@ impl State {
         self.blocked_deadlines.first().map(|&(d, _)| d)
     }
 
+    /// Signals every key of `db` that has waiters (FLUSHDB, FLUSHALL, SWAPDB replace the whole
+    /// database under them).
+    pub fn signal_db_waiters(&mut self, db: usize) {
+        let keys: Vec<(usize, Vec<u8>)> = self.waiters.keys().filter(|(d, _)| *d == db).cloned().collect();
+        for k in keys {
+            if !self.ready_keys.contains(&k) {
+                self.ready_keys.push(k);
+            }
+        }
+    }
+
     /// Notes that `key` in `db` may serve blocked clients; only keys someone waits on are kept.
     pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
         if self.waiters.is_empty() {
