@@ -85,28 +85,35 @@ fn parse_db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
 
 /// DEL key [key ...]
 ///
-/// Removes the keys; replies with how many existed.
+/// Removes the keys; replies with how many existed. With lazyfree-lazy-user-del, big values are
+/// freed in the background as UNLINK does.
 pub fn del(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let now = ctx.now_ms;
-    let mut n = 0;
-    for key in args.from(1) {
-        if ctx.db().remove(key, now).is_some() {
-            n += 1;
-            ctx.modified(key);
-            ctx.notify(ev::GENERIC, "del", key);
-        }
-    }
-    Ok(Reply::Int(n))
+    let lazy = ctx.srv.config.other.get("lazyfree-lazy-user-del").is_some_and(|v| v == "yes");
+    delete_keys(ctx, args, lazy)
 }
 
 /// UNLINK key [key ...]
 ///
-/// DEL whose reclaiming of memory may happen later; the keys vanish at once either way. Redis
-/// defers only values made of many allocations (big collections); strings, the only type so far,
-/// are one allocation at most and are freed inline, as Redis does. Collections should go to a
-/// background dropper like FLUSHALL ASYNC's once they exist.
+/// DEL whose reclaiming of memory happens in the background for big values (collections of more
+/// than 64 elements): the keys vanish at once either way.
 pub fn unlink(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    del(ctx, args)
+    delete_keys(ctx, args, true)
+}
+
+fn delete_keys(ctx: &mut Ctx, args: &Args, lazy: bool) -> CmdResult {
+    let now = ctx.now_ms;
+    let mut n = 0;
+    for key in args.from(1) {
+        if let Some(value) = ctx.db().remove(key, now) {
+            n += 1;
+            ctx.modified(key);
+            ctx.notify(ev::GENERIC, "del", key);
+            if lazy {
+                crate::db::lazyfree::free(value);
+            }
+        }
+    }
+    Ok(Reply::Int(n))
 }
 
 /// EXISTS key [key ...]

@@ -2,6 +2,7 @@
 //! active expiry cycle. Commands reach values only through these typed lookups, so an expired key
 //! is never seen.
 
+pub mod lazyfree;
 pub mod table;
 
 use crate::types::Value;

@@ -42,6 +42,18 @@ impl Value {
         }
     }
 
+    /// How many allocations freeing the value costs, roughly (Redis's lazyfreeGetFreeEffort).
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::Str(_) => 1,
+            Value::List(l) => l.len(),
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) => z.len(),
+            Value::Stream(s) => s.len() as usize,
+        }
+    }
+
     /// The name OBJECT ENCODING replies with.
     pub fn encoding_name(&self) -> &'static str {
         match self {
