@@ -407,31 +407,7 @@ fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, with_values: bool) -> Cmd
     Ok(Reply::Raw(out))
 }
 
-/// Parses a SCAN cursor as Redis 7.0 does with `strtoul`: no leading whitespace, an optional sign
-/// (a negative value wraps around), the text ends at the first NUL, an empty string is 0, and
-/// overflow or trailing bytes are errors.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
-    let Some(&first) = text.first() else {
-        return Some(0);
-    };
-    let (negative, digits) = match first {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
-}
+use super::keys::parse_cursor;
 
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 ///

@@ -157,7 +157,7 @@ pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Parses a SCAN cursor as Redis 7.0 does with `strtoul`: leading whitespace is refused, an
 /// optional sign is accepted (a negative value wraps around), the text ends at the first NUL, the
 /// empty string is cursor 0, and overflow or trailing bytes are errors.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
     let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
     let Some(&first) = text.first() else {
         return Some(0);

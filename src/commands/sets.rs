@@ -575,30 +575,7 @@ pub fn sdiffstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     store(ctx, args.key(1), result)
 }
 
-/// A SCAN cursor as Redis 7.0 reads it (`strtoul`): no leading space, optional sign (negative
-/// wraps), text up to the first NUL, empty = 0; overflow or trailing bytes are refused.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
-    let Some(&first) = text.first() else {
-        return Some(0);
-    };
-    let (negative, digits) = match first {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
-}
+use super::keys::parse_cursor;
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 ///

@@ -1349,21 +1349,7 @@ pub fn zintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // ZSCAN
 
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let (neg, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
+use super::keys::parse_cursor;
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 ///
