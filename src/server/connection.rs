@@ -25,7 +25,10 @@ where
     let Some(id) = shared.exec.connect(info, handle.clone()).await else {
         return;
     };
-    let mut parser = Parser::new(live::get_u64(&live::PROTO_MAX_BULK_LEN) as i64);
+    // The keyspace stores key lengths in 32 bits: a bulk over 4 GiB is refused as an invalid
+    // bulk length even when proto-max-bulk-len is set higher.
+    let max_bulk = live::get_u64(&live::PROTO_MAX_BULK_LEN).min(u32::MAX as u64);
+    let mut parser = Parser::new(max_bulk as i64);
     parser.unauthenticated = !handle.authenticated();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
