@@ -17,6 +17,7 @@ pub mod glob;
 pub mod info;
 pub mod log;
 pub mod pubsub;
+pub mod rdb;
 pub mod resp;
 pub mod server;
 pub mod slowlog;

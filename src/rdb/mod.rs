@@ -1,0 +1,5 @@
+//! RDB persistence: the file format Redis writes (versions 1 to 12), its checksum and string
+//! compression. `format` holds the constants both directions share; the reader and the writer
+//! live beside it and convert between RDB bytes and `types::Value`s.
+
+pub mod format;
