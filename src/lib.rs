@@ -13,6 +13,7 @@ pub mod config;
 pub mod daemon;
 pub mod db;
 pub mod executor;
+pub mod functions;
 pub mod glob;
 pub mod info;
 pub mod log;

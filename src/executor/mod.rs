@@ -75,6 +75,8 @@ pub struct State {
     pub pause_all: bool,
     /// Pub/sub subscriptions and MONITOR clients (pub/sub hook).
     pub pubsub: crate::pubsub::PubSub,
+    /// Function libraries restored from RDB (no engine runs them yet).
+    pub functions: crate::functions::Libraries,
 }
 
 impl State {
@@ -106,6 +108,7 @@ impl State {
             pause_end_ms: 0,
             pause_all: false,
             pubsub: crate::pubsub::PubSub::default(),
+            functions: crate::functions::Libraries::default(),
         }
     }
 }
