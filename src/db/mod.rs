@@ -1,11 +1,17 @@
 //! One logical database (SELECT n): the key table, the expire table, lazy expiry on lookup and the
 //! active expiry cycle. Commands reach values only through these typed lookups, so an expired key
 //! is never seen.
+//!
+//! Hash field TTLs (Redis 7.4) ride on the same lookups: a hash whose earliest field time has
+//! passed loses its expired fields before any command sees it (and the key goes with its last
+//! field), and `active_expire_fields` is the cron's pass over the hashes due, in time order.
 
 pub mod lazyfree;
 pub mod table;
 
 use crate::types::Value;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 pub use table::Table;
 
 /// Counters a database bumps for INFO; the executor adds them up.
@@ -14,6 +20,47 @@ pub struct DbCounters {
     pub expired_keys: u64,
     pub expired_stale_perc: f64,
     pub expired_time_cap_reached: u64,
+    /// Hash fields removed because their TTL passed (INFO's expired_hash_fields).
+    pub expired_fields: u64,
+}
+
+/// When each hash with field TTLs is next due (Redis's db->hexpires): a map of the earliest time
+/// scheduled per key plus a min-heap over those times. A time moved later leaves its old heap
+/// entry behind (skipped when popped, as it no longer matches the map); the heap is rebuilt
+/// when such leftovers outnumber the live entries. Keys renamed, deleted or overwritten stay
+/// until their time comes and are dropped then: the lookup finds nothing to expire.
+#[derive(Default)]
+struct FieldTtlIndex {
+    due: HashMap<Box<[u8]>, i64>,
+    heap: BinaryHeap<Reverse<(i64, Box<[u8]>)>>,
+}
+
+impl FieldTtlIndex {
+    fn schedule(&mut self, key: &[u8], at: i64) {
+        if self.due.get(key).is_some_and(|&cur| cur <= at) {
+            return;
+        }
+        self.due.insert(key.into(), at);
+        self.heap.push(Reverse((at, key.into())));
+        if self.heap.len() > 2 * self.due.len() + 64 {
+            self.heap = self.due.iter().map(|(k, &at)| Reverse((at, k.clone()))).collect();
+        }
+    }
+
+    /// Takes the next key due at `now`, skipping leftovers.
+    fn pop_due(&mut self, now: i64) -> Option<Box<[u8]>> {
+        while let Some(Reverse((at, _))) = self.heap.peek() {
+            if *at > now {
+                return None;
+            }
+            let Reverse((at, key)) = self.heap.pop()?;
+            if self.due.get(&key) == Some(&at) {
+                self.due.remove(&key);
+                return Some(key);
+            }
+        }
+        None
+    }
 }
 
 #[derive(Default)]
@@ -25,6 +72,12 @@ pub struct Db {
     pub counters: DbCounters,
     /// Whether expired keys are collected in `expired_log`.
     pub log_expired: bool,
+    field_ttl: FieldTtlIndex,
+    /// Hashes that lost fields to their TTL since the last drain, and whether the key went with
+    /// them (`hexpired`, then `del`, keyspace events).
+    pub field_expired_log: Vec<(Vec<u8>, bool)>,
+    /// Whether `field_expired_log` is kept.
+    pub log_field_expired: bool,
 }
 
 /// The LRU clock Redis keeps: seconds, 24 bits.
@@ -74,6 +127,93 @@ impl Db {
         }
     }
 
+    /// Removes the expired fields of the hash under `key`, and the key with its last field.
+    /// Returns whether the key was deleted.
+    fn expire_fields_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
+        let Some(Value::Hash(h)) = self.keys.get_mut(key) else {
+            return false;
+        };
+        if !h.field_expiry_due(now_ms) {
+            return false;
+        }
+        let n = h.expire_fields(now_ms, usize::MAX);
+        let emptied = h.is_empty();
+        self.fields_expired(key, n, emptied);
+        emptied
+    }
+
+    fn fields_expired(&mut self, key: &[u8], n: usize, emptied: bool) {
+        if n == 0 {
+            return;
+        }
+        self.counters.expired_fields += n as u64;
+        if emptied {
+            self.keys.remove(key);
+            if !self.expires.is_empty() {
+                self.expires.remove(key);
+            }
+        }
+        if self.log_field_expired {
+            self.field_expired_log.push((key.to_vec(), emptied));
+        }
+    }
+
+    /// Applies key expiry and then field expiry to `key` (every typed lookup goes through here).
+    fn expire_key_and_fields(&mut self, key: &[u8], now_ms: i64) {
+        if !self.expire_if_needed(key, now_ms) && !self.field_ttl.due.is_empty() {
+            self.expire_fields_if_needed(key, now_ms);
+        }
+    }
+
+    /// Records that the hash under `key` has a field due at `at_ms` (HEXPIRE and friends call
+    /// this after setting TTLs in place; `set` notices hashes stored with TTLs by itself).
+    pub fn note_field_expire(&mut self, key: &[u8], at_ms: i64) {
+        self.field_ttl.schedule(key, at_ms);
+    }
+
+    fn note_value(&mut self, key: &[u8], value: &Value) {
+        if let Value::Hash(h) = value {
+            if let Some(at) = h.field_expire_hint() {
+                self.field_ttl.schedule(key, at);
+            }
+        }
+    }
+
+    /// Number of hashes with field TTLs scheduled for active expiry (may include a few stale).
+    pub fn field_ttl_keys(&self) -> usize {
+        self.field_ttl.due.len()
+    }
+
+    /// One bounded pass of active field expiry (Redis's hash-field part of activeExpireCycle):
+    /// visits the hashes whose earliest field time has passed, in time order, removing up to
+    /// `max_fields` fields in all, until `deadline`. Returns the number of fields removed.
+    pub fn active_expire_fields(&mut self, now_ms: i64, deadline: std::time::Instant, max_fields: usize) -> usize {
+        let mut left = max_fields;
+        while left > 0 {
+            let Some(key) = self.field_ttl.pop_due(now_ms) else {
+                break;
+            };
+            if self.expire_if_needed(&key, now_ms) {
+                continue;
+            }
+            let Some(Value::Hash(h)) = self.keys.get_mut(&key) else {
+                continue;
+            };
+            let n = h.expire_fields(now_ms, left);
+            let emptied = h.is_empty();
+            let next = h.field_expire_hint();
+            left -= n;
+            self.fields_expired(&key, n, emptied);
+            if let (false, Some(at)) = (emptied, next) {
+                self.field_ttl.schedule(&key, at);
+            }
+            if std::time::Instant::now() >= deadline {
+                break;
+            }
+        }
+        max_fields - left
+    }
+
     /// The live value under `key`, stamping its access time.
     pub fn get(&mut self, key: &[u8], now_ms: i64) -> Option<&Value> {
         self.get_mut(key, now_ms).map(|v| &*v)
@@ -81,13 +221,13 @@ impl Db {
 
     /// The live value under `key` for modification, stamping its access time.
     pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.keys.get_touch(key, lru_clock(now_ms))
     }
 
     /// The live value without touching the access time (OBJECT, TYPE with no-touch, SCAN TYPE).
     pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Value> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.keys.get(key)
     }
 
@@ -103,7 +243,7 @@ impl Db {
 
     /// Seconds since the key was last accessed (OBJECT IDLETIME).
     pub fn idle_seconds(&mut self, key: &[u8], now_ms: i64) -> Option<u64> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         let stamp = self.keys.clock(key)?;
         let now = lru_clock(now_ms);
         let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
@@ -115,18 +255,23 @@ impl Db {
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
+        self.note_value(key, &value);
         self.keys.insert(key, value, lru_clock(now_ms))
     }
 
     /// Stores `value` under `key`, keeping an existing TTL (SET KEEPTTL, in-place rewrites).
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
         self.expire_if_needed(key, now_ms);
+        self.note_value(key, &value);
         self.keys.insert(key, value, lru_clock(now_ms))
     }
 
     /// Removes `key` (and its TTL). Returns the removed value; an already-expired key counts as absent.
     pub fn remove(&mut self, key: &[u8], now_ms: i64) -> Option<Value> {
         if self.expire_if_needed(key, now_ms) {
+            return None;
+        }
+        if !self.field_ttl.due.is_empty() && self.expire_fields_if_needed(key, now_ms) {
             return None;
         }
         if !self.expires.is_empty() {
@@ -137,7 +282,7 @@ impl Db {
 
     /// Absolute expire time in unix ms, if the live key has one.
     pub fn expire_at(&mut self, key: &[u8], now_ms: i64) -> Option<i64> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.expires.get(key).copied()
     }
 
@@ -152,7 +297,7 @@ impl Db {
 
     /// Drops the TTL of `key`. Returns whether it had one.
     pub fn persist(&mut self, key: &[u8], now_ms: i64) -> bool {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.expires.remove(key).is_some()
     }
 
@@ -187,6 +332,7 @@ impl Db {
 
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
+        self.field_ttl = FieldTtlIndex::default();
         (self.keys.take(), self.expires.take())
     }
 

@@ -823,6 +823,16 @@ impl Hash {
         new
     }
 
+    /// `set` that keeps the field's TTL (7.4's HINCRBY and HINCRBYFLOAT).
+    pub fn set_keep_ttl(&mut self, field: &[u8], value: &[u8], max_entries: usize, max_value: usize) -> bool {
+        let prev = self.field_expire(field);
+        let new = self.set(field, value, max_entries, max_value);
+        if let Some(at) = prev {
+            self.set_field_expire(field, at);
+        }
+        new
+    }
+
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         let (buf, range) = match self {
@@ -1005,6 +1015,18 @@ impl Hash {
             Hash::Boxed(bx) => match &**bx {
                 Boxed::ListpackEx(b) => lpx_triples(b).next().map(|t| t.at).filter(|&at| at != NO_TTL),
                 Boxed::Table(t) => t.min_expire(),
+            },
+        }
+    }
+
+    /// O(1): a time no later than the earliest field expiry (exact for a small hash; for a
+    /// table exact after an expiry pass), for scheduling active expiry.
+    pub fn field_expire_hint(&self) -> Option<i64> {
+        match self {
+            Hash::Listpack(_) => None,
+            Hash::Boxed(bx) => match &**bx {
+                Boxed::ListpackEx(_) => self.min_field_expire(),
+                Boxed::Table(t) => t.ttl.as_ref().map(|x| x.min_hint),
             },
         }
     }
