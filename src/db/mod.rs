@@ -42,8 +42,19 @@ impl FieldTtlIndex {
         }
         self.due.insert(key.into(), at);
         self.heap.push(Reverse((at, key.into())));
+        self.compact_if_sparse();
+    }
+
+    /// Rebuilds the heap from the map once leftovers outnumber live entries (amortised O(1)).
+    fn compact_if_sparse(&mut self) {
         if self.heap.len() > 2 * self.due.len() + 64 {
             self.heap = self.due.iter().map(|(k, &at)| Reverse((at, k.clone()))).collect();
+        }
+    }
+
+    fn forget(&mut self, key: &[u8]) {
+        if self.due.remove(key).is_some() {
+            self.compact_if_sparse();
         }
     }
 
@@ -121,6 +132,7 @@ impl Db {
     fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
         self.keys.remove(key);
+        self.forget_field_ttl(key);
         self.counters.expired_keys += 1;
         if self.log_expired {
             self.expired_log.push(key.to_vec());
@@ -152,6 +164,7 @@ impl Db {
             if !self.expires.is_empty() {
                 self.expires.remove(key);
             }
+            self.forget_field_ttl(key);
         }
         if self.log_field_expired {
             self.field_expired_log.push((key.to_vec(), emptied));
@@ -171,7 +184,16 @@ impl Db {
         self.field_ttl.schedule(key, at_ms);
     }
 
+    /// Drops `key`'s schedule when its value goes, so deleted hashes with far TTLs do not pile
+    /// up (the heap entry left behind is skipped, and compacted away).
+    fn forget_field_ttl(&mut self, key: &[u8]) {
+        if !self.field_ttl.due.is_empty() {
+            self.field_ttl.forget(key);
+        }
+    }
+
     fn note_value(&mut self, key: &[u8], value: &Value) {
+        self.forget_field_ttl(key);
         if let Value::Hash(h) = value {
             if let Some(at) = h.field_expire_hint() {
                 self.field_ttl.schedule(key, at);
@@ -277,6 +299,7 @@ impl Db {
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
+        self.forget_field_ttl(key);
         self.keys.remove(key)
     }
 
@@ -464,5 +487,66 @@ mod tests {
         assert!(!db.rehash_until(Instant::now() + Duration::from_secs(10)));
         assert!(db.keys.buckets() <= 64);
         assert_eq!(db.len(), 10);
+    }
+
+    fn hash_with_ttls(now: i64, fields: &[(&str, Option<i64>)]) -> Value {
+        let mut h = crate::types::Hash::new();
+        for (f, at) in fields {
+            h.set(f.as_bytes(), b"v", 128, 64);
+            if let Some(at) = at {
+                h.set_field_expire(f.as_bytes(), now + at);
+            }
+        }
+        Value::Hash(Box::new(h))
+    }
+
+    #[test]
+    fn lookups_remove_expired_fields_and_emptied_keys() {
+        let mut db = Db::new();
+        db.log_field_expired = true;
+        let now = 1_000_000;
+        db.set(b"h", hash_with_ttls(now, &[("a", Some(10)), ("b", None)]), now);
+        db.set(b"e", hash_with_ttls(now, &[("a", Some(10))]), now);
+        assert!(db.get(b"h", now + 9).is_some_and(|v| v.free_effort() == 2));
+        assert!(db.get(b"h", now + 10).is_some_and(|v| v.free_effort() == 1));
+        assert!(db.peek(b"e", now + 10).is_none());
+        assert_eq!(db.len(), 1);
+        assert_eq!(db.field_expired_log, [(b"h".to_vec(), false), (b"e".to_vec(), true)]);
+        assert_eq!(db.counters.expired_fields, 2);
+        // `e` went with its last field, so nothing is scheduled for it any more.
+        assert_eq!(db.field_ttl_keys(), 1);
+    }
+
+    #[test]
+    fn active_field_expiry_follows_time_order_and_quota() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        let far = Instant::now() + Duration::from_secs(60);
+        for i in 0..100 {
+            let k = format!("h{i}");
+            db.set(k.as_bytes(), hash_with_ttls(now, &[("a", Some(i)), ("b", Some(1000 + i)), ("c", None)]), now);
+        }
+        // Due at now + 49: fifty hashes, one field each; the quota stops at 20.
+        assert_eq!(db.active_expire_fields(now + 49, far, 20), 20);
+        assert_eq!(db.active_expire_fields(now + 49, far, 1000), 30);
+        assert_eq!(db.active_expire_fields(now + 49, far, 1000), 0);
+        assert_eq!(db.counters.expired_fields, 50);
+        // Every hash still has `b` scheduled; after it, `c` keeps each key alive.
+        assert_eq!(db.field_ttl_keys(), 100);
+        assert_eq!(db.active_expire_fields(now + 5000, far, usize::MAX), 150);
+        assert_eq!(db.len(), 100);
+        assert_eq!(db.field_ttl_keys(), 0);
+        // A deleted or overwritten hash leaves nothing behind.
+        db.set(b"x", hash_with_ttls(now, &[("a", Some(1 << 40))]), now);
+        db.set(b"y", hash_with_ttls(now, &[("a", Some(1 << 40))]), now);
+        db.remove(b"x", now);
+        db.set(b"y", val(), now);
+        assert_eq!(db.field_ttl_keys(), 0);
+        for i in 0..1000 {
+            let k = format!("t{i}");
+            db.set(k.as_bytes(), hash_with_ttls(now, &[("a", Some(1 << 40))]), now);
+            db.remove(k.as_bytes(), now);
+        }
+        assert!(db.field_ttl.heap.len() <= 64, "{}", db.field_ttl.heap.len());
     }
 }
