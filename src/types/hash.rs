@@ -1108,7 +1108,13 @@ mod tests {
 
     #[test]
     fn enum_stays_small() {
+        // Field TTLs cost a plain hash nothing: the small encoding is still one boxed slice,
+        // and a table pays one pointer (`ttl`) until a field gets a TTL.
         assert_eq!(std::mem::size_of::<Hash>(), 16);
+        assert_eq!(std::mem::size_of::<Boxed>(), std::mem::size_of::<Table>());
+        assert_eq!(std::mem::size_of::<Option<Box<TableTtl>>>(), 8);
+        // 120 bytes before field TTLs, 128 now: the same jemalloc size class.
+        assert!(std::mem::size_of::<Table>() <= 128);
     }
 
     #[test]
