@@ -727,7 +727,8 @@ fn strtoll_full(s: &str, radix: u32) -> Option<i64> {
 const KEYSPACE_CLASSES: &str = "g$lshzxetd";
 
 /// Validates notify-keyspace-events and returns its canonical text (Redis's flags round trip:
-/// `A` for the whole class set, then K, E and m; `n` is accepted but not shown, as in 7.0).
+/// `A` for the whole class set, then K, E and m). `n` is kept last so that it takes effect, but
+/// `Config::get` hides it: Redis 7.0 honours the flag yet leaves it out of CONFIG GET.
 pub fn canonical_keyspace_events(s: &str) -> Option<String> {
     let mut have = std::collections::HashSet::new();
     for c in s.chars() {
@@ -745,7 +746,7 @@ pub fn canonical_keyspace_events(s: &str) -> Option<String> {
     } else {
         out.extend(KEYSPACE_CLASSES.chars().filter(|c| have.contains(c)));
     }
-    out.extend("KEm".chars().filter(|c| have.contains(c)));
+    out.extend("KEmn".chars().filter(|c| have.contains(c)));
     Some(out)
 }
 
@@ -798,6 +799,7 @@ impl Config {
             }
             "unixsocketperm" => format!("{:o}", self.unixsocketperm),
             "dir" => std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
+            "notify-keyspace-events" => self.notify_keyspace_events.replace('n', ""),
             name => match self.typed_get(name) {
                 Some(v) => v,
                 None => self.other.get(name).cloned().unwrap_or_else(|| desc.default.to_string()),
@@ -1679,7 +1681,7 @@ mod tests {
         assert_eq!(parse_memory("1.5gb"), None);
         assert_eq!(canonical_keyspace_events("KEA").as_deref(), Some("AKE"));
         assert_eq!(canonical_keyspace_events("lgxK").as_deref(), Some("glxK"));
-        assert_eq!(canonical_keyspace_events("gsz$lhextdmn").as_deref(), Some("Am"));
+        assert_eq!(canonical_keyspace_events("gsz$lhextdmn").as_deref(), Some("Amn"));
         assert_eq!(canonical_keyspace_events("Z"), None);
         let d = lookup("maxclients").unwrap();
         assert_eq!(parse_value(d, "0").unwrap_err(), "argument must be between 1 and 4294967295 inclusive");

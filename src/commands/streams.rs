@@ -11,6 +11,7 @@
 use bytes::Bytes;
 
 use super::{acl, flags::*, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::pubsub::ev;
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::stream::{AppendError, EntryRef, Group, Nack, Stream, StreamId, INVALID_ENTRIES_READ};
@@ -398,6 +399,7 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Ok(Reply::Nil);
         }
         ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
+        ctx.notify(ev::NEW, "new", key);
     }
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     if s.last_id == StreamId::MAX {
@@ -425,8 +427,11 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Err(AppendError::IdTooSmall) => return Err(too_small()),
         Err(AppendError::TooLarge) => return Err(CmdError::err("Elements are too large to be stored")),
     }
-    if t.maxlen.is_some() || t.minid.is_some() {
-        s.trim(t.maxlen, t.minid, t.approx, t.limit);
+    let trimmed =
+        if t.maxlen.is_some() || t.minid.is_some() { s.trim(t.maxlen, t.minid, t.approx, t.limit) } else { 0 };
+    ctx.notify(ev::STREAM, "xadd", key);
+    if trimmed > 0 {
+        ctx.notify(ev::STREAM, "xtrim", key);
     }
     ctx.modified(key);
     ctx.signal_ready(key);
@@ -446,6 +451,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     let n = s.trim(t.maxlen, t.minid, t.approx, t.limit);
     if n > 0 {
+        ctx.notify(ev::STREAM, "xtrim", key);
         ctx.modified(key);
         ctx.dirty(n - 1);
     }
@@ -536,6 +542,7 @@ pub fn xdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         } else if first_entry {
             s.first_id = s.edge_id(true);
         }
+        ctx.notify(ev::STREAM, "xdel", key);
         ctx.modified(key);
         ctx.dirty(deleted - 1);
     }
@@ -590,6 +597,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !max_xdel.is_zero() {
         s.max_deleted_id = max_xdel;
     }
+    ctx.notify(ev::STREAM, "xsetid", key);
     ctx.modified(key);
     Ok(Reply::Ok)
 }
@@ -811,17 +819,21 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                 if ids[k].is_none() && (s.length == 0 || s.edge_id(false) <= glast) {
                     continue;
                 }
+                let mut created = false;
                 if let Some(g) = s.groups.get_mut(gname) {
                     if let Some(c) = g.consumers.get_mut(cname) {
                         c.seen_time = now;
                     } else {
-                        g.create_consumer(cname, now);
+                        created = g.create_consumer(cname, now);
                     }
                 }
                 let r = GroupRead { group: gname, consumer: cname, count: count as usize, noack, now, proto };
                 match ids[k] {
                     Some(after) => serve_group_history(s, &r, after, &mut out),
                     None => serve_group_new(s, &r, glast, &mut out),
+                }
+                if created {
+                    ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
                 }
                 ctx.dirty(1);
             }
@@ -964,6 +976,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = ctx.now_ms;
     if !t.exists {
         ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
+        ctx.notify(ev::NEW, "new", key);
         // Counts the dirty change of the group creation below too (Redis counts one).
         ctx.modified(key);
     }
@@ -975,6 +988,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if t.exists {
         ctx.dirty(1);
     }
+    ctx.notify(ev::STREAM, "xgroup-create", key);
     Ok(Reply::Ok)
 }
 
@@ -994,6 +1008,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
         g.last_id = id;
         g.entries_read = entries_read;
     }
+    ctx.notify(ev::STREAM, "xgroup-setid", key);
     ctx.dirty(1);
     Ok(Reply::Ok)
 }
@@ -1007,6 +1022,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     if s.groups.remove(args.get(3)).is_some() {
         ctx.dirty(1);
+        ctx.notify(ev::STREAM, "xgroup-destroy", key);
         // Readers blocked on the group must learn it is gone.
         ctx.signal_ready(key);
         Ok(Reply::Int(1))
@@ -1025,6 +1041,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let created = s.groups.get_mut(args.get(3)).is_some_and(|g| g.create_consumer(args.get(4), now));
     if created {
         ctx.dirty(1);
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", args.key(2));
     }
     Ok(Reply::Int(created as i64))
 }
@@ -1038,6 +1055,7 @@ pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let pending = s.groups.get_mut(args.get(3)).and_then(|g| g.delete_consumer(args.get(4)));
     if pending.is_some() {
         ctx.dirty(1);
+        ctx.notify(ev::STREAM, "xgroup-delconsumer", args.key(2));
     }
     Ok(Reply::Int(pending.unwrap_or(0) as i64))
 }
@@ -1204,13 +1222,15 @@ pub fn xpending(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 /// Moves a pending entry to `consumer` (creating the consumer), with Redis's bookkeeping.
-fn claim_to(g: &mut Group, id: StreamId, consumer: &[u8], now: i64) {
+/// Returns whether the consumer was created (an `xgroup-createconsumer` event).
+fn claim_to(g: &mut Group, id: StreamId, consumer: &[u8], now: i64) -> bool {
+    let mut created = false;
     if !g.consumers.contains_key(consumer) {
-        g.create_consumer(consumer, now);
+        created = g.create_consumer(consumer, now);
     } else if let Some(c) = g.consumers.get_mut(consumer) {
         c.seen_time = now;
     }
-    let Some(nack) = g.pel.get_mut(&id) else { return };
+    let Some(nack) = g.pel.get_mut(&id) else { return created };
     if nack.consumer != consumer {
         let old = std::mem::replace(&mut nack.consumer, consumer.to_vec());
         if let Some(c) = g.consumers.get_mut(&old) {
@@ -1220,6 +1240,7 @@ fn claim_to(g: &mut Group, id: StreamId, consumer: &[u8], now: i64) {
     if let Some(c) = g.consumers.get_mut(consumer) {
         c.pel.insert(id);
     }
+    created
 }
 
 fn drop_pending(g: &mut Group, id: StreamId) {
@@ -1294,6 +1315,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut body = Vec::new();
     let mut n = 0i64;
     let mut dirty = 0u64;
+    let mut created = false;
     for id in ids {
         let exists = s.get(id).is_some();
         if !exists {
@@ -1312,7 +1334,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if !fresh && minidle != 0 && now - nack.delivery_time < minidle {
             continue;
         }
-        claim_to(&mut g, id, cname, now);
+        created |= claim_to(&mut g, id, cname, now);
         if let Some(nack) = g.pel.get_mut(&id) {
             nack.delivery_time = deliverytime;
             if retrycount >= 0 {
@@ -1331,6 +1353,9 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     s.groups.insert(gname.to_vec(), g);
     ctx.dirty(dirty);
+    if created {
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
+    }
     let mut out = Vec::new();
     int_line(&mut out, b'*', n);
     out.extend_from_slice(&body);
@@ -1381,6 +1406,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = start;
     let mut last_visited: Option<StreamId> = None;
     let mut dirty = 0u64;
+    let mut created = false;
     loop {
         if attempts == 0 {
             break;
@@ -1416,7 +1442,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
             }
             continue;
         }
-        claim_to(&mut g, id, cname, now);
+        created |= claim_to(&mut g, id, cname, now);
         if let Some(nack) = g.pel.get_mut(&id) {
             nack.delivery_time = now;
             if !justid {
@@ -1443,6 +1469,9 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let _ = cursor;
     s.groups.insert(gname.to_vec(), g);
     ctx.dirty(dirty);
+    if created {
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
+    }
     let mut out = Vec::new();
     out.extend_from_slice(b"*3\r\n");
     write_id(&mut out, next.unwrap_or(StreamId::MIN));
