@@ -377,11 +377,11 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 /// Looks up every key as a set, in order (a wrong type anywhere is an error, missing keys are
-/// `None`); `write` picks lookupKeyWrite semantics (no hit/miss stats) for the *STORE forms.
-fn lookup_sets(ctx: &mut Ctx, keys: &[&[u8]], write: bool) -> Result<Vec<bool>, CmdError> {
+/// `None`). The *STORE forms count these read lookups too (hits, misses, `keymiss`), as 7.0 does.
+fn lookup_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<bool>, CmdError> {
     let mut present = Vec::with_capacity(keys.len());
     for k in keys {
-        let v = if write { ctx.lookup_write(k).map(|v| &*v) } else { ctx.lookup_read(k) };
+        let v = ctx.lookup_read(k);
         match v {
             None => present.push(false),
             Some(v) => {
@@ -442,7 +442,7 @@ fn key_list(args: &Args, from: usize, to: usize) -> Vec<&[u8]> {
 /// The members common to every set, as a set reply; empty when any key is absent.
 pub fn sinter(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
-    let present = lookup_sets(ctx, &keys, false)?;
+    let present = lookup_sets(ctx, &keys)?;
     let proto = ctx.proto();
     if present.contains(&false) {
         return Ok(empty_set(proto));
@@ -480,7 +480,7 @@ pub fn sintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let keys = key_list(args, 2, end);
-    let present = lookup_sets(ctx, &keys, false)?;
+    let present = lookup_sets(ctx, &keys)?;
     if present.contains(&false) {
         return Ok(Reply::Int(0));
     }
@@ -516,7 +516,7 @@ fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
 /// Stores the intersection in `destination` (deleting it when empty); replies with its size.
 pub fn sinterstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 2, args.len());
-    let present = lookup_sets(ctx, &keys, true)?;
+    let present = lookup_sets(ctx, &keys)?;
     let limit = max_intset(ctx);
     let mut result = Set::new();
     if !present.contains(&false) {
@@ -536,8 +536,8 @@ enum Op {
 
 /// The union or difference of the sets under `keys`, built as Redis builds it (a fresh set that
 /// starts as an intset).
-fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op, write: bool) -> Result<Set, CmdError> {
-    lookup_sets(ctx, keys, write)?;
+fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op) -> Result<Set, CmdError> {
+    lookup_sets(ctx, keys)?;
     let limit = max_intset(ctx);
     let sets = borrow_sets(ctx, keys);
     let mut result = Set::new();
@@ -571,7 +571,7 @@ fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op, write: bool) -> Result<Set,
 /// The members of any of the sets, as a set reply (absent keys count as empty sets).
 pub fn sunion(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
-    let result = union_diff(ctx, &keys, Op::Union, false)?;
+    let result = union_diff(ctx, &keys, Op::Union)?;
     Ok(set_reply(ctx.proto(), &result))
 }
 
@@ -580,7 +580,7 @@ pub fn sunion(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Stores the union in `destination` (deleting it when empty); replies with its size.
 pub fn sunionstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 2, args.len());
-    let result = union_diff(ctx, &keys, Op::Union, true)?;
+    let result = union_diff(ctx, &keys, Op::Union)?;
     store(ctx, args.key(1), result, "sunionstore")
 }
 
@@ -589,7 +589,7 @@ pub fn sunionstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The members of the first set that are in none of the others, as a set reply.
 pub fn sdiff(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
-    let result = union_diff(ctx, &keys, Op::Diff, false)?;
+    let result = union_diff(ctx, &keys, Op::Diff)?;
     Ok(set_reply(ctx.proto(), &result))
 }
 
@@ -598,7 +598,7 @@ pub fn sdiff(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Stores the difference in `destination` (deleting it when empty); replies with its size.
 pub fn sdiffstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 2, args.len());
-    let result = union_diff(ctx, &keys, Op::Diff, true)?;
+    let result = union_diff(ctx, &keys, Op::Diff)?;
     store(ctx, args.key(1), result, "sdiffstore")
 }
 

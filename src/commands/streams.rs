@@ -810,6 +810,10 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     #[allow(clippy::needless_range_loop)] // k indexes keys and ids together
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
+        // Redis looks each stream up for reading a second time here (hits, misses, `keymiss`).
+        if ctx.lookup_read(key).is_none() {
+            continue;
+        }
         let Some(s) = stream_mut(ctx, key) else { continue };
         let mut out = Vec::new();
         match group {

@@ -1173,7 +1173,8 @@ fn algebra(
     let mut inputs = Vec::with_capacity(numkeys);
     for i in 0..numkeys {
         let key = args.key(numkeys_idx + 1 + i);
-        let value = if store { ctx.lookup_write(key).map(|v| &*v) } else { ctx.lookup_read(key) };
+        // Counted read lookups for the STORE forms too (hits, misses and `keymiss`, as 7.0 does).
+        let value = ctx.lookup_read(key);
         let pairs = match value {
             None => Vec::new(),
             Some(Value::ZSet(z)) => z.to_vec(),
