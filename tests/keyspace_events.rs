@@ -965,3 +965,18 @@ fn random_series_filtered() {
         compare("random seed 77", &redis, &ferrodis, flags, &[], &steps);
     }
 }
+
+/// CONFIG GET shows the flags as Redis 7.0 does (`n` after the classes, hidden under `A`), and
+/// the hidden `n` still takes effect (checked by `scenario_new_events`).
+#[test]
+fn flags_round_trip() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let (mut r, mut f) = (redis.client(), ferrodis.client());
+    for flags in ["KEA", "KEAn", "An", "n", "En", "Knm", "gnl", "xen", "gsz$lhextdmnKE", "", "Kx"] {
+        let set = ["CONFIG", "SET", "notify-keyspace-events", flags];
+        let get = ["CONFIG", "GET", "notify-keyspace-events"];
+        assert_eq!(f.cmd(&set), r.cmd(&set), "CONFIG SET {flags:?}");
+        assert_eq!(show(&f.cmd(&get)), show(&r.cmd(&get)), "CONFIG GET after {flags:?}");
+    }
+}
