@@ -314,6 +314,12 @@ lpush tl a
 & blpop sl 0
 sadd tmp b a
 sort tmp alpha store sl
+& blpop nol bl4 0
+rpush bl4 a
+& xread block 0 streams nost bst2 $ $
+xadd bst2 1-1 a 1
+& bzpopmax noz bz6 0
+zadd bz6 1 a
 & blpop ml 0
 multi
 rpush ml a b

@@ -209,6 +209,20 @@ fn write_stream<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut Strea
     }
 }
 
+/// XREAD's lookup of `key`: a counted read (hits, misses, `keymiss`), except when a blocked
+/// XREAD is re-run to serve it: Redis serves it without looking its keys up again.
+fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
+    if !ctx.client.woken {
+        return read_stream(ctx, key);
+    }
+    let now = ctx.now_ms;
+    match ctx.srv.dbs[ctx.client.db].get(key, now) {
+        None => Ok(None),
+        Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
 /// The stream under `key` for a command that found it with a counted read lookup and now
 /// modifies it (XREADGROUP, XACK, XCLAIM: Redis looks these up for reading).
 fn stream_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Stream> {
@@ -764,7 +778,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         let idarg = args.get(streams_arg + streams_count + k);
-        let s = read_stream(ctx, key)?;
+        let s = xread_lookup(ctx, key)?;
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
                 if ctx.client.woken {
@@ -811,7 +825,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         // Redis looks each stream up for reading a second time here (hits, misses, `keymiss`).
-        if ctx.lookup_read(key).is_none() {
+        if xread_lookup(ctx, key)?.is_none() {
             continue;
         }
         let Some(s) = stream_mut(ctx, key) else { continue };
