@@ -3,9 +3,9 @@
 //! `PSUBSCRIBE __key*__:*` collects what is published, and the two event sequences must be equal:
 //! same events, same classes (a filter lets through the same subset), same keys, same order.
 //!
-//! After each step the driving connection publishes a marker on `__keymark__:step` (the pattern
-//! matches it), so the subscriber's stream splits into one group of events per step and a
-//! mismatch names the command that caused it. A blocked command served later by another one (a
+//! After each step (except around pauses, see `Step::Sleep`) the driving connection publishes a
+//! marker on `__keymark__:step` (the pattern matches it), so the subscriber's stream splits into
+//! one group of events per step and a mismatch names the command that caused it. A blocked command served later by another one (a
 //! BLPOP woken by an RPUSH) has its events in the group of the command that served it, after that
 //! command's own, which is where Redis 7.0 puts them.
 //!
@@ -32,8 +32,9 @@ enum Step {
     /// Sent on a fresh connection that stays blocked; the step waits until the server counts one
     /// more blocked client. Its reply is not read.
     Block(Vec<Vec<u8>>),
-    /// A pause (for TTLs to run out). No marker follows, so whatever expires meanwhile, by active
-    /// or lazy expiry, falls into the next step's group on both servers.
+    /// A pause (for TTLs to run out). Neither it nor the step before it is followed by a marker,
+    /// so whatever expires around it, by active or lazy expiry, falls into one group (that of the
+    /// step after it) on both servers however the timing goes.
     Sleep(u64),
 }
 
@@ -75,7 +76,7 @@ type Event = (Vec<u8>, Vec<u8>);
 struct Outcome {
     /// The reply of each `Cmd` step, by step index.
     replies: Vec<Option<Vec<u8>>>,
-    /// The events after each step, by step index (a `Sleep` step's group is always empty).
+    /// The events after each step, by step index (empty for the steps not followed by a marker).
     events: Vec<Vec<Event>>,
 }
 
@@ -122,9 +123,13 @@ fn run(server: &Server, flags: &str, config: &[(&str, &str)], steps: &[Step]) ->
     let mut sub = server.client();
     sub.cmd(&["PSUBSCRIBE", "__key*__:*"]);
 
+    // Steps followed by a marker: all but pauses and the steps just before a pause.
+    let marked: Vec<usize> = (0..steps.len())
+        .filter(|&i| !matches!(steps[i], Step::Sleep(_)) && !matches!(steps.get(i + 1), Some(Step::Sleep(_))))
+        .collect();
     let mut replies = Vec::with_capacity(steps.len());
     let mut blocked = Vec::new();
-    for step in steps {
+    for (i, step) in steps.iter().enumerate() {
         match step {
             Step::Cmd(argv) => replies.push(Some(canonical_reply(argv, main.cmd(argv)))),
             Step::Block(argv) => {
@@ -142,15 +147,15 @@ fn run(server: &Server, flags: &str, config: &[(&str, &str)], steps: &[Step]) ->
             Step::Sleep(ms) => {
                 std::thread::sleep(Duration::from_millis(*ms));
                 replies.push(None);
-                continue;
             }
         }
-        main.cmd(&["PUBLISH", MARK, "x"]);
+        if marked.binary_search(&i).is_ok() {
+            main.cmd(&["PUBLISH", MARK, "x"]);
+        }
     }
     main.cmd(&["PUBLISH", END, "x"]);
 
-    // Group the subscriber's messages by marker; Sleep steps published none and get no group.
-    let marked: Vec<usize> = (0..steps.len()).filter(|&i| !matches!(steps[i], Step::Sleep(_))).collect();
+    // Group the subscriber's messages by marker; unmarked steps get an empty group.
     let mut events = vec![Vec::new(); steps.len()];
     let mut group = Vec::new();
     let mut next = 0;
@@ -607,6 +612,17 @@ set str2 x
 zrangestore str2 noz 0 -1
 set str3 x
 sort nol store str3
+
+# ---- another database: the channels carry its number
+select 9
+rpush l a
+sadd s a
+zadd z 1 a
+hset h a 1
+xadd st 1-1 a 1
+lpop l
+srem s a
+select 0
 
 # ---- emptied by MULTI, expired keys
 multi
