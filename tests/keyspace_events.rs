@@ -12,7 +12,8 @@
 //! Covered: a scripted scenario over every list, hash, set, sorted-set, stream and SORT ... STORE
 //! command (success, no-op, error and emptying cases, blocked commands served later, MULTI/EXEC,
 //! expiry), run under the default encodings and under tiny encoding thresholds; a few class
-//! filters over the same scenario; and seeded random series over the collection commands.
+//! filters over the same scenario; and seeded random series over the collection commands, with
+//! blocked clients served by later steps.
 //! Replies are compared too (byte for byte): a diverging reply explains diverging events.
 //!
 //! `new` (class n) is also published for string keys in Redis; ferrodis's string commands do not
@@ -963,9 +964,60 @@ impl Gen {
     }
 }
 
+/// What a blocked client of the random series waits for.
+#[derive(Clone, Copy)]
+enum Waits {
+    List,
+    ZSet,
+    Stream,
+}
+
+fn argv(words: &[&str]) -> Vec<Vec<u8>> {
+    words.iter().map(|w| w.as_bytes().to_vec()).collect()
+}
+
 fn random_steps(seed: u64, n: usize) -> Vec<Step> {
     let mut g = Gen { rng: fastrand::Rng::with_seed(seed), next_id: 0 };
-    (0..n).map(|_| Step::Cmd(g.command().into_iter().map(String::into_bytes).collect())).collect()
+    // Blocked clients wait on keys of their own (`w<n>`, never touched otherwise), so they block
+    // for sure; a later step serves the oldest one, and its events follow the serving command's.
+    let mut waiting: std::collections::VecDeque<(String, Waits)> = Default::default();
+    let mut fresh = 0;
+    let mut steps = Vec::with_capacity(n);
+    for _ in 0..n {
+        if g.rng.u32(..100) < 4 {
+            if waiting.len() < 3 && (waiting.is_empty() || g.rng.bool()) {
+                fresh += 1;
+                let key = format!("w{fresh}");
+                // Destinations are l0/l1 only: those keys never hold another type.
+                let dst = ["l0", "l1"][g.rng.usize(..2)];
+                let (words, kind): (Vec<&str>, Waits) = match g.rng.u32(..9) {
+                    0 => (vec!["blpop", &key, "0"], Waits::List),
+                    1 => (vec!["brpop", &key, "0"], Waits::List),
+                    2 => (vec!["blmove", &key, dst, "left", "right", "0"], Waits::List),
+                    3 => (vec!["brpoplpush", &key, dst, "0"], Waits::List),
+                    4 => (vec!["blmpop", "0", "1", &key, "right", "count", "2"], Waits::List),
+                    5 => (vec!["bzpopmin", &key, "0"], Waits::ZSet),
+                    6 => (vec!["bzmpop", "0", "1", &key, "max", "count", "2"], Waits::ZSet),
+                    _ => (vec!["xread", "block", "0", "streams", &key, "$"], Waits::Stream),
+                };
+                steps.push(Step::Block(argv(&words)));
+                waiting.push_back((key, kind));
+                continue;
+            }
+            if let Some((key, kind)) = waiting.pop_front() {
+                let id = g.stream_id();
+                let words = match kind {
+                    Waits::List => vec!["rpush", &key, "a", "b", "c"],
+                    Waits::ZSet => vec!["zadd", &key, "1", "a", "2", "b"],
+                    Waits::Stream => vec!["xadd", &key, &id, "f", "v"],
+                };
+                steps.push(Step::Cmd(argv(&words)));
+                continue;
+            }
+        }
+        steps.push(Step::Cmd(g.command().into_iter().map(String::into_bytes).collect()));
+    }
+    steps
 }
 
 #[test]
