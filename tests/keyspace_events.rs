@@ -574,6 +574,24 @@ xgroup create st3 g2 $
 xreadgroup group g2 c9 streams st3 >
 xread streams st nost 0 0
 xread count 1 streams st 0
+xadd fst 1-1 a 1
+xadd fst 2-1 a 1
+xgroup create fst g $
+xclaim fst g cx 0 1-1 force
+xclaim fst g cy 0 1-1 justid lastid 5-0
+xgroup create fst g2 0
+xreadgroup group g2 r streams fst >
+xdel fst 1-1
+xclaim fst g2 cz 0 1-1
+xautoclaim fst g2 cw 0 0
+xgroup setid fst g2 0 entriesread 3
+xreadgroup group g2 r2 noack streams fst >
+xreadgroup group g2 r2 streams fst 0
+xgroup createconsumer fst g2 r3
+xgroup delconsumer fst g2 r3
+xadd fst minid 2-1 limit 0 3-1 a 1
+xadd fst maxlen ~ 1 4-1 a 1
+xtrim fst minid ~ 3-1 limit 1
 & xread block 0 streams bst $
 xadd bst 1-1 a 1
 xadd gst 1-1 a 1

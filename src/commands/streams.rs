@@ -17,10 +17,6 @@ use crate::resp::Reply;
 use crate::types::stream::{AppendError, EntryRef, Group, Nack, Stream, StreamId, INVALID_ENTRIES_READ};
 use crate::types::Value;
 
-/// stream-node-max-bytes / stream-node-max-entries (redis.conf defaults; Config has no fields for
-/// them yet).
-const NODE_MAX_BYTES: usize = 4096;
-const NODE_MAX_ENTRIES: usize = 100;
 /// Entries served to a woken XREAD without COUNT (Redis's XREAD_BLOCKED_DEFAULT_COUNT).
 const BLOCKED_DEFAULT_COUNT: &str = "1000";
 
@@ -304,8 +300,8 @@ fn both_strategies() -> CmdError {
     CmdError::err("syntax error, MAXLEN and MINID options at the same time are not compatible")
 }
 
-/// Redis's streamParseAddOrTrimArgsOrReply.
-fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
+/// Redis's streamParseAddOrTrimArgsOrReply; `node_max_entries` is stream-node-max-entries.
+fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64) -> Result<TrimArgs, CmdError> {
     let mut t = TrimArgs::default();
     let argc = args.len();
     let mut limit_given = false;
@@ -382,7 +378,11 @@ fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
         }
         t.limit = limit as u64;
     } else if t.approx {
-        t.limit = 100 * NODE_MAX_ENTRIES as u64;
+        // About 100 nodes' worth of work, capped both ways: stream-node-max-entries may be 0.
+        t.limit = match node_max_entries.saturating_mul(100) {
+            l if l <= 0 => 10_000,
+            l => l.min(1_000_000) as u64,
+        };
     } else {
         t.limit = 0;
     }
@@ -395,7 +395,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
 /// partial one (`ms-*`) or an explicit one that must exceed the last ID; then trims as asked.
 /// Replies with the new entry's ID (nil with NOMKSTREAM on a missing key).
 pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let t = parse_add_or_trim(args, true)?;
+    let t = parse_add_or_trim(args, true, ctx.srv.config.stream_node_max_entries)?;
     let field_pos = t.next;
     let nfields = args.len().saturating_sub(field_pos);
     if nfields < 2 || nfields % 2 == 1 {
@@ -408,6 +408,8 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(1);
     let now = ctx.now_ms;
+    let node_max_bytes = ctx.srv.config.stream_node_max_bytes;
+    let node_max_entries = ctx.srv.config.stream_node_max_entries.max(0) as usize;
     if write_stream(ctx, key)?.is_none() {
         if t.nomkstream {
             return Ok(Reply::Nil);
@@ -436,7 +438,7 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     let pairs: Vec<&[u8]> = args.argv[field_pos..].iter().map(|b| &b[..]).collect();
-    match s.append(id, &pairs, NODE_MAX_BYTES, NODE_MAX_ENTRIES) {
+    match s.append(id, &pairs, node_max_bytes, node_max_entries) {
         Ok(()) => {}
         Err(AppendError::IdTooSmall) => return Err(too_small()),
         Err(AppendError::TooLarge) => return Err(CmdError::err("Elements are too large to be stored")),
@@ -458,7 +460,7 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// (at most LIMIT entries). Replies with the number of entries removed; 0 on a missing key.
 pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let t = parse_add_or_trim(args, false)?;
+    let t = parse_add_or_trim(args, false, ctx.srv.config.stream_node_max_entries)?;
     if write_stream(ctx, key)?.is_none() {
         return Ok(Reply::Int(0));
     }
