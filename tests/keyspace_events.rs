@@ -632,6 +632,22 @@ zrangestore str2 noz 0 -1
 set str3 x
 sort nol store str3
 
+# ---- increments by zero, same-key stores
+zadd ez 1 a
+zincrby ez 0 a
+zadd ez incr 0 a
+zadd ez gt ch 0 a
+zadd ez lt 0 a
+hincrby eh a 0
+hincrbyfloat eh a 0
+sadd es a
+sinterstore es es
+sunionstore es es
+zunionstore ez 1 ez
+zrangestore ez ez 0 -1
+rpush el 2 1
+sort el store el
+
 # ---- another database: the channels carry its number
 select 9
 rpush l a
