@@ -727,7 +727,9 @@ fn strtoll_full(s: &str, radix: u32) -> Option<i64> {
 const KEYSPACE_CLASSES: &str = "g$lshzxetd";
 
 /// Validates notify-keyspace-events and returns its canonical text (Redis's flags round trip:
-/// `A` for the whole class set, then K, E and m; `n` is accepted but not shown, as in 7.0).
+/// `A` for the whole class set or the classes one by one followed by `n`, then K, E and m). Under
+/// `A`, Redis 7.0 honours `n` but does not show it: it is then stored last and `Config::get`
+/// hides it.
 pub fn canonical_keyspace_events(s: &str) -> Option<String> {
     let mut have = std::collections::HashSet::new();
     for c in s.chars() {
@@ -740,12 +742,16 @@ pub fn canonical_keyspace_events(s: &str) -> Option<String> {
         }
     }
     let mut out = String::new();
-    if KEYSPACE_CLASSES.chars().all(|c| have.contains(&c)) {
+    let all = KEYSPACE_CLASSES.chars().all(|c| have.contains(&c));
+    if all {
         out.push('A');
     } else {
-        out.extend(KEYSPACE_CLASSES.chars().filter(|c| have.contains(c)));
+        out.extend(KEYSPACE_CLASSES.chars().chain(['n']).filter(|c| have.contains(c)));
     }
     out.extend("KEm".chars().filter(|c| have.contains(c)));
+    if all && have.contains(&'n') {
+        out.push('n');
+    }
     Some(out)
 }
 
@@ -798,6 +804,10 @@ impl Config {
             }
             "unixsocketperm" => format!("{:o}", self.unixsocketperm),
             "dir" => std::env::current_dir().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
+            "notify-keyspace-events" => {
+                let v = &self.notify_keyspace_events;
+                if v.starts_with('A') { v.trim_end_matches('n') } else { v }.to_string()
+            }
             name => match self.typed_get(name) {
                 Some(v) => v,
                 None => self.other.get(name).cloned().unwrap_or_else(|| desc.default.to_string()),
@@ -1679,7 +1689,9 @@ mod tests {
         assert_eq!(parse_memory("1.5gb"), None);
         assert_eq!(canonical_keyspace_events("KEA").as_deref(), Some("AKE"));
         assert_eq!(canonical_keyspace_events("lgxK").as_deref(), Some("glxK"));
-        assert_eq!(canonical_keyspace_events("gsz$lhextdmn").as_deref(), Some("Am"));
+        assert_eq!(canonical_keyspace_events("gsz$lhextdmn").as_deref(), Some("Amn"));
+        assert_eq!(canonical_keyspace_events("Knm").as_deref(), Some("nKm"));
+        assert_eq!(canonical_keyspace_events("gnl").as_deref(), Some("gln"));
         assert_eq!(canonical_keyspace_events("Z"), None);
         let d = lookup("maxclients").unwrap();
         assert_eq!(parse_value(d, "0").unwrap_err(), "argument must be between 1 and 4294967295 inclusive");

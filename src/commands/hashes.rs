@@ -84,6 +84,7 @@ fn hash_or_create<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Hash, CmdE
     if write_hash(ctx, key)?.is_none() {
         let now = ctx.now_ms;
         ctx.db().set(key, Value::Hash(Box::default()), now);
+        ctx.notify(crate::pubsub::ev::NEW, "new", key);
     }
     write_hash(ctx, key)?.ok_or(CmdError::WrongType)
 }
@@ -111,6 +112,7 @@ pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
         created += h.set(&pair[0], &pair[1], max_entries, max_value) as i64;
     }
     let pairs = (args.len() as u64 - 2) / 2;
+    ctx.notify(crate::pubsub::ev::HASH, "hset", key);
     ctx.modified(key);
     ctx.dirty(pairs - 1);
     if ctx.spec.name == "hmset" {
@@ -133,6 +135,7 @@ pub fn hsetnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     h.convert_for_lengths(args.from(2), max_value);
     h.set(args.get(2), args.get(3), max_entries, max_value);
+    ctx.notify(crate::pubsub::ev::HASH, "hset", key);
     ctx.modified(key);
     Ok(int_bool(true))
 }
@@ -181,9 +184,13 @@ pub fn hdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let now_empty = h.is_empty();
+    if deleted > 0 {
+        ctx.notify(crate::pubsub::ev::HASH, "hdel", key);
+    }
     if now_empty {
         let now = ctx.now_ms;
         ctx.db().remove(key, now);
+        ctx.notify(crate::pubsub::ev::GENERIC, "del", key);
     }
     if deleted > 0 {
         ctx.modified(key);
@@ -284,6 +291,7 @@ pub fn hincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let next = current.checked_add(incr).ok_or(CmdError::Overflow)?;
     let mut buf = itoa::Buffer::new();
     h.set_keep_ttl(field, buf.format(next).as_bytes(), max_entries, max_value);
+    ctx.notify(crate::pubsub::ev::HASH, "hincrby", key);
     ctx.modified(key);
     Ok(Reply::Int(next))
 }
@@ -310,6 +318,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
         LdError::NanOrInf => CmdError::err("increment would produce NaN or Infinity"),
     })?;
     h.set_keep_ttl(field, &next, max_entries, max_value);
+    ctx.notify(crate::pubsub::ev::HASH, "hincrbyfloat", key);
     ctx.modified(key);
     Ok(Reply::Bulk(next))
 }

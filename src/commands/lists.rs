@@ -10,6 +10,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::list::Elem;
 use crate::types::{List, Value};
@@ -96,11 +97,14 @@ fn fill(ctx: &Ctx) -> i64 {
     ctx.srv.config.list_max_listpack_size as i64
 }
 
-/// Records `n` changed elements of `key`, deleting the key when its list became empty.
-fn after_write(ctx: &mut Ctx, key: &[u8], n: usize, emptied: bool) {
+/// Records `n` changed elements of `key` and publishes `event` (class l), deleting the key when
+/// its list became empty (a `del` event after the command's own, as Redis orders them).
+fn after_write(ctx: &mut Ctx, key: &[u8], n: usize, emptied: bool, event: &str) {
+    ctx.notify(ev::LIST, event, key);
     if emptied {
         let now = ctx.now_ms;
         ctx.db().remove(key, now);
+        ctx.notify(ev::GENERIC, "del", key);
     }
     ctx.modified(key);
     if n > 1 {
@@ -114,6 +118,21 @@ fn touch_uncounted(ctx: &mut Ctx, key: &[u8]) {
     let dirty = ctx.srv.dirty;
     ctx.modified(key);
     ctx.srv.dirty = dirty;
+}
+
+/// The keyspace event a push (`lpush`/`rpush`) or pop (`lpop`/`rpop`) at `end` publishes.
+fn push_event(end: End) -> &'static str {
+    match end {
+        End::Head => "lpush",
+        End::Tail => "rpush",
+    }
+}
+
+fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Head => "lpop",
+        End::Tail => "rpop",
+    }
 }
 
 /// Appends `$len\r\n<data>\r\n`, with the common short lengths written without formatting.
@@ -202,10 +221,11 @@ fn push_generic(ctx: &mut Ctx, args: &Args, end: End, only_existing: bool) -> Cm
             }
             let len = list.len();
             ctx.db().set(key, Value::List(Box::new(list)), now);
+            ctx.notify(ev::NEW, "new", key);
             len
         }
     };
-    after_write(ctx, key, args.len() - 2, false);
+    after_write(ctx, key, args.len() - 2, false, push_event(end));
     ctx.signal_ready(key);
     Ok(Reply::Int(len as i64))
 }
@@ -267,7 +287,7 @@ fn pop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
         },
     };
     let emptied = list.is_empty();
-    after_write(ctx, key, n, emptied);
+    after_write(ctx, key, n, emptied, pop_event(end));
     Ok(reply)
 }
 
@@ -364,7 +384,7 @@ pub fn lset(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("index out of range"));
     };
     list.set(i, args.get(3), fill);
-    after_write(ctx, key, 1, false);
+    after_write(ctx, key, 1, false, "lset");
     Ok(Reply::Ok)
 }
 
@@ -390,7 +410,7 @@ pub fn linsert(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     list.insert(pos + after as usize, args.get(4), fill);
     let len = list.len();
-    after_write(ctx, key, 1, false);
+    after_write(ctx, key, 1, false, "linsert");
     Ok(Reply::Int(len as i64))
 }
 
@@ -407,7 +427,7 @@ pub fn lrem(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let removed = list.remove_matching(args.get(3), count);
     let emptied = list.is_empty();
     if removed > 0 {
-        after_write(ctx, key, removed, emptied);
+        after_write(ctx, key, removed, emptied, "lrem");
     }
     Ok(Reply::Int(removed as i64))
 }
@@ -434,9 +454,11 @@ pub fn ltrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // Redis counts the trimmed elements as dirty and signals the key even when nothing went.
     touch_uncounted(ctx, key);
     ctx.dirty((front + back) as u64);
+    ctx.notify(ev::LIST, "ltrim", key);
     if emptied {
         let now = ctx.now_ms;
         ctx.db().remove(key, now);
+        ctx.notify(ev::GENERIC, "del", key);
     }
     Ok(Reply::Ok)
 }
@@ -518,6 +540,8 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         let Some(list) = list_mut(ctx, src)? else { return Ok(Reply::Nil) };
         let Some(v) = pop_one(list, from) else { return Ok(Reply::Nil) };
         push_one(list, to, &v, fill);
+        ctx.notify(ev::LIST, push_event(to), dst);
+        ctx.notify(ev::LIST, pop_event(from), src);
         ctx.modified(src);
         ctx.signal_ready(dst);
         return Ok(Reply::Bulk(v));
@@ -535,10 +559,12 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         let mut d = List::new();
         push_one(&mut d, to, &v, fill);
         ctx.db().set(dst, Value::List(Box::new(d)), now);
+        ctx.notify(ev::NEW, "new", dst);
     }
+    ctx.notify(ev::LIST, push_event(to), dst);
     touch_uncounted(ctx, dst);
     ctx.signal_ready(dst);
-    after_write(ctx, src, 1, emptied);
+    after_write(ctx, src, 1, emptied, pop_event(from));
     Ok(Reply::Bulk(v))
 }
 
@@ -603,7 +629,7 @@ fn mpop_serve(ctx: &mut Ctx, args: &Args, m: &Mpop) -> Result<Option<Reply>, Cmd
         put_bulk(&mut out, key);
         pop_range(&mut out, list, m.end, n);
         let emptied = list.is_empty();
-        after_write(ctx, key, n, emptied);
+        after_write(ctx, key, n, emptied, pop_event(m.end));
         return Ok(Some(Reply::Raw(out)));
     }
     Ok(None)
@@ -630,7 +656,7 @@ fn bpop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
         array_header(&mut out, 2);
         put_bulk(&mut out, key);
         put_bulk(&mut out, &v);
-        after_write(ctx, key, 1, emptied);
+        after_write(ctx, key, 1, emptied, pop_event(end));
         return Ok(Reply::Raw(out));
     }
     let keys = (1..last).map(|k| args.key(k).to_vec()).collect();

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::glob::glob_match;
+use crate::pubsub::ev;
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::set::{Elem, Set};
@@ -95,6 +96,7 @@ pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
             None => {
                 let now = ctx.now_ms;
                 ctx.db().set(key, Value::Set(Box::default()), now);
+                ctx.notify(ev::NEW, "new", key);
                 match ctx.lookup_write(key) {
                     Some(Value::Set(s)) => &mut **s,
                     _ => return Err(CmdError::err("internal error")),
@@ -104,6 +106,7 @@ pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         args.from(2).filter(|m| set.insert(m, limit)).count()
     };
     if added > 0 {
+        ctx.notify(ev::SET, "sadd", key);
         ctx.modified(key);
         ctx.dirty(added as u64 - 1);
     }
@@ -137,6 +140,10 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.db().remove(key, now);
     }
     if removed > 0 {
+        ctx.notify(ev::SET, "srem", key);
+        if empty {
+            ctx.notify(ev::GENERIC, "del", key);
+        }
         ctx.modified(key);
         ctx.dirty(removed as u64 - 1);
     }
@@ -209,9 +216,11 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 (set.pop_random(), set.is_empty())
             }
         };
+        ctx.notify(ev::SET, "spop", key);
         if empty {
             let now = ctx.now_ms;
             ctx.db().remove(key, now);
+            ctx.notify(ev::GENERIC, "del", key);
         }
         ctx.modified(key);
         return Ok(popped.map_or(Reply::Nil, Reply::Bulk));
@@ -230,6 +239,8 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 let r = set_reply(proto, set);
                 let now = ctx.now_ms;
                 ctx.db().remove(key, now);
+                ctx.notify(ev::SET, "spop", key);
+                ctx.notify(ev::GENERIC, "del", key);
                 ctx.modified(key);
                 return Ok(r);
             }
@@ -243,6 +254,7 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Reply::Raw(out)
         }
     };
+    ctx.notify(ev::SET, "spop", key);
     ctx.modified(key);
     Ok(reply)
 }
@@ -342,26 +354,34 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         _ => return Ok(Reply::Int(0)),
     };
     let now = ctx.now_ms;
+    ctx.notify(ev::SET, "srem", src);
     if empty {
         ctx.db().remove(src, now);
+        ctx.notify(ev::GENERIC, "del", src);
     }
     if dst_is_set.is_none() {
         ctx.db().set(dst, Value::Set(Box::default()), now);
+        ctx.notify(ev::NEW, "new", dst);
     }
-    if let Some(Value::Set(s)) = ctx.lookup_write(dst) {
-        s.insert(m, limit);
-    }
+    let added = match ctx.lookup_write(dst) {
+        Some(Value::Set(s)) => s.insert(m, limit),
+        _ => false,
+    };
     ctx.modified(src);
-    ctx.modified(dst);
+    // A member already in the destination changes only the source (no `sadd`, one change).
+    if added {
+        ctx.modified(dst);
+        ctx.notify(ev::SET, "sadd", dst);
+    }
     Ok(Reply::Int(1))
 }
 
 /// Looks up every key as a set, in order (a wrong type anywhere is an error, missing keys are
-/// `None`); `write` picks lookupKeyWrite semantics (no hit/miss stats) for the *STORE forms.
-fn lookup_sets(ctx: &mut Ctx, keys: &[&[u8]], write: bool) -> Result<Vec<bool>, CmdError> {
+/// `None`). The *STORE forms count these read lookups too (hits, misses, `keymiss`), as 7.0 does.
+fn lookup_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<bool>, CmdError> {
     let mut present = Vec::with_capacity(keys.len());
     for k in keys {
-        let v = if write { ctx.lookup_write(k).map(|v| &*v) } else { ctx.lookup_read(k) };
+        let v = ctx.lookup_read(k);
         match v {
             None => present.push(false),
             Some(v) => {
@@ -422,7 +442,7 @@ fn key_list(args: &Args, from: usize, to: usize) -> Vec<&[u8]> {
 /// The members common to every set, as a set reply; empty when any key is absent.
 pub fn sinter(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
-    let present = lookup_sets(ctx, &keys, false)?;
+    let present = lookup_sets(ctx, &keys)?;
     let proto = ctx.proto();
     if present.contains(&false) {
         return Ok(empty_set(proto));
@@ -460,7 +480,7 @@ pub fn sintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let keys = key_list(args, 2, end);
-    let present = lookup_sets(ctx, &keys, false)?;
+    let present = lookup_sets(ctx, &keys)?;
     if present.contains(&false) {
         return Ok(Reply::Int(0));
     }
@@ -468,17 +488,24 @@ pub fn sintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Int(intersect(&sets, limit, |_| {}) as i64))
 }
 
-/// Stores `result` under `dst` (replacing whatever was there, TTL dropped), or deletes `dst` when
-/// the result is empty; replies with the result's size.
-fn store(ctx: &mut Ctx, dst: &[u8], result: Set) -> CmdResult {
+/// Stores `result` under `dst` (replacing whatever was there, TTL dropped) and publishes `event`,
+/// or deletes `dst` when the result is empty (a `del` event if it existed); replies with the
+/// result's size.
+fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
     let now = ctx.now_ms;
     let n = result.len();
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {
             ctx.modified(dst);
+            ctx.notify(ev::GENERIC, "del", dst);
         }
     } else {
+        let existed = ctx.lookup_write(dst).is_some();
         ctx.db().set(dst, Value::Set(Box::new(result)), now);
+        if !existed {
+            ctx.notify(ev::NEW, "new", dst);
+        }
+        ctx.notify(ev::SET, event, dst);
         ctx.modified(dst);
     }
     Ok(Reply::Int(n as i64))
@@ -489,7 +516,7 @@ fn store(ctx: &mut Ctx, dst: &[u8], result: Set) -> CmdResult {
 /// Stores the intersection in `destination` (deleting it when empty); replies with its size.
 pub fn sinterstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 2, args.len());
-    let present = lookup_sets(ctx, &keys, true)?;
+    let present = lookup_sets(ctx, &keys)?;
     let limit = max_intset(ctx);
     let mut result = Set::new();
     if !present.contains(&false) {
@@ -498,7 +525,7 @@ pub fn sinterstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
             result.insert_elem(e, limit);
         });
     }
-    store(ctx, args.key(1), result)
+    store(ctx, args.key(1), result, "sinterstore")
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -509,8 +536,8 @@ enum Op {
 
 /// The union or difference of the sets under `keys`, built as Redis builds it (a fresh set that
 /// starts as an intset).
-fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op, write: bool) -> Result<Set, CmdError> {
-    lookup_sets(ctx, keys, write)?;
+fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op) -> Result<Set, CmdError> {
+    lookup_sets(ctx, keys)?;
     let limit = max_intset(ctx);
     let sets = borrow_sets(ctx, keys);
     let mut result = Set::new();
@@ -544,7 +571,7 @@ fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op, write: bool) -> Result<Set,
 /// The members of any of the sets, as a set reply (absent keys count as empty sets).
 pub fn sunion(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
-    let result = union_diff(ctx, &keys, Op::Union, false)?;
+    let result = union_diff(ctx, &keys, Op::Union)?;
     Ok(set_reply(ctx.proto(), &result))
 }
 
@@ -553,8 +580,8 @@ pub fn sunion(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Stores the union in `destination` (deleting it when empty); replies with its size.
 pub fn sunionstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 2, args.len());
-    let result = union_diff(ctx, &keys, Op::Union, true)?;
-    store(ctx, args.key(1), result)
+    let result = union_diff(ctx, &keys, Op::Union)?;
+    store(ctx, args.key(1), result, "sunionstore")
 }
 
 /// SDIFF key [key ...]
@@ -562,7 +589,7 @@ pub fn sunionstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The members of the first set that are in none of the others, as a set reply.
 pub fn sdiff(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
-    let result = union_diff(ctx, &keys, Op::Diff, false)?;
+    let result = union_diff(ctx, &keys, Op::Diff)?;
     Ok(set_reply(ctx.proto(), &result))
 }
 
@@ -571,8 +598,8 @@ pub fn sdiff(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Stores the difference in `destination` (deleting it when empty); replies with its size.
 pub fn sdiffstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 2, args.len());
-    let result = union_diff(ctx, &keys, Op::Diff, true)?;
-    store(ctx, args.key(1), result)
+    let result = union_diff(ctx, &keys, Op::Diff)?;
+    store(ctx, args.key(1), result, "sdiffstore")
 }
 
 use super::keys::parse_cursor;

@@ -14,6 +14,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
+use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::zset::Limits;
 use crate::types::{List, Value, ZSet};
@@ -311,11 +312,17 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
             let n = list.len() as i64;
             let now = ctx.now_ms;
             if n > 0 {
+                let existed = ctx.lookup_write(dst).is_some();
                 ctx.db().set(dst, Value::List(Box::new(list)), now);
+                if !existed {
+                    ctx.notify(ev::NEW, "new", dst);
+                }
+                ctx.notify(ev::LIST, "sortstore", dst);
                 ctx.modified(dst);
                 ctx.dirty(n as u64 - 1);
             } else if ctx.db().remove(dst, now).is_some() {
                 ctx.modified(dst);
+                ctx.notify(ev::GENERIC, "del", dst);
             }
             Ok(Reply::Int(n))
         }

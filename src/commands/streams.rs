@@ -11,15 +11,12 @@
 use bytes::Bytes;
 
 use super::{acl, flags::*, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::pubsub::ev;
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::stream::{AppendError, EntryRef, Group, Nack, Stream, StreamId, INVALID_ENTRIES_READ};
 use crate::types::Value;
 
-/// stream-node-max-bytes / stream-node-max-entries (redis.conf defaults; Config has no fields for
-/// them yet).
-const NODE_MAX_BYTES: usize = 4096;
-const NODE_MAX_ENTRIES: usize = 100;
 /// Entries served to a woken XREAD without COUNT (Redis's XREAD_BLOCKED_DEFAULT_COUNT).
 const BLOCKED_DEFAULT_COUNT: &str = "1000";
 
@@ -208,6 +205,20 @@ fn write_stream<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut Strea
     }
 }
 
+/// XREAD's lookup of `key`: a counted read (hits, misses, `keymiss`), except when a blocked
+/// XREAD is re-run to serve it: Redis serves it without looking its keys up again.
+fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
+    if !ctx.client.woken {
+        return read_stream(ctx, key);
+    }
+    let now = ctx.now_ms;
+    match ctx.srv.dbs[ctx.client.db].get(key, now) {
+        None => Ok(None),
+        Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
 /// The stream under `key` for a command that found it with a counted read lookup and now
 /// modifies it (XREADGROUP, XACK, XCLAIM: Redis looks these up for reading).
 fn stream_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Stream> {
@@ -289,8 +300,8 @@ fn both_strategies() -> CmdError {
     CmdError::err("syntax error, MAXLEN and MINID options at the same time are not compatible")
 }
 
-/// Redis's streamParseAddOrTrimArgsOrReply.
-fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
+/// Redis's streamParseAddOrTrimArgsOrReply; `node_max_entries` is stream-node-max-entries.
+fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64) -> Result<TrimArgs, CmdError> {
     let mut t = TrimArgs::default();
     let argc = args.len();
     let mut limit_given = false;
@@ -367,7 +378,11 @@ fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
         }
         t.limit = limit as u64;
     } else if t.approx {
-        t.limit = 100 * NODE_MAX_ENTRIES as u64;
+        // About 100 nodes' worth of work, capped both ways: stream-node-max-entries may be 0.
+        t.limit = match node_max_entries.saturating_mul(100) {
+            l if l <= 0 => 10_000,
+            l => l.min(1_000_000) as u64,
+        };
     } else {
         t.limit = 0;
     }
@@ -380,7 +395,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool) -> Result<TrimArgs, CmdError> {
 /// partial one (`ms-*`) or an explicit one that must exceed the last ID; then trims as asked.
 /// Replies with the new entry's ID (nil with NOMKSTREAM on a missing key).
 pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let t = parse_add_or_trim(args, true)?;
+    let t = parse_add_or_trim(args, true, ctx.srv.config.stream_node_max_entries)?;
     let field_pos = t.next;
     let nfields = args.len().saturating_sub(field_pos);
     if nfields < 2 || nfields % 2 == 1 {
@@ -393,11 +408,14 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(1);
     let now = ctx.now_ms;
+    let node_max_bytes = ctx.srv.config.stream_node_max_bytes;
+    let node_max_entries = ctx.srv.config.stream_node_max_entries.max(0) as usize;
     if write_stream(ctx, key)?.is_none() {
         if t.nomkstream {
             return Ok(Reply::Nil);
         }
         ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
+        ctx.notify(ev::NEW, "new", key);
     }
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     if s.last_id == StreamId::MAX {
@@ -420,13 +438,16 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     let pairs: Vec<&[u8]> = args.argv[field_pos..].iter().map(|b| &b[..]).collect();
-    match s.append(id, &pairs, NODE_MAX_BYTES, NODE_MAX_ENTRIES) {
+    match s.append(id, &pairs, node_max_bytes, node_max_entries) {
         Ok(()) => {}
         Err(AppendError::IdTooSmall) => return Err(too_small()),
         Err(AppendError::TooLarge) => return Err(CmdError::err("Elements are too large to be stored")),
     }
-    if t.maxlen.is_some() || t.minid.is_some() {
-        s.trim(t.maxlen, t.minid, t.approx, t.limit);
+    let trimmed =
+        if t.maxlen.is_some() || t.minid.is_some() { s.trim(t.maxlen, t.minid, t.approx, t.limit) } else { 0 };
+    ctx.notify(ev::STREAM, "xadd", key);
+    if trimmed > 0 {
+        ctx.notify(ev::STREAM, "xtrim", key);
     }
     ctx.modified(key);
     ctx.signal_ready(key);
@@ -439,13 +460,14 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// (at most LIMIT entries). Replies with the number of entries removed; 0 on a missing key.
 pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let t = parse_add_or_trim(args, false)?;
+    let t = parse_add_or_trim(args, false, ctx.srv.config.stream_node_max_entries)?;
     if write_stream(ctx, key)?.is_none() {
         return Ok(Reply::Int(0));
     }
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     let n = s.trim(t.maxlen, t.minid, t.approx, t.limit);
     if n > 0 {
+        ctx.notify(ev::STREAM, "xtrim", key);
         ctx.modified(key);
         ctx.dirty(n - 1);
     }
@@ -536,6 +558,7 @@ pub fn xdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         } else if first_entry {
             s.first_id = s.edge_id(true);
         }
+        ctx.notify(ev::STREAM, "xdel", key);
         ctx.modified(key);
         ctx.dirty(deleted - 1);
     }
@@ -590,6 +613,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !max_xdel.is_zero() {
         s.max_deleted_id = max_xdel;
     }
+    ctx.notify(ev::STREAM, "xsetid", key);
     ctx.modified(key);
     Ok(Reply::Ok)
 }
@@ -756,7 +780,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         let idarg = args.get(streams_arg + streams_count + k);
-        let s = read_stream(ctx, key)?;
+        let s = xread_lookup(ctx, key)?;
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
                 if ctx.client.woken {
@@ -802,6 +826,10 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     #[allow(clippy::needless_range_loop)] // k indexes keys and ids together
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
+        // Redis looks each stream up for reading a second time here (hits, misses, `keymiss`).
+        if xread_lookup(ctx, key)?.is_none() {
+            continue;
+        }
         let Some(s) = stream_mut(ctx, key) else { continue };
         let mut out = Vec::new();
         match group {
@@ -811,17 +839,21 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                 if ids[k].is_none() && (s.length == 0 || s.edge_id(false) <= glast) {
                     continue;
                 }
+                let mut created = false;
                 if let Some(g) = s.groups.get_mut(gname) {
                     if let Some(c) = g.consumers.get_mut(cname) {
                         c.seen_time = now;
                     } else {
-                        g.create_consumer(cname, now);
+                        created = g.create_consumer(cname, now);
                     }
                 }
                 let r = GroupRead { group: gname, consumer: cname, count: count as usize, noack, now, proto };
                 match ids[k] {
                     Some(after) => serve_group_history(s, &r, after, &mut out),
                     None => serve_group_new(s, &r, glast, &mut out),
+                }
+                if created {
+                    ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
                 }
                 ctx.dirty(1);
             }
@@ -964,6 +996,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = ctx.now_ms;
     if !t.exists {
         ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
+        ctx.notify(ev::NEW, "new", key);
         // Counts the dirty change of the group creation below too (Redis counts one).
         ctx.modified(key);
     }
@@ -975,6 +1008,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if t.exists {
         ctx.dirty(1);
     }
+    ctx.notify(ev::STREAM, "xgroup-create", key);
     Ok(Reply::Ok)
 }
 
@@ -994,6 +1028,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
         g.last_id = id;
         g.entries_read = entries_read;
     }
+    ctx.notify(ev::STREAM, "xgroup-setid", key);
     ctx.dirty(1);
     Ok(Reply::Ok)
 }
@@ -1007,6 +1042,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     if s.groups.remove(args.get(3)).is_some() {
         ctx.dirty(1);
+        ctx.notify(ev::STREAM, "xgroup-destroy", key);
         // Readers blocked on the group must learn it is gone.
         ctx.signal_ready(key);
         Ok(Reply::Int(1))
@@ -1025,6 +1061,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let created = s.groups.get_mut(args.get(3)).is_some_and(|g| g.create_consumer(args.get(4), now));
     if created {
         ctx.dirty(1);
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", args.key(2));
     }
     Ok(Reply::Int(created as i64))
 }
@@ -1038,6 +1075,7 @@ pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let pending = s.groups.get_mut(args.get(3)).and_then(|g| g.delete_consumer(args.get(4)));
     if pending.is_some() {
         ctx.dirty(1);
+        ctx.notify(ev::STREAM, "xgroup-delconsumer", args.key(2));
     }
     Ok(Reply::Int(pending.unwrap_or(0) as i64))
 }
@@ -1204,13 +1242,15 @@ pub fn xpending(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 /// Moves a pending entry to `consumer` (creating the consumer), with Redis's bookkeeping.
-fn claim_to(g: &mut Group, id: StreamId, consumer: &[u8], now: i64) {
+/// Returns whether the consumer was created (an `xgroup-createconsumer` event).
+fn claim_to(g: &mut Group, id: StreamId, consumer: &[u8], now: i64) -> bool {
+    let mut created = false;
     if !g.consumers.contains_key(consumer) {
-        g.create_consumer(consumer, now);
+        created = g.create_consumer(consumer, now);
     } else if let Some(c) = g.consumers.get_mut(consumer) {
         c.seen_time = now;
     }
-    let Some(nack) = g.pel.get_mut(&id) else { return };
+    let Some(nack) = g.pel.get_mut(&id) else { return created };
     if nack.consumer != consumer {
         let old = std::mem::replace(&mut nack.consumer, consumer.to_vec());
         if let Some(c) = g.consumers.get_mut(&old) {
@@ -1220,6 +1260,7 @@ fn claim_to(g: &mut Group, id: StreamId, consumer: &[u8], now: i64) {
     if let Some(c) = g.consumers.get_mut(consumer) {
         c.pel.insert(id);
     }
+    created
 }
 
 fn drop_pending(g: &mut Group, id: StreamId) {
@@ -1294,6 +1335,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut body = Vec::new();
     let mut n = 0i64;
     let mut dirty = 0u64;
+    let mut created = false;
     for id in ids {
         let exists = s.get(id).is_some();
         if !exists {
@@ -1312,7 +1354,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if !fresh && minidle != 0 && now - nack.delivery_time < minidle {
             continue;
         }
-        claim_to(&mut g, id, cname, now);
+        created |= claim_to(&mut g, id, cname, now);
         if let Some(nack) = g.pel.get_mut(&id) {
             nack.delivery_time = deliverytime;
             if retrycount >= 0 {
@@ -1331,6 +1373,9 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     s.groups.insert(gname.to_vec(), g);
     ctx.dirty(dirty);
+    if created {
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
+    }
     let mut out = Vec::new();
     int_line(&mut out, b'*', n);
     out.extend_from_slice(&body);
@@ -1381,6 +1426,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = start;
     let mut last_visited: Option<StreamId> = None;
     let mut dirty = 0u64;
+    let mut created = false;
     loop {
         if attempts == 0 {
             break;
@@ -1416,7 +1462,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
             }
             continue;
         }
-        claim_to(&mut g, id, cname, now);
+        created |= claim_to(&mut g, id, cname, now);
         if let Some(nack) = g.pel.get_mut(&id) {
             nack.delivery_time = now;
             if !justid {
@@ -1443,6 +1489,9 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let _ = cursor;
     s.groups.insert(gname.to_vec(), g);
     ctx.dirty(dirty);
+    if created {
+        ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
+    }
     let mut out = Vec::new();
     out.extend_from_slice(b"*3\r\n");
     write_id(&mut out, next.unwrap_or(StreamId::MIN));

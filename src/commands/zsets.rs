@@ -11,6 +11,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::pubsub::ev;
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::zset::{LexBound, Limits};
@@ -82,11 +83,14 @@ fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, 
     }
 }
 
-/// After a removal: deletes the key when the zset became empty, and records the write.
-fn after_removal(ctx: &mut Ctx, key: &[u8], empty: bool) {
+/// After a removal: publishes `event`, deletes the key when the zset became empty (a `del`
+/// event after the command's own), and records the write.
+fn after_removal(ctx: &mut Ctx, key: &[u8], empty: bool, event: &str) {
+    ctx.notify(ev::ZSET, event, key);
     if empty {
         let now = ctx.now_ms;
         ctx.db().remove(key, now);
+        ctx.notify(ev::GENERIC, "del", key);
     }
     ctx.modified(key);
 }
@@ -418,6 +422,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
             }
             let now = ctx.now_ms;
             ctx.db().set(key, Value::ZSet(Box::default()), now);
+            ctx.notify(ev::NEW, "new", key);
             true
         }
     };
@@ -457,6 +462,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
         ctx.db().remove(key, now);
     }
     if added + updated > 0 {
+        ctx.notify(ev::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
         ctx.modified(key);
         ctx.dirty((added + updated - 1) as u64);
         if created {
@@ -516,7 +522,7 @@ pub fn zrem(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let empty = z.is_empty();
     if n > 0 {
-        after_removal(ctx, key, empty);
+        after_removal(ctx, key, empty, "zrem");
     }
     Ok(Reply::Int(n))
 }
@@ -691,7 +697,7 @@ fn zrange_generic(
                 }
             }
         }
-        return store_result(ctx, dst, pairs);
+        return store_result(ctx, dst, pairs, "zrangestore");
     }
     let mut em = Emitter::new(withscores, proto);
     if let (Some(z), Some((s, e))) = (z, walk) {
@@ -703,18 +709,25 @@ fn zrange_generic(
     Ok(em.finish())
 }
 
-/// Stores `pairs` as the zset `dst` (deleting it when empty) and replies with the count.
-fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>) -> CmdResult {
+/// Stores `pairs` as the zset `dst` and publishes `event` (deleting `dst` when empty, with a `del`
+/// event if it existed) and replies with the count.
+fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &str) -> CmdResult {
     let n = pairs.len();
     let now = ctx.now_ms;
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {
             ctx.modified(dst);
+            ctx.notify(ev::GENERIC, "del", dst);
         }
         return Ok(Reply::Int(0));
     }
     let z = ZSet::from_pairs(pairs, limits(ctx));
+    let existed = ctx.lookup_write(dst).is_some();
     ctx.db().set(dst, Value::ZSet(Box::new(z)), now);
+    if !existed {
+        ctx.notify(ev::NEW, "new", dst);
+    }
+    ctx.notify(ev::ZSET, event, dst);
     ctx.modified(dst);
     ctx.signal_ready(dst);
     Ok(Reply::Int(n as i64))
@@ -798,7 +811,7 @@ pub fn zlexcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Int((b - a) as i64))
 }
 
-fn remrange(ctx: &mut Ctx, key: &[u8], ranks: impl FnOnce(&ZSet) -> Option<(usize, usize)>) -> CmdResult {
+fn remrange(ctx: &mut Ctx, key: &[u8], event: &str, ranks: impl FnOnce(&ZSet) -> Option<(usize, usize)>) -> CmdResult {
     let Some(z) = write_zset(ctx, key)? else {
         return Ok(Reply::Int(0));
     };
@@ -808,7 +821,7 @@ fn remrange(ctx: &mut Ctx, key: &[u8], ranks: impl FnOnce(&ZSet) -> Option<(usiz
     let n = z.remove_ranks(s, e);
     let empty = z.is_empty();
     if n > 0 {
-        after_removal(ctx, key, empty);
+        after_removal(ctx, key, empty, event);
     }
     Ok(Reply::Int(n as i64))
 }
@@ -818,7 +831,7 @@ fn remrange(ctx: &mut Ctx, key: &[u8], ranks: impl FnOnce(&ZSet) -> Option<(usiz
 /// Removes the members in a rank range (negative counting from the end); replies with the count.
 pub fn zremrangebyrank(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (s, e) = (args.i64(2)?, args.i64(3)?);
-    remrange(ctx, args.key(1), |z| clamp_ranks(s, e, z.len()))
+    remrange(ctx, args.key(1), "zremrangebyrank", |z| clamp_ranks(s, e, z.len()))
 }
 
 /// ZREMRANGEBYSCORE key min max
@@ -826,7 +839,7 @@ pub fn zremrangebyrank(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Removes the members within a score range; replies with the count.
 pub fn zremrangebyscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let r = parse_score_range(args.get(2), args.get(3))?;
-    remrange(ctx, args.key(1), |z| {
+    remrange(ctx, args.key(1), "zremrangebyscore", |z| {
         let (a, b) = score_ranks(z, &r);
         (a < b).then(|| (a, b - 1))
     })
@@ -837,7 +850,7 @@ pub fn zremrangebyscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Removes the members within a lex range; replies with the count.
 pub fn zremrangebylex(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (min, max) = parse_lex_range(args.get(2), args.get(3))?;
-    remrange(ctx, args.key(1), |z| {
+    remrange(ctx, args.key(1), "zremrangebylex", |z| {
         let (a, b) = lex_ranks(z, &min, &max);
         (a < b).then(|| (a, b - 1))
     })
@@ -871,7 +884,7 @@ fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Option
         z.remove_ranks(0, n - 1);
     }
     let empty = z.is_empty();
-    after_removal(ctx, key, empty);
+    after_removal(ctx, key, empty, if max { "zpopmax" } else { "zpopmin" });
     Ok(Some(out))
 }
 
@@ -1160,7 +1173,8 @@ fn algebra(
     let mut inputs = Vec::with_capacity(numkeys);
     for i in 0..numkeys {
         let key = args.key(numkeys_idx + 1 + i);
-        let value = if store { ctx.lookup_write(key).map(|v| &*v) } else { ctx.lookup_read(key) };
+        // Counted read lookups for the STORE forms too (hits, misses and `keymiss`, as 7.0 does).
+        let value = ctx.lookup_read(key);
         let pairs = match value {
             None => Vec::new(),
             Some(Value::ZSet(z)) => z.to_vec(),
@@ -1293,7 +1307,12 @@ fn algebra_reply(ctx: &mut Ctx, args: &Args, op: SetOp) -> CmdResult {
 fn algebra_store(ctx: &mut Ctx, args: &Args, op: SetOp) -> CmdResult {
     let (r, _) = algebra(ctx, args, 2, op, true, false)?;
     let dst = args.key(1).to_vec();
-    store_result(ctx, &dst, r.pairs)
+    let event = match op {
+        SetOp::Union => "zunionstore",
+        SetOp::Inter => "zinterstore",
+        SetOp::Diff => "zdiffstore",
+    };
+    store_result(ctx, &dst, r.pairs, event)
 }
 
 /// ZUNION numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
