@@ -341,16 +341,16 @@ fn active_expiry_of_fields() {
         t(&mut c, "FLUSHALL", "+OK\r\n");
         t(&mut c, setup, "+OK\r\n");
         t(&mut c, "HSET a x 1 y 2", ":2\r\n");
-        t(&mut c, "HPEXPIRE a 30 FIELDS 2 x y", "*2\r\n:1\r\n:1\r\n");
+        t(&mut c, "HPEXPIRE a 400 FIELDS 2 x y", "*2\r\n:1\r\n:1\r\n");
         for i in 0..300 {
             c.line(&format!("HSET b f{i} v"));
         }
-        t(&mut c, "HPEXPIRE b 30 FIELDS 3 f1 f2 f3", "*3\r\n:1\r\n:1\r\n:1\r\n");
+        t(&mut c, "HPEXPIRE b 400 FIELDS 3 f1 f2 f3", "*3\r\n:1\r\n:1\r\n:1\r\n");
         t(&mut c, "HPEXPIRE b 100000 FIELDS 1 f4", "*1\r\n:1\r\n");
         t(&mut c, "DBSIZE", ":2\r\n");
         // DBSIZE and INFO do not look into values: only the cron can have removed `a`.
         let mut gone = false;
-        for _ in 0..100 {
+        for _ in 0..200 {
             sleep_ms(20);
             if int(&mut c, "DBSIZE") == 1 {
                 gone = true;

@@ -75,7 +75,7 @@ fn string_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], min_len: usize) -> Result<
         None => false,
     };
     if !exists {
-        ctx.db().set(key, raw_string(vec![0u8; min_len]), now);
+        ctx.set_key(key, raw_string(vec![0u8; min_len]));
     }
     let Some(v) = ctx.db().get_mut(key, now) else {
         return Err(CmdError::err("internal error: key vanished"));
@@ -243,7 +243,7 @@ pub fn bitop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let dest = args.key(2);
     let now = ctx.now_ms;
     if len > 0 {
-        ctx.db().set(dest, raw_string(out), now);
+        ctx.set_key(dest, raw_string(out));
         ctx.modified(dest);
         ctx.notify(ev::STRING, "set", dest);
     } else if ctx.db().remove(dest, now).is_some() {

@@ -70,7 +70,6 @@ fn raw_string(bytes: Vec<u8>) -> Value {
 pub fn pfadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let max = sparse_max_bytes(ctx);
-    let now = ctx.now_ms;
     // Like Redis, the dirty counter grows by one per changed register (plus one for creation).
     let updated = match ctx.lookup_write(key) {
         None => {
@@ -80,7 +79,7 @@ pub fn pfadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 updated += hll::add(&mut h, ele, max).map_err(corrupt)? as u64;
             }
             hll::invalidate_card(&mut h);
-            ctx.db().set(key, raw_string(h), now);
+            ctx.set_key(key, raw_string(h));
             updated
         }
         Some(v) => {
@@ -164,7 +163,6 @@ pub fn pfmerge(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
     let dest = args.key(1);
     let sparse_max = sparse_max_bytes(ctx);
-    let now = ctx.now_ms;
     let apply = |h: &mut Vec<u8>| -> Result<(), Corrupt> {
         if use_dense {
             hll::sparse_to_dense(h)?;
@@ -183,7 +181,7 @@ pub fn pfmerge(ctx: &mut Ctx, args: &Args) -> CmdResult {
         None => {
             let mut h = hll::new_sparse();
             apply(&mut h).map_err(corrupt)?;
-            ctx.db().set(dest, raw_string(h), now);
+            ctx.set_key(dest, raw_string(h));
         }
     }
     ctx.modified(dest);

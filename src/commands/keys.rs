@@ -282,6 +282,8 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     if let Some(at) = expire {
         db.set_expire(dst, at);
     }
+    // Redis deletes the destination and adds it afresh: `new` even when it existed.
+    ctx.notify(ev::NEW, "new", dst);
     ctx.modified(src);
     ctx.modified(dst);
     ctx.notify(ev::GENERIC, "rename_from", src);
@@ -343,6 +345,7 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if let Some(at) = expire {
         target.set_expire(dst, at);
     }
+    ctx.notify_in(dst_db, ev::NEW, "new", dst);
     ctx.modified_in(dst_db, dst);
     ctx.notify_in(dst_db, ev::GENERIC, "copy_to", dst);
     Ok(Reply::Int(1))
@@ -375,6 +378,7 @@ pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if let Some(at) = expire {
         target.set_expire(key, at);
     }
+    ctx.notify_in(dst_db, ev::NEW, "new", key);
     // Redis counts one change for a MOVE but signals the key in both databases.
     ctx.modified(key);
     ctx.srv.dirty -= 1;

@@ -540,6 +540,22 @@ impl Ctx<'_> {
         }
     }
 
+    /// Stores `value` under `key` in the client's database, dropping any TTL, and publishes the
+    /// `new` event when the key did not exist, as Redis's dbAdd does (before the command's own
+    /// event). A key whose time has passed is expired first, as Redis's write lookup would.
+    pub fn set_key(&mut self, key: &[u8], value: Value) -> Option<Value> {
+        let now = self.now_ms;
+        let db = self.db();
+        if db.expires_len() > 0 {
+            db.expire_at(key, now);
+        }
+        let old = db.set(key, value, now);
+        if old.is_none() {
+            self.notify(crate::pubsub::ev::NEW, "new", key);
+        }
+        old
+    }
+
     /// `notify` for a key of another database (MOVE's move_to, COPY ... DB's copy_to).
     pub fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
         if !self.srv.config.notify_keyspace_events.is_empty() {

@@ -229,11 +229,11 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
     }
     let value = Value::Str(RStr::from_bytes(plan.value));
     let db = ctx.db();
-    if plan.keepttl {
-        db.set_keep_ttl(plan.key, value, now);
-    } else {
-        db.set(plan.key, value, now);
+    let replaced = if plan.keepttl { db.set_keep_ttl(plan.key, value, now) } else { db.set(plan.key, value, now) };
+    if replaced.is_none() {
+        ctx.notify(ev::NEW, "new", plan.key);
     }
+    let db = ctx.db();
     if let Some(at) = plan.expire_at {
         // An absolute time already past still stores the key, as Redis 7.0 does: it is expired
         // lazily (and counted in expired_keys) on the next access.
@@ -342,8 +342,7 @@ fn set_with_expire(ctx: &mut Ctx, args: &Args, kind: ExpireKind) -> CmdResult {
 /// Stores `value` (dropping any TTL) and replies with the old value, nil if there was none.
 pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let old = get_reply(ctx, args.key(1))?;
-    let now = ctx.now_ms;
-    ctx.db().set(args.key(1), Value::Str(RStr::from_bytes(args.get(2))), now);
+    ctx.set_key(args.key(1), Value::Str(RStr::from_bytes(args.get(2))));
     ctx.modified(args.key(1));
     ctx.notify(ev::STRING, "set", args.key(1));
     Ok(old)
@@ -443,9 +442,8 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
             }
         }
     }
-    let now = ctx.now_ms;
     for j in (1..args.len()).step_by(2) {
-        ctx.db().set(args.key(j), Value::Str(RStr::from_bytes(args.get(j + 1))), now);
+        ctx.set_key(args.key(j), Value::Str(RStr::from_bytes(args.get(j + 1))));
         ctx.modified(args.key(j));
         ctx.notify(ev::STRING, "set", args.key(j));
     }
@@ -461,10 +459,9 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let tail = args.get(2);
     let max = ctx.srv.config.proto_max_bulk_len;
-    let now = ctx.now_ms;
     let total = match ctx.lookup_write(key) {
         None => {
-            ctx.db().set(key, Value::Str(RStr::from_bytes(tail)), now);
+            ctx.set_key(key, Value::Str(RStr::from_bytes(tail)));
             tail.len()
         }
         Some(v) => {
@@ -503,7 +500,6 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("offset is out of range"));
     }
     let max = ctx.srv.config.proto_max_bulk_len;
-    let now = ctx.now_ms;
     let len = match ctx.lookup_write(key) {
         None => {
             if value.is_empty() {
@@ -514,7 +510,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
             buf[offset as usize..].copy_from_slice(value);
             let len = buf.len();
             // Redis builds a fresh sds here, so the new key is `raw` whatever its content.
-            ctx.db().set(key, Value::Str(RStr::Raw(Box::new(buf))), now);
+            ctx.set_key(key, Value::Str(RStr::Raw(Box::new(buf))));
             len
         }
         Some(v) => {
@@ -578,7 +574,6 @@ pub fn getrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Adds `delta` to the integer under `key` (0 when absent), keeping its TTL, and replies with the
 /// result, stored with `int` encoding.
 fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
-    let now = ctx.now_ms;
     let result = match ctx.lookup_write(key) {
         Some(v) => {
             let s = as_rstr_mut(v)?;
@@ -588,7 +583,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
             next
         }
         None => {
-            ctx.db().set(key, Value::Str(RStr::from_i64(delta)), now);
+            ctx.set_key(key, Value::Str(RStr::from_i64(delta)));
             delta
         }
     };
@@ -639,7 +634,6 @@ pub fn decrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let incr = args.get(2);
-    let now = ctx.now_ms;
     let result = match ctx.lookup_write(key) {
         Some(v) => {
             let s = as_rstr_mut(v)?;
@@ -649,7 +643,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         None => {
             let next = incr_long_double(None, incr).map_err(ld_error)?;
-            ctx.db().set(key, Value::Str(RStr::from_bytes_no_int(&next)), now);
+            ctx.set_key(key, Value::Str(RStr::from_bytes_no_int(&next)));
             next
         }
     };
