@@ -694,6 +694,13 @@ copy sc sr
 move sr 9
 set ss 1 get
 bitfield su set u8 0 1
+# keymiss from the keyspace commands' lookups (OBJECT's lookup does not notify)
+exists nokey1 sa nokey2
+type nokey3
+ttl nokey4
+pttl nokey5
+expiretime nokey6
+object encoding nokey7
 "#;
 
 /// Redis's default encoding thresholds, restored before each run (a server runs several).

@@ -60,15 +60,25 @@ const SHARED_INTEGERS: i64 = 10_000;
 /// A read that counts a keyspace hit or miss but leaves the access time alone (Redis's
 /// `lookupKeyReadWithFlags(.., LOOKUP_NOTOUCH)`).
 fn peek_read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Value> {
+    peek_read_with(ctx, key, true)
+}
+
+/// `peek_read` without the `keymiss` event: OBJECT's lookup (LOOKUP_NONOTIFY).
+fn peek_read_quiet<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Value> {
+    peek_read_with(ctx, key, false)
+}
+
+fn peek_read_with<'a>(ctx: &'a mut Ctx, key: &[u8], notify_miss: bool) -> Option<&'a Value> {
     let now = ctx.now_ms;
-    let srv = &mut *ctx.srv;
-    let found = srv.dbs[ctx.client.db].peek(key, now);
-    if found.is_some() {
-        srv.stats.keyspace_hits += 1;
-    } else {
-        srv.stats.keyspace_misses += 1;
+    if ctx.srv.dbs[ctx.client.db].peek(key, now).is_none() {
+        ctx.srv.stats.keyspace_misses += 1;
+        if notify_miss {
+            ctx.notify(ev::KEY_MISS, "keymiss", key);
+        }
+        return None;
     }
-    found
+    ctx.srv.stats.keyspace_hits += 1;
+    ctx.srv.dbs[ctx.client.db].peek(key, now)
 }
 
 /// Parses a database index argument the way `getIntFromObjectOrReply` does (no custom message).
@@ -495,7 +505,7 @@ pub fn touch(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The internal representation of the value (`int`, `embstr`, `raw`, `listpack`, ...), nil when
 /// the key is absent.
 pub fn object_encoding(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(peek_read(ctx, args.key(2)).map_or(Reply::Nil, |v| Reply::bulk(v.encoding_name())))
+    Ok(peek_read_quiet(ctx, args.key(2)).map_or(Reply::Nil, |v| Reply::bulk(v.encoding_name())))
 }
 
 /// OBJECT FREQ key
@@ -503,7 +513,7 @@ pub fn object_encoding(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The LFU access counter. It is only kept under an LFU maxmemory policy, which this server does
 /// not implement, so a present key always gets Redis's "policy not selected" error.
 pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if peek_read(ctx, args.key(2)).is_none() {
+    if peek_read_quiet(ctx, args.key(2)).is_none() {
         return Ok(Reply::Nil);
     }
     Err(CmdError::err(
@@ -517,7 +527,7 @@ pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Seconds since the key was last read or written, nil when absent.
 pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
-    if peek_read(ctx, key).is_none() {
+    if peek_read_quiet(ctx, key).is_none() {
         return Ok(Reply::Nil);
     }
     let now = ctx.now_ms;
@@ -529,7 +539,7 @@ pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Reference count of the value as Redis would report it: its shared integers 0..9999 show
 /// INT_MAX, every other value 1 (values are never shared here).
 pub fn object_refcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(match peek_read(ctx, args.key(2)) {
+    Ok(match peek_read_quiet(ctx, args.key(2)) {
         None => Reply::Nil,
         Some(Value::Str(RStr::Int(n))) if (0..SHARED_INTEGERS).contains(n) => Reply::Int(SHARED_REFCOUNT),
         Some(_) => Reply::Int(1),
