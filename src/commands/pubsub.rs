@@ -284,15 +284,20 @@ pub fn notify(st: &mut State, caller: Option<&Client>, class: u32, event: &str, 
 pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
     let enabled = parse_events(&st.config.notify_keyspace_events);
     let wanted = enabled & ev::EXPIRED != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0;
+    // Client-side caching hook: an expired key is invalidated like any change.
+    let tracking = st.tracking.is_active();
     for i in 0..st.dbs.len() {
         let db = &mut st.dbs[i];
-        db.log_expired = wanted;
+        db.log_expired = wanted || tracking;
         if db.expired_log.is_empty() {
             continue;
         }
         let keys = std::mem::take(&mut db.expired_log);
-        if wanted {
-            for key in keys {
+        for key in keys {
+            if tracking {
+                crate::tracking::invalidate_key(st, caller.map(|c| c.id), &key);
+            }
+            if wanted {
                 notify(st, caller, ev::EXPIRED, "expired", &key, i);
             }
         }

@@ -1,6 +1,11 @@
 //! One client connection: read → parse every complete command → look each up in the table →
 //! one batch to the executor → one write of all the replies. Protocol errors are answered after
 //! the commands before them, then the connection closes.
+//!
+//! Writes give way to a close request: a peer that stopped reading must not pin the task (or
+//! its buffers) once the executor decides to drop it, e.g. for its output buffer limit. While a
+//! buffer is being written, its unwritten remainder is reported to the handle, which counts it
+//! with the outbox against client-output-buffer-limit.
 
 use std::sync::Arc;
 
@@ -48,11 +53,8 @@ where
                 biased;
                 _ = handle.notify.notified() => {
                     let pushed = handle.take_output();
-                    if !pushed.is_empty() {
-                        if stream.write_all(&pushed).await.is_err() {
-                            break 'conn;
-                        }
-                        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+                    if !write_out(&mut stream, &handle, &pushed).await {
+                        break 'conn;
                     }
                     if handle.close_requested() {
                         break 'conn;
@@ -78,17 +80,14 @@ where
             parser.unauthenticated = !handle.authenticated();
             // Replies the executor pushed earlier (a served blocking command) go first.
             let pushed = handle.take_output();
-            if !pushed.is_empty() {
-                if stream.write_all(&pushed).await.is_err() {
-                    break;
-                }
-                crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+            if !write_out(&mut stream, &handle, &pushed).await {
+                break;
             }
             if !out.is_empty() {
-                if stream.write_all(&out).await.is_err() {
+                handle.set_in_flight(out.len());
+                if !write_out(&mut stream, &handle, &out).await {
                     break;
                 }
-                crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, out.len() as u64);
                 out.clear();
             }
             match end {
@@ -112,4 +111,35 @@ where
     }
     let _ = stream.shutdown().await;
     shared.exec.disconnect(id);
+}
+
+/// Writes `buf` in full unless the executor asks to close the connection first; returns false
+/// when the connection must close. Keeps the handle's count of unwritten bytes current.
+async fn write_out<S>(stream: &mut S, handle: &ClientHandle, buf: &[u8]) -> bool
+where
+    S: AsyncWrite + Unpin,
+{
+    let mut pos = 0;
+    while pos < buf.len() {
+        tokio::select! {
+            biased;
+            _ = handle.killed.notified() => {
+                if handle.close_requested() {
+                    handle.set_in_flight(0);
+                    return false;
+                }
+            }
+            r = stream.write(&buf[pos..]) => match r {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => {
+                    pos += n;
+                    handle.set_in_flight(buf.len() - pos);
+                }
+            },
+        }
+    }
+    if !buf.is_empty() {
+        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, buf.len() as u64);
+    }
+    true
 }
