@@ -174,7 +174,9 @@ pub fn prefix_collision(existing: &BTreeSet<Vec<u8>>, new: &[Vec<u8>]) -> Option
 pub fn invalidate_key(st: &mut State, current: Option<u64>, key: &[u8]) {
     let table = &mut st.tracking;
     if !table.prefixes.is_empty() {
-        for (p, entry) in table.prefixes.range_mut::<[u8], _>((std::ops::Bound::Unbounded, std::ops::Bound::Included(key))) {
+        for (p, entry) in
+            table.prefixes.range_mut::<[u8], _>((std::ops::Bound::Unbounded, std::ops::Bound::Included(key)))
+        {
             if key.starts_with(p) {
                 entry.changed.insert(key.to_vec(), current.unwrap_or(0));
             }

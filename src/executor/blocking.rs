@@ -70,7 +70,11 @@ pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>,
 
 /// Whether the client must stop running commands for now (blocked, closing, or shutting down).
 pub fn must_stop(st: &State, client: &Client) -> bool {
-    client.blocked.is_some() || client.postponed || client.close_after_reply || st.shutdown.is_some() || client.handle.close_requested()
+    client.blocked.is_some()
+        || client.postponed
+        || client.close_after_reply
+        || st.shutdown.is_some()
+        || client.handle.close_requested()
 }
 
 /// Runs the commands a client queued while it was blocked, until it blocks again.

@@ -37,8 +37,14 @@ pub struct ClientHandle {
 
 /// client-output-buffer-limit for normal (0) and pubsub (1) clients: hard bytes, soft bytes,
 /// soft seconds, as the executor last parsed them from the configuration (0 = no limit).
-static OBUF_LIMITS: [AtomicU64; 6] =
-    [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(32 << 20), AtomicU64::new(8 << 20), AtomicU64::new(60)];
+static OBUF_LIMITS: [AtomicU64; 6] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(32 << 20),
+    AtomicU64::new(8 << 20),
+    AtomicU64::new(60),
+];
 
 /// Publishes new normal/pubsub limits (called by the executor when the configuration changes).
 pub fn set_obuf_limits(normal: (u64, u64, u64), pubsub: (u64, u64, u64)) {
