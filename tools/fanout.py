@@ -200,7 +200,13 @@ def main():
     ap.add_argument("--messages", type=int, default=100000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--procs", type=int, default=4, help="subscriber processes")
+    ap.add_argument("--only", choices=["redis", "ferrodis"], help="run against one server only")
     args = ap.parse_args()
+    if args.only == "ferrodis":
+        return 0 if run_one("ferrodis", [args.ferrodis, "--port", str(args.port + 1)], args.port + 1, args)[1] else 1
+    if args.only == "redis":
+        argv = [args.redis, "--port", str(args.port), "--save", "", "--appendonly", "no"]
+        return 0 if run_one("redis", argv, args.port, args)[1] else 1
     redis = run_one("redis", [args.redis, "--port", str(args.port), "--save", "", "--appendonly", "no"], args.port, args)
     ferro = run_one("ferrodis", [args.ferrodis, "--port", str(args.port + 1)], args.port + 1, args)
     print(f"cpu per delivered message, ferrodis/redis: {ferro[0] / redis[0]:.2f}")

@@ -77,8 +77,7 @@ impl Fanout<'_> {
             }
             _ => {
                 if let Some(c) = srv_clients.get(&id) {
-                    let b = self.bytes(c.proto).to_vec();
-                    c.handle.push_output(b);
+                    c.handle.push_slice(self.bytes(c.proto));
                 }
             }
         }
@@ -104,18 +103,14 @@ pub fn publish_message(srv: &mut State, caller: Option<&Client>, kind: Kind, cha
         }
     }
     if kind == Kind::Channel && srv.pubsub.pattern_count() > 0 {
-        for (pattern, id) in srv.pubsub.pattern_matches(channel) {
-            let items = || {
-                vec![
-                    Reply::bulk(&b"pmessage"[..]),
-                    Reply::bulk(pattern.clone()),
-                    Reply::bulk(channel),
-                    Reply::bulk(msg),
-                ]
-            };
+        for (pattern, ids) in srv.pubsub.matching_patterns(channel) {
+            let items =
+                || vec![Reply::bulk(&b"pmessage"[..]), Reply::bulk(pattern), Reply::bulk(channel), Reply::bulk(msg)];
             let mut f = Fanout { items: &items, enc: [None, None] };
-            f.send(&srv.clients, caller, &mut self_out, id);
-            n += 1;
+            for &id in ids {
+                f.send(&srv.clients, caller, &mut self_out, id);
+                n += 1;
+            }
         }
     }
     srv.pubsub.self_out = self_out;

@@ -69,15 +69,18 @@ impl ClientHandle {
     /// Queues bytes for the connection to write and wakes it. Bytes for a client that is being
     /// closed are dropped; a client whose pending output passes its buffer limit is closed.
     pub fn push_output(&self, bytes: Vec<u8>) {
+        self.push_slice(&bytes);
+    }
+
+    /// `push_output` for borrowed bytes: pub/sub fan-out copies one encoded frame into many
+    /// outboxes, which keep their capacity across writes (see `take_output_into`).
+    pub fn push_slice(&self, bytes: &[u8]) {
         if bytes.is_empty() || self.close_requested() {
             return;
         }
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
-        if outbox.is_empty() {
-            *outbox = bytes;
-        } else {
-            outbox.extend_from_slice(&bytes);
-        }
+        let was_empty = outbox.is_empty();
+        outbox.extend_from_slice(bytes);
         let pending = outbox.len() + self.in_flight.load(Ordering::Relaxed);
         if self.over_limit(pending) {
             // Redis frees the reply list of a client it closes for this: nothing more is sent.
@@ -88,7 +91,10 @@ impl ClientHandle {
             return;
         }
         drop(outbox);
-        self.notify.notify_one();
+        // The connection drains everything queued when it wakes: one wake-up per batch of pushes.
+        if was_empty {
+            self.notify.notify_one();
+        }
     }
 
     /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
@@ -113,10 +119,18 @@ impl ClientHandle {
 
     /// Takes what was queued by `push_output`; the caller reports progress with `set_in_flight`.
     pub fn take_output(&self) -> Vec<u8> {
-        let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
-        let taken = std::mem::take(&mut *outbox);
-        self.in_flight.store(taken.len(), Ordering::Relaxed);
+        let mut taken = Vec::new();
+        self.take_output_into(&mut taken);
         taken
+    }
+
+    /// Swaps the outbox with `buf` (cleared first), so the connection's written buffer becomes
+    /// the next outbox and fan-out appends into memory that is already there.
+    pub fn take_output_into(&self, buf: &mut Vec<u8>) {
+        buf.clear();
+        let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::swap(&mut *outbox, buf);
+        self.in_flight.store(buf.len(), Ordering::Relaxed);
     }
 
     /// The connection's count of taken but unwritten bytes.

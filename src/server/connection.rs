@@ -37,6 +37,8 @@ where
     parser.unauthenticated = !handle.authenticated();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // Pushed output (pub/sub messages, served blocking commands), swapped with the outbox.
+    let mut pushed: Vec<u8> = Vec::new();
 
     let mut reparse = false;
     'conn: loop {
@@ -52,9 +54,12 @@ where
             let n = tokio::select! {
                 biased;
                 _ = handle.notify.notified() => {
-                    let pushed = handle.take_output();
+                    handle.take_output_into(&mut pushed);
                     if !write_out(&mut stream, &handle, &pushed).await {
                         break 'conn;
+                    }
+                    if pushed.capacity() > 1024 * 1024 {
+                        pushed = Vec::new();
                     }
                     if handle.close_requested() {
                         break 'conn;
@@ -79,7 +84,7 @@ where
             let end = shared.exec.batch(id, cmds, &mut out).await;
             parser.unauthenticated = !handle.authenticated();
             // Replies the executor pushed earlier (a served blocking command) go first.
-            let pushed = handle.take_output();
+            handle.take_output_into(&mut pushed);
             if !write_out(&mut stream, &handle, &pushed).await {
                 break;
             }
