@@ -252,7 +252,10 @@ fn clients(s: &mut Section, st: &State, caller: &Client) {
     s.field("cluster_connections", 0);
     s.field("maxclients", st.config.maxclients);
     s.field("client_recent_max_input_buffer", max_qbuf);
-    s.field("client_recent_max_output_buffer", 0);
+    s.field(
+        "client_recent_max_output_buffer",
+        st.clients.values().map(|c| c.handle.pending_output()).max().unwrap_or(0),
+    );
     s.field("blocked_clients", st.blocked_clients);
     s.field("tracking_clients", st.tracking.clients);
     s.field("clients_in_timeout_table", 0);

@@ -331,3 +331,30 @@ pub fn log_if_obuf_exceeded(st: &super::State, c: &Client) {
         tracing::warn!("Client {info} scheduled to be closed ASAP for overcoming of output buffer limits.");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pubsub_hard_limit_drops_the_outbox_and_closes() {
+        set_obuf_limits((0, 0, 0), (100, 0, 0));
+        let h = ClientHandle::default();
+        h.push_slice(&[b'x'; 60]);
+        assert_eq!(h.pending_output(), 60, "normal clients have no limit by default");
+        h.set_pubsub(true);
+        h.push_slice(&[b'x'; 30]);
+        assert!(!h.close_requested());
+        // What the connection took but has not written counts too.
+        let mut taken = Vec::new();
+        h.take_output_into(&mut taken);
+        assert_eq!(h.pending_output(), 90);
+        h.push_slice(&[b'x'; 20]);
+        assert!(h.close_requested());
+        assert!(h.take_obuf_exceeded());
+        assert!(!h.take_obuf_exceeded());
+        h.push_slice(b"more");
+        assert_eq!(h.take_output().len(), 0, "a closing client's output is dropped");
+        set_obuf_limits((0, 0, 0), (32 << 20, 8 << 20, 60));
+    }
+}
