@@ -286,11 +286,7 @@ fn deliver(st: &mut State, mut cur: Option<(&mut Client, &mut Vec<u8>)>, orig: u
 
 fn queue(st: &State, cur: Option<(&mut Client, &mut Vec<u8>)>, to: u64, msg: Vec<u8>) {
     match cur {
-        Some((c, out)) if c.id == to => {
-            if !c.reply_off {
-                out.extend_from_slice(&msg)
-            }
-        }
+        Some((c, out)) if c.id == to => out.extend_from_slice(&msg),
         _ => {
             if let Some(c) = st.clients.get(&to) {
                 c.handle.push_output(msg);

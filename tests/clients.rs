@@ -245,3 +245,44 @@ fn pubsub_output_buffer_limit_closes_a_stalled_subscriber() {
         ferrodis.log()
     );
 }
+
+/// Fan-out: exact and pattern subscribers, RESP2 and RESP3, each receive every message once,
+/// framed as real Redis frames them; PUBLISH counts every delivery.
+fn fanout_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut publisher = server.client();
+    let mut subs: Vec<Client> = Vec::new();
+    for i in 0..6 {
+        let mut c = server.client();
+        if i % 2 == 1 {
+            c.cmd(&["HELLO", "3"]);
+        }
+        if i < 3 {
+            out.push(c.cmd(&["SUBSCRIBE", "news.sport"]));
+        } else {
+            out.push(c.cmd(&["PSUBSCRIBE", "news.*"]));
+        }
+        subs.push(c);
+    }
+    out.push(publisher.cmd(&["PUBLISH", "news.sport", "goal"]));
+    out.push(publisher.cmd(&["PUBLISH", "news.weather", "rain"]));
+    out.push(publisher.cmd(&["PUBLISH", "other", "x"]));
+    for s in &mut subs {
+        out.push(s.drain(QUIET).bytes);
+    }
+    let stats = publisher.cmd(&["INFO", "stats"]);
+    out.push(stats.split(|&c| c == b'\n').filter(|l| l.starts_with(b"pubsub")).flatten().copied().collect());
+    out
+}
+
+#[test]
+fn fanout_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = fanout_scenario(&redis);
+    let got = fanout_scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}

@@ -204,3 +204,67 @@ fn redis_benchmark_with_tracking_completes() {
         Err(e) => eprintln!("redis-benchmark not available: {e}"),
     }
 }
+
+/// CLIENT REPLY OFF/SKIP drop replies but not pushes (invalidations, pub/sub messages to self);
+/// CACHING yes before MULTI covers the whole transaction; invalidations caused inside EXEC come
+/// after EXEC's reply; NOLOOP hides the client's own writes.
+fn pushes_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut a = server.client();
+    let mut b = server.client();
+    a.cmd(&["HELLO", "3"]);
+    let steps: &[(bool, &[&str])] = &[
+        (true, &["CLIENT", "TRACKING", "on"]),
+        (true, &["GET", "rk"]),
+        (true, &["CLIENT", "REPLY", "OFF"]),
+        (false, &["SET", "rk", "1"]),
+        (true, &["CLIENT", "REPLY", "ON"]),
+        (true, &["GET", "rk"]),
+        (true, &["CLIENT", "REPLY", "SKIP"]),
+        (true, &["SET", "rk", "2"]),
+        (true, &["CLIENT", "TRACKING", "off"]),
+        (true, &["CLIENT", "TRACKING", "on", "OPTIN"]),
+        (true, &["CLIENT", "CACHING", "yes"]),
+        (true, &["MULTI"]),
+        (true, &["GET", "m1"]),
+        (true, &["GET", "m2"]),
+        (true, &["EXEC"]),
+        (true, &["GET", "m3"]),
+        (false, &["MSET", "m1", "1", "m2", "2", "m3", "3"]),
+        (true, &["CLIENT", "TRACKING", "off"]),
+        (true, &["CLIENT", "TRACKING", "on"]),
+        (true, &["GET", "q"]),
+        (true, &["MULTI"]),
+        (true, &["SET", "q", "1"]),
+        (true, &["GET", "q"]),
+        (true, &["EXEC"]),
+        (true, &["CLIENT", "TRACKING", "on", "NOLOOP"]),
+        (true, &["SET", "q", "3"]),
+        (true, &["CLIENT", "TRACKING", "off"]),
+        (true, &["SUBSCRIBE", "ch"]),
+        (true, &["CLIENT", "REPLY", "OFF"]),
+        (true, &["PUBLISH", "ch", "self"]),
+        (false, &["PUBLISH", "ch", "other"]),
+        (true, &["CLIENT", "REPLY", "ON"]),
+    ];
+    for (by_a, argv) in steps {
+        if *by_a {
+            a.send_raw(&common::encode(argv)).expect("send");
+        } else {
+            out.push(b.cmd(argv));
+        }
+        out.push(pending(&mut a));
+    }
+    out
+}
+
+#[test]
+fn pushes_survive_client_reply_off() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = pushes_scenario(&redis);
+    let got = pushes_scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+}

@@ -62,9 +62,16 @@ pub fn unpark(st: &mut State, id: u64, blocked: &Blocked) {
 pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
     let skip = std::mem::take(&mut client.reply_skip_next);
     let mark = out.len();
+    client.reply_span = None;
     call(st, client, cmd, out, clock);
     if skip || client.reply_off {
-        out.truncate(mark);
+        // Only the reply goes: pushes around it (pub/sub, invalidations) are still delivered.
+        match client.reply_span.take() {
+            Some((start, end)) if start >= mark && end <= out.len() => {
+                out.drain(start..end);
+            }
+            _ => out.truncate(mark),
+        }
     }
 }
 

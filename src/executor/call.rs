@@ -170,7 +170,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             Reply::Error(line)
         }
     };
+    let reply_start = out.len();
     write_reply(out, &reply, client.proto);
+    client.reply_span = Some((reply_start, out.len()));
     after_reply(st, client, spec, parent, &args, out);
 
     let slower_than = st.config.slowlog_log_slower_than;

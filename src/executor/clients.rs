@@ -227,6 +227,9 @@ pub struct Client {
     pub tracking: Tracking,
     /// CLIENT PAUSE holds this client's next command (in `pending`) until the pause ends.
     pub postponed: bool,
+    /// Where `call()` wrote the last command's reply in its output buffer: CLIENT REPLY OFF/SKIP
+    /// drop only that span, keeping push messages written around it (as Redis 7.0 does).
+    pub reply_span: Option<(usize, usize)>,
 }
 
 /// What CLIENT TRACKING set for one client.
@@ -281,6 +284,7 @@ impl Client {
             argv_mem: 0,
             tracking: Tracking::default(),
             postponed: false,
+            reply_span: None,
         }
     }
 
