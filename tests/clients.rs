@@ -286,3 +286,27 @@ fn fanout_matches_real_redis() {
     }
     assert_eq!(expected.len(), got.len());
 }
+
+/// The normal class limit applies to a command's own reply: a reply over the hard limit closes
+/// the client instead of being sent.
+fn normal_limit_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    let mut a = server.client();
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 100kb 0 0"]));
+    out.push(a.cmd(&["SET", "big", &"x".repeat(200_000)]));
+    out.push(a.cmd(&["SET", "small", "x"]));
+    out.push(a.cmd(&["GET", "small"]));
+    send(&mut a, &["GET", "big"]);
+    let d = a.drain(Duration::from_millis(300));
+    out.push(format!("{} bytes, closed {}", d.bytes.len(), d.closed).into_bytes());
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]));
+    out
+}
+
+#[test]
+fn normal_output_buffer_limit_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(normal_limit_scenario(&ferrodis), normal_limit_scenario(&redis));
+}

@@ -97,6 +97,18 @@ impl ClientHandle {
         }
     }
 
+    /// Checks a batch's replies (`len` bytes) against the client's limit before the connection
+    /// writes them, with whatever is still queued; false means the client is being closed.
+    pub fn admit_reply(&self, len: usize) -> bool {
+        let pending = self.pending_output() + len;
+        if self.over_limit(pending) {
+            self.obuf_exceeded.store(true, Ordering::Release);
+            self.request_close();
+            return false;
+        }
+        true
+    }
+
     /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
     fn over_limit(&self, pending: usize) -> bool {
         let (hard, soft, secs) = obuf_limits(self.pubsub.load(Ordering::Relaxed));

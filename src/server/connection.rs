@@ -89,6 +89,9 @@ where
                 break;
             }
             if !out.is_empty() {
+                if !handle.admit_reply(out.len()) {
+                    break;
+                }
                 handle.set_in_flight(out.len());
                 if !write_out(&mut stream, &handle, &out).await {
                     break;
