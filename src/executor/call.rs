@@ -211,8 +211,19 @@ fn after_reply(
     if t.on {
         let wanted = if t.optin { t.caching } else { !(t.optout && t.caching) };
         if wanted && !t.bcast && spec.has_flag(flags::READONLY) {
-            let positions = spec.key_positions(args.argv.len());
-            st.tracking.remember(client.id, positions.iter().map(|&i| &args.argv[i][..]));
+            let positions = if spec.has_flag(flags::MOVABLEKEYS) {
+                // ZUNION, SINTERCARD, XREAD ...: the key specs find the keys, as COMMAND GETKEYS.
+                let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
+                let doc = crate::commands::docs::find(&full);
+                crate::commands::command::extract_keys(spec, doc, &full, &args.argv)
+                    .into_iter()
+                    .map(|(i, _)| i)
+                    .collect()
+            } else {
+                spec.key_positions(args.argv.len())
+            };
+            let keys = positions.iter().filter_map(|&i| args.argv.get(i)).map(|a| &a[..]);
+            st.tracking.remember(client.id, keys);
         }
         // CLIENT CACHING lasts for the next command (a whole transaction when given before it).
         if t.caching && !client.in_exec && client.multi.is_none() && parent.is_none_or(|p| p.name != "client") {
