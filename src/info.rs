@@ -256,7 +256,8 @@ fn clients(s: &mut Section, st: &State, caller: &Client) {
         "client_recent_max_output_buffer",
         st.clients.values().map(|c| c.handle.pending_output()).max().unwrap_or(0),
     );
-    s.field("blocked_clients", st.blocked_clients);
+    // Clients held by CLIENT PAUSE count as blocked, as in Redis.
+    s.field("blocked_clients", st.blocked_clients + st.postponed.len());
     s.field("tracking_clients", st.tracking.clients);
     s.field("clients_in_timeout_table", 0);
 }

@@ -185,6 +185,9 @@ impl Executor {
         if let Some(mut client) = self.state.clients.remove(&id) {
             clients::log_if_obuf_exceeded(&self.state, &client);
             crate::tracking::forget(&mut self.state.tracking, &mut client);
+            if client.postponed {
+                self.state.postponed.retain(|&p| p != id);
+            }
             for (db, key, _) in std::mem::take(&mut client.watched_keys) {
                 let k = (db, key);
                 if let Some(ids) = self.state.watched.get_mut(&k) {
