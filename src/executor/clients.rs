@@ -162,7 +162,8 @@ impl ClientHandle {
 
     /// True once after the output buffer limit closed the client (for the log line).
     pub fn take_obuf_exceeded(&self) -> bool {
-        self.obuf_exceeded.swap(false, Ordering::AcqRel)
+        // A plain load first: cron asks every client ten times a second.
+        self.obuf_exceeded.load(Ordering::Acquire) && self.obuf_exceeded.swap(false, Ordering::AcqRel)
     }
 
     pub fn close_requested(&self) -> bool {
