@@ -64,6 +64,11 @@ pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>,
     let mark = out.len();
     client.reply_span = None;
     call(st, client, cmd, out, clock);
+    if client.postponed {
+        // CLIENT PAUSE held the command: a SKIP still applies to it when it runs.
+        client.reply_skip_next |= skip;
+        return;
+    }
     if skip || client.reply_off {
         // Only the reply goes: pushes around it (pub/sub, invalidations) are still delivered.
         match client.reply_span.take() {

@@ -46,6 +46,14 @@ static OBUF_LIMITS: [AtomicU64; 6] = [
     AtomicU64::new(60),
 ];
 
+/// Wake-ups issued by `push_slice` (a connection that just woke others yields to them).
+static WAKEUPS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times pushed output has woken a connection so far.
+pub fn wakeups() -> u64 {
+    WAKEUPS.load(Ordering::Relaxed)
+}
+
 /// Publishes new normal/pubsub limits (called by the executor when the configuration changes).
 pub fn set_obuf_limits(normal: (u64, u64, u64), pubsub: (u64, u64, u64)) {
     for (i, v) in [normal.0, normal.1, normal.2, pubsub.0, pubsub.1, pubsub.2].into_iter().enumerate() {
@@ -93,6 +101,7 @@ impl ClientHandle {
         drop(outbox);
         // The connection drains everything queued when it wakes: one wake-up per batch of pushes.
         if was_empty {
+            WAKEUPS.fetch_add(1, Ordering::Relaxed);
             self.notify.notify_one();
         }
     }

@@ -81,6 +81,7 @@ where
         let parsed = parser.parse_into(&mut rbuf, |argv| cmds.push(Cmd { spec: commands::lookup(&argv[0]), argv }));
         reparse = parsed.stopped_early;
         if !cmds.is_empty() {
+            let woken_before = crate::executor::clients::wakeups();
             let end = shared.exec.batch(id, cmds, &mut out).await;
             parser.unauthenticated = !handle.authenticated();
             // Replies the executor pushed earlier (a served blocking command) go first.
@@ -99,7 +100,14 @@ where
                 out.clear();
             }
             match end {
-                BatchEnd::Continue => {}
+                BatchEnd::Continue => {
+                    // A batch that queued output for others (PUBLISH) lets those connections
+                    // write before this one reads more, as Redis's event loop does: outboxes
+                    // stay small and in cache instead of growing over many batches.
+                    if crate::executor::clients::wakeups() != woken_before {
+                        tokio::task::yield_now().await;
+                    }
+                }
                 BatchEnd::Close => break,
                 BatchEnd::Shutdown => {
                     shared.shutdown.notify_one();
