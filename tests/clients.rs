@@ -310,3 +310,20 @@ fn normal_output_buffer_limit_matches_real_redis() {
     let ferrodis = TestServer::new();
     assert_eq!(normal_limit_scenario(&ferrodis), normal_limit_scenario(&redis));
 }
+
+/// CLIENT KILL MAXAGE (Redis 7.4, documented: closes connections at least that many seconds
+/// old): an old connection goes, a new one and the caller (SKIPME default) stay.
+#[test]
+fn kill_maxage_closes_only_old_connections() {
+    let ferrodis = TestServer::new();
+    let mut ctl = ferrodis.client();
+    let mut old = ferrodis.client();
+    old.cmd(&["PING"]);
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut young = ferrodis.client();
+    young.cmd(&["PING"]);
+    assert_eq!(ctl.cmd(&["CLIENT", "KILL", "MAXAGE", "2"]), b":1\r\n");
+    assert!(old.drain(QUIET).closed);
+    assert_eq!(young.cmd(&["PING"]), b"+PONG\r\n");
+    assert_eq!(ctl.cmd(&["CLIENT", "KILL", "MAXAGE", "x"]), b"-ERR value is not an integer or out of range\r\n");
+}
