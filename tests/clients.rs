@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{Client, RedisServer, Server, TestServer};
 
-const QUIET: Duration = Duration::from_millis(150);
+const QUIET: Duration = Duration::from_millis(250);
 
 fn send(c: &mut Client, argv: &[&str]) {
     c.send_raw(&common::encode(argv)).expect("send");
@@ -30,7 +30,7 @@ fn pause_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(a.cmd(&["FLUSHALL"]));
 
     // WRITE: reads go on, a write waits and so does everything behind it, in order.
-    out.push(a.cmd(&["CLIENT", "PAUSE", "800", "WRITE"]));
+    out.push(a.cmd(&["CLIENT", "PAUSE", "2000", "WRITE"]));
     send(&mut b, &["GET", "x"]);
     send(&mut b, &["SET", "x", "1"]);
     send(&mut b, &["GET", "x"]);
@@ -45,7 +45,7 @@ fn pause_scenario(server: &Server) -> Vec<Vec<u8>> {
     let flags: Vec<String> =
         info.split(|&ch| ch == b'\n').filter(|l| l.starts_with(b"id=")).map(|l| field(l, "flags")).collect();
     out.push(flags.join(",").into_bytes());
-    std::thread::sleep(Duration::from_millis(900));
+    std::thread::sleep(Duration::from_millis(2000));
     out.push(b.drain(QUIET).bytes);
     out.push(c.drain(QUIET).bytes);
 
@@ -57,12 +57,12 @@ fn pause_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(b.drain(QUIET).bytes);
 
     // ALL holds every client, the pausing one included.
-    out.push(a.cmd(&["CLIENT", "PAUSE", "600"]));
+    out.push(a.cmd(&["CLIENT", "PAUSE", "1200"]));
     send(&mut b, &["PING"]);
     send(&mut a, &["PING"]);
     out.push(b.drain(QUIET).bytes);
     out.push(a.drain(QUIET).bytes);
-    std::thread::sleep(Duration::from_millis(700));
+    std::thread::sleep(Duration::from_millis(1300));
     out.push(b.drain(QUIET).bytes);
     out.push(a.drain(QUIET).bytes);
 
