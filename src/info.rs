@@ -252,9 +252,13 @@ fn clients(s: &mut Section, st: &State, caller: &Client) {
     s.field("cluster_connections", 0);
     s.field("maxclients", st.config.maxclients);
     s.field("client_recent_max_input_buffer", max_qbuf);
-    s.field("client_recent_max_output_buffer", 0);
-    s.field("blocked_clients", st.blocked_clients);
-    s.field("tracking_clients", 0);
+    s.field(
+        "client_recent_max_output_buffer",
+        st.clients.values().map(|c| c.handle.pending_output()).max().unwrap_or(0),
+    );
+    // Clients held by CLIENT PAUSE count as blocked, as in Redis.
+    s.field("blocked_clients", st.blocked_clients + st.postponed.len());
+    s.field("tracking_clients", st.tracking.clients);
     s.field("clients_in_timeout_table", 0);
 }
 
@@ -435,9 +439,9 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("current_eviction_exceeded_time", 0);
     s.field("keyspace_hits", x.keyspace_hits);
     s.field("keyspace_misses", x.keyspace_misses);
-    s.field("pubsub_channels", 0);
-    s.field("pubsub_patterns", 0);
-    s.field("pubsubshard_channels", 0);
+    s.field("pubsub_channels", st.pubsub.channel_count());
+    s.field("pubsub_patterns", st.pubsub.pattern_count());
+    s.field("pubsubshard_channels", st.pubsub.channel_names(crate::pubsub::Kind::Shard).count());
     s.field("latest_fork_usec", x.persistence.latest_fork_usec);
     s.field("total_forks", x.persistence.total_forks);
     s.field("migrate_cached_sockets", 0);
@@ -448,9 +452,10 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("active_defrag_key_misses", 0);
     s.field("total_active_defrag_time", 0);
     s.field("current_active_defrag_time", 0);
-    s.field("tracking_total_keys", 0);
-    s.field("tracking_total_items", 0);
-    s.field("tracking_total_prefixes", 0);
+    let (tracked_keys, tracked_items, tracked_prefixes) = st.tracking.totals();
+    s.field("tracking_total_keys", tracked_keys);
+    s.field("tracking_total_items", tracked_items);
+    s.field("tracking_total_prefixes", tracked_prefixes);
     s.field("unexpected_error_replies", x.unexpected_error_replies);
     s.field("total_error_replies", x.total_error_replies);
     s.field("dump_payload_sanitizations", 0);

@@ -23,6 +23,7 @@ pub mod resp;
 pub mod server;
 pub mod slowlog;
 pub mod stats;
+pub mod tracking;
 pub mod types;
 pub mod util;
 

@@ -217,6 +217,16 @@ impl PubSub {
         out
     }
 
+    /// Every pattern matching `channel` with its subscribers, borrowed (the PUBLISH hot path
+    /// encodes one pmessage frame per pattern, not per subscriber).
+    pub fn matching_patterns(&self, channel: &[u8]) -> Vec<(&[u8], &[u64])> {
+        self.patterns
+            .iter()
+            .filter(|(pattern, _)| crate::glob::glob_match(pattern, channel, false))
+            .map(|(pattern, ids)| (pattern.as_slice(), ids.as_slice()))
+            .collect()
+    }
+
     /// Active channel names of one kind (at least one subscriber).
     pub fn channel_names(&self, kind: Kind) -> impl Iterator<Item = &Vec<u8>> {
         match kind {

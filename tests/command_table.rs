@@ -288,11 +288,6 @@ fn show(bytes: &[u8]) -> String {
 /// not listed here fails the test, and so does a listed one that ferrodis has: remove it from
 /// this list when it lands.
 const NOT_YET_IMPLEMENTED: &[&str] = &[
-    // Client-side caching.
-    "client|caching",
-    "client|getredir",
-    "client|tracking",
-    "client|trackinginfo",
     // Functions.
     "function|delete",
     "function|dump",

@@ -65,7 +65,15 @@ pub fn quit(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Returns the connection to its initial state: db 0, RESP2, no name, unauthenticated when a
 /// password is required.
 pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    // Runs even inside MULTI: the transaction, WATCHes, tracking and CLIENT REPLY modes go too.
+    super::transactions::unwatch_all(ctx);
+    crate::tracking::disable(&mut ctx.srv.tracking, ctx.client);
     let c = &mut *ctx.client;
+    c.multi = None;
+    c.dirty_exec = false;
+    c.dirty_cas = false;
+    c.reply_off = false;
+    c.reply_skip_next = false;
     c.db = 0;
     c.proto = 2;
     c.name = None;

@@ -460,6 +460,9 @@ impl Ctx<'_> {
             }
         }
         self.srv.signal_ready(db, key);
+        if self.srv.tracking.is_active() {
+            crate::tracking::invalidate_key(self.srv, Some(self.client.id), key);
+        }
     }
 
     /// Fails the EXEC of every client watching a key that exists in database `db` (FLUSHDB,

@@ -77,8 +77,7 @@ impl Fanout<'_> {
             }
             _ => {
                 if let Some(c) = srv_clients.get(&id) {
-                    let b = self.bytes(c.proto).to_vec();
-                    c.handle.push_output(b);
+                    c.handle.push_slice(self.bytes(c.proto));
                 }
             }
         }
@@ -104,18 +103,14 @@ pub fn publish_message(srv: &mut State, caller: Option<&Client>, kind: Kind, cha
         }
     }
     if kind == Kind::Channel && srv.pubsub.pattern_count() > 0 {
-        for (pattern, id) in srv.pubsub.pattern_matches(channel) {
-            let items = || {
-                vec![
-                    Reply::bulk(&b"pmessage"[..]),
-                    Reply::bulk(pattern.clone()),
-                    Reply::bulk(channel),
-                    Reply::bulk(msg),
-                ]
-            };
+        for (pattern, ids) in srv.pubsub.matching_patterns(channel) {
+            let items =
+                || vec![Reply::bulk(&b"pmessage"[..]), Reply::bulk(pattern), Reply::bulk(channel), Reply::bulk(msg)];
             let mut f = Fanout { items: &items, enc: [None, None] };
-            f.send(&srv.clients, caller, &mut self_out, id);
-            n += 1;
+            for &id in ids {
+                f.send(&srv.clients, caller, &mut self_out, id);
+                n += 1;
+            }
         }
     }
     srv.pubsub.self_out = self_out;
@@ -284,13 +279,19 @@ pub fn notify(st: &mut State, caller: Option<&Client>, class: u32, event: &str, 
 pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
     let enabled = parse_events(&st.config.notify_keyspace_events);
     let wanted = enabled & ev::EXPIRED != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0;
+    // Client-side caching hook: an expired key is invalidated like any change.
+    let tracking = st.tracking.is_active();
     for i in 0..st.dbs.len() {
         let db = &mut st.dbs[i];
-        db.log_expired = wanted;
+        db.log_expired = wanted || tracking;
         // Hash field expiry (7.4): `hexpired` (class h), then `del` (class g) for an emptied key.
-        db.log_field_expired = enabled & (ev::HASH | ev::GENERIC) != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0;
+        db.log_field_expired =
+            tracking || (enabled & (ev::HASH | ev::GENERIC) != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0);
         if !db.field_expired_log.is_empty() {
             for (key, emptied) in std::mem::take(&mut db.field_expired_log) {
+                if tracking {
+                    crate::tracking::invalidate_key(st, caller.map(|c| c.id), &key);
+                }
                 notify(st, caller, ev::HASH, "hexpired", &key, i);
                 if emptied {
                     notify(st, caller, ev::GENERIC, "del", &key, i);
@@ -302,8 +303,11 @@ pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
             continue;
         }
         let keys = std::mem::take(&mut db.expired_log);
-        if wanted {
-            for key in keys {
+        for key in keys {
+            if tracking {
+                crate::tracking::invalidate_key(st, caller.map(|c| c.id), &key);
+            }
+            if wanted {
                 notify(st, caller, ev::EXPIRED, "expired", &key, i);
             }
         }

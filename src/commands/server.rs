@@ -8,7 +8,7 @@
 use super::flags::*;
 use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::executor::clients::Client;
-use crate::executor::ShutdownRequest;
+use crate::executor::{ShutdownRequest, State};
 use crate::resp::Reply;
 use crate::types::{RStr, Value};
 
@@ -45,6 +45,10 @@ static CLIENT: &[CommandSpec] = &[
     spec("setinfo", 4, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_setinfo),
     spec("no-touch", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_no_touch),
     spec("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_unblock),
+    spec("tracking", -3, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_tracking),
+    spec("caching", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_caching),
+    spec("getredir", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_getredir),
+    spec("trackinginfo", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, CONN, client_trackinginfo),
 ];
 
 static SLOWLOG: &[CommandSpec] = &[
@@ -177,13 +181,17 @@ fn unknown_type(name: &[u8]) -> CmdError {
     CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(name)))
 }
 
-/// Every connection here is a normal client until pub/sub and replication exist.
-fn client_type(_c: &Client) -> ClientType {
-    ClientType::Normal
+/// Redis's client classes: a subscribed client is pubsub (MONITOR clients stay normal).
+fn client_type(st: &State, c: &Client) -> ClientType {
+    if st.pubsub.is_subscribed(c.id) {
+        ClientType::PubSub
+    } else {
+        ClientType::Normal
+    }
 }
 
 /// What only the calling client knows about itself while its command runs.
-struct Current {
+pub(crate) struct Current {
     cmd: String,
     qbuf: usize,
     argv_mem: usize,
@@ -207,13 +215,28 @@ fn digits(n: usize) -> usize {
 }
 
 /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's field order, without the newline.
-fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
+pub(crate) fn client_line(st: &State, c: &Client, now_ms: i64, current: Option<&Current>) -> String {
     let mut flags = String::new();
+    if st.pubsub.monitors.contains(&c.id) {
+        flags.push('O');
+    }
+    if st.pubsub.is_subscribed(c.id) {
+        flags.push('P');
+    }
     if c.multi.is_some() {
         flags.push('x');
     }
-    if c.blocked.is_some() {
+    if c.blocked.is_some() || c.postponed {
         flags.push('b');
+    }
+    if c.tracking.on {
+        flags.push('t');
+    }
+    if c.tracking.broken_redir {
+        flags.push('R');
+    }
+    if c.tracking.bcast {
+        flags.push('B');
     }
     if c.dirty_cas {
         flags.push('d');
@@ -248,11 +271,19 @@ fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
     } else {
         (QUERY_BUFFER.saturating_sub(qbuf), crate::info::client_memory(qbuf))
     };
+    // Output waiting for the socket; Redis counts it in 16 KiB reply-list nodes.
+    let omem = c.handle.pending_output();
+    let oll = omem.div_ceil(16 * 1024);
+    let multi_mem: usize =
+        c.multi.as_ref().map_or(0, |q| q.iter().map(|cmd| cmd.argv.iter().map(|a| a.len()).sum::<usize>()).sum());
+    let (plain, ssub) = st.pubsub.counts(c.id);
+    let psub = st.pubsub.subs(c.id).map_or(0, |s| s.patterns.len());
+    let redir = if c.tracking.on { c.tracking.redirect as i64 } else { -1 };
     let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
-         qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r \
-         cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
+         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll={} omem={} tot-mem={} events=r{} \
+         cmd={} user=default redir={} resp={}",
         c.id,
         c.info.addr,
         c.info.laddr,
@@ -262,12 +293,20 @@ fn client_line(c: &Client, now_ms: i64, current: Option<&Current>) -> String {
         (now_ms - c.last_interaction_ms).max(0) / 1000,
         flags,
         c.db,
+        plain - psub,
+        psub,
+        ssub,
         c.multi.as_ref().map_or(-1, |q| q.len() as i64),
         qbuf,
         qbuf_free,
         argv_mem,
-        tot_mem,
+        multi_mem,
+        oll,
+        omem,
+        tot_mem + omem as u64 + multi_mem as u64,
+        if omem > 0 { "w" } else { "" },
         cmd,
+        redir,
         c.proto
     )
 }
@@ -282,7 +321,7 @@ pub fn client_id(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// The calling connection's CLIENT LIST line.
 pub fn client_info(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let cur = Current::of(ctx, args);
-    let mut line = client_line(ctx.client, ctx.now_ms, Some(&cur));
+    let mut line = client_line(ctx.srv, ctx.client, ctx.now_ms, Some(&cur));
     line.push('\n');
     Ok(Reply::Verbatim("txt", line.into_bytes()))
 }
@@ -310,8 +349,10 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = ctx.now_ms;
     let me = ctx.client.id;
     let mut out = String::new();
+    let st: &State = ctx.srv;
+    let client_type = |c: &Client| client_type(st, c);
     let mut emit = |c: &Client, is_me: bool| {
-        out.push_str(&client_line(c, now, if is_me { Some(&cur) } else { None }));
+        out.push_str(&client_line(st, c, now, if is_me { Some(&cur) } else { None }));
         out.push('\n');
     };
     let live = |c: &Client| !c.handle.close_requested();
@@ -483,21 +524,24 @@ struct KillFilter {
     addr: Option<Vec<u8>>,
     laddr: Option<Vec<u8>>,
     user: Option<Vec<u8>>,
+    /// Redis 7.4: only connections at least this many seconds old.
+    max_age: Option<i64>,
     skipme: bool,
 }
 
 impl KillFilter {
-    fn matches(&self, c: &Client) -> bool {
+    fn matches(&self, st: &State, c: &Client, now_ms: i64) -> bool {
         self.id.is_none_or(|id| id == c.id)
-            && self.kind.is_none_or(|t| t == client_type(c))
+            && self.kind.is_none_or(|t| t == client_type(st, c))
             && self.addr.as_ref().is_none_or(|a| a[..] == *c.info.addr.as_bytes())
             && self.laddr.as_ref().is_none_or(|a| a[..] == *c.info.laddr.as_bytes())
             && self.user.as_ref().is_none_or(|u| u == b"default")
+            && self.max_age.is_none_or(|age| (now_ms - c.created_ms) / 1000 >= age)
     }
 }
 
 /// CLIENT KILL ip:port | CLIENT KILL [ID id] [TYPE type] [USER user] [ADDR ip:port]
-/// [LADDR ip:port] [SKIPME yes|no] ...
+/// [LADDR ip:port] [SKIPME yes|no] [MAXAGE seconds] ...
 ///
 /// Closes matching connections. The old form closes the one connection from `ip:port` (even
 /// the caller) and replies OK or an error; the filter form replies with the number closed and
@@ -538,20 +582,23 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 } else {
                     return Err(CmdError::Syntax);
                 };
+            } else if args.is(i, "maxage") {
+                f.max_age = Some(crate::util::num::parse_i64(v).ok_or(CmdError::NotInteger)?);
             } else {
                 return Err(CmdError::Syntax);
             }
             i += 2;
         }
     }
-    let mut killed = 0;
-    for c in ctx.srv.clients.values() {
-        if !c.handle.close_requested() && f.matches(c) {
-            c.handle.request_close();
-            killed += 1;
-        }
+    let now = ctx.now_ms;
+    let st: &State = ctx.srv;
+    let victims: Vec<&Client> =
+        st.clients.values().filter(|c| !c.handle.close_requested() && f.matches(st, c, now)).map(|c| &**c).collect();
+    let mut killed = victims.len() as i64;
+    for c in victims {
+        c.handle.request_close();
     }
-    if !f.skipme && f.matches(ctx.client) {
+    if !f.skipme && f.matches(st, ctx.client, now) {
         ctx.client.close_after_reply = true;
         killed += 1;
     }
@@ -559,6 +606,141 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return if killed == 0 { Err(CmdError::err("No such client")) } else { Ok(Reply::Ok) };
     }
     Ok(Reply::Int(killed))
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX prefix ...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
+///
+/// Turns server-assisted client-side caching on or off for this connection. Options are parsed
+/// in full first (syntax errors, an unknown redirect client), then checked against each other and
+/// against the mode already on, in Redis's order; turning BCAST on again adds prefixes.
+pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let mut opts = crate::tracking::Options::default();
+    let mut i = 3;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        if args.is(i, "redirect") && more {
+            i += 1;
+            if opts.redirect != 0 {
+                return Err(CmdError::err("A client can only redirect to a single other client"));
+            }
+            let id = args.i64(i)?;
+            let exists = id > 0 && (id as u64 == ctx.client.id || ctx.srv.clients.contains_key(&(id as u64)));
+            if !exists {
+                return Err(CmdError::err("The client ID you want redirect to does not exist"));
+            }
+            opts.redirect = id as u64;
+        } else if args.is(i, "bcast") {
+            opts.bcast = true;
+        } else if args.is(i, "optin") {
+            opts.optin = true;
+        } else if args.is(i, "optout") {
+            opts.optout = true;
+        } else if args.is(i, "noloop") {
+            opts.noloop = true;
+        } else if args.is(i, "prefix") && more {
+            i += 1;
+            opts.prefixes.push(args.get(i).to_vec());
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    if args.is(2, "off") {
+        crate::tracking::disable(&mut ctx.srv.tracking, ctx.client);
+        return Ok(Reply::Ok);
+    }
+    if !args.is(2, "on") {
+        return Err(CmdError::Syntax);
+    }
+    let t = &ctx.client.tracking;
+    if !opts.bcast && !opts.prefixes.is_empty() {
+        return Err(CmdError::err("PREFIX option requires BCAST mode to be enabled"));
+    }
+    if t.on && t.bcast != opts.bcast {
+        return Err(CmdError::err(
+            "You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+        ));
+    }
+    if opts.bcast && (opts.optin || opts.optout) {
+        return Err(CmdError::err("OPTIN and OPTOUT are not compatible with BCAST"));
+    }
+    if opts.optin && opts.optout {
+        return Err(CmdError::err("You can't specify both OPTIN mode and OPTOUT mode"));
+    }
+    if (opts.optin && t.optout) || (opts.optout && t.optin) {
+        return Err(CmdError::err(
+            "You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+        ));
+    }
+    if opts.bcast {
+        if let Some(e) = crate::tracking::prefix_collision(&t.prefixes, &opts.prefixes) {
+            return Err(CmdError::err(e));
+        }
+    }
+    crate::tracking::enable(&mut ctx.srv.tracking, ctx.client, opts);
+    Ok(Reply::Ok)
+}
+
+/// CLIENT CACHING YES|NO
+///
+/// In OPTIN mode YES tracks the keys of the next command; in OPTOUT mode NO skips them.
+pub fn client_caching(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let t = &mut ctx.client.tracking;
+    if !t.on {
+        return Err(CmdError::err(
+            "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ));
+    }
+    if args.is(2, "yes") {
+        if !t.optin {
+            return Err(CmdError::err("CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."));
+        }
+    } else if args.is(2, "no") {
+        if !t.optout {
+            return Err(CmdError::err("CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."));
+        }
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    t.caching = true;
+    Ok(Reply::Ok)
+}
+
+/// CLIENT GETREDIR
+///
+/// The id invalidations are redirected to: 0 for none, -1 when tracking is off.
+pub fn client_getredir(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let t = &ctx.client.tracking;
+    Ok(Reply::Int(if t.on { t.redirect as i64 } else { -1 }))
+}
+
+/// CLIENT TRACKINGINFO
+///
+/// The tracking mode as a map: flags (a set), redirect (-1 when off) and the BCAST prefixes.
+pub fn client_trackinginfo(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let t = &ctx.client.tracking;
+    let mut flags: Vec<&'static str> = Vec::new();
+    if !t.on {
+        flags.push("off");
+    } else {
+        flags.push("on");
+        let named = [
+            (t.bcast, "bcast"),
+            (t.optin, "optin"),
+            (t.optout, "optout"),
+            (t.caching && t.optin, "caching-yes"),
+            (t.caching && t.optout, "caching-no"),
+            (t.noloop, "noloop"),
+            (t.broken_redir, "broken_redirect"),
+        ];
+        flags.extend(named.iter().filter(|(on, _)| *on).map(|&(_, n)| n));
+    }
+    let redirect = if t.on { t.redirect as i64 } else { -1 };
+    Ok(Reply::Map(vec![
+        (Reply::bulk(&b"flags"[..]), Reply::Set(flags.into_iter().map(|f| Reply::bulk(f.as_bytes())).collect())),
+        (Reply::bulk(&b"redirect"[..]), Reply::Int(redirect)),
+        (Reply::bulk(&b"prefixes"[..]), Reply::Array(t.prefixes.iter().map(|p| Reply::bulk(p.clone())).collect())),
+    ]))
 }
 
 /// CLIENT HELP

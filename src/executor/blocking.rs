@@ -62,15 +62,31 @@ pub fn unpark(st: &mut State, id: u64, blocked: &Blocked) {
 pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
     let skip = std::mem::take(&mut client.reply_skip_next);
     let mark = out.len();
+    client.reply_span = None;
     call(st, client, cmd, out, clock);
+    if client.postponed {
+        // CLIENT PAUSE held the command: a SKIP still applies to it when it runs.
+        client.reply_skip_next |= skip;
+        return;
+    }
     if skip || client.reply_off {
-        out.truncate(mark);
+        // Only the reply goes: pushes around it (pub/sub, invalidations) are still delivered.
+        match client.reply_span.take() {
+            Some((start, end)) if start >= mark && end <= out.len() => {
+                out.drain(start..end);
+            }
+            _ => out.truncate(mark),
+        }
     }
 }
 
 /// Whether the client must stop running commands for now (blocked, closing, or shutting down).
 pub fn must_stop(st: &State, client: &Client) -> bool {
-    client.blocked.is_some() || client.close_after_reply || st.shutdown.is_some() || client.handle.close_requested()
+    client.blocked.is_some()
+        || client.postponed
+        || client.close_after_reply
+        || st.shutdown.is_some()
+        || client.handle.close_requested()
 }
 
 /// Runs the commands a client queued while it was blocked, until it blocks again.

@@ -89,6 +89,15 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             return;
         }
     };
+    // CLIENT PAUSE: the command (and everything after it) waits for the pause to end.
+    if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec) {
+        client.pending.push_front(cmd);
+        if !client.postponed {
+            client.postponed = true;
+            st.postponed.push_back(client.id);
+        }
+        return;
+    }
     if let Some(queue) = client.multi.as_mut() {
         let top_name = parent.unwrap_or(spec).name;
         if !crate::commands::transactions::runs_inside_multi(top_name) {
@@ -121,7 +130,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if !st.pubsub.monitors.is_empty() {
         crate::commands::pubsub::feed_monitors(st, client, spec, parent, &args.argv);
     }
-    if !st.config.notify_keyspace_events.is_empty() {
+    if !st.config.notify_keyspace_events.is_empty() || st.tracking.is_active() {
         crate::commands::pubsub::drain_expired(st, Some(client));
     }
     if !st.pubsub.self_out.is_empty() {
@@ -161,13 +170,102 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             Reply::Error(line)
         }
     };
+    let reply_start = out.len();
     write_reply(out, &reply, client.proto);
+    client.reply_span = Some((reply_start, out.len()));
+    after_reply(st, client, spec, parent, &args, out);
 
     let slower_than = st.config.slowlog_log_slower_than;
     if slower_than >= 0 && duration_us as i64 >= slower_than && !spec.has_flag(flags::SKIP_SLOWLOG) {
         let name = client.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let max_len = st.config.slowlog_max_len;
         st.slowlog.push(&args.argv, duration_us, now_ms / 1000, &client.info.addr, &name, max_len);
+    }
+}
+
+/// Whether CLIENT PAUSE holds this command: every command under ALL; under WRITE, commands that
+/// write or may replicate (PUBLISH, EVAL), and an EXEC whose queue holds one.
+fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec) -> bool {
+    if st.pause_all {
+        return true;
+    }
+    let writes = |s: &CommandSpec| s.has_flag(flags::WRITE | flags::MAY_REPLICATE);
+    if spec.name == "exec" {
+        return client.multi.as_ref().is_some_and(|q| q.iter().any(|c| c.spec.is_some_and(writes)));
+    }
+    writes(spec)
+}
+
+/// Per-client bookkeeping once a command has replied: client-side caching (remember what a
+/// tracking client read, send invalidations held for it), the CACHING one-shot, and the output
+/// buffer class and limits that subscriptions and CONFIG SET may have changed.
+fn after_reply(
+    st: &mut State,
+    client: &mut Client,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    args: &Args,
+    out: &mut Vec<u8>,
+) {
+    let t = &mut client.tracking;
+    if t.on {
+        let wanted = if t.optin { t.caching } else { !(t.optout && t.caching) };
+        if wanted && !t.bcast && spec.has_flag(flags::READONLY) {
+            let positions = if spec.has_flag(flags::MOVABLEKEYS) {
+                // ZUNION, SINTERCARD, XREAD ...: the key specs find the keys, as COMMAND GETKEYS.
+                let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
+                let doc = crate::commands::docs::find(&full);
+                crate::commands::command::extract_keys(spec, doc, &full, &args.argv)
+                    .into_iter()
+                    .map(|(i, _)| i)
+                    .collect()
+            } else {
+                spec.key_positions(args.argv.len())
+            };
+            let keys = positions.iter().filter_map(|&i| args.argv.get(i)).map(|a| &a[..]);
+            st.tracking.remember(client.id, keys);
+        }
+        // CLIENT CACHING lasts for the next command (a whole transaction when given before it).
+        if t.caching && !client.in_exec && client.multi.is_none() && parent.is_none_or(|p| p.name != "client") {
+            t.caching = false;
+        }
+    }
+    if !client.in_exec && st.tracking.has_pending() {
+        crate::tracking::after_command(st, client, out);
+    }
+    match parent.unwrap_or(spec).name {
+        "config" => super::clients::refresh_limits(st),
+        _ if spec.has_flag(flags::PUBSUB) || spec.name == "reset" => {
+            client.handle.set_pubsub(st.pubsub.is_subscribed(client.id))
+        }
+        _ => {}
+    }
+}
+
+/// Runs the commands of clients held by CLIENT PAUSE once it has ended (by timeout or CLIENT
+/// UNPAUSE), in the order they were stopped; their replies go to their outboxes.
+pub fn resume_postponed(st: &mut State) {
+    if st.postponed.is_empty() || st.pause_end_ms > unix_ms() {
+        return;
+    }
+    st.pause_end_ms = 0;
+    st.pause_all = false;
+    let mut clock = Clock { now_ms: unix_ms(), last: Instant::now() };
+    while let Some(id) = st.postponed.pop_front() {
+        let Some(mut client) = st.clients.remove(&id) else { continue };
+        client.postponed = false;
+        let mut out = Vec::new();
+        super::blocking::run_pending(st, &mut client, &mut out, &mut clock);
+        crate::tracking::broadcast(st, Some((&mut client, &mut out)));
+        client.handle.push_output(out);
+        if client.close_after_reply {
+            client.handle.request_close();
+        }
+        st.clients.insert(id, client);
+        if st.pause_end_ms > clock.now_ms {
+            // One of them paused the server again: the rest keep waiting.
+            break;
+        }
     }
 }
 

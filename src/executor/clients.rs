@@ -1,7 +1,13 @@
-//! Per-client state the executor keeps: selected db, protocol, name, auth, timestamps, and the
-//! handle through which the executor asks the connection task to close.
+//! Per-client state the executor keeps: selected db, protocol, name, auth, timestamps, tracking
+//! mode, and the handle shared with the connection task: the outbox of pushed replies, the close
+//! request, and the output-buffer accounting that enforces client-output-buffer-limit.
+//!
+//! Output buffer limits are checked where bytes are queued (`push_output`), so one pipeline of
+//! a thousand large PUBLISHes cannot grow a stalled subscriber's outbox past the hard limit
+//! before anyone looks. The pending size is the outbox plus what the connection took but has
+//! not yet written (`in_flight`); a client over its limit gets its outbox dropped and is closed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::Notify;
@@ -16,32 +22,157 @@ pub struct ClientHandle {
     /// Mirrors the client's auth state for the parser's unauthenticated limits.
     authenticated: AtomicBool,
     pub notify: Notify,
+    /// Woken only by `request_close`, so a connection stuck writing to a peer that does not read
+    /// can still be closed.
+    pub killed: Notify,
+    /// Bytes the connection took from the outbox (or a batch reply) and has not written yet.
+    in_flight: AtomicUsize,
+    /// The client has subscriptions: the pubsub class of client-output-buffer-limit applies.
+    pubsub: AtomicBool,
+    /// Unix seconds since the pending output has been over the soft limit; 0 when under it.
+    soft_since: AtomicI64,
+    /// Set when the output buffer limit closed the client, until the executor logs it.
+    obuf_exceeded: AtomicBool,
+}
+
+/// client-output-buffer-limit for normal (0) and pubsub (1) clients: hard bytes, soft bytes,
+/// soft seconds, as the executor last parsed them from the configuration (0 = no limit).
+static OBUF_LIMITS: [AtomicU64; 6] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(32 << 20),
+    AtomicU64::new(8 << 20),
+    AtomicU64::new(60),
+];
+
+/// Wake-ups issued by `push_slice` (a connection that just woke others yields to them).
+static WAKEUPS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times pushed output has woken a connection so far.
+pub fn wakeups() -> u64 {
+    WAKEUPS.load(Ordering::Relaxed)
+}
+
+/// Publishes new normal/pubsub limits (called by the executor when the configuration changes).
+pub fn set_obuf_limits(normal: (u64, u64, u64), pubsub: (u64, u64, u64)) {
+    for (i, v) in [normal.0, normal.1, normal.2, pubsub.0, pubsub.1, pubsub.2].into_iter().enumerate() {
+        OBUF_LIMITS[i].store(v, Ordering::Relaxed);
+    }
+}
+
+fn obuf_limits(pubsub: bool) -> (u64, u64, u64) {
+    let base = if pubsub { 3 } else { 0 };
+    let get = |i: usize| OBUF_LIMITS[base + i].load(Ordering::Relaxed);
+    (get(0), get(1), get(2))
 }
 
 impl ClientHandle {
     pub fn request_close(&self) {
         self.kill.store(true, Ordering::Release);
         self.notify.notify_one();
+        self.killed.notify_one();
     }
 
-    /// Queues bytes for the connection to write and wakes it.
+    /// Queues bytes for the connection to write and wakes it. Bytes for a client that is being
+    /// closed are dropped; a client whose pending output passes its buffer limit is closed.
     pub fn push_output(&self, bytes: Vec<u8>) {
-        if bytes.is_empty() {
+        self.push_slice(&bytes);
+    }
+
+    /// `push_output` for borrowed bytes: pub/sub fan-out copies one encoded frame into many
+    /// outboxes, which keep their capacity across writes (see `take_output_into`).
+    pub fn push_slice(&self, bytes: &[u8]) {
+        if bytes.is_empty() || self.close_requested() {
             return;
         }
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
-        if outbox.is_empty() {
-            *outbox = bytes;
-        } else {
-            outbox.extend_from_slice(&bytes);
+        let was_empty = outbox.is_empty();
+        outbox.extend_from_slice(bytes);
+        let pending = outbox.len() + self.in_flight.load(Ordering::Relaxed);
+        if self.over_limit(pending) {
+            // Redis frees the reply list of a client it closes for this: nothing more is sent.
+            *outbox = Vec::new();
+            drop(outbox);
+            self.obuf_exceeded.store(true, Ordering::Release);
+            self.request_close();
+            return;
         }
         drop(outbox);
-        self.notify.notify_one();
+        // The connection drains everything queued when it wakes: one wake-up per batch of pushes.
+        if was_empty {
+            WAKEUPS.fetch_add(1, Ordering::Relaxed);
+            self.notify.notify_one();
+        }
     }
 
-    /// Takes what was queued by `push_output`.
+    /// Checks a batch's replies (`len` bytes) against the client's limit before the connection
+    /// writes them, with whatever is still queued; false means the client is being closed.
+    pub fn admit_reply(&self, len: usize) -> bool {
+        let pending = self.pending_output() + len;
+        if self.over_limit(pending) {
+            self.obuf_exceeded.store(true, Ordering::Release);
+            self.request_close();
+            return false;
+        }
+        true
+    }
+
+    /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
+    fn over_limit(&self, pending: usize) -> bool {
+        let (hard, soft, secs) = obuf_limits(self.pubsub.load(Ordering::Relaxed));
+        let pending = pending as u64;
+        if hard > 0 && pending >= hard {
+            return true;
+        }
+        if soft > 0 && pending >= soft {
+            let now = super::unix_ms() / 1000;
+            let since = self.soft_since.load(Ordering::Relaxed);
+            if since == 0 {
+                self.soft_since.store(now, Ordering::Relaxed);
+                return false;
+            }
+            return (now - since) as u64 > secs;
+        }
+        self.soft_since.store(0, Ordering::Relaxed);
+        false
+    }
+
+    /// Takes what was queued by `push_output`; the caller reports progress with `set_in_flight`.
     pub fn take_output(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|p| p.into_inner()))
+        let mut taken = Vec::new();
+        self.take_output_into(&mut taken);
+        taken
+    }
+
+    /// Swaps the outbox with `buf` (cleared first), so the connection's written buffer becomes
+    /// the next outbox and fan-out appends into memory that is already there.
+    pub fn take_output_into(&self, buf: &mut Vec<u8>) {
+        buf.clear();
+        let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::swap(&mut *outbox, buf);
+        self.in_flight.store(buf.len(), Ordering::Relaxed);
+    }
+
+    /// The connection's count of taken but unwritten bytes.
+    pub fn set_in_flight(&self, n: usize) {
+        self.in_flight.store(n, Ordering::Relaxed);
+    }
+
+    /// Bytes queued for the client and not yet written (CLIENT LIST omem).
+    pub fn pending_output(&self) -> usize {
+        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner()).len();
+        outbox + self.in_flight.load(Ordering::Relaxed)
+    }
+
+    pub fn set_pubsub(&self, yes: bool) {
+        self.pubsub.store(yes, Ordering::Relaxed);
+    }
+
+    /// True once after the output buffer limit closed the client (for the log line).
+    pub fn take_obuf_exceeded(&self) -> bool {
+        // A plain load first: cron asks every client ten times a second.
+        self.obuf_exceeded.load(Ordering::Acquire) && self.obuf_exceeded.swap(false, Ordering::AcqRel)
     }
 
     pub fn close_requested(&self) -> bool {
@@ -114,6 +245,31 @@ pub struct Client {
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
+    /// CLIENT TRACKING state.
+    pub tracking: Tracking,
+    /// CLIENT PAUSE holds this client's next command (in `pending`) until the pause ends.
+    pub postponed: bool,
+    /// Where `call()` wrote the last command's reply in its output buffer: CLIENT REPLY OFF/SKIP
+    /// drop only that span, keeping push messages written around it (as Redis 7.0 does).
+    pub reply_span: Option<(usize, usize)>,
+}
+
+/// What CLIENT TRACKING set for one client.
+#[derive(Debug, Default, Clone)]
+pub struct Tracking {
+    pub on: bool,
+    pub bcast: bool,
+    pub optin: bool,
+    pub optout: bool,
+    pub noloop: bool,
+    /// CLIENT CACHING yes|no was given for the next command.
+    pub caching: bool,
+    /// The redirect client went away (CLIENT LIST flag R, TRACKINGINFO broken_redirect).
+    pub broken_redir: bool,
+    /// Client receiving the invalidations; 0 for the client itself.
+    pub redirect: u64,
+    /// BCAST prefixes, sorted as Redis lists them.
+    pub prefixes: std::collections::BTreeSet<Vec<u8>>,
 }
 
 impl Client {
@@ -148,6 +304,9 @@ impl Client {
             reply_skip_next: false,
             qbuf: 0,
             argv_mem: 0,
+            tracking: Tracking::default(),
+            postponed: false,
+            reply_span: None,
         }
     }
 
@@ -158,5 +317,70 @@ impl Client {
         } else {
             format!("{}|{}", self.last_cmd_parent, self.last_cmd)
         }
+    }
+}
+
+/// Re-reads client-output-buffer-limit and tracking-table-max-keys when the configuration text
+/// changed (after CONFIG commands and from cron).
+pub fn refresh_limits(st: &mut super::State) {
+    use std::sync::Mutex;
+    static LAST: Mutex<String> = Mutex::new(String::new());
+    if let Some(desc) = crate::config::lookup("tracking-table-max-keys") {
+        st.tracking.max_keys = st.config.get(desc).parse().unwrap_or(0);
+    }
+    let Some(desc) = crate::config::lookup("client-output-buffer-limit") else { return };
+    let text = st.config.get(desc);
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if *last == text {
+        return;
+    }
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut normal = (0, 0, 0);
+    let mut pubsub = (32 << 20, 8 << 20, 60);
+    for c in words.chunks(4).filter(|c| c.len() == 4) {
+        let n = |s: &str| s.parse::<u64>().unwrap_or(0);
+        let limits = (n(c[1]), n(c[2]), n(c[3]));
+        match c[0] {
+            "normal" => normal = limits,
+            "pubsub" => pubsub = limits,
+            _ => {}
+        }
+    }
+    set_obuf_limits(normal, pubsub);
+    *last = text;
+}
+
+/// Logs Redis's line for a client the output buffer limit closed (once).
+pub fn log_if_obuf_exceeded(st: &super::State, c: &Client) {
+    if c.handle.take_obuf_exceeded() {
+        let info = crate::commands::server::client_line(st, c, super::unix_ms(), None);
+        tracing::warn!("Client {info} scheduled to be closed ASAP for overcoming of output buffer limits.");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pubsub_hard_limit_drops_the_outbox_and_closes() {
+        set_obuf_limits((0, 0, 0), (100, 0, 0));
+        let h = ClientHandle::default();
+        h.push_slice(&[b'x'; 60]);
+        assert_eq!(h.pending_output(), 60, "normal clients have no limit by default");
+        h.set_pubsub(true);
+        h.push_slice(&[b'x'; 30]);
+        assert!(!h.close_requested());
+        // What the connection took but has not written counts too.
+        let mut taken = Vec::new();
+        h.take_output_into(&mut taken);
+        assert_eq!(h.pending_output(), 90);
+        h.push_slice(&[b'x'; 20]);
+        assert!(h.close_requested());
+        assert!(h.take_obuf_exceeded());
+        assert!(!h.take_obuf_exceeded());
+        h.push_slice(b"more");
+        assert_eq!(h.take_output().len(), 0, "a closing client's output is dropped");
+        set_obuf_limits((0, 0, 0), (32 << 20, 8 << 20, 60));
     }
 }

@@ -77,6 +77,10 @@ pub struct State {
     pub pubsub: crate::pubsub::PubSub,
     /// Function libraries restored from RDB (no engine runs them yet).
     pub functions: crate::functions::Libraries,
+    /// Client-side caching: keys read by tracking clients, BCAST prefixes.
+    pub tracking: crate::tracking::Table,
+    /// Clients holding commands until CLIENT PAUSE ends, in the order they were stopped.
+    pub postponed: std::collections::VecDeque<u64>,
 }
 
 impl State {
@@ -109,6 +113,8 @@ impl State {
             pause_all: false,
             pubsub: crate::pubsub::PubSub::default(),
             functions: crate::functions::Libraries::default(),
+            tracking: crate::tracking::Table::default(),
+            postponed: std::collections::VecDeque::new(),
         }
     }
 }
@@ -177,6 +183,11 @@ impl Executor {
 
     pub fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(&id) {
+            clients::log_if_obuf_exceeded(&self.state, &client);
+            crate::tracking::forget(&mut self.state.tracking, &mut client);
+            if client.postponed {
+                self.state.postponed.retain(|&p| p != id);
+            }
             for (db, key, _) in std::mem::take(&mut client.watched_keys) {
                 let k = (db, key);
                 if let Some(ids) = self.state.watched.get_mut(&k) {
@@ -210,7 +221,7 @@ impl Executor {
         let mut clock = call::Clock { now_ms: now, last: Instant::now() };
         let st = &mut self.state;
         let mut cmds = cmds.into_iter();
-        if client.blocked.is_none() {
+        if client.blocked.is_none() && !client.postponed {
             for cmd in cmds.by_ref() {
                 blocking::run_one(st, &mut client, cmd, out, &mut clock);
                 if !st.ready_keys.is_empty() {
@@ -231,13 +242,22 @@ impl Executor {
         } else {
             BatchEnd::Continue
         };
+        crate::tracking::broadcast(st, Some((&mut client, out)));
         client.handle.set_authenticated(client.authenticated);
         st.clients.insert(id, client);
+        if !st.postponed.is_empty() {
+            call::resume_postponed(st);
+        }
         end
     }
 
     /// When the timer should next wake the executor: the next cron tick or blocked deadline.
     pub fn next_wakeup(&self, next_cron: Instant) -> Instant {
+        let mut next_cron = next_cron;
+        if !self.state.postponed.is_empty() {
+            let ms = (self.state.pause_end_ms - unix_ms()).max(0) as u64;
+            next_cron = next_cron.min(Instant::now() + Duration::from_millis(ms));
+        }
         match self.state.next_block_deadline() {
             Some(d) => {
                 let ms = (d - unix_ms()).max(0) as u64;
@@ -252,6 +272,9 @@ impl Executor {
         if !self.state.blocked_deadlines.is_empty() {
             blocking::expire_deadlines(&mut self.state);
         }
+        if !self.state.postponed.is_empty() {
+            call::resume_postponed(&mut self.state);
+        }
     }
 
     /// Periodic work, called `hz` times a second.
@@ -262,7 +285,13 @@ impl Executor {
         st.stats.ops.track(now, st.stats.total_commands_processed);
         st.stats.net_input.track(now, crate::stats::load(&crate::stats::NET_INPUT_BYTES));
         st.stats.net_output.track(now, crate::stats::load(&crate::stats::NET_OUTPUT_BYTES));
-        if st.active_expire_enabled {
+        clients::refresh_limits(st);
+        for c in st.clients.values() {
+            clients::log_if_obuf_exceeded(st, c);
+        }
+        crate::tracking::broadcast(st, None);
+        // Keys do not expire actively while clients are paused (Redis 7.0).
+        if st.active_expire_enabled && st.pause_end_ms <= now {
             // Redis's slow cycle: at most 25% of a cron period's CPU.
             let hz = st.config.hz.clamp(1, 500) as u64;
             let budget = Duration::from_micros(1_000_000 / hz / 4);

@@ -1,6 +1,11 @@
 //! One client connection: read → parse every complete command → look each up in the table →
 //! one batch to the executor → one write of all the replies. Protocol errors are answered after
 //! the commands before them, then the connection closes.
+//!
+//! Writes give way to a close request: a peer that stopped reading must not pin the task (or
+//! its buffers) once the executor decides to drop it, e.g. for its output buffer limit. While a
+//! buffer is being written, its unwritten remainder is reported to the handle, which counts it
+//! with the outbox against client-output-buffer-limit.
 
 use std::sync::Arc;
 
@@ -32,6 +37,8 @@ where
     parser.unauthenticated = !handle.authenticated();
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // Pushed output (pub/sub messages, served blocking commands), swapped with the outbox.
+    let mut pushed: Vec<u8> = Vec::new();
 
     let mut reparse = false;
     'conn: loop {
@@ -47,12 +54,12 @@ where
             let n = tokio::select! {
                 biased;
                 _ = handle.notify.notified() => {
-                    let pushed = handle.take_output();
-                    if !pushed.is_empty() {
-                        if stream.write_all(&pushed).await.is_err() {
-                            break 'conn;
-                        }
-                        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+                    handle.take_output_into(&mut pushed);
+                    if !write_out(&mut stream, &handle, &pushed).await {
+                        break 'conn;
+                    }
+                    if pushed.capacity() > 1024 * 1024 {
+                        pushed = Vec::new();
                     }
                     if handle.close_requested() {
                         break 'conn;
@@ -74,25 +81,33 @@ where
         let parsed = parser.parse_into(&mut rbuf, |argv| cmds.push(Cmd { spec: commands::lookup(&argv[0]), argv }));
         reparse = parsed.stopped_early;
         if !cmds.is_empty() {
+            let woken_before = crate::executor::clients::wakeups();
             let end = shared.exec.batch(id, cmds, &mut out).await;
             parser.unauthenticated = !handle.authenticated();
             // Replies the executor pushed earlier (a served blocking command) go first.
-            let pushed = handle.take_output();
-            if !pushed.is_empty() {
-                if stream.write_all(&pushed).await.is_err() {
-                    break;
-                }
-                crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pushed.len() as u64);
+            handle.take_output_into(&mut pushed);
+            if !write_out(&mut stream, &handle, &pushed).await {
+                break;
             }
             if !out.is_empty() {
-                if stream.write_all(&out).await.is_err() {
+                if !handle.admit_reply(out.len()) {
                     break;
                 }
-                crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, out.len() as u64);
+                handle.set_in_flight(out.len());
+                if !write_out(&mut stream, &handle, &out).await {
+                    break;
+                }
                 out.clear();
             }
             match end {
-                BatchEnd::Continue => {}
+                BatchEnd::Continue => {
+                    // A batch that queued output for others (PUBLISH) lets those connections
+                    // write before this one reads more, as Redis's event loop does: outboxes
+                    // stay small and in cache instead of growing over many batches.
+                    if crate::executor::clients::wakeups() != woken_before {
+                        tokio::task::yield_now().await;
+                    }
+                }
                 BatchEnd::Close => break,
                 BatchEnd::Shutdown => {
                     shared.shutdown.notify_one();
@@ -112,4 +127,35 @@ where
     }
     let _ = stream.shutdown().await;
     shared.exec.disconnect(id);
+}
+
+/// Writes `buf` in full unless the executor asks to close the connection first; returns false
+/// when the connection must close. Keeps the handle's count of unwritten bytes current.
+async fn write_out<S>(stream: &mut S, handle: &ClientHandle, buf: &[u8]) -> bool
+where
+    S: AsyncWrite + Unpin,
+{
+    let mut pos = 0;
+    while pos < buf.len() {
+        tokio::select! {
+            biased;
+            _ = handle.killed.notified() => {
+                if handle.close_requested() {
+                    handle.set_in_flight(0);
+                    return false;
+                }
+            }
+            r = stream.write(&buf[pos..]) => match r {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => {
+                    pos += n;
+                    handle.set_in_flight(buf.len() - pos);
+                }
+            },
+        }
+    }
+    if !buf.is_empty() {
+        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, buf.len() as u64);
+    }
+    true
 }

@@ -1,0 +1,329 @@
+//! Client management against real Redis and ferrodis side by side: CLIENT PAUSE holding commands
+//! in order until the pause ends (WRITE and ALL), CLIENT REPLY OFF/SKIP, CLIENT KILL filters and
+//! their errors, CLIENT LIST pub/sub fields, RESET inside MULTI, and the pubsub output buffer
+//! limit closing a subscriber that stops reading. Expected bytes come from the real server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Client, RedisServer, Server, TestServer};
+
+const QUIET: Duration = Duration::from_millis(250);
+
+fn send(c: &mut Client, argv: &[&str]) {
+    c.send_raw(&common::encode(argv)).expect("send");
+}
+
+/// One field (`flags`, `sub`, ...) of a CLIENT LIST / CLIENT INFO line.
+fn field(line: &[u8], name: &str) -> String {
+    let text = String::from_utf8_lossy(line);
+    let key = format!(" {name}=");
+    text.split(&key).nth(1).and_then(|r| r.split(' ').next()).unwrap_or("").to_string()
+}
+
+fn pause_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut a = server.client();
+    let mut b = server.client();
+    let mut c = server.client();
+    out.push(a.cmd(&["FLUSHALL"]));
+
+    // WRITE: reads go on, a write waits and so does everything behind it, in order.
+    out.push(a.cmd(&["CLIENT", "PAUSE", "2000", "WRITE"]));
+    send(&mut b, &["GET", "x"]);
+    send(&mut b, &["SET", "x", "1"]);
+    send(&mut b, &["GET", "x"]);
+    out.push(b.drain(QUIET).bytes);
+    out.push(c.cmd(&["GET", "x"]));
+    send(&mut c, &["PUBLISH", "ch", "m"]);
+    out.push(c.drain(QUIET).bytes);
+    out.push(a.cmd(&["MULTI"]));
+    out.push(a.cmd(&["GET", "x"]));
+    out.push(a.cmd(&["EXEC"]));
+    let info = a.cmd(&["CLIENT", "LIST"]);
+    let flags: Vec<String> =
+        info.split(|&ch| ch == b'\n').filter(|l| l.starts_with(b"id=")).map(|l| field(l, "flags")).collect();
+    out.push(flags.join(",").into_bytes());
+    std::thread::sleep(Duration::from_millis(2000));
+    out.push(b.drain(QUIET).bytes);
+    out.push(c.drain(QUIET).bytes);
+
+    // UNPAUSE releases at once.
+    out.push(a.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]));
+    send(&mut b, &["INCR", "x"]);
+    out.push(b.drain(QUIET).bytes);
+    out.push(a.cmd(&["CLIENT", "UNPAUSE"]));
+    out.push(b.drain(QUIET).bytes);
+
+    // ALL holds every client, the pausing one included.
+    out.push(a.cmd(&["CLIENT", "PAUSE", "1200"]));
+    send(&mut b, &["PING"]);
+    send(&mut a, &["PING"]);
+    out.push(b.drain(QUIET).bytes);
+    out.push(a.drain(QUIET).bytes);
+    std::thread::sleep(Duration::from_millis(1300));
+    out.push(b.drain(QUIET).bytes);
+    out.push(a.drain(QUIET).bytes);
+
+    // Argument errors.
+    for argv in [
+        &["CLIENT", "PAUSE", "abc"][..],
+        &["CLIENT", "PAUSE", "-1"],
+        &["CLIENT", "PAUSE", "10", "MAYBE"],
+        &["CLIENT", "PAUSE", "10", "WRITE", "x"],
+        &["CLIENT", "UNPAUSE", "x"],
+    ] {
+        out.push(a.cmd(argv));
+    }
+    out
+}
+
+fn reply_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut a = server.client();
+    for argv in [
+        &["CLIENT", "REPLY", "SKIP"][..],
+        &["SET", "r", "1"],
+        &["GET", "r"],
+        &["CLIENT", "REPLY", "OFF"],
+        &["SET", "r", "2"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["GET", "r"],
+        &["CLIENT", "REPLY", "ON"],
+        &["GET", "r"],
+        &["CLIENT", "REPLY", "maybe"],
+    ] {
+        send(&mut a, argv);
+        out.push(a.drain(Duration::from_millis(60)).bytes);
+    }
+    out
+}
+
+fn kill_and_list_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut a = server.client();
+    let mut b = server.client();
+    let mut victim = server.client();
+
+    // Pub/sub counts and flags in CLIENT LIST, and the pubsub type.
+    out.push(b.cmd(&["PSUBSCRIBE", "a*", "b*"]));
+    out.push(b.cmd(&["SUBSCRIBE", "c"]));
+    out.push(b.cmd(&["SSUBSCRIBE", "s"]));
+    let line = a.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]);
+    for f in ["flags", "sub", "psub", "ssub", "multi", "cmd"] {
+        out.push(field(&line, f).into_bytes());
+    }
+    let stats = a.cmd(&["INFO", "stats"]);
+    out.push(stats.split(|&c| c == b'\n').filter(|l| l.starts_with(b"pubsub")).flatten().copied().collect());
+    let aid = a.cmd(&["CLIENT", "ID"]);
+    let aid = String::from_utf8_lossy(&aid[1..aid.len() - 2]).into_owned();
+    out.push(a.cmd(&["MULTI"]));
+    out.push(a.cmd(&["SET", "k", "v"]));
+    let line = victim.cmd(&["CLIENT", "LIST", "ID", &aid]);
+    out.push(format!("{} {}", field(&line, "flags"), field(&line, "multi")).into_bytes());
+    out.push(a.cmd(&["EXEC"]));
+
+    // Filter errors.
+    for argv in [
+        &["CLIENT", "KILL", "ID", "abc"][..],
+        &["CLIENT", "KILL", "ID", "0"],
+        &["CLIENT", "KILL", "USER", "nobody"],
+        &["CLIENT", "KILL", "USER", "default", "SKIPME", "maybe"],
+        &["CLIENT", "KILL", "ID", "1", "TYPE"],
+        &["CLIENT", "KILL", "1.2.3.4:5"],
+        &["CLIENT", "KILL", "TYPE", "master"],
+        &["CLIENT", "KILL", "TYPE", "bogus"],
+        &["CLIENT", "KILL", "LADDR", "1.1.1.1:1"],
+        &["CLIENT", "KILL", "ADDR", "1.1.1.1:1"],
+        &["CLIENT", "KILL", "FOO", "bar"],
+    ] {
+        out.push(a.cmd(argv));
+    }
+    // Kill by type, by id, by address (old form), and the caller itself with SKIPME no.
+    out.push(a.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]));
+    out.push(vec![b.drain(QUIET).closed as u8]);
+    let vid = victim.cmd(&["CLIENT", "ID"]);
+    let vid = String::from_utf8_lossy(&vid[1..vid.len() - 2]).into_owned();
+    out.push(a.cmd(&["CLIENT", "KILL", "ID", &vid]));
+    out.push(vec![victim.drain(QUIET).closed as u8]);
+    let mut v2 = server.client();
+    let addr = field(&v2.cmd(&["CLIENT", "INFO"]), "addr");
+    out.push(a.cmd(&["CLIENT", "KILL", &addr]));
+    out.push(vec![v2.drain(QUIET).closed as u8]);
+    out.push(a.cmd(&["CLIENT", "KILL", &addr]));
+    let mut v3 = server.client();
+    let laddr = field(&v3.cmd(&["CLIENT", "INFO"]), "laddr");
+    out.push(a.cmd(&["CLIENT", "KILL", "LADDR", &laddr, "SKIPME", "yes"]));
+    out.push(vec![v3.drain(QUIET).closed as u8]);
+    out.push(a.cmd(&["CLIENT", "KILL", "USER", "default", "SKIPME", "no"]));
+    out.push(vec![a.drain(QUIET).closed as u8]);
+
+    // RESET inside MULTI ends the transaction and tracking.
+    let mut r = server.client();
+    for argv in [
+        &["MULTI"][..],
+        &["SET", "a", "1"],
+        &["RESET"],
+        &["EXEC"],
+        &["GET", "a"],
+        &["CLIENT", "TRACKING", "on"],
+        &["MULTI"],
+        &["RESET"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["SUBSCRIBE", "x"],
+        &["RESET"],
+        &["PING"],
+    ] {
+        out.push(r.cmd(argv));
+    }
+    out
+}
+
+#[test]
+fn pause_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = pause_scenario(&redis);
+    let got = pause_scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}
+
+#[test]
+fn client_reply_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(reply_scenario(&ferrodis), reply_scenario(&redis));
+}
+
+#[test]
+fn kill_list_reset_match_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = kill_and_list_scenario(&redis);
+    let got = kill_and_list_scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}
+
+/// A subscriber that stops reading is closed at the pubsub hard limit (Redis logs it); the
+/// publisher sees the subscriber count drop to 0.
+fn obuf_scenario(server: &Server) -> (bool, bool) {
+    let mut ctl = server.client();
+    assert_eq!(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 512kb 1"]), b"+OK\r\n");
+    let mut sub = server.client();
+    sub.cmd(&["SUBSCRIBE", "ch"]);
+    let msg = "x".repeat(100_000);
+    let mut dropped = false;
+    // Loopback socket buffers absorb several MB before the server's own buffer grows.
+    for _ in 0..2000 {
+        if ctl.cmd(&["PUBLISH", "ch", &msg]) == b":0\r\n" {
+            dropped = true;
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let listed = ctl.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]);
+    (dropped, listed.len() <= 8)
+}
+
+#[test]
+fn pubsub_output_buffer_limit_closes_a_stalled_subscriber() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(obuf_scenario(&redis), (true, true), "real redis");
+    assert_eq!(obuf_scenario(&ferrodis), (true, true), "ferrodis");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        ferrodis.log().contains("scheduled to be closed ASAP for overcoming of output buffer limits"),
+        "log: {}",
+        ferrodis.log()
+    );
+}
+
+/// Fan-out: exact and pattern subscribers, RESP2 and RESP3, each receive every message once,
+/// framed as real Redis frames them; PUBLISH counts every delivery.
+fn fanout_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut publisher = server.client();
+    let mut subs: Vec<Client> = Vec::new();
+    for i in 0..6 {
+        let mut c = server.client();
+        if i % 2 == 1 {
+            c.cmd(&["HELLO", "3"]);
+        }
+        if i < 3 {
+            out.push(c.cmd(&["SUBSCRIBE", "news.sport"]));
+        } else {
+            out.push(c.cmd(&["PSUBSCRIBE", "news.*"]));
+        }
+        subs.push(c);
+    }
+    out.push(publisher.cmd(&["PUBLISH", "news.sport", "goal"]));
+    out.push(publisher.cmd(&["PUBLISH", "news.weather", "rain"]));
+    out.push(publisher.cmd(&["PUBLISH", "other", "x"]));
+    for s in &mut subs {
+        out.push(s.drain(QUIET).bytes);
+    }
+    let stats = publisher.cmd(&["INFO", "stats"]);
+    out.push(stats.split(|&c| c == b'\n').filter(|l| l.starts_with(b"pubsub")).flatten().copied().collect());
+    out
+}
+
+#[test]
+fn fanout_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = fanout_scenario(&redis);
+    let got = fanout_scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}
+
+/// The normal class limit applies to a command's own reply: a reply over the hard limit closes
+/// the client instead of being sent.
+fn normal_limit_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    let mut a = server.client();
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 100kb 0 0"]));
+    out.push(a.cmd(&["SET", "big", &"x".repeat(200_000)]));
+    out.push(a.cmd(&["SET", "small", "x"]));
+    out.push(a.cmd(&["GET", "small"]));
+    send(&mut a, &["GET", "big"]);
+    let d = a.drain(Duration::from_millis(300));
+    out.push(format!("{} bytes, closed {}", d.bytes.len(), d.closed).into_bytes());
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]));
+    out
+}
+
+#[test]
+fn normal_output_buffer_limit_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(normal_limit_scenario(&ferrodis), normal_limit_scenario(&redis));
+}
+
+/// CLIENT KILL MAXAGE (Redis 7.4, documented: closes connections at least that many seconds
+/// old): an old connection goes, a new one and the caller (SKIPME default) stay.
+#[test]
+fn kill_maxage_closes_only_old_connections() {
+    let ferrodis = TestServer::new();
+    let mut ctl = ferrodis.client();
+    let mut old = ferrodis.client();
+    old.cmd(&["PING"]);
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut young = ferrodis.client();
+    young.cmd(&["PING"]);
+    assert_eq!(ctl.cmd(&["CLIENT", "KILL", "MAXAGE", "2"]), b":1\r\n");
+    assert!(old.drain(QUIET).closed);
+    assert_eq!(young.cmd(&["PING"]), b"+PONG\r\n");
+    assert_eq!(ctl.cmd(&["CLIENT", "KILL", "MAXAGE", "x"]), b"-ERR value is not an integer or out of range\r\n");
+}

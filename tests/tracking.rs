@@ -1,0 +1,270 @@
+//! Client-side caching against real Redis and ferrodis side by side: CLIENT TRACKING option
+//! errors, TRACKINGINFO / GETREDIR / CACHING, invalidation pushes in RESP3 (after the writer's own
+//! reply), redirection to a RESP2 subscriber (`__redis__:invalidate` messages, null on flush,
+//! `tracking-redir-broken`), BCAST prefixes with NOLOOP, OPTIN/OPTOUT, and the INFO counters.
+//! Expected bytes come from the real server; client ids are replaced by a placeholder.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Client, RedisServer, Server, TestServer};
+
+const QUIET: Duration = Duration::from_millis(150);
+
+/// The client's id as a number.
+fn client_id(c: &mut Client) -> String {
+    let reply = c.cmd(&["CLIENT", "ID"]);
+    String::from_utf8_lossy(&reply[1..reply.len() - 2]).into_owned()
+}
+
+/// Replaces `:<id>\r\n` by `:ID\r\n` so replies of two servers with different ids compare.
+fn mask(bytes: Vec<u8>, ids: &[&str]) -> Vec<u8> {
+    let mut s = String::from_utf8_lossy(&bytes).into_owned();
+    for id in ids {
+        s = s.replace(&format!(":{id}\r\n"), ":ID\r\n");
+    }
+    s.into_bytes()
+}
+
+/// Everything the client has received by now (asynchronous pushes).
+fn pending(c: &mut Client) -> Vec<u8> {
+    c.drain(QUIET).bytes
+}
+
+fn scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut a = server.client();
+    let mut b = server.client();
+    out.push(b.cmd(&["FLUSHALL"]));
+
+    // RESP3 tracking of the client's own reads: its own write is answered first, then invalidated.
+    a.cmd(&["HELLO", "3"]);
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on"]));
+    out.push(a.cmd(&["GET", "k"]));
+    out.push(a.cmd(&["SET", "k", "1"]));
+    out.push(pending(&mut a));
+    // A key is invalidated once, then forgotten until read again.
+    out.push(b.cmd(&["SET", "k", "2"]));
+    out.push(pending(&mut a));
+    out.push(a.cmd(&["MGET", "k", "j"]));
+    out.push(b.cmd(&["MSET", "k", "3", "j", "4"]));
+    out.push(pending(&mut a));
+    // Expiry invalidates too.
+    out.push(b.cmd(&["SET", "e", "v", "PX", "50"]));
+    out.push(a.cmd(&["GET", "e"]));
+    std::thread::sleep(Duration::from_millis(120));
+    out.push(b.cmd(&["GET", "e"]));
+    out.push(pending(&mut a));
+    // FLUSHALL / FLUSHDB send a null; SWAPDB sends nothing.
+    out.push(a.cmd(&["GET", "k"]));
+    out.push(a.cmd(&["FLUSHALL"]));
+    out.push(pending(&mut a));
+    out.push(b.cmd(&["FLUSHDB"]));
+    out.push(pending(&mut a));
+    out.push(a.cmd(&["GET", "k"]));
+    out.push(b.cmd(&["SWAPDB", "0", "1"]));
+    out.push(b.cmd(&["SWAPDB", "0", "1"]));
+    out.push(pending(&mut a));
+    out.push(a.cmd(&["CLIENT", "TRACKINGINFO"]));
+    out.push(a.cmd(&["CLIENT", "GETREDIR"]));
+    out.push(
+        b.cmd(&["INFO", "clients"])
+            .split(|&c| c == b'\n')
+            .filter(|l| l.starts_with(b"tracking"))
+            .flatten()
+            .copied()
+            .collect(),
+    );
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+
+    // Option errors and modes, in Redis's order of checks.
+    let mut c = server.client();
+    let c_id = client_id(&mut c);
+    let lines: &[&[&str]] = &[
+        &["CLIENT", "TRACKING", "on", "PREFIX", "a"],
+        &["CLIENT", "TRACKING", "on", "OPTIN", "OPTOUT"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "OPTIN"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "999999"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "x"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "0"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", &c_id, "REDIRECT", &c_id],
+        &["CLIENT", "TRACKING", "maybe"],
+        &["CLIENT", "TRACKING", "on", "FOO"],
+        &["CLIENT", "TRACKING", "on", "PREFIX"],
+        &["CLIENT", "TRACKING"],
+        &["CLIENT", "CACHING", "yes"],
+        &["CLIENT", "CACHING", "x"],
+        &["CLIENT", "GETREDIR"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "TRACKING", "on", "OPTIN"],
+        &["CLIENT", "TRACKING", "on", "BCAST"],
+        &["CLIENT", "TRACKING", "on", "OPTOUT"],
+        &["CLIENT", "CACHING", "no"],
+        &["CLIENT", "CACHING", "maybe"],
+        &["CLIENT", "CACHING", "yes"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "TRACKING", "off"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "ab", "PREFIX", "a"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "ab"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "abc"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "x"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "TRACKING", "off"],
+        &["CLIENT", "TRACKING", "on", "OPTOUT", "NOLOOP", "REDIRECT", &c_id],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "GETREDIR"],
+        &["CLIENT", "TRACKING", "off"],
+    ];
+    for argv in lines {
+        out.push(mask(a.cmd(argv), &[&c_id]));
+    }
+
+    // OPTIN: only reads after CACHING yes are tracked.
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "OPTIN"]));
+    out.push(a.cmd(&["GET", "o1"]));
+    out.push(a.cmd(&["CLIENT", "CACHING", "yes"]));
+    out.push(a.cmd(&["GET", "o2"]));
+    out.push(b.cmd(&["MSET", "o1", "1", "o2", "2"]));
+    out.push(pending(&mut a));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+    // OPTOUT: reads after CACHING no are not.
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "OPTOUT"]));
+    out.push(a.cmd(&["CLIENT", "CACHING", "no"]));
+    out.push(a.cmd(&["GET", "o1"]));
+    out.push(a.cmd(&["GET", "o2"]));
+    out.push(b.cmd(&["MSET", "o1", "1", "o2", "2"]));
+    out.push(pending(&mut a));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+
+    // RESP2 tracking redirected to a subscriber of __redis__:invalidate.
+    let mut r = server.client();
+    let mut sub = server.client();
+    let sub_id = client_id(&mut sub);
+    out.push(sub.cmd(&["SUBSCRIBE", "__redis__:invalidate"]));
+    out.push(r.cmd(&["CLIENT", "TRACKING", "on", "REDIRECT", &sub_id]));
+    out.push(r.cmd(&["GET", "foo"]));
+    out.push(b.cmd(&["SET", "foo", "1"]));
+    out.push(pending(&mut sub));
+    out.push(r.cmd(&["GET", "foo"]));
+    out.push(b.cmd(&["FLUSHALL"]));
+    out.push(pending(&mut sub));
+    // The redirect client goes away: a RESP3 tracking client is told, and the R flag shows.
+    drop(sub);
+    std::thread::sleep(Duration::from_millis(100));
+    r.cmd(&["HELLO", "3"]);
+    out.push(r.cmd(&["GET", "foo"]));
+    out.push(b.cmd(&["SET", "foo", "2"]));
+    out.push(mask(pending(&mut r), &[&sub_id]));
+    out.push(mask(r.cmd(&["CLIENT", "TRACKINGINFO"]), &[&sub_id]));
+
+    // BCAST with prefixes: one message per prefix, NOLOOP hides the client's own changes.
+    let mut d = server.client();
+    d.cmd(&["HELLO", "3"]);
+    out.push(d.cmd(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "b", "NOLOOP"]));
+    out.push(b.cmd(&["MSET", "a1", "1", "b1", "2", "c1", "3", "a2", "x"]));
+    out.push(pending(&mut d));
+    out.push(d.cmd(&["SET", "a3", "1"]));
+    out.push(pending(&mut d));
+    out.push(d.cmd(&["CLIENT", "TRACKINGINFO"]));
+    out.push(
+        b.cmd(&["INFO", "stats"])
+            .split(|&c| c == b'\n')
+            .filter(|l| l.starts_with(b"tracking_total_prefixes"))
+            .flatten()
+            .copied()
+            .collect(),
+    );
+    out
+}
+
+#[test]
+fn tracking_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = scenario(&redis);
+    let got = scenario(&ferrodis);
+    assert_eq!(expected.len(), got.len());
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+}
+
+/// Redis's own benchmark client with --enable-tracking (RESP3 pushes interleaved with replies)
+/// completes against ferrodis.
+#[test]
+fn redis_benchmark_with_tracking_completes() {
+    let ferrodis = TestServer::new();
+    let status = std::process::Command::new("redis-benchmark")
+        .args(["-p", &ferrodis.port.to_string(), "--enable-tracking", "-q", "-n", "20000", "-t", "set,get"])
+        .stdout(std::process::Stdio::null())
+        .status();
+    match status {
+        Ok(s) => assert!(s.success(), "redis-benchmark failed: {s}"),
+        Err(e) => eprintln!("redis-benchmark not available: {e}"),
+    }
+}
+
+/// CLIENT REPLY OFF/SKIP drop replies but not pushes (invalidations, pub/sub messages to self);
+/// CACHING yes before MULTI covers the whole transaction; invalidations caused inside EXEC come
+/// after EXEC's reply; NOLOOP hides the client's own writes.
+fn pushes_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut a = server.client();
+    let mut b = server.client();
+    a.cmd(&["HELLO", "3"]);
+    let steps: &[(bool, &[&str])] = &[
+        (true, &["CLIENT", "TRACKING", "on"]),
+        (true, &["GET", "rk"]),
+        (true, &["CLIENT", "REPLY", "OFF"]),
+        (false, &["SET", "rk", "1"]),
+        (true, &["CLIENT", "REPLY", "ON"]),
+        (true, &["GET", "rk"]),
+        (true, &["CLIENT", "REPLY", "SKIP"]),
+        (true, &["SET", "rk", "2"]),
+        (true, &["CLIENT", "TRACKING", "off"]),
+        (true, &["CLIENT", "TRACKING", "on", "OPTIN"]),
+        (true, &["CLIENT", "CACHING", "yes"]),
+        (true, &["MULTI"]),
+        (true, &["GET", "m1"]),
+        (true, &["GET", "m2"]),
+        (true, &["EXEC"]),
+        (true, &["GET", "m3"]),
+        (false, &["MSET", "m1", "1", "m2", "2", "m3", "3"]),
+        (true, &["CLIENT", "TRACKING", "off"]),
+        (true, &["CLIENT", "TRACKING", "on"]),
+        (true, &["GET", "q"]),
+        (true, &["MULTI"]),
+        (true, &["SET", "q", "1"]),
+        (true, &["GET", "q"]),
+        (true, &["EXEC"]),
+        (true, &["CLIENT", "TRACKING", "on", "NOLOOP"]),
+        (true, &["SET", "q", "3"]),
+        (true, &["CLIENT", "TRACKING", "off"]),
+        (true, &["SUBSCRIBE", "ch"]),
+        (true, &["CLIENT", "REPLY", "OFF"]),
+        (true, &["PUBLISH", "ch", "self"]),
+        (false, &["PUBLISH", "ch", "other"]),
+        (true, &["CLIENT", "REPLY", "ON"]),
+    ];
+    for (by_a, argv) in steps {
+        if *by_a {
+            a.send_raw(&common::encode(argv)).expect("send");
+        } else {
+            out.push(b.cmd(argv));
+        }
+        out.push(pending(&mut a));
+    }
+    out
+}
+
+#[test]
+fn pushes_survive_client_reply_off() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = pushes_scenario(&redis);
+    let got = pushes_scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(common::show(g), common::show(e), "step {i}");
+    }
+}
