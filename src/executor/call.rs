@@ -127,7 +127,8 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     };
     // pub/sub hooks: MONITOR feed, pending `expired` events, and pushes for the caller itself
     // (written ahead of its reply; inside EXEC that is inside EXEC's array, as Redis 7.0 does).
-    if !st.pubsub.monitors.is_empty() {
+    // A woken blocked command was shown when it first ran; Redis serves it without a new call.
+    if !st.pubsub.monitors.is_empty() && !client.woken {
         crate::commands::pubsub::feed_monitors(st, client, spec, parent, &args.argv);
     }
     if !st.config.notify_keyspace_events.is_empty() || st.tracking.is_active() {
