@@ -89,6 +89,11 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             return;
         }
     };
+    if st.loading.is_some() && !spec.has_flag(flags::LOADING) {
+        st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+        reject(st, client, CmdError::Raw("LOADING Redis is loading the dataset in memory".into()), out, proto);
+        return;
+    }
     if let Some(queue) = client.multi.as_mut() {
         let top_name = parent.unwrap_or(spec).name;
         if !crate::commands::transactions::runs_inside_multi(top_name) {
