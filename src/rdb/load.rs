@@ -558,7 +558,11 @@ fn zset_from_pairs<R: Read>(rd: &Reader<R>, pairs: Vec<(Vec<u8>, f64)>, lim: &Li
             return rd.err("duplicate zset members detected");
         }
     }
-    Ok(Value::ZSet(Box::new(ZSet::from_pairs(pairs, lim.zset))))
+    // Our packed zset encoding stores integral scores as integers, which would turn a -0 that
+    // an old writer kept as the text "-0" into 0; such a zset is built in the tree encoding.
+    let neg_zero = pairs.iter().any(|(_, s)| *s == 0.0 && s.is_sign_negative());
+    let limits = if neg_zero { zset::Limits { max_entries: 0, max_value: 0 } } else { lim.zset };
+    Ok(Value::ZSet(Box::new(ZSet::from_pairs(pairs, limits))))
 }
 
 /// A hash from (field, value) elements; `None` when a field repeats.
@@ -1095,7 +1099,11 @@ impl Sink for DbSink {
 }
 
 /// Field TTLs (already filtered) onto a loaded hash.
-fn apply_field_expires(_h: &mut Hash, _ttls: &[(Vec<u8>, i64)]) {}
+fn apply_field_expires(h: &mut Hash, ttls: &[(Vec<u8>, i64)]) {
+    for (f, at) in ttls {
+        h.set_field_expire(f, *at);
+    }
+}
 
 /// Loads `path` into fresh databases on this thread, logging as Redis does.
 pub fn load_path(
