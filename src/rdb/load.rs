@@ -1177,3 +1177,253 @@ pub fn start_background(cfg: &crate::config::Config) -> Option<Arc<LoadJob>> {
     }
     Some(job)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that records what it is given.
+    #[derive(Default)]
+    struct Rec {
+        keys: Vec<(u64, Vec<u8>, Decoded, KeyMeta)>,
+        db: u64,
+        aux: Vec<(Vec<u8>, Vec<u8>)>,
+        libs: Vec<Library>,
+    }
+
+    impl Sink for Rec {
+        fn aux(&mut self, k: &[u8], v: &[u8]) -> Result<(), String> {
+            self.aux.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        }
+        fn select_db(&mut self, db: u64) -> Result<(), String> {
+            self.db = db;
+            Ok(())
+        }
+        fn key(&mut self, key: Vec<u8>, value: Decoded, meta: KeyMeta) -> Result<(), String> {
+            self.keys.push((self.db, key, value, meta));
+            Ok(())
+        }
+        fn function(&mut self, lib: Library) -> Result<(), String> {
+            self.libs.push(lib);
+            Ok(())
+        }
+    }
+
+    fn s(out: &mut Vec<u8>, b: &[u8]) {
+        assert!(b.len() < 64);
+        out.push(b.len() as u8);
+        out.extend_from_slice(b);
+    }
+
+    /// A version-`v` file around `body`, with a valid checksum when `v >= 5`.
+    fn file(v: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = format!("REDIS{v:04}").into_bytes();
+        out.extend_from_slice(body);
+        out.push(op::EOF);
+        if v >= 5 {
+            let crc = format::crc64(0, &out);
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
+        out
+    }
+
+    fn read(bytes: &[u8]) -> LResult<Rec> {
+        let mut r = Rec::default();
+        read_file(bytes, &mut r, &DecodeOpts::default())?;
+        Ok(r)
+    }
+
+    fn str_of(d: &Decoded) -> Vec<u8> {
+        match &d.value {
+            Value::Str(s) => s.to_vec(),
+            v => panic!("not a string: {v:?}"),
+        }
+    }
+
+    #[test]
+    fn strings_in_every_encoding() {
+        let mut b = vec![op::AUX];
+        s(&mut b, b"redis-ver");
+        s(&mut b, b"7.0.0");
+        b.push(op::SELECTDB);
+        b.push(3);
+        b.push(obj::STRING);
+        s(&mut b, b"k8");
+        b.extend_from_slice(&[0xC0, 0xFB]); // int8 -5
+        b.push(obj::STRING);
+        s(&mut b, b"k16");
+        b.extend_from_slice(&[0xC1, 0x39, 0x30]); // int16 12345
+        b.push(obj::STRING);
+        s(&mut b, b"k32");
+        b.extend_from_slice(&[0xC2, 0x00, 0x00, 0x00, 0x80]); // int32 min
+        let plain = b"abcabcabcabcabcabcabcabcabcabcabcabcabcabc".to_vec();
+        let packed = format::lzf_compress(&plain).unwrap();
+        b.push(op::EXPIRETIME_MS);
+        b.extend_from_slice(&4102444800123i64.to_le_bytes());
+        b.push(obj::STRING);
+        s(&mut b, b"lzf");
+        b.push(0xC3);
+        b.push(packed.len() as u8);
+        b.push(plain.len() as u8);
+        b.extend_from_slice(&packed);
+        let r = read(&file(9, &b)).unwrap();
+        assert_eq!(r.aux, vec![(b"redis-ver".to_vec(), b"7.0.0".to_vec())]);
+        let got: Vec<(u64, Vec<u8>, Vec<u8>, Option<i64>)> =
+            r.keys.iter().map(|(db, k, d, m)| (*db, k.clone(), str_of(d), m.expire_ms)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (3, b"k8".to_vec(), b"-5".to_vec(), None),
+                (3, b"k16".to_vec(), b"12345".to_vec(), None),
+                (3, b"k32".to_vec(), b"-2147483648".to_vec(), None),
+                (3, b"lzf".to_vec(), plain, Some(4102444800123)),
+            ]
+        );
+    }
+
+    #[test]
+    fn header_checksum_and_truncation_errors() {
+        let mut b = vec![obj::STRING];
+        s(&mut b, b"k");
+        s(&mut b, b"v");
+        let good = file(9, &b);
+        assert!(read(&good).is_ok());
+        // A zero checksum means "not computed".
+        let mut zero = good.clone();
+        let n = zero.len();
+        zero[n - 8..].fill(0);
+        assert!(read(&zero).is_ok());
+        let mut bad = good.clone();
+        bad[n - 1] ^= 1;
+        let e = read(&bad).err().unwrap();
+        assert!(e.reason.contains("checksum"), "{e}");
+        assert_eq!(e.offset, n as u64 - 8);
+        // Truncated in the middle of the value.
+        let e = read(&good[..13]).err().unwrap();
+        assert_eq!(e.offset, 13);
+        assert!(e.reason.contains("end of file"));
+        assert!(read(&file(13, &[])).err().unwrap().reason.contains("version 13"));
+        assert!(read(b"RUBIS0009").is_err());
+        // Old versions have no trailer.
+        assert!(read(&file(2, &b)).is_ok());
+    }
+
+    #[test]
+    fn lzf_length_must_match() {
+        let plain = b"abcabcabcabcabcabcabcabcabcabcabcabcabcabc".to_vec();
+        let packed = format::lzf_compress(&plain).unwrap();
+        let mut b = vec![obj::STRING];
+        s(&mut b, b"k");
+        b.push(0xC3);
+        b.push(packed.len() as u8);
+        b.push(plain.len() as u8 + 1);
+        b.extend_from_slice(&packed);
+        assert!(read(&file(9, &b)).is_err());
+        // An absurd expansion claim is refused before any allocation.
+        let mut b = vec![obj::STRING];
+        s(&mut b, b"k");
+        b.extend_from_slice(&[0xC3, 2, 0x80, 0x7f, 0xff, 0xff, 0xff, 1, 2]);
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("LZF"));
+    }
+
+    #[test]
+    fn collections_and_duplicates() {
+        // A set with a duplicate member.
+        let mut b = vec![obj::SET];
+        s(&mut b, b"s");
+        b.push(2);
+        s(&mut b, b"a");
+        s(&mut b, b"a");
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("duplicate"));
+        // An old-style zset with inf / -inf / text scores.
+        let mut b = vec![obj::ZSET];
+        s(&mut b, b"z");
+        b.push(3);
+        s(&mut b, b"a");
+        b.push(254);
+        s(&mut b, b"b");
+        b.push(255);
+        s(&mut b, b"c");
+        s(&mut b, b"1.5");
+        let r = read(&file(6, &b)).unwrap();
+        let Value::ZSet(z) = &r.keys[0].2.value else { panic!() };
+        assert_eq!(
+            z.to_vec(),
+            vec![(b"b".to_vec(), f64::NEG_INFINITY), (b"c".to_vec(), 1.5), (b"a".to_vec(), f64::INFINITY)]
+        );
+        // A NaN score is refused.
+        let mut b = vec![obj::ZSET];
+        s(&mut b, b"z");
+        b.push(1);
+        s(&mut b, b"a");
+        b.push(253);
+        assert!(read(&file(6, &b)).is_err());
+        // A quicklist 2 with a plain node and an unknown container.
+        let mut b = vec![obj::LIST_QUICKLIST_2];
+        s(&mut b, b"l");
+        b.extend_from_slice(&[1, 1]);
+        s(&mut b, b"plain");
+        let r = read(&file(10, &b)).unwrap();
+        let Value::List(l) = &r.keys[0].2.value else { panic!() };
+        assert_eq!(l.iter().map(|e| e.to_vec()).collect::<Vec<_>>(), vec![b"plain".to_vec()]);
+        let mut b = vec![obj::LIST_QUICKLIST_2];
+        s(&mut b, b"l");
+        b.extend_from_slice(&[1, 7]);
+        s(&mut b, b"x");
+        assert!(read(&file(10, &b)).is_err());
+    }
+
+    #[test]
+    fn modules_are_refused() {
+        let mut b = vec![op::MODULE_AUX];
+        b.extend_from_slice(&[0x80, 0, 0, 0, 1]);
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("module"));
+        let mut b = vec![obj::MODULE_2];
+        s(&mut b, b"k");
+        b.push(5);
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("module"));
+    }
+
+    #[test]
+    fn functions_and_payloads() {
+        let code = b"#!lua name=lib1\nredis.register_function('f', function() return 1 end)";
+        let mut b = vec![op::FUNCTION2, 0x40, code.len() as u8];
+        b.extend_from_slice(code);
+        let r = read(&file(10, &b)).unwrap();
+        assert_eq!(r.libs[0].name, b"lib1");
+        assert_eq!(r.libs[0].engine, b"LUA");
+        assert!(parse_library(b"no shebang".to_vec()).is_err());
+        assert!(parse_library(b"#!lua\n".to_vec()).is_err());
+        // One object from a DUMP-style body.
+        let (d, used) = decode_value(obj::STRING, &[3, b'a', b'b', b'c', 9, 9], &DecodeOpts::default()).unwrap();
+        assert_eq!((str_of(&d), used), (b"abc".to_vec(), 4));
+        assert!(decode_value(obj::STRING, &[3, b'a'], &DecodeOpts::default()).is_err());
+        assert!(decode_value(99, &[0], &DecodeOpts::default()).is_err());
+    }
+
+    #[test]
+    fn server_sink_drops_expired_and_refuses_duplicates() {
+        let mut b = vec![op::EXPIRETIME_MS];
+        b.extend_from_slice(&1000i64.to_le_bytes());
+        b.push(obj::STRING);
+        s(&mut b, b"old");
+        s(&mut b, b"v");
+        b.push(obj::STRING);
+        s(&mut b, b"k");
+        s(&mut b, b"v");
+        let f = file(9, &b);
+        let mut sink = DbSink::new(16, 2_000_000_000_000, false);
+        read_file(&f[..], &mut sink, &DecodeOpts::default()).unwrap();
+        assert_eq!((sink.keys_loaded, sink.keys_expired), (1, 1));
+        let mut b2 = b.clone();
+        b2.push(obj::STRING);
+        s(&mut b2, b"k");
+        s(&mut b2, b"w");
+        let mut sink = DbSink::new(16, 2_000_000_000_000, false);
+        let e = read_file(&file(9, &b2)[..], &mut sink, &DecodeOpts::default()).err().unwrap();
+        assert!(e.reason.contains("Duplicate key"), "{e}");
+        let mut sink = DbSink::new(2, 0, false);
+        assert!(read_file(&file(9, &[op::SELECTDB, 5])[..], &mut sink, &DecodeOpts::default()).is_err());
+    }
+}
