@@ -23,8 +23,9 @@ use super::format::{self, len as lenc, obj, op};
 use super::packed::{self, PElem};
 use crate::db::{lru_clock, Db, LRU_CLOCK_MAX};
 use crate::functions::{Libraries, Library};
+use crate::types::list::ListBuilder;
 use crate::types::stream::{Consumer, Group, Nack, StreamId, INVALID_ENTRIES_READ};
-use crate::types::{zset, Hash, List, RStr, Set, Stream, Value, ZSet};
+use crate::types::{zset, Hash, RStr, Set, Stream, Value, ZSet};
 
 /// Why a file (or payload) was refused, and where.
 #[derive(Debug, Clone, PartialEq)]
@@ -395,8 +396,8 @@ fn ms_from_be(b: &[u8]) -> StreamId {
 }
 
 /// A list element: integers keep their text form.
-fn push_elem(l: &mut List, e: PElem, fill: i64) {
-    e.with_bytes(|b| l.push_back(b, fill));
+fn push_elem(l: &mut ListBuilder, e: PElem) {
+    e.with_bytes(|b| l.push(b));
 }
 
 fn parse_score(e: PElem) -> Option<f64> {
@@ -420,19 +421,24 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         }
         obj::LIST => {
             let n = rd.count()?;
-            let mut l = List::new();
+            let mut l = ListBuilder::new(lim.list_fill);
             for _ in 0..n {
                 let e = rd.string()?;
-                l.push_back(&e, lim.list_fill);
+                l.push(&e);
             }
-            Value::List(Box::new(l))
+            Value::List(Box::new(l.finish()))
         }
         obj::SET => {
             let n = rd.count()?;
             let mut s = Set::new();
-            for _ in 0..n {
+            let mut m = Vec::new();
+            for i in 0..n {
                 let at = rd.offset();
-                let m = rd.string()?;
+                rd.string_into(&mut m)?;
+                if i == 0 && (n > lim.max_intset || crate::util::num::parse_i64(&m).is_none()) {
+                    // Straight to the table, sized once (capped: the count comes from the file).
+                    s = Set::with_table_capacity(n.min(PREALLOC_CAP));
+                }
                 if !s.insert(&m, lim.max_intset) {
                     return Err(LoadError { offset: at, reason: "duplicate set members detected".into() });
                 }
@@ -488,11 +494,11 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let blob = rd.string()?;
             let items =
                 packed::ziplist(&blob).map_err(|r| LoadError { offset: at, reason: format!("list ziplist: {r}") })?;
-            let mut l = List::new();
+            let mut l = ListBuilder::new(lim.list_fill);
             for e in items {
-                push_elem(&mut l, e, lim.list_fill);
+                push_elem(&mut l, e);
             }
-            Value::List(Box::new(l))
+            Value::List(Box::new(l.finish()))
         }
         obj::SET_INTSET => {
             let at = rd.offset();
@@ -510,7 +516,8 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let blob = rd.string()?;
             let items =
                 packed::listpack(&blob).map_err(|r| LoadError { offset: at, reason: format!("set listpack: {r}") })?;
-            let mut s = Set::new();
+            let all_ints = items.len() <= lim.max_intset && items.iter().all(|e| e.as_int().is_some());
+            let mut s = if all_ints { Set::new() } else { Set::with_table_capacity(items.len()) };
             for e in items {
                 let new = match e {
                     PElem::Int(v) => s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset),
@@ -554,20 +561,20 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         }
         obj::LIST_QUICKLIST | obj::LIST_QUICKLIST_2 => {
             let nodes = rd.count()?;
-            let mut l = List::new();
+            let mut l = ListBuilder::new(lim.list_fill);
             for _ in 0..nodes {
                 let container = if t == obj::LIST_QUICKLIST_2 { rd.len()? } else { format::QUICKLIST_NODE_PACKED };
                 let at = rd.offset();
                 let blob = rd.string()?;
                 match container {
-                    format::QUICKLIST_NODE_PLAIN => l.push_back(&blob, lim.list_fill),
+                    format::QUICKLIST_NODE_PLAIN => l.push(&blob),
                     format::QUICKLIST_NODE_PACKED => {
                         let items =
                             if t == obj::LIST_QUICKLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
                                 .map_err(|r| LoadError { offset: at, reason: format!("quicklist node: {r}") })?;
                         // Empty nodes were written by some versions; they are skipped.
                         for e in items {
-                            push_elem(&mut l, e, lim.list_fill);
+                            push_elem(&mut l, e);
                         }
                     }
                     c => {
@@ -578,7 +585,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                     }
                 }
             }
-            Value::List(Box::new(l))
+            Value::List(Box::new(l.finish()))
         }
         obj::STREAM_LISTPACKS | obj::STREAM_LISTPACKS_2 | obj::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(decode_stream(rd, t, lim)?))
@@ -598,11 +605,14 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
 }
 
 fn zset_from_pairs<R: Read>(rd: &Reader<R>, pairs: Vec<(Vec<u8>, f64)>, lim: &Limits) -> LResult<Value> {
-    {
+    let dup = if pairs.len() <= 16 {
+        (0..pairs.len()).any(|i| (0..i).any(|j| pairs[i].0 == pairs[j].0))
+    } else {
         let mut seen: HashSet<&[u8]> = HashSet::with_capacity(pairs.len());
-        if !pairs.iter().all(|(m, _)| seen.insert(m.as_slice())) {
-            return rd.err("duplicate zset members detected");
-        }
+        !pairs.iter().all(|(m, _)| seen.insert(m.as_slice()))
+    };
+    if dup {
+        return rd.err("duplicate zset members detected");
     }
     // Our packed zset encoding stores integral scores as integers, which would turn a -0 that
     // an old writer kept as the text "-0" into 0; such a zset is built in the tree encoding.
@@ -611,8 +621,61 @@ fn zset_from_pairs<R: Read>(rd: &Reader<R>, pairs: Vec<(Vec<u8>, f64)>, lim: &Li
     Ok(Value::ZSet(Box::new(ZSet::from_pairs(pairs, limits))))
 }
 
+fn push_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// A small hash built straight into `Hash::Listpack`'s buffer (see types::hash: each entry a
+/// LEB128 length then its bytes, pairs in order): one allocation instead of one per field.
+/// `None` when it does not fit the listpack limits or a field repeats.
+fn small_hash(pairs: &[(PElem, PElem)], lim: &Limits) -> Option<Option<Hash>> {
+    if pairs.len() > lim.hash_entries {
+        return None;
+    }
+    let mut buf = Vec::with_capacity(pairs.iter().map(|_| 8).sum::<usize>() * 3);
+    let mut fields: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
+    for (f, v) in pairs {
+        for (i, e) in [f, v].into_iter().enumerate() {
+            let ok = e.with_bytes(|b| {
+                if b.len() > lim.hash_value {
+                    return false;
+                }
+                push_varint(&mut buf, b.len());
+                let at = buf.len();
+                buf.extend_from_slice(b);
+                if i == 0 {
+                    fields.push((at, b.len()));
+                }
+                true
+            });
+            if !ok {
+                return None;
+            }
+        }
+    }
+    let field = |&(at, n): &(usize, usize)| &buf[at..at + n];
+    let dup = if fields.len() <= 16 {
+        (0..fields.len()).any(|i| (0..i).any(|j| field(&fields[i]) == field(&fields[j])))
+    } else {
+        let mut seen = HashSet::with_capacity(fields.len());
+        !fields.iter().all(|f| seen.insert(field(f)))
+    };
+    if dup {
+        return Some(None);
+    }
+    Some(Some(Hash::Listpack(buf.into_boxed_slice())))
+}
+
 /// A hash from (field, value) elements; `None` when a field repeats.
 fn hash_from_pairs<'a>(pairs: impl Iterator<Item = (PElem<'a>, PElem<'a>)>, n: usize, lim: &Limits) -> Option<Hash> {
+    let pairs: Vec<(PElem, PElem)> = pairs.collect();
+    if let Some(small) = small_hash(&pairs, lim) {
+        return small;
+    }
     let mut h = Hash::new();
     if n > lim.hash_entries {
         h.convert_to_table();
@@ -1178,9 +1241,15 @@ pub fn load_path(
     sink.progress = job;
     let opts = DecodeOpts { limits: Limits::from_config(cfg), drop_fields_expired_before: Some(now) };
     read_file(file, &mut sink, &opts)?;
-    tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", sink.keys_loaded, sink.keys_expired);
     if sink.empty_skipped > 0 {
-        tracing::info!("Done loading RDB, empty keys skipped: {}.", sink.empty_skipped);
+        tracing::info!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+            sink.keys_loaded,
+            sink.keys_expired,
+            sink.empty_skipped
+        );
+    } else {
+        tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", sink.keys_loaded, sink.keys_expired);
     }
     tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
     Ok(Loaded {
@@ -1432,6 +1501,47 @@ mod tests {
         b.extend_from_slice(&[1, 7]);
         s(&mut b, b"x");
         assert!(read(&file(10, &b)).is_err());
+    }
+
+    /// A listpack of short strings (test input).
+    fn lp(items: &[&[u8]]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for it in items {
+            body.push(0x80 | it.len() as u8);
+            body.extend_from_slice(it);
+            body.push(1 + it.len() as u8);
+        }
+        let mut out = ((body.len() + 7) as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(&(items.len() as u16).to_le_bytes());
+        out.extend_from_slice(&body);
+        out.push(0xFF);
+        out
+    }
+
+    #[test]
+    fn packed_hashes_and_sets() {
+        let mut b = vec![obj::HASH_LISTPACK];
+        s(&mut b, b"h");
+        s(&mut b, &lp(&[b"f1", b"v1", b"f2", b"v2"]));
+        let r = read(&file(10, &b)).unwrap();
+        let Value::Hash(h) = &r.keys[0].2.value else { panic!() };
+        assert_eq!((h.get(b"f1"), h.get(b"f2"), h.len()), (Some(&b"v1"[..]), Some(&b"v2"[..]), 2));
+        for dup in [&[&b"f"[..], b"1", b"f", b"2"][..], &[&b"a"[..], b"1", b"b"][..]] {
+            let mut b = vec![obj::HASH_LISTPACK];
+            s(&mut b, b"h");
+            s(&mut b, &lp(dup));
+            assert!(read(&file(10, &b)).is_err());
+        }
+        let mut b = vec![obj::SET_LISTPACK];
+        s(&mut b, b"s");
+        s(&mut b, &lp(&[b"x", b"y", b"x"]));
+        assert!(read(&file(11, &b)).is_err());
+        let mut b = vec![obj::SET_LISTPACK];
+        s(&mut b, b"s");
+        s(&mut b, &lp(&[b"x", b"y"]));
+        let r = read(&file(11, &b)).unwrap();
+        let Value::Set(set) = &r.keys[0].2.value else { panic!() };
+        assert!(set.contains(b"x") && set.contains(b"y") && set.len() == 2);
     }
 
     #[test]
