@@ -296,6 +296,8 @@ impl Executor {
                     break;
                 }
                 db.active_expire(now, deadline, 20);
+                // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
+                db.active_expire_fields(now, deadline, 1000);
             }
         }
         // pub/sub hook: `expired` keyspace events from active expiry.
