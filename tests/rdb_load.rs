@@ -16,9 +16,7 @@ const PENDING: &[(&str, &str)] = &[
     ("redis-7.2.6-full.rdb", "active_time_ms"),
     ("redis-7.2.6-nochecksum.rdb", "active_time_ms"),
     ("redis-7.2.6-nocompress.rdb", "active_time_ms"),
-    // HPEXPIRETIME (7.4) is not a command here yet; the checker needs it for hash field TTLs.
-    ("redis-7.4.1-full.rdb", "HPEXPIRETIME"),
-    ("redis-7.4.1-expired.rdb", "HPEXPIRETIME"),
+    ("redis-7.4.1-full.rdb", "active_time_ms"),
 ];
 
 fn fixtures_present() -> bool {

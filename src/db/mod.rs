@@ -290,12 +290,19 @@ impl Db {
     /// Adds a key read from an RDB file (or RESTORE) with its expiry and access clock. Returns
     /// false when the key already existed (its value is replaced: callers check first or abort).
     pub fn insert_new(&mut self, key: &[u8], value: Value, expire_ms: Option<i64>, clock: u32) -> bool {
+        let field_due = match &value {
+            Value::Hash(h) => h.field_expire_hint(),
+            _ => None,
+        };
         // One lookup: a duplicate aborts the whole load, so overwriting it first is harmless.
         if self.keys.insert(key, value, clock).is_some() {
             return false;
         }
         if let Some(at) = expire_ms {
             self.expires.insert(key, at, 0);
+        }
+        if let Some(at) = field_due {
+            self.field_ttl.schedule(key, at);
         }
         true
     }
