@@ -74,6 +74,8 @@ pub struct Reader<R> {
     pub checksum: bool,
     /// Reused for short strings that are copied into their final home anyway.
     scratch: Vec<u8>,
+    /// Reused for packed blobs (see `take_blob`).
+    blob: Vec<u8>,
 }
 
 impl<R: Read> Reader<R> {
@@ -93,6 +95,7 @@ impl<R: Read> Reader<R> {
             crc: 0,
             checksum: true,
             scratch: Vec::new(),
+            blob: Vec::new(),
         }
     }
 
@@ -270,6 +273,21 @@ impl<R: Read> Reader<R> {
             e => return self.err(format!("unknown string encoding {e}")),
         }
         Ok(())
+    }
+
+    /// A string read into the reader's recycled buffer: packed blobs are decoded into values
+    /// and their bytes are dead afterwards, so one buffer serves every blob of a file.
+    fn take_blob(&mut self) -> LResult<Vec<u8>> {
+        let mut b = std::mem::take(&mut self.blob);
+        self.string_into(&mut b)?;
+        Ok(b)
+    }
+
+    /// Gives a `take_blob` buffer back (a huge one is freed instead of kept).
+    fn recycle(&mut self, b: Vec<u8>) {
+        if b.capacity() <= 1 << 20 {
+            self.blob = b;
+        }
     }
 
     fn ms_time(&mut self) -> LResult<i64> {
@@ -491,29 +509,31 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         }
         obj::LIST_ZIPLIST => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items =
                 packed::ziplist(&blob).map_err(|r| LoadError { offset: at, reason: format!("list ziplist: {r}") })?;
             let mut l = ListBuilder::new(lim.list_fill);
             for e in items {
                 push_elem(&mut l, e);
             }
+            rd.recycle(blob);
             Value::List(Box::new(l.finish()))
         }
         obj::SET_INTSET => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let (w, body) =
                 packed::intset(&blob).map_err(|r| LoadError { offset: at, reason: format!("intset: {r}") })?;
             let mut s = Set::new();
             for v in packed::intset_members(w, body) {
                 s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset);
             }
+            rd.recycle(blob);
             Value::Set(Box::new(s))
         }
         obj::SET_LISTPACK => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items =
                 packed::listpack(&blob).map_err(|r| LoadError { offset: at, reason: format!("set listpack: {r}") })?;
             let all_ints = items.len() <= lim.max_intset && items.iter().all(|e| e.as_int().is_some());
@@ -527,11 +547,12 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                     return Err(LoadError { offset: at, reason: "set listpack has duplicate members".into() });
                 }
             }
+            rd.recycle(blob);
             Value::Set(Box::new(s))
         }
         obj::ZSET_ZIPLIST | obj::ZSET_LISTPACK => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items = if t == obj::ZSET_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
                 .map_err(|r| LoadError { offset: at, reason: format!("zset pack: {r}") })?;
             if items.len() % 2 != 0 {
@@ -544,11 +565,12 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                     .ok_or_else(|| LoadError { offset: at, reason: "zset pack has an invalid score".into() })?;
                 pairs.push((p[0].to_vec(), sc));
             }
+            rd.recycle(blob);
             zset_from_pairs(rd, pairs, lim)?
         }
         obj::HASH_ZIPLIST | obj::HASH_LISTPACK => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items = if t == obj::HASH_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
                 .map_err(|r| LoadError { offset: at, reason: format!("hash pack: {r}") })?;
             if items.len() % 2 != 0 {
@@ -557,6 +579,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let h = hash_from_pairs(items.chunks_exact(2).map(|p| (p[0], p[1])), items.len() / 2, lim).ok_or(
                 LoadError { offset: at, reason: "hash pack integrity check failed (duplicate fields)".into() },
             )?;
+            rd.recycle(blob);
             Value::Hash(Box::new(h))
         }
         obj::LIST_QUICKLIST | obj::LIST_QUICKLIST_2 => {
@@ -565,7 +588,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             for _ in 0..nodes {
                 let container = if t == obj::LIST_QUICKLIST_2 { rd.len()? } else { format::QUICKLIST_NODE_PACKED };
                 let at = rd.offset();
-                let blob = rd.string()?;
+                let blob = rd.take_blob()?;
                 match container {
                     format::QUICKLIST_NODE_PLAIN => l.push(&blob),
                     format::QUICKLIST_NODE_PACKED => {
@@ -584,6 +607,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                         })
                     }
                 }
+                rd.recycle(blob);
             }
             Value::List(Box::new(l.finish()))
         }
