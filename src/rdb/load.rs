@@ -558,15 +558,20 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             if items.len() % 2 != 0 {
                 return Err(LoadError { offset: at, reason: "zset pack has an odd number of entries".into() });
             }
-            let mut pairs = Vec::with_capacity(items.len() / 2);
+            // Members go into one arena (integer members need their text form somewhere).
+            let mut arena = Vec::with_capacity(blob.len());
+            let mut spans = Vec::with_capacity(items.len() / 2);
             for p in items.chunks_exact(2) {
                 let sc = parse_score(p[1])
                     .filter(|s| !s.is_nan())
                     .ok_or_else(|| LoadError { offset: at, reason: "zset pack has an invalid score".into() })?;
-                pairs.push((p[0].to_vec(), sc));
+                let start = arena.len();
+                p[0].with_bytes(|b| arena.extend_from_slice(b));
+                spans.push((start, arena.len(), sc));
             }
             rd.recycle(blob);
-            zset_from_pairs(rd, pairs, lim)?
+            let pairs: Vec<(&[u8], f64)> = spans.iter().map(|&(a, b, sc)| (&arena[a..b], sc)).collect();
+            zset_from_pair_refs(rd, pairs, lim)?
         }
         obj::HASH_ZIPLIST | obj::HASH_LISTPACK => {
             let at = rd.offset();
@@ -629,11 +634,15 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
 }
 
 fn zset_from_pairs<R: Read>(rd: &Reader<R>, pairs: Vec<(Vec<u8>, f64)>, lim: &Limits) -> LResult<Value> {
+    zset_from_pair_refs(rd, pairs.iter().map(|(m, s)| (m.as_slice(), *s)).collect(), lim)
+}
+
+fn zset_from_pair_refs<R: Read>(rd: &Reader<R>, pairs: Vec<(&[u8], f64)>, lim: &Limits) -> LResult<Value> {
     let dup = if pairs.len() <= 16 {
         (0..pairs.len()).any(|i| (0..i).any(|j| pairs[i].0 == pairs[j].0))
     } else {
         let mut seen: HashSet<&[u8]> = HashSet::with_capacity(pairs.len());
-        !pairs.iter().all(|(m, _)| seen.insert(m.as_slice()))
+        !pairs.iter().all(|(m, _)| seen.insert(*m))
     };
     if dup {
         return rd.err("duplicate zset members detected");
@@ -642,7 +651,7 @@ fn zset_from_pairs<R: Read>(rd: &Reader<R>, pairs: Vec<(Vec<u8>, f64)>, lim: &Li
     // an old writer kept as the text "-0" into 0; such a zset is built in the tree encoding.
     let neg_zero = pairs.iter().any(|(_, s)| *s == 0.0 && s.is_sign_negative());
     let limits = if neg_zero { zset::Limits { max_entries: 0, max_value: 0 } } else { lim.zset };
-    Ok(Value::ZSet(Box::new(ZSet::from_pairs(pairs, limits))))
+    Ok(Value::ZSet(Box::new(ZSet::from_pair_refs(pairs, limits))))
 }
 
 fn push_varint(out: &mut Vec<u8>, mut n: usize) {
@@ -660,7 +669,10 @@ fn small_hash(pairs: &[(PElem, PElem)], lim: &Limits) -> Option<Option<Hash>> {
     if pairs.len() > lim.hash_entries {
         return None;
     }
-    let mut buf = Vec::with_capacity(pairs.iter().map(|_| 8).sum::<usize>() * 3);
+    let varint_len = |n: usize| (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize;
+    let exact: usize =
+        pairs.iter().flat_map(|(f, v)| [f, v]).map(|e| e.with_bytes(|b| b.len() + varint_len(b.len()))).sum();
+    let mut buf = Vec::with_capacity(exact);
     let mut fields: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
     for (f, v) in pairs {
         for (i, e) in [f, v].into_iter().enumerate() {
