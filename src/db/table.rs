@@ -388,7 +388,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     /// Sizes an empty table for `n` keys up front (an RDB file's RESIZEDB hint); a no-op once
     /// the table holds anything. Callers cap `n`: it comes from a file.
     pub fn reserve_empty(&mut self, n: usize) {
-        if self.len() == 0 && self.rehash_idx.is_none() && n > self.ht[0].size() {
+        if self.is_empty() && self.rehash_idx.is_none() && n > self.ht[0].size() {
             self.ht[0] = Buckets::with_size(n.next_power_of_two());
         }
     }

@@ -219,7 +219,7 @@ impl<R: Read> Reader<R> {
         }
     }
 
-    pub fn len(&mut self) -> LResult<u64> {
+    pub fn read_len(&mut self) -> LResult<u64> {
         match self.len_enc()? {
             (n, false) => Ok(n),
             _ => self.err("unexpected encoded length"),
@@ -228,7 +228,7 @@ impl<R: Read> Reader<R> {
 
     /// A length used as a count of things to read.
     fn count(&mut self) -> LResult<usize> {
-        let n = self.len()?;
+        let n = self.read_len()?;
         usize::try_from(n).or_else(|_| self.err("length out of range"))
     }
 
@@ -256,8 +256,8 @@ impl<R: Read> Reader<R> {
                 out.extend_from_slice(itoa::Buffer::new().format(i32::from_le_bytes(self.array()?)).as_bytes())
             }
             lenc::ENC_LZF => {
-                let clen = self.len()?;
-                let ulen = self.len()?;
+                let clen = self.read_len()?;
+                let ulen = self.read_len()?;
                 // LZF expands at most ~132x (a 2-byte back-reference yields 264 bytes); a larger
                 // claim is a lie that must not become an allocation.
                 if ulen > clen.saturating_mul(150).saturating_add(64) || ulen == 0 {
@@ -591,7 +591,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let nodes = rd.count()?;
             let mut l = ListBuilder::new(lim.list_fill);
             for _ in 0..nodes {
-                let container = if t == obj::LIST_QUICKLIST_2 { rd.len()? } else { format::QUICKLIST_NODE_PACKED };
+                let container = if t == obj::LIST_QUICKLIST_2 { rd.read_len()? } else { format::QUICKLIST_NODE_PACKED };
                 let at = rd.offset();
                 let blob = rd.take_blob()?;
                 match container {
@@ -622,7 +622,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::HASH_METADATA | obj::HASH_METADATA_PRE_GA => return decode_hash_metadata(rd, t, opts),
         obj::HASH_LISTPACK_EX | obj::HASH_LISTPACK_EX_PRE_GA => return decode_hash_listpack_ex(rd, t, opts),
         obj::MODULE_2 | obj::MODULE_PRE_GA => {
-            let id = rd.len()?;
+            let id = rd.read_len()?;
             return rd.err(format!(
                 "the RDB file contains module data of type '{}', and this server has no modules",
                 module_name(id)
@@ -736,7 +736,7 @@ fn decode_hash_metadata<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -
     let mut ttls = Vec::new();
     for _ in 0..n {
         let at = rd.offset();
-        let ttl = rd.len()?;
+        let ttl = rd.read_len()?;
         let expire_at = if t == obj::HASH_METADATA_PRE_GA {
             ttl as i64
         } else if ttl == 0 {
@@ -856,19 +856,19 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
             }
         }
     }
-    let length = rd.len()?;
+    let length = rd.read_len()?;
     if length != s.length {
         return rd.err(format!("stream length {length} does not match its {} entries", s.length));
     }
-    let last = StreamId::new(rd.len()?, rd.len()?);
+    let last = StreamId::new(rd.read_len()?, rd.read_len()?);
     if s.length > 0 && s.last_id > last {
         return rd.err("stream last ID is smaller than an entry");
     }
     s.last_id = last;
     if t >= obj::STREAM_LISTPACKS_2 {
-        s.first_id = StreamId::new(rd.len()?, rd.len()?);
-        s.max_deleted_id = StreamId::new(rd.len()?, rd.len()?);
-        s.entries_added = rd.len()?;
+        s.first_id = StreamId::new(rd.read_len()?, rd.read_len()?);
+        s.max_deleted_id = StreamId::new(rd.read_len()?, rd.read_len()?);
+        s.entries_added = rd.read_len()?;
     } else {
         s.refresh_first_id();
         s.max_deleted_id = StreamId::MIN;
@@ -878,9 +878,9 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
     for _ in 0..ngroups {
         let at = rd.offset();
         let name = rd.string()?;
-        let gid = StreamId::new(rd.len()?, rd.len()?);
+        let gid = StreamId::new(rd.read_len()?, rd.read_len()?);
         let entries_read = if t >= obj::STREAM_LISTPACKS_2 {
-            rd.len()? as i64
+            rd.read_len()? as i64
         } else {
             s.distance_from_first_ever(gid).map_or(INVALID_ENTRIES_READ, |d| d as i64)
         };
@@ -889,7 +889,7 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
         for _ in 0..npel {
             let raw: [u8; 16] = rd.array()?;
             let delivery_time = rd.ms_time()?;
-            let delivery_count = rd.len()?;
+            let delivery_count = rd.read_len()?;
             let id = ms_from_be(&raw);
             if g.pel.insert(id, Nack { delivery_time, delivery_count, consumer: Vec::new() }).is_some() {
                 return rd.err("duplicated global PEL entry loading stream consumer group");
@@ -1024,23 +1024,23 @@ pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LRe
                 continue;
             }
             op::IDLE => {
-                meta.idle_s = Some(rd.len()?);
+                meta.idle_s = Some(rd.read_len()?);
                 continue;
             }
             op::EOF => break,
             op::SELECTDB => {
-                let db = rd.len()?;
+                let db = rd.read_len()?;
                 sink.select_db(db).map_err(|r| wrap(&rd, r))?;
             }
             op::RESIZEDB => {
-                let k = rd.len()?;
-                let e = rd.len()?;
+                let k = rd.read_len()?;
+                let e = rd.read_len()?;
                 sink.resize_hint(k, e);
             }
             op::SLOT_INFO => {
-                rd.len()?;
-                rd.len()?;
-                rd.len()?;
+                rd.read_len()?;
+                rd.read_len()?;
+                rd.read_len()?;
             }
             op::AUX => {
                 let k = rd.string()?;
@@ -1048,7 +1048,7 @@ pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LRe
                 sink.aux(&k, &v).map_err(|r| wrap(&rd, r))?;
             }
             op::MODULE_AUX => {
-                let id = rd.len()?;
+                let id = rd.read_len()?;
                 sink.module_aux(id).map_err(|r| wrap(&rd, r))?;
                 return rd.err("MODULE_AUX records cannot be skipped");
             }
@@ -1434,8 +1434,8 @@ mod tests {
         b.extend_from_slice(&packed);
         let r = read(&file(9, &b)).unwrap();
         assert_eq!(r.aux, vec![(b"redis-ver".to_vec(), b"7.0.0".to_vec())]);
-        let got: Vec<(u64, Vec<u8>, Vec<u8>, Option<i64>)> =
-            r.keys.iter().map(|(db, k, d, m)| (*db, k.clone(), str_of(d), m.expire_ms)).collect();
+        type Row = (u64, Vec<u8>, Vec<u8>, Option<i64>);
+        let got: Vec<Row> = r.keys.iter().map(|(db, k, d, m)| (*db, k.clone(), str_of(d), m.expire_ms)).collect();
         assert_eq!(
             got,
             vec![
