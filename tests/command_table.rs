@@ -294,10 +294,8 @@ const NOT_YET_IMPLEMENTED: &[&str] = &[
     "client|tracking",
     "client|trackinginfo",
     // Functions.
-    "function|delete",
     "function|dump",
     "function|kill",
-    "function|list",
     "function|load",
     "function|restore",
     "function|stats",
