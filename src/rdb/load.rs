@@ -1609,6 +1609,32 @@ mod tests {
     }
 
     #[test]
+    fn idle_and_freq_reach_the_access_clock() {
+        let mut b = vec![op::IDLE, 0x40, 100, obj::STRING];
+        s(&mut b, b"k");
+        s(&mut b, b"v");
+        b.extend_from_slice(&[op::FREQ, 42, obj::STRING]);
+        s(&mut b, b"f");
+        s(&mut b, b"v");
+        let now = 2_000_000_000_000;
+        let mut sink = DbSink::new(1, now, false);
+        read_file(&file(9, &b)[..], &mut sink, &DecodeOpts::default()).unwrap();
+        assert_eq!(sink.dbs[0].idle_seconds(b"k", now), Some(100));
+        assert_eq!(sink.dbs[0].idle_seconds(b"f", now), Some(0));
+        // Under an LFU policy the field holds minutes << 8 | counter, as Redis packs it.
+        let mut sink = DbSink::new(1, now, true);
+        read_file(&file(9, &b)[..], &mut sink, &DecodeOpts::default()).unwrap();
+        // OBJECT IDLETIME's arithmetic over the packed stamp (Db::idle_seconds).
+        let idle_of = |stamp: u32| {
+            let now = lru_clock(now);
+            (if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now }) as u64
+        };
+        let minutes = lfu_minutes(now) << 8;
+        assert_eq!(sink.dbs[0].idle_seconds(b"f", now), Some(idle_of(minutes | 42)));
+        assert_eq!(sink.dbs[0].idle_seconds(b"k", now), Some(idle_of(minutes | 5)));
+    }
+
+    #[test]
     fn server_sink_drops_expired_and_refuses_duplicates() {
         let mut b = vec![op::EXPIRETIME_MS];
         b.extend_from_slice(&1000i64.to_le_bytes());
