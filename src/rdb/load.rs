@@ -378,6 +378,15 @@ impl Decoded {
         Decoded { value, field_expires: Vec::new() }
     }
 
+    /// The value with its field TTLs applied (what RESTORE stores).
+    pub fn into_value(self) -> Value {
+        let Decoded { mut value, field_expires } = self;
+        if let Value::Hash(h) = &mut value {
+            apply_field_expires(h, &field_expires);
+        }
+        value
+    }
+
     /// Whether this is a collection with no elements (Redis 6.2+ skips those on load).
     pub fn is_empty_collection(&self) -> bool {
         match &self.value {
@@ -1329,10 +1338,7 @@ impl Sink for DbSink {
                 None => now,
             }
         };
-        let Decoded { mut value, field_expires } = value;
-        if let Value::Hash(h) = &mut value {
-            apply_field_expires(h, &field_expires);
-        }
+        let value = value.into_value();
         if let Some(p) = &mut self.pipe {
             p.batch.keys.extend_from_slice(key);
             let end = p.batch.keys.len();
