@@ -289,10 +289,8 @@ fn show(bytes: &[u8]) -> String {
 /// this list when it lands.
 const NOT_YET_IMPLEMENTED: &[&str] = &[
     // Functions.
-    "function|delete",
     "function|dump",
     "function|kill",
-    "function|list",
     "function|load",
     "function|restore",
     "function|stats",

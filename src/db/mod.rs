@@ -281,6 +281,32 @@ impl Db {
         self.keys.insert(key, value, lru_clock(now_ms))
     }
 
+    /// Presizes an empty database for `keys` keys and `expires` TTLs (RDB RESIZEDB hint).
+    pub fn reserve_empty(&mut self, keys: usize, expires: usize) {
+        self.keys.reserve_empty(keys);
+        self.expires.reserve_empty(expires);
+    }
+
+    /// Adds a key read from an RDB file (or RESTORE) with its expiry and access clock. Returns
+    /// false when the key already existed (its value is replaced: callers check first or abort).
+    pub fn insert_new(&mut self, key: &[u8], value: Value, expire_ms: Option<i64>, clock: u32) -> bool {
+        let field_due = match &value {
+            Value::Hash(h) => h.field_expire_hint(),
+            _ => None,
+        };
+        // One lookup: a duplicate aborts the whole load, so overwriting it first is harmless.
+        if self.keys.insert(key, value, clock).is_some() {
+            return false;
+        }
+        if let Some(at) = expire_ms {
+            self.expires.insert(key, at, 0);
+        }
+        if let Some(at) = field_due {
+            self.field_ttl.schedule(key, at);
+        }
+        true
+    }
+
     /// Stores `value` under `key`, keeping an existing TTL (SET KEEPTTL, in-place rewrites).
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
         self.expire_if_needed(key, now_ms);

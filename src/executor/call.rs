@@ -89,6 +89,11 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             return;
         }
     };
+    if st.loading.is_some() && !spec.has_flag(flags::LOADING) {
+        st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+        reject(st, client, CmdError::Raw("LOADING Redis is loading the dataset in memory".into()), out, proto);
+        return;
+    }
     // CLIENT PAUSE: the command (and everything after it) waits for the pause to end.
     if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec) {
         client.pending.push_front(cmd);

@@ -81,6 +81,9 @@ pub struct State {
     pub tracking: crate::tracking::Table,
     /// Clients holding commands until CLIENT PAUSE ends, in the order they were stopped.
     pub postponed: std::collections::VecDeque<u64>,
+    /// The RDB load running in the background at startup; commands without the LOADING flag
+    /// are refused until it is swapped in.
+    pub loading: Option<Arc<crate::rdb::load::LoadJob>>,
 }
 
 impl State {
@@ -115,11 +118,26 @@ impl State {
             functions: crate::functions::Libraries::default(),
             tracking: crate::tracking::Table::default(),
             postponed: std::collections::VecDeque::new(),
+            loading: None,
         }
     }
 }
 
 impl State {
+    /// Swaps in the databases of a finished background load.
+    pub fn poll_loading(&mut self) {
+        let Some(job) = &self.loading else { return };
+        let Some(done) = job.take_done() else { return };
+        let mut dbs = done.dbs;
+        dbs.resize_with(self.dbs.len(), Db::new);
+        self.dbs = dbs;
+        self.functions = done.functions;
+        self.stats.persistence.last_load_keys_loaded = done.keys_loaded;
+        self.stats.persistence.last_load_keys_expired = done.keys_expired;
+        self.stats.persistence.loading = false;
+        self.loading = None;
+    }
+
     /// The earliest deadline of a blocked client.
     pub fn next_block_deadline(&self) -> Option<i64> {
         self.blocked_deadlines.first().map(|&(d, _)| d)
@@ -216,6 +234,9 @@ impl Executor {
         let Some(mut client) = self.state.clients.remove(&id) else {
             return BatchEnd::Close;
         };
+        if self.state.loading.is_some() {
+            self.state.poll_loading();
+        }
         let now = unix_ms();
         client.last_interaction_ms = now;
         let mut clock = call::Clock { now_ms: now, last: Instant::now() };
@@ -279,6 +300,9 @@ impl Executor {
 
     /// Periodic work, called `hz` times a second.
     pub fn cron(&mut self) {
+        if self.state.loading.is_some() {
+            self.state.poll_loading();
+        }
         let now = unix_ms();
         let st = &mut self.state;
         st.cron_loops += 1;

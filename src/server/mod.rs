@@ -77,7 +77,12 @@ pub struct Shared {
 pub fn run(config: Config) -> i32 {
     crate::config::live::publish(&config);
     let threads = config.io_threads.max(1);
-    let exec = Executor::new(config.clone());
+    let mut exec = Executor::new(config.clone());
+    // Startup load: the listener accepts while the file loads on its own thread.
+    if let Some(job) = crate::rdb::load::start_background(&config) {
+        exec.state.stats.persistence.loading = true;
+        exec.state.loading = Some(job);
+    }
     if threads == 1 {
         let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(rt) => rt,
