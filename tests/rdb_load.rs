@@ -1,40 +1,23 @@
-//! Startup RDB loading, end to end: every fixture in /work/shared/rdb (real files written by Redis
-//! 2.4 to 7.4 and Valkey 8, each with its expected contents as JSON) is loaded by the built
-//! server through the fixture library's own checker, and refused files must stop the server with
+//! Startup RDB loading, end to end: every fixture in tests/fixtures/rdb (real files written by
+//! Redis 2.4 to 7.4 and Valkey 8, each with its expected contents as JSON; see its README) is
+//! loaded by the built server through the fixture library's own checker, and refused files must stop the server with
 //! exit status 1 and a log line naming the file and offset.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const FIXTURES: &str = "/work/shared/rdb";
+mod common;
 
-/// Fixtures that still fail for reasons outside the loader, with the only problem text their
-/// failure may show. Remove an entry once the feature lands.
-const PENDING: &[(&str, &str)] = &[
-    // XINFO STREAM FULL answers as 7.0 does, without the consumers' `active-time` (7.2+).
-    ("redis-7.2.6-full.rdb", "active_time_ms"),
-    ("redis-7.2.6-nochecksum.rdb", "active_time_ms"),
-    ("redis-7.2.6-nocompress.rdb", "active_time_ms"),
-    ("redis-7.4.1-full.rdb", "active_time_ms"),
-];
-
-fn fixtures_present() -> bool {
-    let ok = Path::new(FIXTURES).join("check.py").exists();
-    if !ok {
-        println!("skipping: the fixture folder {FIXTURES} is absent");
-    }
-    ok
+fn fixtures() -> PathBuf {
+    common::rdb_fixtures()
 }
 
 #[test]
 fn every_fixture_loads_with_the_expected_contents() {
-    if !fixtures_present() {
-        return;
-    }
     let server = env!("CARGO_BIN_EXE_ferrodis-server");
     let out = Command::new("python3")
-        .arg(Path::new(FIXTURES).join("check.py"))
+        .arg(fixtures().join("check.py"))
         .args(["--server", server, "--timeout", "120"])
         .output()
         .expect("python3 runs");
@@ -54,16 +37,8 @@ fn every_fixture_loads_with_the_expected_contents() {
         }
     }
     assert!(passed > 20, "the checker ran too few fixtures:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    for (name, problems) in &failures {
-        let allowed = PENDING.iter().find(|(n, _)| n == name).map(|(_, why)| *why);
-        match allowed {
-            Some(why) => assert!(
-                problems.iter().all(|p| p.contains(why)),
-                "{name} fails beyond its pending reason ({why}):\n{}",
-                problems.join("\n")
-            ),
-            None => panic!("{name} failed:\n{}\n\nfull report:\n{text}", problems.join("\n")),
-        }
+    if let Some((name, problems)) = failures.first() {
+        panic!("{name} failed:\n{}\n\nfull report:\n{text}", problems.join("\n"));
     }
 }
 
@@ -104,10 +79,7 @@ fn free_port() -> u16 {
 
 #[test]
 fn corrupt_and_truncated_files_stop_startup() {
-    if !fixtures_present() {
-        return;
-    }
-    let full: PathBuf = Path::new(FIXTURES).join("redis-7.0.15-full.rdb");
+    let full: PathBuf = fixtures().join("redis-7.0.15-full.rdb");
     let bytes = std::fs::read(full).unwrap();
     // Truncated: cut in the middle of the keys.
     let (status, log) = run_on(&bytes[..bytes.len() / 2], free_port());
@@ -149,13 +121,10 @@ impl ferrodis::rdb::load::Sink for Discard {
 
 #[test]
 fn damaged_files_are_errors_never_panics() {
-    if !fixtures_present() {
-        return;
-    }
     use ferrodis::rdb::load::{read_file, DecodeOpts};
     let opts = DecodeOpts::default();
     for name in ["redis-7.2.6-full.rdb", "redis-2.4.18-full.rdb", "redis-7.4.1-full.rdb", "redis-5.0.14-full.rdb"] {
-        let bytes = std::fs::read(Path::new(FIXTURES).join(name)).unwrap();
+        let bytes = std::fs::read(fixtures().join(name)).unwrap();
         assert!(read_file(&bytes[..], &mut Discard, &opts).is_ok(), "{name} must load");
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut rand = move || {

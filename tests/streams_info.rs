@@ -495,6 +495,38 @@ fn hello3(server: &Server) -> Client {
     c
 }
 
+/// Redis 7.2's consumer `active-time` in XINFO STREAM FULL: ferrodis shows it (times restored
+/// from 7.2+ RDB files must be visible); 7.0's reply has no such field, so it is left out of the
+/// comparison when the expected reply lacks it.
+const LATER_FIELD: &[u8] = b"active-time";
+
+/// Whether some map (or RESP2 flat map) in the tree has the key `name`.
+fn has_field(n: &Node, name: &[u8]) -> bool {
+    match n {
+        Node::Agg(_, Some(items)) => {
+            items.chunks(2).any(|p| matches!(&p[0], Node::Blob(_, Some(k)) if k == name))
+                || items.iter().any(|i| has_field(i, name))
+        }
+        _ => false,
+    }
+}
+
+/// Removes every `name` key with its value from the maps in the tree.
+fn drop_field(n: &mut Node, name: &[u8]) {
+    if let Node::Agg(_, Some(items)) = n {
+        if items.len() % 2 == 0 {
+            if let Some(i) =
+                (0..items.len()).step_by(2).find(|&i| matches!(&items[i], Node::Blob(_, Some(k)) if k == name))
+            {
+                items.drain(i..i + 2);
+            }
+        }
+        for item in items.iter_mut() {
+            drop_field(item, name);
+        }
+    }
+}
+
 #[test]
 fn xinfo_and_xpending_match_redis_field_by_field() {
     let redis = RedisServer::new();
@@ -519,8 +551,11 @@ fn xinfo_and_xpending_match_redis_field_by_field() {
             let (rc, fc) = if resp3 { (&mut r3, &mut f3) } else { (&mut r2, &mut f2) };
             let e = parse(&rc.cmd(query.argv));
             let now_e = server_ms(rc);
-            let g = parse(&fc.cmd(query.argv));
+            let mut g = parse(&fc.cmd(query.argv));
             let now_g = server_ms(fc);
+            if !has_field(&e, LATER_FIELD) {
+                drop_field(&mut g, LATER_FIELD);
+            }
             diffs.extend(compare(query, resp3, Side { node: &e, now: now_e }, Side { node: &g, now: now_g }));
         }
     }

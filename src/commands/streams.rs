@@ -847,6 +847,12 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                         created = g.create_consumer(cname, now);
                     }
                 }
+                if ids[k].is_none() {
+                    // New entries are delivered (checked above): the consumer is active.
+                    if let Some(c) = s.groups.get_mut(gname).and_then(|g| g.consumers.get_mut(cname)) {
+                        c.active_time = now;
+                    }
+                }
                 let r = GroupRead { group: gname, consumer: cname, count: count as usize, noack, now, proto };
                 match ids[k] {
                     Some(after) => serve_group_history(s, &r, after, &mut out),
@@ -1250,6 +1256,9 @@ fn claim_to(g: &mut Group, id: StreamId, consumer: &[u8], now: i64) -> bool {
     } else if let Some(c) = g.consumers.get_mut(consumer) {
         c.seen_time = now;
     }
+    if let Some(c) = g.consumers.get_mut(consumer) {
+        c.active_time = now;
+    }
     let Some(nack) = g.pel.get_mut(&id) else { return created };
     if nack.consumer != consumer {
         let old = std::mem::replace(&mut nack.consumer, consumer.to_vec());
@@ -1627,6 +1636,8 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &Args) -> CmdResult {
             consumers.push(Reply::Map(vec![
                 kv("name", Reply::Bulk(cname.clone())),
                 kv("seen-time", Reply::Int(c.seen_time)),
+                // A Redis 7.2 field, shown so that times restored from 7.2+ files are visible.
+                kv("active-time", Reply::Int(c.active_time)),
                 kv("pel-count", Reply::Int(c.pel.len() as i64)),
                 kv("pending", Reply::Array(cp)),
             ]));

@@ -908,10 +908,9 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
         for _ in 0..ncons {
             let cname = rd.string()?;
             let seen_time = rd.ms_time()?;
-            if t >= obj::STREAM_LISTPACKS_3 {
-                rd.ms_time()?; // active-time: not kept (Redis 7.0 has no such field)
-            }
-            let mut c = Consumer { seen_time, ..Default::default() };
+            // Files older than 7.2 have no active-time: 7.2 takes the seen-time for it.
+            let active_time = if t >= obj::STREAM_LISTPACKS_3 { rd.ms_time()? } else { seen_time };
+            let mut c = Consumer { seen_time, active_time, ..Default::default() };
             let n = rd.count()?;
             for _ in 0..n {
                 let raw: [u8; 16] = rd.array()?;

@@ -428,7 +428,11 @@ pub struct Nack {
 /// A consumer of a group.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Consumer {
+    /// Last time the consumer was served (Redis 7.0's seen-time).
     pub seen_time: i64,
+    /// Last time entries were delivered to or claimed by it (Redis 7.2's active-time), -1 never.
+    /// Kept so that RDB files from 7.2+ keep it and XINFO STREAM FULL shows it.
+    pub active_time: i64,
     pub pel: BTreeSet<StreamId>,
 }
 
@@ -455,7 +459,7 @@ impl Group {
         if self.consumers.contains_key(name) {
             return false;
         }
-        self.consumers.insert(name.to_vec(), Consumer { seen_time: now_ms, pel: BTreeSet::new() });
+        self.consumers.insert(name.to_vec(), Consumer { seen_time: now_ms, active_time: -1, pel: BTreeSet::new() });
         true
     }
 

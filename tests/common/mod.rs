@@ -9,7 +9,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -590,5 +590,15 @@ mod tests {
         );
         assert_eq!(split_args(b"get \"abc"), None);
         assert_eq!(split_args(b"set \"\" x"), Some(vec![b"set".to_vec(), b"".to_vec(), b"x".to_vec()]));
+    }
+}
+
+/// The RDB fixture library (real dump files with their expected contents): the copy kept in
+/// tests/fixtures/rdb, or the folder FERRODIS_RDB_FIXTURES names (e.g. one with the big fixture).
+#[allow(dead_code)]
+pub fn rdb_fixtures() -> PathBuf {
+    match std::env::var_os("FERRODIS_RDB_FIXTURES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rdb"),
     }
 }
