@@ -570,6 +570,16 @@ pub fn raise_nofile(want: u64) -> u64 {
     }
 }
 
+/// The RDB fixture library (real dump files with their expected contents): the copy kept in
+/// tests/fixtures/rdb, or the folder FERRODIS_RDB_FIXTURES names (e.g. one with the big fixture).
+#[allow(dead_code)]
+pub fn rdb_fixtures() -> PathBuf {
+    match std::env::var_os("FERRODIS_RDB_FIXTURES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rdb"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,15 +600,5 @@ mod tests {
         );
         assert_eq!(split_args(b"get \"abc"), None);
         assert_eq!(split_args(b"set \"\" x"), Some(vec![b"set".to_vec(), b"".to_vec(), b"x".to_vec()]));
-    }
-}
-
-/// The RDB fixture library (real dump files with their expected contents): the copy kept in
-/// tests/fixtures/rdb, or the folder FERRODIS_RDB_FIXTURES names (e.g. one with the big fixture).
-#[allow(dead_code)]
-pub fn rdb_fixtures() -> PathBuf {
-    match std::env::var_os("FERRODIS_RDB_FIXTURES") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rdb"),
     }
 }
