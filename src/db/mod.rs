@@ -185,6 +185,13 @@ impl Db {
         self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
     }
 
+    /// Every key with its value and expiry, logically expired ones included (the RDB writer
+    /// saves them as Redis does; the loader decides).
+    pub fn iter_all(&self) -> impl Iterator<Item = (&[u8], &Value, Option<i64>)> {
+        let has_expires = !self.expires.is_empty();
+        self.keys.iter().map(move |(k, v)| (k, v, if has_expires { self.expires.get(k).copied() } else { None }))
+    }
+
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
         (self.keys.take(), self.expires.take())

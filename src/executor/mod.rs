@@ -10,6 +10,7 @@
 pub mod blocking;
 pub mod call;
 pub mod clients;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -77,6 +78,8 @@ pub struct State {
     pub pubsub: crate::pubsub::PubSub,
     /// Function libraries restored from RDB (no engine runs them yet).
     pub functions: crate::functions::Libraries,
+    /// SAVE/BGSAVE bookkeeping (the background save child, save points).
+    pub snapshot: snapshot::SnapshotState,
 }
 
 impl State {
@@ -109,6 +112,7 @@ impl State {
             pause_all: false,
             pubsub: crate::pubsub::PubSub::default(),
             functions: crate::functions::Libraries::default(),
+            snapshot: snapshot::SnapshotState::default(),
         }
     }
 }
@@ -287,6 +291,8 @@ impl Executor {
             db.rehash_until(deadline);
         }
         st.stats.sample_memory();
+        // Persistence: reap a finished BGSAVE child, start scheduled saves and save points.
+        snapshot::cron(st);
         if st.config.timeout > 0 {
             let limit = st.config.timeout as i64 * 1000;
             for c in st.clients.values() {

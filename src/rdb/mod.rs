@@ -3,3 +3,5 @@
 //! live beside it and convert between RDB bytes and `types::Value`s.
 
 pub mod format;
+pub mod pack;
+pub mod save;
