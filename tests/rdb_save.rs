@@ -536,6 +536,8 @@ fn save_points_fire_from_cron() {
     assert!(f.log().contains("1 changes in 1 seconds. Saving..."), "{}", f.log());
     assert_eq!(info_field(&mut c, "persistence", "rdb_changes_since_last_save"), "0");
     assert_eq!(c.cmd(&["CONFIG", "GET", "save"]), b"*2\r\n$4\r\nsave\r\n$3\r\n1 1\r\n");
+    ok(&mut c, &["CONFIG", "SET", "save", "900 1 300 10"]);
+    assert_eq!(c.cmd(&["CONFIG", "GET", "save"]), b"*2\r\n$4\r\nsave\r\n$12\r\n900 1 300 10\r\n");
     ok(&mut c, &["CONFIG", "SET", "save", ""]);
     assert_eq!(c.cmd(&["CONFIG", "GET", "save"]), b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
 }
@@ -651,4 +653,26 @@ fn rdb_version_config() {
     let bytes = std::fs::read(f.dir.join("dump.rdb")).unwrap();
     assert_eq!(&bytes[..9], b"REDIS0010");
     assert_eq!(c.cmd(&["LASTSAVE"])[0], b':');
+}
+
+/// SIGTERM saves when save points are configured (Redis's default shutdown), and not without.
+#[test]
+fn sigterm_saves_with_save_points() {
+    for (save, expect_file) in [("900 1", true), ("", false)] {
+        let mut f = TestServer::with_args(&["--save", save]);
+        let mut c = f.client();
+        ok(&mut c, &["SET", "a", "1"]);
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(f.pid() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while f.alive() {
+            assert!(Instant::now() < deadline, "did not exit on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(f.dir.join("dump.rdb").exists(), expect_file, "save {save:?}; log:\n{}", f.log());
+        if expect_file {
+            check_rdb(&f.dir.join("dump.rdb"));
+            assert!(f.log().contains("Saving the final RDB snapshot before exiting."), "{}", f.log());
+        }
+    }
 }

@@ -322,6 +322,8 @@ pub enum Msg {
     Connect(ConnInfo, Arc<ClientHandle>, tokio::sync::oneshot::Sender<u64>),
     Batch(u64, Vec<Cmd>, Vec<u8>, tokio::sync::oneshot::Sender<(Vec<u8>, BatchEnd)>),
     Disconnect(u64),
+    /// Runs a closure on the executor (the signal-shutdown save) and sends back its answer.
+    Run(Box<dyn FnOnce(&mut Executor) -> bool + Send>, tokio::sync::oneshot::Sender<bool>),
 }
 
 /// Runs the executor on its own thread, serving messages until every sender is gone.
@@ -370,6 +372,9 @@ impl Executor {
                 let _ = reply.send((out, end));
             }
             Msg::Disconnect(id) => self.disconnect(id),
+            Msg::Run(f, reply) => {
+                let _ = reply.send(f(self));
+            }
         }
     }
 }

@@ -336,9 +336,11 @@ fn write_hash(out: &mut Vec<u8>, h: &Hash, opts: &Options) -> Result<u8, SaveErr
     Ok(obj::HASH)
 }
 
-/// Redis 7.4's forms for a hash whose fields carry TTLs (RDB 12): HASH_LISTPACK_EX for a small
-/// one (a listpack of field, value, expiry-or-0 triplets after the minimum expiry), HASH_METADATA
-/// for a big one (per field: TTL relative to the minimum, +1, or 0 for none; then field, value).
+/// Redis 7.4's forms for a hash whose fields carry TTLs (RDB 12), both opening with the minimum
+/// field expiry as 8 little-endian bytes: HASH_LISTPACK_EX for a small one (a listpack of field,
+/// value, absolute-expiry-or-0 triplets), HASH_METADATA for a big one (a count, then per field
+/// its expiry minus the minimum plus one, or 0 for none, then field and value). Layout checked
+/// against redis-7.4.1-full.rdb (hash:ttl:small, hash:ttl:large).
 fn write_hash_with_ttls(out: &mut Vec<u8>, h: &Hash, compress: bool) -> u8 {
     let mut ttls: std::collections::HashMap<Vec<u8>, i64> = std::collections::HashMap::new();
     h.for_each_field_expire(|f, at| {
@@ -347,11 +349,16 @@ fn write_hash_with_ttls(out: &mut Vec<u8>, h: &Hash, compress: bool) -> u8 {
     let min = ttls.values().copied().min().unwrap_or(0);
     out.extend_from_slice(&(min as u64).to_le_bytes());
     if h.is_listpack() {
+        // Redis keeps a listpack-ex ordered by expiry, fields without one last (its expiry
+        // scan stops at the first field not yet due), so the file must be in that order.
+        let mut triplets: Vec<(&[u8], &[u8], i64)> =
+            h.iter().map(|(f, x)| (f, x, ttls.get(f).copied().unwrap_or(0))).collect();
+        triplets.sort_by_key(|&(_, _, at)| if at == 0 { i64::MAX } else { at });
         let mut lp = Listpack::new();
-        for (f, x) in h.iter() {
+        for (f, x, at) in triplets {
             lp.push_str(f);
             lp.push_str(x);
-            lp.push_int(ttls.get(f).copied().unwrap_or(0));
+            lp.push_int(at);
         }
         put_string(out, &lp.finish(), compress);
         obj::HASH_LISTPACK_EX
