@@ -681,3 +681,57 @@ fn sigterm_saves_with_save_points() {
         }
     }
 }
+
+/// While a background save runs (kept running by rdb-key-save-delay), BGSAVE, BGSAVE SCHEDULE,
+/// SAVE and BGSAVE inside EXEC answer as Redis does, byte for byte.
+#[test]
+fn busy_bgsave_replies_match_redis() {
+    fn run(s: &Server) -> Vec<Vec<u8>> {
+        let mut c = s.client();
+        for i in 0..10 {
+            ok(&mut c, &["SET", &format!("k{i}"), "v"]);
+        }
+        ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+        let mut out = vec![c.cmd(&["BGSAVE"]), c.cmd(&["BGSAVE"]), c.cmd(&["BGSAVE", "SCHEDULE"]), c.cmd(&["SAVE"])];
+        out.push(info_field(&mut c, "persistence", "rdb_bgsave_in_progress").into_bytes());
+        out.push(c.cmd(&["MULTI"]));
+        out.push(c.cmd(&["BGSAVE"]));
+        out.push(c.cmd(&["EXEC"]));
+        ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        wait_bgsave_done(&mut c);
+        out.push(info_field(&mut c, "persistence", "rdb_last_bgsave_status").into_bytes());
+        out
+    }
+    let ours = run(&TestServer::new());
+    let theirs = run(&RedisServer::new());
+    assert_eq!(ours[0], b"+Background saving started\r\n");
+    assert_eq!(ours[4], b"1");
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(show(a), show(b), "step {i}");
+    }
+}
+
+/// SHUTDOWN while a background save runs stops the child and leaves no temp file behind.
+#[test]
+fn shutdown_kills_running_child() {
+    let mut f = TestServer::new();
+    let mut c = f.client();
+    for i in 0..20 {
+        ok(&mut c, &["SET", &format!("k{i}"), "v"]);
+    }
+    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "200000"]);
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = c.try_cmd(&["SHUTDOWN", "NOSAVE"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while f.alive() {
+        assert!(Instant::now() < deadline, "did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<String> = std::fs::read_dir(&f.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rdb"))
+        .collect();
+    assert!(left.is_empty(), "files left: {left:?}");
+}

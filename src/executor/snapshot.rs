@@ -56,6 +56,8 @@ fn options(st: &State, version: u32) -> Options {
         compress: st.config.rdbcompression,
         checksum: st.config.rdbchecksum,
         list_fill: st.config.list_max_listpack_size,
+        key_delay_us: st.config.other.get("rdb-key-save-delay").and_then(|v| v.parse::<i64>().ok()).unwrap_or(0).max(0)
+            as u64,
     }
 }
 

@@ -60,11 +60,14 @@ pub struct Options {
     pub checksum: bool,
     /// list-max-listpack-size: how list elements are grouped into quicklist nodes.
     pub list_fill: i32,
+    /// rdb-key-save-delay: microseconds to sleep after each key (Redis's hidden knob that tests
+    /// use to keep a background save running); 0 = none.
+    pub key_delay_us: u64,
 }
 
 impl Options {
     pub fn new(version: u32) -> Options {
-        Options { version, compress: true, checksum: true, list_fill: -2 }
+        Options { version, compress: true, checksum: true, list_fill: -2, key_delay_us: 0 }
     }
 }
 
@@ -233,7 +236,7 @@ pub fn encode_value(value: &Value, version: u32, compress: bool) -> Result<(u8, 
         }
     }
     let mut out = Vec::new();
-    let opts = Options { version, compress, checksum: true, list_fill: -2 };
+    let opts = Options { compress, ..Options::new(version) };
     let t = write_value(&mut out, value, &opts)?;
     Ok((t, out))
 }
@@ -614,6 +617,9 @@ pub fn write_snapshot<W: Write>(
             buf.push(0);
             put_string(&mut buf, key, opts.compress);
             buf[type_at] = write_value(&mut buf, value, opts)?;
+            if opts.key_delay_us > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(opts.key_delay_us));
+            }
             if buf.len() >= 1 << 16 {
                 sink.put(&buf)?;
                 total += buf.len() as u64;
@@ -693,5 +699,66 @@ mod tests {
         let (t, bytes) = encode_value(&Value::Str(RStr::from_bytes(b"hello")), 10, true).unwrap();
         assert_eq!(t, obj::STRING);
         assert_eq!(bytes, b"\x05hello");
+    }
+
+    fn stream_with_group() -> Value {
+        use crate::types::stream::{Group, StreamId};
+        let mut st = Stream::new();
+        st.append(StreamId::new(5, 1), &[b"f", b"v"], 4096, 100).unwrap();
+        st.append(StreamId::new(5, 2), &[b"f", b"12"], 4096, 100).unwrap();
+        let mut g = Group::new(StreamId::new(5, 1), 1);
+        g.create_consumer(b"alice", 1_700_000_000_000);
+        st.groups.insert(b"g".to_vec(), g);
+        Value::Stream(Box::new(st))
+    }
+
+    #[test]
+    fn stream_versions_differ_only_where_the_format_does() {
+        let v = stream_with_group();
+        let (t9, b9) = encode_value(&v, 9, false).unwrap();
+        let (t10, b10) = encode_value(&v, 10, false).unwrap();
+        let (t11, b11) = encode_value(&v, 11, false).unwrap();
+        assert_eq!((t9, t10, t11), (obj::STREAM_LISTPACKS, obj::STREAM_LISTPACKS_2, obj::STREAM_LISTPACKS_3));
+        // v10 adds first ID, max deleted ID, entries added (5 lengths) and a group's
+        // entries-read (1); v11 adds each consumer's 8-byte active time.
+        assert_eq!(b10.len(), b9.len() + 6);
+        assert_eq!(b11.len(), b10.len() + 8);
+        assert_eq!(b11[..b11.len() - 9], b10[..b10.len() - 1]);
+        // The consumer's seen time, then (v11) the same as active time, then an empty PEL.
+        let seen = 1_700_000_000_000i64.to_le_bytes();
+        assert_eq!(b11[b11.len() - 17..b11.len() - 9], seen);
+        assert_eq!(b11[b11.len() - 9..b11.len() - 1], seen);
+        assert_eq!(b11[b11.len() - 1], 0);
+    }
+
+    #[test]
+    fn small_string_sets_are_listpacks_from_v11() {
+        let mut s = Set::new();
+        s.insert(b"a", 512);
+        s.insert(b"b", 512);
+        let v = Value::Set(Box::new(s));
+        assert_eq!(encode_value(&v, 10, true).unwrap().0, obj::SET);
+        assert_eq!(encode_value(&v, 11, true).unwrap().0, obj::SET_LISTPACK);
+        let mut ints = Set::new();
+        ints.insert(b"7", 512);
+        assert_eq!(encode_value(&Value::Set(Box::new(ints)), 11, true).unwrap().0, obj::SET_INTSET);
+    }
+
+    #[test]
+    fn functions_need_v10() {
+        let libs = Libraries {
+            libs: vec![crate::functions::Library {
+                name: b"mylib".to_vec(),
+                engine: b"LUA".to_vec(),
+                code: b"#!lua name=mylib\nredis.register_function('f', function() return 1 end)".to_vec(),
+            }],
+        };
+        let dbs = vec![Db::new()];
+        let err = write_snapshot(Vec::new(), &dbs, &libs, &Aux::default(), &Options::new(9)).unwrap_err();
+        assert_eq!(err.to_string(), "rdb-version 9 cannot store functions (they need RDB 10 or newer)");
+        let (out, _) = write_snapshot(Vec::new(), &dbs, &libs, &Aux::default(), &Options::new(10)).unwrap();
+        let mut rec = vec![op::FUNCTION2];
+        put_string(&mut rec, &libs.libs[0].code, true);
+        assert!(out.windows(rec.len()).any(|w| w == rec.as_slice()), "FUNCTION2 record missing");
     }
 }
