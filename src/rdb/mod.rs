@@ -3,5 +3,6 @@
 //! live beside it and convert between RDB bytes and `types::Value`s.
 
 pub mod format;
+pub mod lzf;
 pub mod pack;
 pub mod save;

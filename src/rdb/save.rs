@@ -176,7 +176,7 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
         return;
     }
     if compress && s.len() > 20 {
-        if let Some(packed) = format::lzf_compress(s) {
+        if let Some(packed) = super::lzf::compress(s) {
             out.push(0xC0 | format::len::ENC_LZF);
             put_len(out, packed.len() as u64);
             put_len(out, s.len() as u64);
