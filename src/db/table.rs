@@ -304,7 +304,11 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         }
         // SAFETY: `node` is live, and `&mut self` makes the access unique.
         unsafe {
-            (*node).clock = clock;
+            // While a fork child shares our pages (resizing discouraged), reads leave the clock
+            // alone, as Redis does: stamping it would copy a page per key read.
+            if RESIZE_ALLOWED.load(Ordering::Relaxed) {
+                (*node).clock = clock;
+            }
             Some(&mut (*node).value)
         }
     }

@@ -180,6 +180,8 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
             p.bgsave_started_unix = now_unix;
             p.rdb_saves += 1;
             st.snapshot.child = Some(Child { pid, started, dirty_before: st.dirty, report: rd });
+            // Moving entries between bucket arrays now would only copy pages the child shares.
+            crate::db::table::set_resize_allowed(false);
             st.snapshot.scheduled = false;
             tracing::info!("Background saving started by pid {pid}");
             Ok(pid)
@@ -233,6 +235,7 @@ pub fn bgsave_poll(st: &mut State) {
     let Some(mut child) = st.snapshot.child.take() else {
         return;
     };
+    crate::db::table::set_resize_allowed(true);
     let mut buf = [0u8; 8];
     let mut f = File::from(std::mem::replace(&mut child.report, dup_devnull()));
     if f.read_exact(&mut buf).is_ok() {
@@ -287,6 +290,7 @@ pub fn kill_child(st: &mut State) {
         let _ = nix::sys::wait::waitpid(pid, None);
         remove_temp(child.pid);
         st.stats.persistence.bgsave_in_progress = false;
+        crate::db::table::set_resize_allowed(true);
     }
 }
 

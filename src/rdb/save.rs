@@ -23,7 +23,7 @@ use crate::types::{Hash, List, Set, Value, ZSet};
 pub const MIN_WRITE_VERSION: u32 = 9;
 pub const MAX_WRITE_VERSION: u32 = 12;
 
-/// `REDIS0010`-style text Redis 7.0 readers expect in the `redis-ver` AUX field.
+/// The `redis-ver` AUX value: files present themselves as written by the Redis we stand in for.
 pub const REDIS_VER: &str = "7.0.15";
 
 /// Why a save could not be written.
