@@ -573,6 +573,8 @@ fn misconf_after_failed_bgsave_matches_redis() {
             c.cmd(&["SET", "k", "v3"]),
             c.cmd(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"]),
             c.cmd(&["DEL", "k"]),
+            c.cmd(&["SAVE"]),
+            info_field(&mut c, "persistence", "rdb_last_bgsave_status").into_bytes(),
         ];
         std::fs::create_dir_all(&gone).unwrap();
         let mut rest = vec![c.cmd(&["SAVE"]), c.cmd(&["SET", "k", "v4"])];

@@ -229,31 +229,31 @@ pub fn bgsave_poll(st: &mut State) {
     let status = match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
         Ok(WaitStatus::StillAlive) => return,
         Ok(s) => s,
+        Err(nix::errno::Errno::EINTR) => return,
         // ECHILD: someone else reaped it; count it as failed.
         Err(_) => WaitStatus::Exited(pid, 1),
     };
-    let Some(mut child) = st.snapshot.child.take() else {
+    let Some(Child { pid, started, dirty_before, report }) = st.snapshot.child.take() else {
         return;
     };
     crate::db::table::set_resize_allowed(true);
     let mut buf = [0u8; 8];
-    let mut f = File::from(std::mem::replace(&mut child.report, dup_devnull()));
-    if f.read_exact(&mut buf).is_ok() {
+    if File::from(report).read_exact(&mut buf).is_ok() {
         st.snapshot.last_cow_size = u64::from_le_bytes(buf);
     }
     let p = &mut st.stats.persistence;
     p.bgsave_in_progress = false;
-    p.last_bgsave_time_sec = child.started.elapsed().as_secs() as i64;
+    p.last_bgsave_time_sec = started.elapsed().as_secs() as i64;
     match status {
         WaitStatus::Exited(_, 0) => {
             tracing::info!("Background saving terminated with success");
-            st.dirty = st.dirty.saturating_sub(child.dirty_before);
+            st.dirty = st.dirty.saturating_sub(dirty_before);
             st.lastsave_unix = unix_ms() / 1000;
             p.last_bgsave_ok = true;
         }
         WaitStatus::Signaled(_, sig, _) => {
             tracing::warn!("Background saving terminated by signal {}", sig as i32);
-            remove_temp(child.pid);
+            remove_temp(pid);
             // SIGUSR1 is how we (and Redis) cancel a child on purpose: not an error.
             if sig != nix::sys::signal::Signal::SIGUSR1 {
                 p.last_bgsave_ok = false;
@@ -262,18 +262,6 @@ pub fn bgsave_poll(st: &mut State) {
         _ => {
             tracing::warn!("Background saving error");
             p.last_bgsave_ok = false;
-        }
-    }
-}
-
-/// A placeholder descriptor to leave in a `Child` being dropped (its pipe was taken).
-fn dup_devnull() -> OwnedFd {
-    match File::open("/dev/null") {
-        Ok(f) => OwnedFd::from(f),
-        Err(_) => {
-            // No /dev/null: a fresh pipe end serves the same purpose.
-            let (r, _w) = nix::unistd::pipe().expect("pipe for placeholder");
-            r
         }
     }
 }
