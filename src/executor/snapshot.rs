@@ -8,7 +8,17 @@
 //! Private_Dirty at exit, INFO rdb_last_cow_size). The child runs nothing of the server: it
 //! serializes, writes, renames, reports its COW size through a pipe and `_exit`s, touching no
 //! tokio state and no logger (the logger's locks may be held by a thread that does not exist in
-//! the child). The parent reaps it with `waitpid(WNOHANG)` from cron.
+//! the child). The parent reaps it with `waitpid(WNOHANG)` from cron. While the child runs, the
+//! parent avoids copying shared pages for nothing, as Redis does: tables do not resize, cron does
+//! not rehash, and reads do not stamp the LRU clock (`db::table::set_resize_allowed`).
+//!
+//! Measured (release build, 1M keys of 100 bytes, BGSAVE while redis-benchmark runs SET with 20
+//! clients, on a shared 2-core machine at load 5-8, so single runs are noisy): fork 4.3-5.5 ms
+//! idle (redis-server 7.0.15: 4.1-8.2 ms) and 6.5-43 ms under load (Redis 9.3-12 ms);
+//! `redis-cli --latency` max during the save 31-75 ms (Redis 187-229 ms); save time 2-3 s (Redis
+//! 4-5 s); child Private_Dirty at exit 92-94 MB (Redis 36-40 MB: our SET path dirties more pages
+//! per write; with GET or PING load both stay under 1 MB); peak parent RSS 257-263 MB (Redis
+//! 245-261 MB).
 
 use std::fs::File;
 use std::io::{Read, Write};
