@@ -737,3 +737,26 @@ fn shutdown_kills_running_child() {
         .collect();
     assert!(left.is_empty(), "files left: {left:?}");
 }
+
+/// Under an LRU maxmemory-policy each key carries its idle time (IDLE opcode before the type
+/// byte, seconds, as redis-7.2.6-lru.rdb has it) and Redis loads the file.
+#[test]
+fn lru_idle_times_are_written() {
+    let f = TestServer::with_args(&["--maxmemory-policy", "allkeys-lru"]);
+    let mut c = f.client();
+    ok(&mut c, &["SET", "old", "1"]);
+    std::thread::sleep(Duration::from_millis(2200));
+    ok(&mut c, &["SET", "new", "1"]);
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    let path = f.dir.join("dump.rdb");
+    check_rdb(&path);
+    let bytes = std::fs::read(&path).unwrap();
+    let has = |rec: &[u8]| bytes.windows(rec.len()).any(|w| w == rec);
+    assert!(has(b"\xf8\x00\x00\x03new"), "no IDLE 0 before new");
+    assert!(has(b"\xf8\x02\x00\x03old") || has(b"\xf8\x03\x00\x03old"), "no IDLE 2 before old");
+    let (r, dir) = redis_on(&path);
+    let mut rc = r.client();
+    assert_eq!(rc.cmd(&["DBSIZE"]), b":2\r\n");
+    drop(r);
+    let _ = std::fs::remove_dir_all(dir);
+}

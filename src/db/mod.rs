@@ -185,6 +185,15 @@ impl Db {
         self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
     }
 
+    /// Seconds since `key` was last accessed, without expiring or touching it (the RDB writer's
+    /// IDLE opcode under an LRU maxmemory-policy).
+    pub fn idle_seconds_peek(&self, key: &[u8], now_ms: i64) -> Option<u64> {
+        let stamp = self.keys.clock(key)?;
+        let now = lru_clock(now_ms);
+        let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
+        Some(ticks as u64)
+    }
+
     /// Every key with its value and expiry, logically expired ones included (the RDB writer
     /// saves them as Redis does; the loader decides).
     pub fn iter_all(&self) -> impl Iterator<Item = (&[u8], &Value, Option<i64>)> {

@@ -68,6 +68,7 @@ fn options(st: &State, version: u32) -> Options {
         list_fill: st.config.list_max_listpack_size,
         key_delay_us: st.config.other.get("rdb-key-save-delay").and_then(|v| v.parse::<i64>().ok()).unwrap_or(0).max(0)
             as u64,
+        lru_idle_at_ms: st.config.maxmemory_policy.contains("lru").then(unix_ms),
     }
 }
 

@@ -63,11 +63,14 @@ pub struct Options {
     /// rdb-key-save-delay: microseconds to sleep after each key (Redis's hidden knob that tests
     /// use to keep a background save running); 0 = none.
     pub key_delay_us: u64,
+    /// Write each key's idle time (IDLE opcode), as Redis does under an LRU maxmemory-policy;
+    /// the value is the snapshot's clock (unix ms).
+    pub lru_idle_at_ms: Option<i64>,
 }
 
 impl Options {
     pub fn new(version: u32) -> Options {
-        Options { version, compress: true, checksum: true, list_fill: -2, key_delay_us: 0 }
+        Options { version, compress: true, checksum: true, list_fill: -2, key_delay_us: 0, lru_idle_at_ms: None }
     }
 }
 
@@ -625,6 +628,12 @@ pub fn write_snapshot<W: Write>(
             if let Some(at) = expire {
                 buf.push(op::EXPIRETIME_MS);
                 buf.extend_from_slice(&at.to_le_bytes());
+            }
+            if let Some(now) = opts.lru_idle_at_ms {
+                if let Some(idle) = db.idle_seconds_peek(key, now) {
+                    buf.push(op::IDLE);
+                    put_len(&mut buf, idle);
+                }
             }
             let type_at = buf.len();
             buf.push(0);
