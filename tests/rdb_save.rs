@@ -760,3 +760,32 @@ fn lru_idle_times_are_written() {
     drop(r);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A function library (FUNCTION2 record) written through the library API is loaded by Redis:
+/// FUNCTION LIST shows it and FCALL runs it.
+#[test]
+fn functions_load_into_redis() {
+    use ferrodis::db::Db;
+    use ferrodis::functions::{Libraries, Library};
+    use ferrodis::rdb::save::{write_snapshot, Aux, Options};
+    use ferrodis::types::{RStr, Value as V};
+    let code = b"#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 42 end)".to_vec();
+    let libs = Libraries { libs: vec![Library { name: b"mylib".to_vec(), engine: b"LUA".to_vec(), code }] };
+    let mut dbs: Vec<Db> = (0..16).map(|_| Db::new()).collect();
+    dbs[0].set(b"k", V::Str(RStr::from_bytes(b"v")), 0);
+    let dir = std::env::temp_dir().join(format!("ferrodis-rdbsave-fn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fn.rdb");
+    let file = std::fs::File::create(&path).unwrap();
+    write_snapshot(file, &dbs, &libs, &Aux::default(), &Options::new(10)).unwrap();
+    check_rdb(&path);
+    let (r, rdir) = redis_on(&path);
+    let mut c = r.client();
+    let list = c.cmd(&["FUNCTION", "LIST"]);
+    assert!(show(&list).contains("mylib") && show(&list).contains("myfunc"), "{}", show(&list));
+    assert_eq!(c.cmd(&["FCALL", "myfunc", "0"]), b":42\r\n");
+    assert_eq!(c.cmd(&["GET", "k"]), b"$1\r\nv\r\n");
+    drop(r);
+    let _ = std::fs::remove_dir_all(rdir);
+    let _ = std::fs::remove_dir_all(dir);
+}
