@@ -5,12 +5,17 @@
 //! zsets small and big, integers of every packed width; streams with deleted entries, groups,
 //! PELs and consumers; expiries; three databases). ferrodis SAVEs it with rdb-version 10 and 9
 //! (and BGSAVEs it); `redis-check-rdb` must accept each file, and a real redis-server started
-//! on a copy must hold exactly what ferrodis held: key by key TYPE, PEXPIRETIME and the value
-//! (GET, LRANGE, HGETALL and SMEMBERS sorted, ZRANGE WITHSCORES, XINFO STREAM FULL).
+//! on a copy must hold exactly what ferrodis held: key by key TYPE, PEXPIRETIME, OBJECT ENCODING
+//! of collections and the value (GET, LRANGE, HGETALL and SMEMBERS sorted, ZRANGE WITHSCORES,
+//! XINFO STREAM FULL; for RDB 9, which lacks the 7.0 stream counters, XRANGE, groups, consumers
+//! and XPENDING). A FUNCTION2 record written through the library API must show in FUNCTION LIST.
 //!
-//! Also: BGSAVE's replies and INFO persistence while and after a child runs, save points firing
-//! from cron, MISCONF after a failed background save (bytes compared with Redis), SHUTDOWN
-//! SAVE/NOSAVE, and a version that cannot hold the data being refused with its reason.
+//! Also: BGSAVE's replies and INFO persistence while and after a child runs, busy-BGSAVE and
+//! MISCONF replies compared byte for byte with Redis (a failed background save, then SAVE),
+//! save points firing from cron, SHUTDOWN SAVE/NOSAVE and SIGTERM (with and without save
+//! points), a child killed by SHUTDOWN leaving no temp file, IDLE opcodes under an LRU policy,
+//! and a version that cannot hold the data being refused with its reason (field TTLs at RDB 10,
+//! exercised once HPEXPIRE exists).
 
 mod common;
 
