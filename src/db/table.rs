@@ -433,7 +433,12 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     }
 
     fn step_if_rehashing(&mut self) {
-        if self.rehash_idx.is_some() {
+        // While a fork child shares our pages a resize in progress pauses (moving entries would
+        // copy every page they sit on), unless the new array is already overfull, as Redis 7.2.
+        if self.rehash_idx.is_some()
+            && (RESIZE_ALLOWED.load(Ordering::Relaxed)
+                || (self.ht[0].used + self.ht[1].used) / self.ht[1].size().max(1) > FORCE_RESIZE_RATIO)
+        {
             self.rehash_step(STEPS_PER_OP);
         }
     }

@@ -12,14 +12,17 @@
 //! parent avoids copying shared pages for nothing, as Redis does: tables do not resize, cron does
 //! not rehash, and reads do not stamp the LRU clock (`db::table::set_resize_allowed`).
 //!
-//! Measured (release build, 1M keys of 100 bytes, BGSAVE while redis-benchmark runs SET with 20
-//! clients, on a shared 2-core machine at load 5-8, so single runs are noisy): fork 4.3-5.5 ms
-//! idle (redis-server 7.0.15: 4.1-8.2 ms) and 6.5-43 ms under load (Redis 9.3-12 ms);
-//! `redis-cli --latency` max during the save 31-75 ms (Redis 187-229 ms); save time 2-3 s (Redis
-//! 4-5 s); child Private_Dirty at exit 92-94 MB (Redis 36-40 MB); peak parent RSS 257-263 MB
-//! (Redis 245-261 MB). The COW gap comes from inserting new keys during the save (the benchmark's
-//! keys differ from DEBUG POPULATE's): with SET overwriting 200k existing keys both children end
-//! at 39.3 MB, and under GET or PING load both stay under 1 MB.
+//! A resize already in progress pauses too (it would move, and so copy, every entry).
+//!
+//! Measured (release build, 1M keys of 100 bytes from DEBUG POPULATE, BGSAVE while
+//! redis-benchmark runs SET on random new keys with 20 clients, on a shared 2-core machine at
+//! load 3-8, so single runs are noisy; two runs each against redis-server 7.0.15): fork 18-30 ms
+//! (Redis 40-41 ms; idle, 4.3-5.5 ms against 4.1-8.2 ms); `redis-cli --latency` max during the
+//! save 68-103 ms (Redis 40-48 ms; earlier runs 31-75 against 187-229: noise dominates); save
+//! 2-3 s (Redis 3-4 s); child Private_Dirty at exit 29-35 MB (Redis 15-22 MB; 92-94 MB before
+//! resizes paused); peak parent RSS + child Private_Dirty 273-290 MB (Redis 248-267 MB). With SET
+//! overwriting 200k existing keys both children end at 39.3 MB; under GET or PING load both
+//! stay under 1 MB.
 
 use std::fs::File;
 use std::io::{Read, Write};
