@@ -16,11 +16,12 @@
 //!
 //! Measured (release build, 1M keys of 100 bytes from DEBUG POPULATE, BGSAVE while
 //! redis-benchmark runs SET on random new keys with 20 clients, on a shared 2-core machine at
-//! load 3-8, so single runs are noisy; two runs each against redis-server 7.0.15): fork 18-30 ms
-//! (Redis 40-41 ms; idle, 4.3-5.5 ms against 4.1-8.2 ms); `redis-cli --latency` max during the
-//! save 68-103 ms (Redis 40-48 ms; earlier runs 31-75 against 187-229: noise dominates); save
-//! 2-3 s (Redis 3-4 s); child Private_Dirty at exit 29-35 MB (Redis 15-22 MB; 92-94 MB before
-//! resizes paused); peak parent RSS + child Private_Dirty 273-290 MB (Redis 248-267 MB). With SET
+//! load 3-8, so single runs are noisy; four runs of ours, two of redis-server 7.0.15): fork
+//! 6.8-30 ms (Redis 40-41 ms; idle, 4.3-5.5 ms against 4.1-8.2 ms); `redis-cli --latency` max
+//! during the save 29, 40, 68, 103 ms (Redis 40, 48 ms; earlier runs saw Redis at 187-229:
+//! noise dominates); save 2-3 s (Redis 3-4 s); child Private_Dirty at exit 29-36 MB (Redis
+//! 15-22 MB; ours was 92-94 MB before resizes paused); peak parent RSS + child Private_Dirty
+//! 273-301 MB (Redis 248-267 MB). With SET
 //! overwriting 200k existing keys both children end at 39.3 MB; under GET or PING load both
 //! stay under 1 MB.
 
