@@ -21,9 +21,8 @@
 //! during the save 29, 40, 68, 103 ms (Redis 40, 48 ms; earlier runs saw Redis at 187-229:
 //! noise dominates); save 2-3 s (Redis 3-4 s); child Private_Dirty at exit 29-36 MB (Redis
 //! 15-22 MB; ours was 92-94 MB before resizes paused); peak parent RSS + child Private_Dirty
-//! 273-301 MB (Redis 248-267 MB). With SET
-//! overwriting 200k existing keys both children end at 39.3 MB; under GET or PING load both
-//! stay under 1 MB.
+//! 273-301 MB (Redis 248-267 MB). With SET overwriting 200k existing keys both children end
+//! at 39.3 MB; under GET or PING load both stay under 1 MB.
 
 use std::fs::File;
 use std::io::{Read, Write};
