@@ -390,7 +390,7 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);
     s.field("rdb_current_bgsave_time_sec", current_bgsave);
     s.field("rdb_saves", p.rdb_saves);
-    s.field("rdb_last_cow_size", 0);
+    s.field("rdb_last_cow_size", st.snapshot.last_cow_size);
     s.field("rdb_last_load_keys_expired", p.last_load_keys_expired);
     s.field("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     s.field("aof_enabled", st.config.appendonly as u8);

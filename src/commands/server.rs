@@ -1,4 +1,4 @@
-//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, FUNCTION/SCRIPT FLUSH, SHUTDOWN, TIME, LASTSAVE,
+//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, FUNCTION/SCRIPT FLUSH, SHUTDOWN, TIME,
 //! MEMORY, LATENCY, ROLE. They read and adjust server-wide state (clients, stats, slowlog) and
 //! never change keys, except DEBUG POPULATE which exists for tests.
 //!
@@ -21,7 +21,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     container("script", -2, 0, SCRIPT),
     spec("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, 0, shutdown),
     spec("time", 1, LOADING | STALE | FAST, NO_KEYS, 0, time),
-    spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, acl::ADMIN | acl::DANGEROUS, lastsave),
     container("memory", -2, 0, MEMORY),
     container("latency", -2, 0, LATENCY),
     spec("role", 1, NOSCRIPT | LOADING | STALE | FAST, NO_KEYS, acl::ADMIN | acl::DANGEROUS, role),
@@ -1518,6 +1517,11 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("No shutdown in progress."));
     }
     let do_save = save || (!nosave && !ctx.srv.config.save.is_empty());
+    // The save happens here, on the executor, so a failure can still refuse the shutdown.
+    if crate::executor::snapshot::shutdown_save(ctx.srv, do_save).is_err() {
+        tracing::warn!("Error trying to save the DB, can't exit.");
+        return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
+    }
     ctx.srv.shutdown = Some(if do_save { ShutdownRequest::Save } else { ShutdownRequest::NoSave });
     Ok(Reply::Raw(Vec::new()))
 }
@@ -1528,13 +1532,6 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn time(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let us = crate::executor::unix_us();
     Ok(Reply::bulks([(us / 1_000_000).to_string(), (us % 1_000_000).to_string()]))
-}
-
-/// LASTSAVE
-///
-/// Unix time of the last successful save (or of startup).
-pub fn lastsave(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Int(ctx.srv.lastsave_unix))
 }
 
 /// ROLE

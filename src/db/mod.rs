@@ -379,6 +379,22 @@ impl Db {
         self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
     }
 
+    /// Seconds since `key` was last accessed, without expiring or touching it (the RDB writer's
+    /// IDLE opcode under an LRU maxmemory-policy).
+    pub fn idle_seconds_peek(&self, key: &[u8], now_ms: i64) -> Option<u64> {
+        let stamp = self.keys.clock(key)?;
+        let now = lru_clock(now_ms);
+        let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
+        Some(ticks as u64)
+    }
+
+    /// Every key with its value and expiry, logically expired ones included (the RDB writer
+    /// saves them as Redis does; the loader decides).
+    pub fn iter_all(&self) -> impl Iterator<Item = (&[u8], &Value, Option<i64>)> {
+        let has_expires = !self.expires.is_empty();
+        self.keys.iter().map(move |(k, v)| (k, v, if has_expires { self.expires.get(k).copied() } else { None }))
+    }
+
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
         self.field_ttl = FieldTtlIndex::default();

@@ -304,7 +304,11 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         }
         // SAFETY: `node` is live, and `&mut self` makes the access unique.
         unsafe {
-            (*node).clock = clock;
+            // While a fork child shares our pages (resizing discouraged), reads leave the clock
+            // alone, as Redis does: stamping it would copy a page per key read.
+            if RESIZE_ALLOWED.load(Ordering::Relaxed) {
+                (*node).clock = clock;
+            }
             Some(&mut (*node).value)
         }
     }
@@ -437,7 +441,12 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     }
 
     fn step_if_rehashing(&mut self) {
-        if self.rehash_idx.is_some() {
+        // While a fork child shares our pages a resize in progress pauses (moving entries would
+        // copy every page they sit on), unless the new array is already overfull, as Redis 7.2.
+        if self.rehash_idx.is_some()
+            && (RESIZE_ALLOWED.load(Ordering::Relaxed)
+                || (self.ht[0].used + self.ht[1].used) / self.ht[1].size().max(1) > FORCE_RESIZE_RATIO)
+        {
             self.rehash_step(STEPS_PER_OP);
         }
     }

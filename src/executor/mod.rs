@@ -10,6 +10,7 @@
 pub mod blocking;
 pub mod call;
 pub mod clients;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -84,6 +85,8 @@ pub struct State {
     /// The RDB load running in the background at startup; commands without the LOADING flag
     /// are refused until it is swapped in.
     pub loading: Option<Arc<crate::rdb::load::LoadJob>>,
+    /// SAVE/BGSAVE bookkeeping (the background save child, save points).
+    pub snapshot: snapshot::SnapshotState,
 }
 
 impl State {
@@ -119,6 +122,7 @@ impl State {
             tracking: crate::tracking::Table::default(),
             postponed: std::collections::VecDeque::new(),
             loading: None,
+            snapshot: snapshot::SnapshotState::default(),
         }
     }
 }
@@ -334,14 +338,17 @@ impl Executor {
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
         // Active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes a resize
         // (or shrink) of a table that is no longer written to.
+        // Not while a BGSAVE child shares our pages: rehashing would copy them (as Redis).
         let deadline = Instant::now() + Duration::from_millis(1);
         for db in &mut st.dbs {
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || st.snapshot.child.is_some() {
                 break;
             }
             db.rehash_until(deadline);
         }
         st.stats.sample_memory();
+        // Persistence: reap a finished BGSAVE child, start scheduled saves and save points.
+        snapshot::cron(st);
         if st.config.timeout > 0 {
             let limit = st.config.timeout as i64 * 1000;
             for c in st.clients.values() {
@@ -371,6 +378,8 @@ pub enum Msg {
     Connect(ConnInfo, Arc<ClientHandle>, tokio::sync::oneshot::Sender<u64>),
     Batch(u64, Vec<Cmd>, Vec<u8>, tokio::sync::oneshot::Sender<(Vec<u8>, BatchEnd)>),
     Disconnect(u64),
+    /// Runs a closure on the executor (the signal-shutdown save) and sends back its answer.
+    Run(Box<dyn FnOnce(&mut Executor) -> bool + Send>, tokio::sync::oneshot::Sender<bool>),
 }
 
 /// Runs the executor on its own thread, serving messages until every sender is gone.
@@ -419,6 +428,9 @@ impl Executor {
                 let _ = reply.send((out, end));
             }
             Msg::Disconnect(id) => self.disconnect(id),
+            Msg::Run(f, reply) => {
+                let _ = reply.send(f(self));
+            }
         }
     }
 }
