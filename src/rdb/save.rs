@@ -733,10 +733,10 @@ mod tests {
         assert_eq!(b10.len(), b9.len() + 6);
         assert_eq!(b11.len(), b10.len() + 8);
         assert_eq!(b11[..b11.len() - 9], b10[..b10.len() - 1]);
-        // The consumer's seen time, then (v11) the same as active time, then an empty PEL.
+        // The consumer's seen time, then (v11) its active time (-1: never served), then an empty PEL.
         let seen = 1_700_000_000_000i64.to_le_bytes();
         assert_eq!(b11[b11.len() - 17..b11.len() - 9], seen);
-        assert_eq!(b11[b11.len() - 9..b11.len() - 1], seen);
+        assert_eq!(b11[b11.len() - 9..b11.len() - 1], (-1i64).to_le_bytes());
         assert_eq!(b11[b11.len() - 1], 0);
     }
 
