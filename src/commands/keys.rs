@@ -485,6 +485,12 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     // Redis counts one more change so the flush always propagates.
     ctx.dirty(removed + 1);
+    // As Redis: a running snapshot of the old data is abandoned, and with save points the
+    // empty dataset is saved at once (so a restart does not bring the data back).
+    crate::executor::snapshot::kill_child(ctx.srv);
+    if !ctx.srv.config.save.is_empty() {
+        let _ = crate::executor::snapshot::save_foreground(ctx.srv);
+    }
     Ok(Reply::Ok)
 }
 

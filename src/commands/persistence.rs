@@ -34,6 +34,8 @@ pub fn save(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         return Err(CmdError::err(IN_PROGRESS));
     }
     snapshot::save_foreground(ctx.srv).map_err(save_error)?;
+    // Counted here, not in the save itself: FLUSHALL's save does not count in Redis.
+    ctx.srv.stats.persistence.rdb_saves += 1;
     Ok(Reply::Ok)
 }
 

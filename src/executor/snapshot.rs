@@ -133,7 +133,6 @@ pub fn save_foreground(st: &mut State) -> Result<(), SaveError> {
             st.dirty = 0;
             st.lastsave_unix = unix_ms() / 1000;
             st.stats.persistence.last_bgsave_ok = true;
-            st.stats.persistence.rdb_saves += 1;
             Ok(())
         }
         Err(e) => {
