@@ -812,3 +812,31 @@ fn functions_load_into_redis() {
     let _ = std::fs::remove_dir_all(rdir);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// DEBUG RELOAD saves, empties and loads the file back: the dataset is unchanged (compared with
+/// Redis 7.0 loading the same file), bad options are refused with Redis's text, and NOFLUSH
+/// without MERGE refuses a key already present.
+#[test]
+fn debug_reload_keeps_the_dataset() {
+    let f = TestServer::new();
+    let mut c = f.client();
+    build_dataset(&mut c);
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    let (r, dir) = redis_on(&f.dir.join("dump.rdb"));
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), b"+OK\r\n");
+    assert_same_dataset(&f, &r, false);
+    assert_eq!(
+        c.cmd(&["DEBUG", "RELOAD", "FOO"]),
+        b"-ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.\r\n"
+    );
+    assert!(c.cmd(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH"]).starts_with(b"-ERR Error trying to load the RDB dump"));
+    ok(&mut c, &["SELECT", "0"]);
+    ok(&mut c, &["SET", "added-after-save", "1"]);
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "added-after-save"]), b"$1\r\n1\r\n");
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOSAVE"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "added-after-save"]), b":0\r\n");
+    assert_same_dataset(&f, &r, false);
+    drop(r);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -448,7 +448,7 @@ fn flush_mode(args: &Args) -> Result<bool, CmdError> {
 
 /// Empties database `idx`; returns how many keys it held. With `background`, the old tables are
 /// dropped on a helper thread so freeing millions of entries does not stall the executor.
-fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
+pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
     ctx.touch_watched_in_db(idx);
     ctx.srv.signal_db_waiters(idx);
     crate::tracking::on_flush(ctx.srv);

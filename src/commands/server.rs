@@ -878,6 +878,63 @@ pub fn slowlog_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// POPULATE, CHANGE-REPL-ID and HELP. SLEEP blocks the executor like Redis blocks its main
 /// thread. A known subcommand with the wrong argument count, or an unknown one, gets Redis's
 /// "unknown subcommand or wrong number of arguments" error.
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves the dataset (unless NOSAVE), empties it
+/// (unless NOFLUSH) and loads the RDB file back. With NOFLUSH a key already present is an error
+/// unless MERGE lets the file's value replace it.
+fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let (mut merge, mut noflush, mut nosave) = (false, false, false);
+    for opt in args.from(2) {
+        match &opt.to_ascii_lowercase()[..] {
+            b"merge" => merge = true,
+            b"noflush" => noflush = true,
+            b"nosave" => nosave = true,
+            _ => return Err(CmdError::err("DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")),
+        }
+    }
+    if !nosave && crate::executor::snapshot::save_foreground(ctx.srv).is_err() {
+        return Err(CmdError::err("Error trying to save the DB"));
+    }
+    let path = std::path::Path::new(&ctx.srv.config.dir).join(&ctx.srv.config.dbfilename);
+    let loaded = crate::rdb::load::load_path(&path, &ctx.srv.config, None);
+    if !noflush {
+        for idx in 0..ctx.srv.dbs.len() {
+            crate::commands::keys::empty_db(ctx, idx, false);
+        }
+        ctx.srv.functions = Default::default();
+    }
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!("Failed trying to load the RDB file {}: {}", path.display(), e);
+            return Err(CmdError::err("Error trying to load the RDB dump, check server logs."));
+        }
+    };
+    let dbs = ctx.srv.dbs.len();
+    if noflush && !merge {
+        // Checked before anything is inserted, so a refused reload changes nothing.
+        for (idx, src) in loaded.dbs.iter().enumerate().take(dbs) {
+            if let Some((key, _, _)) = src.iter_all().find(|(k, _, _)| ctx.srv.dbs[idx].get_ref(k).is_some()) {
+                tracing::warn!("RDB has duplicated key '{}' in DB {idx}", String::from_utf8_lossy(key));
+                return Err(CmdError::err("Error trying to load the RDB dump, check server logs."));
+            }
+        }
+    }
+    let clock = crate::db::lru_clock(ctx.now_ms);
+    for (idx, src) in loaded.dbs.iter().enumerate().take(dbs) {
+        let db = &mut ctx.srv.dbs[idx];
+        for (key, value, expire) in src.iter_all() {
+            db.remove(key, ctx.now_ms);
+            db.insert_new(key, value.clone(), expire, clock);
+        }
+    }
+    for lib in loaded.functions.libs {
+        ctx.srv.functions.libs.retain(|l| l.name != lib.name);
+        ctx.srv.functions.libs.push(lib);
+    }
+    tracing::info!("DB reloaded by DEBUG RELOAD");
+    Ok(Reply::Ok)
+}
+
 pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let n = args.len();
     let sub = args.get(1).to_ascii_lowercase();
@@ -890,6 +947,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             }
             Ok(Reply::Ok)
         }
+        (b"reload", _) => debug_reload(ctx, args),
         (b"set-active-expire", 3) => {
             ctx.srv.active_expire_enabled = atoi(args.get(2)) != 0;
             Ok(Reply::Ok)
