@@ -123,6 +123,8 @@ pub static TABLE: &[Desc] = &[
     yn("protected-mode", M, "yes"),
     yn("rdbcompression", M, "yes"),
     yn("rdb-del-sync-files", M, "no"),
+    // Ours: the RDB version SAVE/BGSAVE write (auto = oldest that holds the dataset, 10 or 12).
+    en("rdb-version", M, &["auto", "9", "10", "11", "12"], "auto"),
     yn("activerehashing", M, "yes"),
     yn("stop-writes-on-bgsave-error", M, "yes"),
     yn("set-proc-title", IMMUTABLE, "yes"),

@@ -386,7 +386,7 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);
     s.field("rdb_current_bgsave_time_sec", current_bgsave);
     s.field("rdb_saves", p.rdb_saves);
-    s.field("rdb_last_cow_size", 0);
+    s.field("rdb_last_cow_size", st.snapshot.last_cow_size);
     s.field("rdb_last_load_keys_expired", p.last_load_keys_expired);
     s.field("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     s.field("aof_enabled", st.config.appendonly as u8);
@@ -401,6 +401,19 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("aof_last_cow_size", 0);
     s.field("module_fork_in_progress", 0);
     s.field("module_fork_last_cow_size", 0);
+    if let Some(job) = &st.loading {
+        let pr = &job.progress;
+        let loaded = pr.loaded_bytes.load(std::sync::atomic::Ordering::Relaxed);
+        let elapsed = (now_ms / 1000 - pr.start_unix_s).max(0) as u64;
+        let perc = if pr.total_bytes > 0 { loaded as f64 * 100.0 / pr.total_bytes as f64 } else { 0.0 };
+        let eta = if elapsed == 0 || loaded == 0 { 1 } else { (elapsed * pr.total_bytes) / loaded - elapsed };
+        s.field("loading_start_time", pr.start_unix_s);
+        s.field("loading_total_bytes", pr.total_bytes);
+        s.field("loading_rdb_used_mem", pr.rdb_used_mem.load(std::sync::atomic::Ordering::Relaxed));
+        s.field("loading_loaded_bytes", loaded);
+        s.field("loading_loaded_perc", format!("{perc:.2}"));
+        s.field("loading_eta_seconds", eta);
+    }
 }
 
 fn stats_section(s: &mut Section, st: &State) {

@@ -16,6 +16,7 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
 pub mod lists;
+pub mod persistence;
 pub mod pubsub;
 pub mod server;
 pub mod sets;
@@ -280,6 +281,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     streams::COMMANDS,
     pubsub::COMMANDS,
     sort::COMMANDS,
+    persistence::COMMANDS,
 ];
 
 /// Every command family's table.

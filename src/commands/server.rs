@@ -1,4 +1,4 @@
-//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, FUNCTION/SCRIPT FLUSH, SHUTDOWN, TIME, LASTSAVE,
+//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, FUNCTION/SCRIPT FLUSH, SHUTDOWN, TIME,
 //! MEMORY, LATENCY, ROLE. They read and adjust server-wide state (clients, stats, slowlog) and
 //! never change keys, except DEBUG POPULATE which exists for tests.
 //!
@@ -21,7 +21,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     container("script", -2, 0, SCRIPT),
     spec("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, 0, shutdown),
     spec("time", 1, LOADING | STALE | FAST, NO_KEYS, 0, time),
-    spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, acl::ADMIN | acl::DANGEROUS, lastsave),
     container("memory", -2, 0, MEMORY),
     container("latency", -2, 0, LATENCY),
     spec("role", 1, NOSCRIPT | LOADING | STALE | FAST, NO_KEYS, acl::ADMIN | acl::DANGEROUS, role),
@@ -57,6 +56,8 @@ static SLOWLOG: &[CommandSpec] = &[
 static FUNCTION: &[CommandSpec] = &[
     spec("help", 2, LOADING | STALE, NO_KEYS, acl::SCRIPTING, function_help),
     spec("flush", -2, WRITE | NOSCRIPT, NO_KEYS, acl::SCRIPTING, function_flush),
+    spec("list", -2, NOSCRIPT, NO_KEYS, acl::SCRIPTING, function_list),
+    spec("delete", 3, WRITE | NOSCRIPT, NO_KEYS, acl::SCRIPTING, function_delete),
 ];
 
 static SCRIPT: &[CommandSpec] = &[
@@ -1070,7 +1071,7 @@ fn debug_help() -> Reply {
 
 /// FUNCTION FLUSH [ASYNC|SYNC]
 ///
-/// Deletes every function library; there are none yet, so this only validates the mode.
+/// Deletes every function library (libraries only come from RDB files until a Lua engine exists).
 pub fn function_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() > 3 {
         return Err(sub_syntax_error(args));
@@ -1078,8 +1079,149 @@ pub fn function_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() == 3 && !args.is(2, "sync") && !args.is(2, "async") {
         return Err(CmdError::err("FUNCTION FLUSH only supports SYNC|ASYNC option"));
     }
+    ctx.srv.functions.libs.clear();
     ctx.dirty(1);
     Ok(Reply::Ok)
+}
+
+/// FUNCTION DELETE library-name
+///
+/// Removes one library with all its functions; an unknown name is an error.
+pub fn function_delete(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let name = &args.argv[2];
+    let libs = &mut ctx.srv.functions.libs;
+    match libs.iter().position(|l| l.name[..] == name[..]) {
+        Some(i) => {
+            libs.remove(i);
+            ctx.dirty(1);
+            Ok(Reply::Ok)
+        }
+        None => Err(CmdError::err("Library not found")),
+    }
+}
+
+/// Flags a function may declare, in the order Redis lists them.
+const FUNCTION_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+
+/// The quoted string at the start of `s` (after blanks): its contents and the rest.
+fn lua_quoted(s: &[u8]) -> Option<(&[u8], &[u8])> {
+    let s = s.trim_ascii_start();
+    let q = *s.first()?;
+    if q != b'\'' && q != b'"' {
+        return None;
+    }
+    let end = s[1..].iter().position(|&c| c == q)?;
+    Some((&s[1..1 + end], &s[2 + end..]))
+}
+
+/// The value of `name = ...` inside `s`, if the assignment appears.
+fn lua_field<'a>(s: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let mut from = 0;
+    while let Some(i) = s[from..].windows(name.len()).position(|w| w == name) {
+        let at = from + i;
+        let rest = s[at + name.len()..].trim_ascii_start();
+        let before_ok = at == 0 || !(s[at - 1].is_ascii_alphanumeric() || s[at - 1] == b'_');
+        if before_ok {
+            if let Some(r) = rest.strip_prefix(b"=") {
+                return Some(r);
+            }
+        }
+        from = at + name.len();
+    }
+    None
+}
+
+/// The functions a library registers, with their flags, found by scanning its code for
+/// `redis.register_function('name', ...)` and `redis.register_function{function_name='name',
+/// ..., flags={...}}`. This stands in for running the code until a Lua engine exists.
+fn library_functions(code: &[u8]) -> Vec<(Vec<u8>, Vec<&'static str>)> {
+    const CALL: &[u8] = b"register_function";
+    let mut starts = Vec::new();
+    let mut from = 0;
+    while let Some(i) = code[from..].windows(CALL.len()).position(|w| w == CALL) {
+        starts.push(from + i + CALL.len());
+        from += i + CALL.len();
+    }
+    let mut out = Vec::new();
+    for (n, &at) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).map_or(code.len(), |&next| next - CALL.len());
+        let part = code[at..end].trim_ascii_start();
+        if let Some(rest) = part.strip_prefix(b"(") {
+            if let Some((name, _)) = lua_quoted(rest) {
+                out.push((name.to_vec(), Vec::new()));
+            }
+        } else if part.starts_with(b"{") {
+            let Some((name, _)) = lua_field(part, b"function_name").and_then(lua_quoted) else {
+                continue;
+            };
+            let mut flags = Vec::new();
+            if let Some(f) = lua_field(part, b"flags") {
+                let f = f.trim_ascii_start();
+                if let Some(body) = f.strip_prefix(b"{") {
+                    let body = &body[..body.iter().position(|&c| c == b'}').unwrap_or(body.len())];
+                    for &flag in FUNCTION_FLAGS {
+                        let quoted = |q: u8| [&[q][..], flag.as_bytes(), &[q][..]].concat();
+                        let has = |q: u8| body.windows(flag.len() + 2).any(|w| w == quoted(q).as_slice());
+                        if has(b'\'') || has(b'"') {
+                            flags.push(flag);
+                        }
+                    }
+                }
+            }
+            out.push((name.to_vec(), flags));
+        }
+    }
+    out
+}
+
+/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]
+///
+/// Every library (or those whose name matches the pattern, case-insensitively) with its engine,
+/// its functions (name, description, flags) and, with WITHCODE, its code.
+pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let mut with_code = false;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if !with_code && args.is(i, "withcode") {
+            with_code = true;
+        } else if pattern.is_none() && args.is(i, "libraryname") {
+            if i + 1 >= args.len() {
+                return Err(CmdError::err("library name argument was not given"));
+            }
+            i += 1;
+            pattern = Some(&args.argv[i]);
+        } else {
+            return Err(CmdError::err(format!("Unknown argument {}", String::from_utf8_lossy(&args.argv[i]))));
+        }
+        i += 1;
+    }
+    let mut out = Vec::new();
+    for lib in &ctx.srv.functions.libs {
+        if pattern.is_some_and(|p| !crate::glob::glob_match(p, &lib.name, true)) {
+            continue;
+        }
+        let functions = library_functions(&lib.code)
+            .into_iter()
+            .map(|(name, flags)| {
+                Reply::Map(vec![
+                    (Reply::bulk("name"), Reply::bulk(name)),
+                    (Reply::bulk("description"), Reply::Nil),
+                    (Reply::bulk("flags"), Reply::Set(flags.into_iter().map(Reply::bulk).collect())),
+                ])
+            })
+            .collect();
+        let mut fields = vec![
+            (Reply::bulk("library_name"), Reply::bulk(lib.name.clone())),
+            (Reply::bulk("engine"), Reply::bulk(lib.engine.clone())),
+            (Reply::bulk("functions"), Reply::Array(functions)),
+        ];
+        if with_code {
+            fields.push((Reply::bulk("library_code"), Reply::bulk(lib.code.clone())));
+        }
+        out.push(Reply::Map(fields));
+    }
+    Ok(Reply::Array(out))
 }
 
 /// FUNCTION HELP
@@ -1193,6 +1335,11 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("No shutdown in progress."));
     }
     let do_save = save || (!nosave && !ctx.srv.config.save.is_empty());
+    // The save happens here, on the executor, so a failure can still refuse the shutdown.
+    if crate::executor::snapshot::shutdown_save(ctx.srv, do_save).is_err() {
+        tracing::warn!("Error trying to save the DB, can't exit.");
+        return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
+    }
     ctx.srv.shutdown = Some(if do_save { ShutdownRequest::Save } else { ShutdownRequest::NoSave });
     Ok(Reply::Raw(Vec::new()))
 }
@@ -1203,13 +1350,6 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn time(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let us = crate::executor::unix_us();
     Ok(Reply::bulks([(us / 1_000_000).to_string(), (us % 1_000_000).to_string()]))
-}
-
-/// LASTSAVE
-///
-/// Unix time of the last successful save (or of startup).
-pub fn lastsave(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Int(ctx.srv.lastsave_unix))
 }
 
 /// ROLE

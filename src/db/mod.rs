@@ -118,6 +118,19 @@ impl Db {
         self.keys.insert(key, value, lru_clock(now_ms))
     }
 
+    /// Adds a key read from an RDB file (or RESTORE) with its expiry and access clock; false
+    /// (and nothing stored) when the key already exists.
+    pub fn insert_new(&mut self, key: &[u8], value: Value, expire_ms: Option<i64>, clock: u32) -> bool {
+        if self.keys.contains_key(key) {
+            return false;
+        }
+        self.keys.insert(key, value, clock);
+        if let Some(at) = expire_ms {
+            self.expires.insert(key, at, 0);
+        }
+        true
+    }
+
     /// Stores `value` under `key`, keeping an existing TTL (SET KEEPTTL, in-place rewrites).
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
         self.expire_if_needed(key, now_ms);
@@ -183,6 +196,13 @@ impl Db {
     /// Every live key, in table order.
     pub fn keys(&self, now_ms: i64) -> impl Iterator<Item = (&[u8], &Value)> {
         self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
+    }
+
+    /// Every key with its value and expiry, logically expired ones included (the RDB writer
+    /// saves them as Redis does; the loader decides).
+    pub fn iter_all(&self) -> impl Iterator<Item = (&[u8], &Value, Option<i64>)> {
+        let has_expires = !self.expires.is_empty();
+        self.keys.iter().map(move |(k, v)| (k, v, if has_expires { self.expires.get(k).copied() } else { None }))
     }
 
     /// Removes every key; returns the old tables so the caller can free them off the hot path.

@@ -53,6 +53,8 @@ fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'static CommandSp
     Ok((top, None))
 }
 
+const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
 /// Time for a batch of commands: the wall-clock snapshot commands see, and the monotonic instant
 /// the previous command ended, so each command costs one clock read.
 pub struct Clock {
@@ -80,6 +82,16 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         reject(st, client, CmdError::NoAuth, out, proto);
         return;
     }
+    // stop-writes-on-bgsave-error: after a failed background save, writes (and PING, as in
+    // Redis) are refused until a save succeeds; inside MULTI this also dooms the transaction.
+    if super::snapshot::writes_denied(st) {
+        // EXEC is not checked: its queued writes were refused while queueing, dooming it.
+        if spec.has_flag(flags::WRITE) || parent.unwrap_or(spec).name == "ping" {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            reject(st, client, CmdError::Raw(MISCONF.into()), out, proto);
+            return;
+        }
+    }
     // pub/sub hook: RESP2 subscribed mode allows only a few commands (PING answers differently).
     let subscribed_ping = match crate::commands::pubsub::subscribed_mode_check(st, client, spec, parent) {
         Ok(ping) => ping,
@@ -89,6 +101,11 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             return;
         }
     };
+    if st.loading.is_some() && !spec.has_flag(flags::LOADING) {
+        st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+        reject(st, client, CmdError::Raw("LOADING Redis is loading the dataset in memory".into()), out, proto);
+        return;
+    }
     if let Some(queue) = client.multi.as_mut() {
         let top_name = parent.unwrap_or(spec).name;
         if !crate::commands::transactions::runs_inside_multi(top_name) {

@@ -10,6 +10,7 @@
 pub mod blocking;
 pub mod call;
 pub mod clients;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -77,6 +78,11 @@ pub struct State {
     pub pubsub: crate::pubsub::PubSub,
     /// Function libraries restored from RDB (no engine runs them yet).
     pub functions: crate::functions::Libraries,
+    /// The RDB load running in the background at startup; commands without the LOADING flag
+    /// are refused until it is swapped in.
+    pub loading: Option<Arc<crate::rdb::load::LoadJob>>,
+    /// SAVE/BGSAVE bookkeeping (the background save child, save points).
+    pub snapshot: snapshot::SnapshotState,
 }
 
 impl State {
@@ -109,11 +115,27 @@ impl State {
             pause_all: false,
             pubsub: crate::pubsub::PubSub::default(),
             functions: crate::functions::Libraries::default(),
+            loading: None,
+            snapshot: snapshot::SnapshotState::default(),
         }
     }
 }
 
 impl State {
+    /// Swaps in the databases of a finished background load.
+    pub fn poll_loading(&mut self) {
+        let Some(job) = &self.loading else { return };
+        let Some(done) = job.take_done() else { return };
+        let mut dbs = done.dbs;
+        dbs.resize_with(self.dbs.len(), Db::new);
+        self.dbs = dbs;
+        self.functions = done.functions;
+        self.stats.persistence.last_load_keys_loaded = done.keys_loaded;
+        self.stats.persistence.last_load_keys_expired = done.keys_expired;
+        self.stats.persistence.loading = false;
+        self.loading = None;
+    }
+
     /// The earliest deadline of a blocked client.
     pub fn next_block_deadline(&self) -> Option<i64> {
         self.blocked_deadlines.first().map(|&(d, _)| d)
@@ -205,6 +227,9 @@ impl Executor {
         let Some(mut client) = self.state.clients.remove(&id) else {
             return BatchEnd::Close;
         };
+        if self.state.loading.is_some() {
+            self.state.poll_loading();
+        }
         let now = unix_ms();
         client.last_interaction_ms = now;
         let mut clock = call::Clock { now_ms: now, last: Instant::now() };
@@ -256,6 +281,9 @@ impl Executor {
 
     /// Periodic work, called `hz` times a second.
     pub fn cron(&mut self) {
+        if self.state.loading.is_some() {
+            self.state.poll_loading();
+        }
         let now = unix_ms();
         let st = &mut self.state;
         st.cron_loops += 1;
@@ -287,6 +315,8 @@ impl Executor {
             db.rehash_until(deadline);
         }
         st.stats.sample_memory();
+        // Persistence: reap a finished BGSAVE child, start scheduled saves and save points.
+        snapshot::cron(st);
         if st.config.timeout > 0 {
             let limit = st.config.timeout as i64 * 1000;
             for c in st.clients.values() {
@@ -316,6 +346,8 @@ pub enum Msg {
     Connect(ConnInfo, Arc<ClientHandle>, tokio::sync::oneshot::Sender<u64>),
     Batch(u64, Vec<Cmd>, Vec<u8>, tokio::sync::oneshot::Sender<(Vec<u8>, BatchEnd)>),
     Disconnect(u64),
+    /// Runs a closure on the executor (the signal-shutdown save) and sends back its answer.
+    Run(Box<dyn FnOnce(&mut Executor) -> bool + Send>, tokio::sync::oneshot::Sender<bool>),
 }
 
 /// Runs the executor on its own thread, serving messages until every sender is gone.
@@ -364,6 +396,9 @@ impl Executor {
                 let _ = reply.send((out, end));
             }
             Msg::Disconnect(id) => self.disconnect(id),
+            Msg::Run(f, reply) => {
+                let _ = reply.send(f(self));
+            }
         }
     }
 }

@@ -3,3 +3,7 @@
 //! live beside it and convert between RDB bytes and `types::Value`s.
 
 pub mod format;
+pub mod load;
+pub mod packed;
+pub mod pack;
+pub mod save;

@@ -55,6 +55,35 @@ impl ExecHandle {
         }
     }
 
+    /// The save a shutdown by signal makes (SIGTERM/SIGINT, as Redis's prepareForShutdown):
+    /// false when it failed and the server must keep running.
+    pub async fn signal_shutdown_save(&self, signal: &'static str) -> bool {
+        let run = move |e: &mut Executor| {
+            let st = &mut e.state;
+            let name = if signal == "SIGINT" { "shutdown-on-sigint" } else { "shutdown-on-sigterm" };
+            let flags = st.config.other.get(name).cloned().unwrap_or_default();
+            let save =
+                if flags.contains("nosave") { false } else { flags.contains("save") || !st.config.save.is_empty() };
+            match executor::snapshot::shutdown_save(st, save) {
+                Ok(()) => true,
+                Err(_) => {
+                    tracing::warn!("Error trying to save the DB, can't exit.");
+                    false
+                }
+            }
+        };
+        match self {
+            ExecHandle::Local(e) => run(&mut Self::local(e)),
+            ExecHandle::Remote(tx) => {
+                let (rtx, rrx) = tokio::sync::oneshot::channel();
+                if tx.send(Msg::Run(Box::new(run), rtx)).is_err() {
+                    return true;
+                }
+                rrx.await.unwrap_or(true)
+            }
+        }
+    }
+
     pub fn disconnect(&self, id: u64) {
         match self {
             ExecHandle::Local(e) => Self::local(e).disconnect(id),
@@ -77,7 +106,12 @@ pub struct Shared {
 pub fn run(config: Config) -> i32 {
     crate::config::live::publish(&config);
     let threads = config.io_threads.max(1);
-    let exec = Executor::new(config.clone());
+    let mut exec = Executor::new(config.clone());
+    // Startup load: the listener accepts while the file loads on its own thread.
+    if let Some(job) = crate::rdb::load::start_background(&config) {
+        exec.state.stats.persistence.loading = true;
+        exec.state.loading = Some(job);
+    }
     if threads == 1 {
         let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(rt) => rt,
@@ -140,20 +174,34 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
         crate::daemon::notify_systemd_ready();
     }
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let sigterm_fut = async {
-        match sigterm.as_mut() {
-            Some(s) => {
-                s.recv().await;
+    loop {
+        let sigterm_fut = async {
+            match sigterm.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
             }
-            None => std::future::pending().await,
+        };
+        // SHUTDOWN saved (or not) on the executor already; a signal saves here, and a failed
+        // save keeps the server running, as in Redis.
+        let signal = tokio::select! {
+            _ = shared.shutdown.notified() => None,
+            _ = tokio::signal::ctrl_c() => Some("SIGINT"),
+            _ = sigterm_fut => Some("SIGTERM"),
+        };
+        match signal {
+            None => tracing::warn!("User requested shutdown..."),
+            Some(sig) => {
+                tracing::warn!("Received {sig} scheduling shutdown...");
+                tracing::warn!("User requested shutdown...");
+                if !shared.exec.signal_shutdown_save(sig).await {
+                    continue;
+                }
+            }
         }
-    };
-    tokio::select! {
-        _ = shared.shutdown.notified() => {}
-        _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
-        _ = sigterm_fut => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+        break;
     }
-    tracing::warn!("User requested shutdown...");
     listener::cleanup(&shared.config);
     tracing::warn!("Redis is now ready to exit, bye bye...");
     0

@@ -33,8 +33,8 @@ use std::hash::BuildHasher;
 pub enum Hash {
     /// Pairs packed in one buffer (`OBJECT ENCODING` says `listpack`).
     Listpack(Box<[u8]>),
-    /// The chained table (`hashtable`).
-    Table(Box<Table>),
+    /// `listpackex` or `hashtable`, behind one more pointer (see `Boxed`).
+    Boxed(Box<Boxed>),
 }
 
 impl Default for Hash {
@@ -53,7 +53,8 @@ impl std::fmt::Debug for Hash {
 
 impl PartialEq for Hash {
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+        self.len() == other.len()
+            && self.iter().all(|(k, v)| other.get(k) == Some(v) && self.field_expire(k) == other.field_expire(k))
     }
 }
 
@@ -181,6 +182,22 @@ pub struct Table {
     /// Head slab index of each bucket's chain (`NIL` when empty); the length is a power of two.
     buckets: Vec<u32>,
     state: foldhash::fast::RandomState,
+    /// Field expiry times, only once some field has one (a hash without field TTLs pays one
+    /// null pointer).
+    ttl: Option<Box<TableTtl>>,
+}
+
+/// Per-field expiry times of a table, parallel to its slab.
+#[derive(Clone)]
+struct TableTtl {
+    /// Unix ms for each slab slot, `NO_TTL` when the field has none.
+    at: Vec<i64>,
+    /// Slots whose time is not `NO_TTL`.
+    count: usize,
+    /// A lower bound of the earliest time (exact after each expiry pass), so a lookup can tell
+    /// in O(1) that nothing is due; removing or persisting a field leaves it low, which only
+    /// costs one needless pass.
+    min_hint: i64,
 }
 
 /// Pair storage for the table: chunks that are never reallocated, so growing a big hash copies
@@ -248,6 +265,7 @@ impl Table {
             links: Vec::with_capacity(n),
             buckets: vec![NIL; nb],
             state: foldhash::fast::RandomState::default(),
+            ttl: None,
         }
     }
 
@@ -310,6 +328,7 @@ impl Table {
     /// Sets `field`; returns true when it is new.
     fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
         if let Some(i) = self.find(field) {
+            self.clear_expire(i);
             let at = self.offsets[i];
             let (_, old, n) = pair_at(&self.arena, at);
             if old.len() == value.len() {
@@ -333,6 +352,9 @@ impl Table {
         let idx = self.offsets.len() as u32;
         let at = self.arena.push_pair(field, value);
         self.offsets.push(at);
+        if let Some(t) = &mut self.ttl {
+            t.at.push(NO_TTL);
+        }
         let mask = self.mask();
         let b = &mut self.buckets[h as usize & mask];
         self.links.push(Link { hash: h, next: *b });
@@ -363,6 +385,16 @@ impl Table {
         let Some(i) = self.find(field) else {
             return false;
         };
+        self.remove_at(i);
+        true
+    }
+
+    /// Removes the pair in slab slot `i`; the last slot moves into the hole.
+    fn remove_at(&mut self, i: usize) {
+        self.clear_expire(i);
+        if let Some(t) = &mut self.ttl {
+            t.at.swap_remove(i);
+        }
         let next = self.links[i].next;
         self.relink(i as u32, next);
         let last = self.offsets.len() - 1;
@@ -381,8 +413,70 @@ impl Table {
         if self.offsets.capacity() > 64 && self.offsets.len() * 4 < self.offsets.capacity() {
             self.offsets.shrink_to(self.offsets.len() * 2);
             self.links.shrink_to(self.links.len() * 2);
+            if let Some(t) = &mut self.ttl {
+                t.at.shrink_to(self.offsets.len() * 2);
+            }
+        }
+    }
+
+    fn expire_of(&self, i: usize) -> i64 {
+        self.ttl.as_ref().map_or(NO_TTL, |t| t.at[i])
+    }
+
+    fn set_expire(&mut self, i: usize, at: i64) {
+        let len = self.offsets.len();
+        let t =
+            self.ttl.get_or_insert_with(|| Box::new(TableTtl { at: vec![NO_TTL; len], count: 0, min_hint: i64::MAX }));
+        if t.at[i] == NO_TTL {
+            t.count += 1;
+        }
+        t.at[i] = at;
+        t.min_hint = t.min_hint.min(at);
+    }
+
+    /// Drops slot `i`'s expiry; returns whether it had one. The metadata goes with the last one.
+    fn clear_expire(&mut self, i: usize) -> bool {
+        let Some(t) = &mut self.ttl else {
+            return false;
+        };
+        if t.at[i] == NO_TTL {
+            return false;
+        }
+        t.at[i] = NO_TTL;
+        t.count -= 1;
+        if t.count == 0 {
+            self.ttl = None;
         }
         true
+    }
+
+    fn min_expire(&self) -> Option<i64> {
+        self.ttl.as_ref().and_then(|t| t.at.iter().copied().filter(|&a| a != NO_TTL).min())
+    }
+
+    /// Removes up to `max` fields whose time is `<= now`; returns how many went.
+    fn expire_fields(&mut self, now: i64, max: usize) -> usize {
+        let Some(t) = &self.ttl else {
+            return 0;
+        };
+        if t.min_hint > now {
+            return 0;
+        }
+        let doomed: Vec<Vec<u8>> =
+            t.at.iter()
+                .enumerate()
+                .filter(|&(_, &a)| a != NO_TTL && a <= now)
+                .take(max)
+                .map(|(i, _)| self.pair(i).0.to_vec())
+                .collect();
+        for f in &doomed {
+            self.remove(f);
+        }
+        let min = self.min_expire();
+        if let Some(t) = &mut self.ttl {
+            t.min_hint = min.unwrap_or(i64::MAX);
+        }
+        doomed.len()
     }
 
     fn pair(&self, i: usize) -> (&[u8], &[u8]) {
@@ -408,11 +502,116 @@ impl Table {
 }
 
 // ---------------------------------------------------------------------------------------------
+// listpackex: the small encoding once a field TTL was set
+
+/// The expiry entry of a field without one.
+const NO_TTL: i64 = 0;
+
+fn push_entry(out: &mut Vec<u8>, bytes: &[u8]) {
+    push_varint(out, bytes.len());
+    out.extend_from_slice(bytes);
+}
+
+/// A TTL entry: empty for none (one byte in all), else the unix ms as 8 little-endian bytes.
+fn push_ttl(out: &mut Vec<u8>, at: i64) {
+    if at == NO_TTL {
+        out.push(0);
+    } else {
+        out.push(8);
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+}
+
+fn ttl_from(entry: &[u8]) -> i64 {
+    entry.try_into().map_or(NO_TTL, i64::from_le_bytes)
+}
+
+/// One (field, value, ttl) triple of a listpackex buffer with its offsets.
+struct LpxTriple<'a> {
+    start: usize,
+    field: &'a [u8],
+    value_at: usize,
+    value: &'a [u8],
+    ttl_at: usize,
+    at: i64,
+    end: usize,
+}
+
+struct LpxTriples<'a>(LpEntries<'a>);
+
+impl<'a> Iterator for LpxTriples<'a> {
+    type Item = LpxTriple<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (start, field, value_at) = self.0.next()?;
+        let (_, value, ttl_at) = self.0.next()?;
+        let (_, ttl, end) = self.0.next()?;
+        Some(LpxTriple { start, field, value_at, value, ttl_at, at: ttl_from(ttl), end })
+    }
+}
+
+fn lpx_triples(buf: &[u8]) -> LpxTriples<'_> {
+    LpxTriples(lp_entries(buf))
+}
+
+fn lpx_find<'a>(buf: &'a [u8], field: &[u8]) -> Option<LpxTriple<'a>> {
+    lpx_triples(buf).find(|t| t.field == field)
+}
+
+/// Inserts a triple where 7.4 keeps it: fields with a TTL first, by ascending time (a new one
+/// goes before the first equal or later one), then fields without one in insertion order.
+fn lpx_insert(v: &mut Vec<u8>, field: &[u8], value: &[u8], at: i64) {
+    let pos = if at == NO_TTL {
+        v.len()
+    } else {
+        lpx_triples(v).find(|t| t.at == NO_TTL || t.at >= at).map_or(v.len(), |t| t.start)
+    };
+    let mut enc = Vec::with_capacity(field.len() + value.len() + 14);
+    push_entry(&mut enc, field);
+    push_entry(&mut enc, value);
+    push_ttl(&mut enc, at);
+    v.splice(pos..pos, enc);
+}
+
+/// Moves `field`'s triple to the position for expiry `at` (the value is kept).
+fn lpx_reinsert(v: &mut Vec<u8>, field: &[u8], at: i64) -> bool {
+    let Some(t) = lpx_find(v, field) else {
+        return false;
+    };
+    let (start, end, value) = (t.start, t.end, t.value.to_vec());
+    v.drain(start..end);
+    lpx_insert(v, field, &value, at);
+    true
+}
+
+/// Pairs of a listpackex buffer.
+pub struct LpxPairs<'a>(LpxTriples<'a>);
+
+impl<'a> Iterator for LpxPairs<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|t| (t.field, t.value))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Hash
+
+/// The encodings that live behind one more pointer, so that `Hash` stays two words: a plain
+/// small hash (the common case) pays nothing for field TTLs.
+#[derive(Clone)]
+pub enum Boxed {
+    /// Triples `[field][value][ttl]`, ordered as `lpx_insert` says (`listpackex`).
+    ListpackEx(Box<[u8]>),
+    /// The chained table (`hashtable`), with or without field TTLs.
+    Table(Table),
+}
 
 /// Iterator over a hash's (field, value) pairs, in encoding order.
 pub enum Iter<'a> {
     Listpack(LpPairs<'a>),
+    ListpackEx(LpxPairs<'a>),
     Table(&'a Arena, std::slice::Iter<'a, usize>),
 }
 
@@ -422,6 +621,7 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Iter::Listpack(p) => p.next(),
+            Iter::ListpackEx(p) => p.next(),
             Iter::Table(arena, offsets) => offsets.next().map(|&at| {
                 let (k, v, _) = pair_at(arena, at);
                 (k, v)
@@ -436,37 +636,60 @@ impl Hash {
         Hash::default()
     }
 
+    fn table(&self) -> Option<&Table> {
+        match self {
+            Hash::Boxed(b) => match &**b {
+                Boxed::Table(t) => Some(t),
+                Boxed::ListpackEx(_) => None,
+            },
+            Hash::Listpack(_) => None,
+        }
+    }
+
     /// The name OBJECT ENCODING reports.
     pub fn encoding_name(&self) -> &'static str {
         match self {
             Hash::Listpack(_) => "listpack",
-            Hash::Table(_) => "hashtable",
+            Hash::Boxed(b) => match &**b {
+                Boxed::ListpackEx(_) => "listpackex",
+                Boxed::Table(_) => "hashtable",
+            },
         }
     }
 
+    /// Whether the hash is in one of the small encodings (`listpack` or `listpackex`).
     pub fn is_listpack(&self) -> bool {
-        matches!(self, Hash::Listpack(_))
+        self.table().is_none()
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
         match self {
             Hash::Listpack(b) => lp_entries(b).count() / 2,
-            Hash::Table(t) => t.len(),
+            Hash::Boxed(b) => match &**b {
+                Boxed::ListpackEx(b) => lp_entries(b).count() / 3,
+                Boxed::Table(t) => t.len(),
+            },
         }
     }
 
     pub fn is_empty(&self) -> bool {
         match self {
             Hash::Listpack(b) => b.is_empty(),
-            Hash::Table(t) => t.len() == 0,
+            Hash::Boxed(b) => match &**b {
+                Boxed::ListpackEx(b) => b.is_empty(),
+                Boxed::Table(t) => t.len() == 0,
+            },
         }
     }
 
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
             Hash::Listpack(b) => lp_find(b, field).map(|f| f.value),
-            Hash::Table(t) => t.get(field),
+            Hash::Boxed(b) => match &**b {
+                Boxed::ListpackEx(b) => lpx_find(b, field).map(|t| t.value),
+                Boxed::Table(t) => t.get(field),
+            },
         }
     }
 
@@ -477,19 +700,53 @@ impl Hash {
     pub fn iter(&self) -> Iter<'_> {
         match self {
             Hash::Listpack(b) => Iter::Listpack(LpPairs(lp_entries(b))),
-            Hash::Table(t) => Iter::Table(&t.arena, t.offsets.iter()),
+            Hash::Boxed(b) => match &**b {
+                Boxed::ListpackEx(b) => Iter::ListpackEx(LpxPairs(lpx_triples(b))),
+                Boxed::Table(t) => Iter::Table(&t.arena, t.offsets.iter()),
+            },
         }
     }
 
-    /// Converts to the hashtable encoding (no-op when already there).
+    /// Converts to the hashtable encoding (no-op when already there); field TTLs come along.
     pub fn convert_to_table(&mut self) {
-        if let Hash::Listpack(b) = self {
-            let pairs: Vec<(&[u8], &[u8])> = LpPairs(lp_entries(b)).collect();
-            let mut t = Table::with_capacity(pairs.len());
-            for (k, v) in pairs {
-                t.push_new(k, v);
+        let t = match self {
+            Hash::Listpack(b) => {
+                let pairs: Vec<(&[u8], &[u8])> = LpPairs(lp_entries(b)).collect();
+                let mut t = Table::with_capacity(pairs.len());
+                for (k, v) in pairs {
+                    t.push_new(k, v);
+                }
+                t
             }
-            *self = Hash::Table(Box::new(t));
+            Hash::Boxed(b) => match &**b {
+                Boxed::Table(_) => return,
+                Boxed::ListpackEx(b) => {
+                    let triples: Vec<LpxTriple> = lpx_triples(b).collect();
+                    let mut t = Table::with_capacity(triples.len());
+                    for (i, tr) in triples.iter().enumerate() {
+                        t.push_new(tr.field, tr.value);
+                        if tr.at != NO_TTL {
+                            t.set_expire(i, tr.at);
+                        }
+                    }
+                    t
+                }
+            },
+        };
+        *self = Hash::Boxed(Box::new(Boxed::Table(t)));
+    }
+
+    /// A `listpack` hash becomes `listpackex` (as 7.4 does on the first HEXPIRE-family call, even
+    /// when no field ends up with a TTL); other encodings are left alone.
+    pub fn prepare_field_expires(&mut self) {
+        if let Hash::Listpack(b) = self {
+            let mut v = Vec::with_capacity(b.len() + b.len() / 4 + 1);
+            for (k, val) in LpPairs(lp_entries(b)) {
+                push_entry(&mut v, k);
+                push_entry(&mut v, val);
+                push_ttl(&mut v, NO_TTL);
+            }
+            *self = Hash::Boxed(Box::new(Boxed::ListpackEx(v.into_boxed_slice())));
         }
     }
 
@@ -501,82 +758,118 @@ impl Hash {
         }
     }
 
-    /// Sets `field` to `value`; returns true when the field is new. A small hash converts first
-    /// when either string is longer than `max_value`, and after the write when it holds more than
-    /// `max_entries` pairs (checked on replacements too, as Redis does: a small hash left over from
-    /// a higher limit converts on its next write).
+    /// Sets `field` to `value`; returns true when the field is new. Writing a field drops its
+    /// TTL (7.4's HSET, HINCRBY...). A small hash converts first when either string is longer
+    /// than `max_value`, and after the write when it holds more than `max_entries` pairs
+    /// (checked on replacements too, as Redis does: a small hash left over from a higher limit
+    /// converts on its next write).
     pub fn set(&mut self, field: &[u8], value: &[u8], max_entries: usize, max_value: usize) -> bool {
         if field.len() > max_value || value.len() > max_value {
             self.convert_to_table();
         }
-        match self {
-            Hash::Table(t) => t.set(field, value),
+        let (new, len) = match self {
             Hash::Listpack(b) => {
                 let mut v = std::mem::take(b).into_vec();
                 let new = match lp_find(&v, field) {
                     Some(found) => {
                         let (at, end) = (found.value_at, found.end);
                         let mut enc = Vec::with_capacity(value.len() + 2);
-                        push_varint(&mut enc, value.len());
-                        enc.extend_from_slice(value);
+                        push_entry(&mut enc, value);
                         v.splice(at..end, enc);
                         false
                     }
                     None => {
                         v.reserve_exact(field.len() + value.len() + 4);
-                        push_varint(&mut v, field.len());
-                        v.extend_from_slice(field);
-                        push_varint(&mut v, value.len());
-                        v.extend_from_slice(value);
+                        push_entry(&mut v, field);
+                        push_entry(&mut v, value);
                         true
                     }
                 };
                 *b = v.into_boxed_slice();
-                if lp_entries(b).count() / 2 > max_entries {
-                    self.convert_to_table();
-                }
-                new
+                (new, lp_entries(b).count() / 2)
             }
+            Hash::Boxed(bx) => match &mut **bx {
+                Boxed::Table(t) => return t.set(field, value),
+                Boxed::ListpackEx(b) => {
+                    let mut v = std::mem::take(b).into_vec();
+                    let new = match lpx_find(&v, field) {
+                        Some(t) if t.at == NO_TTL => {
+                            let (at, end) = (t.value_at, t.ttl_at);
+                            let mut enc = Vec::with_capacity(value.len() + 2);
+                            push_entry(&mut enc, value);
+                            v.splice(at..end, enc);
+                            false
+                        }
+                        Some(t) => {
+                            // Losing its TTL moves the field behind the ones that keep one.
+                            let (start, end) = (t.start, t.end);
+                            v.drain(start..end);
+                            lpx_insert(&mut v, field, value, NO_TTL);
+                            false
+                        }
+                        None => {
+                            lpx_insert(&mut v, field, value, NO_TTL);
+                            true
+                        }
+                    };
+                    *b = v.into_boxed_slice();
+                    (new, lp_entries(b).count() / 3)
+                }
+            },
+        };
+        if len > max_entries {
+            self.convert_to_table();
         }
+        new
     }
 
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        match self {
-            Hash::Table(t) => t.remove(field),
+        let (buf, range) = match self {
             Hash::Listpack(b) => {
                 let Some(found) = lp_find(b, field) else {
                     return false;
                 };
-                let (start, end) = (found.start, found.end);
-                let mut v = std::mem::take(b).into_vec();
-                v.drain(start..end);
-                *b = v.into_boxed_slice();
-                true
+                let range = found.start..found.end;
+                (b, range)
             }
-        }
+            Hash::Boxed(bx) => match &mut **bx {
+                Boxed::Table(t) => return t.remove(field),
+                Boxed::ListpackEx(b) => {
+                    let Some(t) = lpx_find(b, field) else {
+                        return false;
+                    };
+                    let range = t.start..t.end;
+                    (b, range)
+                }
+            },
+        };
+        let mut v = std::mem::take(buf).into_vec();
+        v.drain(range);
+        *buf = v.into_boxed_slice();
+        true
     }
 
     /// Random access to pairs by position: the table indexes its slab; a small hash is indexed
     /// once (offsets of each pair) so repeated picks cost O(1).
     pub fn indexed(&self) -> Indexed<'_> {
-        match self {
-            Hash::Table(t) => Indexed::Table(t),
-            Hash::Listpack(b) => Indexed::Listpack(LpPairs(lp_entries(b)).collect()),
+        match self.table() {
+            Some(t) => Indexed::Table(t),
+            None => Indexed::Listpack(self.iter().collect()),
         }
     }
 
     /// One SCAN step. A small hash is returned whole with cursor 0 (as Redis does); a table
     /// visits one bucket per call.
     pub fn scan<'a>(&'a self, cursor: u64, mut f: impl FnMut(&'a [u8], &'a [u8])) -> u64 {
-        match self {
-            Hash::Listpack(b) => {
-                for (k, v) in LpPairs(lp_entries(b)) {
+        match self.table() {
+            Some(t) => t.scan(cursor, f),
+            None => {
+                for (k, v) in self.iter() {
                     f(k, v);
                 }
                 0
             }
-            Hash::Table(t) => t.scan(cursor, f),
         }
     }
 
@@ -584,13 +877,177 @@ impl Hash {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Hash::Listpack(b) => b.len(),
-            Hash::Table(t) => {
-                t.arena.capacity()
-                    + t.arena.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
-                    + t.offsets.capacity() * std::mem::size_of::<usize>()
-                    + t.links.capacity() * std::mem::size_of::<Link>()
-                    + t.buckets.capacity() * 4
+            Hash::Boxed(bx) => {
+                std::mem::size_of::<Boxed>()
+                    + match &**bx {
+                        Boxed::ListpackEx(b) => b.len(),
+                        Boxed::Table(t) => {
+                            t.arena.capacity()
+                                + t.arena.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+                                + t.offsets.capacity() * std::mem::size_of::<usize>()
+                                + t.links.capacity() * std::mem::size_of::<Link>()
+                                + t.buckets.capacity() * 4
+                                + t.ttl.as_ref().map_or(0, |x| {
+                                    std::mem::size_of::<TableTtl>() + x.at.capacity() * std::mem::size_of::<i64>()
+                                })
+                        }
+                    }
             }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Field TTLs (Redis 7.4). Times are unix ms; a field whose time is `<= now` is expired and
+    // must be removed (`expire_fields`) before any command looks at the hash.
+
+    /// Sets the absolute expiry (unix ms) of an existing field; false if the field is absent.
+    /// May change the encoding (listpack → listpackex, hashtable keeps per-field metadata).
+    /// A time `<= 0` is stored as 1 ms (already past).
+    pub fn set_field_expire(&mut self, field: &[u8], at_ms: i64) -> bool {
+        let at = at_ms.max(1);
+        if let Hash::Listpack(b) = self {
+            if lp_find(b, field).is_none() {
+                return false;
+            }
+            self.prepare_field_expires();
+        }
+        match self {
+            Hash::Listpack(_) => false,
+            Hash::Boxed(bx) => match &mut **bx {
+                Boxed::Table(t) => match t.find(field) {
+                    Some(i) => {
+                        t.set_expire(i, at);
+                        true
+                    }
+                    None => false,
+                },
+                Boxed::ListpackEx(b) => {
+                    let mut v = std::mem::take(b).into_vec();
+                    let found = lpx_reinsert(&mut v, field, at);
+                    *b = v.into_boxed_slice();
+                    found
+                }
+            },
+        }
+    }
+
+    /// The field's absolute expiry, if it has one.
+    pub fn field_expire(&self, field: &[u8]) -> Option<i64> {
+        let at = match self {
+            Hash::Listpack(_) => NO_TTL,
+            Hash::Boxed(bx) => match &**bx {
+                Boxed::ListpackEx(b) => lpx_find(b, field).map_or(NO_TTL, |t| t.at),
+                Boxed::Table(t) => t.find(field).map_or(NO_TTL, |i| t.expire_of(i)),
+            },
+        };
+        (at != NO_TTL).then_some(at)
+    }
+
+    /// Removes a field's expiry; false if it had none (or the field is absent).
+    pub fn persist_field(&mut self, field: &[u8]) -> bool {
+        match self {
+            Hash::Listpack(_) => false,
+            Hash::Boxed(bx) => match &mut **bx {
+                Boxed::Table(t) => t.find(field).is_some_and(|i| t.clear_expire(i)),
+                Boxed::ListpackEx(b) => {
+                    if lpx_find(b, field).is_none_or(|t| t.at == NO_TTL) {
+                        return false;
+                    }
+                    let mut v = std::mem::take(b).into_vec();
+                    lpx_reinsert(&mut v, field, NO_TTL);
+                    *b = v.into_boxed_slice();
+                    true
+                }
+            },
+        }
+    }
+
+    /// Whether any field carries an expiry (decides HASH_METADATA/LISTPACK_EX on save).
+    pub fn has_field_expires(&self) -> bool {
+        match self {
+            Hash::Listpack(_) => false,
+            Hash::Boxed(bx) => match &**bx {
+                // Sorted: a TTL anywhere means one on the first triple.
+                Boxed::ListpackEx(b) => lpx_triples(b).next().is_some_and(|t| t.at != NO_TTL),
+                Boxed::Table(t) => t.ttl.is_some(),
+            },
+        }
+    }
+
+    /// Every (field, at_ms) with an expiry, in no particular order.
+    pub fn for_each_field_expire(&self, mut f: impl FnMut(&[u8], i64)) {
+        match self {
+            Hash::Listpack(_) => {}
+            Hash::Boxed(bx) => match &**bx {
+                Boxed::ListpackEx(b) => {
+                    for t in lpx_triples(b).take_while(|t| t.at != NO_TTL) {
+                        f(t.field, t.at);
+                    }
+                }
+                Boxed::Table(t) => {
+                    if let Some(x) = &t.ttl {
+                        for (i, &at) in x.at.iter().enumerate() {
+                            if at != NO_TTL {
+                                f(t.pair(i).0, at);
+                            }
+                        }
+                    }
+                }
+            },
+        }
+    }
+
+    /// The earliest field expiry, for active expiry. O(1) for a small hash, a pass over the
+    /// times for a table.
+    pub fn min_field_expire(&self) -> Option<i64> {
+        match self {
+            Hash::Listpack(_) => None,
+            Hash::Boxed(bx) => match &**bx {
+                Boxed::ListpackEx(b) => lpx_triples(b).next().map(|t| t.at).filter(|&at| at != NO_TTL),
+                Boxed::Table(t) => t.min_expire(),
+            },
+        }
+    }
+
+    /// O(1): whether some field may be due at `now` (exact for a small hash; a table may answer
+    /// true once after a persist or a delete, and a pass then makes it exact again).
+    pub fn field_expiry_due(&self, now_ms: i64) -> bool {
+        match self {
+            Hash::Listpack(_) => false,
+            Hash::Boxed(bx) => match &**bx {
+                Boxed::ListpackEx(b) => lpx_triples(b).next().is_some_and(|t| t.at != NO_TTL && t.at <= now_ms),
+                Boxed::Table(t) => t.ttl.as_ref().is_some_and(|x| x.min_hint <= now_ms),
+            },
+        }
+    }
+
+    /// Removes up to `max` fields whose expiry is `<= now_ms`; returns how many were removed.
+    /// The hash may be left empty (the caller deletes the key).
+    pub fn expire_fields(&mut self, now_ms: i64, max: usize) -> usize {
+        if !self.field_expiry_due(now_ms) {
+            return 0;
+        }
+        match self {
+            Hash::Listpack(_) => 0,
+            Hash::Boxed(bx) => match &mut **bx {
+                Boxed::Table(t) => t.expire_fields(now_ms, max),
+                Boxed::ListpackEx(b) => {
+                    // Sorted by time: the expired ones are a prefix.
+                    let mut n = 0;
+                    let mut cut = 0;
+                    for t in lpx_triples(b) {
+                        if n == max || t.at == NO_TTL || t.at > now_ms {
+                            break;
+                        }
+                        n += 1;
+                        cut = t.end;
+                    }
+                    let mut v = std::mem::take(b).into_vec();
+                    v.drain(..cut);
+                    *b = v.into_boxed_slice();
+                    n
+                }
+            },
         }
     }
 }
@@ -716,7 +1173,7 @@ mod tests {
             let v = vec![b'x'; 1 + round % 40];
             h.set(format!("f{}", round % 300).as_bytes(), &v, 128, 64);
         }
-        let Hash::Table(t) = &h else { panic!("expected a table") };
+        let Some(t) = h.table() else { panic!("expected a table") };
         let live: usize = h.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
         assert!(t.arena.used - t.garbage == live);
         assert!(t.arena.used <= 2 * live + 64, "used {} live {}", t.arena.used, live);
@@ -755,5 +1212,147 @@ mod tests {
         for i in 0..1000 {
             assert!(seen.contains(format!("s{i}").as_bytes()), "missed s{i}");
         }
+    }
+
+    /// Random operations including field TTLs, under every encoding path, against a model
+    /// field → (value, expiry). Expiry passes run at a moving "now".
+    #[test]
+    fn model_check_with_field_ttls() {
+        type Model = HashMap<Vec<u8>, (Vec<u8>, Option<i64>)>;
+        for &(entries, limit) in &[(1000usize, 1000usize), (0, 0), (16, 300), (128, 64)] {
+            let mut rng = fastrand::Rng::with_seed(11);
+            let mut h = Hash::new();
+            let mut model: Model = HashMap::new();
+            let mut now = 1_000i64;
+            for step in 0..30000 {
+                let k = format!("k{}", rng.usize(..300)).into_bytes();
+                match rng.u8(..16) {
+                    0..=4 => {
+                        let vlen = rng.usize(..100);
+                        let v: Vec<u8> = (0..vlen).map(|_| rng.u8(..)).collect();
+                        let new = h.set(&k, &v, entries, limit);
+                        assert_eq!(new, model.insert(k, (v, None)).is_none());
+                    }
+                    5..=6 => assert_eq!(h.remove(&k), model.remove(&k).is_some()),
+                    7..=9 => {
+                        let at = now + rng.i64(1..200);
+                        let had = model.get_mut(&k).map(|e| e.1 = Some(at)).is_some();
+                        assert_eq!(h.set_field_expire(&k, at), had);
+                    }
+                    10 => {
+                        let had = model.get_mut(&k).and_then(|e| e.1.take()).is_some();
+                        assert_eq!(h.persist_field(&k), had);
+                    }
+                    11 => {
+                        now += rng.i64(0..20);
+                        let before = model.len();
+                        model.retain(|_, e| e.1.is_none_or(|at| at > now));
+                        let n = h.expire_fields(now, usize::MAX);
+                        assert_eq!(n, before - model.len(), "step {step}");
+                        assert!(!h.field_expiry_due(now));
+                    }
+                    12 => h.prepare_field_expires(),
+                    13 => assert_eq!(h.field_expire(&k), model.get(&k).and_then(|e| e.1)),
+                    _ => assert_eq!(h.get(&k), model.get(&k).map(|e| &e.0[..])),
+                }
+                if step % 499 == 0 {
+                    assert_eq!(h.len(), model.len());
+                    let seen: Model = h.iter().map(|(k, v)| (k.to_vec(), (v.to_vec(), h.field_expire(k)))).collect();
+                    assert_eq!(seen, model);
+                    let mut ttls = HashMap::new();
+                    h.for_each_field_expire(|f, at| {
+                        ttls.insert(f.to_vec(), at);
+                    });
+                    let want: HashMap<Vec<u8>, i64> =
+                        model.iter().filter_map(|(k, e)| e.1.map(|at| (k.clone(), at))).collect();
+                    assert_eq!(ttls, want);
+                    assert_eq!(h.has_field_expires(), !want.is_empty());
+                    assert_eq!(h.min_field_expire(), want.values().min().copied());
+                    let ix = h.indexed();
+                    assert_eq!(ix.len(), model.len());
+                    let mut n = 0;
+                    let mut cursor = 0;
+                    loop {
+                        cursor = h.scan(cursor, |_, _| n += 1);
+                        if cursor == 0 {
+                            break;
+                        }
+                    }
+                    assert_eq!(n, model.len());
+                }
+            }
+        }
+    }
+
+    /// listpackex keeps 7.4's order: fields with a TTL by ascending time, then the rest in
+    /// insertion order; HSET on a field with a TTL drops it and moves the field to the end.
+    #[test]
+    fn listpackex_order_and_encoding() {
+        let mut h = Hash::new();
+        for f in ["a", "b", "c", "d"] {
+            h.set(f.as_bytes(), b"v", 128, 64);
+        }
+        assert_eq!(h.encoding_name(), "listpack");
+        assert!(!h.set_field_expire(b"zz", 5));
+        assert_eq!(h.encoding_name(), "listpack");
+        h.prepare_field_expires();
+        assert_eq!(h.encoding_name(), "listpackex");
+        assert!(!h.has_field_expires());
+        assert!(h.set_field_expire(b"c", 300));
+        assert!(h.set_field_expire(b"d", 200));
+        assert!(h.set_field_expire(b"b", 300));
+        let order = |h: &Hash| h.iter().map(|(k, _)| String::from_utf8_lossy(k).into_owned()).collect::<Vec<_>>();
+        assert_eq!(order(&h), ["d", "b", "c", "a"]);
+        assert!(!h.set(b"b", b"w", 128, 64));
+        assert_eq!(order(&h), ["d", "c", "a", "b"]);
+        assert_eq!(h.field_expire(b"b"), None);
+        assert!(h.persist_field(b"d"));
+        assert!(!h.persist_field(b"d"));
+        assert_eq!(order(&h), ["c", "a", "b", "d"]);
+        assert_eq!(h.min_field_expire(), Some(300));
+        assert_eq!(h.expire_fields(299, usize::MAX), 0);
+        assert_eq!(h.expire_fields(300, usize::MAX), 1);
+        assert_eq!(h.len(), 3);
+        // Still listpackex without TTLs, as in 7.4; a long value converts with TTLs kept.
+        assert_eq!(h.encoding_name(), "listpackex");
+        h.set_field_expire(b"a", 500);
+        h.set(b"x", &[b'y'; 100], 128, 64);
+        assert_eq!(h.encoding_name(), "hashtable");
+        assert_eq!(h.field_expire(b"a"), Some(500));
+        assert_eq!(h.get(b"x"), Some(&[b'y'; 100][..]));
+        // Entry-count conversion too.
+        let mut h = Hash::new();
+        h.set(b"a", b"1", 2, 64);
+        h.set_field_expire(b"a", 42);
+        h.set(b"b", b"2", 2, 64);
+        h.set(b"c", b"3", 2, 64);
+        assert_eq!(h.encoding_name(), "hashtable");
+        assert_eq!(h.field_expire(b"a"), Some(42));
+        assert_eq!(h.expire_fields(42, 1), 1);
+        assert!(!h.has_field_expires());
+    }
+
+    /// A table drops its TTL metadata with the last TTL, and the common case pays nothing.
+    #[test]
+    fn table_ttl_metadata_is_lazy() {
+        let mut h = Hash::new();
+        for i in 0..200 {
+            h.set(format!("f{i}").as_bytes(), b"v", 128, 64);
+        }
+        let plain = h.heap_bytes();
+        h.set_field_expire(b"f3", 1000);
+        assert!(h.heap_bytes() > plain);
+        assert!(h.field_expiry_due(1000));
+        h.persist_field(b"f3");
+        assert!(!h.has_field_expires());
+        assert_eq!(h.heap_bytes(), plain);
+        // Removing a field with a TTL keeps the slab and the times in step.
+        h.set_field_expire(b"f0", 10);
+        h.set_field_expire(b"f199", 20);
+        h.remove(b"f0");
+        assert_eq!(h.field_expire(b"f199"), Some(20));
+        assert_eq!(h.expire_fields(15, usize::MAX), 0);
+        assert_eq!(h.expire_fields(20, usize::MAX), 1);
+        assert_eq!(h.len(), 198);
     }
 }

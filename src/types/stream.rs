@@ -417,6 +417,45 @@ impl Node {
     }
 }
 
+/// A read-only view of one block, for the RDB writer (which re-encodes it as a Redis listpack).
+#[derive(Clone, Copy)]
+pub struct BlockView<'a> {
+    /// The block's key: the ID every entry's delta is taken from.
+    pub master: StreamId,
+    node: &'a Node,
+}
+
+impl<'a> BlockView<'a> {
+    /// Live entries in the block.
+    pub fn live(&self) -> u32 {
+        self.node.live
+    }
+
+    /// Deleted entries still present in the block.
+    pub fn deleted(&self) -> u32 {
+        self.node.deleted
+    }
+
+    /// The master field names.
+    pub fn master_fields(&self) -> Vec<Elem<'a>> {
+        let buf: &'a [u8] = &self.node.buf;
+        let mut p = 0usize;
+        (0..self.node.master_fields).map(|_| get_elem(buf, &mut p)).collect()
+    }
+
+    /// Calls `f(entry, deleted, same_fields)` for every entry, deleted ones included, in order.
+    pub fn for_each_entry(&self, mut f: impl FnMut(EntryRef<'a>, bool, bool)) {
+        let node: &'a Node = self.node;
+        let mut p = node.entries_at as usize;
+        while p < node.buf.len() {
+            let (id, flags, body, next) = node.decode(self.master, p);
+            p = next;
+            let same = flags & FLAG_SAMEFIELDS != 0;
+            f(EntryRef { id, node, body, same }, flags & FLAG_DELETED != 0, same);
+        }
+    }
+}
+
 /// A pending entry: delivered to a consumer of a group and not acknowledged yet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Nack {
@@ -826,6 +865,11 @@ impl Stream {
             return Some(self.entries_added as i64 - g.entries_read);
         }
         self.distance_from_first_ever(g.last_id).map(|r| self.entries_added as i64 - r as i64)
+    }
+
+    /// Every block in ID order (read-only; for the RDB writer).
+    pub fn blocks(&self) -> impl Iterator<Item = BlockView<'_>> {
+        self.nodes.iter().map(|(&master, node)| BlockView { master, node })
     }
 
     /// Bytes allocated for entries (MEMORY USAGE estimate).

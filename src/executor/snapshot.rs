@@ -1,0 +1,334 @@
+//! Snapshots to disk: SAVE in the foreground, BGSAVE in a forked child, save points from cron,
+//! and the state INFO persistence reports. The RDB bytes come from `rdb::save`; this module owns
+//! the process and file side: temp file, fsync, atomic rename, directory fsync, child bookkeeping.
+//!
+//! Why fork (ARCHITECTURE.md section 7): the child gets a copy-on-write image of every database
+//! for the cost of copying page tables, so the executor pauses for the fork only (measured in
+//! INFO latest_fork_usec) and memory grows only by the pages written while the child runs (its
+//! Private_Dirty at exit, INFO rdb_last_cow_size). The child runs nothing of the server: it
+//! serializes, writes, renames, reports its COW size through a pipe and `_exit`s, touching no
+//! tokio state and no logger (the logger's locks may be held by a thread that does not exist in
+//! the child). The parent reaps it with `waitpid(WNOHANG)` from cron.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::time::Instant;
+
+use crate::rdb::save::{self, Aux, Options, SaveError};
+
+use super::{unix_ms, State};
+
+/// Seconds before a failed BGSAVE is retried by save points or a schedule (CONFIG_BGSAVE_RETRY_DELAY).
+const RETRY_DELAY_S: i64 = 5;
+
+/// The running background save.
+#[derive(Debug)]
+pub struct Child {
+    pub pid: i32,
+    started: Instant,
+    /// `dirty` when the child forked: what the child's file covers.
+    dirty_before: u64,
+    /// Read end of the pipe the child reports its COW size on.
+    report: OwnedFd,
+}
+
+/// Snapshot bookkeeping kept in the executor's `State`.
+#[derive(Debug, Default)]
+pub struct SnapshotState {
+    pub child: Option<Child>,
+    /// BGSAVE SCHEDULE (or BGSAVE inside EXEC while a child runs): start one when possible.
+    pub scheduled: bool,
+    /// Unix seconds of the last BGSAVE attempt (for the retry delay after a failure).
+    pub last_try_unix: i64,
+    /// Private_Dirty of the last child at exit (INFO rdb_last_cow_size).
+    pub last_cow_size: u64,
+}
+
+/// The rdb-version setting: None = auto.
+fn version_setting(st: &State) -> Option<u32> {
+    st.config.other.get("rdb-version").and_then(|v| v.parse().ok())
+}
+
+fn options(st: &State, version: u32) -> Options {
+    Options {
+        version,
+        compress: st.config.rdbcompression,
+        checksum: st.config.rdbchecksum,
+        list_fill: st.config.list_max_listpack_size,
+        key_delay_us: st.config.other.get("rdb-key-save-delay").and_then(|v| v.parse::<i64>().ok()).unwrap_or(0).max(0)
+            as u64,
+    }
+}
+
+fn aux(st: &mut State) -> Aux {
+    Aux { ctime: unix_ms() / 1000, used_mem: st.stats.sample_memory().allocated }
+}
+
+/// Writes the dataset to `temp-<pid>.rdb` in the working directory (the server chdir'd to
+/// `dir`), fsyncs it, renames it over `filename` and fsyncs the directory, so a crash leaves
+/// either the old file or the new one. Returns the bytes written.
+pub fn save_to_file(
+    dbs: &[crate::db::Db],
+    functions: &crate::functions::Libraries,
+    info: &Aux,
+    opts: &Options,
+    filename: &str,
+) -> Result<u64, SaveError> {
+    let tmp = format!("temp-{}.rdb", std::process::id());
+    let result = (|| {
+        let file = File::create(&tmp)?;
+        let (file, n) = save::write_snapshot(file, dbs, functions, info, opts)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, filename)?;
+        let dir = std::path::Path::new(filename).parent().filter(|p| !p.as_os_str().is_empty());
+        if let Ok(d) = File::open(dir.unwrap_or(std::path::Path::new("."))) {
+            let _ = d.sync_all();
+        }
+        Ok(n)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Checks a fixed rdb-version against the dataset; for `auto`, the oldest version that holds
+/// everything.
+fn resolve_version(st: &State) -> Result<u32, SaveError> {
+    match version_setting(st) {
+        Some(v) => {
+            save::check_version(v, &st.dbs, &st.functions)?;
+            Ok(v)
+        }
+        None => Ok(save::required_version(&st.dbs)),
+    }
+}
+
+/// SAVE: writes the snapshot in the foreground. On success the dirty counter resets and
+/// LASTSAVE moves, as after a successful BGSAVE.
+pub fn save_foreground(st: &mut State) -> Result<(), SaveError> {
+    let version = resolve_version(st)?;
+    let opts = options(st, version);
+    let info = aux(st);
+    match save_to_file(&st.dbs, &st.functions, &info, &opts, &st.config.dbfilename) {
+        Ok(_) => {
+            tracing::info!("DB saved on disk");
+            st.dirty = 0;
+            st.lastsave_unix = unix_ms() / 1000;
+            st.stats.persistence.last_bgsave_ok = true;
+            st.stats.persistence.rdb_saves += 1;
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("Failed saving the DB: {e}");
+            Err(e)
+        }
+    }
+}
+
+/// Why BGSAVE could not start.
+#[derive(Debug)]
+pub enum BgsaveError {
+    InProgress,
+    Version(SaveError),
+    Fork(String),
+}
+
+/// Starts a background save. Returns the child's pid.
+pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
+    if st.snapshot.child.is_some() {
+        return Err(BgsaveError::InProgress);
+    }
+    // A fixed version is checked here so the client hears why; `auto` is decided in the child,
+    // so the parent never walks the keyspace before forking.
+    let fixed = version_setting(st);
+    if let Some(v) = fixed {
+        save::check_version(v, &st.dbs, &st.functions).map_err(BgsaveError::Version)?;
+    }
+    let now_unix = unix_ms() / 1000;
+    st.snapshot.last_try_unix = now_unix;
+    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| BgsaveError::Fork(e.to_string()))?;
+    let info = aux(st);
+    let filename = st.config.dbfilename.clone();
+    let base = options(st, fixed.unwrap_or(10));
+    let started = Instant::now();
+    // SAFETY: the child only runs `child_main`, which serializes the (copy-on-write) dataset,
+    // writes files and exits with `_exit`; it never returns into the server, never touches the
+    // runtime and logs nothing, so no lock held by another thread at fork time is taken.
+    let fork = unsafe { nix::unistd::fork() };
+    match fork {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(rd);
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                child_main(st, fixed.is_none(), base, &info, &filename, wr)
+            }))
+            .unwrap_or(1);
+            // SAFETY: ends the child without running the parent's atexit handlers or destructors.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            let fork_us = started.elapsed().as_micros() as u64;
+            drop(wr);
+            let _ = nix::fcntl::fcntl(&rd, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK));
+            let pid = child.as_raw();
+            let p = &mut st.stats.persistence;
+            p.latest_fork_usec = fork_us;
+            p.total_forks += 1;
+            p.bgsave_in_progress = true;
+            p.bgsave_started_unix = now_unix;
+            p.rdb_saves += 1;
+            st.snapshot.child = Some(Child { pid, started, dirty_before: st.dirty, report: rd });
+            st.snapshot.scheduled = false;
+            tracing::info!("Background saving started by pid {pid}");
+            Ok(pid)
+        }
+        Err(e) => {
+            st.stats.persistence.last_bgsave_ok = false;
+            tracing::warn!("Can't save in background: fork: {e}");
+            Err(BgsaveError::Fork(e.to_string()))
+        }
+    }
+}
+
+/// The child's whole life: save, report COW, return the exit code.
+fn child_main(st: &State, auto: bool, mut opts: Options, info: &Aux, filename: &str, report: OwnedFd) -> i32 {
+    if auto {
+        opts.version = save::required_version(&st.dbs);
+    }
+    let ok = save_to_file(&st.dbs, &st.functions, info, &opts, filename).is_ok();
+    let cow = private_dirty_bytes().unwrap_or(0);
+    let mut f = File::from(report);
+    let _ = f.write_all(&cow.to_le_bytes());
+    if ok {
+        0
+    } else {
+        1
+    }
+}
+
+/// Private_Dirty of this process (bytes), from /proc/self/smaps_rollup: in a forked child that
+/// is the pages copied because one side wrote them, plus the child's own buffers.
+fn private_dirty_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = text.lines().find(|l| l.starts_with("Private_Dirty:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Reaps a finished child (cron): updates LASTSAVE, dirty, status and COW figures.
+pub fn bgsave_poll(st: &mut State) {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let Some(child) = st.snapshot.child.as_ref() else {
+        return;
+    };
+    let pid = nix::unistd::Pid::from_raw(child.pid);
+    let status = match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::StillAlive) => return,
+        Ok(s) => s,
+        // ECHILD: someone else reaped it; count it as failed.
+        Err(_) => WaitStatus::Exited(pid, 1),
+    };
+    let Some(mut child) = st.snapshot.child.take() else {
+        return;
+    };
+    let mut buf = [0u8; 8];
+    let mut f = File::from(std::mem::replace(&mut child.report, dup_devnull()));
+    if f.read_exact(&mut buf).is_ok() {
+        st.snapshot.last_cow_size = u64::from_le_bytes(buf);
+    }
+    let p = &mut st.stats.persistence;
+    p.bgsave_in_progress = false;
+    p.last_bgsave_time_sec = child.started.elapsed().as_secs() as i64;
+    match status {
+        WaitStatus::Exited(_, 0) => {
+            tracing::info!("Background saving terminated with success");
+            st.dirty = st.dirty.saturating_sub(child.dirty_before);
+            st.lastsave_unix = unix_ms() / 1000;
+            p.last_bgsave_ok = true;
+        }
+        WaitStatus::Signaled(_, sig, _) => {
+            tracing::warn!("Background saving terminated by signal {}", sig as i32);
+            remove_temp(child.pid);
+            // SIGUSR1 is how we (and Redis) cancel a child on purpose: not an error.
+            if sig != nix::sys::signal::Signal::SIGUSR1 {
+                p.last_bgsave_ok = false;
+            }
+        }
+        _ => {
+            tracing::warn!("Background saving error");
+            p.last_bgsave_ok = false;
+        }
+    }
+}
+
+/// A placeholder descriptor to leave in a `Child` being dropped (its pipe was taken).
+fn dup_devnull() -> OwnedFd {
+    match File::open("/dev/null") {
+        Ok(f) => OwnedFd::from(f),
+        Err(_) => {
+            // No /dev/null: a fresh pipe end serves the same purpose.
+            let (r, _w) = nix::unistd::pipe().expect("pipe for placeholder");
+            r
+        }
+    }
+}
+
+fn remove_temp(pid: i32) {
+    let _ = std::fs::remove_file(format!("temp-{pid}.rdb"));
+}
+
+/// Kills a running child (SHUTDOWN, FLUSHALL), waits for it and removes its temp file.
+pub fn kill_child(st: &mut State) {
+    if let Some(child) = st.snapshot.child.take() {
+        let pid = nix::unistd::Pid::from_raw(child.pid);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGUSR1);
+        let _ = nix::sys::wait::waitpid(pid, None);
+        remove_temp(child.pid);
+        st.stats.persistence.bgsave_in_progress = false;
+    }
+}
+
+/// Cron: reap a finished child, then start a scheduled BGSAVE or one a save point asks for.
+pub fn cron(st: &mut State) {
+    if st.snapshot.child.is_some() {
+        bgsave_poll(st);
+        return;
+    }
+    let now = unix_ms() / 1000;
+    let may_retry = now - st.snapshot.last_try_unix > RETRY_DELAY_S || st.stats.persistence.last_bgsave_ok;
+    if st.snapshot.scheduled && may_retry {
+        let _ = bgsave_start(st);
+        return;
+    }
+    if !may_retry {
+        return;
+    }
+    let due = st
+        .config
+        .save
+        .iter()
+        .copied()
+        .find(|&(secs, changes)| st.dirty >= changes && now - st.lastsave_unix > secs as i64);
+    if let Some((secs, changes)) = due {
+        tracing::info!("{changes} changes in {secs} seconds. Saving...");
+        let _ = bgsave_start(st);
+    }
+}
+
+/// Whether writes are refused because the last background save failed
+/// (stop-writes-on-bgsave-error with save points configured).
+pub fn writes_denied(st: &State) -> bool {
+    st.config.stop_writes_on_bgsave_error && !st.config.save.is_empty() && !st.stats.persistence.last_bgsave_ok
+}
+
+/// SHUTDOWN's save: kills a running child, then saves in the foreground when asked to.
+pub fn shutdown_save(st: &mut State, save: bool) -> Result<(), SaveError> {
+    kill_child(st);
+    if save {
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        save_foreground(st)?;
+    }
+    Ok(())
+}

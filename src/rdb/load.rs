@@ -1,0 +1,1429 @@
+//! The RDB reader: every file Redis 2.4 to 7.4 and Valkey 8 wrote (RDB versions 1 to 12).
+//!
+//! Three layers, each usable on its own:
+//! - `Reader`: a buffered byte source that tracks the file offset (every error is an
+//!   `(offset, reason)` pair) and the running CRC-64 of what it consumed.
+//! - `decode_object` / `decode_value`: one object given its type byte (an RDB key's value, or a
+//!   DUMP payload's body for RESTORE), validated as sanitize-dump-payload does and built straight
+//!   into our encodings, with hash field TTLs beside it.
+//! - `read_file`: walks a whole file (header, opcodes, objects, checksum) and hands what it finds
+//!   to a `Sink`. The server's startup loader (`DbSink`, `start_background`) is one sink; a
+//!   check-rdb tool can be another.
+//!
+//! Policy lives in the sinks, not the reader: the reader drops nothing but hash fields whose
+//! TTL has passed (when asked to); the server's sink drops expired keys and empty collections and
+//! refuses duplicate keys.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::format::{self, len as lenc, obj, op};
+use super::packed::{self, PElem};
+use crate::db::{lru_clock, Db, LRU_CLOCK_MAX};
+use crate::functions::{Libraries, Library};
+use crate::types::stream::{Consumer, Group, Nack, StreamId, INVALID_ENTRIES_READ};
+use crate::types::{zset, Hash, List, RStr, Set, Stream, Value, ZSet};
+
+/// Why a file (or payload) was refused, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub offset: u64,
+    pub reason: String,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "offset {}: {}", self.offset, self.reason)
+    }
+}
+
+pub type LResult<T> = Result<T, LoadError>;
+
+/// Largest allocation made up front from a length a file declares; bigger things grow as their
+/// bytes actually arrive.
+const PREALLOC_CAP: usize = 1 << 16;
+const BUF_SIZE: usize = 1 << 16;
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+/// A buffered source with offset tracking and a running CRC-64 over the consumed bytes.
+pub struct Reader<R> {
+    src: R,
+    buf: Box<[u8]>,
+    pos: usize,
+    len: usize,
+    /// File offset of `buf[0]`.
+    base: u64,
+    /// First byte of `buf` not yet folded into `crc`.
+    crc_from: usize,
+    crc: u64,
+    pub checksum: bool,
+}
+
+impl<R: Read> Reader<R> {
+    pub fn new(src: R) -> Self {
+        Reader {
+            src,
+            buf: vec![0; BUF_SIZE].into_boxed_slice(),
+            pos: 0,
+            len: 0,
+            base: 0,
+            crc_from: 0,
+            crc: 0,
+            checksum: true,
+        }
+    }
+
+    /// File offset of the next byte.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    pub fn err<T>(&self, reason: impl Into<String>) -> LResult<T> {
+        Err(LoadError { offset: self.offset(), reason: reason.into() })
+    }
+
+    fn fold_crc(&mut self) {
+        if self.checksum && self.crc_from < self.pos {
+            self.crc = format::crc64(self.crc, &self.buf[self.crc_from..self.pos]);
+        }
+        self.crc_from = self.pos;
+    }
+
+    /// CRC-64 of every byte consumed so far.
+    pub fn crc(&mut self) -> u64 {
+        self.fold_crc();
+        self.crc
+    }
+
+    /// Makes at least one unread byte available; false at end of input.
+    fn fill(&mut self) -> LResult<bool> {
+        if self.pos < self.len {
+            return Ok(true);
+        }
+        self.fold_crc();
+        self.base += self.pos as u64;
+        self.pos = 0;
+        self.len = 0;
+        self.crc_from = 0;
+        loop {
+            match self.src.read(&mut self.buf) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.len = n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.err(format!("read error: {e}")),
+            }
+        }
+    }
+
+    fn eof<T>(&self) -> LResult<T> {
+        self.err("unexpected end of file")
+    }
+
+    pub fn u8(&mut self) -> LResult<u8> {
+        if !self.fill()? {
+            return self.eof();
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Ok(b)
+    }
+
+    pub fn exact(&mut self, out: &mut [u8]) -> LResult<()> {
+        let mut done = 0;
+        while done < out.len() {
+            if !self.fill()? {
+                return self.eof();
+            }
+            let n = (self.len - self.pos).min(out.len() - done);
+            out[done..done + n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+            self.pos += n;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// `n` bytes, the buffer growing only as they arrive.
+    pub fn bytes(&mut self, n: usize) -> LResult<Vec<u8>> {
+        let mut out = Vec::with_capacity(n.min(PREALLOC_CAP));
+        while out.len() < n {
+            if !self.fill()? {
+                return self.eof();
+            }
+            let k = (self.len - self.pos).min(n - out.len());
+            out.extend_from_slice(&self.buf[self.pos..self.pos + k]);
+            self.pos += k;
+        }
+        Ok(out)
+    }
+
+    fn array<const N: usize>(&mut self) -> LResult<[u8; N]> {
+        let mut a = [0u8; N];
+        if self.pos + N <= self.len {
+            a.copy_from_slice(&self.buf[self.pos..self.pos + N]);
+            self.pos += N;
+        } else {
+            self.exact(&mut a)?;
+        }
+        Ok(a)
+    }
+
+    /// A length prefix: (value, whether it is a special string encoding).
+    pub fn len_enc(&mut self) -> LResult<(u64, bool)> {
+        let b = self.u8()?;
+        match b >> 6 {
+            lenc::BITS_6 => Ok(((b & 0x3f) as u64, false)),
+            lenc::BITS_14 => Ok(((((b & 0x3f) as u64) << 8) | self.u8()? as u64, false)),
+            lenc::ENCVAL => Ok(((b & 0x3f) as u64, true)),
+            _ => match b {
+                lenc::LEN_32 => Ok((u32::from_be_bytes(self.array()?) as u64, false)),
+                lenc::LEN_64 => Ok((u64::from_be_bytes(self.array()?), false)),
+                _ => self.err(format!("unknown length encoding {b:#x}")),
+            },
+        }
+    }
+
+    pub fn len(&mut self) -> LResult<u64> {
+        match self.len_enc()? {
+            (n, false) => Ok(n),
+            _ => self.err("unexpected encoded length"),
+        }
+    }
+
+    /// A length used as a count of things to read.
+    fn count(&mut self) -> LResult<usize> {
+        let n = self.len()?;
+        usize::try_from(n).or_else(|_| self.err("length out of range"))
+    }
+
+    /// A string in any of its encodings (plain, int8/16/32, LZF).
+    pub fn string(&mut self) -> LResult<Vec<u8>> {
+        let (n, enc) = self.len_enc()?;
+        if !enc {
+            let n = usize::try_from(n).or_else(|_| self.err("string length out of range"))?;
+            return self.bytes(n);
+        }
+        match n as u8 {
+            lenc::ENC_INT8 => Ok(itoa::Buffer::new().format(self.u8()? as i8).as_bytes().to_vec()),
+            lenc::ENC_INT16 => Ok(itoa::Buffer::new().format(i16::from_le_bytes(self.array()?)).as_bytes().to_vec()),
+            lenc::ENC_INT32 => Ok(itoa::Buffer::new().format(i32::from_le_bytes(self.array()?)).as_bytes().to_vec()),
+            lenc::ENC_LZF => {
+                let clen = self.len()?;
+                let ulen = self.len()?;
+                // LZF expands at most ~132x (a 2-byte back-reference yields 264 bytes); a larger
+                // claim is a lie that must not become an allocation.
+                if ulen > clen.saturating_mul(150).saturating_add(64) || ulen == 0 {
+                    return self.err(format!("LZF string claims {ulen} bytes from {clen}"));
+                }
+                let at = self.offset();
+                let packed = self.bytes(clen as usize)?;
+                match format::lzf_decompress(&packed, ulen as usize) {
+                    Some(v) => Ok(v),
+                    None => Err(LoadError { offset: at, reason: "invalid LZF compressed string".into() }),
+                }
+            }
+            e => self.err(format!("unknown string encoding {e}")),
+        }
+    }
+
+    fn ms_time(&mut self) -> LResult<i64> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+
+    /// A score in the old ASCII form (ZSET type 3): length byte, 253 = nan, 254 = inf, 255 = -inf.
+    fn ascii_double(&mut self) -> LResult<f64> {
+        match self.u8()? {
+            253 => Ok(f64::NAN),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            n => {
+                let b = self.bytes(n as usize)?;
+                match std::str::from_utf8(&b).ok().and_then(|s| s.trim().parse::<f64>().ok()) {
+                    Some(v) => Ok(v),
+                    None => self.err("invalid double"),
+                }
+            }
+        }
+    }
+
+    fn binary_double(&mut self) -> LResult<f64> {
+        Ok(f64::from_le_bytes(self.array()?))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Objects
+
+/// Encoding limits values are built against (the server's config).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub list_fill: i64,
+    pub max_intset: usize,
+    pub hash_entries: usize,
+    pub hash_value: usize,
+    pub zset: zset::Limits,
+    pub stream_node_bytes: usize,
+    pub stream_node_entries: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            list_fill: -2,
+            max_intset: 512,
+            hash_entries: 128,
+            hash_value: 64,
+            zset: zset::Limits { max_entries: 128, max_value: 64 },
+            stream_node_bytes: 4096,
+            stream_node_entries: 100,
+        }
+    }
+}
+
+impl Limits {
+    pub fn from_config(c: &crate::config::Config) -> Limits {
+        Limits {
+            list_fill: c.list_max_listpack_size as i64,
+            max_intset: c.set_max_intset_entries,
+            hash_entries: c.hash_max_listpack_entries,
+            hash_value: c.hash_max_listpack_value,
+            zset: zset::Limits { max_entries: c.zset_max_listpack_entries, max_value: c.zset_max_listpack_value },
+            stream_node_bytes: c.stream_node_max_bytes,
+            stream_node_entries: c.stream_node_max_entries.max(0) as usize,
+        }
+    }
+}
+
+/// How objects are decoded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DecodeOpts {
+    pub limits: Limits,
+    /// Hash fields whose TTL is before this (unix ms) are dropped, as a master does on load.
+    pub drop_fields_expired_before: Option<i64>,
+}
+
+/// A decoded value with the hash field TTLs that came with it (unix ms, fields still present).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub value: Value,
+    pub field_expires: Vec<(Vec<u8>, i64)>,
+}
+
+impl Decoded {
+    fn plain(value: Value) -> Decoded {
+        Decoded { value, field_expires: Vec::new() }
+    }
+
+    /// Whether this is a collection with no elements (Redis 6.2+ skips those on load).
+    pub fn is_empty_collection(&self) -> bool {
+        match &self.value {
+            Value::List(l) => l.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            Value::Str(_) | Value::Stream(_) => false,
+        }
+    }
+}
+
+/// Decodes one value of RDB type `rdb_type` from `body` (a DUMP payload without its type byte
+/// and footer). Returns the value and how many bytes it took.
+pub fn decode_value(rdb_type: u8, body: &[u8], opts: &DecodeOpts) -> LResult<(Decoded, usize)> {
+    let mut rd = Reader::new(body);
+    rd.checksum = false;
+    let d = decode_object(&mut rd, rdb_type, opts)?;
+    Ok((d, rd.offset() as usize))
+}
+
+fn module_name(id: u64) -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let id = id >> 10;
+    (0..9).map(|i| CHARS[((id >> (6 * (8 - i))) & 63) as usize] as char).collect()
+}
+
+fn ms_from_be(b: &[u8]) -> StreamId {
+    let mut ms = [0u8; 8];
+    let mut seq = [0u8; 8];
+    ms.copy_from_slice(&b[..8]);
+    seq.copy_from_slice(&b[8..16]);
+    StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq))
+}
+
+/// A list element: integers keep their text form.
+fn push_elem(l: &mut List, e: PElem, fill: i64) {
+    e.with_bytes(|b| l.push_back(b, fill));
+}
+
+fn parse_score(e: PElem) -> Option<f64> {
+    match e {
+        PElem::Int(v) => Some(v as f64),
+        PElem::Str(s) => crate::util::num::parse_f64(s),
+    }
+}
+
+/// Decodes the value of an object of type `t` from `rd`.
+pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> LResult<Decoded> {
+    let lim = &opts.limits;
+    let value = match t {
+        obj::STRING => Value::Str(RStr::from_vec(rd.string()?)),
+        obj::LIST => {
+            let n = rd.count()?;
+            let mut l = List::new();
+            for _ in 0..n {
+                let e = rd.string()?;
+                l.push_back(&e, lim.list_fill);
+            }
+            Value::List(Box::new(l))
+        }
+        obj::SET => {
+            let n = rd.count()?;
+            let mut s = Set::new();
+            for _ in 0..n {
+                let at = rd.offset();
+                let m = rd.string()?;
+                if !s.insert(&m, lim.max_intset) {
+                    return Err(LoadError { offset: at, reason: "duplicate set members detected".into() });
+                }
+            }
+            Value::Set(Box::new(s))
+        }
+        obj::ZSET | obj::ZSET_2 => {
+            let n = rd.count()?;
+            let mut pairs = Vec::with_capacity(n.min(PREALLOC_CAP));
+            for _ in 0..n {
+                let m = rd.string()?;
+                let sc = if t == obj::ZSET { rd.ascii_double()? } else { rd.binary_double()? };
+                if sc.is_nan() {
+                    return rd.err("zset with NaN score detected");
+                }
+                pairs.push((m, sc));
+            }
+            zset_from_pairs(rd, pairs, lim)?
+        }
+        obj::HASH => {
+            let n = rd.count()?;
+            let mut h = Hash::new();
+            if n > lim.hash_entries {
+                h.convert_to_table();
+            }
+            for _ in 0..n {
+                let at = rd.offset();
+                let f = rd.string()?;
+                let v = rd.string()?;
+                if !h.set(&f, &v, lim.hash_entries, lim.hash_value) {
+                    return Err(LoadError { offset: at, reason: "duplicate hash fields detected".into() });
+                }
+            }
+            Value::Hash(Box::new(h))
+        }
+        obj::HASH_ZIPMAP => {
+            let at = rd.offset();
+            let blob = rd.string()?;
+            let pairs = packed::zipmap(&blob).map_err(|r| LoadError { offset: at, reason: format!("zipmap: {r}") })?;
+            let mut h = Hash::new();
+            if pairs.len() > lim.hash_entries {
+                h.convert_to_table();
+            }
+            for (f, v) in pairs {
+                if !h.set(f, v, lim.hash_entries, lim.hash_value) {
+                    return Err(LoadError { offset: at, reason: "zipmap has duplicate fields".into() });
+                }
+            }
+            Value::Hash(Box::new(h))
+        }
+        obj::LIST_ZIPLIST => {
+            let at = rd.offset();
+            let blob = rd.string()?;
+            let items =
+                packed::ziplist(&blob).map_err(|r| LoadError { offset: at, reason: format!("list ziplist: {r}") })?;
+            let mut l = List::new();
+            for e in items {
+                push_elem(&mut l, e, lim.list_fill);
+            }
+            Value::List(Box::new(l))
+        }
+        obj::SET_INTSET => {
+            let at = rd.offset();
+            let blob = rd.string()?;
+            let (w, body) =
+                packed::intset(&blob).map_err(|r| LoadError { offset: at, reason: format!("intset: {r}") })?;
+            let mut s = Set::new();
+            for v in packed::intset_members(w, body) {
+                s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset);
+            }
+            Value::Set(Box::new(s))
+        }
+        obj::SET_LISTPACK => {
+            let at = rd.offset();
+            let blob = rd.string()?;
+            let items =
+                packed::listpack(&blob).map_err(|r| LoadError { offset: at, reason: format!("set listpack: {r}") })?;
+            let mut s = Set::new();
+            for e in items {
+                let new = match e {
+                    PElem::Int(v) => s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset),
+                    PElem::Str(b) => s.insert(b, lim.max_intset),
+                };
+                if !new {
+                    return Err(LoadError { offset: at, reason: "set listpack has duplicate members".into() });
+                }
+            }
+            Value::Set(Box::new(s))
+        }
+        obj::ZSET_ZIPLIST | obj::ZSET_LISTPACK => {
+            let at = rd.offset();
+            let blob = rd.string()?;
+            let items = if t == obj::ZSET_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
+                .map_err(|r| LoadError { offset: at, reason: format!("zset pack: {r}") })?;
+            if items.len() % 2 != 0 {
+                return Err(LoadError { offset: at, reason: "zset pack has an odd number of entries".into() });
+            }
+            let mut pairs = Vec::with_capacity(items.len() / 2);
+            for p in items.chunks_exact(2) {
+                let sc = parse_score(p[1])
+                    .filter(|s| !s.is_nan())
+                    .ok_or_else(|| LoadError { offset: at, reason: "zset pack has an invalid score".into() })?;
+                pairs.push((p[0].to_vec(), sc));
+            }
+            zset_from_pairs(rd, pairs, lim)?
+        }
+        obj::HASH_ZIPLIST | obj::HASH_LISTPACK => {
+            let at = rd.offset();
+            let blob = rd.string()?;
+            let items = if t == obj::HASH_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
+                .map_err(|r| LoadError { offset: at, reason: format!("hash pack: {r}") })?;
+            if items.len() % 2 != 0 {
+                return Err(LoadError { offset: at, reason: "hash pack has an odd number of entries".into() });
+            }
+            let h = hash_from_pairs(items.chunks_exact(2).map(|p| (p[0], p[1])), items.len() / 2, lim).ok_or(
+                LoadError { offset: at, reason: "hash pack integrity check failed (duplicate fields)".into() },
+            )?;
+            Value::Hash(Box::new(h))
+        }
+        obj::LIST_QUICKLIST | obj::LIST_QUICKLIST_2 => {
+            let nodes = rd.count()?;
+            let mut l = List::new();
+            for _ in 0..nodes {
+                let container = if t == obj::LIST_QUICKLIST_2 { rd.len()? } else { format::QUICKLIST_NODE_PACKED };
+                let at = rd.offset();
+                let blob = rd.string()?;
+                match container {
+                    format::QUICKLIST_NODE_PLAIN => l.push_back(&blob, lim.list_fill),
+                    format::QUICKLIST_NODE_PACKED => {
+                        let items =
+                            if t == obj::LIST_QUICKLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
+                                .map_err(|r| LoadError { offset: at, reason: format!("quicklist node: {r}") })?;
+                        // Empty nodes were written by some versions; they are skipped.
+                        for e in items {
+                            push_elem(&mut l, e, lim.list_fill);
+                        }
+                    }
+                    c => {
+                        return Err(LoadError {
+                            offset: at,
+                            reason: format!("quicklist node has unknown container {c}"),
+                        })
+                    }
+                }
+            }
+            Value::List(Box::new(l))
+        }
+        obj::STREAM_LISTPACKS | obj::STREAM_LISTPACKS_2 | obj::STREAM_LISTPACKS_3 => {
+            Value::Stream(Box::new(decode_stream(rd, t, lim)?))
+        }
+        obj::HASH_METADATA | obj::HASH_METADATA_PRE_GA => return decode_hash_metadata(rd, t, opts),
+        obj::HASH_LISTPACK_EX | obj::HASH_LISTPACK_EX_PRE_GA => return decode_hash_listpack_ex(rd, t, opts),
+        obj::MODULE_2 | obj::MODULE_PRE_GA => {
+            let id = rd.len()?;
+            return rd.err(format!(
+                "the RDB file contains module data of type '{}', and this server has no modules",
+                module_name(id)
+            ));
+        }
+        _ => return rd.err(format!("unknown RDB object type {t}")),
+    };
+    Ok(Decoded::plain(value))
+}
+
+fn zset_from_pairs<R: Read>(rd: &Reader<R>, pairs: Vec<(Vec<u8>, f64)>, lim: &Limits) -> LResult<Value> {
+    {
+        let mut seen: HashSet<&[u8]> = HashSet::with_capacity(pairs.len());
+        if !pairs.iter().all(|(m, _)| seen.insert(m.as_slice())) {
+            return rd.err("duplicate zset members detected");
+        }
+    }
+    // Our packed zset encoding stores integral scores as integers, which would turn a -0 that
+    // an old writer kept as the text "-0" into 0; such a zset is built in the tree encoding.
+    let neg_zero = pairs.iter().any(|(_, s)| *s == 0.0 && s.is_sign_negative());
+    let limits = if neg_zero { zset::Limits { max_entries: 0, max_value: 0 } } else { lim.zset };
+    Ok(Value::ZSet(Box::new(ZSet::from_pairs(pairs, limits))))
+}
+
+/// A hash from (field, value) elements; `None` when a field repeats.
+fn hash_from_pairs<'a>(pairs: impl Iterator<Item = (PElem<'a>, PElem<'a>)>, n: usize, lim: &Limits) -> Option<Hash> {
+    let mut h = Hash::new();
+    if n > lim.hash_entries {
+        h.convert_to_table();
+    }
+    for (f, v) in pairs {
+        let new = f.with_bytes(|fb| v.with_bytes(|vb| h.set(fb, vb, lim.hash_entries, lim.hash_value)));
+        if !new {
+            return None;
+        }
+    }
+    Some(h)
+}
+
+fn decode_hash_metadata<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> LResult<Decoded> {
+    let lim = &opts.limits;
+    let min_expire = if t == obj::HASH_METADATA { rd.ms_time()? } else { 0 };
+    let n = rd.count()?;
+    let mut h = Hash::new();
+    if n > lim.hash_entries {
+        h.convert_to_table();
+    }
+    let mut ttls = Vec::new();
+    for _ in 0..n {
+        let at = rd.offset();
+        let ttl = rd.len()?;
+        let expire_at = if t == obj::HASH_METADATA_PRE_GA {
+            ttl as i64
+        } else if ttl == 0 {
+            0
+        } else {
+            (ttl as i64).wrapping_add(min_expire).wrapping_sub(1)
+        };
+        let f = rd.string()?;
+        let v = rd.string()?;
+        if expire_at != 0 && opts.drop_fields_expired_before.is_some_and(|now| expire_at < now) {
+            continue;
+        }
+        if !h.set(&f, &v, lim.hash_entries, lim.hash_value) {
+            return Err(LoadError { offset: at, reason: "duplicate hash fields detected".into() });
+        }
+        if expire_at != 0 {
+            ttls.push((f, expire_at));
+        }
+    }
+    Ok(Decoded { value: Value::Hash(Box::new(h)), field_expires: ttls })
+}
+
+fn decode_hash_listpack_ex<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> LResult<Decoded> {
+    let lim = &opts.limits;
+    if t == obj::HASH_LISTPACK_EX {
+        rd.ms_time()?; // the smallest TTL inside, recomputed by us
+    }
+    let at = rd.offset();
+    let blob = rd.string()?;
+    let items =
+        packed::listpack(&blob).map_err(|r| LoadError { offset: at, reason: format!("hash listpack-ex: {r}") })?;
+    if items.len() % 3 != 0 {
+        return Err(LoadError { offset: at, reason: "hash listpack-ex entries are not triples".into() });
+    }
+    let mut kept = Vec::with_capacity(items.len() / 3);
+    let mut ttls = Vec::new();
+    for tr in items.chunks_exact(3) {
+        let ttl = tr[2]
+            .as_int()
+            .filter(|v| *v >= 0)
+            .ok_or(LoadError { offset: at, reason: "hash listpack-ex has an invalid TTL".into() })?;
+        if ttl != 0 && opts.drop_fields_expired_before.is_some_and(|now| ttl < now) {
+            continue;
+        }
+        if ttl != 0 {
+            ttls.push((tr[0].to_vec(), ttl));
+        }
+        kept.push((tr[0], tr[1]));
+    }
+    let n = kept.len();
+    let h = hash_from_pairs(kept.into_iter(), n, lim)
+        .ok_or(LoadError { offset: at, reason: "hash listpack-ex has duplicate fields".into() })?;
+    Ok(Decoded { value: Value::Hash(Box::new(h)), field_expires: ttls })
+}
+
+const STREAM_FLAG_DELETED: i64 = 1;
+const STREAM_FLAG_SAMEFIELDS: i64 = 2;
+
+fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<Stream> {
+    let mut s = Stream::new();
+    let nodes = rd.count()?;
+    let mut scratch: Vec<Vec<u8>> = Vec::new();
+    for _ in 0..nodes {
+        let at = rd.offset();
+        let key = rd.string()?;
+        if key.len() != 16 {
+            return Err(LoadError { offset: at, reason: "stream node key is not a 128-bit ID".into() });
+        }
+        let master = ms_from_be(&key);
+        let at = rd.offset();
+        let blob = rd.string()?;
+        let bad = |r: &str| LoadError { offset: at, reason: format!("stream listpack: {r}") };
+        let items = packed::listpack(&blob).map_err(|r| bad(&r))?;
+        if items.is_empty() {
+            return Err(bad("empty listpack inside a stream"));
+        }
+        let mut it = items.into_iter();
+        let int =
+            |it: &mut std::vec::IntoIter<PElem>| it.next().and_then(|e| e.as_int()).ok_or_else(|| bad("bad integer"));
+        let _live = int(&mut it)?;
+        let _deleted = int(&mut it)?;
+        let mfields = int(&mut it)?;
+        if mfields < 0 || mfields as usize > blob.len() {
+            return Err(bad("bad master field count"));
+        }
+        let master_fields: Vec<PElem> =
+            (0..mfields).map(|_| it.next().ok_or_else(|| bad("truncated master entry"))).collect::<Result<_, _>>()?;
+        if int(&mut it)? != 0 {
+            return Err(bad("master entry not terminated"));
+        }
+        while it.len() > 0 {
+            let flags = int(&mut it)?;
+            let ms = int(&mut it)?;
+            let seq = int(&mut it)?;
+            let id = StreamId::new(master.ms.wrapping_add(ms as u64), master.seq.wrapping_add(seq as u64));
+            scratch.clear();
+            if flags & STREAM_FLAG_SAMEFIELDS != 0 {
+                for f in &master_fields {
+                    let v = it.next().ok_or_else(|| bad("truncated entry"))?;
+                    scratch.push(f.to_vec());
+                    scratch.push(v.to_vec());
+                }
+            } else {
+                let nf = int(&mut it)?;
+                if nf < 0 || nf as usize > it.len() {
+                    return Err(bad("bad entry field count"));
+                }
+                for _ in 0..nf * 2 {
+                    scratch.push(it.next().ok_or_else(|| bad("truncated entry"))?.to_vec());
+                }
+            }
+            let _lp_count = int(&mut it)?;
+            if flags & STREAM_FLAG_DELETED == 0 {
+                let refs: Vec<&[u8]> = scratch.iter().map(|v| v.as_slice()).collect();
+                s.append(id, &refs, lim.stream_node_bytes, lim.stream_node_entries)
+                    .map_err(|_| bad("stream entries out of order"))?;
+            }
+        }
+    }
+    let length = rd.len()?;
+    if length != s.length {
+        return rd.err(format!("stream length {length} does not match its {} entries", s.length));
+    }
+    let last = StreamId::new(rd.len()?, rd.len()?);
+    if s.length > 0 && s.last_id > last {
+        return rd.err("stream last ID is smaller than an entry");
+    }
+    s.last_id = last;
+    if t >= obj::STREAM_LISTPACKS_2 {
+        s.first_id = StreamId::new(rd.len()?, rd.len()?);
+        s.max_deleted_id = StreamId::new(rd.len()?, rd.len()?);
+        s.entries_added = rd.len()?;
+    } else {
+        s.refresh_first_id();
+        s.max_deleted_id = StreamId::MIN;
+        s.entries_added = s.length;
+    }
+    let ngroups = rd.count()?;
+    for _ in 0..ngroups {
+        let at = rd.offset();
+        let name = rd.string()?;
+        let gid = StreamId::new(rd.len()?, rd.len()?);
+        let entries_read = if t >= obj::STREAM_LISTPACKS_2 {
+            rd.len()? as i64
+        } else {
+            s.distance_from_first_ever(gid).map_or(INVALID_ENTRIES_READ, |d| d as i64)
+        };
+        let mut g = Group::new(gid, entries_read);
+        let npel = rd.count()?;
+        for _ in 0..npel {
+            let raw: [u8; 16] = rd.array()?;
+            let delivery_time = rd.ms_time()?;
+            let delivery_count = rd.len()?;
+            let id = ms_from_be(&raw);
+            if g.pel.insert(id, Nack { delivery_time, delivery_count, consumer: Vec::new() }).is_some() {
+                return rd.err("duplicated global PEL entry loading stream consumer group");
+            }
+        }
+        let ncons = rd.count()?;
+        for _ in 0..ncons {
+            let cname = rd.string()?;
+            let seen_time = rd.ms_time()?;
+            if t >= obj::STREAM_LISTPACKS_3 {
+                rd.ms_time()?; // active-time: not kept (Redis 7.0 has no such field)
+            }
+            let mut c = Consumer { seen_time, ..Default::default() };
+            let n = rd.count()?;
+            for _ in 0..n {
+                let raw: [u8; 16] = rd.array()?;
+                let id = ms_from_be(&raw);
+                match g.pel.get_mut(&id) {
+                    Some(nack) if nack.consumer.is_empty() => nack.consumer = cname.clone(),
+                    _ => return rd.err("consumer PEL entry not found in its group PEL, or owned twice"),
+                }
+                c.pel.insert(id);
+            }
+            if g.consumers.insert(cname, c).is_some() {
+                return rd.err("duplicated consumer name in a stream group");
+            }
+        }
+        if g.pel.values().any(|n| n.consumer.is_empty()) {
+            return rd.err("stream group PEL entry without a consumer");
+        }
+        if s.groups.insert(name, g).is_some() {
+            return Err(LoadError { offset: at, reason: "duplicated consumer group name".into() });
+        }
+    }
+    Ok(s)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+/// What comes with a key record besides its value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct KeyMeta {
+    /// Absolute expiry (unix ms).
+    pub expire_ms: Option<i64>,
+    /// IDLE opcode: seconds since last access.
+    pub idle_s: Option<u64>,
+    /// FREQ opcode: the LFU counter.
+    pub freq: Option<u8>,
+}
+
+/// Receives what `read_file` finds, in file order. An `Err(reason)` stops the read at the
+/// current offset.
+pub trait Sink {
+    fn aux(&mut self, _key: &[u8], _value: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+    fn select_db(&mut self, db: u64) -> Result<(), String>;
+    fn resize_hint(&mut self, _keys: u64, _expires: u64) {}
+    fn key(&mut self, key: Vec<u8>, value: Decoded, meta: KeyMeta) -> Result<(), String>;
+    fn function(&mut self, lib: Library) -> Result<(), String>;
+    /// A MODULE_AUX record; the default refuses it (no modules here).
+    fn module_aux(&mut self, module_id: u64) -> Result<(), String> {
+        Err(format!(
+            "the RDB file contains AUX module data of module '{}', and this server has no modules",
+            module_name(module_id)
+        ))
+    }
+    /// Called after each key with the offset reached (progress reports).
+    fn progress(&mut self, _offset: u64) {}
+}
+
+/// Parses a FUNCTION2 record's code: the `#!<engine> name=<library>` shebang line.
+pub fn parse_library(code: Vec<u8>) -> Result<Library, String> {
+    let line_end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
+    let line = &code[..line_end];
+    let Some(rest) = line.strip_prefix(b"#!") else {
+        return Err("Missing library metadata".into());
+    };
+    let mut parts = rest.split(|&b| b == b' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or_default().to_ascii_uppercase();
+    let mut name = None;
+    for p in parts {
+        match p.strip_prefix(b"name=") {
+            Some(n) => name = Some(n.to_vec()),
+            None => return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(p))),
+        }
+    }
+    let name = name.ok_or("Library name was not given")?;
+    if engine != b"LUA" {
+        return Err(format!("Engine '{}' not found", String::from_utf8_lossy(&engine)));
+    }
+    Ok(Library { name, engine, code })
+}
+
+/// Summary of a file read.
+#[derive(Debug, Clone, Default)]
+pub struct FileInfo {
+    pub version: u32,
+    pub bytes: u64,
+}
+
+/// Reads a whole RDB file from `src`, feeding `sink`. Fails on anything malformed, unsupported
+/// or truncated, and on a checksum mismatch (a zero checksum means "not computed").
+pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LResult<FileInfo> {
+    let mut rd = Reader::new(src);
+    let mut magic = [0u8; 9];
+    rd.exact(&mut magic).map_err(|e| LoadError { reason: "file too short for an RDB header".into(), ..e })?;
+    if &magic[..5] != b"REDIS" {
+        return Err(LoadError { offset: 0, reason: "Wrong signature trying to load DB from file".into() });
+    }
+    let version = std::str::from_utf8(&magic[5..]).ok().and_then(|s| s.parse::<u32>().ok()).unwrap_or(0);
+    if !(format::MIN_VERSION..=format::MAX_VERSION).contains(&version) || !magic[5..].iter().all(u8::is_ascii_digit) {
+        return Err(LoadError { offset: 5, reason: format!("Can't handle RDB format version {version}") });
+    }
+    let mut meta = KeyMeta::default();
+    let wrap = |rd: &Reader<R>, r: String| LoadError { offset: rd.offset(), reason: r };
+    loop {
+        let t = rd.u8()?;
+        match t {
+            op::EXPIRETIME => {
+                meta.expire_ms = Some(i32::from_le_bytes(rd.array()?) as i64 * 1000);
+                continue;
+            }
+            op::EXPIRETIME_MS => {
+                meta.expire_ms = Some(rd.ms_time()?);
+                continue;
+            }
+            op::FREQ => {
+                meta.freq = Some(rd.u8()?);
+                continue;
+            }
+            op::IDLE => {
+                meta.idle_s = Some(rd.len()?);
+                continue;
+            }
+            op::EOF => break,
+            op::SELECTDB => {
+                let db = rd.len()?;
+                sink.select_db(db).map_err(|r| wrap(&rd, r))?;
+            }
+            op::RESIZEDB => {
+                let k = rd.len()?;
+                let e = rd.len()?;
+                sink.resize_hint(k, e);
+            }
+            op::SLOT_INFO => {
+                rd.len()?;
+                rd.len()?;
+                rd.len()?;
+            }
+            op::AUX => {
+                let k = rd.string()?;
+                let v = rd.string()?;
+                sink.aux(&k, &v).map_err(|r| wrap(&rd, r))?;
+            }
+            op::MODULE_AUX => {
+                let id = rd.len()?;
+                sink.module_aux(id).map_err(|r| wrap(&rd, r))?;
+                return rd.err("MODULE_AUX records cannot be skipped");
+            }
+            op::FUNCTION_PRE_GA => return rd.err("pre-release function records (FUNCTION_PRE_GA) are not supported"),
+            op::FUNCTION2 => {
+                let at = rd.offset();
+                let code = rd.string()?;
+                let lib = parse_library(code).map_err(|r| LoadError { offset: at, reason: r })?;
+                sink.function(lib).map_err(|r| LoadError { offset: at, reason: r })?;
+            }
+            _ => {
+                let key = rd.string()?;
+                let value = decode_object(&mut rd, t, opts)?;
+                sink.key(key, value, meta).map_err(|r| wrap(&rd, r))?;
+                sink.progress(rd.offset());
+            }
+        }
+        meta = KeyMeta::default();
+    }
+    if version >= 5 {
+        let computed = rd.crc();
+        let at = rd.offset();
+        let stored = u64::from_le_bytes(rd.array()?);
+        if stored != 0 && stored != computed {
+            return Err(LoadError {
+                offset: at,
+                reason: format!("Wrong RDB checksum expected: ({stored:x}) got ({computed:x})"),
+            });
+        }
+    }
+    Ok(FileInfo { version, bytes: rd.offset() })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server's loader
+
+/// Progress of a background load, read by INFO and the executor.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub total_bytes: u64,
+    pub loaded_bytes: AtomicU64,
+    pub start_unix_s: i64,
+    pub rdb_used_mem: AtomicU64,
+    pub done: AtomicBool,
+}
+
+/// The result of a finished load, waiting to be swapped into the executor.
+pub struct Loaded {
+    pub dbs: Vec<Db>,
+    pub functions: Libraries,
+    pub keys_loaded: u64,
+    pub keys_expired: u64,
+}
+
+/// A load running on its own thread.
+pub struct LoadJob {
+    pub progress: Progress,
+    result: Mutex<Option<Loaded>>,
+}
+
+impl LoadJob {
+    /// The finished load, once (the executor swaps it in).
+    pub fn take_done(&self) -> Option<Loaded> {
+        if !self.progress.done.load(Ordering::Acquire) {
+            return None;
+        }
+        self.result.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// The server's sink: keys go into fresh `Db`s.
+pub struct DbSink {
+    pub dbs: Vec<Db>,
+    cur: usize,
+    now_ms: i64,
+    lfu: bool,
+    pub functions: Libraries,
+    pub keys_loaded: u64,
+    pub keys_expired: u64,
+    pub empty_skipped: u64,
+    progress: Option<Arc<LoadJob>>,
+    log_every: u64,
+    next_log: u64,
+}
+
+impl DbSink {
+    pub fn new(databases: usize, now_ms: i64, lfu: bool) -> DbSink {
+        DbSink {
+            dbs: (0..databases.max(1)).map(|_| Db::new()).collect(),
+            cur: 0,
+            now_ms,
+            lfu,
+            functions: Libraries::default(),
+            keys_loaded: 0,
+            keys_expired: 0,
+            empty_skipped: 0,
+            progress: None,
+            log_every: u64::MAX,
+            next_log: u64::MAX,
+        }
+    }
+}
+
+/// Redis's LFU time base: minutes, 16 bits.
+fn lfu_minutes(now_ms: i64) -> u32 {
+    ((now_ms / 60000) as u32) & 0xffff
+}
+
+impl Sink for DbSink {
+    fn aux(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let v = String::from_utf8_lossy(value);
+        match key {
+            b"redis-ver" | b"valkey-ver" => tracing::info!("Loading RDB produced by version {v}"),
+            b"ctime" => {
+                let ctime: i64 = v.parse().unwrap_or(0);
+                let age = (self.now_ms / 1000 - ctime).max(0);
+                tracing::info!("RDB age {age} seconds");
+            }
+            b"used-mem" => {
+                let mem: u64 = v.parse().unwrap_or(0);
+                if let Some(p) = &self.progress {
+                    p.progress.rdb_used_mem.store(mem, Ordering::Relaxed);
+                }
+                tracing::info!("RDB memory usage when created {:.2} Mb", mem as f64 / (1024.0 * 1024.0));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn select_db(&mut self, db: u64) -> Result<(), String> {
+        if db >= self.dbs.len() as u64 {
+            return Err(format!(
+                "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting",
+                self.dbs.len()
+            ));
+        }
+        self.cur = db as usize;
+        Ok(())
+    }
+
+    fn key(&mut self, key: Vec<u8>, value: Decoded, meta: KeyMeta) -> Result<(), String> {
+        if meta.expire_ms.is_some_and(|at| at < self.now_ms) {
+            self.keys_expired += 1;
+            return Ok(());
+        }
+        if value.is_empty_collection() {
+            self.empty_skipped += 1;
+            return Ok(());
+        }
+        let clock = if self.lfu {
+            let counter = meta.freq.unwrap_or(5) as u32;
+            (lfu_minutes(self.now_ms) << 8) | counter
+        } else {
+            let now = lru_clock(self.now_ms);
+            match meta.idle_s {
+                // The clock wraps at 24 bits, as Redis's does.
+                Some(idle) => {
+                    (now as i64 - (idle.min(LRU_CLOCK_MAX as u64) as i64)).rem_euclid(LRU_CLOCK_MAX as i64 + 1) as u32
+                }
+                None => now,
+            }
+        };
+        let Decoded { mut value, field_expires } = value;
+        if let Value::Hash(h) = &mut value {
+            apply_field_expires(h, &field_expires);
+        }
+        if !self.dbs[self.cur].insert_new(&key, value, meta.expire_ms, clock) {
+            return Err(format!("Duplicate key '{}' found in RDB file", String::from_utf8_lossy(&key)));
+        }
+        self.keys_loaded += 1;
+        Ok(())
+    }
+
+    fn function(&mut self, lib: Library) -> Result<(), String> {
+        if self.functions.libs.iter().any(|l| l.name == lib.name) {
+            return Err(format!("Library '{}' already exists", String::from_utf8_lossy(&lib.name)));
+        }
+        let at = self.functions.libs.partition_point(|l| l.name < lib.name);
+        self.functions.libs.insert(at, lib);
+        Ok(())
+    }
+
+    fn progress(&mut self, offset: u64) {
+        if let Some(p) = &self.progress {
+            p.progress.loaded_bytes.store(offset, Ordering::Relaxed);
+            if offset >= self.next_log {
+                let total = p.progress.total_bytes.max(1);
+                tracing::info!("Loading RDB: {}% ({offset} of {total} bytes)", offset * 100 / total);
+                self.next_log = offset + self.log_every;
+            }
+        }
+    }
+}
+
+/// Field TTLs (already filtered) onto a loaded hash.
+fn apply_field_expires(h: &mut Hash, ttls: &[(Vec<u8>, i64)]) {
+    for (f, at) in ttls {
+        h.set_field_expire(f, *at);
+    }
+}
+
+/// Loads `path` into fresh databases on this thread, logging as Redis does.
+pub fn load_path(
+    path: &std::path::Path,
+    cfg: &crate::config::Config,
+    job: Option<Arc<LoadJob>>,
+) -> Result<Loaded, LoadError> {
+    let started = std::time::Instant::now();
+    let file = std::fs::File::open(path).map_err(|e| LoadError { offset: 0, reason: format!("can't open: {e}") })?;
+    let now = crate::executor::unix_ms();
+    let mut sink = DbSink::new(cfg.databases, now, cfg.maxmemory_policy.contains("lfu"));
+    if let Some(j) = &job {
+        let total = j.progress.total_bytes;
+        if total >= 64 << 20 {
+            sink.log_every = total / 10;
+            sink.next_log = total / 10;
+        }
+    }
+    sink.progress = job;
+    let opts = DecodeOpts { limits: Limits::from_config(cfg), drop_fields_expired_before: Some(now) };
+    read_file(file, &mut sink, &opts)?;
+    tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", sink.keys_loaded, sink.keys_expired);
+    if sink.empty_skipped > 0 {
+        tracing::info!("Done loading RDB, empty keys skipped: {}.", sink.empty_skipped);
+    }
+    tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
+    Ok(Loaded {
+        dbs: sink.dbs,
+        functions: sink.functions,
+        keys_loaded: sink.keys_loaded,
+        keys_expired: sink.keys_expired,
+    })
+}
+
+/// Starts loading `dir`/`dbfilename` (the working directory is already `dir`) on its own thread
+/// when the file exists. A failed load logs the file, offset and reason and exits with status 1.
+pub fn start_background(cfg: &crate::config::Config) -> Option<Arc<LoadJob>> {
+    let path = std::path::PathBuf::from(&cfg.dbfilename);
+    let meta = std::fs::metadata(&path).ok()?;
+    let job = Arc::new(LoadJob {
+        progress: Progress {
+            total_bytes: meta.len(),
+            start_unix_s: crate::executor::unix_ms() / 1000,
+            ..Default::default()
+        },
+        result: Mutex::new(None),
+    });
+    let cfg = cfg.clone();
+    let j = job.clone();
+    let spawned = std::thread::Builder::new().name("rdb-load".into()).spawn(move || {
+        match load_path(&path, &cfg, Some(j.clone())) {
+            Ok(loaded) => {
+                *j.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(loaded);
+                j.progress.done.store(true, Ordering::Release);
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "Internal error in RDB reading file '{}' at offset {}: {}",
+                    path.display(),
+                    e.offset,
+                    e.reason
+                );
+                tracing::warn!("Fatal error loading the DB, check server logs. Exiting.");
+                std::process::exit(1);
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("Can't start the RDB loading thread: {e}");
+        std::process::exit(1);
+    }
+    Some(job)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that records what it is given.
+    #[derive(Default)]
+    struct Rec {
+        keys: Vec<(u64, Vec<u8>, Decoded, KeyMeta)>,
+        db: u64,
+        aux: Vec<(Vec<u8>, Vec<u8>)>,
+        libs: Vec<Library>,
+    }
+
+    impl Sink for Rec {
+        fn aux(&mut self, k: &[u8], v: &[u8]) -> Result<(), String> {
+            self.aux.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        }
+        fn select_db(&mut self, db: u64) -> Result<(), String> {
+            self.db = db;
+            Ok(())
+        }
+        fn key(&mut self, key: Vec<u8>, value: Decoded, meta: KeyMeta) -> Result<(), String> {
+            self.keys.push((self.db, key, value, meta));
+            Ok(())
+        }
+        fn function(&mut self, lib: Library) -> Result<(), String> {
+            self.libs.push(lib);
+            Ok(())
+        }
+    }
+
+    fn s(out: &mut Vec<u8>, b: &[u8]) {
+        assert!(b.len() < 64);
+        out.push(b.len() as u8);
+        out.extend_from_slice(b);
+    }
+
+    /// A version-`v` file around `body`, with a valid checksum when `v >= 5`.
+    fn file(v: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = format!("REDIS{v:04}").into_bytes();
+        out.extend_from_slice(body);
+        out.push(op::EOF);
+        if v >= 5 {
+            let crc = format::crc64(0, &out);
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
+        out
+    }
+
+    fn read(bytes: &[u8]) -> LResult<Rec> {
+        let mut r = Rec::default();
+        read_file(bytes, &mut r, &DecodeOpts::default())?;
+        Ok(r)
+    }
+
+    fn str_of(d: &Decoded) -> Vec<u8> {
+        match &d.value {
+            Value::Str(s) => s.to_vec(),
+            v => panic!("not a string: {v:?}"),
+        }
+    }
+
+    #[test]
+    fn strings_in_every_encoding() {
+        let mut b = vec![op::AUX];
+        s(&mut b, b"redis-ver");
+        s(&mut b, b"7.0.0");
+        b.push(op::SELECTDB);
+        b.push(3);
+        b.push(obj::STRING);
+        s(&mut b, b"k8");
+        b.extend_from_slice(&[0xC0, 0xFB]); // int8 -5
+        b.push(obj::STRING);
+        s(&mut b, b"k16");
+        b.extend_from_slice(&[0xC1, 0x39, 0x30]); // int16 12345
+        b.push(obj::STRING);
+        s(&mut b, b"k32");
+        b.extend_from_slice(&[0xC2, 0x00, 0x00, 0x00, 0x80]); // int32 min
+        let plain = b"abcabcabcabcabcabcabcabcabcabcabcabcabcabc".to_vec();
+        let packed = format::lzf_compress(&plain).unwrap();
+        b.push(op::EXPIRETIME_MS);
+        b.extend_from_slice(&4102444800123i64.to_le_bytes());
+        b.push(obj::STRING);
+        s(&mut b, b"lzf");
+        b.push(0xC3);
+        b.push(packed.len() as u8);
+        b.push(plain.len() as u8);
+        b.extend_from_slice(&packed);
+        let r = read(&file(9, &b)).unwrap();
+        assert_eq!(r.aux, vec![(b"redis-ver".to_vec(), b"7.0.0".to_vec())]);
+        let got: Vec<(u64, Vec<u8>, Vec<u8>, Option<i64>)> =
+            r.keys.iter().map(|(db, k, d, m)| (*db, k.clone(), str_of(d), m.expire_ms)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (3, b"k8".to_vec(), b"-5".to_vec(), None),
+                (3, b"k16".to_vec(), b"12345".to_vec(), None),
+                (3, b"k32".to_vec(), b"-2147483648".to_vec(), None),
+                (3, b"lzf".to_vec(), plain, Some(4102444800123)),
+            ]
+        );
+    }
+
+    #[test]
+    fn header_checksum_and_truncation_errors() {
+        let mut b = vec![obj::STRING];
+        s(&mut b, b"k");
+        s(&mut b, b"v");
+        let good = file(9, &b);
+        assert!(read(&good).is_ok());
+        // A zero checksum means "not computed".
+        let mut zero = good.clone();
+        let n = zero.len();
+        zero[n - 8..].fill(0);
+        assert!(read(&zero).is_ok());
+        let mut bad = good.clone();
+        bad[n - 1] ^= 1;
+        let e = read(&bad).err().unwrap();
+        assert!(e.reason.contains("checksum"), "{e}");
+        assert_eq!(e.offset, n as u64 - 8);
+        // Truncated in the middle of the value.
+        let e = read(&good[..13]).err().unwrap();
+        assert_eq!(e.offset, 13);
+        assert!(e.reason.contains("end of file"));
+        assert!(read(&file(13, &[])).err().unwrap().reason.contains("version 13"));
+        assert!(read(b"RUBIS0009").is_err());
+        // Old versions have no trailer.
+        assert!(read(&file(2, &b)).is_ok());
+    }
+
+    #[test]
+    fn lzf_length_must_match() {
+        let plain = b"abcabcabcabcabcabcabcabcabcabcabcabcabcabc".to_vec();
+        let packed = format::lzf_compress(&plain).unwrap();
+        let mut b = vec![obj::STRING];
+        s(&mut b, b"k");
+        b.push(0xC3);
+        b.push(packed.len() as u8);
+        b.push(plain.len() as u8 + 1);
+        b.extend_from_slice(&packed);
+        assert!(read(&file(9, &b)).is_err());
+        // An absurd expansion claim is refused before any allocation.
+        let mut b = vec![obj::STRING];
+        s(&mut b, b"k");
+        b.extend_from_slice(&[0xC3, 2, 0x80, 0x7f, 0xff, 0xff, 0xff, 1, 2]);
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("LZF"));
+    }
+
+    #[test]
+    fn collections_and_duplicates() {
+        // A set with a duplicate member.
+        let mut b = vec![obj::SET];
+        s(&mut b, b"s");
+        b.push(2);
+        s(&mut b, b"a");
+        s(&mut b, b"a");
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("duplicate"));
+        // An old-style zset with inf / -inf / text scores.
+        let mut b = vec![obj::ZSET];
+        s(&mut b, b"z");
+        b.push(3);
+        s(&mut b, b"a");
+        b.push(254);
+        s(&mut b, b"b");
+        b.push(255);
+        s(&mut b, b"c");
+        s(&mut b, b"1.5");
+        let r = read(&file(6, &b)).unwrap();
+        let Value::ZSet(z) = &r.keys[0].2.value else { panic!() };
+        assert_eq!(
+            z.to_vec(),
+            vec![(b"b".to_vec(), f64::NEG_INFINITY), (b"c".to_vec(), 1.5), (b"a".to_vec(), f64::INFINITY)]
+        );
+        // A NaN score is refused.
+        let mut b = vec![obj::ZSET];
+        s(&mut b, b"z");
+        b.push(1);
+        s(&mut b, b"a");
+        b.push(253);
+        assert!(read(&file(6, &b)).is_err());
+        // A quicklist 2 with a plain node and an unknown container.
+        let mut b = vec![obj::LIST_QUICKLIST_2];
+        s(&mut b, b"l");
+        b.extend_from_slice(&[1, 1]);
+        s(&mut b, b"plain");
+        let r = read(&file(10, &b)).unwrap();
+        let Value::List(l) = &r.keys[0].2.value else { panic!() };
+        assert_eq!(l.iter().map(|e| e.to_vec()).collect::<Vec<_>>(), vec![b"plain".to_vec()]);
+        let mut b = vec![obj::LIST_QUICKLIST_2];
+        s(&mut b, b"l");
+        b.extend_from_slice(&[1, 7]);
+        s(&mut b, b"x");
+        assert!(read(&file(10, &b)).is_err());
+    }
+
+    #[test]
+    fn modules_are_refused() {
+        let mut b = vec![op::MODULE_AUX];
+        b.extend_from_slice(&[0x80, 0, 0, 0, 1]);
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("module"));
+        let mut b = vec![obj::MODULE_2];
+        s(&mut b, b"k");
+        b.push(5);
+        assert!(read(&file(9, &b)).err().unwrap().reason.contains("module"));
+    }
+
+    #[test]
+    fn functions_and_payloads() {
+        let code = b"#!lua name=lib1\nredis.register_function('f', function() return 1 end)";
+        let mut b = vec![op::FUNCTION2, 0x40, code.len() as u8];
+        b.extend_from_slice(code);
+        let r = read(&file(10, &b)).unwrap();
+        assert_eq!(r.libs[0].name, b"lib1");
+        assert_eq!(r.libs[0].engine, b"LUA");
+        assert!(parse_library(b"no shebang".to_vec()).is_err());
+        assert!(parse_library(b"#!lua\n".to_vec()).is_err());
+        // One object from a DUMP-style body.
+        let (d, used) = decode_value(obj::STRING, &[3, b'a', b'b', b'c', 9, 9], &DecodeOpts::default()).unwrap();
+        assert_eq!((str_of(&d), used), (b"abc".to_vec(), 4));
+        assert!(decode_value(obj::STRING, &[3, b'a'], &DecodeOpts::default()).is_err());
+        assert!(decode_value(99, &[0], &DecodeOpts::default()).is_err());
+    }
+
+    #[test]
+    fn server_sink_drops_expired_and_refuses_duplicates() {
+        let mut b = vec![op::EXPIRETIME_MS];
+        b.extend_from_slice(&1000i64.to_le_bytes());
+        b.push(obj::STRING);
+        s(&mut b, b"old");
+        s(&mut b, b"v");
+        b.push(obj::STRING);
+        s(&mut b, b"k");
+        s(&mut b, b"v");
+        let f = file(9, &b);
+        let mut sink = DbSink::new(16, 2_000_000_000_000, false);
+        read_file(&f[..], &mut sink, &DecodeOpts::default()).unwrap();
+        assert_eq!((sink.keys_loaded, sink.keys_expired), (1, 1));
+        let mut b2 = b.clone();
+        b2.push(obj::STRING);
+        s(&mut b2, b"k");
+        s(&mut b2, b"w");
+        let mut sink = DbSink::new(16, 2_000_000_000_000, false);
+        let e = read_file(&file(9, &b2)[..], &mut sink, &DecodeOpts::default()).err().unwrap();
+        assert!(e.reason.contains("Duplicate key"), "{e}");
+        let mut sink = DbSink::new(2, 0, false);
+        assert!(read_file(&file(9, &[op::SELECTDB, 5])[..], &mut sink, &DecodeOpts::default()).is_err());
+    }
+}
