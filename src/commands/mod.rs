@@ -11,6 +11,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod docs;
+pub mod dump;
 pub mod error;
 pub mod hashes;
 pub mod hyperloglog;
@@ -282,6 +283,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     pubsub::COMMANDS,
     sort::COMMANDS,
     persistence::COMMANDS,
+    dump::COMMANDS,
 ];
 
 /// Every command family's table.
