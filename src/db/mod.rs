@@ -123,13 +123,19 @@ impl Db {
         self.keys.insert(key, value, lru_clock(now_ms))
     }
 
-    /// Adds a key read from an RDB file (or RESTORE) with its expiry and access clock; false
-    /// (and nothing stored) when the key already exists.
+    /// Presizes an empty database for `keys` keys and `expires` TTLs (RDB RESIZEDB hint).
+    pub fn reserve_empty(&mut self, keys: usize, expires: usize) {
+        self.keys.reserve_empty(keys);
+        self.expires.reserve_empty(expires);
+    }
+
+    /// Adds a key read from an RDB file (or RESTORE) with its expiry and access clock. Returns
+    /// false when the key already existed (its value is replaced: callers check first or abort).
     pub fn insert_new(&mut self, key: &[u8], value: Value, expire_ms: Option<i64>, clock: u32) -> bool {
-        if self.keys.contains_key(key) {
+        // One lookup: a duplicate aborts the whole load, so overwriting it first is harmless.
+        if self.keys.insert(key, value, clock).is_some() {
             return false;
         }
-        self.keys.insert(key, value, clock);
         if let Some(at) = expire_ms {
             self.expires.insert(key, at, 0);
         }

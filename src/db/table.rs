@@ -385,6 +385,14 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         None
     }
 
+    /// Sizes an empty table for `n` keys up front (an RDB file's RESIZEDB hint); a no-op once
+    /// the table holds anything. Callers cap `n`: it comes from a file.
+    pub fn reserve_empty(&mut self, n: usize) {
+        if self.len() == 0 && self.rehash_idx.is_none() && n > self.ht[0].size() {
+            self.ht[0] = Buckets::with_size(n.next_power_of_two());
+        }
+    }
+
     /// Starts a resize when the table is too full (Redis grows when keys ≥ buckets).
     fn expand_if_needed(&mut self) {
         if self.rehash_idx.is_some() {
