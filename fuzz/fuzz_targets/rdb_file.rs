@@ -11,7 +11,7 @@ impl Sink for Drop {
     fn select_db(&mut self, _db: u64) -> Result<(), String> {
         Ok(())
     }
-    fn key(&mut self, _key: Vec<u8>, _value: Decoded, _meta: KeyMeta) -> Result<(), String> {
+    fn key(&mut self, _key: &[u8], _value: Decoded, _meta: KeyMeta) -> Result<(), String> {
         Ok(())
     }
     fn function(&mut self, _lib: Library) -> Result<(), String> {

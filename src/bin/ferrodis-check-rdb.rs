@@ -92,7 +92,7 @@ impl Sink for Report {
         Ok(())
     }
 
-    fn key(&mut self, key: Vec<u8>, value: Decoded, meta: KeyMeta) -> Result<(), String> {
+    fn key(&mut self, key: &[u8], value: Decoded, meta: KeyMeta) -> Result<(), String> {
         let kind = value.value.type_name();
         *self.keys_per_db.entry(self.db).or_default() += 1;
         *self.types.entry(kind).or_default() += 1;
@@ -106,8 +106,8 @@ impl Sink for Report {
         if empty {
             self.empty += 1;
         }
-        offer(&mut self.by_elements, Big { size: elements(&value.value), db: self.db, key: key.clone(), kind });
-        self.pending = Some(Big { size: 0, db: self.db, key: key.clone(), kind });
+        offer(&mut self.by_elements, Big { size: elements(&value.value), db: self.db, key: key.to_vec(), kind });
+        self.pending = Some(Big { size: 0, db: self.db, key: key.to_vec(), kind });
         if let (Some((dbs, _)), false) = (self.keep.as_mut(), empty) {
             let idx = self.db as usize;
             if dbs.len() <= idx {
@@ -119,8 +119,8 @@ impl Sink for Report {
                     h.set_field_expire(f, *at);
                 }
             }
-            if !dbs[idx].insert_new(&key, value, meta.expire_ms, 0) {
-                return Err(format!("duplicate key '{}' in db {idx}", String::from_utf8_lossy(&key)));
+            if !dbs[idx].insert_new(key, value, meta.expire_ms, 0) {
+                return Err(format!("duplicate key '{}' in db {idx}", String::from_utf8_lossy(key)));
             }
         }
         Ok(())
@@ -204,7 +204,8 @@ fn write_converted(out: &Path, version: u32, dbs: &[Db], libs: &Libraries) -> Re
     let tmp: PathBuf = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
         let file = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
-        let ctime = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let ctime =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         let (mut file, n) = save::write_snapshot(file, dbs, libs, &Aux { ctime, used_mem: 0 }, &Options::new(version))
             .map_err(|e| format!("write {}: {e}", tmp.display()))?;
         file.flush().and_then(|_| file.sync_all()).map_err(|e| format!("sync {}: {e}", tmp.display()))?;
@@ -243,7 +244,9 @@ fn main() -> ExitCode {
     let convert = match m.get_many::<String>("convert-to").map(|v| v.cloned().collect::<Vec<_>>()) {
         None => None,
         Some(v) => match v[0].parse::<u32>() {
-            Ok(n) if (save::MIN_WRITE_VERSION..=save::MAX_WRITE_VERSION).contains(&n) => Some((n, PathBuf::from(&v[1]))),
+            Ok(n) if (save::MIN_WRITE_VERSION..=save::MAX_WRITE_VERSION).contains(&n) => {
+                Some((n, PathBuf::from(&v[1])))
+            }
             _ => {
                 eprintln!("--convert-to: VERSION must be 9, 10, 11 or 12, not '{}'", v[0]);
                 return ExitCode::from(2);
