@@ -19,6 +19,7 @@ pub mod keys;
 pub mod lists;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -284,6 +285,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     sort::COMMANDS,
     persistence::COMMANDS,
     dump::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// Every command family's table.

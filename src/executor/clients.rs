@@ -16,6 +16,8 @@ pub struct ClientHandle {
     /// Mirrors the client's auth state for the parser's unauthenticated limits.
     authenticated: AtomicBool,
     pub notify: Notify,
+    /// A snapshot for the connection to stream after this batch's replies (SYNC/PSYNC).
+    rdb_transfer: std::sync::Mutex<Option<crate::commands::replication::RdbTransfer>>,
 }
 
 impl ClientHandle {
@@ -54,6 +56,14 @@ impl ClientHandle {
 
     pub fn authenticated(&self) -> bool {
         self.authenticated.load(Ordering::Relaxed)
+    }
+
+    pub fn start_rdb_transfer(&self, t: crate::commands::replication::RdbTransfer) {
+        *self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+    }
+
+    pub fn take_rdb_transfer(&self) -> Option<crate::commands::replication::RdbTransfer> {
+        self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -114,6 +124,8 @@ pub struct Client {
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
+    /// What the client declared with REPLCONF (SYNC's framing and filter).
+    pub replconf: crate::commands::replication::ReplConf,
 }
 
 impl Client {
@@ -148,6 +160,7 @@ impl Client {
             reply_skip_next: false,
             qbuf: 0,
             argv_mem: 0,
+            replconf: Default::default(),
         }
     }
 

@@ -91,6 +91,11 @@ where
                 crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, out.len() as u64);
                 out.clear();
             }
+            // SYNC/PSYNC: the snapshot follows the reply, then the connection closes.
+            if let Some(t) = handle.take_rdb_transfer() {
+                commands::replication::stream_rdb(&mut stream, t).await;
+                break;
+            }
             match end {
                 BatchEnd::Continue => {}
                 BatchEnd::Close => break,
