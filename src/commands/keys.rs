@@ -515,7 +515,7 @@ pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (stamp, counter) = (field >> 8, field & 0xff);
     let now = ((ctx.now_ms / 60_000) as u32) & 0xffff;
     let elapsed = if now >= stamp { now - stamp } else { 0xffff - stamp + now };
-    let periods = if decay == 0 { 0 } else { elapsed / decay };
+    let periods = elapsed.checked_div(decay).unwrap_or(0);
     Ok(Reply::Int(counter.saturating_sub(periods) as i64))
 }
 

@@ -54,7 +54,7 @@ pub struct RdbTransfer {
 /// `rdb-filter-only`, `listening-port`, `ip-address`; `ack` and `getack` get no reply. Unknown
 /// options and an even argument count are errors, as in Redis.
 pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut j = 1;
