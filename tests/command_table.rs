@@ -5,7 +5,8 @@
 //!
 //! Containers are compared part by part: their own fields exactly, and each subcommand both
 //! servers have exactly. A subcommand only Redis has must be listed in NOT_YET_IMPLEMENTED, one
-//! only ferrodis has in REDIS_7_2_ADDITIONS (whose COMMAND INFO must be what Redis 7.2 prints);
+//! only ferrodis has in REDIS_7_2_ADDITIONS or REDIS_7_4_ADDITIONS (whose COMMAND INFO must be
+//! what Redis 7.2 / 7.4 prints);
 //! an entry of either list that no longer holds fails the test too.
 //!
 //! A third test checks the generated data of src/commands/docs.rs for EVERY Redis 7.0 command,
@@ -293,10 +294,8 @@ const NOT_YET_IMPLEMENTED: &[&str] = &[
     "client|tracking",
     "client|trackinginfo",
     // Functions.
-    "function|delete",
     "function|dump",
     "function|kill",
-    "function|list",
     "function|load",
     "function|restore",
     "function|stats",
@@ -311,6 +310,16 @@ const NOT_YET_IMPLEMENTED: &[&str] = &[
 /// and other clients send CLIENT SETINFO on connect). Redis 7.0 cannot be the oracle for them:
 /// their COMMAND INFO is checked against what Redis 7.2 prints instead (`redis_7_2_info`).
 const REDIS_7_2_ADDITIONS: &[&str] = &["client|setinfo", "client|no-touch"];
+
+/// Commands added by Redis 7.4 that ferrodis has (hash field TTLs: 7.4 RDB files hold them).
+/// Checked against what Redis 7.4 prints (`redis_7_4_info`), written out from its command JSON.
+const REDIS_7_4_ADDITIONS: &[&str] =
+    &["hexpire", "hpexpire", "hexpireat", "hpexpireat", "httl", "hpttl", "hexpiretime", "hpexpiretime", "hpersist"];
+
+/// Whether ferrodis has `name` on purpose though Redis 7.0 lacks it (either list above).
+fn is_added(name: &str) -> bool {
+    REDIS_7_2_ADDITIONS.contains(&name) || REDIS_7_4_ADDITIONS.contains(&name)
+}
 
 /// One COMMAND INFO entry with no key range, tips, key specs or subcommands, encoded as Redis
 /// encodes it (flags, categories, tips, key specs and an empty subcommand list are sets in RESP3).
@@ -344,6 +353,79 @@ fn redis_7_2_info(name: &str, resp3: bool) -> Option<Frame> {
     match name {
         "client|setinfo" => Some(info_entry(name, 4, &conn, &cats, resp3)),
         "client|no-touch" => Some(info_entry(name, 3, &conn, &cats, resp3)),
+        _ => redis_7_4_info(name, resp3),
+    }
+}
+
+/// A COMMAND INFO entry of a command with one key at argument 1 (first, last, step 1, 1, 1) and
+/// one key spec `index 1, range lastkey 0 keystep 1 limit 0` flagged `ks_flags`, no tips and no
+/// subcommands, encoded as Redis encodes it (checked on HSET and HGET, which have that shape).
+fn info_entry_one_key(
+    name: &str,
+    arity: i64,
+    flags: &[&str],
+    categories: &[&str],
+    ks_flags: &[&str],
+    resp3: bool,
+) -> Frame {
+    let set = if resp3 { b'~' } else { b'*' };
+    let map = if resp3 { b'%' } else { b'*' };
+    let simple =
+        |words: &[&str]| Frame::Agg(set, words.iter().map(|w| Frame::Line(b'+', w.as_bytes().to_vec())).collect());
+    let int = |n: i64| Frame::Line(b':', n.to_string().into_bytes());
+    let bulk = |s: &str| Frame::Blob(b'$', s.as_bytes().to_vec());
+    let spec = Frame::Agg(
+        map,
+        vec![
+            bulk("flags"),
+            simple(ks_flags),
+            bulk("begin_search"),
+            Frame::Agg(
+                map,
+                vec![bulk("type"), bulk("index"), bulk("spec"), Frame::Agg(map, vec![bulk("index"), int(1)])],
+            ),
+            bulk("find_keys"),
+            Frame::Agg(
+                map,
+                vec![
+                    bulk("type"),
+                    bulk("range"),
+                    bulk("spec"),
+                    Frame::Agg(map, vec![bulk("lastkey"), int(0), bulk("keystep"), int(1), bulk("limit"), int(0)]),
+                ],
+            ),
+        ],
+    );
+    Frame::Agg(
+        b'*',
+        vec![
+            bulk(name),
+            int(arity),
+            simple(flags),
+            int(1),
+            int(1),
+            int(1),
+            simple(categories),
+            simple(&[]),
+            Frame::Agg(set, vec![spec]),
+            simple(&[]),
+        ],
+    )
+}
+
+/// What Redis 7.4 answers to COMMAND INFO for each of REDIS_7_4_ADDITIONS (from its hexpire.json,
+/// httl.json, hpersist.json ...: arity, command flags, ACL categories, one key spec).
+fn redis_7_4_info(name: &str, resp3: bool) -> Option<Frame> {
+    let cats_w = ["@write", "@hash", "@fast"];
+    let cats_r = ["@read", "@hash", "@fast"];
+    match name {
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" => {
+            Some(info_entry_one_key(name, -6, &["write", "denyoom", "fast"], &cats_w, &["RW", "update"], resp3))
+        }
+        "httl" | "hpttl" | "hexpiretime" | "hpexpiretime" => {
+            Some(info_entry_one_key(name, -5, &["readonly", "fast"], &cats_r, &["RO", "access"], resp3))
+        }
+        "hpersist" => Some(info_entry_one_key(name, -5, &["write", "fast"], &cats_w, &["RW", "update"], resp3)),
         _ => None,
     }
 }
@@ -447,7 +529,7 @@ fn compare_all(kind: Kind) {
             let mut theirs = theirs_client.call(&["COMMAND", kind.subcommand, name]);
             (kind.normalize)(&mut ours);
             (kind.normalize)(&mut theirs);
-            let is_addition = REDIS_7_2_ADDITIONS.contains(&name.as_str());
+            let is_addition = is_added(name);
             let (ours_split, theirs_split) = match ((kind.split)(&ours), (kind.split)(&theirs)) {
                 (None, _) => {
                     mismatches.push(format!(
@@ -463,7 +545,7 @@ fn compare_all(kind: Kind) {
                 }
                 (Some(_), None) => {
                     mismatches.push(format!(
-                        "{name} ({proto}): ferrodis has it, Redis 7.0 does not (nor is it in REDIS_7_2_ADDITIONS)\n  ferrodis: {}",
+                        "{name} ({proto}): ferrodis has it, Redis 7.0 does not (nor is it in REDIS_7_2_ADDITIONS or REDIS_7_4_ADDITIONS)\n  ferrodis: {}",
                         show(&ours.bytes())
                     ));
                     continue;
@@ -471,7 +553,7 @@ fn compare_all(kind: Kind) {
                 (Some(o), Some(t)) => (o, t),
             };
             if is_addition {
-                stale.insert(format!("{name} is in REDIS_7_2_ADDITIONS, but Redis 7.0 has it"));
+                stale.insert(format!("{name} is in an additions list, but Redis 7.0 has it"));
             }
             if ours_split.own != theirs_split.own {
                 let container = if ours_split.subs.is_empty() && theirs_split.subs.is_empty() {
@@ -494,8 +576,8 @@ fn compare_all(kind: Kind) {
                         if NOT_YET_IMPLEMENTED.contains(&sub) {
                             stale.insert(format!("{sub} is in NOT_YET_IMPLEMENTED, but ferrodis has it now: remove it from the list"));
                         }
-                        if REDIS_7_2_ADDITIONS.contains(&sub) {
-                            stale.insert(format!("{sub} is in REDIS_7_2_ADDITIONS, but Redis 7.0 has it"));
+                        if is_added(sub) {
+                            stale.insert(format!("{sub} is in an additions list, but Redis 7.0 has it"));
                         }
                         if o != t {
                             mismatches.push(format!(
@@ -512,11 +594,11 @@ fn compare_all(kind: Kind) {
                         "{sub} ({proto}): Redis has this subcommand of {name}, ferrodis lacks it (and it is not in NOT_YET_IMPLEMENTED)\n  redis: {}",
                         show(&t.bytes())
                     )),
-                    (Some(o), None) if REDIS_7_2_ADDITIONS.contains(&sub) => {
+                    (Some(o), None) if is_added(sub) => {
                         check_added(sub, &o, resp3, &format!("in {name}'s subcommands"), &mut mismatches);
                     }
                     (Some(o), None) => mismatches.push(format!(
-                        "{sub} ({proto}): ferrodis has this subcommand of {name}, Redis 7.0 does not (nor is it in REDIS_7_2_ADDITIONS)\n  ferrodis: {}",
+                        "{sub} ({proto}): ferrodis has this subcommand of {name}, Redis 7.0 does not (nor is it in REDIS_7_2_ADDITIONS or REDIS_7_4_ADDITIONS)\n  ferrodis: {}",
                         show(&o.bytes())
                     )),
                     (None, None) => unreachable!(),
@@ -531,7 +613,7 @@ fn compare_all(kind: Kind) {
             ));
         }
     }
-    for name in REDIS_7_2_ADDITIONS {
+    for name in REDIS_7_2_ADDITIONS.iter().chain(REDIS_7_4_ADDITIONS) {
         if !seen_added.contains(*name) && !stale.iter().any(|s| s.starts_with(&format!("{name} "))) {
             stale.insert(format!("{name} is in REDIS_7_2_ADDITIONS, but ferrodis does not have it"));
         }
@@ -570,6 +652,30 @@ fn command_docs_structure_matches_redis() {
         // ferrodis answers an empty docs map for them (Redis 7.2 documents them).
         redis_7_2: |_, _| None,
     });
+}
+
+/// `info_entry_one_key`, which spells out the Redis 7.4 answers, encodes as Redis does: checked on
+/// HSET (RW update) and HGET (RO access), whose entries have that shape.
+#[test]
+fn redis_7_4_shapes_encode_as_redis_does() {
+    let Some(redis) = start_redis() else { return };
+    for resp3 in [false, true] {
+        let mut c = Client::connect(redis.port, resp3);
+        for (name, arity, flags, cats, ks) in [
+            ("hset", -4, &["write", "denyoom", "fast"][..], ["@write", "@hash", "@fast"], ["RW", "update"]),
+            ("hget", 3, &["readonly", "fast"][..], ["@read", "@hash", "@fast"], ["RO", "access"]),
+        ] {
+            let reply = c.call(&["COMMAND", "INFO", name]);
+            let expected = info_entry_one_key(name, arity, flags, &cats, &ks, resp3);
+            assert_eq!(
+                reply.items().first(),
+                Some(&expected),
+                "{name}: redis {} vs ours {}",
+                show(&reply.bytes()),
+                show(&expected.bytes())
+            );
+        }
+    }
 }
 
 /// `info_entry`, which spells out the Redis 7.2 answers, encodes as Redis does: checked on a

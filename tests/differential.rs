@@ -263,6 +263,7 @@ scripts! {
     zsets_ranges => "zsets_ranges.txt",
     sets_zsets_encoding => "sets_zsets_encoding.txt",
     sort => "sort.txt",
+    functions => "functions.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

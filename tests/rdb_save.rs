@@ -5,12 +5,17 @@
 //! zsets small and big, integers of every packed width; streams with deleted entries, groups,
 //! PELs and consumers; expiries; three databases). ferrodis SAVEs it with rdb-version 10 and 9
 //! (and BGSAVEs it); `redis-check-rdb` must accept each file, and a real redis-server started
-//! on a copy must hold exactly what ferrodis held: key by key TYPE, PEXPIRETIME and the value
-//! (GET, LRANGE, HGETALL and SMEMBERS sorted, ZRANGE WITHSCORES, XINFO STREAM FULL).
+//! on a copy must hold exactly what ferrodis held: key by key TYPE, PEXPIRETIME, OBJECT ENCODING
+//! of collections and the value (GET, LRANGE, HGETALL and SMEMBERS sorted, ZRANGE WITHSCORES,
+//! XINFO STREAM FULL; for RDB 9, which lacks the 7.0 stream counters, XRANGE, groups, consumers
+//! and XPENDING). A FUNCTION2 record written through the library API must show in FUNCTION LIST.
 //!
-//! Also: BGSAVE's replies and INFO persistence while and after a child runs, save points firing
-//! from cron, MISCONF after a failed background save (bytes compared with Redis), SHUTDOWN
-//! SAVE/NOSAVE, and a version that cannot hold the data being refused with its reason.
+//! Also: BGSAVE's replies and INFO persistence while and after a child runs, busy-BGSAVE and
+//! MISCONF replies compared byte for byte with Redis (a failed background save, then SAVE),
+//! save points firing from cron, SHUTDOWN SAVE/NOSAVE and SIGTERM (with and without save
+//! points), a child killed by SHUTDOWN leaving no temp file, IDLE opcodes under an LRU policy,
+//! and a version that cannot hold the data being refused with its reason (field TTLs at RDB 10,
+//! exercised once HPEXPIRE exists).
 
 mod common;
 
@@ -573,6 +578,8 @@ fn misconf_after_failed_bgsave_matches_redis() {
             c.cmd(&["SET", "k", "v3"]),
             c.cmd(&["CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"]),
             c.cmd(&["DEL", "k"]),
+            c.cmd(&["SAVE"]),
+            info_field(&mut c, "persistence", "rdb_last_bgsave_status").into_bytes(),
         ];
         std::fs::create_dir_all(&gone).unwrap();
         let mut rest = vec![c.cmd(&["SAVE"]), c.cmd(&["SET", "k", "v4"])];
@@ -734,4 +741,56 @@ fn shutdown_kills_running_child() {
         .filter(|n| n.ends_with(".rdb"))
         .collect();
     assert!(left.is_empty(), "files left: {left:?}");
+}
+
+/// Under an LRU maxmemory-policy each key carries its idle time (IDLE opcode before the type
+/// byte, seconds, as redis-7.2.6-lru.rdb has it) and Redis loads the file.
+#[test]
+fn lru_idle_times_are_written() {
+    let f = TestServer::with_args(&["--maxmemory-policy", "allkeys-lru"]);
+    let mut c = f.client();
+    ok(&mut c, &["SET", "old", "1"]);
+    std::thread::sleep(Duration::from_millis(2200));
+    ok(&mut c, &["SET", "new", "1"]);
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    let path = f.dir.join("dump.rdb");
+    check_rdb(&path);
+    let bytes = std::fs::read(&path).unwrap();
+    let has = |rec: &[u8]| bytes.windows(rec.len()).any(|w| w == rec);
+    assert!(has(b"\xf8\x00\x00\x03new"), "no IDLE 0 before new");
+    assert!(has(b"\xf8\x02\x00\x03old") || has(b"\xf8\x03\x00\x03old"), "no IDLE 2 before old");
+    let (r, dir) = redis_on(&path);
+    let mut rc = r.client();
+    assert_eq!(rc.cmd(&["DBSIZE"]), b":2\r\n");
+    drop(r);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A function library (FUNCTION2 record) written through the library API is loaded by Redis:
+/// FUNCTION LIST shows it and FCALL runs it.
+#[test]
+fn functions_load_into_redis() {
+    use ferrodis::db::Db;
+    use ferrodis::functions::{Libraries, Library};
+    use ferrodis::rdb::save::{write_snapshot, Aux, Options};
+    use ferrodis::types::{RStr, Value as V};
+    let code = b"#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 42 end)".to_vec();
+    let libs = Libraries { libs: vec![Library { name: b"mylib".to_vec(), engine: b"LUA".to_vec(), code }] };
+    let mut dbs: Vec<Db> = (0..16).map(|_| Db::new()).collect();
+    dbs[0].set(b"k", V::Str(RStr::from_bytes(b"v")), 0);
+    let dir = std::env::temp_dir().join(format!("ferrodis-rdbsave-fn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fn.rdb");
+    let file = std::fs::File::create(&path).unwrap();
+    write_snapshot(file, &dbs, &libs, &Aux::default(), &Options::new(10)).unwrap();
+    check_rdb(&path);
+    let (r, rdir) = redis_on(&path);
+    let mut c = r.client();
+    let list = c.cmd(&["FUNCTION", "LIST"]);
+    assert!(show(&list).contains("mylib") && show(&list).contains("myfunc"), "{}", show(&list));
+    assert_eq!(c.cmd(&["FCALL", "myfunc", "0"]), b":42\r\n");
+    assert_eq!(c.cmd(&["GET", "k"]), b"$1\r\nv\r\n");
+    drop(r);
+    let _ = std::fs::remove_dir_all(rdir);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -9,6 +9,7 @@
 use super::flags::*;
 use super::{acl, int_bool, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::glob::glob_match;
+use crate::pubsub::ev;
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::{Hash, Value};
@@ -31,6 +32,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("hincrbyfloat", 4, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hincrbyfloat),
     spec("hrandfield", -2, READONLY, keys(1, 1, 1), acl::HASH, hrandfield),
     spec("hscan", -3, READONLY, keys(1, 1, 1), acl::HASH, hscan),
+    // Field TTLs (Redis 7.4).
+    spec("hexpire", -6, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hexpire),
+    spec("hpexpire", -6, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hpexpire),
+    spec("hexpireat", -6, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hexpireat),
+    spec("hpexpireat", -6, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HASH, hpexpireat),
+    spec("httl", -5, READONLY | FAST, keys(1, 1, 1), acl::HASH, httl),
+    spec("hpttl", -5, READONLY | FAST, keys(1, 1, 1), acl::HASH, hpttl),
+    spec("hexpiretime", -5, READONLY | FAST, keys(1, 1, 1), acl::HASH, hexpiretime),
+    spec("hpexpiretime", -5, READONLY | FAST, keys(1, 1, 1), acl::HASH, hpexpiretime),
+    spec("hpersist", -5, WRITE | FAST, keys(1, 1, 1), acl::HASH, hpersist),
 ];
 
 /// An HRANDFIELD reply larger than this is refused instead of exhausting memory (Redis would
@@ -272,7 +283,7 @@ pub fn hincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let next = current.checked_add(incr).ok_or(CmdError::Overflow)?;
     let mut buf = itoa::Buffer::new();
-    h.set(field, buf.format(next).as_bytes(), max_entries, max_value);
+    h.set_keep_ttl(field, buf.format(next).as_bytes(), max_entries, max_value);
     ctx.modified(key);
     Ok(Reply::Int(next))
 }
@@ -298,7 +309,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
         LdError::BadIncrement => CmdError::NotFloat,
         LdError::NanOrInf => CmdError::err("increment would produce NaN or Infinity"),
     })?;
-    h.set(field, &next, max_entries, max_value);
+    h.set_keep_ttl(field, &next, max_entries, max_value);
     ctx.modified(key);
     Ok(Reply::Bulk(next))
 }
@@ -472,6 +483,252 @@ pub fn hscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
         bulk(&mut out, v);
     }
     Ok(Reply::Raw(out))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field TTLs (Redis 7.4): HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT, HTTL, HPTTL, HEXPIRETIME,
+// HPEXPIRETIME, HPERSIST. Redis 7.0 has none of them, so these follow 7.4's documented replies
+// and its error texts and precedence. Expired fields never reach a handler: the database's
+// lookups remove them first (see `db`), so "expired" needs no case here.
+
+/// The latest absolute field expiry 7.4 accepts, in unix ms (a quarter of its 48-bit range).
+const HFE_MAX_ABS_TIME_MS: i64 = (1 << 46) - 1;
+
+/// Per-field reply codes (7.4).
+const NO_FIELD: i64 = -2;
+const NO_TTL: i64 = -1;
+const CONDITION_NOT_MET: i64 = 0;
+const SET_OK: i64 = 1;
+const DELETED: i64 = 2;
+
+/// Where the fields of `... FIELDS numfields field ...` are, with FIELDS expected at `at`
+/// (checked in 7.4's order: the keyword, a count >= 1, then the count against what follows).
+fn fields_at(args: &Args, at: usize) -> Result<std::ops::Range<usize>, CmdError> {
+    if !opt_is(args.get(at), "fields") {
+        return Err(CmdError::err("Mandatory argument FIELDS is missing or not at the right position"));
+    }
+    let n = parse_i64(args.get(at + 1))
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| CmdError::err("Parameter `numFields` should be greater than 0"))?;
+    let first = at + 2;
+    if n as u64 != (args.len() - first) as u64 {
+        return Err(CmdError::err("The `numfields` parameter must match the number of arguments"));
+    }
+    Ok(first..args.len())
+}
+
+/// An array of one code per field (a missing key: every field is missing).
+fn codes(codes: impl Iterator<Item = i64>) -> Reply {
+    Reply::Array(codes.map(Reply::Int).collect())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Always,
+    Nx,
+    Xx,
+    Gt,
+    Lt,
+}
+
+/// The shared body of the HEXPIRE family: `unit_ms` is what one unit of the time argument is
+/// worth, `relative` whether it counts from now. Checks go as in 7.4: the key's type, the time
+/// (an integer, not negative, the result within the limit), the condition, then FIELDS.
+fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> CmdResult {
+    let key = args.key(1);
+    let exists = match ctx.lookup_write(key) {
+        None => false,
+        Some(Value::Hash(_)) => true,
+        Some(_) => return Err(CmdError::WrongType),
+    };
+    let mut at = args.i64(2)?;
+    if at < 0 {
+        return Err(CmdError::err("invalid expire time, must be >= 0"));
+    }
+    let bad_time = || CmdError::err(format!("invalid expire time in '{}' command", ctx.spec.name));
+    if unit_ms == 1000 {
+        if at > HFE_MAX_ABS_TIME_MS / 1000 {
+            return Err(bad_time());
+        }
+        at *= 1000;
+    }
+    let now = ctx.now_ms;
+    let base = if relative { now } else { 0 };
+    if at > HFE_MAX_ABS_TIME_MS - base {
+        return Err(bad_time());
+    }
+    at += base;
+    let word = args.get(3);
+    let cond = [("nx", Cond::Nx), ("xx", Cond::Xx), ("gt", Cond::Gt), ("lt", Cond::Lt)]
+        .into_iter()
+        .find(|(name, _)| opt_is(word, name))
+        .map_or(Cond::Always, |(_, c)| c);
+    let fields = fields_at(args, if cond == Cond::Always { 3 } else { 4 })?;
+    if !exists {
+        return Ok(codes(fields.map(|_| NO_FIELD)));
+    }
+    let Some(h) = write_hash(ctx, key)? else {
+        return Ok(codes(fields.map(|_| NO_FIELD)));
+    };
+    // 7.4 turns a listpack into listpackex on any call that reaches the fields.
+    h.prepare_field_expires();
+    let (mut updated, mut deleted) = (0u64, 0u64);
+    let mut out = Vec::with_capacity(fields.len().min(1024));
+    for i in fields {
+        let f = args.get(i);
+        let code = if !h.contains(f) {
+            NO_FIELD
+        } else {
+            let prev = h.field_expire(f);
+            // A field without a TTL counts as an infinite one for GT and LT.
+            let pass = match cond {
+                Cond::Always => true,
+                Cond::Nx => prev.is_none(),
+                Cond::Xx => prev.is_some(),
+                Cond::Gt => prev.is_some_and(|p| at > p),
+                Cond::Lt => prev.is_none_or(|p| at < p),
+            };
+            if !pass {
+                CONDITION_NOT_MET
+            } else if at <= now {
+                h.remove(f);
+                deleted += 1;
+                DELETED
+            } else {
+                h.set_field_expire(f, at);
+                updated += 1;
+                SET_OK
+            }
+        };
+        out.push(Reply::Int(code));
+    }
+    let emptied = h.is_empty();
+    if updated + deleted > 0 {
+        ctx.modified(key);
+        ctx.dirty(updated + deleted - 1);
+        if emptied {
+            ctx.db().remove(key, now);
+            ctx.notify(ev::HASH, "hdel", key);
+            ctx.notify(ev::GENERIC, "del", key);
+        } else {
+            if updated > 0 {
+                ctx.db().note_field_expire(key, at);
+            }
+            ctx.notify(ev::HASH, if deleted > 0 { "hdel" } else { "hexpire" }, key);
+        }
+    }
+    Ok(Reply::Array(out))
+}
+
+/// HEXPIRE key seconds [NX | XX | GT | LT] FIELDS numfields field [field ...]
+///
+/// Gives each field a TTL in seconds. Per field: -2 absent (or the key is), 0 when the NX / XX
+/// / GT / LT condition fails (a field without TTL counts as infinite), 1 set, 2 deleted because
+/// the time is not in the future (0 seconds); the key goes with its last field. Emits `hexpire`,
+/// or `hdel` when fields were deleted (then `del` for the key).
+pub fn hexpire(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    hexpire_generic(ctx, args, 1000, true)
+}
+
+/// HPEXPIRE key milliseconds [NX | XX | GT | LT] FIELDS numfields field [field ...]
+///
+/// HEXPIRE with the TTL in milliseconds.
+pub fn hpexpire(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    hexpire_generic(ctx, args, 1, true)
+}
+
+/// HEXPIREAT key unix-time-seconds [NX | XX | GT | LT] FIELDS numfields field [field ...]
+///
+/// HEXPIRE with an absolute unix time in seconds; a time in the past deletes the field (2).
+pub fn hexpireat(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    hexpire_generic(ctx, args, 1000, false)
+}
+
+/// HPEXPIREAT key unix-time-milliseconds [NX | XX | GT | LT] FIELDS numfields field [field ...]
+///
+/// HEXPIREAT with the time in milliseconds.
+pub fn hpexpireat(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    hexpire_generic(ctx, args, 1, false)
+}
+
+/// The shared body of HTTL and friends: per field -2 absent (or no key), -1 no TTL, else the
+/// time left (`relative`) or the unix time, in seconds rounded up or in milliseconds.
+fn httl_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> CmdResult {
+    let now = ctx.now_ms;
+    let h = read_hash(ctx, args.key(1))?;
+    let fields = fields_at(args, 2)?;
+    let base = if relative { now } else { 0 };
+    Ok(codes(fields.map(|i| {
+        let f = args.get(i);
+        match h {
+            Some(h) if h.contains(f) => match h.field_expire(f) {
+                None => NO_TTL,
+                Some(at) if unit_ms == 1000 => (at + 999 - base) / 1000,
+                Some(at) => at - base,
+            },
+            _ => NO_FIELD,
+        }
+    })))
+}
+
+/// HTTL key FIELDS numfields field [field ...]
+///
+/// The remaining TTL of each field in seconds (rounded up): -2 for a missing field or key, -1
+/// for a field without TTL.
+pub fn httl(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    httl_generic(ctx, args, 1000, true)
+}
+
+/// HPTTL key FIELDS numfields field [field ...]
+///
+/// HTTL in milliseconds.
+pub fn hpttl(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    httl_generic(ctx, args, 1, true)
+}
+
+/// HEXPIRETIME key FIELDS numfields field [field ...]
+///
+/// The unix time in seconds (rounded up) at which each field expires; -2 / -1 as HTTL.
+pub fn hexpiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    httl_generic(ctx, args, 1000, false)
+}
+
+/// HPEXPIRETIME key FIELDS numfields field [field ...]
+///
+/// HEXPIRETIME in milliseconds.
+pub fn hpexpiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    httl_generic(ctx, args, 1, false)
+}
+
+/// HPERSIST key FIELDS numfields field [field ...]
+///
+/// Removes each field's TTL: 1 removed, -1 the field has none, -2 the field or key is missing.
+/// Emits `hpersist` when some TTL was removed.
+pub fn hpersist(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let key = args.key(1);
+    let h = write_hash(ctx, key)?;
+    let fields = fields_at(args, 2)?;
+    let Some(h) = h else {
+        return Ok(codes(fields.map(|_| NO_FIELD)));
+    };
+    let mut changed = 0u64;
+    let out = codes(fields.map(|i| {
+        let f = args.get(i);
+        if !h.contains(f) {
+            NO_FIELD
+        } else if h.persist_field(f) {
+            changed += 1;
+            SET_OK
+        } else {
+            NO_TTL
+        }
+    }));
+    if changed > 0 {
+        ctx.modified(key);
+        ctx.dirty(changed - 1);
+        ctx.notify(ev::HASH, "hpersist", key);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -287,6 +287,17 @@ pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
     for i in 0..st.dbs.len() {
         let db = &mut st.dbs[i];
         db.log_expired = wanted;
+        // Hash field expiry (7.4): `hexpired` (class h), then `del` (class g) for an emptied key.
+        db.log_field_expired = enabled & (ev::HASH | ev::GENERIC) != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0;
+        if !db.field_expired_log.is_empty() {
+            for (key, emptied) in std::mem::take(&mut db.field_expired_log) {
+                notify(st, caller, ev::HASH, "hexpired", &key, i);
+                if emptied {
+                    notify(st, caller, ev::GENERIC, "del", &key, i);
+                }
+            }
+        }
+        let db = &mut st.dbs[i];
         if db.expired_log.is_empty() {
             continue;
         }

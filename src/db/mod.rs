@@ -1,11 +1,17 @@
 //! One logical database (SELECT n): the key table, the expire table, lazy expiry on lookup and the
 //! active expiry cycle. Commands reach values only through these typed lookups, so an expired key
 //! is never seen.
+//!
+//! Hash field TTLs (Redis 7.4) ride on the same lookups: a hash whose earliest field time has
+//! passed loses its expired fields before any command sees it (and the key goes with its last
+//! field), and `active_expire_fields` is the cron's pass over the hashes due, in time order.
 
 pub mod lazyfree;
 pub mod table;
 
 use crate::types::Value;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 pub use table::Table;
 
 /// Counters a database bumps for INFO; the executor adds them up.
@@ -14,6 +20,58 @@ pub struct DbCounters {
     pub expired_keys: u64,
     pub expired_stale_perc: f64,
     pub expired_time_cap_reached: u64,
+    /// Hash fields removed because their TTL passed (INFO's expired_hash_fields).
+    pub expired_fields: u64,
+}
+
+/// When each hash with field TTLs is next due (Redis's db->hexpires): a map of the earliest time
+/// scheduled per key plus a min-heap over those times. A time moved later leaves its old heap
+/// entry behind (skipped when popped, as it no longer matches the map); the heap is rebuilt
+/// when such leftovers outnumber the live entries. Keys renamed, deleted or overwritten stay
+/// until their time comes and are dropped then: the lookup finds nothing to expire.
+#[derive(Default)]
+struct FieldTtlIndex {
+    due: HashMap<Box<[u8]>, i64>,
+    heap: BinaryHeap<Reverse<(i64, Box<[u8]>)>>,
+}
+
+impl FieldTtlIndex {
+    fn schedule(&mut self, key: &[u8], at: i64) {
+        if self.due.get(key).is_some_and(|&cur| cur <= at) {
+            return;
+        }
+        self.due.insert(key.into(), at);
+        self.heap.push(Reverse((at, key.into())));
+        self.compact_if_sparse();
+    }
+
+    /// Rebuilds the heap from the map once leftovers outnumber live entries (amortised O(1)).
+    fn compact_if_sparse(&mut self) {
+        if self.heap.len() > 2 * self.due.len() + 64 {
+            self.heap = self.due.iter().map(|(k, &at)| Reverse((at, k.clone()))).collect();
+        }
+    }
+
+    fn forget(&mut self, key: &[u8]) {
+        if self.due.remove(key).is_some() {
+            self.compact_if_sparse();
+        }
+    }
+
+    /// Takes the next key due at `now`, skipping leftovers.
+    fn pop_due(&mut self, now: i64) -> Option<Box<[u8]>> {
+        while let Some(Reverse((at, _))) = self.heap.peek() {
+            if *at > now {
+                return None;
+            }
+            let Reverse((at, key)) = self.heap.pop()?;
+            if self.due.get(&key) == Some(&at) {
+                self.due.remove(&key);
+                return Some(key);
+            }
+        }
+        None
+    }
 }
 
 #[derive(Default)]
@@ -25,6 +83,12 @@ pub struct Db {
     pub counters: DbCounters,
     /// Whether expired keys are collected in `expired_log`.
     pub log_expired: bool,
+    field_ttl: FieldTtlIndex,
+    /// Hashes that lost fields to their TTL since the last drain, and whether the key went with
+    /// them (`hexpired`, then `del`, keyspace events).
+    pub field_expired_log: Vec<(Vec<u8>, bool)>,
+    /// Whether `field_expired_log` is kept.
+    pub log_field_expired: bool,
 }
 
 /// The LRU clock Redis keeps: seconds, 24 bits.
@@ -68,10 +132,108 @@ impl Db {
     fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
         self.keys.remove(key);
+        self.forget_field_ttl(key);
         self.counters.expired_keys += 1;
         if self.log_expired {
             self.expired_log.push(key.to_vec());
         }
+    }
+
+    /// Removes the expired fields of the hash under `key`, and the key with its last field.
+    /// Returns whether the key was deleted.
+    fn expire_fields_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
+        let Some(Value::Hash(h)) = self.keys.get_mut(key) else {
+            return false;
+        };
+        if !h.field_expiry_due(now_ms) {
+            return false;
+        }
+        let n = h.expire_fields(now_ms, usize::MAX);
+        let emptied = h.is_empty();
+        self.fields_expired(key, n, emptied);
+        emptied
+    }
+
+    fn fields_expired(&mut self, key: &[u8], n: usize, emptied: bool) {
+        if n == 0 {
+            return;
+        }
+        self.counters.expired_fields += n as u64;
+        if emptied {
+            self.keys.remove(key);
+            if !self.expires.is_empty() {
+                self.expires.remove(key);
+            }
+            self.forget_field_ttl(key);
+        }
+        if self.log_field_expired {
+            self.field_expired_log.push((key.to_vec(), emptied));
+        }
+    }
+
+    /// Applies key expiry and then field expiry to `key` (every typed lookup goes through here).
+    fn expire_key_and_fields(&mut self, key: &[u8], now_ms: i64) {
+        if !self.expire_if_needed(key, now_ms) && !self.field_ttl.due.is_empty() {
+            self.expire_fields_if_needed(key, now_ms);
+        }
+    }
+
+    /// Records that the hash under `key` has a field due at `at_ms` (HEXPIRE and friends call
+    /// this after setting TTLs in place; `set` notices hashes stored with TTLs by itself).
+    pub fn note_field_expire(&mut self, key: &[u8], at_ms: i64) {
+        self.field_ttl.schedule(key, at_ms);
+    }
+
+    /// Drops `key`'s schedule when its value goes, so deleted hashes with far TTLs do not pile
+    /// up (the heap entry left behind is skipped, and compacted away).
+    fn forget_field_ttl(&mut self, key: &[u8]) {
+        if !self.field_ttl.due.is_empty() {
+            self.field_ttl.forget(key);
+        }
+    }
+
+    fn note_value(&mut self, key: &[u8], value: &Value) {
+        self.forget_field_ttl(key);
+        if let Value::Hash(h) = value {
+            if let Some(at) = h.field_expire_hint() {
+                self.field_ttl.schedule(key, at);
+            }
+        }
+    }
+
+    /// Number of hashes with field TTLs scheduled for active expiry (may include a few stale).
+    pub fn field_ttl_keys(&self) -> usize {
+        self.field_ttl.due.len()
+    }
+
+    /// One bounded pass of active field expiry (Redis's hash-field part of activeExpireCycle):
+    /// visits the hashes whose earliest field time has passed, in time order, removing up to
+    /// `max_fields` fields in all, until `deadline`. Returns the number of fields removed.
+    pub fn active_expire_fields(&mut self, now_ms: i64, deadline: std::time::Instant, max_fields: usize) -> usize {
+        let mut left = max_fields;
+        while left > 0 {
+            let Some(key) = self.field_ttl.pop_due(now_ms) else {
+                break;
+            };
+            if self.expire_if_needed(&key, now_ms) {
+                continue;
+            }
+            let Some(Value::Hash(h)) = self.keys.get_mut(&key) else {
+                continue;
+            };
+            let n = h.expire_fields(now_ms, left);
+            let emptied = h.is_empty();
+            let next = h.field_expire_hint();
+            left -= n;
+            self.fields_expired(&key, n, emptied);
+            if let (false, Some(at)) = (emptied, next) {
+                self.field_ttl.schedule(&key, at);
+            }
+            if std::time::Instant::now() >= deadline {
+                break;
+            }
+        }
+        max_fields - left
     }
 
     /// The live value under `key`, stamping its access time.
@@ -81,13 +243,13 @@ impl Db {
 
     /// The live value under `key` for modification, stamping its access time.
     pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.keys.get_touch(key, lru_clock(now_ms))
     }
 
     /// The live value without touching the access time (OBJECT, TYPE with no-touch, SCAN TYPE).
     pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Value> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.keys.get(key)
     }
 
@@ -103,7 +265,7 @@ impl Db {
 
     /// Seconds since the key was last accessed (OBJECT IDLETIME).
     pub fn idle_seconds(&mut self, key: &[u8], now_ms: i64) -> Option<u64> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         let stamp = self.keys.clock(key)?;
         let now = lru_clock(now_ms);
         let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
@@ -120,6 +282,7 @@ impl Db {
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
+        self.note_value(key, &value);
         self.keys.insert(key, value, lru_clock(now_ms))
     }
 
@@ -132,6 +295,10 @@ impl Db {
     /// Adds a key read from an RDB file (or RESTORE) with its expiry and access clock. Returns
     /// false when the key already existed (its value is replaced: callers check first or abort).
     pub fn insert_new(&mut self, key: &[u8], value: Value, expire_ms: Option<i64>, clock: u32) -> bool {
+        let field_due = match &value {
+            Value::Hash(h) => h.field_expire_hint(),
+            _ => None,
+        };
         // One lookup: a duplicate aborts the whole load, so overwriting it first is harmless.
         if self.keys.insert(key, value, clock).is_some() {
             return false;
@@ -139,12 +306,16 @@ impl Db {
         if let Some(at) = expire_ms {
             self.expires.insert(key, at, 0);
         }
+        if let Some(at) = field_due {
+            self.field_ttl.schedule(key, at);
+        }
         true
     }
 
     /// Stores `value` under `key`, keeping an existing TTL (SET KEEPTTL, in-place rewrites).
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
         self.expire_if_needed(key, now_ms);
+        self.note_value(key, &value);
         self.keys.insert(key, value, lru_clock(now_ms))
     }
 
@@ -153,15 +324,19 @@ impl Db {
         if self.expire_if_needed(key, now_ms) {
             return None;
         }
+        if !self.field_ttl.due.is_empty() && self.expire_fields_if_needed(key, now_ms) {
+            return None;
+        }
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
+        self.forget_field_ttl(key);
         self.keys.remove(key)
     }
 
     /// Absolute expire time in unix ms, if the live key has one.
     pub fn expire_at(&mut self, key: &[u8], now_ms: i64) -> Option<i64> {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.expires.get(key).copied()
     }
 
@@ -176,7 +351,7 @@ impl Db {
 
     /// Drops the TTL of `key`. Returns whether it had one.
     pub fn persist(&mut self, key: &[u8], now_ms: i64) -> bool {
-        self.expire_if_needed(key, now_ms);
+        self.expire_key_and_fields(key, now_ms);
         self.expires.remove(key).is_some()
     }
 
@@ -209,6 +384,15 @@ impl Db {
         self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
     }
 
+    /// Seconds since `key` was last accessed, without expiring or touching it (the RDB writer's
+    /// IDLE opcode under an LRU maxmemory-policy).
+    pub fn idle_seconds_peek(&self, key: &[u8], now_ms: i64) -> Option<u64> {
+        let stamp = self.keys.clock(key)?;
+        let now = lru_clock(now_ms);
+        let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
+        Some(ticks as u64)
+    }
+
     /// Every key with its value and expiry, logically expired ones included (the RDB writer
     /// saves them as Redis does; the loader decides).
     pub fn iter_all(&self) -> impl Iterator<Item = (&[u8], &Value, Option<i64>)> {
@@ -218,6 +402,7 @@ impl Db {
 
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
+        self.field_ttl = FieldTtlIndex::default();
         (self.keys.take(), self.expires.take())
     }
 
@@ -349,5 +534,66 @@ mod tests {
         assert!(!db.rehash_until(Instant::now() + Duration::from_secs(10)));
         assert!(db.keys.buckets() <= 64);
         assert_eq!(db.len(), 10);
+    }
+
+    fn hash_with_ttls(now: i64, fields: &[(&str, Option<i64>)]) -> Value {
+        let mut h = crate::types::Hash::new();
+        for (f, at) in fields {
+            h.set(f.as_bytes(), b"v", 128, 64);
+            if let Some(at) = at {
+                h.set_field_expire(f.as_bytes(), now + at);
+            }
+        }
+        Value::Hash(Box::new(h))
+    }
+
+    #[test]
+    fn lookups_remove_expired_fields_and_emptied_keys() {
+        let mut db = Db::new();
+        db.log_field_expired = true;
+        let now = 1_000_000;
+        db.set(b"h", hash_with_ttls(now, &[("a", Some(10)), ("b", None)]), now);
+        db.set(b"e", hash_with_ttls(now, &[("a", Some(10))]), now);
+        assert!(db.get(b"h", now + 9).is_some_and(|v| v.free_effort() == 2));
+        assert!(db.get(b"h", now + 10).is_some_and(|v| v.free_effort() == 1));
+        assert!(db.peek(b"e", now + 10).is_none());
+        assert_eq!(db.len(), 1);
+        assert_eq!(db.field_expired_log, [(b"h".to_vec(), false), (b"e".to_vec(), true)]);
+        assert_eq!(db.counters.expired_fields, 2);
+        // `e` went with its last field, so nothing is scheduled for it any more.
+        assert_eq!(db.field_ttl_keys(), 1);
+    }
+
+    #[test]
+    fn active_field_expiry_follows_time_order_and_quota() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        let far = Instant::now() + Duration::from_secs(60);
+        for i in 0..100 {
+            let k = format!("h{i}");
+            db.set(k.as_bytes(), hash_with_ttls(now, &[("a", Some(i)), ("b", Some(1000 + i)), ("c", None)]), now);
+        }
+        // Due at now + 49: fifty hashes, one field each; the quota stops at 20.
+        assert_eq!(db.active_expire_fields(now + 49, far, 20), 20);
+        assert_eq!(db.active_expire_fields(now + 49, far, 1000), 30);
+        assert_eq!(db.active_expire_fields(now + 49, far, 1000), 0);
+        assert_eq!(db.counters.expired_fields, 50);
+        // Every hash still has `b` scheduled; after it, `c` keeps each key alive.
+        assert_eq!(db.field_ttl_keys(), 100);
+        assert_eq!(db.active_expire_fields(now + 5000, far, usize::MAX), 150);
+        assert_eq!(db.len(), 100);
+        assert_eq!(db.field_ttl_keys(), 0);
+        // A deleted or overwritten hash leaves nothing behind.
+        db.set(b"x", hash_with_ttls(now, &[("a", Some(1 << 40))]), now);
+        db.set(b"y", hash_with_ttls(now, &[("a", Some(1 << 40))]), now);
+        db.remove(b"x", now);
+        db.set(b"y", val(), now);
+        assert_eq!(db.field_ttl_keys(), 0);
+        for i in 0..1000 {
+            let k = format!("t{i}");
+            db.set(k.as_bytes(), hash_with_ttls(now, &[("a", Some(1 << 40))]), now);
+            db.remove(k.as_bytes(), now);
+        }
+        assert!(db.field_ttl.heap.len() <= 64, "{}", db.field_ttl.heap.len());
     }
 }

@@ -304,7 +304,11 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         }
         // SAFETY: `node` is live, and `&mut self` makes the access unique.
         unsafe {
-            (*node).clock = clock;
+            // While a fork child shares our pages (resizing discouraged), reads leave the clock
+            // alone, as Redis does: stamping it would copy a page per key read.
+            if RESIZE_ALLOWED.load(Ordering::Relaxed) {
+                (*node).clock = clock;
+            }
             Some(&mut (*node).value)
         }
     }
@@ -388,7 +392,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     /// Sizes an empty table for `n` keys up front (an RDB file's RESIZEDB hint); a no-op once
     /// the table holds anything. Callers cap `n`: it comes from a file.
     pub fn reserve_empty(&mut self, n: usize) {
-        if self.len() == 0 && self.rehash_idx.is_none() && n > self.ht[0].size() {
+        if self.is_empty() && self.rehash_idx.is_none() && n > self.ht[0].size() {
             self.ht[0] = Buckets::with_size(n.next_power_of_two());
         }
     }

@@ -300,6 +300,8 @@ impl Executor {
                     break;
                 }
                 db.active_expire(now, deadline, 20);
+                // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
+                db.active_expire_fields(now, deadline, 1000);
             }
         }
         // pub/sub hook: `expired` keyspace events from active expiry.
@@ -307,9 +309,10 @@ impl Executor {
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
         // Active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes a resize
         // (or shrink) of a table that is no longer written to.
+        // Not while a BGSAVE child shares our pages: rehashing would copy them (as Redis).
         let deadline = Instant::now() + Duration::from_millis(1);
         for db in &mut st.dbs {
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || st.snapshot.child.is_some() {
                 break;
             }
             db.rehash_until(deadline);

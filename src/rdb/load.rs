@@ -23,8 +23,9 @@ use super::format::{self, len as lenc, obj, op};
 use super::packed::{self, PElem};
 use crate::db::{lru_clock, Db, LRU_CLOCK_MAX};
 use crate::functions::{Libraries, Library};
+use crate::types::list::ListBuilder;
 use crate::types::stream::{Consumer, Group, Nack, StreamId, INVALID_ENTRIES_READ};
-use crate::types::{zset, Hash, List, RStr, Set, Stream, Value, ZSet};
+use crate::types::{zset, Hash, RStr, Set, Stream, Value, ZSet};
 
 /// Why a file (or payload) was refused, and where.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +74,8 @@ pub struct Reader<R> {
     pub checksum: bool,
     /// Reused for short strings that are copied into their final home anyway.
     scratch: Vec<u8>,
+    /// Reused for packed blobs (see `take_blob`).
+    blob: Vec<u8>,
 }
 
 impl<R: Read> Reader<R> {
@@ -92,6 +95,7 @@ impl<R: Read> Reader<R> {
             crc: 0,
             checksum: true,
             scratch: Vec::new(),
+            blob: Vec::new(),
         }
     }
 
@@ -215,7 +219,7 @@ impl<R: Read> Reader<R> {
         }
     }
 
-    pub fn len(&mut self) -> LResult<u64> {
+    pub fn read_len(&mut self) -> LResult<u64> {
         match self.len_enc()? {
             (n, false) => Ok(n),
             _ => self.err("unexpected encoded length"),
@@ -224,7 +228,7 @@ impl<R: Read> Reader<R> {
 
     /// A length used as a count of things to read.
     fn count(&mut self) -> LResult<usize> {
-        let n = self.len()?;
+        let n = self.read_len()?;
         usize::try_from(n).or_else(|_| self.err("length out of range"))
     }
 
@@ -252,8 +256,8 @@ impl<R: Read> Reader<R> {
                 out.extend_from_slice(itoa::Buffer::new().format(i32::from_le_bytes(self.array()?)).as_bytes())
             }
             lenc::ENC_LZF => {
-                let clen = self.len()?;
-                let ulen = self.len()?;
+                let clen = self.read_len()?;
+                let ulen = self.read_len()?;
                 // LZF expands at most ~132x (a 2-byte back-reference yields 264 bytes); a larger
                 // claim is a lie that must not become an allocation.
                 if ulen > clen.saturating_mul(150).saturating_add(64) || ulen == 0 {
@@ -269,6 +273,21 @@ impl<R: Read> Reader<R> {
             e => return self.err(format!("unknown string encoding {e}")),
         }
         Ok(())
+    }
+
+    /// A string read into the reader's recycled buffer: packed blobs are decoded into values
+    /// and their bytes are dead afterwards, so one buffer serves every blob of a file.
+    fn take_blob(&mut self) -> LResult<Vec<u8>> {
+        let mut b = std::mem::take(&mut self.blob);
+        self.string_into(&mut b)?;
+        Ok(b)
+    }
+
+    /// Gives a `take_blob` buffer back (a huge one is freed instead of kept).
+    fn recycle(&mut self, b: Vec<u8>) {
+        if b.capacity() <= 1 << 20 {
+            self.blob = b;
+        }
     }
 
     fn ms_time(&mut self) -> LResult<i64> {
@@ -395,8 +414,8 @@ fn ms_from_be(b: &[u8]) -> StreamId {
 }
 
 /// A list element: integers keep their text form.
-fn push_elem(l: &mut List, e: PElem, fill: i64) {
-    e.with_bytes(|b| l.push_back(b, fill));
+fn push_elem(l: &mut ListBuilder, e: PElem) {
+    e.with_bytes(|b| l.push(b));
 }
 
 fn parse_score(e: PElem) -> Option<f64> {
@@ -420,19 +439,24 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         }
         obj::LIST => {
             let n = rd.count()?;
-            let mut l = List::new();
+            let mut l = ListBuilder::new(lim.list_fill);
             for _ in 0..n {
                 let e = rd.string()?;
-                l.push_back(&e, lim.list_fill);
+                l.push(&e);
             }
-            Value::List(Box::new(l))
+            Value::List(Box::new(l.finish()))
         }
         obj::SET => {
             let n = rd.count()?;
             let mut s = Set::new();
-            for _ in 0..n {
+            let mut m = Vec::new();
+            for i in 0..n {
                 let at = rd.offset();
-                let m = rd.string()?;
+                rd.string_into(&mut m)?;
+                if i == 0 && (n > lim.max_intset || crate::util::num::parse_i64(&m).is_none()) {
+                    // Straight to the table, sized once (capped: the count comes from the file).
+                    s = Set::with_table_capacity(n.min(PREALLOC_CAP));
+                }
                 if !s.insert(&m, lim.max_intset) {
                     return Err(LoadError { offset: at, reason: "duplicate set members detected".into() });
                 }
@@ -485,32 +509,35 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         }
         obj::LIST_ZIPLIST => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items =
                 packed::ziplist(&blob).map_err(|r| LoadError { offset: at, reason: format!("list ziplist: {r}") })?;
-            let mut l = List::new();
+            let mut l = ListBuilder::new(lim.list_fill);
             for e in items {
-                push_elem(&mut l, e, lim.list_fill);
+                push_elem(&mut l, e);
             }
-            Value::List(Box::new(l))
+            rd.recycle(blob);
+            Value::List(Box::new(l.finish()))
         }
         obj::SET_INTSET => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let (w, body) =
                 packed::intset(&blob).map_err(|r| LoadError { offset: at, reason: format!("intset: {r}") })?;
             let mut s = Set::new();
             for v in packed::intset_members(w, body) {
                 s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset);
             }
+            rd.recycle(blob);
             Value::Set(Box::new(s))
         }
         obj::SET_LISTPACK => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items =
                 packed::listpack(&blob).map_err(|r| LoadError { offset: at, reason: format!("set listpack: {r}") })?;
-            let mut s = Set::new();
+            let all_ints = items.len() <= lim.max_intset && items.iter().all(|e| e.as_int().is_some());
+            let mut s = if all_ints { Set::new() } else { Set::with_table_capacity(items.len()) };
             for e in items {
                 let new = match e {
                     PElem::Int(v) => s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset),
@@ -520,28 +547,35 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                     return Err(LoadError { offset: at, reason: "set listpack has duplicate members".into() });
                 }
             }
+            rd.recycle(blob);
             Value::Set(Box::new(s))
         }
         obj::ZSET_ZIPLIST | obj::ZSET_LISTPACK => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items = if t == obj::ZSET_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
                 .map_err(|r| LoadError { offset: at, reason: format!("zset pack: {r}") })?;
             if items.len() % 2 != 0 {
                 return Err(LoadError { offset: at, reason: "zset pack has an odd number of entries".into() });
             }
-            let mut pairs = Vec::with_capacity(items.len() / 2);
+            // Members go into one arena (integer members need their text form somewhere).
+            let mut arena = Vec::with_capacity(blob.len());
+            let mut spans = Vec::with_capacity(items.len() / 2);
             for p in items.chunks_exact(2) {
                 let sc = parse_score(p[1])
                     .filter(|s| !s.is_nan())
                     .ok_or_else(|| LoadError { offset: at, reason: "zset pack has an invalid score".into() })?;
-                pairs.push((p[0].to_vec(), sc));
+                let start = arena.len();
+                p[0].with_bytes(|b| arena.extend_from_slice(b));
+                spans.push((start, arena.len(), sc));
             }
-            zset_from_pairs(rd, pairs, lim)?
+            rd.recycle(blob);
+            let pairs: Vec<(&[u8], f64)> = spans.iter().map(|&(a, b, sc)| (&arena[a..b], sc)).collect();
+            zset_from_pair_refs(rd, pairs, lim)?
         }
         obj::HASH_ZIPLIST | obj::HASH_LISTPACK => {
             let at = rd.offset();
-            let blob = rd.string()?;
+            let blob = rd.take_blob()?;
             let items = if t == obj::HASH_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
                 .map_err(|r| LoadError { offset: at, reason: format!("hash pack: {r}") })?;
             if items.len() % 2 != 0 {
@@ -550,24 +584,25 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let h = hash_from_pairs(items.chunks_exact(2).map(|p| (p[0], p[1])), items.len() / 2, lim).ok_or(
                 LoadError { offset: at, reason: "hash pack integrity check failed (duplicate fields)".into() },
             )?;
+            rd.recycle(blob);
             Value::Hash(Box::new(h))
         }
         obj::LIST_QUICKLIST | obj::LIST_QUICKLIST_2 => {
             let nodes = rd.count()?;
-            let mut l = List::new();
+            let mut l = ListBuilder::new(lim.list_fill);
             for _ in 0..nodes {
-                let container = if t == obj::LIST_QUICKLIST_2 { rd.len()? } else { format::QUICKLIST_NODE_PACKED };
+                let container = if t == obj::LIST_QUICKLIST_2 { rd.read_len()? } else { format::QUICKLIST_NODE_PACKED };
                 let at = rd.offset();
-                let blob = rd.string()?;
+                let blob = rd.take_blob()?;
                 match container {
-                    format::QUICKLIST_NODE_PLAIN => l.push_back(&blob, lim.list_fill),
+                    format::QUICKLIST_NODE_PLAIN => l.push(&blob),
                     format::QUICKLIST_NODE_PACKED => {
                         let items =
                             if t == obj::LIST_QUICKLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
                                 .map_err(|r| LoadError { offset: at, reason: format!("quicklist node: {r}") })?;
                         // Empty nodes were written by some versions; they are skipped.
                         for e in items {
-                            push_elem(&mut l, e, lim.list_fill);
+                            push_elem(&mut l, e);
                         }
                     }
                     c => {
@@ -577,8 +612,9 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                         })
                     }
                 }
+                rd.recycle(blob);
             }
-            Value::List(Box::new(l))
+            Value::List(Box::new(l.finish()))
         }
         obj::STREAM_LISTPACKS | obj::STREAM_LISTPACKS_2 | obj::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(decode_stream(rd, t, lim)?))
@@ -586,7 +622,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::HASH_METADATA | obj::HASH_METADATA_PRE_GA => return decode_hash_metadata(rd, t, opts),
         obj::HASH_LISTPACK_EX | obj::HASH_LISTPACK_EX_PRE_GA => return decode_hash_listpack_ex(rd, t, opts),
         obj::MODULE_2 | obj::MODULE_PRE_GA => {
-            let id = rd.len()?;
+            let id = rd.read_len()?;
             return rd.err(format!(
                 "the RDB file contains module data of type '{}', and this server has no modules",
                 module_name(id)
@@ -598,21 +634,84 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
 }
 
 fn zset_from_pairs<R: Read>(rd: &Reader<R>, pairs: Vec<(Vec<u8>, f64)>, lim: &Limits) -> LResult<Value> {
-    {
+    zset_from_pair_refs(rd, pairs.iter().map(|(m, s)| (m.as_slice(), *s)).collect(), lim)
+}
+
+fn zset_from_pair_refs<R: Read>(rd: &Reader<R>, pairs: Vec<(&[u8], f64)>, lim: &Limits) -> LResult<Value> {
+    let dup = if pairs.len() <= 16 {
+        (0..pairs.len()).any(|i| (0..i).any(|j| pairs[i].0 == pairs[j].0))
+    } else {
         let mut seen: HashSet<&[u8]> = HashSet::with_capacity(pairs.len());
-        if !pairs.iter().all(|(m, _)| seen.insert(m.as_slice())) {
-            return rd.err("duplicate zset members detected");
-        }
+        !pairs.iter().all(|(m, _)| seen.insert(*m))
+    };
+    if dup {
+        return rd.err("duplicate zset members detected");
     }
     // Our packed zset encoding stores integral scores as integers, which would turn a -0 that
     // an old writer kept as the text "-0" into 0; such a zset is built in the tree encoding.
     let neg_zero = pairs.iter().any(|(_, s)| *s == 0.0 && s.is_sign_negative());
     let limits = if neg_zero { zset::Limits { max_entries: 0, max_value: 0 } } else { lim.zset };
-    Ok(Value::ZSet(Box::new(ZSet::from_pairs(pairs, limits))))
+    Ok(Value::ZSet(Box::new(ZSet::from_pair_refs(pairs, limits))))
+}
+
+fn push_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// A small hash built straight into `Hash::Listpack`'s buffer (see types::hash: each entry a
+/// LEB128 length then its bytes, pairs in order): one allocation instead of one per field.
+/// `None` when it does not fit the listpack limits or a field repeats.
+fn small_hash(pairs: &[(PElem, PElem)], lim: &Limits) -> Option<Option<Hash>> {
+    if pairs.len() > lim.hash_entries {
+        return None;
+    }
+    let varint_len = |n: usize| (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize;
+    let exact: usize =
+        pairs.iter().flat_map(|(f, v)| [f, v]).map(|e| e.with_bytes(|b| b.len() + varint_len(b.len()))).sum();
+    let mut buf = Vec::with_capacity(exact);
+    let mut fields: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
+    for (f, v) in pairs {
+        for (i, e) in [f, v].into_iter().enumerate() {
+            let ok = e.with_bytes(|b| {
+                if b.len() > lim.hash_value {
+                    return false;
+                }
+                push_varint(&mut buf, b.len());
+                let at = buf.len();
+                buf.extend_from_slice(b);
+                if i == 0 {
+                    fields.push((at, b.len()));
+                }
+                true
+            });
+            if !ok {
+                return None;
+            }
+        }
+    }
+    let field = |&(at, n): &(usize, usize)| &buf[at..at + n];
+    let dup = if fields.len() <= 16 {
+        (0..fields.len()).any(|i| (0..i).any(|j| field(&fields[i]) == field(&fields[j])))
+    } else {
+        let mut seen = HashSet::with_capacity(fields.len());
+        !fields.iter().all(|f| seen.insert(field(f)))
+    };
+    if dup {
+        return Some(None);
+    }
+    Some(Some(Hash::Listpack(buf.into_boxed_slice())))
 }
 
 /// A hash from (field, value) elements; `None` when a field repeats.
 fn hash_from_pairs<'a>(pairs: impl Iterator<Item = (PElem<'a>, PElem<'a>)>, n: usize, lim: &Limits) -> Option<Hash> {
+    let pairs: Vec<(PElem, PElem)> = pairs.collect();
+    if let Some(small) = small_hash(&pairs, lim) {
+        return small;
+    }
     let mut h = Hash::new();
     if n > lim.hash_entries {
         h.convert_to_table();
@@ -637,7 +736,7 @@ fn decode_hash_metadata<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -
     let mut ttls = Vec::new();
     for _ in 0..n {
         let at = rd.offset();
-        let ttl = rd.len()?;
+        let ttl = rd.read_len()?;
         let expire_at = if t == obj::HASH_METADATA_PRE_GA {
             ttl as i64
         } else if ttl == 0 {
@@ -757,19 +856,19 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
             }
         }
     }
-    let length = rd.len()?;
+    let length = rd.read_len()?;
     if length != s.length {
         return rd.err(format!("stream length {length} does not match its {} entries", s.length));
     }
-    let last = StreamId::new(rd.len()?, rd.len()?);
+    let last = StreamId::new(rd.read_len()?, rd.read_len()?);
     if s.length > 0 && s.last_id > last {
         return rd.err("stream last ID is smaller than an entry");
     }
     s.last_id = last;
     if t >= obj::STREAM_LISTPACKS_2 {
-        s.first_id = StreamId::new(rd.len()?, rd.len()?);
-        s.max_deleted_id = StreamId::new(rd.len()?, rd.len()?);
-        s.entries_added = rd.len()?;
+        s.first_id = StreamId::new(rd.read_len()?, rd.read_len()?);
+        s.max_deleted_id = StreamId::new(rd.read_len()?, rd.read_len()?);
+        s.entries_added = rd.read_len()?;
     } else {
         s.refresh_first_id();
         s.max_deleted_id = StreamId::MIN;
@@ -779,9 +878,9 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
     for _ in 0..ngroups {
         let at = rd.offset();
         let name = rd.string()?;
-        let gid = StreamId::new(rd.len()?, rd.len()?);
+        let gid = StreamId::new(rd.read_len()?, rd.read_len()?);
         let entries_read = if t >= obj::STREAM_LISTPACKS_2 {
-            rd.len()? as i64
+            rd.read_len()? as i64
         } else {
             s.distance_from_first_ever(gid).map_or(INVALID_ENTRIES_READ, |d| d as i64)
         };
@@ -790,7 +889,7 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
         for _ in 0..npel {
             let raw: [u8; 16] = rd.array()?;
             let delivery_time = rd.ms_time()?;
-            let delivery_count = rd.len()?;
+            let delivery_count = rd.read_len()?;
             let id = ms_from_be(&raw);
             if g.pel.insert(id, Nack { delivery_time, delivery_count, consumer: Vec::new() }).is_some() {
                 return rd.err("duplicated global PEL entry loading stream consumer group");
@@ -925,23 +1024,23 @@ pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LRe
                 continue;
             }
             op::IDLE => {
-                meta.idle_s = Some(rd.len()?);
+                meta.idle_s = Some(rd.read_len()?);
                 continue;
             }
             op::EOF => break,
             op::SELECTDB => {
-                let db = rd.len()?;
+                let db = rd.read_len()?;
                 sink.select_db(db).map_err(|r| wrap(&rd, r))?;
             }
             op::RESIZEDB => {
-                let k = rd.len()?;
-                let e = rd.len()?;
+                let k = rd.read_len()?;
+                let e = rd.read_len()?;
                 sink.resize_hint(k, e);
             }
             op::SLOT_INFO => {
-                rd.len()?;
-                rd.len()?;
-                rd.len()?;
+                rd.read_len()?;
+                rd.read_len()?;
+                rd.read_len()?;
             }
             op::AUX => {
                 let k = rd.string()?;
@@ -949,7 +1048,7 @@ pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LRe
                 sink.aux(&k, &v).map_err(|r| wrap(&rd, r))?;
             }
             op::MODULE_AUX => {
-                let id = rd.len()?;
+                let id = rd.read_len()?;
                 sink.module_aux(id).map_err(|r| wrap(&rd, r))?;
                 return rd.err("MODULE_AUX records cannot be skipped");
             }
@@ -1178,9 +1277,15 @@ pub fn load_path(
     sink.progress = job;
     let opts = DecodeOpts { limits: Limits::from_config(cfg), drop_fields_expired_before: Some(now) };
     read_file(file, &mut sink, &opts)?;
-    tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", sink.keys_loaded, sink.keys_expired);
     if sink.empty_skipped > 0 {
-        tracing::info!("Done loading RDB, empty keys skipped: {}.", sink.empty_skipped);
+        tracing::info!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+            sink.keys_loaded,
+            sink.keys_expired,
+            sink.empty_skipped
+        );
+    } else {
+        tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", sink.keys_loaded, sink.keys_expired);
     }
     tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
     Ok(Loaded {
@@ -1329,8 +1434,8 @@ mod tests {
         b.extend_from_slice(&packed);
         let r = read(&file(9, &b)).unwrap();
         assert_eq!(r.aux, vec![(b"redis-ver".to_vec(), b"7.0.0".to_vec())]);
-        let got: Vec<(u64, Vec<u8>, Vec<u8>, Option<i64>)> =
-            r.keys.iter().map(|(db, k, d, m)| (*db, k.clone(), str_of(d), m.expire_ms)).collect();
+        type Row = (u64, Vec<u8>, Vec<u8>, Option<i64>);
+        let got: Vec<Row> = r.keys.iter().map(|(db, k, d, m)| (*db, k.clone(), str_of(d), m.expire_ms)).collect();
         assert_eq!(
             got,
             vec![
@@ -1434,6 +1539,47 @@ mod tests {
         assert!(read(&file(10, &b)).is_err());
     }
 
+    /// A listpack of short strings (test input).
+    fn lp(items: &[&[u8]]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for it in items {
+            body.push(0x80 | it.len() as u8);
+            body.extend_from_slice(it);
+            body.push(1 + it.len() as u8);
+        }
+        let mut out = ((body.len() + 7) as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(&(items.len() as u16).to_le_bytes());
+        out.extend_from_slice(&body);
+        out.push(0xFF);
+        out
+    }
+
+    #[test]
+    fn packed_hashes_and_sets() {
+        let mut b = vec![obj::HASH_LISTPACK];
+        s(&mut b, b"h");
+        s(&mut b, &lp(&[b"f1", b"v1", b"f2", b"v2"]));
+        let r = read(&file(10, &b)).unwrap();
+        let Value::Hash(h) = &r.keys[0].2.value else { panic!() };
+        assert_eq!((h.get(b"f1"), h.get(b"f2"), h.len()), (Some(&b"v1"[..]), Some(&b"v2"[..]), 2));
+        for dup in [&[&b"f"[..], b"1", b"f", b"2"][..], &[&b"a"[..], b"1", b"b"][..]] {
+            let mut b = vec![obj::HASH_LISTPACK];
+            s(&mut b, b"h");
+            s(&mut b, &lp(dup));
+            assert!(read(&file(10, &b)).is_err());
+        }
+        let mut b = vec![obj::SET_LISTPACK];
+        s(&mut b, b"s");
+        s(&mut b, &lp(&[b"x", b"y", b"x"]));
+        assert!(read(&file(11, &b)).is_err());
+        let mut b = vec![obj::SET_LISTPACK];
+        s(&mut b, b"s");
+        s(&mut b, &lp(&[b"x", b"y"]));
+        let r = read(&file(11, &b)).unwrap();
+        let Value::Set(set) = &r.keys[0].2.value else { panic!() };
+        assert!(set.contains(b"x") && set.contains(b"y") && set.len() == 2);
+    }
+
     #[test]
     fn modules_are_refused() {
         let mut b = vec![op::MODULE_AUX];
@@ -1460,6 +1606,32 @@ mod tests {
         assert_eq!((str_of(&d), used), (b"abc".to_vec(), 4));
         assert!(decode_value(obj::STRING, &[3, b'a'], &DecodeOpts::default()).is_err());
         assert!(decode_value(99, &[0], &DecodeOpts::default()).is_err());
+    }
+
+    #[test]
+    fn idle_and_freq_reach_the_access_clock() {
+        let mut b = vec![op::IDLE, 0x40, 100, obj::STRING];
+        s(&mut b, b"k");
+        s(&mut b, b"v");
+        b.extend_from_slice(&[op::FREQ, 42, obj::STRING]);
+        s(&mut b, b"f");
+        s(&mut b, b"v");
+        let now = 2_000_000_000_000;
+        let mut sink = DbSink::new(1, now, false);
+        read_file(&file(9, &b)[..], &mut sink, &DecodeOpts::default()).unwrap();
+        assert_eq!(sink.dbs[0].idle_seconds(b"k", now), Some(100));
+        assert_eq!(sink.dbs[0].idle_seconds(b"f", now), Some(0));
+        // Under an LFU policy the field holds minutes << 8 | counter, as Redis packs it.
+        let mut sink = DbSink::new(1, now, true);
+        read_file(&file(9, &b)[..], &mut sink, &DecodeOpts::default()).unwrap();
+        // OBJECT IDLETIME's arithmetic over the packed stamp (Db::idle_seconds).
+        let idle_of = |stamp: u32| {
+            let now = lru_clock(now);
+            (if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now }) as u64
+        };
+        let minutes = lfu_minutes(now) << 8;
+        assert_eq!(sink.dbs[0].idle_seconds(b"f", now), Some(idle_of(minutes | 42)));
+        assert_eq!(sink.dbs[0].idle_seconds(b"k", now), Some(idle_of(minutes | 5)));
     }
 
     #[test]

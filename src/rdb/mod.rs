@@ -4,6 +4,7 @@
 
 pub mod format;
 pub mod load;
-pub mod packed;
+pub mod lzf;
 pub mod pack;
+pub mod packed;
 pub mod save;

@@ -312,10 +312,7 @@ pub fn zipmap(blob: &[u8]) -> PResult<Vec<(&[u8], &[u8])>> {
             _ => Ok(None),
         }
     };
-    loop {
-        let Some(klen) = read_len(&mut pos)? else {
-            break;
-        };
+    while let Some(klen) = read_len(&mut pos)? {
         let key =
             blob.get(pos..pos.checked_add(klen).ok_or("zipmap overflow")?).ok_or("zipmap key runs past the end")?;
         pos += klen;

@@ -823,6 +823,16 @@ impl Hash {
         new
     }
 
+    /// `set` that keeps the field's TTL (7.4's HINCRBY and HINCRBYFLOAT).
+    pub fn set_keep_ttl(&mut self, field: &[u8], value: &[u8], max_entries: usize, max_value: usize) -> bool {
+        let prev = self.field_expire(field);
+        let new = self.set(field, value, max_entries, max_value);
+        if let Some(at) = prev {
+            self.set_field_expire(field, at);
+        }
+        new
+    }
+
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         let (buf, range) = match self {
@@ -1009,6 +1019,18 @@ impl Hash {
         }
     }
 
+    /// O(1): a time no later than the earliest field expiry (exact for a small hash; for a
+    /// table exact after an expiry pass), for scheduling active expiry.
+    pub fn field_expire_hint(&self) -> Option<i64> {
+        match self {
+            Hash::Listpack(_) => None,
+            Hash::Boxed(bx) => match &**bx {
+                Boxed::ListpackEx(_) => self.min_field_expire(),
+                Boxed::Table(t) => t.ttl.as_ref().map(|x| x.min_hint),
+            },
+        }
+    }
+
     /// O(1): whether some field may be due at `now` (exact for a small hash; a table may answer
     /// true once after a persist or a delete, and a pass then makes it exact again).
     pub fn field_expiry_due(&self, now_ms: i64) -> bool {
@@ -1086,7 +1108,13 @@ mod tests {
 
     #[test]
     fn enum_stays_small() {
+        // Field TTLs cost a plain hash nothing: the small encoding is still one boxed slice,
+        // and a table pays one pointer (`ttl`) until a field gets a TTL.
         assert_eq!(std::mem::size_of::<Hash>(), 16);
+        assert_eq!(std::mem::size_of::<Boxed>(), std::mem::size_of::<Table>());
+        assert_eq!(std::mem::size_of::<Option<Box<TableTtl>>>(), 8);
+        // 120 bytes before field TTLs, 128 now: the same jemalloc size class.
+        assert!(std::mem::size_of::<Table>() <= 128);
     }
 
     #[test]

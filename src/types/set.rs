@@ -563,6 +563,12 @@ impl Set {
         Set { repr: Repr::Ints(IntSet::new()) }
     }
 
+    /// An empty set already in the hashtable encoding, sized for `n` members (bulk loads such as
+    /// RDB, where the member count is known and the first member is not an integer).
+    pub fn with_table_capacity(n: usize) -> Self {
+        Set { repr: Repr::Table(Box::new(BigSet::with_capacity(n))) }
+    }
+
     /// The name OBJECT ENCODING reports.
     pub fn encoding_name(&self) -> &'static str {
         match self.repr {

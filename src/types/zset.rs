@@ -516,6 +516,22 @@ impl ZSet {
         }
     }
 
+    /// `from_pairs` over borrowed members, so a bulk load (RDB, RESTORE) need not copy each
+    /// member into its own allocation first. Members must be distinct.
+    pub fn from_pair_refs(mut pairs: Vec<(&[u8], f64)>, limits: Limits) -> Self {
+        pairs.sort_by(|a, b| cmp_entry(a.1, a.0, b.1, b.0));
+        let small = pairs.len() <= limits.max_entries && pairs.iter().all(|(m, _)| m.len() <= limits.max_value);
+        if small {
+            ZSet { repr: Repr::Pack(encode(pairs.iter().copied())) }
+        } else {
+            let mut z = ZSet::new_tree();
+            for (m, s) in &pairs {
+                z.tree_insert(m, *s);
+            }
+            z
+        }
+    }
+
     /// The name OBJECT ENCODING reports.
     pub fn encoding_name(&self) -> &'static str {
         match self.repr {
