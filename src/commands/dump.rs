@@ -13,7 +13,7 @@ use crate::db::{lru_clock, LRU_CLOCK_MAX};
 use crate::pubsub::ev;
 use crate::rdb::format;
 use crate::rdb::load::{decode_value, DecodeOpts, Decoded, Limits};
-use crate::rdb::save::{encode_value, SaveError};
+use crate::rdb::save::{self, SaveError};
 use crate::resp::Reply;
 use crate::types::Value;
 
@@ -32,24 +32,13 @@ const FOOTER: usize = 10;
 /// LFU counter a new key starts with (Redis's LFU_INIT_VAL).
 const LFU_INIT_VAL: u32 = 5;
 
-/// The serialized payload of `value`: type, body, version, CRC-64.
+/// The serialized payload of `value`: type, body, version, CRC-64. RDB 10 when it can express
+/// the value, else 12 (hash field TTLs).
 pub fn dump_payload(value: &Value, compress: bool) -> Result<Vec<u8>, SaveError> {
-    let (t, body, version) = match encode_value(value, DUMP_VERSION, compress) {
-        Ok((t, body)) => (t, body, DUMP_VERSION),
-        // Only what 10 cannot express (hash field TTLs) goes to the lowest version that can.
-        Err(SaveError::Unsupported(_)) => {
-            let (t, body) = encode_value(value, 12, compress)?;
-            (t, body, 12)
-        }
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::with_capacity(1 + body.len() + FOOTER);
-    out.push(t);
-    out.extend_from_slice(&body);
-    out.extend_from_slice(&(version as u16).to_le_bytes());
-    let crc = format::crc64(0, &out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    match save::dump_payload(value, DUMP_VERSION, compress) {
+        Err(SaveError::Unsupported(_)) => save::dump_payload(value, 12, compress),
+        other => other,
+    }
 }
 
 /// Checks a payload's footer: a version we read and a matching CRC-64 (Redis's
