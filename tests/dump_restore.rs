@@ -226,6 +226,8 @@ fn restore_errors_match_redis() {
         argv(&[b"OBJECT", b"FREQ", b"l3"]),
         argv(&[b"RESTORE", b"l4", b"0", &list]),
         argv(&[b"OBJECT", b"FREQ", b"l4"]),
+        argv(&[b"OBJECT", b"IDLETIME", b"l4"]),
+        argv(&[b"OBJECT", b"IDLETIME", b"nokey"]),
         argv(&[b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"]),
     ];
     same_replies(&r, &f, &script);

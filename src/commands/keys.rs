@@ -527,6 +527,13 @@ pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if peek_read(ctx, key).is_none() {
         return Ok(Reply::Nil);
     }
+    if ctx.srv.config.maxmemory_policy.contains("lfu") {
+        // The access field holds the LFU counter then, not a time.
+        return Err(CmdError::err(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching \
+             between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
+    }
     let now = ctx.now_ms;
     Ok(ctx.db().idle_seconds(key, now).map_or(Reply::Nil, |s| Reply::Int(s as i64)))
 }
