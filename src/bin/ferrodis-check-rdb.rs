@@ -113,13 +113,7 @@ impl Sink for Report {
             if dbs.len() <= idx {
                 dbs.resize_with(idx + 1, Db::new);
             }
-            let Decoded { mut value, field_expires } = value;
-            if let Value::Hash(h) = &mut value {
-                for (f, at) in &field_expires {
-                    h.set_field_expire(f, *at);
-                }
-            }
-            if !dbs[idx].insert_new(key, value, meta.expire_ms, 0) {
+            if !dbs[idx].insert_new(key, value.into_value(), meta.expire_ms, 0) {
                 return Err(format!("duplicate key '{}' in db {idx}", String::from_utf8_lossy(key)));
             }
         }

@@ -12,7 +12,7 @@ use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::db::{lru_clock, LRU_CLOCK_MAX};
 use crate::pubsub::ev;
 use crate::rdb::format;
-use crate::rdb::load::{decode_value, DecodeOpts, Decoded, Limits};
+use crate::rdb::load::{decode_value, DecodeOpts, Limits};
 use crate::rdb::save::{self, SaveError};
 use crate::resp::Reply;
 use crate::types::Value;
@@ -67,13 +67,7 @@ pub fn decode_payload(p: &[u8], limits: Limits, now_ms: i64) -> Option<Value> {
     if decoded.is_empty_collection() {
         return None;
     }
-    let Decoded { mut value, field_expires } = decoded;
-    if let Value::Hash(h) = &mut value {
-        for (f, at) in &field_expires {
-            h.set_field_expire(f, *at);
-        }
-    }
-    Some(value)
+    Some(decoded.into_value())
 }
 
 /// DUMP key
