@@ -8,7 +8,7 @@ CONF    ?= redis.conf
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SECONDS ?= 60
 
-.PHONY: build test deps bench install run fmt clippy fuzz
+.PHONY: build test deps bench install run fmt clippy fuzz fuzz-seed
 
 build:
 	$(CARGO) build --release
@@ -44,6 +44,24 @@ clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
 
 # Needs a nightly toolchain and cargo-fuzz (cargo install cargo-fuzz). The stable-toolchain version of
-# the same property runs in `make test` (tests/parser_fuzz.rs).
-fuzz:
-	cd fuzz && $(CARGO) +nightly fuzz run resp_parser -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024
+# the same property runs in `make test` (tests/parser_fuzz.rs). FUZZ_TARGETS picks the targets; the
+# RDB ones are seeded from the fixture library (RDB_FIXTURES) the first time: whole files for
+# rdb_file, and for restore_payload the fixtures' DUMP payloads when a redis-server is at hand
+# (fuzz/seed_payloads.py). Corpora and artifacts stay out of git (.gitignore).
+FUZZ_TARGETS ?= resp_parser rdb_file restore_payload
+RDB_FIXTURES ?= ../shared/rdb
+
+fuzz-seed:
+	@mkdir -p fuzz/corpus/rdb_file fuzz/corpus/restore_payload
+	@if [ -d $(RDB_FIXTURES) ] && [ -z "$$(ls -A fuzz/corpus/rdb_file)" ]; then \
+		cp $(RDB_FIXTURES)/*.rdb $(RDB_FIXTURES)/assets/*.rdb fuzz/corpus/rdb_file/; \
+		rm -f fuzz/corpus/rdb_file/*-big.rdb; \
+	fi
+	@if [ -z "$$(ls -A fuzz/corpus/restore_payload)" ] && command -v redis-server >/dev/null; then \
+		python3 fuzz/seed_payloads.py $(RDB_FIXTURES)/redis-7.0.15-full.rdb fuzz/corpus/restore_payload; \
+	fi
+
+fuzz: fuzz-seed
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		$(CARGO) +nightly fuzz run $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -max_len=65536 || exit 1; \
+	done

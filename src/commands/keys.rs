@@ -517,16 +517,27 @@ pub fn object_encoding(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// OBJECT FREQ key
 ///
-/// The LFU access counter. It is only kept under an LFU maxmemory policy, which this server does
-/// not implement, so a present key always gets Redis's "policy not selected" error.
+/// The LFU access counter, decayed by the minutes since it was stamped (lfu-decay-time). It is
+/// only kept under an LFU maxmemory policy; otherwise a present key gets Redis's "policy not
+/// selected" error. (RESTORE ... FREQ and RDB loading set it.)
 pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if peek_read_quiet(ctx, args.key(2)).is_none() {
+    let key = args.key(2);
+    if peek_read_quiet(ctx, key).is_none() {
         return Ok(Reply::Nil);
     }
-    Err(CmdError::err(
-        "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching \
-         between policies at runtime LRU and LFU data will take some time to adjust.",
-    ))
+    if !ctx.srv.config.maxmemory_policy.contains("lfu") {
+        return Err(CmdError::err(
+            "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
+             switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
+    }
+    let field = ctx.db().access_clock(key).unwrap_or(0);
+    let decay: u32 = ctx.srv.config.other.get("lfu-decay-time").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let (stamp, counter) = (field >> 8, field & 0xff);
+    let now = ((ctx.now_ms / 60_000) as u32) & 0xffff;
+    let elapsed = if now >= stamp { now - stamp } else { 0xffff - stamp + now };
+    let periods = elapsed.checked_div(decay).unwrap_or(0);
+    Ok(Reply::Int(counter.saturating_sub(periods) as i64))
 }
 
 /// OBJECT IDLETIME key
@@ -536,6 +547,13 @@ pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     if peek_read_quiet(ctx, key).is_none() {
         return Ok(Reply::Nil);
+    }
+    if ctx.srv.config.maxmemory_policy.contains("lfu") {
+        // The access field holds the LFU counter then, not a time.
+        return Err(CmdError::err(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching \
+             between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
     let now = ctx.now_ms;
     Ok(ctx.db().idle_seconds(key, now).map_or(Reply::Nil, |s| Reply::Int(s as i64)))

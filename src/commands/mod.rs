@@ -11,6 +11,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod docs;
+pub mod dump;
 pub mod error;
 pub mod hashes;
 pub mod hyperloglog;
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod lists;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -282,6 +284,8 @@ static FAMILIES: &[&[CommandSpec]] = &[
     pubsub::COMMANDS,
     sort::COMMANDS,
     persistence::COMMANDS,
+    dump::COMMANDS,
+    replication::COMMANDS,
 ];
 
 /// Every command family's table.

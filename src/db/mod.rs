@@ -272,6 +272,11 @@ impl Db {
         Some(ticks as u64)
     }
 
+    /// The raw 24-bit access field of `key` (LRU seconds, or LFU minutes and counter).
+    pub fn access_clock(&self, key: &[u8]) -> Option<u32> {
+        self.keys.clock(key)
+    }
+
     /// Stores `value` under `key`, dropping any TTL (Redis's `setKey`). Returns the old value.
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
         if !self.expires.is_empty() {

@@ -33,6 +33,8 @@ pub struct ClientHandle {
     soft_since: AtomicI64,
     /// Set when the output buffer limit closed the client, until the executor logs it.
     obuf_exceeded: AtomicBool,
+    /// A snapshot for the connection to stream after this batch's replies (SYNC/PSYNC).
+    rdb_transfer: std::sync::Mutex<Option<crate::commands::replication::RdbTransfer>>,
 }
 
 /// client-output-buffer-limit for normal (0) and pubsub (1) clients: hard bytes, soft bytes,
@@ -186,6 +188,14 @@ impl ClientHandle {
     pub fn authenticated(&self) -> bool {
         self.authenticated.load(Ordering::Relaxed)
     }
+
+    pub fn start_rdb_transfer(&self, t: crate::commands::replication::RdbTransfer) {
+        *self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+    }
+
+    pub fn take_rdb_transfer(&self) -> Option<crate::commands::replication::RdbTransfer> {
+        self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
 }
 
 /// What a connection tells the executor when it registers.
@@ -252,6 +262,8 @@ pub struct Client {
     /// Where `call()` wrote the last command's reply in its output buffer: CLIENT REPLY OFF/SKIP
     /// drop only that span, keeping push messages written around it (as Redis 7.0 does).
     pub reply_span: Option<(usize, usize)>,
+    /// What the client declared with REPLCONF (SYNC's framing and filter).
+    pub replconf: crate::commands::replication::ReplConf,
 }
 
 /// What CLIENT TRACKING set for one client.
@@ -307,6 +319,7 @@ impl Client {
             tracking: Tracking::default(),
             postponed: false,
             reply_span: None,
+            replconf: Default::default(),
         }
     }
 

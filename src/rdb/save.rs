@@ -412,9 +412,26 @@ fn write_set(out: &mut Vec<u8>, s: &Set, version: u32, compress: bool) -> u8 {
     obj::SET
 }
 
+/// A tree-encoded zset that only holds a -0 score (the loader keeps those out of our packed form)
+/// but is small by Redis's default limits: written packed, so the "-0" text survives. Redis 7.0
+/// turns a ZSET_2 -0 into 0 when it packs the set on load.
+fn small_with_neg_zero(z: &ZSet) -> bool {
+    let n = z.len();
+    if n == 0 || n > 128 {
+        return false;
+    }
+    let (mut neg_zero, mut short) = (false, true);
+    z.walk(0, n - 1, false, &mut |m, score| {
+        neg_zero |= score == 0.0 && score.is_sign_negative();
+        short &= m.len() <= 64;
+        true
+    });
+    neg_zero && short
+}
+
 fn write_zset(out: &mut Vec<u8>, z: &ZSet, version: u32, compress: bool) -> u8 {
     let n = z.len();
-    if z.encoding_name() == "listpack" {
+    if z.encoding_name() == "listpack" || small_with_neg_zero(z) {
         let mut lp = Listpack::new();
         let mut zl = Ziplist::new();
         let packed = version >= 10;

@@ -99,6 +99,11 @@ where
                 }
                 out.clear();
             }
+            // SYNC/PSYNC: the snapshot follows the reply, then the connection closes.
+            if let Some(t) = handle.take_rdb_transfer() {
+                commands::replication::stream_rdb(&mut stream, t).await;
+                break;
+            }
             match end {
                 BatchEnd::Continue => {
                     // A batch that queued output for others (PUBLISH) lets those connections

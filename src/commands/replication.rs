@@ -1,0 +1,252 @@
+//! The master side of a full synchronization, as far as `redis-cli --rdb` (and any other
+//! rdb-only reader) needs it: REPLCONF, SYNC and PSYNC.
+//!
+//! SYNC/PSYNC fork a child that writes the snapshot into a pipe, exactly as BGSAVE forks, so the
+//! dataset is serialized from a copy-on-write image and no other client waits for it. The
+//! handler only forks and hands the pipe to the connection (through `ClientHandle`); the
+//! connection task then streams it (`stream_rdb`): with the EOF-marker framing when the reader
+//! said `REPLCONF capa eof` (what redis-cli does), otherwise spooled to a temp file first so the
+//! `$<length>` header can be sent. After the transfer the connection closes: there is no
+//! replication stream to follow (every SYNC is served as rdb-only).
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use super::flags::*;
+use super::{spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::executor::{random_hex, unix_ms, State};
+use crate::rdb::save::{self, Aux, Options};
+use crate::resp::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    spec("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, sync),
+    spec("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, psync),
+    spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, 0, replconf),
+];
+
+/// Length of the random EOF marker of the diskless framing (Redis's RDB_EOF_MARK_SIZE).
+const EOF_MARK_LEN: usize = 40;
+
+/// What a client declared with REPLCONF.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReplConf {
+    /// `capa eof`: it reads the `$EOF:<mark>` framing.
+    pub capa_eof: bool,
+    /// `rdb-filter-only functions`: the snapshot holds the functions and no keys.
+    pub functions_only: bool,
+}
+
+/// A snapshot being produced by a forked child, for the connection to send.
+#[derive(Debug)]
+pub struct RdbTransfer {
+    /// Read end of the pipe the child writes the RDB into.
+    pub pipe: OwnedFd,
+    pub pid: i32,
+    /// The EOF marker already announced to the client (`$EOF:<mark>`); None for `$<len>`.
+    pub mark: Option<Vec<u8>>,
+}
+
+/// REPLCONF [option value ...]
+///
+/// Replication settings a replica (or redis-cli) declares before SYNC: `capa`, `rdb-only`,
+/// `rdb-filter-only`, `listening-port`, `ip-address`; `ack` and `getack` get no reply. Unknown
+/// options and an even argument count are errors, as in Redis.
+pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    let mut j = 1;
+    while j < args.len() {
+        let value = args.get(j + 1);
+        if args.is(j, "listening-port") {
+            args.i64(j + 1)?;
+        } else if args.is(j, "ip-address") {
+        } else if args.is(j, "capa") {
+            if value.eq_ignore_ascii_case(b"eof") {
+                ctx.client.replconf.capa_eof = true;
+            }
+        } else if args.is(j, "ack") || args.is(j, "getack") {
+            // Only meaningful on a master link; Redis answers nothing.
+            return Ok(Reply::Raw(Vec::new()));
+        } else if args.is(j, "rdb-only") {
+            let v = args.i64(j + 1)?;
+            if !(0..=1).contains(&v) {
+                return Err(CmdError::err("value is out of range, value must between 0 and 1"));
+            }
+        } else if args.is(j, "rdb-filter-only") {
+            if value.eq_ignore_ascii_case(b"functions") {
+                ctx.client.replconf.functions_only = true;
+            } else if value.is_empty() {
+                ctx.client.replconf.functions_only = false;
+            } else {
+                return Err(CmdError::err(format!(
+                    "Unsupported rdb-filter-only option: {}",
+                    String::from_utf8_lossy(value)
+                )));
+            }
+        } else {
+            return Err(CmdError::err(format!(
+                "Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(args.get(j))
+            )));
+        }
+        j += 2;
+    }
+    Ok(Reply::Ok)
+}
+
+/// SYNC
+///
+/// Sends the whole dataset as an RDB file (`$<len>` or `$EOF:<mark>` framing), produced by a
+/// forked child so other clients are not held up, then closes the connection.
+pub fn sync(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    full_sync(ctx, Vec::new())
+}
+
+/// PSYNC replicationid offset
+///
+/// Always a full resynchronization (`+FULLRESYNC <replid> 0`) followed by the snapshot, as
+/// SYNC sends it; there is no backlog to continue from.
+pub fn psync(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let head = format!("+FULLRESYNC {} 0\r\n", ctx.srv.replid).into_bytes();
+    full_sync(ctx, head)
+}
+
+fn full_sync(ctx: &mut Ctx, mut head: Vec<u8>) -> CmdResult {
+    let (pipe, pid) = fork_snapshot(ctx.srv, ctx.client.replconf.functions_only)
+        .map_err(|e| CmdError::err(format!("Can't fork the snapshot for SYNC: {e}")))?;
+    let mark = ctx.client.replconf.capa_eof.then(|| random_hex(EOF_MARK_LEN).into_bytes());
+    if let Some(m) = &mark {
+        head.extend_from_slice(b"$EOF:");
+        head.extend_from_slice(m);
+        head.extend_from_slice(b"\r\n");
+    }
+    ctx.client.handle.start_rdb_transfer(RdbTransfer { pipe, pid, mark });
+    ctx.client.close_after_reply = true;
+    Ok(Reply::Raw(head))
+}
+
+/// Forks a child that writes the snapshot into a pipe and exits; returns the read end and the
+/// child's pid.
+fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32), String> {
+    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
+    let info = Aux { ctime: unix_ms() / 1000, used_mem: st.stats.sample_memory().allocated };
+    let version = save::required_version(&st.dbs);
+    let opts = Options {
+        compress: st.config.rdbcompression,
+        checksum: st.config.rdbchecksum,
+        list_fill: st.config.list_max_listpack_size,
+        ..Options::new(version)
+    };
+    // SAFETY: the child only serializes the (copy-on-write) dataset into the pipe and leaves
+    // with `_exit`; it never returns into the server, never touches the runtime and logs nothing,
+    // so no lock held by another thread at fork time is taken (as BGSAVE's child).
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(rd);
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
+                let out = std::fs::File::from(wr);
+                // The writer flushes its buffer before handing the file back.
+                match save::write_snapshot(out, dbs, &st.functions, &info, &opts) {
+                    Ok(_) => 0,
+                    Err(_) => 1,
+                }
+            }))
+            .unwrap_or(1);
+            // SAFETY: ends the child without running the parent's atexit handlers or destructors.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(wr);
+            st.stats.persistence.total_forks += 1;
+            tracing::info!("Replica asked for synchronization: snapshot streamed by pid {child}");
+            Ok((rd, child.as_raw()))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Waits for the snapshot child; SIGKILLs it first when the transfer was abandoned. True when it
+/// exited cleanly.
+async fn reap(pid: i32, kill: bool) -> bool {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let pid = nix::unistd::Pid::from_raw(pid);
+    if kill {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+            Ok(WaitStatus::Exited(_, code)) => return code == 0,
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Sends the snapshot of `t` to the client (the framing header, if any, went with the reply),
+/// then reaps the child. Called by the connection task, which closes the connection afterwards.
+pub async fn stream_rdb<S: AsyncWrite + Unpin>(stream: &mut S, t: RdbTransfer) {
+    let RdbTransfer { pipe, pid, mark } = t;
+    let sent = match mark {
+        Some(mark) => send_with_mark(stream, pipe, &mark).await,
+        None => send_with_length(stream, pipe, pid).await,
+    };
+    let clean = reap(pid, sent.is_err()).await;
+    match sent {
+        Ok(n) if clean => {
+            crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, n);
+            tracing::info!("Synchronization with replica succeeded ({n} bytes)");
+        }
+        Ok(_) => tracing::warn!("SYNC snapshot child {pid} failed"),
+        Err(e) => tracing::warn!("SYNC transfer aborted: {e}"),
+    }
+}
+
+async fn send_with_mark<S: AsyncWrite + Unpin>(stream: &mut S, pipe: OwnedFd, mark: &[u8]) -> std::io::Result<u64> {
+    let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(pipe)?;
+    let n = tokio::io::copy(&mut rx, stream).await?;
+    stream.write_all(mark).await?;
+    stream.flush().await?;
+    Ok(n + mark.len() as u64)
+}
+
+/// Without `capa eof` the length must come first: the child's output is spooled to a temp file
+/// in the working directory (the server's `dir`), then sent and removed.
+async fn send_with_length<S: AsyncWrite + Unpin>(stream: &mut S, pipe: OwnedFd, pid: i32) -> std::io::Result<u64> {
+    let path = std::path::PathBuf::from(format!("temp-sync-{}-{pid}.rdb", std::process::id()));
+    let spool = path.clone();
+    let spooled = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+        let mut src = std::fs::File::from(pipe);
+        let mut f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&spool)?;
+        std::io::copy(&mut src, &mut f)?;
+        Ok(f)
+    })
+    .await
+    .map_err(std::io::Error::other);
+    let result = async {
+        let mut f = spooled??;
+        let len = f.metadata()?.len();
+        use std::io::Seek;
+        f.seek(std::io::SeekFrom::Start(0))?;
+        stream.write_all(format!("${len}\r\n").as_bytes()).await?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut sent = 0u64;
+        while sent < len {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            stream.write_all(&buf[..n]).await?;
+            sent += n as u64;
+        }
+        stream.flush().await?;
+        Ok(sent)
+    }
+    .await;
+    let _ = std::fs::remove_file(&path);
+    result
+}
