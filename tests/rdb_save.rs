@@ -306,27 +306,6 @@ fn keys(c: &mut Client) -> Vec<Vec<u8>> {
 /// `legacy`: the file was RDB 9, which has no stream counters (entries-added, max-deleted-id,
 /// entries-read), so streams are compared on what RDB 9 carries: entries, groups' last IDs,
 /// consumers and pending entries.
-/// XINFO STREAM FULL (RESP2) without Redis 7.2's consumer `active-time`, which ferrodis shows and
-/// Redis 7.0 does not: each consumer's flat map shrinks from 10 to 8 elements.
-fn without_active_time(reply: Vec<u8>) -> Vec<u8> {
-    const FIELD: &[u8] = b"$11\r\nactive-time\r\n:";
-    let mut out = Vec::with_capacity(reply.len());
-    let mut i = 0;
-    while i < reply.len() {
-        if reply[i..].starts_with(b"*10\r\n$4\r\nname\r\n") {
-            out.extend_from_slice(b"*8\r\n");
-            i += 5;
-        } else if reply[i..].starts_with(FIELD) {
-            let end = reply[i + FIELD.len()..].windows(2).position(|w| w == b"\r\n").unwrap();
-            i += FIELD.len() + end + 2;
-        } else {
-            out.push(reply[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
 fn describe(c: &mut Client, key: &[u8], legacy: bool) -> Vec<Vec<u8>> {
     let k = key.to_vec();
     let t = c.cmd(&[b"TYPE".to_vec(), k.clone()]);
@@ -355,7 +334,7 @@ fn describe(c: &mut Client, key: &[u8], legacy: bool) -> Vec<Vec<u8>> {
             out.extend(pairs);
         }
         b"+stream\r\n" if !legacy => {
-            out.push(without_active_time(c.cmd(&[b"XINFO".to_vec(), b"STREAM".to_vec(), k, b"FULL".to_vec()])))
+            out.push(common::without_active_time(c.cmd(&[b"XINFO".to_vec(), b"STREAM".to_vec(), k, b"FULL".to_vec()])))
         }
         b"+stream\r\n" => {
             out.push(c.cmd(&[b"XRANGE".to_vec(), k.clone(), b"-".to_vec(), b"+".to_vec()]));
