@@ -18,7 +18,8 @@ build:
 # link); --no-fail-fast so one
 # failing suite does not hide the others.
 deps:
-	@command -v redis-server >/dev/null || ($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools)
+	@(command -v redis-server && command -v redis-check-rdb && command -v python3) >/dev/null || \
+		($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools python3)
 
 test: deps
 	$(CARGO) test --profile ci --no-fail-fast
