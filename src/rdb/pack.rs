@@ -15,6 +15,43 @@ fn packed_int(s: &[u8]) -> Option<i64> {
     parse_i64(s)
 }
 
+/// What the list, hash and sorted-set writers need of a packed container: the same code builds
+/// a listpack (RDB 10+) or a ziplist (RDB 9).
+pub trait Packer: Default {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn bytes(&self) -> usize;
+    fn push_str(&mut self, s: &[u8]);
+    fn push_int(&mut self, v: i64);
+    fn finish(self) -> Vec<u8>;
+}
+
+macro_rules! packer {
+    ($t:ty) => {
+        impl Packer for $t {
+            fn len(&self) -> usize {
+                <$t>::len(self)
+            }
+            fn bytes(&self) -> usize {
+                <$t>::bytes(self)
+            }
+            fn push_str(&mut self, s: &[u8]) {
+                <$t>::push_str(self, s)
+            }
+            fn push_int(&mut self, v: i64) {
+                <$t>::push_int(self, v)
+            }
+            fn finish(self) -> Vec<u8> {
+                <$t>::finish(self)
+            }
+        }
+    };
+}
+packer!(Listpack);
+packer!(Ziplist);
+
 /// A listpack under construction.
 #[derive(Debug, Default)]
 pub struct Listpack {

@@ -13,7 +13,7 @@
 use std::io::{self, Write};
 
 use super::format::{self, obj, op};
-use super::pack::{intset, Listpack, Ziplist};
+use super::pack::{intset, Listpack, Packer, Ziplist};
 use crate::db::Db;
 use crate::functions::Libraries;
 use crate::types::stream::{Elem as StreamElem, Stream};
@@ -261,50 +261,72 @@ fn node_has_room(bytes: usize, count: usize, add: usize, fill: i32) -> bool {
     }
 }
 
+/// A list's quicklist nodes, cut where Redis's list-max-listpack-size (`fill`) would cut them.
+fn pack_list_nodes<P: Packer>(list: &List, fill: i32) -> Vec<Vec<u8>> {
+    let mut nodes = Vec::new();
+    let mut cur = P::default();
+    for e in list.iter() {
+        let add = e.with_bytes(|b| b.len()) + 11;
+        if !node_has_room(cur.bytes(), cur.len(), add, fill) {
+            nodes.push(std::mem::take(&mut cur).finish());
+        }
+        match e {
+            crate::types::list::Elem::Int(i) => cur.push_int(i),
+            crate::types::list::Elem::Bytes(b) => cur.push_str(b),
+        }
+    }
+    if !cur.is_empty() {
+        nodes.push(cur.finish());
+    }
+    nodes
+}
+
 fn write_list(out: &mut Vec<u8>, list: &List, opts: &Options) -> u8 {
-    let mut nodes: Vec<Vec<u8>> = Vec::new();
-    if opts.version >= 10 {
-        let mut cur = Listpack::new();
-        for e in list.iter() {
-            let add = e.with_bytes(|b| b.len()) + 11;
-            if !node_has_room(cur.bytes(), cur.len(), add, opts.list_fill) {
-                nodes.push(std::mem::take(&mut cur).finish());
-            }
-            match e {
-                crate::types::list::Elem::Int(i) => cur.push_int(i),
-                crate::types::list::Elem::Bytes(b) => cur.push_str(b),
-            }
-        }
-        if !cur.is_empty() {
-            nodes.push(cur.finish());
-        }
-        put_len(out, nodes.len() as u64);
-        for n in &nodes {
+    let quicklist_2 = opts.version >= 10;
+    let nodes = if quicklist_2 {
+        pack_list_nodes::<Listpack>(list, opts.list_fill)
+    } else {
+        pack_list_nodes::<Ziplist>(list, opts.list_fill)
+    };
+    put_len(out, nodes.len() as u64);
+    for n in &nodes {
+        if quicklist_2 {
             put_len(out, format::QUICKLIST_NODE_PACKED);
-            put_string(out, n, opts.compress);
         }
+        put_string(out, n, opts.compress);
+    }
+    if quicklist_2 {
         obj::LIST_QUICKLIST_2
     } else {
-        let mut cur = Ziplist::new();
-        for e in list.iter() {
-            let add = e.with_bytes(|b| b.len()) + 11;
-            if !node_has_room(cur.bytes(), cur.len(), add, opts.list_fill) {
-                nodes.push(std::mem::take(&mut cur).finish());
-            }
-            match e {
-                crate::types::list::Elem::Int(i) => cur.push_int(i),
-                crate::types::list::Elem::Bytes(b) => cur.push_str(b),
-            }
-        }
-        if !cur.is_empty() {
-            nodes.push(cur.finish());
-        }
-        put_len(out, nodes.len() as u64);
-        for n in &nodes {
-            put_string(out, n, opts.compress);
-        }
         obj::LIST_QUICKLIST
     }
+}
+
+/// A small hash as one packed blob of field, value, field, value...
+fn pack_hash<P: Packer>(h: &Hash) -> Vec<u8> {
+    let mut p = P::default();
+    for (f, x) in h.iter() {
+        p.push_str(f);
+        p.push_str(x);
+    }
+    p.finish()
+}
+
+/// A small sorted set as one packed blob of member, score... in score order.
+fn pack_zset<P: Packer>(z: &ZSet) -> Vec<u8> {
+    let mut p = P::default();
+    let n = z.len();
+    if n > 0 {
+        z.walk(0, n - 1, false, &mut |m, score| {
+            p.push_str(m);
+            match score_entry(score) {
+                Ok(i) => p.push_int(i),
+                Err(t) => p.push_str(&t),
+            }
+            true
+        });
+    }
+    p.finish()
 }
 
 fn write_hash(out: &mut Vec<u8>, h: &Hash, opts: &Options) -> Result<u8, SaveError> {
@@ -319,20 +341,10 @@ fn write_hash(out: &mut Vec<u8>, h: &Hash, opts: &Options) -> Result<u8, SaveErr
     }
     if h.is_listpack() {
         if v >= 10 {
-            let mut lp = Listpack::new();
-            for (f, x) in h.iter() {
-                lp.push_str(f);
-                lp.push_str(x);
-            }
-            put_string(out, &lp.finish(), c);
+            put_string(out, &pack_hash::<Listpack>(h), c);
             return Ok(obj::HASH_LISTPACK);
         }
-        let mut zl = Ziplist::new();
-        for (f, x) in h.iter() {
-            zl.push_str(f);
-            zl.push_str(x);
-        }
-        put_string(out, &zl.finish(), c);
+        put_string(out, &pack_hash::<Ziplist>(h), c);
         return Ok(obj::HASH_ZIPLIST);
     }
     put_len(out, h.len() as u64);
@@ -432,33 +444,11 @@ fn small_with_neg_zero(z: &ZSet) -> bool {
 fn write_zset(out: &mut Vec<u8>, z: &ZSet, version: u32, compress: bool) -> u8 {
     let n = z.len();
     if z.encoding_name() == "listpack" || small_with_neg_zero(z) {
-        let mut lp = Listpack::new();
-        let mut zl = Ziplist::new();
-        let packed = version >= 10;
-        if n > 0 {
-            z.walk(0, n - 1, false, &mut |m, score| {
-                let s = score_entry(score);
-                if packed {
-                    lp.push_str(m);
-                    match s {
-                        Ok(i) => lp.push_int(i),
-                        Err(t) => lp.push_str(&t),
-                    }
-                } else {
-                    zl.push_str(m);
-                    match s {
-                        Ok(i) => zl.push_int(i),
-                        Err(t) => zl.push_str(&t),
-                    }
-                }
-                true
-            });
-        }
-        if packed {
-            put_string(out, &lp.finish(), compress);
+        if version >= 10 {
+            put_string(out, &pack_zset::<Listpack>(z), compress);
             return obj::ZSET_LISTPACK;
         }
-        put_string(out, &zl.finish(), compress);
+        put_string(out, &pack_zset::<Ziplist>(z), compress);
         return obj::ZSET_ZIPLIST;
     }
     put_len(out, n as u64);
