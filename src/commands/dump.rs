@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn payload_round_trip_and_footer_checks() {
-        let v = Value::Str(RStr::from_vec(b"hello world".to_vec()));
+        let v = Value::Str(RStr::from_bytes(b"hello world"));
         let p = dump_payload(&v, true).unwrap();
         assert_eq!(p[0], format::obj::STRING);
         assert_eq!(&p[p.len() - 10..p.len() - 8], &[10, 0]);

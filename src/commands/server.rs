@@ -1188,7 +1188,7 @@ fn debug_populate(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if let Some(size) = size {
             val.resize(size, 0);
         }
-        let value = if size.is_some() { RStr::from_vec(val) } else { RStr::from_bytes(&val) };
+        let value = RStr::from_bytes(&val);
         ctx.db().set(&key, Value::Str(value), now);
         ctx.dirty(1);
     }

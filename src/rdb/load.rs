@@ -442,7 +442,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let mut tmp = std::mem::take(&mut rd.scratch);
             rd.string_into(&mut tmp)?;
             // Short values end inline (or as integers): no allocation for them.
-            let v = if tmp.len() <= 20 { RStr::from_bytes(&tmp) } else { RStr::from_vec(tmp.clone()) };
+            let v = RStr::from_bytes(&tmp);
             rd.scratch = tmp;
             Value::Str(v)
         }

@@ -2,6 +2,9 @@
 //! (`embstr`), longer ones on the heap (`embstr` up to 44 bytes as Redis reports, `raw` beyond or
 //! once modified in place by APPEND, SETRANGE or SETBIT, as Redis does).
 
+use std::alloc::{self, Layout};
+use std::ptr::{self, NonNull};
+
 /// Bytes that fit inline in a 16-byte value next to the tag and the length.
 pub const INLINE_CAP: usize = 14;
 /// Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT.
@@ -14,7 +17,7 @@ pub enum RStr {
     /// Up to `INLINE_CAP` bytes stored in the value itself.
     Inline(u8, [u8; INLINE_CAP]),
     /// Heap bytes written whole (reported as `embstr` when short, else `raw`).
-    Heap(Box<Vec<u8>>),
+    Heap(ThinBytes),
     /// Heap bytes that were modified in place (always reported `raw`); keeps spare capacity.
     Raw(Box<Vec<u8>>),
 }
@@ -44,15 +47,8 @@ impl RStr {
             data[..bytes.len()].copy_from_slice(bytes);
             RStr::Inline(bytes.len() as u8, data)
         } else {
-            RStr::Heap(Box::new(bytes.to_vec()))
+            RStr::Heap(ThinBytes::new(bytes))
         }
-    }
-
-    pub fn from_vec(v: Vec<u8>) -> RStr {
-        if v.len() <= 20 {
-            return RStr::from_bytes(&v);
-        }
-        RStr::Heap(Box::new(v))
     }
 
     pub fn from_i64(n: i64) -> RStr {
@@ -64,7 +60,8 @@ impl RStr {
         match self {
             RStr::Int(n) => itoa::Buffer::new().format(*n).len(),
             RStr::Inline(len, _) => *len as usize,
-            RStr::Heap(v) | RStr::Raw(v) => v.len(),
+            RStr::Heap(v) => v.len(),
+            RStr::Raw(v) => v.len(),
         }
     }
 
@@ -80,7 +77,8 @@ impl RStr {
                 f(buf.format(*n).as_bytes())
             }
             RStr::Inline(len, data) => f(&data[..*len as usize]),
-            RStr::Heap(v) | RStr::Raw(v) => f(v),
+            RStr::Heap(v) => f(v),
+            RStr::Raw(v) => f(v),
         }
     }
 
@@ -89,7 +87,8 @@ impl RStr {
         match self {
             RStr::Int(n) => std::borrow::Cow::Owned(itoa::Buffer::new().format(*n).as_bytes().to_vec()),
             RStr::Inline(len, data) => std::borrow::Cow::Borrowed(&data[..*len as usize]),
-            RStr::Heap(v) | RStr::Raw(v) => std::borrow::Cow::Borrowed(v),
+            RStr::Heap(v) => std::borrow::Cow::Borrowed(v),
+            RStr::Raw(v) => std::borrow::Cow::Borrowed(v),
         }
     }
 
@@ -109,7 +108,7 @@ impl RStr {
     pub fn make_raw(&mut self) -> &mut Vec<u8> {
         if !matches!(self, RStr::Raw(_)) {
             let bytes = match std::mem::replace(self, RStr::Int(0)) {
-                RStr::Heap(v) => *v,
+                RStr::Heap(v) => v.to_vec(),
                 other => other.to_vec(),
             };
             *self = RStr::Raw(Box::new(bytes));
@@ -131,6 +130,82 @@ impl RStr {
     }
 }
 
+/// Immutable bytes behind one thin pointer: a `usize` length then the bytes, in a single
+/// allocation. A 100-byte value costs one 112-byte block where `Box<Vec<u8>>` costs two (a 32-byte
+/// Vec header plus the buffer), and the pointer is 8 bytes, so `Value` stays at 16.
+pub struct ThinBytes(NonNull<u8>);
+
+// SAFETY: ThinBytes owns its allocation exclusively and never mutates it after construction,
+// exactly like Box<[u8]>.
+unsafe impl Send for ThinBytes {}
+// SAFETY: as above; shared access is read-only.
+unsafe impl Sync for ThinBytes {}
+
+const LEN_HEADER: usize = std::mem::size_of::<usize>();
+
+impl ThinBytes {
+    fn layout(len: usize) -> Layout {
+        match LEN_HEADER.checked_add(len).map(|size| Layout::from_size_align(size, LEN_HEADER)) {
+            Some(Ok(layout)) => layout,
+            _ => panic!("string of {len} bytes exceeds the address space"),
+        }
+    }
+
+    pub fn new(bytes: &[u8]) -> ThinBytes {
+        let layout = Self::layout(bytes.len());
+        // SAFETY: the layout has a non-zero size (at least the length header).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(ptr) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
+        // SAFETY: the allocation is aligned for usize and holds the header plus `bytes.len()`
+        // bytes; the source cannot overlap a fresh allocation.
+        unsafe {
+            ptr.as_ptr().cast::<usize>().write(bytes.len());
+            ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.as_ptr().add(LEN_HEADER), bytes.len());
+        }
+        ThinBytes(ptr)
+    }
+
+    pub fn len(&self) -> usize {
+        // SAFETY: the header was written by `new` and the allocation lives as long as self.
+        unsafe { self.0.as_ptr().cast::<usize>().read() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `new` initialised `len` bytes after the header; they live as long as self.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().add(LEN_HEADER), self.len()) }
+    }
+}
+
+impl Drop for ThinBytes {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `new` with exactly this layout, and dropped once.
+        unsafe { alloc::dealloc(self.0.as_ptr(), Self::layout(self.len())) }
+    }
+}
+
+impl Clone for ThinBytes {
+    fn clone(&self) -> ThinBytes {
+        ThinBytes::new(self.as_slice())
+    }
+}
+
+impl PartialEq for ThinBytes {
+    fn eq(&self, other: &ThinBytes) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl std::ops::Deref for ThinBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +221,19 @@ mod tests {
         assert_eq!(s.encoding_name(), "raw");
         assert_eq!(s.to_vec(), b"abc");
         assert_eq!(RStr::from_bytes(b"-42").len(), 3);
+    }
+
+    #[test]
+    fn thin_bytes_hold_any_length() {
+        for len in [0usize, 1, 7, 8, 9, 100, 4096, 100_000] {
+            let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let t = ThinBytes::new(&data);
+            assert_eq!(t.len(), len);
+            assert_eq!(&*t, &data[..]);
+            let c = t.clone();
+            drop(t);
+            assert_eq!(c.as_slice(), &data[..]);
+        }
+        assert_eq!(std::mem::size_of::<RStr>(), 16);
     }
 }
