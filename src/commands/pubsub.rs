@@ -65,7 +65,7 @@ impl Fanout<'_> {
     /// Queues the frame for `id`: on its handle, or in `self_out` when it is the caller.
     fn send(
         &mut self,
-        srv_clients: &std::collections::BTreeMap<u64, Box<Client>>,
+        srv_clients: &crate::executor::clients::ClientTable,
         caller: Option<&Client>,
         self_out: &mut Vec<u8>,
         id: u64,

@@ -369,7 +369,9 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         None => {
             let mut mine = Some(&*ctx.client);
-            for c in ctx.srv.clients.values().filter(|c| live(c)) {
+            let mut others: Vec<&Client> = ctx.srv.clients.values().filter(|c| live(c)).map(|c| &**c).collect();
+            others.sort_unstable_by_key(|c| c.id);
+            for c in others {
                 if let Some(m) = mine.filter(|m| m.id < c.id) {
                     if type_filter.is_none_or(|t| t == client_type(m)) {
                         emit(m, true);

@@ -72,7 +72,7 @@ pub fn exec(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let mut out = Vec::new();
     int_line(&mut out, b'*', queued.len() as i64);
     ctx.client.in_exec = true;
-    let mut clock = crate::executor::call::Clock { now_ms: now, last: std::time::Instant::now() };
+    let mut clock = crate::executor::call::Clock::new(now);
     for cmd in queued {
         crate::executor::call::call(ctx.srv, ctx.client, cmd, &mut out, &mut clock);
     }

@@ -191,7 +191,7 @@ fn serve_key(st: &mut State, db: usize, key: &[u8], clock: &mut Clock) {
 /// Answers every blocked client whose deadline has passed with its command's timeout reply.
 pub fn expire_deadlines(st: &mut State) {
     let now = unix_ms();
-    let mut clock = Clock { now_ms: now, last: std::time::Instant::now() };
+    let mut clock = Clock::new(now);
     while let Some(&(deadline, id)) = st.blocked_deadlines.first() {
         if deadline > now {
             break;
@@ -227,7 +227,7 @@ pub fn unblock(st: &mut State, id: u64, with_error: bool) -> bool {
         blocked.request.timeout_reply.clone()
     };
     write_reply(&mut out, &reply, client.proto);
-    let mut clock = Clock { now_ms: unix_ms(), last: std::time::Instant::now() };
+    let mut clock = Clock::new(unix_ms());
     run_pending(st, &mut client, &mut out, &mut clock);
     deliver(&client, out);
     st.clients.insert(id, client);

@@ -2,8 +2,6 @@
 //! with Redis's error precedence, takes the command's time snapshot, runs the handler, encodes the
 //! reply, and feeds commandstats, errorstats and the slowlog from one measurement.
 
-use std::time::Instant;
-
 use crate::commands::error::c_str_prefix;
 use crate::commands::{flags, Args, CmdError, CommandSpec, Ctx};
 use crate::resp::writer::write_reply;
@@ -59,7 +57,14 @@ const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it
 /// the previous command ended, so each command costs one clock read.
 pub struct Clock {
     pub now_ms: i64,
-    pub last: Instant,
+    /// `mono_us` when the previous command ended.
+    pub last_us: u64,
+}
+
+impl Clock {
+    pub fn new(now_ms: i64) -> Clock {
+        Clock { now_ms, last_us: super::mono_us() }
+    }
 }
 
 /// Runs one command for `client` and appends its encoded reply to `out`.
@@ -131,7 +136,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
 
     // The previous command's end is this one's start: one clock read per command. A command
     // that took a millisecond or more moves the wall-clock snapshot forward for the next one.
-    let started = clock.last;
+    let started_us = clock.last_us;
     let now_ms = clock.now_ms;
     let args = Args::new(cmd.argv);
     let result = {
@@ -154,8 +159,8 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if !st.pubsub.self_out.is_empty() {
         out.append(&mut st.pubsub.self_out);
     }
-    let finished = Instant::now();
-    clock.last = finished;
+    let finished_us = super::mono_us();
+    clock.last_us = finished_us;
     if let Some(mut request) = client.block_request.take() {
         // The handler parked the command: no reply now (see executor::blocking). A handler may
         // ask for a rewritten command to run on wake-up (XREAD's `$` resolved to an ID).
@@ -163,7 +168,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         super::blocking::park(st, client, Cmd { spec: cmd_spec, argv }, request);
         return;
     }
-    let duration_us = finished.duration_since(started).as_micros() as u64;
+    let duration_us = finished_us.saturating_sub(started_us);
     if duration_us >= 1000 {
         clock.now_ms = unix_ms();
     }
@@ -268,7 +273,7 @@ pub fn resume_postponed(st: &mut State) {
     }
     st.pause_end_ms = 0;
     st.pause_all = false;
-    let mut clock = Clock { now_ms: unix_ms(), last: Instant::now() };
+    let mut clock = Clock::new(unix_ms());
     while let Some(id) = st.postponed.pop_front() {
         let Some(mut client) = st.clients.remove(&id) else { continue };
         client.postponed = false;

@@ -10,7 +10,10 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use crate::util::signal::Signal;
+
+/// Connected clients by id.
+pub type ClientTable = std::collections::HashMap<u64, Box<Client>, foldhash::fast::FixedState>;
 
 /// Shared between a connection task and the executor: the executor sets `kill` (CLIENT KILL,
 /// idle timeout, SHUTDOWN) and notifies; the connection task closes the socket.
@@ -21,10 +24,11 @@ pub struct ClientHandle {
     outbox: std::sync::Mutex<Vec<u8>>,
     /// Mirrors the client's auth state for the parser's unauthenticated limits.
     authenticated: AtomicBool,
-    pub notify: Notify,
+    /// Raised when output is queued or a close is requested.
+    pub notify: Signal,
     /// Woken only by `request_close`, so a connection stuck writing to a peer that does not read
     /// can still be closed.
-    pub killed: Notify,
+    pub killed: Signal,
     /// Bytes the connection took from the outbox (or a batch reply) and has not written yet.
     in_flight: AtomicUsize,
     /// The client has subscriptions: the pubsub class of client-output-buffer-limit applies.
@@ -72,8 +76,8 @@ fn obuf_limits(pubsub: bool) -> (u64, u64, u64) {
 impl ClientHandle {
     pub fn request_close(&self) {
         self.kill.store(true, Ordering::Release);
-        self.notify.notify_one();
-        self.killed.notify_one();
+        self.notify.raise();
+        self.killed.raise();
     }
 
     /// Queues bytes for the connection to write and wakes it. Bytes for a client that is being
@@ -104,7 +108,7 @@ impl ClientHandle {
         // The connection drains everything queued when it wakes: one wake-up per batch of pushes.
         if was_empty {
             WAKEUPS.fetch_add(1, Ordering::Relaxed);
-            self.notify.notify_one();
+            self.notify.raise();
         }
     }
 

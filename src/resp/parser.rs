@@ -192,7 +192,7 @@ impl Parser {
     }
 
     fn multibulk_header(&mut self, buf: &[u8], start: usize) -> Result<(Step, usize), ProtocolError> {
-        let Some(cr) = memchr::memchr(b'\r', &buf[start..]).map(|i| start + i) else {
+        let Some((count, cr)) = header_line(buf, start) else {
             if buf.len() - start > INLINE_MAX {
                 return Err(ProtocolError::new("too big mbulk count string"));
             }
@@ -201,7 +201,6 @@ impl Parser {
         if cr + 1 >= buf.len() {
             return Ok((Step::Incomplete, start));
         }
-        let count = parse_len(&buf[start + 1..cr]);
         let Some(count) = count.filter(|&n| n <= i32::MAX as i64) else {
             return Err(ProtocolError::new("invalid multibulk length"));
         };
@@ -229,7 +228,7 @@ impl Parser {
                 if pos >= buf.len() {
                     break;
                 }
-                let Some(cr) = memchr::memchr(b'\r', &buf[pos..]).map(|i| pos + i) else {
+                let Some((len, cr)) = header_line(buf, pos) else {
                     if buf.len() - pos > INLINE_MAX {
                         return Err(ProtocolError::new("too big bulk count string"));
                     }
@@ -241,7 +240,6 @@ impl Parser {
                 if buf[pos] != b'$' {
                     return Err(ProtocolError(format!("expected '$', got '{}'", buf[pos] as char)));
                 }
-                let len = parse_len(&buf[pos + 1..cr]);
                 let Some(len) = len.filter(|&n| n >= 0 && n <= self.max_bulk_len) else {
                     return Err(ProtocolError::new("invalid bulk length"));
                 };
@@ -316,6 +314,39 @@ impl Parser {
 /// Parses the number of a `*N` or `$N` header as Redis's `string2ll`.
 fn parse_len(digits: &[u8]) -> Option<i64> {
     crate::util::num::parse_i64(digits)
+}
+
+/// Finds the end of the header line whose type byte (`*` or `$`) is at `start`: the number it
+/// holds (None when not a valid one) and the offset of its `\r`, or None when no `\r` has
+/// arrived yet. Headers are a few digits, so they are scanned and converted in one pass; anything
+/// else (signs, leading zeros, long numbers, garbage) takes the general path.
+#[inline]
+fn header_line(buf: &[u8], start: usize) -> Option<(Option<i64>, usize)> {
+    const FAST_DIGITS: usize = 18;
+    // The type byte itself may be the `\r`, as Redis's strchr from it finds (the caller then
+    // reports the wrong type byte).
+    if buf[start] == b'\r' {
+        return Some((None, start));
+    }
+    let digits_from = start + 1;
+    let mut i = digits_from;
+    let mut value: u64 = 0;
+    while i < buf.len() && i - digits_from <= FAST_DIGITS {
+        let c = buf[i];
+        if c.is_ascii_digit() && i - digits_from < FAST_DIGITS {
+            value = value * 10 + (c - b'0') as u64;
+            i += 1;
+            continue;
+        }
+        if c == b'\r' {
+            let n = i - digits_from;
+            let canonical = n > 0 && (buf[digits_from] != b'0' || n == 1);
+            return Some((canonical.then_some(value as i64), i));
+        }
+        break;
+    }
+    let cr = digits_from + memchr::memchr(b'\r', &buf[digits_from..])?;
+    Some((parse_len(&buf[digits_from..cr]), cr))
 }
 
 /// Splits an inline command line as Redis's `sdssplitargs`: spaces separate arguments; `"..."`
@@ -470,6 +501,31 @@ mod tests {
         let (cmds, err) = parse_all(&[b"PING\r\n*x\r\n"]);
         assert_eq!(cmds.len(), 1);
         assert!(err.is_some());
+    }
+
+    #[test]
+    fn header_fast_path_agrees_with_string2ll() {
+        let mut cases: Vec<String> =
+            ["", "0", "00", "01", "-1", "-0", "+5", "1a", "9", "10", "123456"].iter().map(|s| s.to_string()).collect();
+        for digits in 15..=21 {
+            cases.push("9".repeat(digits));
+            cases.push(format!("1{}", "0".repeat(digits - 1)));
+        }
+        cases.push(i64::MAX.to_string());
+        cases.push((i64::MAX as u64 + 1).to_string());
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..2000 {
+            let len = rng.usize(0..22);
+            cases.push((0..len).map(|_| *rng.choice(b"0123456789-x").unwrap_or(&b'0') as char).collect());
+        }
+        for case in cases {
+            let line = format!("${case}\r\n");
+            assert_eq!(header_line(line.as_bytes(), 0), Some((parse_len(case.as_bytes()), 1 + case.len())), "{case:?}");
+            let bare = format!("\r{case}\r\n");
+            assert_eq!(header_line(bare.as_bytes(), 0), Some((None, 0)), "{case:?}");
+            // Without its `\r` yet, the line is incomplete.
+            assert_eq!(header_line(&line.as_bytes()[..1 + case.len()], 0), None, "{case:?}");
+        }
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! buffer is being written, its unwritten remainder is reported to the handle, which counts it
 //! with the outbox against client-output-buffer-limit.
 
+use std::future::poll_fn;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -40,6 +43,8 @@ where
     // Pushed output (pub/sub messages, served blocking commands), swapped with the outbox.
     let mut pushed: Vec<u8> = Vec::new();
 
+    // Parsed commands, reused batch after batch.
+    let mut cmds: Vec<Cmd> = Vec::new();
     let mut reparse = false;
     'conn: loop {
         if !std::mem::take(&mut reparse) {
@@ -53,7 +58,7 @@ where
             }
             let n = tokio::select! {
                 biased;
-                _ = handle.notify.notified() => {
+                _ = handle.notify.wait() => {
                     handle.take_output_into(&mut pushed);
                     if !write_out(&mut stream, &handle, &pushed).await {
                         break 'conn;
@@ -77,12 +82,12 @@ where
                 break;
             }
         }
-        let mut cmds: Vec<Cmd> = Vec::new();
+        cmds.clear();
         let parsed = parser.parse_into(&mut rbuf, |argv| cmds.push(Cmd { spec: commands::lookup(&argv[0]), argv }));
         reparse = parsed.stopped_early;
         if !cmds.is_empty() {
             let woken_before = crate::executor::clients::wakeups();
-            let end = shared.exec.batch(id, cmds, &mut out).await;
+            let end = shared.exec.batch(id, &mut cmds, &mut out).await;
             parser.unauthenticated = !handle.authenticated();
             // Replies the executor pushed earlier (a served blocking command) go first.
             handle.take_output_into(&mut pushed);
@@ -146,21 +151,29 @@ where
 {
     let mut pos = 0;
     while pos < buf.len() {
-        tokio::select! {
-            biased;
-            _ = handle.killed.notified() => {
-                if handle.close_requested() {
-                    handle.set_in_flight(0);
-                    return false;
-                }
-            }
-            r = stream.write(&buf[pos..]) => match r {
-                Ok(0) | Err(_) => return false,
-                Ok(n) => {
-                    pos += n;
-                    handle.set_in_flight(buf.len() - pos);
+        // The write is tried first: the kill signal is only waited on while the peer is not
+        // reading, so the common case registers nothing.
+        let written = poll_fn(|cx| match Pin::new(&mut *stream).poll_write(cx, &buf[pos..]) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => loop {
+                match handle.killed.poll_take(cx) {
+                    Poll::Ready(()) if handle.close_requested() => break Poll::Ready(None),
+                    Poll::Ready(()) => continue,
+                    Poll::Pending => break Poll::Pending,
                 }
             },
+        })
+        .await;
+        match written {
+            None => {
+                handle.set_in_flight(0);
+                return false;
+            }
+            Some(Ok(0)) | Some(Err(_)) => return false,
+            Some(Ok(n)) => {
+                pos += n;
+                handle.set_in_flight(buf.len() - pos);
+            }
         }
     }
     if !buf.is_empty() {

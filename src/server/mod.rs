@@ -34,14 +34,14 @@ impl ExecHandle {
         }
     }
 
-    /// Runs a batch; the replies are appended to `out`.
-    pub async fn batch(&self, id: u64, cmds: Vec<Cmd>, out: &mut Vec<u8>) -> BatchEnd {
+    /// Runs a batch, leaving `cmds` empty; the replies are appended to `out`.
+    pub async fn batch(&self, id: u64, cmds: &mut Vec<Cmd>, out: &mut Vec<u8>) -> BatchEnd {
         match self {
             ExecHandle::Local(e) => Self::local(e).handle_batch(id, cmds, out),
             ExecHandle::Remote(tx) => {
                 let (rtx, rrx) = tokio::sync::oneshot::channel();
                 let buf = std::mem::take(out);
-                if tx.send(Msg::Batch(id, cmds, buf, rtx)).is_err() {
+                if tx.send(Msg::Batch(id, std::mem::take(cmds), buf, rtx)).is_err() {
                     return BatchEnd::Close;
                 }
                 match rrx.await {
