@@ -177,7 +177,7 @@ fn clock_us(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; both clocks used here always exist on Linux.
     unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as i64 * 1_000_000 + ts.tv_nsec as i64 / 1000
+    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
 
 pub fn unix_ms() -> i64 {
