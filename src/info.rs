@@ -520,7 +520,7 @@ fn stat_names() -> impl Iterator<Item = &'static str> {
 fn commandstats(s: &mut Section, st: &State) {
     s.title("Commandstats");
     for name in stat_names() {
-        let Some(c) = st.stats.commands.get(name) else { continue };
+        let Some(c) = st.stats.commands.get(&crate::stats::StatName(name)) else { continue };
         if c.calls == 0 && c.failed_calls == 0 && c.rejected_calls == 0 {
             continue;
         }
@@ -550,7 +550,7 @@ const PERCENTILES: &[(f64, &str)] = &[(50.0, "p50"), (99.0, "p99"), (99.9, "p99.
 fn latencystats(s: &mut Section, st: &State) {
     s.title("Latencystats");
     for name in stat_names() {
-        let Some(c) = st.stats.commands.get(name) else { continue };
+        let Some(c) = st.stats.commands.get(&crate::stats::StatName(name)) else { continue };
         if c.latency.total() == 0 {
             continue;
         }

@@ -30,6 +30,26 @@ pub fn load(counter: &AtomicU64) -> u64 {
     counter.load(Ordering::Relaxed)
 }
 
+/// A command's stats name (`get`, `config|get`). Every one comes from the command table (or
+/// `executor::call::full_name`, which hands out one string per subcommand), so a name is
+/// identified by its address: the per-call stats lookup hashes a pointer, not the bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct StatName(pub &'static str);
+
+impl PartialEq for StatName {
+    fn eq(&self, other: &StatName) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for StatName {}
+
+impl std::hash::Hash for StatName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.0.as_ptr() as usize);
+    }
+}
+
 /// Per-command figures (INFO commandstats, latencystats, LATENCY HISTOGRAM).
 #[derive(Debug, Default, Clone)]
 pub struct CommandStat {
@@ -202,7 +222,7 @@ pub struct Stats {
     pub evicted_keys: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
-    pub commands: HashMap<&'static str, CommandStat, foldhash::fast::FixedState>,
+    pub commands: HashMap<StatName, CommandStat, foldhash::fast::FixedState>,
     pub errors: HashMap<String, u64, foldhash::fast::FixedState>,
     pub ops: InstantMetric,
     pub net_input: InstantMetric,

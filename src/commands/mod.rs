@@ -323,6 +323,21 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     registry().by_name.get(&lower[..name.len()]).copied()
 }
 
+/// `lookup` with a one-entry memo: a connection usually sends the same command again (a
+/// pipeline, a job loop, a benchmark), and comparing one name is cheaper than hashing it.
+pub fn lookup_cached(name: &[u8], last: &mut Option<&'static CommandSpec>) -> Option<&'static CommandSpec> {
+    if let Some(spec) = *last {
+        if spec.name.as_bytes().eq_ignore_ascii_case(name) {
+            return Some(spec);
+        }
+    }
+    let found = lookup(name);
+    if found.is_some() {
+        *last = found;
+    }
+    found
+}
+
 /// Every top-level command.
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     families().iter().flat_map(|f| f.iter())
@@ -589,4 +604,19 @@ pub fn validate_client_name(name: &[u8]) -> Result<(), CmdError> {
         return Err(CmdError::err("Client names cannot contain spaces, newlines or special characters."));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_cached_matches_lookup() {
+        let mut last = None;
+        for name in ["GET", "get", "GeT", "set", "nosuchcommand", "SET", "lpush", "LPUSH", "lpushx", "config"] {
+            let expected = lookup(name.as_bytes()).map(|s| s.name);
+            assert_eq!(lookup_cached(name.as_bytes(), &mut last).map(|s| s.name), expected, "{name}");
+        }
+        assert_eq!(last.map(|s| s.name), Some("config"));
+    }
 }

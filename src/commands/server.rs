@@ -1849,7 +1849,7 @@ pub fn latency_histogram(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let mut out = Vec::new();
     for name in specs {
-        let Some(stat) = ctx.srv.stats.commands.get(name) else { continue };
+        let Some(stat) = ctx.srv.stats.commands.get(&crate::stats::StatName(name)) else { continue };
         if stat.latency.total() == 0 || out.iter().any(|(k, _)| *k == Reply::bulk(name)) {
             continue;
         }

@@ -6,6 +6,7 @@ use crate::commands::error::c_str_prefix;
 use crate::commands::{flags, Args, CmdError, CommandSpec, Ctx};
 use crate::resp::writer::write_reply;
 use crate::resp::Reply;
+use crate::stats::StatName;
 
 use super::clients::Client;
 use super::{unix_ms, Cmd, State};
@@ -75,7 +76,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         Ok(found) => found,
         Err(e) => {
             if let Some(top) = cmd.spec {
-                st.stats.commands.entry(top.name).or_default().rejected_calls += 1;
+                st.stats.commands.entry(StatName(top.name)).or_default().rejected_calls += 1;
             }
             reject(st, client, e, out, proto);
             return;
@@ -310,10 +311,10 @@ fn reject(st: &mut State, client: &mut Client, e: CmdError, out: &mut Vec<u8>, p
 }
 
 /// The commandstats name: `get`, or `config|get` for a subcommand (interned once per spec).
-fn stat_key(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> &'static str {
+fn stat_key(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> StatName {
     match parent {
-        None => spec.name,
-        Some(p) => full_name(p, spec),
+        None => StatName(spec.name),
+        Some(p) => StatName(full_name(p, spec)),
     }
 }
 

@@ -45,6 +45,8 @@ where
 
     // Parsed commands, reused batch after batch.
     let mut cmds: Vec<Cmd> = Vec::new();
+    // The last command looked up, tried first for the next one.
+    let mut last_spec = None;
     let mut reparse = false;
     'conn: loop {
         if !std::mem::take(&mut reparse) {
@@ -83,7 +85,9 @@ where
             }
         }
         cmds.clear();
-        let parsed = parser.parse_into(&mut rbuf, |argv| cmds.push(Cmd { spec: commands::lookup(&argv[0]), argv }));
+        let parsed = parser.parse_into(&mut rbuf, |argv| {
+            cmds.push(Cmd { spec: commands::lookup_cached(&argv[0], &mut last_spec), argv })
+        });
         reparse = parsed.stopped_early;
         if !cmds.is_empty() {
             let woken_before = crate::executor::clients::wakeups();
