@@ -22,6 +22,9 @@ pub struct ClientHandle {
     kill: AtomicBool,
     /// Replies produced outside the client's own batches (served blocking commands, later pushes).
     outbox: std::sync::Mutex<Vec<u8>>,
+    /// The outbox's length, kept under its lock, so the common case (nothing queued) is read
+    /// without taking the lock after every batch.
+    queued: AtomicUsize,
     /// Mirrors the client's auth state for the parser's unauthenticated limits.
     authenticated: AtomicBool,
     /// Raised when output is queued or a close is requested.
@@ -39,6 +42,8 @@ pub struct ClientHandle {
     obuf_exceeded: AtomicBool,
     /// A snapshot for the connection to stream after this batch's replies (SYNC/PSYNC).
     rdb_transfer: std::sync::Mutex<Option<crate::commands::replication::RdbTransfer>>,
+    /// Whether `rdb_transfer` holds one (checked after every batch without the lock).
+    has_rdb_transfer: AtomicBool,
 }
 
 /// client-output-buffer-limit for normal (0) and pubsub (1) clients: hard bytes, soft bytes,
@@ -95,10 +100,12 @@ impl ClientHandle {
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
         let was_empty = outbox.is_empty();
         outbox.extend_from_slice(bytes);
+        self.queued.store(outbox.len(), Ordering::Release);
         let pending = outbox.len() + self.in_flight.load(Ordering::Relaxed);
         if self.over_limit(pending) {
             // Redis frees the reply list of a client it closes for this: nothing more is sent.
             *outbox = Vec::new();
+            self.queued.store(0, Ordering::Release);
             drop(outbox);
             self.obuf_exceeded.store(true, Ordering::Release);
             self.request_close();
@@ -155,8 +162,14 @@ impl ClientHandle {
     /// the next outbox and fan-out appends into memory that is already there.
     pub fn take_output_into(&self, buf: &mut Vec<u8>) {
         buf.clear();
+        // A push racing with this check raises `notify`, so the connection comes back for it.
+        if self.queued.load(Ordering::Acquire) == 0 {
+            self.in_flight.store(0, Ordering::Relaxed);
+            return;
+        }
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
         std::mem::swap(&mut *outbox, buf);
+        self.queued.store(0, Ordering::Release);
         self.in_flight.store(buf.len(), Ordering::Relaxed);
     }
 
@@ -167,8 +180,7 @@ impl ClientHandle {
 
     /// Bytes queued for the client and not yet written (CLIENT LIST omem).
     pub fn pending_output(&self) -> usize {
-        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner()).len();
-        outbox + self.in_flight.load(Ordering::Relaxed)
+        self.queued.load(Ordering::Acquire) + self.in_flight.load(Ordering::Relaxed)
     }
 
     pub fn set_pubsub(&self, yes: bool) {
@@ -195,9 +207,14 @@ impl ClientHandle {
 
     pub fn start_rdb_transfer(&self, t: crate::commands::replication::RdbTransfer) {
         *self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+        self.has_rdb_transfer.store(true, Ordering::Release);
     }
 
     pub fn take_rdb_transfer(&self) -> Option<crate::commands::replication::RdbTransfer> {
+        if !self.has_rdb_transfer.load(Ordering::Acquire) {
+            return None;
+        }
+        self.has_rdb_transfer.store(false, Ordering::Release);
         self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
