@@ -11,6 +11,7 @@ use crate::executor::clients::Client;
 use crate::executor::{ShutdownRequest, State};
 use crate::resp::Reply;
 use crate::types::{RStr, Value};
+use crate::util::alloc::size_class;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("info", -1, LOADING | STALE, NO_KEYS, acl::DANGEROUS, info),
@@ -1604,20 +1605,6 @@ pub fn role(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // MEMORY
 
-/// jemalloc's size class for a request of `n` bytes (16-byte quantum, then four classes per
-/// doubling), which is what Redis's zmalloc_size reports.
-fn malloc_size(n: usize) -> usize {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 128 {
-        return n.div_ceil(16) * 16;
-    }
-    let lg = usize::BITS - 1 - (n - 1).leading_zeros();
-    let delta = 1usize << (lg - 2);
-    n.div_ceil(delta) * delta
-}
-
 /// Allocation size of an sds string of `len` bytes (header by length class, NUL terminator).
 fn sds_alloc(len: usize) -> usize {
     let hdr = if len < 32 {
@@ -1631,7 +1618,7 @@ fn sds_alloc(len: usize) -> usize {
     } else {
         17
     };
-    malloc_size(hdr + len + 1)
+    size_class(hdr + len + 1)
 }
 
 /// What Redis would spend on this value: a 16-byte object header, plus its string storage
@@ -1640,7 +1627,7 @@ fn value_memory(v: &Value) -> usize {
     const ROBJ: usize = 16;
     match v.as_str() {
         Some(RStr::Int(_)) => ROBJ,
-        Some(s) if v.encoding_name() == "embstr" => malloc_size(ROBJ + 3 + s.len() + 1),
+        Some(s) if v.encoding_name() == "embstr" => size_class(ROBJ + 3 + s.len() + 1),
         Some(RStr::Raw(b)) => ROBJ + sds_alloc(b.capacity().max(b.len())),
         Some(s) => ROBJ + sds_alloc(s.len()),
         None => ROBJ,
@@ -1911,16 +1898,6 @@ pub fn client_unblock(ctx: &mut Ctx, args: &Args) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn jemalloc_size_classes() {
-        assert_eq!(malloc_size(5), 8);
-        assert_eq!(malloc_size(23), 32);
-        assert_eq!(malloc_size(64), 64);
-        assert_eq!(malloc_size(129), 160);
-        assert_eq!(malloc_size(257), 320);
-        assert_eq!(malloc_size(4097), 5120);
-    }
 
     #[test]
     fn rdb_sizes_match_debug_object() {

@@ -14,6 +14,7 @@
 //! instead of 8. LRANGE copies string payloads straight into the reply and formats integers with
 //! itoa on the stack.
 
+use crate::util::alloc::usable_size;
 use std::collections::VecDeque;
 
 /// Byte cap of a node for the negative fill levels -1..-5.
@@ -385,10 +386,12 @@ impl Node {
 
     /// Inserts the entry for `data` (planned as `size`, `int`) at byte offset `off`.
     fn insert_at(&mut self, off: usize, data: &[u8], size: usize, int: Option<i64>) {
-        // Exact growth: jemalloc's size classes make repeated exact reallocs cheap, and the node
-        // keeps no slack (memory is what small lists are about).
-        self.buf.reserve_exact(size);
+        // Growth to the allocator's size class: no more memory than an exact request occupies,
+        // and the pushes that fit in the class need no realloc call.
         let old = self.buf.len();
+        if self.buf.capacity() < old + size {
+            self.buf.reserve_exact(usable_size(old + size) - old);
+        }
         self.buf.resize(old + size, 0);
         self.buf.copy_within(off..old, off + size);
         write_entry(&mut self.buf[off..off + size], data, int);

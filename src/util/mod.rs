@@ -1,5 +1,6 @@
 //! Small shared helpers with no knowledge of commands: number parsing and formatting as Redis
-//! does, and the wake-up flag connections wait on.
+//! does, jemalloc's size classes, and the wake-up flag connections wait on.
 
+pub mod alloc;
 pub mod num;
 pub mod signal;
