@@ -940,7 +940,7 @@ fn random_picks_are_consistent() {
 }
 
 /// Extra seeds for bug hunting or replay: `FERRODIS_COLLECTION_SEEDS=100-140` or `=5,9` (RESP2;
-/// prefix a seed with `r` for RESP3). Does nothing when the variable is unset.
+/// prefix a seed or range with `r` for RESP3: `r7`, `r100-130`, `r100-r130`). Does nothing when the variable is unset.
 #[test]
 fn random_collections_env_seeds() {
     let Ok(spec) = std::env::var("FERRODIS_COLLECTION_SEEDS") else {
@@ -952,7 +952,11 @@ fn random_collections_env_seeds() {
             None => (2, part),
         };
         let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<u64>().expect("seed"), b.parse::<u64>().expect("seed")),
+            // `r100-r130` and `r100-130` both mean RESP3 seeds 100 to 130.
+            Some((a, b)) => {
+                let b = b.strip_prefix('r').unwrap_or(b);
+                (a.parse::<u64>().expect("seed"), b.parse::<u64>().expect("seed"))
+            }
             None => {
                 let s = part.parse::<u64>().expect("seed");
                 (s, s)
