@@ -104,6 +104,17 @@ fn push_score_text(out: &mut Vec<u8>, s: f64) {
     }
 }
 
+/// A score as Redis 7.0 writes it into a listpack (its `d2string`), which ZSCAN of a listpack
+/// zset sends back verbatim: integral scores within ±2^62 as integers (`100000000000000000`, where
+/// `%.17g` would print `1e+17`), everything else as `%.17g`.
+fn packed_score_text(s: f64) -> Vec<u8> {
+    const LIM: f64 = 4611686018427387904.0; // (double)(LLONG_MAX / 2)
+    if s != 0.0 && (-LIM..=LIM).contains(&s) && s == s.trunc() {
+        return (s as i64).to_string().into_bytes();
+    }
+    score_text(s)
+}
+
 fn score_text(s: f64) -> Vec<u8> {
     let mut v = Vec::new();
     push_score_text(&mut v, s);
@@ -1403,6 +1414,7 @@ pub fn zscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some(Value::ZSet(z)) = ctx.lookup_read(args.key(1)) else {
         return Ok(empty());
     };
+    let packed = z.encoding_name() == "listpack";
     let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
     let mut cursor = cursor;
     let mut steps = count.saturating_mul(10);
@@ -1421,7 +1433,7 @@ pub fn zscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
             }
         }
         out.push(Reply::Bulk(m));
-        out.push(Reply::Bulk(score_text(s)));
+        out.push(Reply::Bulk(if packed { packed_score_text(s) } else { score_text(s) }));
     }
     Ok(Reply::Array(vec![Reply::Bulk(cursor.to_string().into_bytes()), Reply::Array(out)]))
 }
