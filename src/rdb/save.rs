@@ -179,8 +179,10 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     out.extend_from_slice(s);
 }
 
-/// A score as packed containers hold it: an integer when it is one (within ±2^52, as Redis's
-/// d2string), `0`/`-0`, `inf`/`-inf`, else the shortest text that reads back to the same double.
+/// A score as packed containers hold it, which is Redis 7.0's `d2string`: an integer when it is
+/// one within ±2^62, `0`/`-0`, `inf`/`-inf`, else `%.17g` (so 0.1 is `0.10000000000000001`).
+/// DUMP payloads are compared byte for byte with Redis's, so the shortest round-trip text will
+/// not do, though it would read back the same.
 fn score_entry(score: f64) -> Result<i64, Vec<u8>> {
     if score.is_infinite() {
         return Err(if score > 0.0 { b"inf".to_vec() } else { b"-inf".to_vec() });
@@ -188,12 +190,11 @@ fn score_entry(score: f64) -> Result<i64, Vec<u8>> {
     if score == 0.0 {
         return if score.is_sign_negative() { Err(b"-0".to_vec()) } else { Ok(0) };
     }
-    const LIM: f64 = 4503599627370496.0;
-    if score > -LIM && score < LIM && score == score.trunc() {
+    const LIM: f64 = 4611686018427387904.0; // (double)(LLONG_MAX / 2)
+    if (-LIM..=LIM).contains(&score) && score == score.trunc() {
         return Ok(score as i64);
     }
-    let plain = format!("{score}");
-    Err(if plain.len() <= 24 { plain } else { format!("{score:e}") }.into_bytes())
+    Err(crate::util::num::fmt_g17(score).into_bytes())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -692,8 +693,11 @@ mod tests {
         assert_eq!(score_entry(3.0), Ok(3));
         assert_eq!(score_entry(-0.0), Err(b"-0".to_vec()));
         assert_eq!(score_entry(f64::INFINITY), Err(b"inf".to_vec()));
-        assert_eq!(score_entry(0.1), Err(b"0.1".to_vec()));
+        assert_eq!(score_entry(0.1), Err(b"0.10000000000000001".to_vec()));
         assert_eq!(score_entry(1e-300), Err(b"1e-300".to_vec()));
+        assert_eq!(score_entry(1e17), Ok(100_000_000_000_000_000));
+        assert_eq!(score_entry(4611686018427387904.0), Ok(1 << 62));
+        assert_eq!(score_entry(9223372036854775808.0), Err(b"9.2233720368547758e+18".to_vec()));
         let big = score_entry(f64::MAX).unwrap_err();
         assert_eq!(String::from_utf8(big).unwrap().parse::<f64>().unwrap(), f64::MAX);
     }
