@@ -1004,8 +1004,10 @@ pub fn zmpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// ZMPOP that waits up to `timeout` seconds (0 = forever) for a zset to pop from.
 pub fn bzmpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let deadline = ctx.parse_timeout(args.get(1))?;
+    // Unlike BLMPOP, Redis reads the timeout only after numkeys, MIN/MAX and COUNT have passed:
+    // `BZMPOP -1 0 k MIN` is "numkeys should be greater than 0", not "timeout is negative".
     let p = parse_mpop(args, 2)?;
+    let deadline = ctx.parse_timeout(args.get(1))?;
     if let Some(r) = mpop_first(ctx, &p)? {
         return Ok(r);
     }
