@@ -347,9 +347,9 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("used_memory_functions", 200);
     s.field("used_memory_scripts", 200);
     s.field("used_memory_scripts_human", "200B");
-    s.field("maxmemory", 0);
-    s.field("maxmemory_human", "0B");
-    s.field("maxmemory_policy", "noeviction");
+    s.field("maxmemory", st.config.maxmemory);
+    s.field("maxmemory_human", bytes_to_human(st.config.maxmemory));
+    s.field("maxmemory_policy", &st.config.maxmemory_policy);
     s.field("allocator_frag_ratio", format!("{:.2}", ratio(a.active, a.allocated)));
     s.field("allocator_frag_bytes", a.active as i64 - a.allocated as i64);
     s.field("allocator_rss_ratio", format!("{:.2}", ratio(a.resident, a.active)));
@@ -448,8 +448,10 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("expire_cycle_cpu_milliseconds", 0);
     s.field("evicted_keys", x.evicted_keys);
     s.field("evicted_clients", 0);
-    s.field("total_eviction_exceeded_time", 0);
-    s.field("current_eviction_exceeded_time", 0);
+    let now_ms = crate::executor::unix_ms();
+    let current_exceeded = x.eviction_exceeded_since.map_or(0, |since| (now_ms - since).max(0) as u64);
+    s.field("total_eviction_exceeded_time", x.eviction_exceeded_ms + current_exceeded);
+    s.field("current_eviction_exceeded_time", current_exceeded);
     s.field("keyspace_hits", x.keyspace_hits);
     s.field("keyspace_misses", x.keyspace_misses);
     s.field("pubsub_channels", st.pubsub.channel_count());

@@ -9,7 +9,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
-use crate::db::{lru_clock, LRU_CLOCK_MAX};
+use crate::db::{lfu_minutes, lru_clock, LFU_INIT_VAL, LRU_CLOCK_MAX};
 use crate::pubsub::ev;
 use crate::rdb::format;
 use crate::rdb::load::{decode_value, DecodeOpts, Limits};
@@ -28,9 +28,6 @@ const DUMP_VERSION: u32 = 10;
 const MAX_PAYLOAD_VERSION: u16 = 12;
 /// Bytes after the value: 2 of version, 8 of CRC-64.
 const FOOTER: usize = 10;
-
-/// LFU counter a new key starts with (Redis's LFU_INIT_VAL).
-const LFU_INIT_VAL: u32 = 5;
 
 /// The serialized payload of `value`: type, body, version, CRC-64. RDB 10 when it can express
 /// the value, else 12 (hash field TTLs).
@@ -168,8 +165,7 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn access_clock(policy: &str, now_ms: i64, idle: Option<i64>, freq: Option<i64>) -> u32 {
     if policy.contains("lfu") {
         let counter = freq.map_or(LFU_INIT_VAL, |f| f as u32);
-        let minutes = ((now_ms / 60_000) as u32) & 0xffff;
-        return (minutes << 8) | counter;
+        return (lfu_minutes(now_ms) << 8) | counter;
     }
     let now = lru_clock(now_ms) as i64;
     match idle {

@@ -533,11 +533,7 @@ pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let field = ctx.db().access_clock(key).unwrap_or(0);
     let decay: u32 = ctx.srv.config.other.get("lfu-decay-time").and_then(|v| v.parse().ok()).unwrap_or(1);
-    let (stamp, counter) = (field >> 8, field & 0xff);
-    let now = ((ctx.now_ms / 60_000) as u32) & 0xffff;
-    let elapsed = if now >= stamp { now - stamp } else { 0xffff - stamp + now };
-    let periods = elapsed.checked_div(decay).unwrap_or(0);
-    Ok(Reply::Int(counter.saturating_sub(periods) as i64))
+    Ok(Reply::Int(crate::db::lfu_decayed(field, ctx.now_ms, decay) as i64))
 }
 
 /// OBJECT IDLETIME key

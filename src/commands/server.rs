@@ -1623,7 +1623,7 @@ fn sds_alloc(len: usize) -> usize {
 
 /// What Redis would spend on this value: a 16-byte object header, plus its string storage
 /// (embedded with the header up to 44 bytes, separate beyond).
-fn value_memory(v: &Value) -> usize {
+pub fn value_memory(v: &Value) -> usize {
     const ROBJ: usize = 16;
     match v.as_str() {
         Some(RStr::Int(_)) => ROBJ,

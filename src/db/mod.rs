@@ -89,6 +89,76 @@ pub struct Db {
     pub field_expired_log: Vec<(Vec<u8>, bool)>,
     /// Whether `field_expired_log` is kept.
     pub log_field_expired: bool,
+    /// What a read stamps in a key's access field (set from maxmemory-policy).
+    pub access: AccessClock,
+}
+
+/// What a key's 24-bit access field holds, by maxmemory-policy: the LRU clock of the last access,
+/// or under an LFU policy the minute of the last access and a logarithmic access counter (Redis's
+/// `lru` field, packed the same way, so RDB IDLE/FREQ and OBJECT FREQ read it as Redis would).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub enum AccessClock {
+    #[default]
+    Lru,
+    Lfu {
+        /// lfu-log-factor: how many hits it takes to move the counter (higher: more).
+        log_factor: u32,
+        /// lfu-decay-time: minutes per point the counter loses while the key is idle (0: never).
+        decay_minutes: u32,
+    },
+}
+
+/// The LFU counter a new key starts with (Redis's LFU_INIT_VAL), so it is not evicted at once.
+pub const LFU_INIT_VAL: u32 = 5;
+
+/// Redis's LFU time base: minutes, 16 bits.
+pub fn lfu_minutes(now_ms: i64) -> u32 {
+    ((now_ms / 60_000) as u32) & 0xffff
+}
+
+impl AccessClock {
+    /// The field of a key just created.
+    pub fn new_key(self, now_ms: i64) -> u32 {
+        match self {
+            AccessClock::Lru => lru_clock(now_ms),
+            AccessClock::Lfu { .. } => (lfu_minutes(now_ms) << 8) | LFU_INIT_VAL,
+        }
+    }
+
+    /// The field of a key read or written now whose field was `old` (Redis's updateLFU: decay,
+    /// then a logarithmic increment).
+    pub fn touched(self, old: u32, now_ms: i64) -> u32 {
+        match self {
+            AccessClock::Lru => lru_clock(now_ms),
+            AccessClock::Lfu { log_factor, decay_minutes } => {
+                let mut counter = lfu_decayed(old, now_ms, decay_minutes);
+                if counter < 255 {
+                    let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+                    let p = 1.0 / (base * log_factor as f64 + 1.0);
+                    if fastrand::f64() < p {
+                        counter += 1;
+                    }
+                }
+                (lfu_minutes(now_ms) << 8) | counter
+            }
+        }
+    }
+}
+
+/// The LFU counter of access field `field` after the decay its idle minutes call for (Redis's
+/// LFUDecrAndReturn): one point per `decay_minutes` minutes, never below zero.
+pub fn lfu_decayed(field: u32, now_ms: i64, decay_minutes: u32) -> u32 {
+    let (stamp, counter) = (field >> 8, field & 0xff);
+    let now = lfu_minutes(now_ms);
+    let elapsed = if now >= stamp { now - stamp } else { 0xffff - stamp + now };
+    let periods = elapsed.checked_div(decay_minutes).unwrap_or(0);
+    counter.saturating_sub(periods)
+}
+
+/// Seconds between LRU clock `stamp` and now, across the 24-bit wrap.
+pub fn lru_idle_seconds(stamp: u32, now_ms: i64) -> u64 {
+    let now = lru_clock(now_ms);
+    (if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now }) as u64
 }
 
 /// The LRU clock Redis keeps: seconds, 24 bits.
@@ -244,7 +314,10 @@ impl Db {
     /// The live value under `key` for modification, stamping its access time.
     pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
         self.expire_key_and_fields(key, now_ms);
-        self.keys.get_touch(key, lru_clock(now_ms))
+        match self.access {
+            AccessClock::Lru => self.keys.get_touch(key, lru_clock(now_ms)),
+            access => self.keys.get_touch_with(key, |old| access.touched(old, now_ms)),
+        }
     }
 
     /// The live value without touching the access time (OBJECT, TYPE with no-touch, SCAN TYPE).
@@ -266,10 +339,7 @@ impl Db {
     /// Seconds since the key was last accessed (OBJECT IDLETIME).
     pub fn idle_seconds(&mut self, key: &[u8], now_ms: i64) -> Option<u64> {
         self.expire_key_and_fields(key, now_ms);
-        let stamp = self.keys.clock(key)?;
-        let now = lru_clock(now_ms);
-        let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
-        Some(ticks as u64)
+        Some(lru_idle_seconds(self.keys.clock(key)?, now_ms))
     }
 
     /// The raw 24-bit access field of `key` (LRU seconds, or LFU minutes and counter).
@@ -283,7 +353,21 @@ impl Db {
             self.expires.remove(key);
         }
         self.note_value(key, &value);
-        self.keys.insert(key, value, lru_clock(now_ms))
+        let clock = self.clock_for_store(key, now_ms);
+        self.keys.insert(key, value, clock)
+    }
+
+    /// The access field a stored value gets: now under LRU; under LFU a new key's initial counter,
+    /// or the counter of the key it overwrites, counting this write as an access (Redis looks
+    /// the key up for writing, then dbOverwrite keeps the field).
+    fn clock_for_store(&self, key: &[u8], now_ms: i64) -> u32 {
+        match self.access {
+            AccessClock::Lru => lru_clock(now_ms),
+            access => match self.keys.clock(key) {
+                Some(old) => access.touched(old, now_ms),
+                None => access.new_key(now_ms),
+            },
+        }
     }
 
     /// Presizes an empty database for `keys` keys and `expires` TTLs (RDB RESIZEDB hint).
@@ -316,7 +400,8 @@ impl Db {
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
         self.expire_if_needed(key, now_ms);
         self.note_value(key, &value);
-        self.keys.insert(key, value, lru_clock(now_ms))
+        let clock = self.clock_for_store(key, now_ms);
+        self.keys.insert(key, value, clock)
     }
 
     /// Removes `key` (and its TTL). Returns the removed value; an already-expired key counts as absent.
@@ -332,6 +417,43 @@ impl Db {
         }
         self.forget_field_ttl(key);
         self.keys.remove(key)
+    }
+
+    /// Removes `key` as eviction does: whether or not its TTL has passed, with no expiry
+    /// bookkeeping (Redis's dbSyncDelete from performEvictions).
+    pub fn evict(&mut self, key: &[u8]) -> Option<Value> {
+        if !self.expires.is_empty() {
+            self.expires.remove(key);
+        }
+        self.forget_field_ttl(key);
+        self.keys.remove(key)
+    }
+
+    /// Up to `n` keys sampled for eviction, with their access field and expire time: from all
+    /// keys, or (`volatile`) from those with a TTL only (Redis's dictGetSomeKeys on the main or
+    /// the expires dict).
+    pub fn sample_for_eviction(&self, n: usize, volatile: bool, mut f: impl FnMut(&[u8], u32, Option<i64>)) {
+        if volatile {
+            self.expires.sample_entries(n, |key, &at, _| f(key, self.keys.clock(key).unwrap_or(0), Some(at)));
+        } else {
+            self.keys.sample_entries(n, |key, _, clock| f(key, clock, None));
+        }
+    }
+
+    /// A random key for the random eviction policies: any key, or one with a TTL.
+    pub fn random_for_eviction(&self, volatile: bool) -> Option<Vec<u8>> {
+        let key = if volatile { self.expires.random()?.0 } else { self.keys.random()?.0 };
+        Some(key.to_vec())
+    }
+
+    /// Whether `key` is present (TTL or not), with a TTL when `volatile`: an eviction candidate
+    /// picked earlier may be gone.
+    pub fn holds_for_eviction(&self, key: &[u8], volatile: bool) -> bool {
+        if volatile {
+            self.expires.contains_key(key)
+        } else {
+            self.keys.contains_key(key)
+        }
     }
 
     /// Absolute expire time in unix ms, if the live key has one.
@@ -387,10 +509,7 @@ impl Db {
     /// Seconds since `key` was last accessed, without expiring or touching it (the RDB writer's
     /// IDLE opcode under an LRU maxmemory-policy).
     pub fn idle_seconds_peek(&self, key: &[u8], now_ms: i64) -> Option<u64> {
-        let stamp = self.keys.clock(key)?;
-        let now = lru_clock(now_ms);
-        let ticks = if now >= stamp { now - stamp } else { LRU_CLOCK_MAX - stamp + now };
-        Some(ticks as u64)
+        Some(lru_idle_seconds(self.keys.clock(key)?, now_ms))
     }
 
     /// Every key with its value and expiry, logically expired ones included (the RDB writer

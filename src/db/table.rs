@@ -313,6 +313,22 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         }
     }
 
+    /// Looks up `key` and replaces its access clock with `stamp(old clock)`.
+    pub fn get_touch_with(&mut self, key: &[u8], stamp: impl FnOnce(u32) -> u32) -> Option<&mut V> {
+        self.step_if_rehashing();
+        let node = self.find(key);
+        if node.is_null() {
+            return None;
+        }
+        // SAFETY: `node` is live, and `&mut self` makes the access unique.
+        unsafe {
+            if RESIZE_ALLOWED.load(Ordering::Relaxed) {
+                (*node).clock = stamp((*node).clock);
+            }
+            Some(&mut (*node).value)
+        }
+    }
+
     /// The access clock stamped by the last `get_touch` or insert.
     pub fn clock(&self, key: &[u8]) -> Option<u32> {
         let node = self.find(key);
@@ -565,6 +581,14 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
             out.push(unsafe { (node_key(node), &(*node).value) });
         });
         out
+    }
+
+    /// Like `sample`, handing each entry's access clock along.
+    pub fn sample_entries(&self, n: usize, mut f: impl FnMut(&[u8], &V, u32)) {
+        self.sample_nodes(n, |node| {
+            // SAFETY: sampled nodes are live for the borrow of `self`.
+            unsafe { f(node_key(node), &(*node).value, (*node).clock) }
+        });
     }
 
     fn sample_nodes(&self, n: usize, mut f: impl FnMut(*mut Node<V>)) -> usize {

@@ -88,6 +88,18 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         reject(st, client, CmdError::NoAuth, out, proto);
         return;
     }
+    // maxmemory: evict first; when that cannot get under the limit, commands that may grow
+    // memory are refused, and inside MULTI everything but EXEC/DISCARD/QUIT/RESET (a queue may
+    // grow without bound), as Redis's processCommand does.
+    // Commands inside EXEC and woken blocked commands were admitted already.
+    if st.config.maxmemory > 0 && !client.in_exec && !client.woken {
+        let out_of_memory = super::evict::perform(st, Some(client), clock.now_ms) == super::evict::Outcome::Fail;
+        if out_of_memory && refused_on_oom(client, spec, parent) {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            reject(st, client, CmdError::Raw(super::evict::OOM_ERROR.into()), out, proto);
+            return;
+        }
+    }
     // stop-writes-on-bgsave-error: after a failed background save, writes (and PING, as in
     // Redis) are refused until a save succeeds; inside MULTI this also dooms the transaction.
     if super::snapshot::writes_denied(st) {
@@ -207,6 +219,23 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
 }
 
+/// Whether a command is refused while memory is over maxmemory with nothing left to evict.
+fn refused_on_oom(client: &Client, spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> bool {
+    if spec.has_flag(flags::DENYOOM) {
+        return true;
+    }
+    if parent.is_some() {
+        return client.multi.is_some();
+    }
+    match spec.name {
+        "exec" => {
+            client.multi.as_ref().is_some_and(|q| q.iter().any(|c| c.spec.is_some_and(|s| s.has_flag(flags::DENYOOM))))
+        }
+        "discard" | "quit" | "reset" => false,
+        _ => client.multi.is_some(),
+    }
+}
+
 /// Whether CLIENT PAUSE holds this command: every command under ALL; under WRITE, commands that
 /// write or may replicate (PUBLISH, EVAL), and an EXEC whose queue holds one.
 fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec) -> bool {
@@ -258,7 +287,14 @@ fn after_reply(
         crate::tracking::after_command(st, client, out);
     }
     match parent.unwrap_or(spec).name {
-        "config" => super::clients::refresh_limits(st),
+        "config" => {
+            super::clients::refresh_limits(st);
+            super::evict::apply_access_clock(st);
+            // A maxmemory now below usage evicts from the cron, as Redis's eviction time proc.
+            if st.config.maxmemory > 0 && st.stats.used_memory_now() > st.config.maxmemory {
+                st.evict.running = true;
+            }
+        }
         _ if spec.has_flag(flags::PUBSUB) || spec.name == "reset" => {
             client.handle.set_pubsub(st.pubsub.is_subscribed(client.id))
         }

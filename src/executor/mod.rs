@@ -10,6 +10,7 @@
 pub mod blocking;
 pub mod call;
 pub mod clients;
+pub mod evict;
 pub mod snapshot;
 
 use std::sync::Arc;
@@ -88,13 +89,15 @@ pub struct State {
     pub loading: Option<Arc<crate::rdb::load::LoadJob>>,
     /// SAVE/BGSAVE bookkeeping (the background save child, save points).
     pub snapshot: snapshot::SnapshotState,
+    /// maxmemory eviction: the candidate pool and whether a pass is to be continued.
+    pub evict: evict::EvictState,
 }
 
 impl State {
     pub fn new(config: Config) -> State {
         let dbs = (0..config.databases.max(1)).map(|_| Db::new()).collect();
         let now = unix_ms();
-        State {
+        let mut st = State {
             dbs,
             config,
             stats: Stats::default(),
@@ -124,7 +127,10 @@ impl State {
             postponed: std::collections::VecDeque::new(),
             loading: None,
             snapshot: snapshot::SnapshotState::default(),
-        }
+            evict: evict::EvictState::default(),
+        };
+        evict::apply_access_clock(&mut st);
+        st
     }
 }
 
@@ -136,6 +142,7 @@ impl State {
         let mut dbs = done.dbs;
         dbs.resize_with(self.dbs.len(), Db::new);
         self.dbs = dbs;
+        evict::apply_access_clock(self);
         self.functions = done.functions;
         self.stats.persistence.last_load_keys_loaded = done.keys_loaded;
         self.stats.persistence.last_load_keys_expired = done.keys_expired;
@@ -364,6 +371,11 @@ impl Executor {
             db.rehash_until(deadline);
         }
         st.stats.sample_memory();
+        evict::apply_access_clock(st);
+        // maxmemory: a pass that ran out of time goes on here (Redis's eviction time proc).
+        if st.evict.running {
+            evict::perform(st, None, now);
+        }
         // Persistence: reap a finished BGSAVE child, start scheduled saves and save points.
         snapshot::cron(st);
         if st.config.timeout > 0 {

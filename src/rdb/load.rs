@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use super::format::{self, len as lenc, obj, op};
 use super::packed::{self, PElem};
-use crate::db::{lru_clock, Db, LRU_CLOCK_MAX};
+use crate::db::{lfu_minutes, lru_clock, Db, LRU_CLOCK_MAX};
 use crate::functions::{Libraries, Library};
 use crate::types::list::ListBuilder;
 use crate::types::stream::{Consumer, Group, Nack, StreamId, INVALID_ENTRIES_READ};
@@ -1263,11 +1263,6 @@ impl DbSink {
             pipe: None,
         }
     }
-}
-
-/// Redis's LFU time base: minutes, 16 bits.
-fn lfu_minutes(now_ms: i64) -> u32 {
-    ((now_ms / 60000) as u32) & 0xffff
 }
 
 impl Sink for DbSink {

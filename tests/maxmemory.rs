@@ -1,0 +1,235 @@
+//! maxmemory and eviction, against real Redis where the outcome is deterministic (refusals, their
+//! errors, INFO fields, LFU counters with lfu-log-factor 0) and by property where it is sampled
+//! (which keys an eviction policy picks): memory stays near the limit, evicted keys are counted
+//! and announced, volatile policies touch only keys with a TTL, LRU keeps the keys in use.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{show, show_argv, Client, RedisServer, Server, TestServer};
+
+fn both() -> (Server, Server) {
+    (RedisServer::new(), TestServer::new())
+}
+
+/// Sends each command to both servers and compares the replies byte for byte.
+fn same(redis: &mut Client, ferrodis: &mut Client, script: &[&[&str]]) {
+    for argv in script {
+        let want = redis.cmd(argv);
+        let got = ferrodis.cmd(argv);
+        assert_eq!(show(&got), show(&want), "after {}", show_argv(argv));
+    }
+}
+
+fn info_field(c: &mut Client, section: &str, name: &str) -> String {
+    let reply = String::from_utf8_lossy(&c.cmd(&["INFO", section])).into_owned();
+    let prefix = format!("{name}:");
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("INFO {section} has no {name}"))
+        .trim()
+        .to_string()
+}
+
+fn int(reply: &[u8]) -> i64 {
+    let text = String::from_utf8_lossy(reply);
+    text.trim_start_matches(':').trim().parse().unwrap_or_else(|_| panic!("not an integer: {text}"))
+}
+
+fn used_memory(c: &mut Client) -> u64 {
+    info_field(c, "memory", "used_memory").parse().unwrap()
+}
+
+#[test]
+fn refusals_match_redis() {
+    let (r, f) = both();
+    let (mut rc, mut fc) = (r.client(), f.client());
+    same(
+        &mut rc,
+        &mut fc,
+        &[
+            &["SET", "a", "1"],
+            &["RPUSH", "l", "x"],
+            &["CONFIG", "SET", "maxmemory", "1"],
+            // noeviction: growing commands are refused, others run.
+            &["SET", "b", "2"],
+            &["RPUSH", "l", "y"],
+            &["GET", "a"],
+            &["DEL", "nosuch"],
+            &["LPOP", "l"],
+            &["INCR", "a"],
+            // Inside MULTI every command is refused but EXEC and DISCARD, dooming the transaction.
+            &["MULTI"],
+            &["GET", "a"],
+            &["EXEC"],
+            &["MULTI"],
+            &["DISCARD"],
+            // volatile-* with no key that has a TTL: nothing can go.
+            &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"],
+            &["SET", "b", "2"],
+            &["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"],
+            &["SET", "b", "2"],
+            &["CONFIG", "GET", "maxmemory-policy"],
+            &["CONFIG", "GET", "maxmemory"],
+            &["CONFIG", "SET", "maxmemory", "0"],
+            &["SET", "b", "2"],
+            &["CONFIG", "SET", "maxmemory", "100mb"],
+            &["CONFIG", "GET", "maxmemory"],
+        ],
+    );
+    for field in ["maxmemory", "maxmemory_human", "maxmemory_policy"] {
+        assert_eq!(info_field(&mut fc, "memory", field), info_field(&mut rc, "memory", field), "{field}");
+    }
+}
+
+#[test]
+fn allkeys_policies_hold_memory_near_the_limit() {
+    for policy in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+        let f = TestServer::new();
+        let mut c = f.client();
+        let base = used_memory(&mut c);
+        let limit = base + 4 * 1024 * 1024;
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", policy]);
+        c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+        let value = "v".repeat(1000);
+        for i in 0..20_000 {
+            let reply = c.cmd(&["SET", &format!("key:{i}"), &value]);
+            assert_eq!(reply, b"+OK\r\n", "{policy}: SET refused: {}", show(&reply));
+        }
+        let used = used_memory(&mut c);
+        // Every command may evict first (INFO included): lift the limit before counting.
+        c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+        let keys = int(&c.cmd(&["DBSIZE"]));
+        let evicted: i64 = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+        assert!(used <= limit + limit / 20, "{policy}: used {used} over limit {limit}");
+        assert!(keys < 20_000 && keys > 1000, "{policy}: {keys} keys left");
+        assert_eq!(evicted + keys, 20_000, "{policy}: evicted {evicted} + left {keys}");
+    }
+}
+
+#[test]
+fn lru_keeps_the_keys_in_use() {
+    let f = TestServer::new();
+    let mut c = f.client();
+    let base = used_memory(&mut c);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-samples", "10"]);
+    let value = "v".repeat(500);
+    for i in 0..100 {
+        c.cmd(&["SET", &format!("hot:{i}"), &value]);
+    }
+    c.cmd(&["CONFIG", "SET", "maxmemory", &(base + 3 * 1024 * 1024).to_string()]);
+    // The LRU clock counts seconds: let the hot keys' stamps be the newest ones by a margin.
+    for round in 0..4 {
+        std::thread::sleep(Duration::from_millis(1100));
+        for i in 0..100 {
+            c.cmd(&["GET", &format!("hot:{i}")]);
+        }
+        for i in 0..4000 {
+            c.cmd(&["SET", &format!("cold:{round}:{i}"), &value]);
+        }
+    }
+    let evicted: i64 = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+    assert!(evicted > 4000, "evicted {evicted}");
+    let hot_left = (0..100).filter(|i| int(&c.cmd(&["EXISTS", &format!("hot:{i}")])) == 1).count();
+    assert!(hot_left >= 90, "only {hot_left} of 100 hot keys survived");
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_with_a_ttl() {
+    for policy in ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"] {
+        let f = TestServer::new();
+        let mut c = f.client();
+        let base = used_memory(&mut c);
+        let value = "v".repeat(1000);
+        for i in 0..500 {
+            c.cmd(&["SET", &format!("keep:{i}"), &value]);
+        }
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", policy]);
+        c.cmd(&["CONFIG", "SET", "maxmemory", &(base + 3 * 1024 * 1024).to_string()]);
+        let mut refused = 0;
+        for i in 0..10_000 {
+            // Later keys expire later: volatile-ttl must take the earliest first.
+            let reply = c.cmd(&["SET", &format!("tmp:{i}"), &value, "EX", &(10_000 + i).to_string()]);
+            if reply.starts_with(b"-OOM") {
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, 0, "{policy}");
+        let kept = (0..500).filter(|i| int(&c.cmd(&["EXISTS", &format!("keep:{i}")])) == 1).count();
+        assert_eq!(kept, 500, "{policy}: keys without a TTL were evicted");
+        if policy == "volatile-ttl" {
+            // The survivors are mostly the ones expiring last.
+            let late = (9000..10_000).filter(|i| int(&c.cmd(&["EXISTS", &format!("tmp:{i}")])) == 1).count();
+            let early = (0..1000).filter(|i| int(&c.cmd(&["EXISTS", &format!("tmp:{i}")])) == 1).count();
+            assert!(late > 900 && early < 100, "volatile-ttl kept {early} early and {late} late keys");
+        }
+    }
+}
+
+#[test]
+fn evictions_are_announced() {
+    let f = TestServer::new();
+    let mut c = f.client();
+    let mut sub = f.client();
+    c.cmd(&["CONFIG", "SET", "notify-keyspace-events", "Ee"]);
+    sub.cmd(&["SUBSCRIBE", "__keyevent@0__:evicted"]);
+    let mut watcher = f.client();
+    c.cmd(&["SET", "watched", "x"]);
+    watcher.cmd(&["WATCH", "watched"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    // Every write now evicts everything it can, then is refused: nothing is left to evict.
+    let reply = c.cmd(&["SET", "k", "v"]);
+    assert!(reply.starts_with(b"-OOM"), "{}", show(&reply));
+    assert_eq!(int(&c.cmd(&["DBSIZE"])), 0);
+    let events = sub.drain(Duration::from_millis(300)).bytes;
+    assert!(
+        events.windows(b"watched".len()).any(|w| w == b"watched"),
+        "no evicted event for the key: {}",
+        show(&events)
+    );
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    watcher.cmd(&["MULTI"]);
+    watcher.cmd(&["SET", "watched", "y"]);
+    assert_eq!(watcher.cmd(&["EXEC"]), b"*-1\r\n", "an evicted WATCHed key must fail EXEC");
+    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), "1");
+}
+
+#[test]
+fn lfu_counters_match_redis() {
+    let (r, f) = both();
+    let (mut rc, mut fc) = (r.client(), f.client());
+    let mut script: Vec<Vec<String>> = vec![
+        vec!["CONFIG".into(), "SET".into(), "maxmemory-policy".into(), "allkeys-lfu".into()],
+        vec!["CONFIG".into(), "SET".into(), "lfu-log-factor".into(), "0".into()],
+        // Strings that are not small integers: Redis shares those, with one counter for all.
+        vec!["SET".into(), "k".into(), "value".into()],
+        vec!["OBJECT".into(), "FREQ".into(), "k".into()],
+    ];
+    for _ in 0..7 {
+        script.push(vec!["GET".into(), "k".into()]);
+    }
+    for cmd in [
+        vec!["OBJECT", "FREQ", "k"],
+        vec!["SET", "k", "other"],
+        vec!["OBJECT", "FREQ", "k"],
+        vec!["APPEND", "k", "more"],
+        vec!["OBJECT", "FREQ", "k"],
+        vec!["RPUSH", "list", "a"],
+        vec!["LRANGE", "list", "0", "-1"],
+        vec!["OBJECT", "FREQ", "list"],
+        vec!["OBJECT", "IDLETIME", "list"],
+        vec!["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        vec!["OBJECT", "FREQ", "list"],
+    ] {
+        script.push(cmd.into_iter().map(String::from).collect());
+    }
+    for argv in &script {
+        let want = rc.cmd(argv);
+        let got = fc.cmd(argv);
+        assert_eq!(show(&got), show(&want), "after {}", show_argv(argv));
+    }
+}
