@@ -161,7 +161,9 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
         };
         let before = st.stats.used_memory_now();
         let Some(value) = st.dbs[db].evict(&key) else {
-            continue;
+            // `pick` only returns keys present; a miss would be a bug, not a reason to spin.
+            outcome = Outcome::Fail;
+            break;
         };
         let effort = value.free_effort();
         if lazy && effort > crate::db::lazyfree::LAZYFREE_THRESHOLD {
