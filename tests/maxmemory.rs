@@ -233,3 +233,23 @@ fn lfu_counters_match_redis() {
         assert_eq!(show(&got), show(&want), "after {}", show_argv(argv));
     }
 }
+
+#[test]
+fn lowering_maxmemory_below_usage_warns_and_evicts() {
+    let f = TestServer::new();
+    let mut c = f.client();
+    let value = "v".repeat(200);
+    for i in 0..5000 {
+        c.cmd(&["SET", &format!("k{i}"), &value]);
+    }
+    let used = used_memory(&mut c);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    let limit = used - 512 * 1024;
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]), b"+OK\r\n");
+    // The cron evicts without waiting for a command.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(f.log().contains("is smaller than the current memory usage"), "no warning in the log");
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    let keys = int(&c.cmd(&["DBSIZE"]));
+    assert!(keys < 5000 && keys > 1000, "{keys} keys left");
+}

@@ -290,10 +290,7 @@ fn after_reply(
         "config" => {
             super::clients::refresh_limits(st);
             super::evict::apply_access_clock(st);
-            // A maxmemory now below usage evicts from the cron, as Redis's eviction time proc.
-            if st.config.maxmemory > 0 && st.stats.used_memory_now() > st.config.maxmemory {
-                st.evict.running = true;
-            }
+            super::evict::limit_changed(st);
         }
         _ if spec.has_flag(flags::PUBSUB) || spec.name == "reset" => {
             client.handle.set_pubsub(st.pubsub.is_subscribed(client.id))

@@ -125,6 +125,34 @@ pub struct EvictState {
     next_db: usize,
     /// A pass ran out of time with memory still over the limit.
     pub running: bool,
+    /// maxmemory when last looked at, to notice CONFIG SET changing it.
+    limit_seen: u64,
+}
+
+impl EvictState {
+    /// The state for a server starting with `limit` as maxmemory.
+    pub fn with_limit(limit: u64) -> EvictState {
+        EvictState { limit_seen: limit, ..Default::default() }
+    }
+}
+
+/// After CONFIG: a maxmemory newly set below usage is announced and evicted down to from the
+/// cron, as Redis's CONFIG SET does.
+pub fn limit_changed(st: &mut State) {
+    let limit = st.config.maxmemory;
+    if limit == st.evict.limit_seen {
+        return;
+    }
+    st.evict.limit_seen = limit;
+    let used = st.stats.used_memory_now();
+    if limit > 0 && used > limit {
+        tracing::warn!(
+            "WARNING: the new maxmemory value set via CONFIG SET ({limit}) is smaller than the current memory \
+             usage ({used}). This will result in key eviction and/or the inability to accept new write commands \
+             depending on the maxmemory-policy."
+        );
+        st.evict.running = true;
+    }
 }
 
 /// Evicts until memory is under maxmemory, as Redis does before each command. `caller` is the

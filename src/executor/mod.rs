@@ -129,6 +129,7 @@ impl State {
             snapshot: snapshot::SnapshotState::default(),
             evict: evict::EvictState::default(),
         };
+        st.evict = evict::EvictState::with_limit(st.config.maxmemory);
         evict::apply_access_clock(&mut st);
         st
     }
