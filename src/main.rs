@@ -82,6 +82,13 @@ fn main() {
     }
     tracing::info!("Running mode=standalone, port={}.", cfg.port);
     tracing::warn!("Server initialized");
+    if cfg.maxmemory > 0 && cfg.maxmemory < 1024 * 1024 {
+        tracing::warn!(
+            "WARNING: You specified a maxmemory value that is less than 1MB (current value is {} bytes). Are you \
+             sure this is what you really want?",
+            cfg.maxmemory
+        );
+    }
     cfg.notify_systemd = supervisor == daemon::Supervisor::Systemd;
     std::process::exit(ferrodis::server::run(cfg));
 }
