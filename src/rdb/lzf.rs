@@ -8,11 +8,12 @@
 //! bytes must match), so stale entries only cost a missed match, never a wrong one. The output
 //! is the standard LZF stream that Redis's `lzf_decompress` (and `format::lzf_decompress`) read:
 //! literal runs of 1..=32 bytes (`000LLLLL`), and back-references of 3..=264 bytes within 8 KiB
-//! (`LLLooooo [L] oooooooo`).
+//! (`LLLooooo [L] oooooooo`). The hash (liblzf's VERY_FAST one over a 2^16 table) and every match
+//! and bound rule follow liblzf, so the bytes equal Redis's own: DUMP payloads are compared with it.
 
 use std::cell::RefCell;
 
-const HLOG: u32 = 14;
+const HLOG: u32 = 16;
 const MAX_LIT: usize = 32;
 const MAX_OFF: usize = 1 << 13;
 const MAX_REF: usize = (1 << 8) + (1 << 3);
@@ -21,10 +22,13 @@ thread_local! {
     static TABLE: RefCell<Vec<u32>> = RefCell::new(vec![0; 1 << HLOG]);
 }
 
+/// liblzf's hash slot of the three bytes at the start of `b` (its VERY_FAST variant). The same
+/// table size, hash and match rules as Redis's copy make the output byte-identical to Redis's,
+/// which DUMP payloads are compared against.
 #[inline]
 fn slot(b: &[u8]) -> usize {
-    let v = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-    (v.wrapping_mul(2_654_435_761) >> (32 - HLOG)) as usize
+    let h = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+    ((h >> (24 - HLOG)).wrapping_sub(h.wrapping_mul(5)) & ((1 << HLOG) - 1)) as usize
 }
 
 /// Compresses `data`, as Redis does only when the result saves at least 4 bytes (it gives LZF
@@ -41,11 +45,11 @@ pub fn compress(data: &[u8]) -> Option<Vec<u8>> {
     })
 }
 
+/// liblzf's algorithm step for step, with `out.len()` as its output pointer (the control byte of
+/// the open literal run is already in `out`) and `limit` as the output size it may not reach.
 fn compress_with(data: &[u8], limit: usize, table: &mut [u32]) -> Option<Vec<u8>> {
     let n = data.len();
     let mut out: Vec<u8> = Vec::with_capacity(limit + MAX_LIT + 4);
-    // `run_at` is the control byte of the literal run being built, `lit` its length so far.
-    let mut run_at = 0usize;
     out.push(0);
     let mut lit = 0usize;
     let mut ip = 0usize;
@@ -53,18 +57,39 @@ fn compress_with(data: &[u8], limit: usize, table: &mut [u32]) -> Option<Vec<u8>
         let h = slot(&data[ip..]);
         let r = table[h] as usize;
         table[h] = ip as u32;
-        if r < ip && ip - r - 1 < MAX_OFF && data[r..r + 3] == data[ip..ip + 3] {
-            let off = ip - r - 1;
-            let maxlen = (n - ip).min(MAX_REF);
-            let mut len = 3;
-            while len < maxlen && data[r + len] == data[ip + len] {
-                len += 1;
+        // liblzf never references position 0 (`ref > in_data`).
+        let off = ip.wrapping_sub(r).wrapping_sub(1);
+        if off < MAX_OFF && r > 0 && data[r..r + 3] == data[ip..ip + 3] {
+            let maxlen = (n - ip - 2).min(MAX_REF);
+            if out.len() + 4 >= limit && out.len() - usize::from(lit == 0) + 4 >= limit {
+                return None;
             }
             // Close the literal run (drop its control byte if it is empty).
+            let run_at = out.len() - lit - 1;
+            out[run_at] = lit.wrapping_sub(1) as u8;
             if lit == 0 {
                 out.pop();
-            } else {
-                out[run_at] = (lit - 1) as u8;
+            }
+            // `len` ends as the number of matching bytes. liblzf first compares 16 bytes
+            // without the `maxlen` bound when `maxlen > 16`, so a match may then run past it.
+            let mut len = 2;
+            let mut done = false;
+            if maxlen > 16 {
+                for _ in 0..16 {
+                    len += 1;
+                    if data[r + len] != data[ip + len] {
+                        done = true;
+                        break;
+                    }
+                }
+            }
+            if !done {
+                loop {
+                    len += 1;
+                    if !(len < maxlen && data[r + len] == data[ip + len]) {
+                        break;
+                    }
+                }
             }
             let code = len - 2;
             if code < 7 {
@@ -74,48 +99,50 @@ fn compress_with(data: &[u8], limit: usize, table: &mut [u32]) -> Option<Vec<u8>
                 out.push((code - 7) as u8);
             }
             out.push(off as u8);
-            ip += len;
-            // Index the last two positions of the match so runs keep matching.
-            for p in ip.saturating_sub(2)..ip {
-                if p + 2 < n {
-                    table[slot(&data[p..])] = p as u32;
-                }
-            }
-            run_at = out.len();
             out.push(0);
             lit = 0;
+            ip += len;
+            if ip + 2 >= n {
+                break;
+            }
+            // Index the last two positions of the match so runs keep matching.
+            table[slot(&data[ip - 2..])] = (ip - 2) as u32;
+            table[slot(&data[ip - 1..])] = (ip - 1) as u32;
         } else {
+            if out.len() >= limit {
+                return None;
+            }
             out.push(data[ip]);
             ip += 1;
             lit += 1;
             if lit == MAX_LIT {
+                let run_at = out.len() - lit - 1;
                 out[run_at] = (MAX_LIT - 1) as u8;
-                run_at = out.len();
                 out.push(0);
                 lit = 0;
             }
         }
-        if out.len() > limit + 1 {
-            return None;
-        }
+    }
+    if out.len() + 3 > limit {
+        return None;
     }
     while ip < n {
         out.push(data[ip]);
         ip += 1;
         lit += 1;
         if lit == MAX_LIT {
+            let run_at = out.len() - lit - 1;
             out[run_at] = (MAX_LIT - 1) as u8;
-            run_at = out.len();
             out.push(0);
             lit = 0;
         }
     }
+    let run_at = out.len() - lit - 1;
+    out[run_at] = lit.wrapping_sub(1) as u8;
     if lit == 0 {
         out.pop();
-    } else {
-        out[run_at] = (lit - 1) as u8;
     }
-    (out.len() <= limit).then_some(out)
+    Some(out)
 }
 
 #[cfg(test)]
