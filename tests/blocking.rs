@@ -74,3 +74,25 @@ fn blocking_matches_redis() {
     }
     assert_eq!(expected.len(), got.len());
 }
+
+/// The `cmd=` field CLIENT LIST shows for a client blocked in BLPOP and for one whose last
+/// command was refused: Redis records the command when it looks it up.
+fn last_cmd_fields(server: &Server) -> Vec<String> {
+    let mut blocked = server.client();
+    send(&mut blocked, &["BLPOP", "nosuch", "5"]);
+    let mut refused = server.client();
+    refused.cmd(&["LPUSH", "onlyonearg"]);
+    let mut c = server.client();
+    std::thread::sleep(Duration::from_millis(200));
+    let list = String::from_utf8_lossy(&c.cmd(&["CLIENT", "LIST"])).into_owned();
+    let mut fields: Vec<String> = list.split_whitespace().filter(|f| f.starts_with("cmd=")).map(String::from).collect();
+    fields.sort();
+    fields
+}
+
+#[test]
+fn client_list_names_blocked_and_refused_commands() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(last_cmd_fields(&ferrodis), last_cmd_fields(&redis));
+}

@@ -78,11 +78,22 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             if let Some(top) = cmd.spec {
                 st.stats.commands.entry(StatName(top.name)).or_default().rejected_calls += 1;
             }
+            // What Redis's lookup found: the command, or its subcommand; NULL for an unknown one.
+            (client.last_cmd, client.last_cmd_parent) = match cmd.spec {
+                Some(top) if top.is_container() && cmd.argv.len() >= 2 => {
+                    top.subcommand(&cmd.argv[1]).map_or(("NULL", ""), |sub| (sub.name, top.name))
+                }
+                Some(top) => (top.name, ""),
+                None => ("NULL", ""),
+            };
             reject(st, client, e, out, proto);
             return;
         }
     };
     let stat_name = stat_key(spec, parent);
+    // As processCommand sets lastcmd at lookup: a refused or blocked command shows in CLIENT LIST.
+    client.last_cmd = spec.name;
+    client.last_cmd_parent = parent.map_or("", |p| p.name);
     if !client.authenticated && !spec.has_flag(flags::NO_AUTH) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         reject(st, client, CmdError::NoAuth, out, proto);
@@ -186,8 +197,6 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         clock.now_ms = unix_ms();
     }
 
-    client.last_cmd = spec.name;
-    client.last_cmd_parent = parent.map_or("", |p| p.name);
     st.stats.total_commands_processed += 1;
     let stat = st.stats.commands.entry(stat_name).or_default();
     stat.record(duration_us);
