@@ -297,20 +297,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
 
     /// Looks up `key` and stamps its access clock.
     pub fn get_touch(&mut self, key: &[u8], clock: u32) -> Option<&mut V> {
-        self.step_if_rehashing();
-        let node = self.find(key);
-        if node.is_null() {
-            return None;
-        }
-        // SAFETY: `node` is live, and `&mut self` makes the access unique.
-        unsafe {
-            // While a fork child shares our pages (resizing discouraged), reads leave the clock
-            // alone, as Redis does: stamping it would copy a page per key read.
-            if RESIZE_ALLOWED.load(Ordering::Relaxed) {
-                (*node).clock = clock;
-            }
-            Some(&mut (*node).value)
-        }
+        self.get_touch_with(key, |_| clock)
     }
 
     /// Looks up `key` and replaces its access clock with `stamp(old clock)`.

@@ -101,8 +101,8 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     // maxmemory: evict first; when that cannot get under the limit, commands that may grow
     // memory are refused, and inside MULTI everything but EXEC/DISCARD/QUIT/RESET (a queue may
-    // grow without bound), as Redis's processCommand does.
-    // Commands inside EXEC and woken blocked commands were admitted already.
+    // grow without bound), as Redis's processCommand does. Commands inside EXEC and woken
+    // blocked commands were admitted already.
     if st.config.maxmemory > 0 && !client.in_exec && !client.woken {
         let out_of_memory = super::evict::perform(st, Some(client), clock.now_ms) == super::evict::Outcome::Fail;
         if out_of_memory && refused_on_oom(client, spec, parent) {
