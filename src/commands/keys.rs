@@ -531,8 +531,12 @@ pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
              switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    let field = ctx.db().access_clock(key).unwrap_or(0);
-    let decay: u32 = ctx.srv.config.other.get("lfu-decay-time").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let db = ctx.db();
+    let field = db.access_clock(key).unwrap_or(0);
+    let decay = match db.access {
+        crate::db::AccessClock::Lfu { decay_minutes, .. } => decay_minutes,
+        crate::db::AccessClock::Lru => 1,
+    };
     Ok(Reply::Int(crate::db::lfu_decayed(field, ctx.now_ms, decay) as i64))
 }
 

@@ -372,7 +372,6 @@ impl Executor {
             db.rehash_until(deadline);
         }
         st.stats.sample_memory();
-        evict::apply_access_clock(st);
         // maxmemory: a pass that ran out of time goes on here (Redis's eviction time proc).
         if st.evict.running {
             evict::perform(st, None, now);
