@@ -3,9 +3,8 @@
 //! and order Redis 7.0.15 prints, from executor state, jemalloc, /proc and getrusage.
 //!
 //! Owns only formatting and the OS probes; the counters themselves live in `stats` and `State`.
-//! Fields for subsystems ferrodis does not have (replication links, defrag, AOF, Lua before the
-//! scripting engine lands) print the values an idle Redis prints, so tools that parse INFO keep
-//! working.
+//! Fields for subsystems ferrodis does not have (replication links, defrag, AOF, the function
+//! engine's VM) print the values an idle Redis prints, so tools that parse INFO keep working.
 
 use std::fmt::Write;
 
@@ -333,20 +332,25 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("allocator_resident", a.resident);
     s.field("total_system_memory", total_mem);
     s.field("total_system_memory_human", bytes_to_human(total_mem));
-    // An empty Lua VM and function engine, as an idle Redis reports them.
-    s.field("used_memory_lua", 32768);
-    s.field("used_memory_vm_eval", 32768);
-    s.field("used_memory_lua_human", "32.00K");
-    s.field("used_memory_scripts_eval", 0);
-    s.field("number_of_cached_scripts", 0);
+    // The EVAL engine's VM and script cache; the function engine (no VM yet) as an idle Redis
+    // reports its empty one.
+    let vm_eval = st.scripting.vm_memory() as u64;
+    let scripts_eval = st.scripting.cache_memory() as u64;
+    const VM_FUNCTIONS: u64 = 33792;
+    const FUNCTIONS_MEMORY: u64 = 200;
+    s.field("used_memory_lua", vm_eval);
+    s.field("used_memory_vm_eval", vm_eval);
+    s.field("used_memory_lua_human", bytes_to_human(vm_eval));
+    s.field("used_memory_scripts_eval", scripts_eval);
+    s.field("number_of_cached_scripts", st.scripting.len());
     s.field("number_of_functions", 0);
     s.field("number_of_libraries", 0);
-    s.field("used_memory_vm_functions", 33792);
-    s.field("used_memory_vm_total", 66560);
-    s.field("used_memory_vm_total_human", "65.00K");
-    s.field("used_memory_functions", 200);
-    s.field("used_memory_scripts", 200);
-    s.field("used_memory_scripts_human", "200B");
+    s.field("used_memory_vm_functions", VM_FUNCTIONS);
+    s.field("used_memory_vm_total", vm_eval + VM_FUNCTIONS);
+    s.field("used_memory_vm_total_human", bytes_to_human(vm_eval + VM_FUNCTIONS));
+    s.field("used_memory_functions", FUNCTIONS_MEMORY);
+    s.field("used_memory_scripts", scripts_eval + FUNCTIONS_MEMORY);
+    s.field("used_memory_scripts_human", bytes_to_human(scripts_eval + FUNCTIONS_MEMORY));
     s.field("maxmemory", st.config.maxmemory);
     s.field("maxmemory_human", bytes_to_human(st.config.maxmemory));
     s.field("maxmemory_policy", &st.config.maxmemory_policy);

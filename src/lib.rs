@@ -5,6 +5,7 @@
 //! - `db`: one database: key table, expiry; uses `types`.
 //! - `commands`: the command table and one module per command family.
 //! - `executor`: the single owner of all databases; `call()` runs each command.
+//! - `scripting`: the Lua engine of EVAL (its VM, script cache and sandbox).
 //! - `server`: listeners and connection tasks (nothing imports it).
 //! - `config`, `log`, `stats`, `slowlog`, `util`: configuration, logging, counters, helpers.
 
@@ -20,6 +21,7 @@ pub mod log;
 pub mod pubsub;
 pub mod rdb;
 pub mod resp;
+pub mod scripting;
 pub mod server;
 pub mod slowlog;
 pub mod stats;

@@ -1,6 +1,6 @@
 //! Blocking commands against real Redis and ferrodis side by side: FIFO wake-up order, timeouts,
-//! MULTI turning a blocking pop non-blocking, CLIENT UNBLOCK, and commands pipelined behind a
-//! blocked one. Expected bytes come from the real server.
+//! MULTI turning a blocking pop non-blocking, a script that pushes, CLIENT UNBLOCK, and commands
+//! pipelined behind a blocked one. Expected bytes come from the real server.
 
 mod common;
 
@@ -51,6 +51,25 @@ fn scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(ctl.cmd(&["EXEC"]));
     out.push(w2.read_reply().expect("blmove served"));
     out.push(ctl.cmd(&["LRANGE", "dst", "0", "-1"]));
+
+    // A script that pushes several times wakes the waiters once it has finished, in FIFO order,
+    // and each sees the list as the script left it.
+    send(&mut w1, &["BLPOP", "jobs", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    send(&mut w2, &["BRPOP", "jobs", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    out.push(ctl.cmd(&[
+        "EVAL",
+        "redis.call('rpush', KEYS[1], 'a') redis.call('rpush', KEYS[1], 'b', 'c') \
+         return redis.call('lrange', KEYS[1], 0, -1)",
+        "1",
+        "jobs",
+    ]));
+    out.push(w1.read_reply().expect("w1 served by the script"));
+    out.push(w2.read_reply().expect("w2 served by the script"));
+    out.push(ctl.cmd(&["LRANGE", "jobs", "0", "-1"]));
+    // A script's own blocking pop is refused, not left waiting.
+    out.push(ctl.cmd(&["EVAL", "return redis.pcall('blpop', KEYS[1], 0)", "1", "jobs"]));
 
     // A key of another type does not wake the waiter; CLIENT UNBLOCK does.
     let id = String::from_utf8_lossy(&w1.cmd(&["CLIENT", "ID"])).trim_start_matches(':').trim().to_string();

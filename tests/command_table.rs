@@ -294,11 +294,6 @@ const NOT_YET_IMPLEMENTED: &[&str] = &[
     "function|load",
     "function|restore",
     "function|stats",
-    // Scripting.
-    "script|debug",
-    "script|exists",
-    "script|kill",
-    "script|load",
 ];
 
 /// Subcommands ferrodis has that Redis 7.0 lacks, added by Redis 7.2 and kept on purpose (redis-py

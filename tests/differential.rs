@@ -264,6 +264,8 @@ scripts! {
     sets_zsets_encoding => "sets_zsets_encoding.txt",
     sort => "sort.txt",
     functions => "functions.txt",
+    scripting => "scripting.txt",
+    scripting_libs => "scripting_libs.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

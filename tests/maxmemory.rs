@@ -60,6 +60,18 @@ fn refusals_match_redis() {
             &["DEL", "nosuch"],
             &["LPOP", "l"],
             &["INCR", "a"],
+            // Scripts: one without a shebang runs, but its first growing command is refused;
+            // a shebang makes EVAL itself a write refused up front unless it says allow-oom
+            // or no-writes.
+            &["EVAL", "return redis.call('set', 'b', '2')", "0"],
+            &["EVAL", "return redis.pcall('set', 'b', '2')", "0"],
+            &["EVAL", "redis.call('del', 'nosuch') return redis.call('get', 'a')", "0"],
+            &["EVAL", "#!lua\nreturn redis.call('get', 'a')", "0"],
+            &["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', 'a')", "0"],
+            &["EVAL", "#!lua flags=no-writes\nreturn redis.call('set', 'b', '2')", "0"],
+            &["EVAL", "#!lua flags=allow-oom\nreturn redis.call('set', 'b', '2')", "0"],
+            &["DEL", "b"],
+            &["EVAL_RO", "return redis.call('get', 'a')", "0"],
             // Inside MULTI every command is refused but EXEC and DISCARD, dooming the transaction.
             &["MULTI"],
             &["GET", "a"],

@@ -20,6 +20,7 @@ pub mod lists;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -286,6 +287,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     persistence::COMMANDS,
     dump::COMMANDS,
     replication::COMMANDS,
+    scripting::COMMANDS,
 ];
 
 /// Every command family's table.

@@ -183,6 +183,15 @@ pub fn feed_monitors(
     if top.has_flag(ADMIN | SKIP_MONITOR) || spec.has_flag(ADMIN | SKIP_MONITOR) {
         return;
     }
+    feed_monitor_line(st, client, top.name, argv);
+}
+
+/// Shows one command to every MONITOR client, whatever its flags (EVAL feeds itself this way
+/// before its script's commands, as Redis does).
+pub fn feed_monitor_line(st: &mut State, client: &Client, name: &str, argv: &[bytes::Bytes]) {
+    if st.pubsub.monitors.is_empty() {
+        return;
+    }
     let us = crate::executor::unix_us();
     let mut line = format!("+{}.{:06} [{} ", us / 1_000_000, us % 1_000_000, client.db).into_bytes();
     if client.info.unix {
@@ -192,7 +201,7 @@ pub fn feed_monitors(
         line.extend_from_slice(client.info.addr.as_bytes());
     }
     line.push(b']');
-    let redacted = redacted_positions(top.name, argv);
+    let redacted = redacted_positions(name, argv);
     for (i, a) in argv.iter().enumerate() {
         line.push(b' ');
         if redacted.contains(&i) {

@@ -1,4 +1,4 @@
-//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, FUNCTION/SCRIPT FLUSH, SHUTDOWN, TIME,
+//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, FUNCTION, SHUTDOWN, TIME,
 //! MEMORY, LATENCY, ROLE. They read and adjust server-wide state (clients, stats, slowlog) and
 //! never change keys, except DEBUG POPULATE which exists for tests.
 //!
@@ -19,7 +19,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     container("slowlog", -2, 0, SLOWLOG),
     spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, debug),
     container("function", -2, 0, FUNCTION),
-    container("script", -2, 0, SCRIPT),
     spec("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, 0, shutdown),
     spec("time", 1, LOADING | STALE | FAST, NO_KEYS, 0, time),
     container("memory", -2, 0, MEMORY),
@@ -65,11 +64,6 @@ static FUNCTION: &[CommandSpec] = &[
     spec("delete", 3, WRITE | NOSCRIPT, NO_KEYS, acl::SCRIPTING, function_delete),
 ];
 
-static SCRIPT: &[CommandSpec] = &[
-    spec("help", 2, LOADING | STALE, NO_KEYS, acl::SCRIPTING, script_help),
-    spec("flush", -2, NOSCRIPT, NO_KEYS, acl::SCRIPTING, script_flush),
-];
-
 static MEMORY: &[CommandSpec] = &[
     spec("malloc-stats", 2, 0, NO_KEYS, 0, memory_malloc_stats),
     spec("doctor", 2, 0, NO_KEYS, 0, memory_doctor),
@@ -106,7 +100,7 @@ fn sub_syntax_error(args: &Args) -> CmdError {
 }
 
 /// A HELP reply: Redis's header line, the command's lines, then HELP's own entry.
-fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
+pub(super) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
     let mut out = Vec::with_capacity(lines.len() + 3);
     out.push(Reply::StatusOwned(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")));
     out.extend(lines.iter().map(|l| Reply::StatusOwned((*l).to_string())));
@@ -1510,40 +1504,6 @@ pub fn function_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
             "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
             "      libraries with the new libraries (notice that even on this option there is a chance of failure",
             "      in case of functions name collision with another library).",
-        ],
-    ))
-}
-
-/// SCRIPT FLUSH [ASYNC|SYNC]
-///
-/// Empties the script cache; there is none yet, so this only validates the mode.
-pub fn script_flush(_ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let ok = args.len() == 2 || (args.len() == 3 && (args.is(2, "sync") || args.is(2, "async")));
-    if !ok {
-        return Err(CmdError::err("SCRIPT FLUSH only support SYNC|ASYNC option"));
-    }
-    Ok(Reply::Ok)
-}
-
-/// SCRIPT HELP
-pub fn script_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(help_reply(
-        "SCRIPT",
-        &[
-            "DEBUG (YES|SYNC|NO)",
-            "    Set the debug mode for subsequent scripts executed.",
-            "EXISTS <sha1> [<sha1> ...]",
-            "    Return information about the existence of the scripts in the script cache.",
-            "FLUSH [ASYNC|SYNC]",
-            "    Flush the Lua scripts cache. Very dangerous on replicas.",
-            "    When called without the optional mode argument, the behavior is determined by the",
-            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-            "    * ASYNC: Asynchronously flush the scripts cache.",
-            "    * SYNC: Synchronously flush the scripts cache.",
-            "KILL",
-            "    Kill the currently executing Lua script.",
-            "LOAD <script>",
-            "    Load a script into the scripts cache without executing it.",
         ],
     ))
 }

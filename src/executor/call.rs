@@ -94,6 +94,12 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // As processCommand sets lastcmd at lookup: a refused or blocked command shows in CLIENT LIST.
     client.last_cmd = spec.name;
     client.last_cmd_parent = parent.map_or("", |p| p.name);
+    // A script with a shebang declares its own flags (write, denyoom): they decide the checks.
+    let flags_now = if spec.acl & crate::commands::acl::SCRIPTING != 0 && spec.name.starts_with("eval") {
+        crate::commands::scripting::command_flags(st, spec, &cmd.argv)
+    } else {
+        spec.flags
+    };
     if !client.authenticated && !spec.has_flag(flags::NO_AUTH) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         reject(st, client, CmdError::NoAuth, out, proto);
@@ -105,7 +111,8 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // blocked commands were admitted already.
     if st.config.maxmemory > 0 && !client.in_exec && !client.woken {
         let out_of_memory = super::evict::perform(st, Some(client), clock.now_ms) == super::evict::Outcome::Fail;
-        if out_of_memory && refused_on_oom(client, spec, parent) {
+        st.pre_command_oom = out_of_memory;
+        if out_of_memory && refused_on_oom(client, spec, flags_now, parent) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             reject(st, client, CmdError::Raw(super::evict::OOM_ERROR.into()), out, proto);
             return;
@@ -115,7 +122,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // Redis) are refused until a save succeeds; inside MULTI this also dooms the transaction.
     if super::snapshot::writes_denied(st) {
         // EXEC is not checked: its queued writes were refused while queueing, dooming it.
-        if spec.has_flag(flags::WRITE) || parent.unwrap_or(spec).name == "ping" {
+        if flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping" {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             reject(st, client, CmdError::Raw(MISCONF.into()), out, proto);
             return;
@@ -229,8 +236,13 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
 }
 
 /// Whether a command is refused while memory is over maxmemory with nothing left to evict.
-fn refused_on_oom(client: &Client, spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> bool {
-    if spec.has_flag(flags::DENYOOM) {
+fn refused_on_oom(
+    client: &Client,
+    spec: &'static CommandSpec,
+    flags_now: u32,
+    parent: Option<&'static CommandSpec>,
+) -> bool {
+    if flags_now & flags::DENYOOM != 0 {
         return true;
     }
     if parent.is_some() {

@@ -80,6 +80,11 @@ pub struct State {
     pub pubsub: crate::pubsub::PubSub,
     /// Function libraries restored from RDB (no engine runs them yet).
     pub functions: crate::functions::Libraries,
+    /// The Lua engine and script cache (EVAL, SCRIPT).
+    pub scripting: crate::scripting::Engine,
+    /// Whether memory was over maxmemory with nothing left to evict when the running command
+    /// started (Redis's pre_command_oom_state): a script may not begin to write then.
+    pub pre_command_oom: bool,
     /// Client-side caching: keys read by tracking clients, BCAST prefixes.
     pub tracking: crate::tracking::Table,
     /// Clients holding commands until CLIENT PAUSE ends, in the order they were stopped.
@@ -123,6 +128,8 @@ impl State {
             pause_all: false,
             pubsub: crate::pubsub::PubSub::default(),
             functions: crate::functions::Libraries::default(),
+            scripting: crate::scripting::Engine::new(),
+            pre_command_oom: false,
             tracking: crate::tracking::Table::default(),
             postponed: std::collections::VecDeque::new(),
             loading: None,

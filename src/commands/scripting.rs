@@ -1,0 +1,223 @@
+//! Scripting commands: EVAL, EVALSHA, their read-only forms, and SCRIPT. Argument checks, the
+//! script cache and the rules a run starts under (read-only, OOM, failed saves) are decided here
+//! in Redis's order; the Lua engine itself is `crate::scripting`.
+
+use super::flags::*;
+use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::executor::State;
+use crate::resp::Reply;
+use crate::scripting::{script_flags, RunRules};
+
+const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS;
+const S: u64 = acl::SCRIPTING;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    spec("eval", -3, EVAL_FLAGS, keys(0, 0, 0), S, eval),
+    spec("evalsha", -3, EVAL_FLAGS, keys(0, 0, 0), S, evalsha),
+    spec("eval_ro", -3, READONLY | EVAL_FLAGS, keys(0, 0, 0), S, eval_ro),
+    spec("evalsha_ro", -3, READONLY | EVAL_FLAGS, keys(0, 0, 0), S, evalsha_ro),
+    container("script", -2, 0, SCRIPT),
+];
+
+static SCRIPT: &[CommandSpec] = &[
+    spec("load", 3, NOSCRIPT | STALE, NO_KEYS, S, script_load),
+    spec("exists", -3, NOSCRIPT, NO_KEYS, S, script_exists),
+    spec("flush", -2, NOSCRIPT, NO_KEYS, S, script_flush),
+    spec("kill", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, S, script_kill),
+    spec("debug", 3, NOSCRIPT, NO_KEYS, S, script_debug),
+    spec("help", 2, LOADING | STALE, NO_KEYS, S, script_help),
+];
+
+const NOSCRIPT_ERROR: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// EVAL script numkeys [key ...] [arg ...]
+///
+/// Runs the script (compiling and caching it first) with KEYS and ARGV.
+pub fn eval(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    eval_generic(ctx, args, false, false)
+}
+
+/// EVALSHA sha1 numkeys [key ...] [arg ...]
+pub fn evalsha(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    eval_generic(ctx, args, true, false)
+}
+
+/// EVAL_RO script numkeys [key ...] [arg ...]: the script may not write.
+pub fn eval_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    eval_generic(ctx, args, false, true)
+}
+
+/// EVALSHA_RO sha1 numkeys [key ...] [arg ...]
+pub fn evalsha_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    eval_generic(ctx, args, true, true)
+}
+
+fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
+    // EVAL skips the usual feed (after the command) and shows itself first, so that MONITOR
+    // lists the script's commands after it.
+    super::pubsub::feed_monitor_line(ctx.srv, ctx.client, ctx.spec.name, &args.argv);
+    // A digest of the wrong length cannot match: NOSCRIPT before anything else is looked at.
+    if by_sha && args.get(1).len() != 40 {
+        return Err(CmdError::Raw(NOSCRIPT_ERROR.into()));
+    }
+    let numkeys = args.i64(2)?;
+    if numkeys > (args.len() - 3) as i64 {
+        return Err(CmdError::err("Number of keys can't be greater than number of args"));
+    }
+    if numkeys < 0 {
+        return Err(CmdError::err("Number of keys can't be negative"));
+    }
+    let script = if by_sha {
+        let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+        match ctx.srv.scripting.get(&sha) {
+            Some(script) => script.clone(),
+            None => return Err(CmdError::Raw(NOSCRIPT_ERROR.into())),
+        }
+    } else {
+        ctx.srv.scripting.create(args.get(1)).map_err(CmdError::Raw)?
+    };
+    let rules = prepare_run(ctx.srv, script.flags, read_only)?;
+    let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
+    let now = ctx.now_ms;
+    Ok(crate::scripting::run(ctx.srv, ctx.client, &script, keys, argv, rules, now))
+}
+
+/// The checks Redis makes before a run (scriptPrepareForRun), and the rules the run gets.
+fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<RunRules, CmdError> {
+    let compat = flags & script_flags::EVAL_COMPAT_MODE != 0;
+    let no_writes = flags & script_flags::NO_WRITES != 0;
+    let allow_oom = flags & script_flags::ALLOW_OOM != 0;
+    let oom = st.config.maxmemory > 0 && st.pre_command_oom;
+    if !compat {
+        if !allow_oom && oom && !no_writes {
+            return Err(CmdError::Raw(
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into(),
+            ));
+        }
+        if !no_writes {
+            if crate::executor::snapshot::writes_denied(st) {
+                return Err(CmdError::Raw(
+                    "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. \
+                     Writable scripts are blocked. Use 'no-writes' flag for read only scripts."
+                        .into(),
+                ));
+            }
+            if read_only {
+                return Err(CmdError::err("Can not execute a script with write flag using *_ro command."));
+            }
+        }
+    }
+    Ok(RunRules { read_only: read_only || (!compat && no_writes), allow_oom: !compat && allow_oom, oom_at_start: oom })
+}
+
+/// The flags an EVAL-family command runs under (Redis's evalGetCommandFlags): a script with a
+/// shebang declares its own. Without `no-writes` it counts as a write (refused after a failed
+/// save, held by CLIENT PAUSE WRITE), and without `allow-oom` or `no-writes` as DENYOOM.
+pub fn command_flags(st: &State, spec: &CommandSpec, argv: &[bytes::Bytes]) -> u32 {
+    let Some(first) = argv.get(1) else { return spec.flags };
+    let by_sha = spec.name.starts_with("evalsha");
+    let script = if by_sha {
+        if first.len() != 40 {
+            return spec.flags;
+        }
+        st.scripting.get(&String::from_utf8_lossy(first).to_ascii_lowercase()).map(|s| s.flags)
+    } else {
+        st.scripting.by_body(first).map(|s| s.flags)
+    };
+    let script_flags = match script {
+        Some(f) => f,
+        None if by_sha => return spec.flags,
+        None => match crate::scripting::shebang_flags(first) {
+            Ok(f) => f,
+            Err(_) => return spec.flags,
+        },
+    };
+    if script_flags & script_flags::EVAL_COMPAT_MODE != 0 {
+        return spec.flags;
+    }
+    let mut out = spec.flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
+    if script_flags & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0 {
+        out |= DENYOOM;
+    }
+    if script_flags & script_flags::NO_WRITES == 0 {
+        out |= WRITE;
+    }
+    if script_flags & script_flags::ALLOW_STALE != 0 {
+        out |= STALE;
+    }
+    out
+}
+
+/// SCRIPT LOAD script
+///
+/// Compiles the script into the cache without running it; replies with its SHA1.
+pub fn script_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let script = ctx.srv.scripting.create(args.get(2)).map_err(CmdError::Raw)?;
+    Ok(Reply::Bulk(script.sha.clone().into_bytes()))
+}
+
+/// SCRIPT EXISTS sha1 [sha1 ...]
+///
+/// 1 or 0 for each digest (any case) by whether the cache holds it.
+pub fn script_exists(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let found = args
+        .from(2)
+        .map(|sha| Reply::Int(ctx.srv.scripting.contains(&String::from_utf8_lossy(sha).to_ascii_lowercase()) as i64));
+    Ok(Reply::Array(found.collect()))
+}
+
+/// SCRIPT FLUSH [ASYNC|SYNC]
+///
+/// Empties the script cache. Both modes free at once: the cache is small next to a keyspace.
+pub fn script_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let ok = args.len() == 2 || (args.len() == 3 && (args.is(2, "sync") || args.is(2, "async")));
+    if !ok {
+        return Err(CmdError::err("SCRIPT FLUSH only support SYNC|ASYNC option"));
+    }
+    ctx.srv.scripting.flush();
+    Ok(Reply::Ok)
+}
+
+/// SCRIPT KILL
+///
+/// Scripts run to completion on the executor thread before any other command is read, so there
+/// is never a running script to stop when this command is served.
+pub fn script_kill(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Err(CmdError::Raw("NOTBUSY No scripts in execution right now.".into()))
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO
+///
+/// NO (the default mode) is accepted; the Lua debugger behind YES and SYNC does not exist here.
+pub fn script_debug(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.is(2, "no") {
+        return Ok(Reply::Ok);
+    }
+    if args.is(2, "yes") || args.is(2, "sync") {
+        return Err(CmdError::err("SCRIPT DEBUG YES and SYNC are not supported: this server has no Lua debugger"));
+    }
+    Err(CmdError::err("Use SCRIPT DEBUG YES/SYNC/NO"))
+}
+
+/// SCRIPT HELP
+pub fn script_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Ok(super::server::help_reply(
+        "SCRIPT",
+        &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    ))
+}

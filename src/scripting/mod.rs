@@ -1,0 +1,687 @@
+//! The Lua engine behind EVAL and its family: one Lua 5.1 VM for the server's life, the script
+//! cache (by SHA1), the sandbox Redis 7.0 gives scripts (its globals, read-only library tables,
+//! the `redis` API), and one script run: KEYS/ARGV, redis.call through the executor's `call()` on
+//! a client of the script's own, errors worded as Redis words them.
+//!
+//! Conversions between replies and Lua values live in `convert`; the extra libraries (cjson,
+//! cmsgpack, struct, bit) in `libs`. Command handlers are in `commands::scripting`; this module
+//! owns no command syntax.
+//!
+//! A script runs on the executor thread to completion. Redis answers other clients with BUSY
+//! after lua-time-limit and lets SCRIPT KILL stop a script that has not written; here the other
+//! clients simply wait, so SCRIPT KILL only ever finds no script running.
+
+pub mod convert;
+pub mod libs;
+mod stack;
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+
+use crate::commands::{flags, CommandSpec};
+use crate::executor::call::Clock;
+use crate::executor::clients::{Client, ClientHandle, ConnInfo};
+use crate::executor::{Cmd, State};
+use crate::resp::Reply;
+
+/// Shebang flags (`#!lua flags=...`), as Redis 7.0 names them.
+pub mod script_flags {
+    pub const NO_WRITES: u32 = 1 << 0;
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    pub const ALLOW_CROSS_SLOT_KEYS: u32 = 1 << 4;
+    /// No shebang: the pre-7.0 rules (may write, runs under OOM until it writes).
+    pub const EVAL_COMPAT_MODE: u32 = 1 << 5;
+
+    pub const NAMES: &[(&str, u32)] = &[
+        ("no-writes", NO_WRITES),
+        ("allow-oom", ALLOW_OOM),
+        ("allow-stale", ALLOW_STALE),
+        ("no-cluster", NO_CLUSTER),
+        ("allow-cross-slot-keys", ALLOW_CROSS_SLOT_KEYS),
+    ];
+}
+
+/// The chunk name of scripts: errors read `user_script:1: ...` and `on @user_script:1.`.
+const SCRIPT_CHUNK: &str = "@user_script";
+/// The chunk name of the environment code, whose frames the error handler skips.
+const ENV_CHUNK: &str = "=redis_lib";
+
+/// One cached script.
+pub struct Script {
+    /// Lower-case hex SHA1 of the body.
+    pub sha: String,
+    pub body: Bytes,
+    pub flags: u32,
+    func: Function,
+}
+
+/// The parts of the VM a run uses, shared so that a run takes them with one reference count
+/// instead of a Lua reference each.
+struct Vm {
+    lua: Lua,
+    /// The real global table (KEYS and ARGV are set in it) and the read-only proxy scripts see.
+    globals: Table,
+    env: Table,
+    err_handler: Function,
+}
+
+/// The Lua VM, its script cache and the client scripts run their commands as.
+pub struct Engine {
+    vm: Arc<Vm>,
+    /// Scripts by SHA1, and the same scripts by body: EVAL finds its script by hashing the body
+    /// (its SHA1 is only computed when the script is new). The keys share the bodies' bytes.
+    scripts: HashMap<String, Arc<Script>>,
+    by_body: HashMap<Bytes, Arc<Script>, foldhash::fast::RandomState>,
+    /// Bytes of script bodies held by the cache (INFO used_memory_scripts_eval).
+    pub bodies_bytes: usize,
+    /// The script client, kept between runs (taken out while one runs).
+    client: Option<Box<Client>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("scripts", &self.scripts.len()).finish()
+    }
+}
+
+/// Client id of the script client: never a connection's.
+pub const SCRIPT_CLIENT_ID: u64 = u64::MAX;
+
+impl Engine {
+    pub fn new() -> Engine {
+        Self::build().unwrap_or_else(|e| panic!("the Lua environment failed to build: {e}"))
+    }
+
+    fn build() -> mlua::Result<Engine> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        libs::load(&lua)?;
+        let prim = lua.create_table()?;
+        prim.raw_set("version", crate::REDIS_VERSION)?;
+        prim.raw_set("version_num", version_num(crate::REDIS_VERSION))?;
+        prim.raw_set("err_handler", lua.create_function(err_handler)?)?;
+        prim.raw_set("c_wrap", lua.create_function(|lua, f: Function| raising(lua, f))?)?;
+        // SAFETY: both are C functions written for the Lua 5.1 API (see `stack`).
+        prim.raw_set("call", unsafe { lua.create_c_function(stack::redis_call)? })?;
+        prim.raw_set("pcall", unsafe { lua.create_c_function(stack::redis_pcall)? })?;
+        prim.raw_set("setresp", raising(&lua, lua.create_function(prim_setresp)?)?)?;
+        prim.raw_set("log", raising(&lua, lua.create_function(prim_log)?)?)?;
+        prim.raw_set("sha1hex", raising(&lua, lua.create_function(prim_sha1hex)?)?)?;
+        prim.raw_set("error_reply", raising(&lua, lua.create_function(prim_error_reply)?)?)?;
+        prim.raw_set("status_reply", raising(&lua, lua.create_function(prim_status_reply)?)?)?;
+        prim.raw_set("set_repl", raising(&lua, lua.create_function(prim_set_repl)?)?)?;
+        prim.raw_set("acl_check_cmd", raising(&lua, lua.create_function(prim_acl_check_cmd)?)?)?;
+        let globals = lua.globals();
+        let err_handler: Function = prim.raw_get("err_handler")?;
+        let env: Table = lua.load(include_str!("env.lua")).set_name(ENV_CHUNK).call(prim)?;
+        Ok(Engine {
+            vm: Arc::new(Vm { lua, globals, env, err_handler }),
+            scripts: HashMap::new(),
+            by_body: HashMap::default(),
+            bodies_bytes: 0,
+            client: None,
+        })
+    }
+
+    /// Whether the cache holds `sha` (lower-case hex).
+    pub fn contains(&self, sha: &str) -> bool {
+        self.scripts.contains_key(sha)
+    }
+
+    pub fn get(&self, sha: &str) -> Option<&Arc<Script>> {
+        self.scripts.get(sha)
+    }
+
+    /// The cached script with this body, if any (no SHA1 computed).
+    pub fn by_body(&self, body: &[u8]) -> Option<&Arc<Script>> {
+        self.by_body.get(body)
+    }
+
+    pub fn len(&self) -> usize {
+        self.scripts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.scripts.is_empty()
+    }
+
+    /// Bytes the script cache holds beyond the VM (INFO used_memory_scripts_eval): the bodies
+    /// and an entry per script, as Redis counts its dict of scripts.
+    pub fn cache_memory(&self) -> usize {
+        self.bodies_bytes + self.scripts.len() * (40 + 64)
+    }
+
+    /// Bytes the Lua VM holds (INFO used_memory_lua).
+    pub fn vm_memory(&self) -> usize {
+        self.vm.lua.used_memory()
+    }
+
+    /// Compiles `body` into the cache under its SHA1 unless it is there; returns the SHA1, or the
+    /// error line (a shebang error or Lua's compile error).
+    pub fn create(&mut self, body: &[u8]) -> Result<Arc<Script>, String> {
+        if let Some(script) = self.by_body.get(body) {
+            return Ok(script.clone());
+        }
+        let flags = shebang_flags(body)?;
+        // The shebang becomes a comment, so line numbers stay those of the script as sent.
+        let mut source = body.to_vec();
+        if flags & script_flags::EVAL_COMPAT_MODE == 0 {
+            source[..2].copy_from_slice(b"--");
+        }
+        let func = self
+            .vm
+            .lua
+            .load(&source[..])
+            .set_name(SCRIPT_CHUNK)
+            .set_environment(self.vm.env.clone())
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling script (new function): {}", compile_message(&e)))?;
+        let body = Bytes::copy_from_slice(body);
+        let script = Arc::new(Script { sha: sha1_hex(&body), body: body.clone(), flags, func });
+        self.bodies_bytes += body.len();
+        self.scripts.insert(script.sha.clone(), script.clone());
+        self.by_body.insert(body, script.clone());
+        Ok(script)
+    }
+
+    /// Empties the cache (SCRIPT FLUSH) and collects what the scripts held.
+    pub fn flush(&mut self) {
+        self.scripts.clear();
+        self.by_body.clear();
+        self.bodies_bytes = 0;
+        let _ = self.vm.lua.gc_collect();
+        let _ = self.vm.lua.gc_collect();
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `7.0.15` → 0x07000f, as REDIS_VERSION_NUM.
+fn version_num(v: &str) -> i64 {
+    let mut parts = v.split('.').map(|p| p.parse::<i64>().unwrap_or(0));
+    let (a, b, c) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a << 16) | (b << 8) | c
+}
+
+/// Lower-case hex SHA1.
+pub fn sha1_hex(data: &[u8]) -> String {
+    use sha1::Digest;
+    let digest = sha1::Sha1::digest(data);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(40);
+    for b in digest.iter() {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Lua's compile message without mlua's decoration.
+fn compile_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The flags of a `#!lua flags=a,b` first line, or EVAL_COMPAT_MODE without one.
+pub fn shebang_flags(body: &[u8]) -> Result<u32, String> {
+    if !body.starts_with(b"#!") {
+        return Ok(script_flags::EVAL_COMPAT_MODE);
+    }
+    let Some(end) = body.iter().position(|&c| c == b'\n') else {
+        return Err("ERR Invalid script shebang".into());
+    };
+    let line = String::from_utf8_lossy(&body[..end]);
+    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
+    let Some(&engine) = parts.first() else {
+        return Err("ERR Invalid engine in script shebang".into());
+    };
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = 0;
+    for part in &parts[1..] {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {part}"));
+        };
+        for name in list.split(',').filter(|n| !n.is_empty()) {
+            let Some(&(_, bit)) = script_flags::NAMES.iter().find(|(n, _)| *n == name) else {
+                return Err(format!("ERR Unexpected flag in script shebang: {name}"));
+            };
+            flags |= bit;
+        }
+    }
+    Ok(flags)
+}
+
+/// How a run may behave, from the command (the `_RO` forms) and the script's flags.
+#[derive(Debug, Clone, Copy)]
+pub struct RunRules {
+    /// Write commands fail ("Write commands are not allowed from read-only scripts.").
+    pub read_only: bool,
+    /// The script may use DENYOOM commands while memory is over maxmemory.
+    pub allow_oom: bool,
+    /// Memory was over maxmemory when the command started.
+    pub oom_at_start: bool,
+}
+
+/// What the callbacks of one run share.
+struct Run<'a> {
+    st: &'a mut State,
+    client: &'a mut Client,
+    clock: Clock,
+    rules: RunRules,
+    /// A write command ran: OOM no longer stops the script halfway.
+    wrote: bool,
+    /// The last command's encoded reply, converted for Lua from here.
+    reply_buf: Vec<u8>,
+}
+
+/// Runs the cached script `sha` for `caller` with KEYS and ARGV; returns the reply (an error
+/// reply for a script error).
+pub fn run(
+    st: &mut State,
+    caller: &Client,
+    script: &Script,
+    keys: &[Bytes],
+    args: &[Bytes],
+    rules: RunRules,
+    now_ms: i64,
+) -> Reply {
+    let vm = st.scripting.vm.clone();
+    let mut client = st.scripting.client.take().unwrap_or_else(|| Box::new(script_client(now_ms)));
+    client.db = caller.db;
+    client.proto = 2;
+    client.in_exec = true;
+
+    let mut run = Run {
+        st: &mut *st,
+        client: &mut client,
+        clock: Clock::new(now_ms),
+        rules,
+        wrote: false,
+        reply_buf: Vec::new(),
+    };
+    let result = {
+        let _current = CurrentRun::enter(&mut run);
+        call_script(&vm, &script.func, keys, args).map(|(ok, value)| {
+            let resp = with_run(|run| run.client.proto).unwrap_or(2);
+            if ok {
+                convert::lua_to_reply(&value, resp, 0)
+            } else {
+                script_error(&value, &script.sha)
+            }
+        })
+    };
+    let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {}: {e}", script.sha)));
+    st.scripting.client = Some(client);
+    reply
+}
+
+/// Sets KEYS and ARGV and calls the script under the error handler, in one pass over the Lua C
+/// API (each mlua call would take the VM's lock): `(true, result)` or `(false, error table)`.
+fn call_script(vm: &Vm, func: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(bool, Value)> {
+    use mlua::ffi;
+    // SAFETY: `exec_raw` runs the closure as a protected C function whose stack holds the three
+    // values passed (globals, function, handler) at 1..3. Every push below is balanced or left as
+    // the two results; at most three slots are used at a time beyond those, within LUA_MINSTACK.
+    // Errors (memory) longjmp to exec_raw's protection; the closure's frame holds only slices.
+    unsafe {
+        vm.lua.exec_raw::<(bool, Value)>((&vm.globals, func, &vm.err_handler), |state| {
+            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
+                ffi::lua_pushstring(state, name.as_ptr());
+                ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
+                for (i, item) in items.iter().enumerate() {
+                    ffi::lua_pushlstring(state, item.as_ptr() as *const std::ffi::c_char, item.len());
+                    ffi::lua_rawseti(state, -2, (i + 1) as _);
+                }
+                ffi::lua_rawset(state, 1);
+            }
+            ffi::lua_pushvalue(state, 2);
+            let status = ffi::lua_pcall(state, 0, 1, 3);
+            ffi::lua_pushboolean(state, (status == 0) as std::ffi::c_int);
+            ffi::lua_replace(state, 1);
+            ffi::lua_replace(state, 2);
+            ffi::lua_settop(state, 2);
+        })
+    }
+}
+
+thread_local! {
+    /// The run in progress on this thread (a `*mut Run`), for redis.call and redis.setresp.
+    static CURRENT_RUN: Cell<*mut ()> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Publishes a run to the callbacks for as long as it lives (cleared on unwind too).
+struct CurrentRun;
+
+impl CurrentRun {
+    fn enter(run: &mut Run<'_>) -> CurrentRun {
+        CURRENT_RUN.with(|c| c.set(run as *mut Run<'_> as *mut ()));
+        CurrentRun
+    }
+}
+
+impl Drop for CurrentRun {
+    fn drop(&mut self) {
+        CURRENT_RUN.with(|c| c.set(std::ptr::null_mut()));
+    }
+}
+
+/// Runs `f` on the run in progress; None outside a run.
+fn with_run<R>(f: impl FnOnce(&mut Run<'_>) -> R) -> Option<R> {
+    let ptr = CURRENT_RUN.with(|c| c.get());
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `run` set the pointer to a `Run` on its stack that outlives the script's execution
+    // and clears it before that `Run` goes away. The borrow is exclusive: callbacks take it only
+    // for the duration of `f`, and nothing `f` does (a command through `call()`) can call back
+    // into Lua, since every command that runs a script is refused inside one (NOSCRIPT).
+    let run = unsafe { &mut *(ptr as *mut Run<'_>) };
+    Some(f(run))
+}
+
+/// The client scripts run their commands as: authenticated, never connected.
+fn script_client(now_ms: i64) -> Client {
+    // MONITOR shows the script's commands as coming from `lua`, as Redis does.
+    let info = ConnInfo { addr: "lua".into(), laddr: String::new(), fd: -1, unix: false, local: true };
+    Client::new(SCRIPT_CLIENT_ID, info, std::sync::Arc::new(ClientHandle::default()), now_ms, true)
+}
+
+/// The reply for a script that raised `err` (the error handler's table).
+fn script_error(err: &Value, sha: &str) -> Reply {
+    let Value::Table(t) = err else {
+        return Reply::Error(format!("ERR Error running script (call to {sha}): @user_script"));
+    };
+    let mut text = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => s.as_bytes().to_vec(),
+        _ => Vec::new(),
+    };
+    let source = t.raw_get::<Option<mlua::LuaString>>("source").ok().flatten();
+    let line = t.raw_get::<Option<i64>>("line").ok().flatten();
+    text.extend_from_slice(b" script: ");
+    text.extend_from_slice(sha.as_bytes());
+    if let (Some(source), Some(line)) = (source, line) {
+        text.extend_from_slice(b", on ");
+        text.extend_from_slice(&source.as_bytes());
+        text.extend_from_slice(format!(":{line}.").as_bytes());
+    }
+    convert::line_reply(b'-', text)
+}
+
+/// The message handler of every run (Redis's `__redis__err__handler`): turns the error into a
+/// table `{err=...}` ("ERR " before a non-table error) and notes the script line it came from,
+/// the first frame up the stack that is neither C nor the environment's wrappers.
+fn err_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+    let table = match err {
+        Value::Table(t) => t,
+        other => {
+            let text = match &other {
+                Value::String(s) => s.as_bytes().to_vec(),
+                Value::Nil => b"nil".to_vec(),
+                Value::Boolean(b) => b.to_string().into_bytes(),
+                Value::Integer(i) => i.to_string().into_bytes(),
+                Value::Number(n) => crate::util::num::fmt_g(*n, 14).into_bytes(),
+                Value::Error(e) => e.to_string().into_bytes(),
+                v => format!("{}: {:p}", v.type_name(), v.to_pointer()).into_bytes(),
+            };
+            let t = lua.create_table()?;
+            let mut msg = b"ERR ".to_vec();
+            msg.extend_from_slice(&text);
+            t.raw_set("err", lua.create_string(&msg)?)?;
+            t
+        }
+    };
+    for level in 1..64 {
+        let frame = lua.inspect_stack(level, |d| {
+            let src = d.source();
+            (src.what, src.source.map(|s| s.into_owned()), d.current_line())
+        });
+        let Some((what, source, line)) = frame else { break };
+        if what == "C" || source.as_deref() == Some(ENV_CHUNK) {
+            continue;
+        }
+        if let Some(source) = source {
+            t_set(&table, "source", lua.create_string(&source)?)?;
+        }
+        if let Some(line) = line {
+            t_set(&table, "line", line as i64)?;
+        }
+        break;
+    }
+    Ok(table)
+}
+
+fn t_set(t: &Table, k: &str, v: impl mlua::IntoLua) -> mlua::Result<()> {
+    t.raw_set(k, v)
+}
+
+/// `(false, {err=msg})` for the environment's wrappers to raise: `msg` in Redis's error-table
+/// form (luaPushError): a leading `-CODE ` stays the code, anything else gets `ERR `.
+fn failure(lua: &Lua, msg: &str) -> mlua::Result<MultiValue> {
+    let t = lua.create_table()?;
+    t.raw_set("err", convert::error_table_text(msg))?;
+    Ok(MultiValue::from_iter([Value::Boolean(false), Value::Table(t)]))
+}
+
+/// error_reply/status_reply with a bad argument return (not raise) an error table.
+fn bad_reply_arguments(lua: &Lua) -> mlua::Result<MultiValue> {
+    let t = lua.create_table()?;
+    t.raw_set("err", "ERR wrong number or type of arguments")?;
+    Ok(success(Value::Table(t)))
+}
+
+/// Wraps `inner`, which answers `(true, results...)` or `(false, error[, positioned])`, in a C
+/// closure that returns the results or raises the error (any Lua value, a table included, as C
+/// code can and Rust callbacks cannot; `positioned` prefixes a message with the caller's
+/// `chunk:line:`, as luaL_error does). Being a C function, it leaves the calling script's frame in
+/// place even when called in a tail position, so the error handler finds the script's line.
+fn raising(lua: &Lua, inner: Function) -> mlua::Result<Function> {
+    // SAFETY: `lua_pushcclosure` pops the one value `exec_raw` pushed (`inner`) as the closure's
+    // upvalue and pushes the closure, which `exec_raw` returns.
+    unsafe { lua.exec_raw::<Function>(inner, |state| mlua::ffi::lua_pushcclosure(state, raise_shim, 1)) }
+}
+
+/// The C side of `raising`.
+unsafe extern "C-unwind" fn raise_shim(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    // SAFETY (whole function): Lua C API calls on the running state; `lua_call` leaves the
+    // results on the stack (Lua grows it for them), and the few pushes after it are within the
+    // LUA_MINSTACK slots a C function has. No Rust value with a destructor lives in this frame,
+    // so `lua_error` may longjmp over it.
+    let nargs = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
+    let nresults = ffi::lua_gettop(state);
+    if ffi::lua_toboolean(state, 1) != 0 {
+        ffi::lua_remove(state, 1);
+        return nresults - 1;
+    }
+    let positioned = nresults >= 3 && ffi::lua_toboolean(state, 3) != 0;
+    ffi::lua_settop(state, 2);
+    if positioned {
+        ffi::luaL_where(state, 1);
+        ffi::lua_insert(state, 2);
+        ffi::lua_concat(state, 2);
+    }
+    ffi::lua_error(state)
+}
+
+fn success(value: Value) -> MultiValue {
+    MultiValue::from_iter([Value::Boolean(true), value])
+}
+
+/// The command's arguments: strings as they are, numbers as `%.17g`.
+fn command_argv(args: &MultiValue) -> Result<Vec<Bytes>, &'static str> {
+    if args.is_empty() {
+        return Err("Please specify at least one argument for this redis lib call");
+    }
+    args.iter()
+        .map(|v| match v {
+            Value::String(s) => Ok(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(i) => Ok(Bytes::from(crate::util::num::fmt_g17(*i as f64))),
+            Value::Number(n) => Ok(Bytes::from(crate::util::num::fmt_g17(*n))),
+            _ => Err("Lua redis lib command arguments must be strings or integers"),
+        })
+        .collect()
+}
+
+/// The checks Redis makes before a script's command (scriptCall), then the command itself;
+/// returns its encoded reply, or the refusal message.
+fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
+    let Some(top) = crate::commands::lookup(&argv[0]) else {
+        return Err("Unknown Redis command called from script");
+    };
+    let spec: &'static CommandSpec = if top.is_container() && argv.len() >= 2 {
+        top.subcommand(&argv[1]).ok_or("Unknown Redis command called from script")?
+    } else {
+        top
+    };
+    if !spec.arity_ok(argv.len()) || (top.is_container() && argv.len() < 2) {
+        return Err("Wrong number of args calling Redis command from script");
+    }
+    if spec.has_flag(flags::NOSCRIPT) {
+        return Err("This Redis command is not allowed from script");
+    }
+    if spec.has_flag(flags::WRITE) && run.rules.read_only {
+        return Err("Write commands are not allowed from read-only scripts.");
+    }
+    if !run.rules.allow_oom
+        && run.st.config.maxmemory > 0
+        && !run.wrote
+        && run.rules.oom_at_start
+        && spec.has_flag(flags::DENYOOM)
+    {
+        return Err("-OOM command not allowed when used memory > 'maxmemory'.");
+    }
+    if spec.has_flag(flags::WRITE) {
+        run.wrote = true;
+    }
+    let Run { st, client, clock, reply_buf, .. } = run;
+    reply_buf.clear();
+    crate::executor::call::call(st, client, Cmd { spec: Some(top), argv }, reply_buf, clock);
+    Ok(())
+}
+
+/// redis.setresp(2|3): the protocol the script's commands reply in.
+fn prim_setresp(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    if args.len() != 1 {
+        return failure(lua, "redis.setresp() requires one argument.");
+    }
+    let resp = match &args[0] {
+        Value::Integer(i) => *i,
+        Value::Number(n) => *n as i64,
+        Value::String(s) => crate::util::num::parse_i64(&s.as_bytes()).unwrap_or(0),
+        _ => 0,
+    };
+    if resp != 2 && resp != 3 {
+        return failure(lua, "RESP version must be 2 or 3.");
+    }
+    with_run(|run| run.client.proto = resp as u8);
+    Ok(success(Value::Nil))
+}
+
+/// redis.log(level, message, ...): the words joined by spaces, at the server's log level.
+fn prim_log(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    if args.len() < 2 {
+        return failure(lua, "redis.log() requires two arguments or more.");
+    }
+    let level = match &args[0] {
+        Value::Integer(i) => *i,
+        Value::Number(n) => *n as i64,
+        _ => return failure(lua, "First argument must be a number (log level)."),
+    };
+    if !(0..=3).contains(&level) {
+        return failure(lua, "Invalid debug level.");
+    }
+    let mut text = Vec::new();
+    for (i, v) in args.iter().skip(1).enumerate() {
+        if i > 0 {
+            text.push(b' ');
+        }
+        if let Some(s) = lua.coerce_string(v.clone())? {
+            text.extend_from_slice(&s.as_bytes());
+        }
+    }
+    let text = String::from_utf8_lossy(&text);
+    match level {
+        0 => tracing::trace!("{text}"),
+        1 => tracing::debug!("{text}"),
+        2 => tracing::info!("{text}"),
+        _ => tracing::warn!("{text}"),
+    }
+    Ok(success(Value::Nil))
+}
+
+fn prim_sha1hex(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    if args.len() != 1 {
+        return failure(lua, "wrong number of arguments");
+    }
+    let data = lua.coerce_string(args[0].clone())?.map(|s| s.as_bytes().to_vec()).unwrap_or_default();
+    Ok(success(Value::String(lua.create_string(sha1_hex(&data))?)))
+}
+
+/// redis.error_reply(msg): `{err=...}` in the error-table form (a `-` is added when missing).
+fn prim_error_reply(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    let (1, Some(Value::String(s))) = (args.len(), args.front()) else {
+        return bad_reply_arguments(lua);
+    };
+    let msg = String::from_utf8_lossy(&s.as_bytes()).into_owned();
+    let msg = if msg.starts_with('-') { msg } else { format!("-{msg}") };
+    let t = lua.create_table()?;
+    t.raw_set("err", convert::error_table_text(&msg))?;
+    Ok(success(Value::Table(t)))
+}
+
+fn prim_status_reply(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    let (1, Some(Value::String(s))) = (args.len(), args.front()) else {
+        return bad_reply_arguments(lua);
+    };
+    let t = lua.create_table()?;
+    t.raw_set("ok", s.clone())?;
+    Ok(success(Value::Table(t)))
+}
+
+/// redis.set_repl(flags): accepted and ignored (no replication stream to shape).
+fn prim_set_repl(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    if args.len() != 1 {
+        return failure(lua, "redis.set_repl() requires one argument.");
+    }
+    let flags = match &args[0] {
+        Value::Integer(i) => *i,
+        Value::Number(n) => *n as i64,
+        _ => -1,
+    };
+    if !(0..=3).contains(&flags) {
+        return failure(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+    }
+    Ok(success(Value::Nil))
+}
+
+/// redis.acl_check_cmd(cmd, ...): the default user may run every command.
+fn prim_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    let argv = match command_argv(&args) {
+        Ok(argv) => argv,
+        Err(msg) => return failure(lua, msg),
+    };
+    let known = crate::commands::lookup(&argv[0]).is_some_and(|top| {
+        let spec = if top.is_container() && argv.len() >= 2 { top.subcommand(&argv[1]) } else { Some(top) };
+        spec.is_some_and(|s| s.arity_ok(argv.len()))
+    });
+    if !known {
+        return failure(lua, "Invalid command passed to redis.acl_check_cmd()");
+    }
+    Ok(success(Value::Boolean(true)))
+}

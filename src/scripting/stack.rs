@@ -1,0 +1,261 @@
+//! redis.call and redis.pcall as C functions on the Lua stack. They are the hot path of every
+//! script: through mlua, each argument and each converted reply would be a registry reference
+//! taken and released under the VM's lock; here arguments are read straight off the stack and
+//! the reply is pushed as Redis pushes it (redisProtocolToLuaType).
+//!
+//! A C function that raises a Lua error longjmps over its Rust frames, skipping destructors.
+//! Each function therefore works in two phases: first it reads the arguments and runs the
+//! command in `read_and_run`, an ordinary Rust function that makes no Lua call able to raise;
+//! then it pushes the result, from frames that own nothing (the reply bytes stay in the run's
+//! buffer), where a raise is harmless.
+
+use std::ffi::{c_char, c_int};
+
+use bytes::Bytes;
+use mlua::ffi;
+
+use super::{run_command, with_run};
+
+/// redis.call: the reply, or the command's error raised as `{err=...}`.
+pub unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
+    call(state, true)
+}
+
+/// redis.pcall: the reply, errors returned as `{err=...}`.
+pub unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
+    call(state, false)
+}
+
+unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
+    match read_and_run(state) {
+        Err(msg) => match msg.strip_prefix('-') {
+            Some(line) => push_error_line(state, line.as_bytes()),
+            None => push_error_table(state, b"ERR ", msg.as_bytes()),
+        },
+        Ok(()) => {
+            let Some(reply) = with_run(|run| &run.reply_buf[..] as *const [u8]) else {
+                ffi::lua_pushnil(state);
+                return 1;
+            };
+            // SAFETY: the buffer belongs to the run in progress and is only written by the next
+            // command, which cannot start before this push has finished.
+            let reply = &*reply;
+            let mut pos = 0;
+            if !push_reply(state, reply, &mut pos) {
+                ffi::lua_pushnil(state);
+            }
+            if !(raise && is_error_table(state)) {
+                return 1;
+            }
+        }
+    }
+    if raise {
+        ffi::lua_error(state);
+    }
+    1
+}
+
+/// Reads the command's arguments (strings as they are, numbers as `%.17g`) and runs it; the
+/// reply is left in the run's buffer. Makes no Lua call that can raise.
+unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), &'static str> {
+    let argc = ffi::lua_gettop(state);
+    if argc == 0 {
+        return Err("Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(argc as usize);
+    for i in 1..=argc {
+        match ffi::lua_type(state, i) {
+            ffi::LUA_TSTRING => {
+                let mut len = 0;
+                // No conversion (and no allocation) for a value that is a string.
+                let ptr = ffi::lua_tolstring(state, i, &mut len) as *const u8;
+                argv.push(Bytes::copy_from_slice(std::slice::from_raw_parts(ptr, len)));
+            }
+            ffi::LUA_TNUMBER => argv.push(Bytes::from(crate::util::num::fmt_g17(ffi::lua_tonumber(state, i)))),
+            _ => return Err("Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    with_run(|run| run_command(run, argv)).unwrap_or(Err("no script is running"))
+}
+
+/// Whether the value on top is a table with a string `err` field.
+unsafe fn is_error_table(state: *mut ffi::lua_State) -> bool {
+    if ffi::lua_type(state, -1) != ffi::LUA_TTABLE {
+        return false;
+    }
+    push_bytes(state, b"err");
+    ffi::lua_rawget(state, -2);
+    let is_string = ffi::lua_type(state, -1) == ffi::LUA_TSTRING;
+    ffi::lua_settop(state, -2);
+    is_string
+}
+
+unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
+    ffi::lua_pushlstring(state, bytes.as_ptr() as *const c_char, bytes.len());
+}
+
+/// Pushes `{err = prefix .. message}`.
+unsafe fn push_error_table(state: *mut ffi::lua_State, prefix: &[u8], message: &[u8]) {
+    ffi::lua_createtable(state, 0, 1);
+    push_bytes(state, b"err");
+    push_bytes(state, prefix);
+    push_bytes(state, message);
+    ffi::lua_concat(state, 2);
+    ffi::lua_rawset(state, -3);
+}
+
+/// Wraps the value on top in a one-field table `{key = value}`.
+unsafe fn wrap_in_field(state: *mut ffi::lua_State, key: &[u8]) {
+    ffi::lua_createtable(state, 0, 1);
+    ffi::lua_insert(state, -2);
+    push_bytes(state, key);
+    ffi::lua_insert(state, -2);
+    ffi::lua_rawset(state, -3);
+}
+
+/// The line at `pos` without its CRLF, advancing past it.
+fn take_line<'a>(bytes: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let rest = bytes.get(*pos..)?;
+    let end = memchr::memmem::find(rest, b"\r\n")?;
+    *pos += end + 2;
+    Some(&rest[..end])
+}
+
+fn take_bulk<'a>(bytes: &'a [u8], pos: &mut usize, len: usize) -> Option<&'a [u8]> {
+    let data = bytes.get(*pos..pos.checked_add(len)?)?;
+    *pos += len + 2;
+    Some(data)
+}
+
+/// Pushes one encoded reply as Lua sees it; false (nothing pushed) on malformed input.
+unsafe fn push_reply(state: *mut ffi::lua_State, bytes: &[u8], pos: &mut usize) -> bool {
+    // Deeply nested replies need a few slots per level.
+    if ffi::lua_checkstack(state, 4) == 0 {
+        return false;
+    }
+    let Some(line) = take_line(bytes, pos) else { return false };
+    let Some((&kind, body)) = line.split_first() else { return false };
+    let int = || crate::util::num::parse_i64(body).unwrap_or(0);
+    match kind {
+        b'+' => {
+            push_bytes(state, body);
+            wrap_in_field(state, b"ok");
+        }
+        b'-' => push_error_line(state, body),
+        b':' => ffi::lua_pushnumber(state, int() as f64),
+        b'$' => {
+            let n = int();
+            if n < 0 {
+                ffi::lua_pushboolean(state, 0);
+            } else {
+                let Some(data) = take_bulk(bytes, pos, n as usize) else { return false };
+                push_bytes(state, data);
+            }
+        }
+        b'*' | b'>' => {
+            let n = int();
+            if n < 0 {
+                ffi::lua_pushboolean(state, 0);
+                return true;
+            }
+            ffi::lua_createtable(state, n.min(1 << 20) as c_int, 0);
+            for i in 0..n {
+                if !push_reply(state, bytes, pos) {
+                    ffi::lua_settop(state, -2);
+                    return false;
+                }
+                ffi::lua_rawseti(state, -2, (i + 1) as _);
+            }
+        }
+        b'~' => {
+            ffi::lua_createtable(state, 0, 0);
+            for _ in 0..int() {
+                if !push_reply(state, bytes, pos) {
+                    ffi::lua_settop(state, -2);
+                    return false;
+                }
+                ffi::lua_pushboolean(state, 1);
+                ffi::lua_rawset(state, -3);
+            }
+            wrap_in_field(state, b"set");
+        }
+        b'%' => {
+            ffi::lua_createtable(state, 0, 0);
+            for _ in 0..int() {
+                if !push_reply(state, bytes, pos) {
+                    ffi::lua_settop(state, -2);
+                    return false;
+                }
+                if !push_reply(state, bytes, pos) {
+                    ffi::lua_settop(state, -3);
+                    return false;
+                }
+                ffi::lua_rawset(state, -3);
+            }
+            wrap_in_field(state, b"map");
+        }
+        b'_' => ffi::lua_pushnil(state),
+        b'#' => ffi::lua_pushboolean(state, (body == b"t") as c_int),
+        b',' => {
+            let d = crate::util::num::parse_f64(body).unwrap_or(match body {
+                b"nan" | b"-nan" => f64::NAN,
+                _ => 0.0,
+            });
+            ffi::lua_pushnumber(state, d);
+            wrap_in_field(state, b"double");
+        }
+        b'(' => {
+            push_bytes(state, body);
+            wrap_in_field(state, b"big_number");
+        }
+        b'=' => {
+            let Some(data) = take_bulk(bytes, pos, int().max(0) as usize) else { return false };
+            let (format, text) = if data.len() >= 4 { (&data[..3], &data[4..]) } else { (&b""[..], data) };
+            ffi::lua_createtable(state, 0, 2);
+            push_bytes(state, b"format");
+            push_bytes(state, format);
+            ffi::lua_rawset(state, -3);
+            push_bytes(state, b"string");
+            push_bytes(state, text);
+            ffi::lua_rawset(state, -3);
+            wrap_in_field(state, b"verbatim_string");
+        }
+        b'!' => {
+            let Some(data) = take_bulk(bytes, pos, int().max(0) as usize) else { return false };
+            push_error_line(state, data);
+        }
+        b'|' => {
+            // Attributes carry no value of their own: skip them, the reply follows.
+            for _ in 0..2 * int().max(0) {
+                if !push_reply(state, bytes, pos) {
+                    return false;
+                }
+                ffi::lua_settop(state, -2);
+            }
+            return push_reply(state, bytes, pos);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Pushes `{err=...}` for an error line (without its `-`), in the error-table form: a first
+/// word followed by a space is the code, otherwise ERR is put in front.
+unsafe fn push_error_line(state: *mut ffi::lua_State, line: &[u8]) {
+    let trimmed = trim_crlf(line);
+    if line.contains(&b' ') {
+        push_error_table(state, b"", trimmed);
+    } else {
+        push_error_table(state, b"ERR ", trimmed);
+    }
+}
+
+fn trim_crlf(mut s: &[u8]) -> &[u8] {
+    while let [b'\r' | b'\n', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b'\r' | b'\n'] = s {
+        s = rest;
+    }
+    s
+}
