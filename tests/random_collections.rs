@@ -17,7 +17,8 @@
 //!
 //! About 3% of steps are MULTI/EXEC blocks of ordered-reply commands (blocking pops inside answer
 //! at once), some steps change the thresholds with CONFIG SET, and the dataset is compared every
-//! 500 steps too. `FERRODIS_COLLECTION_SEEDS=100-140,r7` runs extra seeds (r = RESP3).
+//! 500 steps too. `FERRODIS_COLLECTION_SEEDS=100-140,r7` runs extra seeds (r = RESP3). Two seeds
+//! run every command through EVAL, so each reply also crosses into Lua and back.
 //!
 //! Beside the seeded runs: shape checks of replies that are random in content (SRANDMEMBER,
 //! ZRANDMEMBER, HRANDFIELD, SPOP), the SSCAN/ZSCAN full-iteration guarantee on big collections, and
@@ -600,6 +601,13 @@ fn configure(c: &mut Client, who: &str) {
 }
 
 fn run_seed(seed: u64, proto: u8) {
+    run_seed_with(seed, proto, false)
+}
+
+/// `scripted`: every command but MULTI/EXEC goes through a script instead
+/// (`EVAL "redis.setresp(N) return redis.pcall(unpack(ARGV))" 0 cmd args...`, N alternating 2
+/// and 3), so each reply is converted into Lua and back, in both protocols.
+fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
     let redis = RedisServer::new();
     let ferro = TestServer::new();
     let mut rc = redis.client();
@@ -642,6 +650,14 @@ fn run_seed(seed: u64, proto: u8) {
             batch.push((argv, order));
         }
         for (argv, order) in batch {
+            let argv = if scripted && argv[0] != b"MULTI" && argv[0] != b"EXEC" {
+                let body = format!("redis.setresp({}) return redis.pcall(unpack(ARGV))", 2 + step % 2);
+                let mut wrapped = vec![b"EVAL".to_vec(), body.into_bytes(), b"0".to_vec()];
+                wrapped.extend(argv);
+                wrapped
+            } else {
+                argv
+            };
             history.push_back(show_argv(&argv));
             if history.len() > 20 {
                 history.pop_front();
@@ -653,8 +669,9 @@ fn run_seed(seed: u64, proto: u8) {
                 *errors.entry(text.chars().take(24).collect::<String>()).or_default() += 1;
             }
             let actual = fc.try_cmd(&argv);
-            let small =
-                matches!(order, Order::SmallExact | Order::SmallExactPairs) && small_encoding(&mut rc, &argv[1]);
+            let key = if scripted && argv[0] == b"EVAL" { argv.get(4) } else { argv.get(1) };
+            let small = matches!(order, Order::SmallExact | Order::SmallExactPairs)
+                && key.is_some_and(|k| small_encoding(&mut rc, k));
             let ok = matches!(&actual, Ok(a) if agree(order, &expected, a, small));
             if !ok {
                 let actual = match actual {
@@ -747,6 +764,18 @@ fn random_collections_seed_77() {
 #[test]
 fn random_collections_seed_c011ec7() {
     run_seed(SEEDS[2], 2);
+}
+
+/// The same commands run by a script (replies through Lua and back, RESP2 and RESP3 inside),
+/// for a RESP2 and a RESP3 caller.
+#[test]
+fn random_collections_through_scripts_seed_11() {
+    run_seed_with(11, 2, true);
+}
+
+#[test]
+fn random_collections_through_scripts_seed_12_resp3() {
+    run_seed_with(12, 3, true);
 }
 
 /// The same generator over RESP3 (maps, sets, doubles and nulls are encoded differently).
