@@ -343,8 +343,8 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("used_memory_lua_human", bytes_to_human(vm_eval));
     s.field("used_memory_scripts_eval", scripts_eval);
     s.field("number_of_cached_scripts", st.scripting.len());
-    s.field("number_of_functions", 0);
-    s.field("number_of_libraries", 0);
+    s.field("number_of_functions", st.scripting.registry().function_count());
+    s.field("number_of_libraries", st.scripting.registry().libraries.len());
     s.field("used_memory_vm_functions", VM_FUNCTIONS);
     s.field("used_memory_vm_total", vm_eval + VM_FUNCTIONS);
     s.field("used_memory_vm_total_human", bytes_to_human(vm_eval + VM_FUNCTIONS));

@@ -287,14 +287,7 @@ fn show(bytes: &[u8]) -> String {
 /// Subcommands Redis 7.0 has that ferrodis does not implement yet. A missing subcommand that is
 /// not listed here fails the test, and so does a listed one that ferrodis has: remove it from
 /// this list when it lands.
-const NOT_YET_IMPLEMENTED: &[&str] = &[
-    // Functions.
-    "function|dump",
-    "function|kill",
-    "function|load",
-    "function|restore",
-    "function|stats",
-];
+const NOT_YET_IMPLEMENTED: &[&str] = &[];
 
 /// Subcommands ferrodis has that Redis 7.0 lacks, added by Redis 7.2 and kept on purpose (redis-py
 /// and other clients send CLIENT SETINFO on connect). Redis 7.0 cannot be the oracle for them:

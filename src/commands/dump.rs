@@ -54,6 +54,18 @@ fn verify_payload(p: &[u8]) -> bool {
     format::crc64(0, &p[..p.len() - 8]) == u64::from_le_bytes(stored)
 }
 
+/// The body of a payload whose footer checks out (FUNCTION RESTORE's libraries).
+pub fn verified_body(p: &[u8]) -> Option<&[u8]> {
+    verify_payload(p).then(|| &p[..p.len() - FOOTER])
+}
+
+/// Appends the footer DUMP payloads end with: the RDB version and a CRC-64 of everything.
+pub fn seal_payload(p: &mut Vec<u8>) {
+    p.extend_from_slice(&(DUMP_VERSION as u16).to_le_bytes());
+    let crc = format::crc64(0, p);
+    p.extend_from_slice(&crc.to_le_bytes());
+}
+
 /// Decodes a verified payload into a value ready to store (field TTLs applied); `None` for
 /// anything malformed, a module type, or an empty collection (Redis refuses those too).
 pub fn decode_payload(p: &[u8], limits: Limits, now_ms: i64) -> Option<Value> {

@@ -13,6 +13,7 @@ pub mod connection;
 pub mod docs;
 pub mod dump;
 pub mod error;
+pub mod functions;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
@@ -288,6 +289,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     dump::COMMANDS,
     replication::COMMANDS,
     scripting::COMMANDS,
+    functions::COMMANDS,
 ];
 
 /// Every command family's table.

@@ -79,11 +79,11 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
     let rules = prepare_run(ctx.srv, script.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
     let now = ctx.now_ms;
-    Ok(crate::scripting::run(ctx.srv, ctx.client, &script, keys, argv, rules, now))
+    Ok(crate::scripting::run(ctx.srv, ctx.client, crate::scripting::Callable::Script(&script), keys, argv, rules, now))
 }
 
 /// The checks Redis makes before a run (scriptPrepareForRun), and the rules the run gets.
-fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<RunRules, CmdError> {
+pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<RunRules, CmdError> {
     let compat = flags & script_flags::EVAL_COMPAT_MODE != 0;
     let no_writes = flags & script_flags::NO_WRITES != 0;
     let allow_oom = flags & script_flags::ALLOW_OOM != 0;
@@ -132,10 +132,15 @@ pub fn command_flags(st: &State, spec: &CommandSpec, argv: &[bytes::Bytes]) -> u
             Err(_) => return spec.flags,
         },
     };
+    flags_from_script(spec.flags, script_flags)
+}
+
+/// A command's flags under a script's (or function's) declared flags (scriptFlagsToCmdFlags).
+pub(super) fn flags_from_script(command_flags: u32, script_flags: u32) -> u32 {
     if script_flags & script_flags::EVAL_COMPAT_MODE != 0 {
-        return spec.flags;
+        return command_flags;
     }
-    let mut out = spec.flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
+    let mut out = command_flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
     if script_flags & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0 {
         out |= DENYOOM;
     }

@@ -1,4 +1,4 @@
-//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, FUNCTION, SHUTDOWN, TIME,
+//! Server commands: INFO, CLIENT, SLOWLOG, DEBUG, SHUTDOWN, TIME,
 //! MEMORY, LATENCY, ROLE. They read and adjust server-wide state (clients, stats, slowlog) and
 //! never change keys, except DEBUG POPULATE which exists for tests.
 //!
@@ -18,7 +18,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     container("client", -2, 0, CLIENT),
     container("slowlog", -2, 0, SLOWLOG),
     spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, debug),
-    container("function", -2, 0, FUNCTION),
     spec("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, 0, shutdown),
     spec("time", 1, LOADING | STALE | FAST, NO_KEYS, 0, time),
     container("memory", -2, 0, MEMORY),
@@ -57,13 +56,6 @@ static SLOWLOG: &[CommandSpec] = &[
     spec("reset", 2, ADMIN | LOADING | STALE, NO_KEYS, 0, slowlog_reset),
 ];
 
-static FUNCTION: &[CommandSpec] = &[
-    spec("help", 2, LOADING | STALE, NO_KEYS, acl::SCRIPTING, function_help),
-    spec("flush", -2, WRITE | NOSCRIPT, NO_KEYS, acl::SCRIPTING, function_flush),
-    spec("list", -2, NOSCRIPT, NO_KEYS, acl::SCRIPTING, function_list),
-    spec("delete", 3, WRITE | NOSCRIPT, NO_KEYS, acl::SCRIPTING, function_delete),
-];
-
 static MEMORY: &[CommandSpec] = &[
     spec("malloc-stats", 2, 0, NO_KEYS, 0, memory_malloc_stats),
     spec("doctor", 2, 0, NO_KEYS, 0, memory_doctor),
@@ -90,7 +82,7 @@ static LATENCY: &[CommandSpec] = &[
 
 /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <CMD> HELP.`, the error
 /// Redis gives when a subcommand exists but its argument count does not fit.
-fn sub_syntax_error(args: &Args) -> CmdError {
+pub(super) fn sub_syntax_error(args: &Args) -> CmdError {
     let sub = if args.len() > 1 { args.str(1) } else { String::new() };
     CmdError::err(format!(
         "unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
@@ -928,6 +920,8 @@ fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.srv.functions.libs.retain(|l| l.name != lib.name);
         ctx.srv.functions.libs.push(lib);
     }
+    ctx.srv.functions.libs.sort_by(|a, b| a.name.cmp(&b.name));
+    super::functions::reload_all(ctx.srv);
     tracing::info!("DB reloaded by DEBUG RELOAD");
     Ok(Reply::Ok)
 }
@@ -1301,211 +1295,6 @@ fn debug_help() -> Reply {
             "    Kills the link based on the direction to/from (both) with the provided node.",
         ],
     )
-}
-
-// ---------------------------------------------------------------------------------------------
-// FUNCTION / SCRIPT (only what works without a scripting engine)
-
-/// FUNCTION FLUSH [ASYNC|SYNC]
-///
-/// Deletes every function library (libraries only come from RDB files until a Lua engine exists).
-pub fn function_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if args.len() > 3 {
-        return Err(sub_syntax_error(args));
-    }
-    if args.len() == 3 && !args.is(2, "sync") && !args.is(2, "async") {
-        return Err(CmdError::err("FUNCTION FLUSH only supports SYNC|ASYNC option"));
-    }
-    ctx.srv.functions.libs.clear();
-    ctx.dirty(1);
-    Ok(Reply::Ok)
-}
-
-/// FUNCTION DELETE library-name
-///
-/// Removes one library with all its functions; an unknown name is an error.
-pub fn function_delete(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let name = &args.argv[2];
-    let libs = &mut ctx.srv.functions.libs;
-    match libs.iter().position(|l| l.name[..] == name[..]) {
-        Some(i) => {
-            libs.remove(i);
-            ctx.dirty(1);
-            Ok(Reply::Ok)
-        }
-        None => Err(CmdError::err("Library not found")),
-    }
-}
-
-/// Flags a function may declare, in the order Redis lists them.
-const FUNCTION_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
-
-/// The quoted string at the start of `s` (after blanks): its contents and the rest.
-fn lua_quoted(s: &[u8]) -> Option<(&[u8], &[u8])> {
-    let s = s.trim_ascii_start();
-    let q = *s.first()?;
-    if q != b'\'' && q != b'"' {
-        return None;
-    }
-    let end = s[1..].iter().position(|&c| c == q)?;
-    Some((&s[1..1 + end], &s[2 + end..]))
-}
-
-/// The value of `name = ...` inside `s`, if the assignment appears.
-fn lua_field<'a>(s: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    let mut from = 0;
-    while let Some(i) = s[from..].windows(name.len()).position(|w| w == name) {
-        let at = from + i;
-        let rest = s[at + name.len()..].trim_ascii_start();
-        let before_ok = at == 0 || !(s[at - 1].is_ascii_alphanumeric() || s[at - 1] == b'_');
-        if before_ok {
-            if let Some(r) = rest.strip_prefix(b"=") {
-                return Some(r);
-            }
-        }
-        from = at + name.len();
-    }
-    None
-}
-
-/// The functions a library registers, with their flags, found by scanning its code for
-/// `redis.register_function('name', ...)` and `redis.register_function{function_name='name',
-/// ..., flags={...}}`. This stands in for running the code until a Lua engine exists.
-fn library_functions(code: &[u8]) -> Vec<(Vec<u8>, Vec<&'static str>)> {
-    const CALL: &[u8] = b"register_function";
-    let mut starts = Vec::new();
-    let mut from = 0;
-    while let Some(i) = code[from..].windows(CALL.len()).position(|w| w == CALL) {
-        starts.push(from + i + CALL.len());
-        from += i + CALL.len();
-    }
-    let mut out = Vec::new();
-    for (n, &at) in starts.iter().enumerate() {
-        let end = starts.get(n + 1).map_or(code.len(), |&next| next - CALL.len());
-        let part = code[at..end].trim_ascii_start();
-        if let Some(rest) = part.strip_prefix(b"(") {
-            if let Some((name, _)) = lua_quoted(rest) {
-                out.push((name.to_vec(), Vec::new()));
-            }
-        } else if part.starts_with(b"{") {
-            let Some((name, _)) = lua_field(part, b"function_name").and_then(lua_quoted) else {
-                continue;
-            };
-            let mut flags = Vec::new();
-            if let Some(f) = lua_field(part, b"flags") {
-                let f = f.trim_ascii_start();
-                if let Some(body) = f.strip_prefix(b"{") {
-                    let body = &body[..body.iter().position(|&c| c == b'}').unwrap_or(body.len())];
-                    for &flag in FUNCTION_FLAGS {
-                        let quoted = |q: u8| [&[q][..], flag.as_bytes(), &[q][..]].concat();
-                        let has = |q: u8| body.windows(flag.len() + 2).any(|w| w == quoted(q).as_slice());
-                        if has(b'\'') || has(b'"') {
-                            flags.push(flag);
-                        }
-                    }
-                }
-            }
-            out.push((name.to_vec(), flags));
-        }
-    }
-    out
-}
-
-/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]
-///
-/// Every library (or those whose name matches the pattern, case-insensitively) with its engine,
-/// its functions (name, description, flags) and, with WITHCODE, its code.
-pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let mut with_code = false;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < args.len() {
-        if !with_code && args.is(i, "withcode") {
-            with_code = true;
-        } else if pattern.is_none() && args.is(i, "libraryname") {
-            if i + 1 >= args.len() {
-                return Err(CmdError::err("library name argument was not given"));
-            }
-            i += 1;
-            pattern = Some(&args.argv[i]);
-        } else {
-            return Err(CmdError::err(format!("Unknown argument {}", String::from_utf8_lossy(&args.argv[i]))));
-        }
-        i += 1;
-    }
-    let mut out = Vec::new();
-    for lib in &ctx.srv.functions.libs {
-        if pattern.is_some_and(|p| !crate::glob::glob_match(p, &lib.name, true)) {
-            continue;
-        }
-        let functions = library_functions(&lib.code)
-            .into_iter()
-            .map(|(name, flags)| {
-                Reply::Map(vec![
-                    (Reply::bulk("name"), Reply::bulk(name)),
-                    (Reply::bulk("description"), Reply::Nil),
-                    (Reply::bulk("flags"), Reply::Set(flags.into_iter().map(Reply::bulk).collect())),
-                ])
-            })
-            .collect();
-        let mut fields = vec![
-            (Reply::bulk("library_name"), Reply::bulk(lib.name.clone())),
-            (Reply::bulk("engine"), Reply::bulk(lib.engine.clone())),
-            (Reply::bulk("functions"), Reply::Array(functions)),
-        ];
-        if with_code {
-            fields.push((Reply::bulk("library_code"), Reply::bulk(lib.code.clone())));
-        }
-        out.push(Reply::Map(fields));
-    }
-    Ok(Reply::Array(out))
-}
-
-/// FUNCTION HELP
-pub fn function_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(help_reply(
-        "FUNCTION",
-        &[
-            "LOAD [REPLACE] <FUNCTION CODE>",
-            "    Create a new library with the given library name and code.",
-            "DELETE <LIBRARY NAME>",
-            "    Delete the given library.",
-            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-            "    Return general information on all the libraries:",
-            "    * Library name",
-            "    * The engine used to run the Library",
-            "    * Library description",
-            "    * Functions list",
-            "    * Library code (if WITHCODE is given)",
-            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-            "STATS",
-            "    Return information about the current function running:",
-            "    * Function name",
-            "    * Command used to run the function",
-            "    * Duration in MS that the function is running",
-            "    If no function is running, return nil",
-            "    In addition, returns a list of available engines.",
-            "KILL",
-            "    Kill the current running function.",
-            "FLUSH [ASYNC|SYNC]",
-            "    Delete all the libraries.",
-            "    When called without the optional mode argument, the behavior is determined by the",
-            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-            "    * ASYNC: Asynchronously flush the libraries.",
-            "    * SYNC: Synchronously flush the libraries.",
-            "DUMP",
-            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION \
-             RESTORE command",
-            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
-            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
-            "    control how to handle existing libraries (default APPEND):",
-            "    * FLUSH: delete all existing libraries.",
-            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
-            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
-            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
-            "      in case of functions name collision with another library).",
-        ],
-    ))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -95,8 +95,12 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     client.last_cmd = spec.name;
     client.last_cmd_parent = parent.map_or("", |p| p.name);
     // A script with a shebang declares its own flags (write, denyoom): they decide the checks.
-    let flags_now = if spec.acl & crate::commands::acl::SCRIPTING != 0 && spec.name.starts_with("eval") {
+    let flags_now = if spec.acl & crate::commands::acl::SCRIPTING == 0 {
+        spec.flags
+    } else if spec.name.starts_with("eval") {
         crate::commands::scripting::command_flags(st, spec, &cmd.argv)
+    } else if spec.name.starts_with("fcall") {
+        crate::commands::functions::command_flags(st, spec, &cmd.argv)
     } else {
         spec.flags
     };

@@ -152,6 +152,7 @@ impl State {
         self.dbs = dbs;
         evict::apply_access_clock(self);
         self.functions = done.functions;
+        crate::commands::functions::reload_all(self);
         self.stats.persistence.last_load_keys_loaded = done.keys_loaded;
         self.stats.persistence.last_load_keys_expired = done.keys_expired;
         self.stats.persistence.loading = false;

@@ -135,6 +135,15 @@ rawset(G, "setmetatable", c_wrap(function(...)
     return true, setmetatable(t, mt)
 end))
 
+-- The `redis` of FUNCTION libraries: what scripts have but the debugger's and the
+-- effects-replication entry points.
+local fn_redis = {}
+for k, v in next, redis do
+    if k ~= "breakpoint" and k ~= "debug" and k ~= "replicate_commands" then
+        fn_redis[k] = v
+    end
+end
+
 for _, name in ipairs({ "string", "table", "math", "coroutine", "redis", "bit", "cjson", "struct", "cmsgpack" }) do
     local lib = rawget(G, name)
     if lib ~= nil then
@@ -145,12 +154,44 @@ end
 -- The global table itself: scripts run with the proxy as their environment; the real table
 -- (also the environment of chunks made by loadstring) refuses new globals and reading unknown
 -- ones, with Redis's messages.
+local function missing_global(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
 local env = protect(G)
 rawset(G, "_G", env)
-setmetatable(G, {
+
+-- FUNCTION libraries share one environment that changes with the phase, as Redis's does: while
+-- a library's code runs (FUNCTION LOAD) it sees only a `redis` with register_function and log;
+-- when one of its functions runs (FCALL) it sees the script globals without KEYS and ARGV.
+local fn_mode = { loading = false }
+local fn_run = {}
+for k, v in next, G do
+    if k ~= "KEYS" and k ~= "ARGV" and k ~= "__redis__err__handler" and k ~= "redis" then
+        fn_run[k] = v
+    end
+end
+local fn_load_redis = {
+    register_function = prim.register_function,
+    log = redis.log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+}
+setmetatable(fn_load_redis, { __index = missing_global, __newindex = refuse_write })
+local fn_load = { redis = protect(fn_load_redis) }
+local fn_env = {}
+fn_run.redis = protect(fn_redis)
+fn_run._G = fn_env
+backing[fn_env] = fn_run
+setmetatable(fn_env, {
     __index = function(_, k)
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        local v = rawget(fn_mode.loading and fn_load or fn_run, k)
+        if v == nil then
+            error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        end
+        return v
     end,
     __newindex = refuse_write,
 })
-return env
+
+setmetatable(G, { __index = missing_global, __newindex = refuse_write })
+return env, fn_env, fn_mode

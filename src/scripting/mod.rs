@@ -12,6 +12,7 @@
 //! clients simply wait, so SCRIPT KILL only ever finds no script running.
 
 pub mod convert;
+pub mod functions;
 pub mod libs;
 mod stack;
 
@@ -69,11 +70,20 @@ struct Vm {
     globals: Table,
     env: Table,
     err_handler: Function,
+    xpcall: Function,
+    /// The environment of FUNCTION libraries, and the flag that switches it between loading
+    /// and running (see env.lua).
+    fn_env: Table,
+    fn_mode: Table,
+    /// `(f, handler, keys, args)` → xpcall of `f(keys, args)`.
+    fn_trampoline: Function,
 }
 
 /// The Lua VM, its script cache and the client scripts run their commands as.
 pub struct Engine {
     vm: Arc<Vm>,
+    /// FUNCTION libraries as loaded (what their code registered).
+    registry: functions::Registry,
     /// Scripts by SHA1, and the same scripts by body: EVAL finds its script by hashing the body
     /// (its SHA1 is only computed when the script is new). The keys share the bodies' bytes.
     scripts: HashMap<String, Arc<Script>>,
@@ -110,6 +120,7 @@ impl Engine {
         prim.raw_set("call", unsafe { lua.create_c_function(stack::redis_call)? })?;
         prim.raw_set("pcall", unsafe { lua.create_c_function(stack::redis_pcall)? })?;
         prim.raw_set("setresp", raising(&lua, lua.create_function(prim_setresp)?)?)?;
+        prim.raw_set("register_function", raising(&lua, lua.create_function(functions::prim_register_function)?)?)?;
         prim.raw_set("log", raising(&lua, lua.create_function(prim_log)?)?)?;
         prim.raw_set("sha1hex", raising(&lua, lua.create_function(prim_sha1hex)?)?)?;
         prim.raw_set("error_reply", raising(&lua, lua.create_function(prim_error_reply)?)?)?;
@@ -118,9 +129,16 @@ impl Engine {
         prim.raw_set("acl_check_cmd", raising(&lua, lua.create_function(prim_acl_check_cmd)?)?)?;
         let globals = lua.globals();
         let err_handler: Function = prim.raw_get("err_handler")?;
-        let env: Table = lua.load(include_str!("env.lua")).set_name(ENV_CHUNK).call(prim)?;
+        let xpcall: Function = globals.raw_get("xpcall")?;
+        let (env, fn_env, fn_mode): (Table, Table, Table) =
+            lua.load(include_str!("env.lua")).set_name(ENV_CHUNK).call(prim)?;
+        let fn_trampoline: Function = lua
+            .load("local xpcall = ... return function(f, h, k, a) return xpcall(function() return f(k, a) end, h) end")
+            .set_name(ENV_CHUNK)
+            .call(xpcall.clone())?;
         Ok(Engine {
-            vm: Arc::new(Vm { lua, globals, env, err_handler }),
+            vm: Arc::new(Vm { lua, globals, env, err_handler, xpcall, fn_env, fn_mode, fn_trampoline }),
+            registry: functions::Registry::default(),
             scripts: HashMap::new(),
             by_body: HashMap::default(),
             bodies_bytes: 0,
@@ -226,7 +244,7 @@ pub fn sha1_hex(data: &[u8]) -> String {
 }
 
 /// Lua's compile message without mlua's decoration.
-fn compile_message(e: &mlua::Error) -> String {
+pub(crate) fn compile_message(e: &mlua::Error) -> String {
     match e {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         other => other.to_string(),
@@ -287,12 +305,18 @@ struct Run<'a> {
     reply_buf: Vec<u8>,
 }
 
-/// Runs the cached script `sha` for `caller` with KEYS and ARGV; returns the reply (an error
-/// reply for a script error).
+/// What a run calls: a cached EVAL script, or a FUNCTION library's function.
+pub enum Callable<'a> {
+    Script(&'a Script),
+    Function(&'a functions::FunctionDef),
+}
+
+/// Runs a script or function for `caller` with its keys and arguments; returns the reply (an
+/// error reply for a script error).
 pub fn run(
     st: &mut State,
     caller: &Client,
-    script: &Script,
+    what: Callable,
     keys: &[Bytes],
     args: &[Bytes],
     rules: RunRules,
@@ -303,6 +327,10 @@ pub fn run(
     client.db = caller.db;
     client.proto = 2;
     client.in_exec = true;
+    let name = match &what {
+        Callable::Script(s) => s.sha.as_str(),
+        Callable::Function(f) => f.name.as_str(),
+    };
 
     let mut run = Run {
         st: &mut *st,
@@ -314,16 +342,20 @@ pub fn run(
     };
     let result = {
         let _current = CurrentRun::enter(&mut run);
-        call_script(&vm, &script.func, keys, args).map(|(ok, value)| {
+        let outcome = match &what {
+            Callable::Script(script) => call_script(&vm, &script.func, keys, args),
+            Callable::Function(def) => functions::call_function(&vm, def, keys, args),
+        };
+        outcome.map(|(ok, value)| {
             let resp = with_run(|run| run.client.proto).unwrap_or(2);
             if ok {
                 convert::lua_to_reply(&value, resp, 0)
             } else {
-                script_error(&value, &script.sha)
+                script_error(&value, name)
             }
         })
     };
-    let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {}: {e}", script.sha)));
+    let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
     st.scripting.client = Some(client);
     reply
 }
@@ -469,7 +501,7 @@ fn t_set(t: &Table, k: &str, v: impl mlua::IntoLua) -> mlua::Result<()> {
 
 /// `(false, {err=msg})` for the environment's wrappers to raise: `msg` in Redis's error-table
 /// form (luaPushError): a leading `-CODE ` stays the code, anything else gets `ERR `.
-fn failure(lua: &Lua, msg: &str) -> mlua::Result<MultiValue> {
+pub(crate) fn failure(lua: &Lua, msg: &str) -> mlua::Result<MultiValue> {
     let t = lua.create_table()?;
     t.raw_set("err", convert::error_table_text(msg))?;
     Ok(MultiValue::from_iter([Value::Boolean(false), Value::Table(t)]))
@@ -519,7 +551,7 @@ unsafe extern "C-unwind" fn raise_shim(state: *mut mlua::ffi::lua_State) -> std:
     ffi::lua_error(state)
 }
 
-fn success(value: Value) -> MultiValue {
+pub(crate) fn success(value: Value) -> MultiValue {
     MultiValue::from_iter([Value::Boolean(true), value])
 }
 

@@ -1,0 +1,85 @@
+//! Scripting beyond single replies (those are in tests/differential/scripting*.txt and
+//! functions.txt): FUNCTION libraries saved in the RDB file and loaded back, by ferrodis after a
+//! restart or DEBUG RELOAD and by real Redis from ferrodis's file, and the INFO fields that count
+//! scripts and functions.
+
+mod common;
+
+use common::{show, Client, RedisServer, Server, TestServer};
+
+const LIBRARY: &str = "#!lua name=persisted\n\
+    redis.register_function('echo_first', function(keys, args) return args[1] end)\n\
+    redis.register_function{function_name='reads', callback=function(keys) return redis.call('get', keys[1]) end, \
+    flags={'no-writes'}, description='reads a key'}";
+
+fn load_library(c: &mut Client) {
+    assert_eq!(show(&c.cmd(&["FUNCTION", "LOAD", LIBRARY])), show(b"$9\r\npersisted\r\n"));
+    assert_eq!(c.cmd(&["SET", "k", "v"]), b"+OK\r\n");
+}
+
+fn assert_library_works(c: &mut Client, who: &str) {
+    assert_eq!(show(&c.cmd(&["FCALL", "echo_first", "0", "hello"])), show(b"$5\r\nhello\r\n"), "{who}");
+    assert_eq!(show(&c.cmd(&["FCALL_RO", "reads", "1", "k"])), show(b"$1\r\nv\r\n"), "{who}");
+}
+
+fn save_and_start(from: &Server, start: impl Fn(&[&str]) -> Server) -> Server {
+    let mut c = from.client();
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    let dir = from.dir.to_string_lossy().into_owned();
+    start(&["--dir", &dir, "--dbfilename", "dump.rdb"])
+}
+
+#[test]
+fn functions_are_saved_and_loaded_back() {
+    let f = TestServer::with_args(&["--dbfilename", "dump.rdb"]);
+    let mut c = f.client();
+    load_library(&mut c);
+    assert_library_works(&mut c, "ferrodis");
+
+    // DEBUG RELOAD: saved, flushed, loaded; the library's code runs again.
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), b"+OK\r\n");
+    assert_library_works(&mut c, "ferrodis after DEBUG RELOAD");
+
+    // A restart from the file, and real Redis from the same file.
+    let restarted = save_and_start(&f, TestServer::with_args);
+    assert_library_works(&mut restarted.client(), "ferrodis restarted");
+    let redis = save_and_start(&f, RedisServer::with_args);
+    let mut rc = redis.client();
+    assert_library_works(&mut rc, "redis-server loading ferrodis's file");
+    // Redis lists a library's functions in hash order: compare the code both hold.
+    for (who, mut c) in [("ferrodis", restarted.client()), ("redis", rc)] {
+        let listed = c.cmd(&["FUNCTION", "LIST", "WITHCODE"]);
+        let code = format!("${}\r\n{LIBRARY}\r\n", LIBRARY.len());
+        assert!(listed.windows(code.len()).any(|w| w == code.as_bytes()), "{who}: {}", show(&listed));
+    }
+}
+
+fn info_field(c: &mut Client, name: &str) -> String {
+    let reply = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).into_owned();
+    let prefix = format!("{name}:");
+    reply.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {name}")).trim().to_string()
+}
+
+#[test]
+fn info_counts_cached_scripts_and_functions() {
+    let f = TestServer::new();
+    let mut c = f.client();
+    for field in ["number_of_cached_scripts", "number_of_functions", "number_of_libraries"] {
+        assert_eq!(info_field(&mut c, field), "0", "{field}");
+    }
+    c.cmd(&["EVAL", "return 1", "0"]);
+    c.cmd(&["SCRIPT", "LOAD", "return 2"]);
+    c.cmd(&["EVAL", "return 1", "0"]);
+    load_library(&mut c);
+    assert_eq!(info_field(&mut c, "number_of_cached_scripts"), "2");
+    assert_eq!(info_field(&mut c, "number_of_functions"), "2");
+    assert_eq!(info_field(&mut c, "number_of_libraries"), "1");
+    let scripts: u64 = info_field(&mut c, "used_memory_scripts_eval").parse().unwrap();
+    assert!(scripts >= 16, "used_memory_scripts_eval {scripts} counts the bodies");
+    c.cmd(&["SCRIPT", "FLUSH"]);
+    c.cmd(&["FUNCTION", "FLUSH"]);
+    for field in ["number_of_cached_scripts", "number_of_functions", "number_of_libraries", "used_memory_scripts_eval"]
+    {
+        assert_eq!(info_field(&mut c, field), "0", "{field} after the flushes");
+    }
+}
