@@ -261,6 +261,7 @@ scripts! {
     sets => "sets.txt",
     zsets => "zsets.txt",
     zsets_ranges => "zsets_ranges.txt",
+    geo => "geo.txt",
     sets_zsets_encoding => "sets_zsets_encoding.txt",
     sort => "sort.txt",
     functions => "functions.txt",

@@ -14,6 +14,7 @@ pub mod docs;
 pub mod dump;
 pub mod error;
 pub mod functions;
+pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
@@ -275,6 +276,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     hashes::COMMANDS,
     sets::COMMANDS,
     zsets::COMMANDS,
+    geo::COMMANDS,
     bitmaps::COMMANDS,
     hyperloglog::COMMANDS,
     keys::COMMANDS,
