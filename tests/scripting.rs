@@ -83,3 +83,48 @@ fn info_counts_cached_scripts_and_functions() {
         assert_eq!(info_field(&mut c, field), "0", "{field} after the flushes");
     }
 }
+
+/// A script past lua-time-limit: other clients (connected before it started, and new ones) get
+/// BUSY; SCRIPT KILL stops a script that has not written, and refuses one that has; FUNCTION
+/// KILL is for functions; a connection made during the script carries on after it.
+fn busy_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut runner = server.client();
+    let mut before = server.client();
+    out.push(runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]));
+    out.push(before.cmd(&["PING"]));
+    runner.send_raw(&common::encode(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    out.push(before.cmd(&["GET", "x"]));
+    let mut during = server.client();
+    out.push(during.cmd(&["PING"]));
+    out.push(during.cmd(&["FUNCTION", "KILL"]));
+    out.push(during.cmd(&["SHUTDOWN"]));
+    out.push(during.cmd(&["SCRIPT", "KILL"]));
+    out.push(runner.read_reply().unwrap());
+    out.push(during.cmd(&["PING"]));
+    out.push(before.cmd(&["SCRIPT", "KILL"]));
+
+    // Once it has written, a script cannot be killed; it is left to finish on its own here.
+    let body = "redis.call('set', 'w', '1') local t = redis.call('time') local start = t[1] * 1000 + t[2] / 1000 \
+                while true do local i = 0 while i < 100000 do i = i + 1 end \
+                local n = redis.call('time') if n[1] * 1000 + n[2] / 1000 - start > 700 then break end end return 'done'";
+    runner.send_raw(&common::encode(&["EVAL", body, "0"])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    out.push(before.cmd(&["SCRIPT", "KILL"]));
+    out.push(runner.read_reply().unwrap());
+    out.push(before.cmd(&["GET", "w"]));
+    out
+}
+
+#[test]
+fn busy_scripts_answer_like_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = busy_scenario(&redis);
+    let got = busy_scenario(&ferrodis);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(show(g), show(e), "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}

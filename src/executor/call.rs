@@ -12,7 +12,7 @@ use super::clients::Client;
 use super::{unix_ms, Cmd, State};
 
 /// Resolves the spec to run (the subcommand for containers) or the rejection error.
-fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'static CommandSpec>), CmdError> {
+pub(crate) fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'static CommandSpec>), CmdError> {
     let argv = &cmd.argv;
     let Some(top) = cmd.spec else {
         // Redis formats this with %.128s / %.*s: client bytes verbatim, cut at a NUL.

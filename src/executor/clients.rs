@@ -40,6 +40,9 @@ pub struct ClientHandle {
     soft_since: AtomicI64,
     /// Set when the output buffer limit closed the client, until the executor logs it.
     obuf_exceeded: AtomicBool,
+    /// The connection holds bytes of a command it has not finished reading: nothing but the
+    /// connection may read from the socket then (see `scripting::busy`).
+    unparsed: AtomicBool,
     /// A snapshot for the connection to stream after this batch's replies (SYNC/PSYNC).
     rdb_transfer: std::sync::Mutex<Option<crate::commands::replication::RdbTransfer>>,
     /// Whether `rdb_transfer` holds one (checked after every batch without the lock).
@@ -191,6 +194,14 @@ impl ClientHandle {
     pub fn take_obuf_exceeded(&self) -> bool {
         // A plain load first: cron asks every client ten times a second.
         self.obuf_exceeded.load(Ordering::Acquire) && self.obuf_exceeded.swap(false, Ordering::AcqRel)
+    }
+
+    pub fn set_unparsed(&self, pending: bool) {
+        self.unparsed.store(pending, Ordering::Relaxed);
+    }
+
+    pub fn unparsed(&self) -> bool {
+        self.unparsed.load(Ordering::Relaxed)
     }
 
     pub fn close_requested(&self) -> bool {

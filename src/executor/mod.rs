@@ -11,6 +11,7 @@ pub mod blocking;
 pub mod call;
 pub mod clients;
 pub mod evict;
+pub mod handoff;
 pub mod snapshot;
 
 use std::sync::Arc;

@@ -11,6 +11,7 @@
 //! after lua-time-limit and lets SCRIPT KILL stop a script that has not written; here the other
 //! clients simply wait, so SCRIPT KILL only ever finds no script running.
 
+mod busy;
 pub mod convert;
 pub mod functions;
 pub mod libs;
@@ -129,6 +130,7 @@ impl Engine {
         prim.raw_set("acl_check_cmd", raising(&lua, lua.create_function(prim_acl_check_cmd)?)?)?;
         let globals = lua.globals();
         let err_handler: Function = prim.raw_get("err_handler")?;
+        install_hook(&lua)?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         let (env, fn_env, fn_mode): (Table, Table, Table) =
             lua.load(include_str!("env.lua")).set_name(ENV_CHUNK).call(prim)?;
@@ -303,6 +305,8 @@ struct Run<'a> {
     wrote: bool,
     /// The last command's encoded reply, converted for Lua from here.
     reply_buf: Vec<u8>,
+    /// Time and kill state against busy-reply-threshold.
+    busy: busy::Busy,
 }
 
 /// What a run calls: a cached EVAL script, or a FUNCTION library's function.
@@ -339,6 +343,7 @@ pub fn run(
         rules,
         wrote: false,
         reply_buf: Vec::new(),
+        busy: busy::Busy::new(matches!(what, Callable::Function(_))),
     };
     let result = {
         let _current = CurrentRun::enter(&mut run);
@@ -355,9 +360,34 @@ pub fn run(
             }
         })
     };
+    let killed = run.busy.killed;
+    crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
     let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
     st.scripting.client = Some(client);
+    if killed {
+        // The kill made the hook fire on every instruction: back to its usual pace.
+        if let Err(e) = install_hook(&vm.lua) {
+            tracing::warn!("Lua hook could not be reset: {e}");
+        }
+    }
     reply
+}
+
+/// Instructions between two looks at the clock (Redis's count hook uses the same).
+const HOOK_EVERY: u32 = 100_000;
+
+/// The count hook: serves other clients once a script is busy, and stops it when killed. A
+/// killed script is stopped again at every instruction, so a `pcall` cannot swallow the kill.
+fn install_hook(lua: &Lua) -> mlua::Result<()> {
+    lua.set_global_hook(mlua::HookTriggers::new().every_nth_instruction(HOOK_EVERY), |lua, _| {
+        if with_run(busy::tick).unwrap_or(false) {
+            lua.set_global_hook(mlua::HookTriggers::new().every_nth_instruction(1), |_, _| {
+                Err(mlua::Error::runtime(busy::KILLED))
+            })?;
+            return Err(mlua::Error::runtime(busy::KILLED));
+        }
+        Ok(mlua::VmState::Continue)
+    })
 }
 
 /// Sets KEYS and ARGV and calls the script under the error handler, in one pass over the Lua C
@@ -465,7 +495,7 @@ fn err_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
                 Value::Boolean(b) => b.to_string().into_bytes(),
                 Value::Integer(i) => i.to_string().into_bytes(),
                 Value::Number(n) => crate::util::num::fmt_g(*n, 14).into_bytes(),
-                Value::Error(e) => e.to_string().into_bytes(),
+                Value::Error(e) => root_message(e).into_bytes(),
                 v => format!("{}: {:p}", v.type_name(), v.to_pointer()).into_bytes(),
             };
             let t = lua.create_table()?;
@@ -493,6 +523,15 @@ fn err_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
         break;
     }
     Ok(table)
+}
+
+/// The message of the error at the root of an mlua error (a hook's or callback's).
+fn root_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::RuntimeError(msg) => msg.clone(),
+        mlua::Error::CallbackError { cause, .. } => root_message(cause),
+        other => other.to_string(),
+    }
 }
 
 fn t_set(t: &Table, k: &str, v: impl mlua::IntoLua) -> mlua::Result<()> {

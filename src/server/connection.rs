@@ -89,6 +89,7 @@ where
             cmds.push(Cmd { spec: commands::lookup_cached(&argv[0], &mut last_spec), argv })
         });
         reparse = parsed.stopped_early;
+        handle.set_unparsed(!rbuf.is_empty());
         if !cmds.is_empty() {
             let woken_before = crate::executor::clients::wakeups();
             let end = shared.exec.batch(id, &mut cmds, &mut out).await;
@@ -99,14 +100,14 @@ where
                 break;
             }
             if !out.is_empty() {
-                // Let the other connections woken by the same poll run their commands first, then
-                // write: as Redis's event loop writes every reply after the reads (beforeSleep),
-                // clients see their replies arrive together, and need fewer wake-ups per request.
-                tokio::task::yield_now().await;
                 if !handle.admit_reply(out.len()) {
                     break;
                 }
                 handle.set_in_flight(out.len());
+                // Let the other connections woken by the same poll run their commands first, then
+                // write: as Redis's event loop writes every reply after the reads (beforeSleep),
+                // clients see their replies arrive together, and need fewer wake-ups per request.
+                tokio::task::yield_now().await;
                 if !write_out(&mut stream, &handle, &out).await {
                     break;
                 }
@@ -154,6 +155,9 @@ where
     S: AsyncWrite + Unpin,
 {
     let mut pos = 0;
+    if !buf.is_empty() {
+        handle.set_in_flight(buf.len());
+    }
     while pos < buf.len() {
         // The write is tried first: the kill signal is only waited on while the peer is not
         // reading, so the common case registers nothing.

@@ -1,13 +1,16 @@
 //! Accept loops: every bind address (IPv4 and IPv6, `-` prefix = optional) and the unix socket.
 //! Applies maxclients, TCP_NODELAY and keepalive, and hands each socket to a connection task.
+//! Sockets a busy script accepted (`executor::handoff`) join here as if just accepted.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use socket2::{Domain, Protocol, Socket, Type};
+use std::os::fd::OwnedFd;
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream, UnixListener};
+
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
 use super::{connection, Shared};
 use crate::config::live;
@@ -34,6 +37,7 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
             match bind_tcp(SocketAddr::new(ip, cfg.port), cfg.tcp_backlog) {
                 Ok(l) => {
                     bound += 1;
+                    crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), false);
                     tokio::spawn(accept_tcp(l, shared.clone()));
                 }
                 Err(e) if optional => {
@@ -58,6 +62,7 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(cfg.unixsocketperm));
         }
+        crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), true);
         tokio::spawn(accept_unix(l, shared.clone()));
     }
     Ok(())
@@ -112,14 +117,40 @@ fn admit(shared: &Shared) -> bool {
     true
 }
 
+/// Sockets a busy script accepted and answered, adopted as connections now (see
+/// `executor::handoff`).
+fn adopted<T>(unix: bool, convert: impl Fn(OwnedFd) -> std::io::Result<T>) -> Vec<T> {
+    crate::executor::handoff::take(unix).into_iter().filter_map(|fd| convert(fd).ok()).collect()
+}
+
 async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
+    let mut pending: Vec<TcpStream> = Vec::new();
     loop {
-        let (mut stream, peer) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::warn!("Accepting client connection: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
+        let (mut stream, peer) = match pending.pop() {
+            Some(stream) => match stream.peer_addr() {
+                Ok(peer) => (stream, peer),
+                Err(_) => continue,
+            },
+            None => {
+                let accepted = tokio::select! {
+                    r = listener.accept() => r,
+                    _ = crate::executor::handoff::handed_over() => {
+                        pending = adopted(false, |fd| {
+                            let std = std::net::TcpStream::from(fd);
+                            std.set_nonblocking(true)?;
+                            TcpStream::from_std(std)
+                        });
+                        continue;
+                    }
+                };
+                match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!("Accepting client connection: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    }
+                }
             }
         };
         if !admit(&shared) {
@@ -155,13 +186,30 @@ async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
 
 async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
     let path = shared.config.unixsocket.clone().unwrap_or_default();
+    let mut pending: Vec<UnixStream> = Vec::new();
     loop {
-        let (mut stream, _) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::warn!("Accepting client connection: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
+        let mut stream = match pending.pop() {
+            Some(stream) => stream,
+            None => {
+                let accepted = tokio::select! {
+                    r = listener.accept() => r,
+                    _ = crate::executor::handoff::handed_over() => {
+                        pending = adopted(true, |fd| {
+                            let std = std::os::unix::net::UnixStream::from(fd);
+                            std.set_nonblocking(true)?;
+                            UnixStream::from_std(std)
+                        });
+                        continue;
+                    }
+                };
+                match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!("Accepting client connection: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    }
+                }
             }
         };
         if !admit(&shared) {

@@ -1,0 +1,230 @@
+//! Other clients while a script runs past busy-reply-threshold (lua-time-limit). A script runs
+//! on the thread that also serves the connections, so they cannot answer for themselves: a Lua
+//! count hook comes here every 100,000 instructions, and once the threshold has passed this
+//! module reads the other clients' complete commands straight from their sockets and answers
+//! them as Redis does: `-BUSY`, except SCRIPT KILL (or FUNCTION KILL for a function), which
+//! stops a script that has not written, and SHUTDOWN NOSAVE.
+//!
+//! Only what is safe to take is taken: a socket is peeked first and only whole commands are
+//! consumed, and a client is left alone while its connection holds a partial command or replies
+//! it has not written (its order would break); such clients wait for the script to end. New
+//! connections are accepted here (a fresh `redis-cli SCRIPT KILL` is the usual way in) and
+//! handed to the accept loops afterwards (`executor::handoff`). Other commands Redis allows
+//! during a busy script (MULTI, WATCH, ...) are answered with `-BUSY` here.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+
+use super::Run;
+use crate::commands::CmdError;
+
+/// How often the sockets are looked at while busy.
+const POLL_EVERY: Duration = Duration::from_millis(5);
+
+const UNKILLABLE: &str = "-UNKILLABLE Sorry the script already executed write commands against the dataset. You can \
+                          either wait the script termination or kill the server in a hard way using the SHUTDOWN \
+                          NOSAVE command.\r\n";
+
+/// The message a killed script fails with.
+pub const KILLED: &str = "Script killed by user with SCRIPT KILL...";
+
+/// A run's busy state.
+#[derive(Debug)]
+pub struct Busy {
+    started: Instant,
+    /// Past the threshold (logged once).
+    busy: bool,
+    last_poll: Option<Instant>,
+    /// SCRIPT KILL (or SHUTDOWN NOSAVE) asked the script to stop.
+    pub killed: bool,
+    /// The run is an FCALL (its kill command is FUNCTION KILL).
+    pub function: bool,
+    /// Connections accepted while busy (descriptor, is unix), handed to the accept loops after.
+    pub accepted: Vec<(OwnedFd, bool)>,
+}
+
+impl Busy {
+    pub fn new(function: bool) -> Busy {
+        Busy { started: Instant::now(), busy: false, last_poll: None, killed: false, function, accepted: Vec::new() }
+    }
+}
+
+/// Called from the count hook: serves the other clients once the script is busy; true when the
+/// script must stop.
+pub(super) fn tick(run: &mut Run) -> bool {
+    if run.busy.killed {
+        return true;
+    }
+    let threshold = run.st.config.busy_reply_threshold;
+    if !run.busy.busy {
+        if threshold <= 0 || run.busy.started.elapsed() < Duration::from_millis(threshold as u64) {
+            return false;
+        }
+        run.busy.busy = true;
+        tracing::warn!(
+            "Slow script detected: still in execution after {} milliseconds. You can try killing the script using \
+             the {} command.",
+            run.busy.started.elapsed().as_millis(),
+            if run.busy.function { "FUNCTION KILL" } else { "SCRIPT KILL" }
+        );
+    }
+    let now = Instant::now();
+    if run.busy.last_poll.is_some_and(|t| now.duration_since(t) < POLL_EVERY) {
+        return false;
+    }
+    run.busy.last_poll = Some(now);
+    accept_new(run);
+    let ids: Vec<u64> = run.st.clients.keys().copied().collect();
+    for id in ids {
+        let Some(client) = run.st.clients.get(&id) else { continue };
+        let (fd, handle, authenticated) = (client.info.fd, client.handle.clone(), client.authenticated);
+        if fd < 0 || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
+            continue;
+        }
+        if let Some(unsent) = serve_socket(run, fd, authenticated) {
+            // The rest goes through the connection, in order, once it runs again.
+            handle.push_output(unsent);
+        }
+        if run.busy.killed {
+            return true;
+        }
+    }
+    // New connections: the usual way to send SCRIPT KILL is a fresh redis-cli.
+    let authenticated = run.st.config.requirepass.is_none();
+    for i in 0..run.busy.accepted.len() {
+        let fd = run.busy.accepted[i].0.as_raw_fd();
+        // What cannot be sent now is dropped: the peer reads nothing more until it is adopted.
+        let _ = serve_socket(run, fd, authenticated);
+        if run.busy.killed {
+            break;
+        }
+    }
+    run.busy.killed
+}
+
+/// Accepts what waits on the listeners (non-blocking), to be answered while busy.
+fn accept_new(run: &mut Run) {
+    for (listener, unix) in crate::executor::handoff::listeners() {
+        loop {
+            // SAFETY: accept4 on a listening descriptor the server owns; null address pointers
+            // are allowed. The returned descriptor is ours alone and is wrapped at once.
+            let fd = unsafe {
+                libc::accept4(
+                    listener,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                break;
+            }
+            // SAFETY: `fd` was just returned by accept4 and is owned by nothing else.
+            let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+            run.busy.accepted.push((owned, unix));
+        }
+    }
+}
+
+/// Answers the complete commands waiting on a socket; returns the replies the socket would not
+/// take at once.
+fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool) -> Option<Vec<u8>> {
+    let mut peeked = vec![0u8; 64 * 1024];
+    // SAFETY: recv writes at most `peeked.len()` bytes into the buffer we own; MSG_PEEK leaves
+    // them in the socket.
+    let n = unsafe {
+        libc::recv(fd, peeked.as_mut_ptr() as *mut libc::c_void, peeked.len(), libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    };
+    if n <= 0 {
+        return None;
+    }
+    let mut buf = BytesMut::from(&peeked[..n as usize]);
+    let mut parser = crate::resp::Parser::new(512 * 1024 * 1024);
+    parser.unauthenticated = !authenticated;
+    let mut commands = Vec::new();
+    let status = parser.parse_into(&mut buf, |argv| commands.push(argv));
+    if status.error.is_some() || commands.is_empty() {
+        // Malformed input is the connection's to answer once the script ends.
+        return None;
+    }
+    let consumed = n as usize - buf.len();
+    let mut replies = Vec::new();
+    for argv in commands {
+        answer(run, authenticated, &argv, &mut replies);
+    }
+    let mut taken = 0;
+    while taken < consumed {
+        // SAFETY: as above; these bytes were just peeked, so they are there to be consumed.
+        let r =
+            unsafe { libc::recv(fd, peeked.as_mut_ptr() as *mut libc::c_void, consumed - taken, libc::MSG_DONTWAIT) };
+        if r <= 0 {
+            break;
+        }
+        taken += r as usize;
+    }
+    if replies.is_empty() {
+        return None;
+    }
+    // SAFETY: send reads `replies.len()` bytes from the buffer we own.
+    let sent = unsafe {
+        libc::send(fd, replies.as_ptr() as *const libc::c_void, replies.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    let sent = sent.max(0) as usize;
+    (sent < replies.len()).then(|| replies[sent..].to_vec())
+}
+
+/// One command's answer while busy.
+fn answer(run: &mut Run, authenticated: bool, argv: &[bytes::Bytes], out: &mut Vec<u8>) {
+    let cmd = crate::executor::Cmd { spec: crate::commands::lookup(&argv[0]), argv: argv.to_vec() };
+    let (spec, parent) = match crate::executor::call::resolve(&cmd) {
+        Ok(found) => found,
+        Err(e) => return error_line(out, e),
+    };
+    if !authenticated && !spec.has_flag(crate::commands::flags::NO_AUTH) {
+        return error_line(out, CmdError::NoAuth);
+    }
+    let busy_error = |function: bool| {
+        if function {
+            "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+        } else {
+            "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+        }
+    };
+    let function = run.busy.function;
+    let full = (parent.map_or("", |p| p.name), spec.name);
+    match full {
+        ("script", "kill") if !function => kill(run, out),
+        ("function", "kill") if function => kill(run, out),
+        ("", "shutdown") if argv.iter().skip(1).any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
+            run.st.shutdown = Some(crate::executor::ShutdownRequest::NoSave);
+            run.busy.killed = true;
+        }
+        _ => out.extend_from_slice(busy_error(function).as_bytes()),
+    }
+}
+
+fn kill(run: &mut Run, out: &mut Vec<u8>) {
+    if run.wrote {
+        out.extend_from_slice(UNKILLABLE.as_bytes());
+        return;
+    }
+    tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+    run.busy.killed = true;
+    out.extend_from_slice(b"+OK\r\n");
+}
+
+fn error_line(out: &mut Vec<u8>, e: CmdError) {
+    match e {
+        CmdError::Line(bytes) => {
+            out.push(b'-');
+            out.extend(bytes.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+        }
+        other => {
+            out.push(b'-');
+            out.extend_from_slice(other.text().as_bytes());
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
