@@ -8,7 +8,7 @@ use crate::resp::Reply;
 
 /// Deeper than this, a returned table is answered with an error in its place (Redis runs out of
 /// Lua stack there; this keeps a self-referencing table from recursing without end).
-const MAX_DEPTH: usize = 1000;
+pub const MAX_DEPTH: usize = 1000;
 
 /// A status (`+`) or error (`-`) line of any bytes, carriage returns and newlines made spaces
 /// (it must stay one line). Text that is not UTF-8 goes out encoded as it is: a `Reply` holds
@@ -49,7 +49,7 @@ pub fn error_table_text(msg: &str) -> String {
 
 /// A Lua number as Redis's `(long long)` cast of it gives on x86-64: out of range and NaN
 /// become i64::MIN.
-fn lua_number_to_int(n: f64) -> i64 {
+pub fn lua_number_to_int(n: f64) -> i64 {
     // 2^63 as a double: the first value past i64::MAX.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {

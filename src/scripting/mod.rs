@@ -349,16 +349,16 @@ pub fn run(
         let _current = CurrentRun::enter(&mut run);
         let outcome = match &what {
             Callable::Script(script) => call_script(&vm, &script.func, keys, args),
-            Callable::Function(def) => functions::call_function(&vm, def, keys, args),
+            Callable::Function(def) => functions::call_function(&vm, def, keys, args).map(|(ok, value)| {
+                let resp = with_run(|run| run.client.proto).unwrap_or(2);
+                if ok {
+                    Ok(convert::lua_to_reply(&value, resp, 0))
+                } else {
+                    Err(value)
+                }
+            }),
         };
-        outcome.map(|(ok, value)| {
-            let resp = with_run(|run| run.client.proto).unwrap_or(2);
-            if ok {
-                convert::lua_to_reply(&value, resp, 0)
-            } else {
-                script_error(&value, name)
-            }
-        })
+        outcome.map(|result| result.unwrap_or_else(|error| script_error(&error, name)))
     };
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
@@ -391,15 +391,18 @@ fn install_hook(lua: &Lua) -> mlua::Result<()> {
 }
 
 /// Sets KEYS and ARGV and calls the script under the error handler, in one pass over the Lua C
-/// API (each mlua call would take the VM's lock): `(true, result)` or `(false, error table)`.
-fn call_script(vm: &Vm, func: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(bool, Value)> {
+/// API (each mlua call would take the VM's lock): the reply converted on the stack, or the
+/// error table.
+fn call_script(vm: &Vm, func: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<Result<Reply, Value>> {
     use mlua::ffi;
+    let mut reply = None;
     // SAFETY: `exec_raw` runs the closure as a protected C function whose stack holds the three
-    // values passed (globals, function, handler) at 1..3. Every push below is balanced or left as
-    // the two results; at most three slots are used at a time beyond those, within LUA_MINSTACK.
-    // Errors (memory) longjmp to exec_raw's protection; the closure's frame holds only slices.
-    unsafe {
-        vm.lua.exec_raw::<(bool, Value)>((&vm.globals, func, &vm.err_handler), |state| {
+    // values passed (globals, function, handler) at 1..3. Setting KEYS and ARGV uses at most
+    // three slots beyond those, within LUA_MINSTACK; errors (memory) there longjmp to exec_raw's
+    // protection over a frame holding only slices. The reply is converted after reserving
+    // REPLY_STACK slots, so that conversion cannot raise (see `stack::reply_at`).
+    let error = unsafe {
+        vm.lua.exec_raw::<Value>((&vm.globals, func, &vm.err_handler), |state| {
             for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
                 ffi::lua_pushstring(state, name.as_ptr());
                 ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
@@ -410,13 +413,19 @@ fn call_script(vm: &Vm, func: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua
                 ffi::lua_rawset(state, 1);
             }
             ffi::lua_pushvalue(state, 2);
-            let status = ffi::lua_pcall(state, 0, 1, 3);
-            ffi::lua_pushboolean(state, (status == 0) as std::ffi::c_int);
-            ffi::lua_replace(state, 1);
-            ffi::lua_replace(state, 2);
-            ffi::lua_settop(state, 2);
+            if ffi::lua_pcall(state, 0, 1, 3) != 0 {
+                // The error table is the closure's one result.
+                ffi::lua_replace(state, 1);
+                ffi::lua_settop(state, 1);
+                return;
+            }
+            ffi::luaL_checkstack(state, stack::REPLY_STACK, std::ptr::null());
+            let resp = with_run(|run| run.client.proto).unwrap_or(2);
+            reply = Some(stack::reply_at(state, -1, resp, 0));
+            ffi::lua_settop(state, 0);
         })
-    }
+    }?;
+    Ok(reply.ok_or(error))
 }
 
 thread_local! {

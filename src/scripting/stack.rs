@@ -14,7 +14,8 @@ use std::ffi::{c_char, c_int};
 use bytes::Bytes;
 use mlua::ffi;
 
-use super::{run_command, with_run};
+use super::{convert, run_command, with_run};
+use crate::resp::Reply;
 
 /// redis.call: the reply, or the command's error raised as `{err=...}`.
 pub unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
@@ -258,4 +259,152 @@ fn trim_crlf(mut s: &[u8]) -> &[u8] {
         s = rest;
     }
     s
+}
+
+/// Stack slots the conversion of a script's result may use (four per level of nesting). The
+/// caller reserves them with `lua_checkstack` before converting, so that the conversion itself
+/// never grows the stack.
+pub const REPLY_STACK: c_int = 4 * convert::MAX_DEPTH as c_int + 8;
+
+/// The value at `idx` as a reply, by the rules of `convert::lua_to_reply` (luaReplyToRedisReply),
+/// read straight off the stack. With REPLY_STACK slots reserved, no Lua call here allocates, so
+/// none can raise: the Rust values being built are never skipped by a longjmp.
+pub unsafe fn reply_at(state: *mut ffi::lua_State, idx: c_int, resp: u8, depth: usize) -> Reply {
+    let idx = if idx < 0 { ffi::lua_gettop(state) + idx + 1 } else { idx };
+    if depth > convert::MAX_DEPTH {
+        return Reply::Error("ERR reached lua stack limit".into());
+    }
+    match ffi::lua_type(state, idx) {
+        ffi::LUA_TSTRING => Reply::Bulk(string_at(state, idx).to_vec()),
+        ffi::LUA_TBOOLEAN => {
+            let b = ffi::lua_toboolean(state, idx) != 0;
+            match (resp, b) {
+                (2, true) => Reply::Int(1),
+                (2, false) => Reply::Nil,
+                _ => Reply::Bool(b),
+            }
+        }
+        ffi::LUA_TNUMBER => Reply::Int(convert::lua_number_to_int(ffi::lua_tonumber(state, idx))),
+        ffi::LUA_TTABLE => table_reply(state, idx, resp, depth),
+        _ => Reply::Nil,
+    }
+}
+
+/// The bytes of the string at `idx` (the caller checked its type: no conversion happens).
+unsafe fn string_at<'a>(state: *mut ffi::lua_State, idx: c_int) -> &'a [u8] {
+    let mut len = 0;
+    let ptr = ffi::lua_tolstring(state, idx, &mut len) as *const u8;
+    std::slice::from_raw_parts(ptr, len)
+}
+
+/// The special fields of a reply table, found in one pass over it.
+#[derive(Default)]
+struct Fields {
+    err: Option<Vec<u8>>,
+    ok: Option<Vec<u8>>,
+    double: Option<f64>,
+    big_number: Option<Vec<u8>>,
+    verbatim: Option<(Vec<u8>, Vec<u8>)>,
+    map: bool,
+    set: bool,
+}
+
+unsafe fn table_reply(state: *mut ffi::lua_State, t: c_int, resp: u8, depth: usize) -> Reply {
+    let mut f = Fields::default();
+    ffi::lua_pushnil(state);
+    while ffi::lua_next(state, t) != 0 {
+        // Only string keys are looked at (reading a number key as a string would convert it
+        // in place and break the iteration).
+        if ffi::lua_type(state, -2) == ffi::LUA_TSTRING {
+            let value_type = ffi::lua_type(state, -1);
+            match (string_at(state, -2), value_type) {
+                (b"err", ffi::LUA_TSTRING) => f.err = Some(string_at(state, -1).to_vec()),
+                (b"ok", ffi::LUA_TSTRING) => f.ok = Some(string_at(state, -1).to_vec()),
+                (b"double", ffi::LUA_TNUMBER) => f.double = Some(ffi::lua_tonumber(state, -1)),
+                (b"big_number", ffi::LUA_TSTRING) => f.big_number = Some(string_at(state, -1).to_vec()),
+                (b"verbatim_string", ffi::LUA_TTABLE) => f.verbatim = verbatim_fields(state, ffi::lua_gettop(state)),
+                (b"map", ffi::LUA_TTABLE) => f.map = true,
+                (b"set", ffi::LUA_TTABLE) => f.set = true,
+                _ => {}
+            }
+        }
+        ffi::lua_settop(state, -2);
+    }
+    if let Some(err) = f.err {
+        return convert::line_reply(b'-', err);
+    }
+    if let Some(ok) = f.ok {
+        return convert::line_reply(b'+', ok);
+    }
+    if let Some(d) = f.double {
+        return Reply::Double(d);
+    }
+    if let Some(big) = f.big_number {
+        return Reply::BigNumber(String::from_utf8_lossy(&big).replace(['\r', '\n'], " "));
+    }
+    if let Some((format, text)) = f.verbatim {
+        return Reply::Verbatim(if format == b"mkd" { "mkd" } else { "txt" }, text);
+    }
+    if f.map || f.set {
+        let name: &[u8] = if f.map { b"map" } else { b"set" };
+        if push_field(state, t, name) {
+            let inner = ffi::lua_gettop(state);
+            let mut items = Vec::new();
+            let mut pairs = Vec::new();
+            ffi::lua_pushnil(state);
+            while ffi::lua_next(state, inner) != 0 {
+                let key = reply_at(state, -2, resp, depth + 1);
+                if f.map {
+                    pairs.push((key, reply_at(state, -1, resp, depth + 1)));
+                } else {
+                    items.push(key);
+                }
+                ffi::lua_settop(state, -2);
+            }
+            ffi::lua_settop(state, -2);
+            return if f.map { Reply::Map(pairs) } else { Reply::Set(items) };
+        }
+    }
+    let mut items = Vec::new();
+    for i in 1.. {
+        ffi::lua_rawgeti(state, t, i);
+        if ffi::lua_type(state, -1) == ffi::LUA_TNIL {
+            ffi::lua_settop(state, -2);
+            break;
+        }
+        items.push(reply_at(state, -1, resp, depth + 1));
+        ffi::lua_settop(state, -2);
+    }
+    Reply::Array(items)
+}
+
+/// Pushes the value of the string key `name` of table `t`, found by iteration (pushing the key
+/// itself could allocate); false (nothing pushed) when absent.
+unsafe fn push_field(state: *mut ffi::lua_State, t: c_int, name: &[u8]) -> bool {
+    ffi::lua_pushnil(state);
+    while ffi::lua_next(state, t) != 0 {
+        if ffi::lua_type(state, -2) == ffi::LUA_TSTRING && string_at(state, -2) == name {
+            ffi::lua_replace(state, -2);
+            return true;
+        }
+        ffi::lua_settop(state, -2);
+    }
+    false
+}
+
+/// `format` and `string` of a verbatim_string table at `t`, when both are strings.
+unsafe fn verbatim_fields(state: *mut ffi::lua_State, t: c_int) -> Option<(Vec<u8>, Vec<u8>)> {
+    let (mut format, mut text) = (None, None);
+    ffi::lua_pushnil(state);
+    while ffi::lua_next(state, t) != 0 {
+        if ffi::lua_type(state, -2) == ffi::LUA_TSTRING && ffi::lua_type(state, -1) == ffi::LUA_TSTRING {
+            match string_at(state, -2) {
+                b"format" => format = Some(string_at(state, -1).to_vec()),
+                b"string" => text = Some(string_at(state, -1).to_vec()),
+                _ => {}
+            }
+        }
+        ffi::lua_settop(state, -2);
+    }
+    Some((format?, text?))
 }
