@@ -1,8 +1,6 @@
-//! The script's return value as a `Reply` for the caller, by Redis 7.0's rules
-//! (luaReplyToRedisReply), and the wording of error tables. The other direction, a command's
-//! reply into Lua for redis.call, is pushed straight onto the Lua stack by `stack`.
-
-use mlua::{Table, Value};
+//! The pieces of the reply conversions that touch no Lua state: the wording of error tables,
+//! status and error lines of any bytes, and Redis's number cast. The conversions themselves work
+//! on the Lua stack (`stack`).
 
 use crate::resp::Reply;
 
@@ -57,83 +55,6 @@ pub fn lua_number_to_int(n: f64) -> i64 {
     } else {
         n as i64
     }
-}
-
-fn string_field(t: &Table, key: &str) -> Option<mlua::LuaString> {
-    match t.raw_get::<Value>(key) {
-        Ok(Value::String(s)) => Some(s),
-        _ => None,
-    }
-}
-
-/// A script's return value as a reply (luaReplyToRedisReply). `resp` is the script client's
-/// protocol (redis.setresp), which decides how booleans answer.
-pub fn lua_to_reply(value: &Value, resp: u8, depth: usize) -> Reply {
-    if depth > MAX_DEPTH {
-        return Reply::Error("ERR reached lua stack limit".into());
-    }
-    match value {
-        Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
-        Value::Boolean(b) if resp == 2 => {
-            if *b {
-                Reply::Int(1)
-            } else {
-                Reply::Nil
-            }
-        }
-        Value::Boolean(b) => Reply::Bool(*b),
-        Value::Integer(i) => Reply::Int(*i),
-        Value::Number(n) => Reply::Int(lua_number_to_int(*n)),
-        Value::Table(t) => table_to_reply(t, resp, depth),
-        _ => Reply::Nil,
-    }
-}
-
-fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Reply {
-    if let Some(err) = string_field(t, "err") {
-        return line_reply(b'-', err.as_bytes().to_vec());
-    }
-    if let Some(ok) = string_field(t, "ok") {
-        return line_reply(b'+', ok.as_bytes().to_vec());
-    }
-    match t.raw_get::<Value>("double") {
-        Ok(Value::Number(n)) => return Reply::Double(n),
-        Ok(Value::Integer(i)) => return Reply::Double(i as f64),
-        _ => {}
-    }
-    if let Some(big) = string_field(t, "big_number") {
-        return Reply::BigNumber(String::from_utf8_lossy(&big.as_bytes()).replace(['\r', '\n'], " "));
-    }
-    if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
-        if let (Some(format), Some(text)) = (string_field(&v, "format"), string_field(&v, "string")) {
-            let format: &'static str = match &format.as_bytes()[..] {
-                b"mkd" => "mkd",
-                _ => "txt",
-            };
-            return Reply::Verbatim(format, text.as_bytes().to_vec());
-        }
-    }
-    if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-        let pairs = m
-            .pairs::<Value, Value>()
-            .filter_map(Result::ok)
-            .map(|(k, v)| (lua_to_reply(&k, resp, depth + 1), lua_to_reply(&v, resp, depth + 1)))
-            .collect();
-        return Reply::Map(pairs);
-    }
-    if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
-        let items =
-            s.pairs::<Value, Value>().filter_map(Result::ok).map(|(k, _)| lua_to_reply(&k, resp, depth + 1)).collect();
-        return Reply::Set(items);
-    }
-    let mut items = Vec::new();
-    for i in 1.. {
-        match t.raw_get::<Value>(i) {
-            Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(lua_to_reply(&v, resp, depth + 1)),
-        }
-    }
-    Reply::Array(items)
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
 use super::{failure, script_flags, success, Engine};
@@ -268,28 +267,4 @@ fn named_registration(t: &Table) -> Result<Registration, &'static str> {
     let name = name.ok_or("redis.register_function must get a function name argument")?;
     let callback = callback.ok_or("redis.register_function must get a callback argument")?;
     Ok((name, callback, flags, description))
-}
-
-/// Calls a function's callback with its keys and arguments tables under the error handler:
-/// `(true, result)` or `(false, error table)`.
-pub(super) fn call_function(
-    vm: &super::Vm,
-    def: &FunctionDef,
-    keys: &[Bytes],
-    args: &[Bytes],
-) -> mlua::Result<(bool, Value)> {
-    let lua = &vm.lua;
-    let to_table = |items: &[Bytes]| -> mlua::Result<Table> {
-        let t = lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, item) in items.iter().enumerate() {
-            t.raw_set(i + 1, lua.create_string(&item[..])?)?;
-        }
-        Ok(t)
-    };
-    let mut values = vm
-        .fn_trampoline
-        .call::<MultiValue>((def.callback.clone(), vm.err_handler.clone(), to_table(keys)?, to_table(args)?))?
-        .into_iter();
-    let ok = matches!(values.next(), Some(Value::Boolean(true)));
-    Ok((ok, values.next().unwrap_or(Value::Nil)))
 }

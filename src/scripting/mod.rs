@@ -76,8 +76,6 @@ struct Vm {
     /// and running (see env.lua).
     fn_env: Table,
     fn_mode: Table,
-    /// `(f, handler, keys, args)` → xpcall of `f(keys, args)`.
-    fn_trampoline: Function,
 }
 
 /// The Lua VM, its script cache and the client scripts run their commands as.
@@ -134,12 +132,8 @@ impl Engine {
         let xpcall: Function = globals.raw_get("xpcall")?;
         let (env, fn_env, fn_mode): (Table, Table, Table) =
             lua.load(include_str!("env.lua")).set_name(ENV_CHUNK).call(prim)?;
-        let fn_trampoline: Function = lua
-            .load("local xpcall = ... return function(f, h, k, a) return xpcall(function() return f(k, a) end, h) end")
-            .set_name(ENV_CHUNK)
-            .call(xpcall.clone())?;
         Ok(Engine {
-            vm: Arc::new(Vm { lua, globals, env, err_handler, xpcall, fn_env, fn_mode, fn_trampoline }),
+            vm: Arc::new(Vm { lua, globals, env, err_handler, xpcall, fn_env, fn_mode }),
             registry: functions::Registry::default(),
             scripts: HashMap::new(),
             by_body: HashMap::default(),
@@ -348,15 +342,8 @@ pub fn run(
     let result = {
         let _current = CurrentRun::enter(&mut run);
         let outcome = match &what {
-            Callable::Script(script) => call_script(&vm, &script.func, keys, args),
-            Callable::Function(def) => functions::call_function(&vm, def, keys, args).map(|(ok, value)| {
-                let resp = with_run(|run| run.client.proto).unwrap_or(2);
-                if ok {
-                    Ok(convert::lua_to_reply(&value, resp, 0))
-                } else {
-                    Err(value)
-                }
-            }),
+            Callable::Script(script) => call_lua(&vm, &script.func, false, keys, args),
+            Callable::Function(def) => call_lua(&vm, &def.callback, true, keys, args),
         };
         outcome.map(|result| result.unwrap_or_else(|error| script_error(&error, name)))
     };
@@ -390,30 +377,47 @@ fn install_hook(lua: &Lua) -> mlua::Result<()> {
     })
 }
 
-/// Sets KEYS and ARGV and calls the script under the error handler, in one pass over the Lua C
-/// API (each mlua call would take the VM's lock): the reply converted on the stack, or the
-/// error table.
-fn call_script(vm: &Vm, func: &Function, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<Result<Reply, Value>> {
+/// Calls a script (KEYS and ARGV set as globals) or a function (keys and arguments tables as
+/// its two parameters) under the error handler, in one pass over the Lua C API (each mlua call
+/// would take the VM's lock): the reply converted on the stack, or the error table.
+fn call_lua(
+    vm: &Vm,
+    target: &Function,
+    as_function: bool,
+    keys: &[Bytes],
+    args: &[Bytes],
+) -> mlua::Result<Result<Reply, Value>> {
     use mlua::ffi;
     let mut reply = None;
     // SAFETY: `exec_raw` runs the closure as a protected C function whose stack holds the three
-    // values passed (globals, function, handler) at 1..3. Setting KEYS and ARGV uses at most
-    // three slots beyond those, within LUA_MINSTACK; errors (memory) there longjmp to exec_raw's
+    // values passed (globals, target, handler) at 1..3. Building the two tables uses at most
+    // five slots beyond those, within LUA_MINSTACK; errors (memory) there longjmp to exec_raw's
     // protection over a frame holding only slices. The reply is converted after reserving
     // REPLY_STACK slots, so that conversion cannot raise (see `stack::reply_at`).
     let error = unsafe {
-        vm.lua.exec_raw::<Value>((&vm.globals, func, &vm.err_handler), |state| {
-            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
-                ffi::lua_pushstring(state, name.as_ptr());
+        vm.lua.exec_raw::<Value>((&vm.globals, target, &vm.err_handler), |state| {
+            let push_strings = |items: &[Bytes]| {
                 ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
                 for (i, item) in items.iter().enumerate() {
                     ffi::lua_pushlstring(state, item.as_ptr() as *const std::ffi::c_char, item.len());
                     ffi::lua_rawseti(state, -2, (i + 1) as _);
                 }
-                ffi::lua_rawset(state, 1);
-            }
-            ffi::lua_pushvalue(state, 2);
-            if ffi::lua_pcall(state, 0, 1, 3) != 0 {
+            };
+            let nargs = if as_function {
+                ffi::lua_pushvalue(state, 2);
+                push_strings(keys);
+                push_strings(args);
+                2
+            } else {
+                for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
+                    ffi::lua_pushstring(state, name.as_ptr());
+                    push_strings(items);
+                    ffi::lua_rawset(state, 1);
+                }
+                ffi::lua_pushvalue(state, 2);
+                0
+            };
+            if ffi::lua_pcall(state, nargs, 1, 3) != 0 {
                 // The error table is the closure's one result.
                 ffi::lua_replace(state, 1);
                 ffi::lua_settop(state, 1);

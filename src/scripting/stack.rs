@@ -1,7 +1,7 @@
-//! redis.call and redis.pcall as C functions on the Lua stack. They are the hot path of every
-//! script: through mlua, each argument and each converted reply would be a registry reference
-//! taken and released under the VM's lock; here arguments are read straight off the stack and
-//! the reply is pushed as Redis pushes it (redisProtocolToLuaType).
+//! The conversions at the script boundary, on the Lua stack: redis.call and redis.pcall as C
+//! functions (arguments read off the stack, the command's reply pushed as Redis pushes it,
+//! redisProtocolToLuaType), and a script's result read off the stack into a `Reply`. Through
+//! mlua each value would be a registry reference taken and released under the VM's lock.
 //!
 //! A C function that raises a Lua error longjmps over its Rust frames, skipping destructors.
 //! Each function therefore works in two phases: first it reads the arguments and runs the
@@ -266,8 +266,10 @@ fn trim_crlf(mut s: &[u8]) -> &[u8] {
 /// never grows the stack.
 pub const REPLY_STACK: c_int = 4 * convert::MAX_DEPTH as c_int + 8;
 
-/// The value at `idx` as a reply, by the rules of `convert::lua_to_reply` (luaReplyToRedisReply),
-/// read straight off the stack. With REPLY_STACK slots reserved, no Lua call here allocates, so
+/// The value at `idx` as a reply, by Redis 7.0's rules (luaReplyToRedisReply): strings are bulk
+/// strings, numbers integers (truncated), booleans :1/nil in RESP2 (#t/#f after setresp 3), and a
+/// table is its err/ok/double/big_number/verbatim_string/map/set field or else an array up to
+/// the first nil. Read straight off the stack. With REPLY_STACK slots reserved, no Lua call here allocates, so
 /// none can raise: the Rust values being built are never skipped by a longjmp.
 pub unsafe fn reply_at(state: *mut ffi::lua_State, idx: c_int, resp: u8, depth: usize) -> Reply {
     let idx = if idx < 0 { ffi::lua_gettop(state) + idx + 1 } else { idx };
