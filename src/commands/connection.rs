@@ -18,6 +18,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         reset,
     ),
     spec("select", 2, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, select),
+    spec("readonly", 1, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, cluster_only),
+    spec("readwrite", 1, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, cluster_only),
+    spec("asking", 1, FAST, NO_KEYS, acl::CONNECTION, cluster_only),
     spec(
         "auth",
         -2,
@@ -186,4 +189,12 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (Reply::bulk("role"), Reply::bulk("master")),
         (Reply::bulk("modules"), Reply::Array(vec![])),
     ]))
+}
+
+/// READONLY, READWRITE, ASKING
+///
+/// Cluster-mode connection states; a standalone server refuses them, as Redis does without
+/// cluster-enabled.
+pub fn cluster_only(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    Err(CmdError::err("This instance has cluster support disabled"))
 }

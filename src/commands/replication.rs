@@ -15,7 +15,7 @@ use std::os::fd::OwnedFd;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::flags::*;
-use super::{spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use super::{acl, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::executor::{random_hex, unix_ms, State};
 use crate::rdb::save::{self, Aux, Options};
 use crate::resp::Reply;
@@ -24,7 +24,27 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, sync),
     spec("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, psync),
     spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, 0, replconf),
+    spec("wait", 3, NOSCRIPT, NO_KEYS, acl::CONNECTION, wait),
 ];
+
+/// WAIT numreplicas timeout
+///
+/// How many replicas acknowledged this client's writes. No replica receives a write stream from
+/// this server, so the count is 0: at once when none is asked for (or inside MULTI), otherwise
+/// once the timeout (milliseconds, 0 = forever) has passed, as Redis without replicas answers.
+pub fn wait(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let numreplicas = args.i64(1)?;
+    let timeout = crate::util::num::parse_i64(args.get(2))
+        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
+    if numreplicas <= 0 || !ctx.may_block() {
+        return Ok(Reply::Int(0));
+    }
+    let deadline = if timeout == 0 { 0 } else { ctx.now_ms.saturating_add(timeout) };
+    ctx.block(Vec::new(), deadline, Reply::Int(0), "")
+}
 
 /// Length of the random EOF marker of the diskless framing (Redis's RDB_EOF_MARK_SIZE).
 const EOF_MARK_LEN: usize = 40;
