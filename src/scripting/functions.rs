@@ -36,8 +36,12 @@ pub struct Registry {
 
 impl Registry {
     pub fn function(&self, name: &[u8]) -> Option<&Arc<FunctionDef>> {
-        let key = String::from_utf8_lossy(name).to_ascii_lowercase();
-        self.functions.get(&key).map(|(_, f)| f)
+        // The usual lower-case name is looked up as it is; only other names are copied.
+        let found = match std::str::from_utf8(name) {
+            Ok(s) if !s.bytes().any(|c| c.is_ascii_uppercase()) => self.functions.get(s),
+            _ => self.functions.get(&String::from_utf8_lossy(name).to_ascii_lowercase()),
+        };
+        found.map(|(_, f)| f)
     }
 
     pub fn function_count(&self) -> usize {
