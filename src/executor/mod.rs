@@ -86,6 +86,9 @@ pub struct State {
     /// Whether memory was over maxmemory with nothing left to evict when the running command
     /// started (Redis's pre_command_oom_state): a script may not begin to write then.
     pub pre_command_oom: bool,
+    /// Connections run on the executor's own thread (io-threads 1): while a script is busy, only
+    /// then can it answer them itself (`scripting::busy`); with I/O threads they run beside it.
+    pub connections_inline: bool,
     /// Client-side caching: keys read by tracking clients, BCAST prefixes.
     pub tracking: crate::tracking::Table,
     /// Clients holding commands until CLIENT PAUSE ends, in the order they were stopped.
@@ -131,6 +134,7 @@ impl State {
             functions: crate::functions::Libraries::default(),
             scripting: crate::scripting::Engine::new(),
             pre_command_oom: false,
+            connections_inline: false,
             tracking: crate::tracking::Table::default(),
             postponed: std::collections::VecDeque::new(),
             loading: None,

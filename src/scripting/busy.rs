@@ -7,10 +7,10 @@
 //!
 //! Only what is safe to take is taken: a socket is peeked first and only whole commands are
 //! consumed, and a client is left alone while its connection holds a partial command or replies
-//! it has not written (its order would break); such clients wait for the script to end. New
-//! connections are accepted here (a fresh `redis-cli SCRIPT KILL` is the usual way in) and
-//! handed to the accept loops afterwards (`executor::handoff`). Other commands Redis allows
-//! during a busy script (MULTI, WATCH, ...) are answered with `-BUSY` here.
+//! it has not written, or while it is blocked or paused (its order would break); such clients
+//! wait for the script to end. New connections are accepted here (a fresh `redis-cli SCRIPT
+//! KILL` is the usual way in) and handed to the accept loops afterwards (`executor::handoff`).
+//! Other commands Redis allows during a busy script (MULTI, WATCH, ...) get `-BUSY` here.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
@@ -71,7 +71,8 @@ pub(super) fn tick(run: &mut Run) -> bool {
         );
     }
     let now = Instant::now();
-    if run.busy.last_poll.is_some_and(|t| now.duration_since(t) < POLL_EVERY) {
+    // With I/O threads the connections read their sockets themselves, concurrently: hands off.
+    if !run.st.connections_inline || run.busy.last_poll.is_some_and(|t| now.duration_since(t) < POLL_EVERY) {
         return false;
     }
     run.busy.last_poll = Some(now);
@@ -79,6 +80,10 @@ pub(super) fn tick(run: &mut Run) -> bool {
     let ids: Vec<u64> = run.st.clients.keys().copied().collect();
     for id in ids {
         let Some(client) = run.st.clients.get(&id) else { continue };
+        // A blocked or paused client answers its next commands only after the one it waits on.
+        if client.blocked.is_some() || client.postponed || !client.pending.is_empty() {
+            continue;
+        }
         let (fd, handle, authenticated) = (client.info.fd, client.handle.clone(), client.authenticated);
         if fd < 0 || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
             continue;

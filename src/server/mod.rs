@@ -113,6 +113,7 @@ pub fn run(config: Config) -> i32 {
         exec.state.loading = Some(job);
     }
     if threads == 1 {
+        exec.state.connections_inline = true;
         let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(rt) => rt,
             Err(e) => {
