@@ -1,6 +1,6 @@
 //! The four extra libraries Redis 7.0 loads into its Lua VM, written in Rust on mlua: `cjson`
 //! (lua-cjson 2.1.0), `cmsgpack` (lua-cmsgpack 0.4.0), `struct` (Roberto Ierusalimschy's struct
-//! library as patched by Redis) and `bit` (LuaBitOp 1.0.2).
+//! library as patched by Redis) and `bit` (LuaBitOp 1.0.2); and Redis's own `math.random`.
 //!
 //! Behaviour, including error texts and the quirks of the C originals, follows what Debian's
 //! redis-server 7.0.15 does; the expected values in the tests were taken from that server.
@@ -14,19 +14,21 @@
 mod bit;
 mod cjson;
 mod cmsgpack;
+mod random;
 mod struct_;
 
 use std::ffi::c_int;
 
 use mlua::{ffi, Function, Lua, MultiValue, Table, Value};
 
-/// Sets the globals `cjson`, `cmsgpack`, `struct` and `bit`.
+/// Sets the globals `cjson`, `cmsgpack`, `struct` and `bit`, and Redis's `math.random`.
 pub fn load(lua: &Lua) -> mlua::Result<()> {
     let globals = lua.globals();
     globals.set("cjson", cjson::open(lua)?)?;
     globals.set("cmsgpack", cmsgpack::open(lua)?)?;
     globals.set("struct", struct_::open(lua)?)?;
     globals.set("bit", bit::open(lua)?)?;
+    random::install(lua, &globals.get::<Table>("math")?)?;
     Ok(())
 }
 
