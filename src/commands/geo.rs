@@ -77,45 +77,9 @@ fn parse_double(arg: &[u8]) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
-/// The digits of a hex float after `0x`: `h[.h][p[+-]d]`; None when out of range or malformed.
+/// The digits of a hex float after `0x`; None when out of range or malformed.
 fn parse_hex(s: &[u8]) -> Option<f64> {
-    let mut v = 0.0f64;
-    let mut exp: i64 = 0;
-    let mut digits = 0;
-    let mut i = 0;
-    let mut seen_dot = false;
-    while i < s.len() {
-        let c = s[i];
-        if c == b'.' && !seen_dot {
-            seen_dot = true;
-        } else if let Some(d) = (c as char).to_digit(16) {
-            v = v * 16.0 + d as f64;
-            digits += 1;
-            if seen_dot {
-                exp -= 4;
-            }
-        } else {
-            break;
-        }
-        i += 1;
-    }
-    if digits == 0 {
-        return None;
-    }
-    if i < s.len() {
-        if s[i] | 0x20 != b'p' {
-            return None;
-        }
-        let rest = &s[i + 1..];
-        let digits_at = usize::from(rest.first().is_some_and(|c| *c == b'+' || *c == b'-'));
-        if rest.len() <= digits_at || !rest[digits_at..].iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let e = crate::util::num::parse_i64(rest).unwrap_or(if rest[0] == b'-' { -100_000 } else { 100_000 });
-        exp = exp.saturating_add(e);
-    }
-    let r = v * 2f64.powi(exp.clamp(-2200, 2200) as i32);
-    (r.is_finite() && (r != 0.0 || v == 0.0)).then_some(r)
+    crate::util::num::hex_float(s).and_then(|(v, erange)| (!erange).then_some(v))
 }
 
 /// A longitude/latitude pair at `args[i]`, `args[i + 1]`, with Redis's two errors.

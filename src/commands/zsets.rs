@@ -187,7 +187,7 @@ fn c_strtod(s: &[u8]) -> Option<(f64, bool)> {
         return Some((f64::NAN, false));
     }
     if lower.starts_with(b"0x") {
-        return hex_float(&lower[2..]).map(|(v, erange)| (sign * v, erange));
+        return crate::util::num::hex_float(&lower[2..]).map(|(v, erange)| (sign * v, erange));
     }
     if body.is_empty() || !body.iter().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
         return None;
@@ -197,42 +197,6 @@ fn c_strtod(s: &[u8]) -> Option<(f64, bool)> {
     let nonzero = mantissa_digits.clone().any(|c| (b'1'..=b'9').contains(c));
     let erange = v.is_infinite() || (v == 0.0 && nonzero);
     Some((sign * v, erange))
-}
-
-/// The digits of a hex float after `0x`: `h[.h][p[+-]d]`.
-fn hex_float(s: &[u8]) -> Option<(f64, bool)> {
-    let mut v = 0.0f64;
-    let mut exp: i64 = 0;
-    let mut digits = 0;
-    let mut i = 0;
-    let mut seen_dot = false;
-    while i < s.len() {
-        let c = s[i];
-        if c == b'.' && !seen_dot {
-            seen_dot = true;
-        } else if let Some(d) = (c as char).to_digit(16) {
-            v = v * 16.0 + d as f64;
-            digits += 1;
-            if seen_dot {
-                exp -= 4;
-            }
-        } else {
-            break;
-        }
-        i += 1;
-    }
-    if digits == 0 {
-        return None;
-    }
-    if i < s.len() {
-        if s[i] != b'p' {
-            return None;
-        }
-        let e = parse_i64(&s[i + 1..]).filter(|_| s.len() > i + 1 && s[i + 1] != b' ')?;
-        exp = exp.saturating_add(e);
-    }
-    let r = v * 2f64.powi(exp.clamp(-2200, 2200) as i32);
-    Some((r, r.is_infinite() || (r == 0.0 && v != 0.0)))
 }
 
 /// A score argument (ZADD, ZINCRBY, WEIGHTS) as Redis's `string2d` reads it: full strtod syntax,

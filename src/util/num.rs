@@ -89,6 +89,54 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     }
 }
 
+/// The digits of a hex float after `0x` as C's strtod reads them, `h[.h][p[+-]d]`: the value and
+/// whether it is out of range (overflow, or a nonzero value that underflows to zero, ERANGE);
+/// None when malformed.
+pub fn hex_float(s: &[u8]) -> Option<(f64, bool)> {
+    let mut v = 0.0f64;
+    let mut exp: i64 = 0;
+    let mut digits = 0;
+    let mut i = 0;
+    let mut seen_dot = false;
+    while i < s.len() {
+        let c = s[i];
+        if c == b'.' && !seen_dot {
+            seen_dot = true;
+        } else if let Some(d) = (c as char).to_digit(16) {
+            v = v * 16.0 + d as f64;
+            digits += 1;
+            if seen_dot {
+                exp -= 4;
+            }
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if i < s.len() {
+        if s[i] | 0x20 != b'p' {
+            return None;
+        }
+        let rest = &s[i + 1..];
+        let digits_at = usize::from(rest.first().is_some_and(|c| *c == b'+' || *c == b'-'));
+        if rest.len() <= digits_at || !rest[digits_at..].iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let negative = rest[0] == b'-';
+        // A longer exponent than i64 holds saturates (the value is out of range either way).
+        let magnitude = parse_i64(&rest[digits_at..]).unwrap_or(100_000);
+        let e = if negative { -magnitude } else { magnitude };
+        exp = exp.saturating_add(e);
+    }
+    // Scaled in two steps so that neither factor overflows or underflows on its own.
+    let exp = exp.clamp(-2200, 2200) as i32;
+    let r = if v == 0.0 { 0.0 } else { v * 2f64.powi(exp / 2) * 2f64.powi(exp - exp / 2) };
+    Some((r, r.is_infinite() || (r == 0.0 && v != 0.0)))
+}
+
 /// Formats like C's `printf("%.17g", v)`: the format Redis 7.0 uses for double replies.
 pub fn fmt_g17(v: f64) -> String {
     fmt_g(v, 17)
@@ -136,6 +184,53 @@ pub fn push_i64(out: &mut Vec<u8>, v: i64) {
 
 #[cfg(test)]
 mod tests {
+
+    /// `hex_float` against C's strtod on the same `0x...` strings.
+    #[test]
+    fn hex_float_reads_like_strtod() {
+        for body in [
+            "1",
+            "ff",
+            "1.8",
+            ".8",
+            "1p4",
+            "1P-4",
+            "1.8p+1",
+            "1p99999",
+            "1p-99999",
+            "0p99999",
+            "abc.def",
+            "1p",
+            "1p+",
+            "g",
+            ".",
+            "1.2.3",
+            "1p1x",
+            "1p-1074",
+            "1p-1075",
+            "1p1023",
+            "1p1024",
+            "1.fffffffffffffp1023",
+            ".1p-1070",
+            "10p-1080",
+        ] {
+            let c = std::ffi::CString::new(format!("0x{body}")).unwrap();
+            let mut end: *mut libc::c_char = std::ptr::null_mut();
+            // SAFETY: `c` is NUL-terminated and outlives the call; errno is thread-local.
+            let (want, all, erange) = unsafe {
+                *libc::__errno_location() = 0;
+                let d = libc::strtod(c.as_ptr(), &mut end);
+                let used = end.offset_from(c.as_ptr()) as usize;
+                (d, used == body.len() + 2, *libc::__errno_location() == libc::ERANGE)
+            };
+            let got = hex_float(body.as_bytes());
+            if all {
+                assert_eq!(got, Some((want, erange)), "0x{body}");
+            } else {
+                assert_eq!(got, None, "0x{body}");
+            }
+        }
+    }
     use super::*;
 
     #[test]
