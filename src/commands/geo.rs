@@ -14,11 +14,11 @@
 //!   only the first N (`partial_sort`).
 
 use super::flags::*;
+use super::zsets::{limits, read_zset, write_zset};
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::geohash::{self, Search, Shape};
-use crate::types::zset::Limits;
 use crate::types::{Value, ZSet};
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -157,26 +157,6 @@ fn coord_reply(v: f64, proto: u8) -> Reply {
 
 fn coords_reply(lon: f64, lat: f64, proto: u8) -> Reply {
     Reply::Array(vec![coord_reply(lon, proto), coord_reply(lat, proto)])
-}
-
-fn limits(ctx: &Ctx) -> Limits {
-    Limits { max_entries: ctx.srv.config.zset_max_listpack_entries, max_value: ctx.srv.config.zset_max_listpack_value }
-}
-
-fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, CmdError> {
-    match ctx.lookup_read(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, CmdError> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -62,12 +62,12 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// Members with their scores, in the order they are to be replied or stored.
 type Pairs = Vec<(Vec<u8>, f64)>;
 
-fn limits(ctx: &Ctx) -> Limits {
+pub(super) fn limits(ctx: &Ctx) -> Limits {
     Limits { max_entries: ctx.srv.config.zset_max_listpack_entries, max_value: ctx.srv.config.zset_max_listpack_value }
 }
 
 /// The zset under `key` for reading (hit/miss counted); WRONGTYPE for other types.
-fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, CmdError> {
+pub(super) fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, CmdError> {
     match ctx.lookup_read(key) {
         None => Ok(None),
         Some(Value::ZSet(z)) => Ok(Some(z)),
@@ -75,7 +75,7 @@ fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, CmdEr
     }
 }
 
-fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, CmdError> {
+pub(super) fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, CmdError> {
     match ctx.lookup_write(key) {
         None => Ok(None),
         Some(Value::ZSet(z)) => Ok(Some(z)),

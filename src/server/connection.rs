@@ -155,9 +155,6 @@ where
     S: AsyncWrite + Unpin,
 {
     let mut pos = 0;
-    if !buf.is_empty() {
-        handle.set_in_flight(buf.len());
-    }
     while pos < buf.len() {
         // The write is tried first: the kill signal is only waited on while the peer is not
         // reading, so the common case registers nothing.
