@@ -1,6 +1,6 @@
-//! Function libraries (FUNCTION LOAD's unit). There is no scripting engine yet, so libraries come
-//! only from RDB files: each is kept verbatim (engine, name, code) so that FUNCTION LIST can show
-//! it and the next save writes it back unchanged.
+//! Function libraries (FUNCTION LOAD's unit) as code: each is kept verbatim (engine, name, code),
+//! as RDB files and FUNCTION DUMP carry it. What running the code registers is the Lua engine's
+//! (`scripting::functions`).
 
 /// One library as an RDB FUNCTION2 record carries it: the code, whose `#!<engine> name=<name>`
 /// shebang names the engine and the library.
@@ -9,6 +9,40 @@ pub struct Library {
     pub name: Vec<u8>,
     pub engine: Vec<u8>,
     pub code: Vec<u8>,
+}
+
+impl Library {
+    /// A library from its code, checked in Redis's order (functionExtractLibMetaData, then the
+    /// name, then the engine) for FUNCTION LOAD and RDB loading alike: the first line is
+    /// `#!<engine> name=<name>`, split as Redis's sdssplitargs splits it. Errors without `ERR `.
+    pub fn parse(code: Vec<u8>) -> Result<Library, String> {
+        if !code.starts_with(b"#!") {
+            return Err("Missing library metadata".into());
+        }
+        let line_end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
+        let parts = crate::resp::parser::split_args(&code[..line_end]).unwrap_or_default();
+        let Some((first, options)) = parts.split_first() else {
+            return Err("Invalid library metadata".into());
+        };
+        let engine = first[2..].to_ascii_uppercase();
+        let mut name = None;
+        for part in options {
+            match part.get(..5) {
+                Some(key) if key.eq_ignore_ascii_case(b"name=") => name = Some(part[5..].to_vec()),
+                _ => return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(part))),
+            }
+        }
+        let name = name.ok_or("Library name was not given")?;
+        if name.is_empty() || !name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_') {
+            return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one \
+                 character long"
+                .into());
+        }
+        if engine != b"LUA" {
+            return Err(format!("Engine '{}' not found", String::from_utf8_lossy(&first[2..])));
+        }
+        Ok(Library { name, engine, code })
+    }
 }
 
 /// Every loaded library, ordered by name as Redis's dict-of-libraries iteration is not: FUNCTION

@@ -281,28 +281,21 @@ pub fn function_restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Err(_) => return Err(CmdError::err("can not read data type")),
         }
     }
-    // Load into a scratch engine state: on any failure the current libraries stay as they are.
-    let saved: Vec<crate::functions::Library> = ctx.srv.functions.libs.clone();
-    if policy == "flush" {
-        ctx.srv.functions.libs.clear();
-    }
-    let mut staged = ctx.srv.functions.libs.clone();
-    for code in &codes {
-        let name = match crate::scripting::functions::library_name(code) {
-            Ok(n) => n,
-            Err(e) => return Err(CmdError::Raw(e)),
-        };
-        if staged.iter().any(|l| l.name == name.as_bytes()) {
+    // The new set is built aside; the current libraries change only once it has loaded.
+    let mut staged = if policy == "flush" { Vec::new() } else { ctx.srv.functions.libs.clone() };
+    for code in codes {
+        let lib = crate::functions::Library::parse(code).map_err(|e| CmdError::Raw(format!("ERR {e}")))?;
+        if staged.iter().any(|l| l.name == lib.name) {
             if policy != "replace" {
-                ctx.srv.functions.libs = saved;
+                let name = String::from_utf8_lossy(&lib.name).into_owned();
                 return Err(CmdError::err(format!("Library {name} already exists")));
             }
-            staged.retain(|l| l.name != name.as_bytes());
+            staged.retain(|l| l.name != lib.name);
         }
-        staged.push(crate::functions::Library { name: name.into_bytes(), engine: b"LUA".to_vec(), code: code.clone() });
+        staged.push(lib);
     }
     staged.sort_by(|a, b| a.name.cmp(&b.name));
-    ctx.srv.functions.libs = staged;
+    let saved = std::mem::replace(&mut ctx.srv.functions.libs, staged);
     if let Err(e) = rebuild(ctx.srv) {
         ctx.srv.functions.libs = saved;
         let _ = rebuild(ctx.srv);

@@ -970,29 +970,6 @@ pub trait Sink {
     fn progress(&mut self, _offset: u64) {}
 }
 
-/// Parses a FUNCTION2 record's code: the `#!<engine> name=<library>` shebang line.
-pub fn parse_library(code: Vec<u8>) -> Result<Library, String> {
-    let line_end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = &code[..line_end];
-    let Some(rest) = line.strip_prefix(b"#!") else {
-        return Err("Missing library metadata".into());
-    };
-    let mut parts = rest.split(|&b| b == b' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or_default().to_ascii_uppercase();
-    let mut name = None;
-    for p in parts {
-        match p.strip_prefix(b"name=") {
-            Some(n) => name = Some(n.to_vec()),
-            None => return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(p))),
-        }
-    }
-    let name = name.ok_or("Library name was not given")?;
-    if engine != b"LUA" {
-        return Err(format!("Engine '{}' not found", String::from_utf8_lossy(&engine)));
-    }
-    Ok(Library { name, engine, code })
-}
-
 /// Summary of a file read.
 #[derive(Debug, Clone, Default)]
 pub struct FileInfo {
@@ -1064,7 +1041,7 @@ pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LRe
             op::FUNCTION2 => {
                 let at = rd.offset();
                 let code = rd.string()?;
-                let lib = parse_library(code).map_err(|r| LoadError { offset: at, reason: r })?;
+                let lib = Library::parse(code).map_err(|r| LoadError { offset: at, reason: r })?;
                 sink.function(lib).map_err(|r| LoadError { offset: at, reason: r })?;
             }
             _ => {
@@ -1719,8 +1696,8 @@ mod tests {
         let r = read(&file(10, &b)).unwrap();
         assert_eq!(r.libs[0].name, b"lib1");
         assert_eq!(r.libs[0].engine, b"LUA");
-        assert!(parse_library(b"no shebang".to_vec()).is_err());
-        assert!(parse_library(b"#!lua\n".to_vec()).is_err());
+        assert!(Library::parse(b"no shebang".to_vec()).is_err());
+        assert!(Library::parse(b"#!lua\n".to_vec()).is_err());
         // One object from a DUMP-style body.
         let (d, used) = decode_value(obj::STRING, &[3, b'a', b'b', b'c', 9, 9], &DecodeOpts::default()).unwrap();
         assert_eq!((str_of(&d), used), (b"abc".to_vec(), 4));

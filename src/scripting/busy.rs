@@ -13,15 +13,14 @@
 //! Other commands Redis allows during a busy script (MULTI, WATCH, ...) get `-BUSY` here.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 
 use super::Run;
 use crate::commands::CmdError;
 
-/// How often the sockets are looked at while busy.
-const POLL_EVERY: Duration = Duration::from_millis(5);
+/// How often (microseconds) the sockets are looked at while busy.
+const POLL_EVERY_US: u64 = 5_000;
 
 const UNKILLABLE: &str = "-UNKILLABLE Sorry the script already executed write commands against the dataset. You can \
                           either wait the script termination or kill the server in a hard way using the SHUTDOWN \
@@ -33,10 +32,11 @@ pub const KILLED: &str = "Script killed by user with SCRIPT KILL...";
 /// A run's busy state.
 #[derive(Debug)]
 pub struct Busy {
-    started: Instant,
+    /// When the run started (`executor::mono_us`).
+    started_us: u64,
     /// Past the threshold (logged once).
     busy: bool,
-    last_poll: Option<Instant>,
+    last_poll_us: Option<u64>,
     /// SCRIPT KILL (or SHUTDOWN NOSAVE) asked the script to stop.
     pub killed: bool,
     /// The run is an FCALL (its kill command is FUNCTION KILL).
@@ -46,8 +46,8 @@ pub struct Busy {
 }
 
 impl Busy {
-    pub fn new(function: bool) -> Busy {
-        Busy { started: Instant::now(), busy: false, last_poll: None, killed: false, function, accepted: Vec::new() }
+    pub fn new(function: bool, started_us: u64) -> Busy {
+        Busy { started_us, busy: false, last_poll_us: None, killed: false, function, accepted: Vec::new() }
     }
 }
 
@@ -58,24 +58,25 @@ pub(super) fn tick(run: &mut Run) -> bool {
         return true;
     }
     let threshold = run.st.config.busy_reply_threshold;
+    let now = crate::executor::mono_us();
+    let elapsed_ms = now.saturating_sub(run.busy.started_us) / 1000;
     if !run.busy.busy {
-        if threshold <= 0 || run.busy.started.elapsed() < Duration::from_millis(threshold as u64) {
+        if threshold <= 0 || elapsed_ms < threshold as u64 {
             return false;
         }
         run.busy.busy = true;
         tracing::warn!(
             "Slow script detected: still in execution after {} milliseconds. You can try killing the script using \
              the {} command.",
-            run.busy.started.elapsed().as_millis(),
+            elapsed_ms,
             if run.busy.function { "FUNCTION KILL" } else { "SCRIPT KILL" }
         );
     }
-    let now = Instant::now();
     // With I/O threads the connections read their sockets themselves, concurrently: hands off.
-    if !run.st.connections_inline || run.busy.last_poll.is_some_and(|t| now.duration_since(t) < POLL_EVERY) {
+    if !run.st.connections_inline || run.busy.last_poll_us.is_some_and(|t| now.saturating_sub(t) < POLL_EVERY_US) {
         return false;
     }
-    run.busy.last_poll = Some(now);
+    run.busy.last_poll_us = Some(now);
     accept_new(run);
     let ids: Vec<u64> = run.st.clients.keys().copied().collect();
     for id in ids {

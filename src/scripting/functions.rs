@@ -64,38 +64,20 @@ impl Registry {
     }
 }
 
-/// Letters, digits and underscores, at least one (Redis's rule for library and function names).
+/// Letters, digits and underscores, at least one (Redis's rule for function names).
 fn valid_name(name: &[u8]) -> bool {
     !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
+/// Redis 7.0 words a bad function name as it words a bad library name.
 const BAD_NAME: &str =
     "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
 /// The library name of `code`'s metadata line (`#!lua name=<name>`), or the error line.
-pub fn library_name(code: &[u8]) -> Result<String, String> {
-    if !code.starts_with(b"#!") {
-        return Err("ERR Missing library metadata".into());
-    }
-    let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("");
-    if !engine.eq_ignore_ascii_case("lua") {
-        return Err(format!("ERR Engine '{engine}' not found"));
-    }
-    let mut name = None;
-    for part in parts {
-        match part.strip_prefix("name=") {
-            Some(n) => name = Some(n.to_string()),
-            None => return Err(format!("ERR Invalid metadata value given: {part}")),
-        }
-    }
-    let name = name.ok_or("ERR Library name was not given")?;
-    if !valid_name(name.as_bytes()) {
-        return Err(format!("ERR {BAD_NAME}"));
-    }
-    Ok(name)
+fn library_name(code: &[u8]) -> Result<String, String> {
+    crate::functions::Library::parse(code.to_vec())
+        .map(|lib| String::from_utf8_lossy(&lib.name).into_owned())
+        .map_err(|e| format!("ERR {e}"))
 }
 
 thread_local! {

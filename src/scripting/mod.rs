@@ -330,15 +330,9 @@ pub fn run(
         Callable::Function(f) => f.name.as_str(),
     };
 
-    let mut run = Run {
-        st: &mut *st,
-        client: &mut client,
-        clock: Clock::new(now_ms),
-        rules,
-        wrote: false,
-        reply_buf: Vec::new(),
-        busy: busy::Busy::new(matches!(what, Callable::Function(_))),
-    };
+    let clock = Clock::new(now_ms);
+    let busy = busy::Busy::new(matches!(what, Callable::Function(_)), clock.last_us);
+    let mut run = Run { st: &mut *st, client: &mut client, clock, rules, wrote: false, reply_buf: Vec::new(), busy };
     let result = {
         let _current = CurrentRun::enter(&mut run);
         let outcome = match &what {
@@ -528,10 +522,10 @@ fn err_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
             continue;
         }
         if let Some(source) = source {
-            t_set(&table, "source", lua.create_string(&source)?)?;
+            table.raw_set("source", lua.create_string(&source)?)?;
         }
         if let Some(line) = line {
-            t_set(&table, "line", line as i64)?;
+            table.raw_set("line", line as i64)?;
         }
         break;
     }
@@ -545,10 +539,6 @@ fn root_message(e: &mlua::Error) -> String {
         mlua::Error::CallbackError { cause, .. } => root_message(cause),
         other => other.to_string(),
     }
-}
-
-fn t_set(t: &Table, k: &str, v: impl mlua::IntoLua) -> mlua::Result<()> {
-    t.raw_set(k, v)
 }
 
 /// `(false, {err=msg})` for the environment's wrappers to raise: `msg` in Redis's error-table
