@@ -282,8 +282,7 @@ pub struct MemoryFigures {
 }
 
 pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
-    let alloc = st.stats.sample_memory();
-    let used = alloc.allocated;
+    let (alloc, used) = st.sample_memory();
     let clients_normal: u64 =
         st.clients.values().map(|c| client_memory(c.qbuf)).sum::<u64>() + client_memory(caller.qbuf);
     let db_overhead = db_overhead(st);

@@ -330,16 +330,18 @@ impl Stats {
         }
     }
 
-    /// Samples jemalloc and raises the peak (called from cron and INFO). Returns the sample.
-    pub fn sample_memory(&mut self) -> AllocatorStats {
+    /// Samples jemalloc and raises the peak (called from cron and INFO). Returns the sample and
+    /// used_memory: allocated less `not_counted` (the Lua heap, which Redis does not count).
+    pub fn sample_memory(&mut self, not_counted: u64) -> (AllocatorStats, u64) {
         let a = AllocatorStats::read();
         self.mem_base = a.allocated;
         self.mem_base_thread = thread_counters();
+        let used = a.allocated.saturating_sub(not_counted);
         if self.mem_startup == 0 {
-            self.mem_startup = a.allocated;
+            self.mem_startup = used;
         }
-        self.mem_peak = self.mem_peak.max(a.allocated);
-        a
+        self.mem_peak = self.mem_peak.max(used);
+        (a, used)
     }
 
     /// Allocated bytes now, for maxmemory: the last stats refresh (made ten times a second by

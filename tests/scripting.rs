@@ -84,6 +84,26 @@ fn info_counts_cached_scripts_and_functions() {
     }
 }
 
+/// The Lua heap is not part of used_memory (Redis allocates it outside its counted allocator):
+/// a library holding a big table grows used_memory_vm_total, not used_memory, on both servers,
+/// so maxmemory is not spent on it.
+#[test]
+fn lua_heap_is_outside_used_memory() {
+    let library = "#!lua name=big\nlocal t = {}\nfor i = 1, 200000 do t[i] = i end\n\
+                   redis.register_function('size', function() return #t end)";
+    for server in [RedisServer::new(), TestServer::new()] {
+        let mut c = server.client();
+        let used = |c: &mut Client| -> i64 { info_field(c, "used_memory").parse().unwrap() };
+        let vm = |c: &mut Client| -> i64 { info_field(c, "used_memory_vm_total").parse().unwrap() };
+        let (used_before, vm_before) = (used(&mut c), vm(&mut c));
+        assert_eq!(c.cmd(&["FUNCTION", "LOAD", library]), b"$3\r\nbig\r\n");
+        assert_eq!(c.cmd(&["FCALL", "size", "0"]), b":200000\r\n");
+        let (used_grown, vm_grown) = (used(&mut c) - used_before, vm(&mut c) - vm_before);
+        assert!(vm_grown > 2_000_000, "{}: used_memory_vm_total grew {vm_grown}", server.name);
+        assert!(used_grown < 1_000_000, "{}: used_memory grew {used_grown}", server.name);
+    }
+}
+
 /// A script past lua-time-limit: other clients (connected before it started, and new ones) get
 /// BUSY; SCRIPT KILL stops a script that has not written, and refuses one that has; FUNCTION
 /// KILL is for functions; a connection made during the script carries on after it.

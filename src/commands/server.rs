@@ -1481,7 +1481,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Redis's memory advice. Below 5 MB there is nothing to analyse; above, ferrodis finds no
 /// issue to report (it has no eviction, replicas or big client buffers to warn about).
 pub fn memory_doctor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let used = ctx.srv.stats.sample_memory().allocated;
+    let used = ctx.srv.sample_memory().1;
     let text = if used < 5 * 1024 * 1024 {
         "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in \
          these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I \

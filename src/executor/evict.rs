@@ -144,7 +144,7 @@ pub fn limit_changed(st: &mut State) {
         return;
     }
     st.evict.limit_seen = limit;
-    let used = st.stats.used_memory_now();
+    let used = st.used_memory();
     if limit > 0 && used > limit {
         tracing::warn!(
             "WARNING: the new maxmemory value set via CONFIG SET ({limit}) is smaller than the current memory \
@@ -162,7 +162,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     if limit == 0 || st.loading.is_some() {
         return Outcome::Ok;
     }
-    let used = st.stats.used_memory_now();
+    let used = st.used_memory();
     if used <= limit {
         finish(st, Outcome::Ok, now_ms);
         return Outcome::Ok;
@@ -187,7 +187,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
             outcome = Outcome::Fail;
             break;
         };
-        let before = st.stats.used_memory_now();
+        let before = st.used_memory();
         let Some(value) = st.dbs[db].evict(&key) else {
             // `pick` only returns keys present; a miss would be a bug, not a reason to spin.
             outcome = Outcome::Fail;
@@ -202,12 +202,12 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
         } else {
             drop(value);
         }
-        freed += before.saturating_sub(st.stats.used_memory_now());
+        freed += before.saturating_sub(st.used_memory());
         st.stats.evicted_keys += 1;
         announce(st, caller.as_deref_mut(), db, &key);
         keys_freed += 1;
         if keys_freed.is_multiple_of(16) {
-            if st.stats.used_memory_now() <= limit {
+            if st.used_memory() <= limit {
                 break;
             }
             if limit_time.is_some_and(|t| started.elapsed() > t) {

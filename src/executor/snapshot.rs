@@ -77,7 +77,7 @@ fn options(st: &State, version: u32) -> Options {
 }
 
 fn aux(st: &mut State) -> Aux {
-    Aux { ctime: unix_ms() / 1000, used_mem: st.stats.sample_memory().allocated }
+    Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1 }
 }
 
 /// Writes the dataset to `temp-<pid>.rdb` in the working directory (the server chdir'd to
