@@ -148,3 +148,29 @@ fn busy_scripts_answer_like_redis() {
     }
     assert_eq!(expected.len(), got.len());
 }
+
+/// SHUTDOWN NOSAVE during a busy script: the server exits from inside the script, and neither
+/// the script's caller nor the sender gets a reply; their connections just close.
+fn shutdown_during_script(server: &mut Server) -> Vec<String> {
+    let mut runner = server.client();
+    let mut out = vec![show(&runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]))];
+    runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut sender = server.client();
+    out.push(format!("{:?}", sender.try_cmd(&["SHUTDOWN", "NOSAVE"]).map(|r| show(&r)).map_err(|e| e.kind())));
+    out.push(format!("{:?}", runner.read_reply().map(|r| show(&r)).map_err(|e| e.kind())));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while server.alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    out.push(format!("alive after: {}", server.alive()));
+    out
+}
+
+#[test]
+fn shutdown_nosave_ends_a_busy_script_like_redis() {
+    let theirs = shutdown_during_script(&mut RedisServer::new());
+    let ours = shutdown_during_script(&mut TestServer::new());
+    assert_eq!(ours, theirs);
+    assert_eq!(ours[3], "alive after: false");
+}

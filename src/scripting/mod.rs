@@ -343,7 +343,12 @@ pub fn run(
     };
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
-    let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
+    let mut reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
+    if killed && st.shutdown.is_some() {
+        // SHUTDOWN NOSAVE during the script: Redis exits from inside it, and the caller's
+        // connection closes without a reply.
+        reply = Reply::Raw(Vec::new());
+    }
     st.scripting.client = Some(client);
     if killed {
         // The kill made the hook fire on every instruction: back to its usual pace.
