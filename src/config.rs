@@ -670,6 +670,16 @@ typed_fields! {
 }
 
 /// Redis's memtoull: digits with an optional unit (b, k, kb, m, mb, g, gb; any case).
+/// Whether a protected action (DEBUG, changing `dir`/`dbfilename`) is allowed under a
+/// `yes|no|local` setting (enable-debug-command, enable-protected-configs) for a client.
+pub fn protected_action_allowed(setting: &str, local_client: bool) -> bool {
+    match setting {
+        "yes" => true,
+        "local" => local_client,
+        _ => false,
+    }
+}
+
 pub fn parse_memory(s: &str) -> Option<u64> {
     if s.starts_with('-') {
         return None;

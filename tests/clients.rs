@@ -1,7 +1,8 @@
 //! Client management against real Redis and ferrodis side by side: CLIENT PAUSE holding commands
 //! in order until the pause ends (WRITE and ALL), CLIENT REPLY OFF/SKIP, CLIENT KILL filters and
 //! their errors, CLIENT LIST pub/sub fields, RESET inside MULTI, and the pubsub output buffer
-//! limit closing a subscriber that stops reading. Expected bytes come from the real server.
+//! limit closing a subscriber that stops reading, and who may run DEBUG (enable-debug-command).
+//! Expected bytes come from the real server.
 
 mod common;
 
@@ -326,4 +327,49 @@ fn kill_maxage_closes_only_old_connections() {
     assert!(old.drain(QUIET).closed);
     assert_eq!(young.cmd(&["PING"]), b"+PONG\r\n");
     assert_eq!(ctl.cmd(&["CLIENT", "KILL", "MAXAGE", "x"]), b"-ERR value is not an integer or out of range\r\n");
+}
+
+fn debug_scenario(start: fn(&[&str]) -> Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for setting in ["no", "local", "yes"] {
+        let server = start(&["--enable-debug-command", setting]);
+        out.push(server.client().cmd(&["CONFIG", "SET", "requirepass", "pw"]));
+        let mut c = server.client();
+        // The protected check comes before authentication.
+        out.push(c.cmd(&["DEBUG", "SLEEP", "0"]));
+        out.push(c.cmd(&["AUTH", "pw"]));
+        out.push(c.cmd(&["DEBUG", "SLEEP", "0"]));
+        out.push(c.cmd(&["DEBUG"]));
+        out.push(c.cmd(&["CONFIG", "SET", "enable-debug-command", "yes"]));
+        out.push(c.cmd(&["CONFIG", "GET", "enable-debug-command"]));
+        out.push(
+            c.cmd(&["INFO", "commandstats"])
+                .split(|&b| b == b'\n')
+                .filter(|l| l.starts_with(b"cmdstat_debug"))
+                .map(|l| {
+                    // usec figures differ; the call counts must not.
+                    let text = String::from_utf8_lossy(l);
+                    text.split(',')
+                        .filter(|f| f.starts_with("cmdstat") || f.contains("calls"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                        .into_bytes()
+                })
+                .next()
+                .unwrap_or_default(),
+        );
+    }
+    out
+}
+
+#[test]
+fn debug_is_allowed_as_enable_debug_command_says() {
+    let ours = debug_scenario(TestServer::with_args);
+    let theirs = debug_scenario(RedisServer::with_args);
+    assert_eq!(
+        ours.iter().map(|r| common::show(r)).collect::<Vec<_>>(),
+        theirs.iter().map(|r| common::show(r)).collect::<Vec<_>>()
+    );
+    // The loopback client counts as local: "local" allows it.
+    assert_eq!(ours[11], b"+OK\r\n");
 }

@@ -47,7 +47,8 @@ fn sleep_ms(ms: u64) {
 }
 
 fn server() -> (Server, Client) {
-    let s = TestServer::new();
+    // DEBUG SET-ACTIVE-EXPIRE turns active expiry off below.
+    let s = TestServer::with_args(&["--enable-debug-command", "local"]);
     let c = s.client();
     (s, c)
 }

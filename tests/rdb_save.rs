@@ -797,7 +797,7 @@ fn functions_load_into_redis() {
 /// without MERGE refuses a key already present.
 #[test]
 fn debug_reload_keeps_the_dataset() {
-    let f = TestServer::new();
+    let f = TestServer::with_args(&["--enable-debug-command", "yes"]);
     let mut c = f.client();
     build_dataset(&mut c);
     assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");

@@ -31,7 +31,7 @@ fn save_and_start(from: &Server, start: impl Fn(&[&str]) -> Server) -> Server {
 
 #[test]
 fn functions_are_saved_and_loaded_back() {
-    let f = TestServer::with_args(&["--dbfilename", "dump.rdb"]);
+    let f = TestServer::with_args(&["--dbfilename", "dump.rdb", "--enable-debug-command", "local"]);
     let mut c = f.client();
     load_library(&mut c);
     assert_library_works(&mut c, "ferrodis");

@@ -138,11 +138,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// Whether protected directives (dir, dbfilename) may be changed by this client.
 fn protected_allowed(ctx: &Ctx) -> bool {
-    match ctx.srv.config.enable_protected_configs.as_str() {
-        "yes" => true,
-        "local" => ctx.client.info.local,
-        _ => false,
-    }
+    config::protected_action_allowed(&ctx.srv.config.enable_protected_configs, ctx.client.info.local)
 }
 
 /// Redis splits a multi-argument CONFIG SET value on single spaces (empty value: no arguments).

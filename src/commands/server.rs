@@ -17,7 +17,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("info", -1, LOADING | STALE, NO_KEYS, acl::DANGEROUS, info),
     container("client", -2, 0, CLIENT),
     container("slowlog", -2, 0, SLOWLOG),
-    spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, debug),
+    spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, NO_KEYS, 0, debug),
     spec("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, 0, shutdown),
     spec("time", 1, LOADING | STALE | FAST, NO_KEYS, 0, time),
     container("memory", -2, 0, MEMORY),

@@ -52,6 +52,11 @@ pub(crate) fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'stati
     Ok((top, None))
 }
 
+const DEBUG_NOT_ALLOWED: &str =
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+                                 you can run it from a local connection, otherwise you need to set this option in the \
+                                 configuration file, and then restart the server.";
+
 const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// Time for a batch of commands: the wall-clock snapshot commands see, and the monotonic instant
@@ -104,6 +109,14 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     } else {
         spec.flags
     };
+    // Protected commands (DEBUG) come before authentication, as in Redis's processCommand.
+    if spec.has_flag(flags::PROTECTED)
+        && !crate::config::protected_action_allowed(&st.config.enable_debug_command, client.info.local)
+    {
+        st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+        reject(st, client, CmdError::Raw(DEBUG_NOT_ALLOWED.into()), out, proto);
+        return;
+    }
     if !client.authenticated && !spec.has_flag(flags::NO_AUTH) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         reject(st, client, CmdError::NoAuth, out, proto);
