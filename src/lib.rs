@@ -9,6 +9,7 @@
 //! - `server`: listeners and connection tasks (nothing imports it).
 //! - `config`, `log`, `stats`, `slowlog`, `util`: configuration, logging, counters, helpers.
 
+pub mod acl;
 pub mod commands;
 pub mod config;
 pub mod daemon;

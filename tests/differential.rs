@@ -248,6 +248,7 @@ scripts! {
     keyspace => "keyspace.txt",
     keyspace_expire => "keyspace_expire.txt",
     keyspace_dbs => "keyspace_dbs.txt",
+    acl => "acl.txt",
     connection => "connection.txt",
     errors_and_arity => "errors_and_arity.txt",
     resp3 => "resp3.txt",

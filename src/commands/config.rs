@@ -131,7 +131,12 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if next.loglevel != ctx.srv.config.loglevel {
         crate::log::set_level(&next.loglevel);
     }
+    let password_changed = next.requirepass != ctx.srv.config.requirepass;
     ctx.srv.config = next;
+    if password_changed {
+        let password = ctx.srv.config.requirepass.clone();
+        ctx.srv.acl.set_default_password(password.as_deref());
+    }
     config::live::publish(&ctx.srv.config);
     Ok(Reply::Ok)
 }
@@ -165,7 +170,13 @@ pub fn rewrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let Some(path) = ctx.srv.config.config_file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
     };
-    match ctx.srv.config.rewrite(&path) {
+    let has_aclfile = crate::config::lookup("aclfile").is_some_and(|d| !ctx.srv.config.get(d).is_empty());
+    let users: Vec<String> = if has_aclfile {
+        Vec::new()
+    } else {
+        super::users::acl_file_text(ctx.srv).lines().map(str::to_string).collect()
+    };
+    match ctx.srv.config.rewrite(&path, &users) {
         Ok(()) => {
             tracing::warn!("CONFIG REWRITE executed with success.");
             Ok(Reply::Ok)

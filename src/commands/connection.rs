@@ -82,7 +82,9 @@ pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     c.name = None;
     c.no_evict = false;
     c.no_touch = false;
-    c.authenticated = ctx.srv.config.requirepass.is_none();
+    c.user = None;
+    c.authenticated = ctx.srv.acl.new_connections_authenticated();
+    c.handle.set_authenticated(c.authenticated);
     Ok(Reply::Status("RESET"))
 }
 
@@ -96,17 +98,6 @@ pub fn select(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Ok)
 }
 
-/// Checks a username/password pair against the default user. Only `default` exists so far.
-fn check_credentials(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    match &ctx.srv.config.requirepass {
-        None => true,
-        Some(p) => p.as_slice() == pass,
-    }
-}
-
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// AUTH [username] password
@@ -116,14 +107,13 @@ pub fn auth(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let (user, pass): (&[u8], &[u8]) =
         if args.len() == 2 { (b"default", args.get(1)) } else { (args.get(1), args.get(2)) };
-    if args.len() == 2 && ctx.srv.config.requirepass.is_none() {
+    if args.len() == 2 && ctx.srv.acl.default_user().nopass {
         return Err(CmdError::err(
             "AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
         ));
     }
-    if check_credentials(ctx, user, pass) {
-        ctx.client.authenticated = true;
+    if super::users::authenticate(ctx.srv, ctx.client, args.get(0), user, pass) {
         Ok(Reply::Ok)
     } else {
         Err(CmdError::Raw(WRONGPASS.into()))
@@ -160,15 +150,14 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     if let Some((user, pass)) = &creds {
-        if !check_credentials(ctx, user, pass) {
+        if !super::users::authenticate(ctx.srv, ctx.client, args.get(0), user, pass) {
             return Err(CmdError::Raw(WRONGPASS.into()));
         }
-        ctx.client.authenticated = true;
     }
     if !ctx.client.authenticated {
         return Err(CmdError::Raw(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH \
-             <user> <pass> option can be used to authenticate the client and select the RESP protocol version at \
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> \
+             <pass> option can be used to authenticate the client and select the RESP protocol version at \
              the same time"
                 .into(),
         ));

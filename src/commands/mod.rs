@@ -29,6 +29,7 @@ pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod transactions;
+pub mod users;
 pub mod zsets;
 
 use std::collections::HashMap;
@@ -292,6 +293,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     replication::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,
+    users::COMMANDS,
 ];
 
 /// Every command family's table.

@@ -271,7 +271,7 @@ pub(crate) fn client_line(st: &State, c: &Client, now_ms: i64, current: Option<&
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
          qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll={} omem={} tot-mem={} events=r{} \
-         cmd={} user=default redir={} resp={}",
+         cmd={} user={} redir={} resp={}",
         c.id,
         c.info.addr,
         c.info.laddr,
@@ -294,6 +294,7 @@ pub(crate) fn client_line(st: &State, c: &Client, now_ms: i64, current: Option<&
         tot_mem + omem as u64 + multi_mem as u64,
         if omem > 0 { "w" } else { "" },
         cmd,
+        String::from_utf8_lossy(c.user.as_deref().unwrap_or(b"default")),
         redir,
         c.proto
     )
@@ -525,7 +526,7 @@ impl KillFilter {
             && self.kind.is_none_or(|t| t == client_type(st, c))
             && self.addr.as_ref().is_none_or(|a| a[..] == *c.info.addr.as_bytes())
             && self.laddr.as_ref().is_none_or(|a| a[..] == *c.info.laddr.as_bytes())
-            && self.user.as_ref().is_none_or(|u| u == b"default")
+            && self.user.as_ref().is_none_or(|u| u[..] == *c.user.as_deref().unwrap_or(b"default"))
             && self.max_age.is_none_or(|age| (now_ms - c.created_ms) / 1000 >= age)
     }
 }
@@ -560,7 +561,7 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
             } else if args.is(i, "laddr") {
                 f.laddr = Some(v.to_vec());
             } else if args.is(i, "user") {
-                if v != b"default" {
+                if !ctx.srv.acl.users.contains_key(v) {
                     return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v))));
                 }
                 f.user = Some(v.to_vec());

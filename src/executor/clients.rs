@@ -252,6 +252,8 @@ pub struct Client {
     pub db: usize,
     pub proto: u8,
     pub authenticated: bool,
+    /// The ACL user the client is authenticated as; None: `default`.
+    pub user: Option<Vec<u8>>,
     pub created_ms: i64,
     pub last_interaction_ms: i64,
     /// Full name of the last command run (`client|list`), for CLIENT LIST's `cmd=`.
@@ -328,6 +330,7 @@ impl Client {
             db: 0,
             proto: 2,
             authenticated,
+            user: None,
             created_ms: now_ms,
             last_interaction_ms: now_ms,
             last_cmd: "NULL",

@@ -83,6 +83,8 @@ pub struct State {
     pub functions: crate::functions::Libraries,
     /// The Lua engine and script cache (EVAL, SCRIPT).
     pub scripting: crate::scripting::Engine,
+    /// Users, their permissions and the ACL LOG.
+    pub acl: crate::acl::Acl,
     /// Whether memory was over maxmemory with nothing left to evict when the running command
     /// started (Redis's pre_command_oom_state): a script may not begin to write then.
     pub pre_command_oom: bool,
@@ -133,6 +135,7 @@ impl State {
             pubsub: crate::pubsub::PubSub::default(),
             functions: crate::functions::Libraries::default(),
             scripting: crate::scripting::Engine::new(),
+            acl: crate::acl::Acl::default(),
             pre_command_oom: false,
             connections_inline: false,
             tracking: crate::tracking::Table::default(),
@@ -143,6 +146,8 @@ impl State {
         };
         st.evict = evict::EvictState::with_limit(st.config.maxmemory);
         evict::apply_access_clock(&mut st);
+        let password = st.config.requirepass.clone();
+        st.acl.set_default_password(password.as_deref());
         st
     }
 }
@@ -244,7 +249,7 @@ impl Executor {
     pub fn connect(&mut self, info: ConnInfo, handle: Arc<ClientHandle>) -> u64 {
         let id = self.state.next_client_id;
         self.state.next_client_id += 1;
-        let authenticated = self.state.config.requirepass.is_none();
+        let authenticated = self.state.acl.new_connections_authenticated();
         handle.set_authenticated(authenticated);
         let client = Box::new(Client::new(id, info, handle, unix_ms(), authenticated));
         self.state.clients.insert(id, client);

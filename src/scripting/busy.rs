@@ -98,7 +98,7 @@ pub(super) fn tick(run: &mut Run) -> bool {
         }
     }
     // New connections: the usual way to send SCRIPT KILL is a fresh redis-cli.
-    let authenticated = run.st.config.requirepass.is_none();
+    let authenticated = run.st.acl.new_connections_authenticated();
     for i in 0..run.busy.accepted.len() {
         let fd = run.busy.accepted[i].0.as_raw_fd();
         // What cannot be sent now is dropped: the peer reads nothing more until it is adopted.

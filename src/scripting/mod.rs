@@ -323,6 +323,7 @@ pub fn run(
     let vm = st.scripting.vm.clone();
     let mut client = st.scripting.client.take().unwrap_or_else(|| Box::new(script_client(now_ms)));
     client.db = caller.db;
+    client.user = caller.user.clone();
     client.proto = 2;
     client.in_exec = true;
     let name = match &what {
@@ -634,6 +635,12 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     if spec.has_flag(flags::NOSCRIPT) {
         return Err("This Redis command is not allowed from script");
     }
+    if !(run.client.user.is_none() && run.st.acl.default_unrestricted) {
+        let parent = (!std::ptr::eq(spec, top)).then_some(top);
+        if let Err(refusal) = crate::commands::users::check(run.st, run.client, spec, parent, &argv) {
+            return Err(crate::commands::users::script_refusal_text(refusal));
+        }
+    }
     if spec.has_flag(flags::WRITE) && run.rules.read_only {
         return Err("Write commands are not allowed from read-only scripts.");
     }
@@ -755,12 +762,21 @@ fn prim_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
         Ok(argv) => argv,
         Err(msg) => return failure(lua, msg),
     };
-    let known = crate::commands::lookup(&argv[0]).is_some_and(|top| {
-        let spec = if top.is_container() && argv.len() >= 2 { top.subcommand(&argv[1]) } else { Some(top) };
-        spec.is_some_and(|s| s.arity_ok(argv.len()))
+    // Found as Redis's lookupCommand finds it: no arity check, a container alone is itself.
+    let found = crate::commands::lookup(&argv[0]).and_then(|top| {
+        if top.is_container() && argv.len() >= 2 {
+            top.subcommand(&argv[1]).map(|s| (s, Some(top)))
+        } else {
+            Some((top, None))
+        }
     });
-    if !known {
+    let Some((spec, parent)) = found else {
         return failure(lua, "Invalid command passed to redis.acl_check_cmd()");
-    }
-    Ok(success(Value::Boolean(true)))
+    };
+    let allowed = with_run(|run| {
+        let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
+        let user = run.client.user.as_deref().unwrap_or(b"default");
+        run.st.acl.users.get(user).is_some_and(|u| u.check(spec, full, &argv).is_ok())
+    });
+    Ok(success(Value::Boolean(allowed.unwrap_or(true))))
 }

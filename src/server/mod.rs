@@ -107,6 +107,10 @@ pub fn run(config: Config) -> i32 {
     crate::config::live::publish(&config);
     let threads = config.io_threads.max(1);
     let mut exec = Executor::new(config.clone());
+    if let Err(e) = crate::commands::users::load_at_startup(&mut exec.state) {
+        tracing::warn!("{e}");
+        return 1;
+    }
     // Startup load: the listener accepts while the file loads on its own thread.
     if let Some(job) = crate::rdb::load::start_background(&config) {
         exec.state.stats.persistence.loading = true;
