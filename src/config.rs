@@ -1624,6 +1624,8 @@ pub mod live {
         PROTO_MAX_BULK_LEN.store(cfg.proto_max_bulk_len as u64, Ordering::Relaxed);
         CLIENT_QUERY_BUFFER_LIMIT.store(cfg.client_query_buffer_limit as u64, Ordering::Relaxed);
         TCP_KEEPALIVE.store(cfg.tcp_keepalive, Ordering::Relaxed);
+        // The default user's password decides with protected-mode (users::acl_changed keeps it
+        // current when ACL SETUSER changes that user).
         PROTECTED.store(cfg.protected_mode && cfg.requirepass.is_none(), Ordering::Relaxed);
     }
 

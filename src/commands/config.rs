@@ -138,6 +138,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.srv.acl.set_default_password(password.as_deref());
     }
     config::live::publish(&ctx.srv.config);
+    super::users::acl_changed(ctx.srv);
     Ok(Reply::Ok)
 }
 

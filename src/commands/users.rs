@@ -45,6 +45,14 @@ pub fn pubsub_default_all(st: &State) -> bool {
     crate::config::lookup("acl-pubsub-default").is_some_and(|d| st.config.get(d) == "allchannels")
 }
 
+/// After a change to the users: the fast-path flag, and protected mode, which Redis applies
+/// only while the default user needs no password.
+pub fn acl_changed(st: &mut State) {
+    st.acl.refresh();
+    let open = st.acl.default_user().nopass;
+    crate::config::live::PROTECTED.store(st.config.protected_mode && open, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The check before a command: the client's user must allow it. Refusals are logged.
 pub fn check(
     st: &mut State,
@@ -150,7 +158,7 @@ pub fn setuser(ctx: &mut Ctx, args: &Args) -> CmdResult {
         })?;
     }
     ctx.srv.acl.users.insert(name.to_vec(), user);
-    ctx.srv.acl.refresh();
+    acl_changed(ctx.srv);
     drop_lost_subscribers(ctx, name);
     Ok(Reply::Ok)
 }
@@ -203,7 +211,7 @@ pub fn deluser(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.client.close_after_reply = true;
         }
     }
-    ctx.srv.acl.refresh();
+    acl_changed(ctx.srv);
     Ok(Reply::Int(deleted))
 }
 
@@ -348,7 +356,7 @@ pub fn load(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     };
     let users = read_acl_file(&path, pubsub_default_all(ctx.srv)).map_err(CmdError::err)?;
     ctx.srv.acl.users = users;
-    ctx.srv.acl.refresh();
+    acl_changed(ctx.srv);
     // The old users are gone, and their connections with them (the default user's stay), as
     // in Redis.
     for c in ctx.srv.clients.values().filter(|c| c.user.is_some()) {
@@ -481,7 +489,7 @@ pub fn load_at_startup(st: &mut State) -> Result<(), String> {
         st.acl.users.insert(name.to_vec(), user);
     }
     st.config.users = directives;
-    st.acl.refresh();
+    acl_changed(st);
     Ok(())
 }
 
