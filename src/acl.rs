@@ -111,9 +111,7 @@ type Categories = &'static [&'static str];
 type Subcommands = &'static [(&'static str, Categories)];
 static NOT_YET_IMPLEMENTED: &[(&str, Categories, Subcommands)] = &[
     ("migrate", &["keyspace", "write", "slow", "dangerous"], &[]),
-    ("restore-asking", &["keyspace", "write", "slow", "dangerous"], &[]),
     ("bgrewriteaof", &["admin", "slow", "dangerous"], &[]),
-    ("failover", &["admin", "slow", "dangerous"], &[]),
     ("lolwut", &["read", "fast"], &[]),
     ("replicaof", &["admin", "slow", "dangerous"], &[]),
     ("slaveof", &["admin", "slow", "dangerous"], &[]),

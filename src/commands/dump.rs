@@ -20,6 +20,8 @@ use crate::types::Value;
 pub static COMMANDS: &[CommandSpec] = &[
     spec("dump", 2, READONLY, keys(1, 1, 1), acl::KEYSPACE, dump),
     spec("restore", -4, WRITE | DENYOOM, keys(1, 1, 1), acl::KEYSPACE | acl::DANGEROUS, restore),
+    // What a cluster's MIGRATE sends to the target: RESTORE, allowed on an importing slot.
+    spec("restore-asking", -4, WRITE | DENYOOM | ASKING, keys(1, 1, 1), acl::KEYSPACE | acl::DANGEROUS, restore),
 ];
 
 /// The version DUMP prefers: the newest Redis 7.0 reads.

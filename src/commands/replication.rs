@@ -1,5 +1,6 @@
 //! The master side of a full synchronization, as far as `redis-cli --rdb` (and any other
-//! rdb-only reader) needs it: REPLCONF, SYNC and PSYNC.
+//! rdb-only reader) needs it: REPLCONF, SYNC and PSYNC; and WAIT and FAILOVER as a master
+//! without replicas answers them.
 //!
 //! SYNC/PSYNC fork a child that writes the snapshot into a pipe, exactly as BGSAVE forks, so the
 //! dataset is serialized from a copy-on-write image and no other client waits for it. The
@@ -25,7 +26,39 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, psync),
     spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, 0, replconf),
     spec("wait", 3, NOSCRIPT, NO_KEYS, acl::CONNECTION, wait),
+    spec("failover", -1, ADMIN | NOSCRIPT | STALE, NO_KEYS, 0, failover),
 ];
+
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
+///
+/// Checks the arguments as Redis does; a master without connected replicas (ferrodis has no
+/// replicas to hand over to) then answers that it needs them, and ABORT that none is running.
+pub fn failover(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.len() == 2 && args.is(1, "abort") {
+        return Err(CmdError::err("No failover in progress."));
+    }
+    let (mut timeout, mut host, mut force) = (0i64, false, false);
+    let mut j = 1;
+    while j < args.len() {
+        if args.is(j, "timeout") && j + 1 < args.len() && timeout == 0 {
+            timeout = args.i64(j + 1)?;
+            if timeout <= 0 {
+                return Err(CmdError::err("FAILOVER timeout must be greater than 0"));
+            }
+            j += 2;
+        } else if args.is(j, "to") && j + 2 < args.len() && !host {
+            args.i64(j + 2)?;
+            host = true;
+            j += 3;
+        } else if args.is(j, "force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    Err(CmdError::err("FAILOVER requires connected replicas."))
+}
 
 /// WAIT numreplicas timeout
 ///
