@@ -174,3 +174,49 @@ fn shutdown_nosave_ends_a_busy_script_like_redis() {
     assert_eq!(ours, theirs);
     assert_eq!(ours[3], "alive after: false");
 }
+
+/// During a busy script, the commands Redis flags `allow_busy` run for a client connected
+/// before it (MULTI, DISCARD, WATCH, UNWATCH, AUTH, RESET, QUIT); others get BUSY, doom an open
+/// transaction, and a refused EXEC ends it. Unknown commands and arity errors come first.
+fn allow_busy_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut runner = server.client();
+    let mut before = server.client();
+    let mut quitter = server.client();
+    out.push(runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]));
+    runner.send_raw(&common::encode(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    for argv in [
+        &["MULTI"][..],
+        &["SET", "x", "1"],
+        &["EXEC"],
+        &["MULTI"],
+        &["PING"],
+        &["DISCARD"],
+        &["WATCH", "k"],
+        &["UNWATCH"],
+        &["AUTH", "nopass"],
+        &["NOSUCHCOMMAND"],
+        &["GET"],
+        &["MULTI"],
+        &["RESET"],
+        &["EXEC"],
+        &["GET", "x"],
+    ] {
+        out.push(before.cmd(argv));
+    }
+    out.push(quitter.cmd(&["QUIT"]));
+    out.push(before.cmd(&["SCRIPT", "KILL"]));
+    out.push(runner.read_reply().unwrap());
+    out.push(before.cmd(&["GET", "x"]));
+    out.push(format!("{:?}", quitter.try_cmd(&["PING"]).map_err(|e| e.kind())).into_bytes());
+    out
+}
+
+#[test]
+fn allow_busy_commands_run_during_a_busy_script_like_redis() {
+    let theirs = allow_busy_scenario(&RedisServer::new());
+    let ours = allow_busy_scenario(&TestServer::new());
+    let show_all = |v: &[Vec<u8>]| v.iter().map(|r| show(r)).collect::<Vec<_>>();
+    assert_eq!(show_all(&ours), show_all(&theirs));
+}

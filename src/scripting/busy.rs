@@ -10,7 +10,9 @@
 //! it has not written, or while it is blocked or paused (its order would break); such clients
 //! wait for the script to end. New connections are accepted here (a fresh `redis-cli SCRIPT
 //! KILL` is the usual way in) and handed to the accept loops afterwards (`executor::handoff`).
-//! Other commands Redis allows during a busy script (MULTI, WATCH, ...) get `-BUSY` here.
+//! Commands Redis flags `allow_busy` (MULTI, DISCARD, WATCH, UNWATCH, AUTH, HELLO, RESET, QUIT)
+//! run for clients connected before the script, through the executor's `call()`; other commands
+//! inside such a client's MULTI doom the transaction, as Redis's rejection does.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -89,7 +91,7 @@ pub(super) fn tick(run: &mut Run) -> bool {
         if fd < 0 || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
             continue;
         }
-        if let Some(unsent) = serve_socket(run, fd, authenticated) {
+        if let Some(unsent) = serve_socket(run, fd, authenticated, Some(id)) {
             // The rest goes through the connection, in order, once it runs again.
             handle.push_output(unsent);
         }
@@ -102,7 +104,7 @@ pub(super) fn tick(run: &mut Run) -> bool {
     for i in 0..run.busy.accepted.len() {
         let fd = run.busy.accepted[i].0.as_raw_fd();
         // What cannot be sent now is dropped: the peer reads nothing more until it is adopted.
-        let _ = serve_socket(run, fd, authenticated);
+        let _ = serve_socket(run, fd, authenticated, None);
         if run.busy.killed {
             break;
         }
@@ -134,9 +136,9 @@ fn accept_new(run: &mut Run) {
     }
 }
 
-/// Answers the complete commands waiting on a socket; returns the replies the socket would not
-/// take at once.
-fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool) -> Option<Vec<u8>> {
+/// Answers the complete commands waiting on a socket (of client `id`, None for a connection made
+/// during the script); returns the replies the socket would not take at once.
+fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool, id: Option<u64>) -> Option<Vec<u8>> {
     let mut peeked = vec![0u8; 64 * 1024];
     // SAFETY: recv writes at most `peeked.len()` bytes into the buffer we own; MSG_PEEK leaves
     // them in the socket.
@@ -158,7 +160,7 @@ fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool) -> Option<Vec<u8>
     let consumed = n as usize - buf.len();
     let mut replies = Vec::new();
     for argv in commands {
-        answer(run, authenticated, &argv, &mut replies);
+        answer(run, authenticated, id, argv, &mut replies);
     }
     let mut taken = 0;
     while taken < consumed {
@@ -182,32 +184,91 @@ fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool) -> Option<Vec<u8>
 }
 
 /// One command's answer while busy.
-fn answer(run: &mut Run, authenticated: bool, argv: &[bytes::Bytes], out: &mut Vec<u8>) {
-    let cmd = crate::executor::Cmd { spec: crate::commands::lookup(&argv[0]), argv: argv.to_vec() };
-    let (spec, parent) = match crate::executor::call::resolve(&cmd) {
-        Ok(found) => found,
-        Err(e) => return error_line(out, e),
-    };
-    if !authenticated && !spec.has_flag(crate::commands::flags::NO_AUTH) {
-        return error_line(out, CmdError::NoAuth);
+fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::Bytes>, out: &mut Vec<u8>) {
+    let nosave = argv.iter().skip(1).any(|a| a.eq_ignore_ascii_case(b"nosave"));
+    let cmd = crate::executor::Cmd { spec: crate::commands::lookup(&argv[0]), argv };
+    let mut client = id.and_then(|id| run.st.clients.remove(&id));
+    match admit(run, client.as_deref(), authenticated, &cmd) {
+        Err(e) => {
+            // Refused inside MULTI: the transaction is doomed, as Redis's rejectCommand does.
+            if let Some(c) = client.as_mut().filter(|c| c.multi.is_some()) {
+                c.dirty_exec = true;
+            }
+            error_line(out, e);
+        }
+        Ok((spec, parent)) => {
+            let full = (parent.map_or("", |p| p.name), spec.name);
+            let function = run.busy.function;
+            let passes = spec.has_flag(crate::commands::flags::ALLOW_BUSY)
+                && !matches!(
+                    full,
+                    ("script", "kill") | ("function", "kill") | ("function", "stats") | ("", "shutdown")
+                );
+            match (full, client.as_mut()) {
+                (_, Some(c)) if passes => {
+                    crate::executor::call::call(run.st, c, cmd, out, &mut run.clock);
+                    if c.close_after_reply {
+                        c.handle.request_close();
+                    }
+                    c.handle.set_authenticated(c.authenticated);
+                }
+                (("script", "kill"), _) if !function => kill(run, out),
+                (("function", "kill"), _) if function => kill(run, out),
+                (("", "shutdown"), _) if nosave => {
+                    run.st.shutdown = Some(crate::executor::ShutdownRequest::NoSave);
+                    run.busy.killed = true;
+                }
+                (("", "exec"), c) => {
+                    // A refused EXEC is answered, and ends any transaction, by Redis's
+                    // execCommandAbort, in MULTI or not.
+                    if let Some(c) = c {
+                        c.multi = None;
+                        c.dirty_exec = false;
+                        c.dirty_cas = false;
+                    }
+                    out.extend_from_slice(b"-EXECABORT Transaction discarded because of: ");
+                    out.extend_from_slice(&busy_error(function).as_bytes()[1..]);
+                }
+                (_, c) => {
+                    if let Some(c) = c.filter(|c| c.multi.is_some()) {
+                        c.dirty_exec = true;
+                    }
+                    out.extend_from_slice(busy_error(function).as_bytes());
+                }
+            }
+        }
     }
-    let busy_error = |function: bool| {
-        if function {
-            "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
-        } else {
-            "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    if let Some(c) = client {
+        run.st.clients.insert(c.id, c);
+    }
+}
+
+/// What processCommand checks before the busy rule: the command exists with its arity, the
+/// client is authenticated, and its ACL user may run it.
+fn admit(
+    run: &mut Run,
+    client: Option<&crate::executor::clients::Client>,
+    authenticated: bool,
+    cmd: &crate::executor::Cmd,
+) -> Result<(&'static crate::commands::CommandSpec, Option<&'static crate::commands::CommandSpec>), CmdError> {
+    let (spec, parent) = crate::executor::call::resolve(cmd)?;
+    if !client.map_or(authenticated, |c| c.authenticated) && !spec.has_flag(crate::commands::flags::NO_AUTH) {
+        return Err(CmdError::NoAuth);
+    }
+    if let Some(c) = client.filter(|c| !(c.user.is_none() && run.st.acl.default_unrestricted)) {
+        if let Err(refusal) = crate::commands::users::check(run.st, c, spec, parent, &cmd.argv) {
+            let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
+            return Err(CmdError::Raw(crate::commands::users::noperm_text(refusal, full, false)));
         }
-    };
-    let function = run.busy.function;
-    let full = (parent.map_or("", |p| p.name), spec.name);
-    match full {
-        ("script", "kill") if !function => kill(run, out),
-        ("function", "kill") if function => kill(run, out),
-        ("", "shutdown") if argv.iter().skip(1).any(|a| a.eq_ignore_ascii_case(b"nosave")) => {
-            run.st.shutdown = Some(crate::executor::ShutdownRequest::NoSave);
-            run.busy.killed = true;
-        }
-        _ => out.extend_from_slice(busy_error(function).as_bytes()),
+    }
+    Ok((spec, parent))
+}
+
+fn busy_error(function: bool) -> &'static str {
+    if function {
+        "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+    } else {
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
     }
 }
 
