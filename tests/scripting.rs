@@ -220,3 +220,48 @@ fn allow_busy_commands_run_during_a_busy_script_like_redis() {
     let show_all = |v: &[Vec<u8>]| v.iter().map(|r| show(r)).collect::<Vec<_>>();
     assert_eq!(show_all(&ours), show_all(&theirs));
 }
+
+/// FUNCTION STATS during a busy script: refused while EVAL runs, the running function (name,
+/// the FCALL's arguments, duration) while a function runs, for connections made before and
+/// during it. duration_ms is blanked (it is time).
+fn function_stats_scenario(server: &Server) -> Vec<String> {
+    let blank_duration = |reply: Vec<u8>| {
+        let text = show(&reply);
+        match text.find("duration_ms") {
+            Some(at) => {
+                let rest = &text[at..];
+                let end = rest.find(":").and_then(|c| rest[c..].find("\\r\\n").map(|e| c + e)).unwrap_or(rest.len());
+                format!("{}duration_ms<blank>{}", &text[..at], &rest[end..])
+            }
+            None => text,
+        }
+    };
+    let mut out = Vec::new();
+    let mut runner = server.client();
+    let mut before = server.client();
+    out.push(show(&runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"])));
+    let lib = "#!lua name=busylib\nredis.register_function('spin', function() while true do end end)";
+    out.push(show(&runner.cmd(&["FUNCTION", "LOAD", lib])));
+    runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    out.push(show(&before.cmd(&["FUNCTION", "STATS"])));
+    out.push(show(&server.client().cmd(&["FUNCTION", "STATS"])));
+    out.push(show(&before.cmd(&["SCRIPT", "KILL"])));
+    out.push(show(&runner.read_reply().unwrap()));
+    runner.send_raw(&common::encode(&["fcall", "spin", "0", "extra"])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    out.push(blank_duration(before.cmd(&["FUNCTION", "STATS"])));
+    out.push(blank_duration(server.client().cmd(&["FUNCTION", "STATS"])));
+    out.push(show(&before.cmd(&["FUNCTION", "KILL"])));
+    out.push(show(&runner.read_reply().unwrap()));
+    out.push(show(&before.cmd(&["FUNCTION", "STATS"])));
+    out
+}
+
+#[test]
+fn function_stats_during_a_busy_script_like_redis() {
+    let theirs = function_stats_scenario(&RedisServer::new());
+    let ours = function_stats_scenario(&TestServer::new());
+    assert_eq!(ours, theirs);
+    assert!(ours[6].contains("spin"), "{}", ours[6]);
+}

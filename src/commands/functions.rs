@@ -58,7 +58,15 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
     let now = ctx.now_ms;
     let what = crate::scripting::Callable::Function(&def);
-    Ok(crate::scripting::run(ctx.srv, ctx.client, what, keys, argv, rules, now))
+    // FUNCTION STATS from another client while this one is busy shows it.
+    ctx.srv.running_function = Some(RunningFunction {
+        name: def.name.clone(),
+        command: args.argv.clone(),
+        started_us: crate::executor::mono_us(),
+    });
+    let reply = crate::scripting::run(ctx.srv, ctx.client, what, keys, argv, rules, now);
+    ctx.srv.running_function = None;
+    Ok(reply)
 }
 
 /// The flags FCALL runs under: its function's, as a script's shebang flags decide EVAL's.
@@ -205,20 +213,43 @@ pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Array(out))
 }
 
+/// The function an FCALL is running (FUNCTION STATS's `running_script`).
+#[derive(Debug)]
+pub struct RunningFunction {
+    pub name: String,
+    pub command: Vec<bytes::Bytes>,
+    pub started_us: u64,
+}
+
 /// FUNCTION STATS
 ///
 /// The running function (never one: functions run to completion before this is read) and the
 /// engine's library and function counts.
 pub fn function_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let registry = ctx.srv.scripting.registry();
+    Ok(stats_reply(ctx.srv))
+}
+
+/// FUNCTION STATS's reply (also given by a busy function to connections made during it).
+pub fn stats_reply(st: &State) -> Reply {
+    let running = st.running_function.as_ref().map_or(Reply::Nil, |f| {
+        Reply::Map(vec![
+            (Reply::bulk("name"), Reply::bulk(f.name.as_str())),
+            (Reply::bulk("command"), Reply::Array(f.command.iter().map(|a| Reply::Bulk(a.to_vec())).collect())),
+            (
+                Reply::bulk("duration_ms"),
+                Reply::Int((crate::executor::mono_us().saturating_sub(f.started_us) / 1000) as i64),
+            ),
+        ])
+    });
+    let registry = st.scripting.registry();
     let lua = Reply::Map(vec![
         (Reply::bulk("libraries_count"), Reply::Int(registry.libraries.len() as i64)),
         (Reply::bulk("functions_count"), Reply::Int(registry.function_count() as i64)),
     ]);
-    Ok(Reply::Map(vec![
-        (Reply::bulk("running_script"), Reply::Nil),
+    Reply::Map(vec![
+        (Reply::bulk("running_script"), running),
         (Reply::bulk("engines"), Reply::Map(vec![(Reply::bulk("LUA"), lua)])),
-    ]))
+    ])
 }
 
 /// FUNCTION KILL

@@ -85,6 +85,8 @@ pub struct State {
     pub scripting: crate::scripting::Engine,
     /// Users, their permissions and the ACL LOG.
     pub acl: crate::acl::Acl,
+    /// The function an FCALL is running, for FUNCTION STATS during a busy function.
+    pub running_function: Option<crate::commands::functions::RunningFunction>,
     /// Whether memory was over maxmemory with nothing left to evict when the running command
     /// started (Redis's pre_command_oom_state): a script may not begin to write then.
     pub pre_command_oom: bool,
@@ -136,6 +138,7 @@ impl State {
             functions: crate::functions::Libraries::default(),
             scripting: crate::scripting::Engine::new(),
             acl: crate::acl::Acl::default(),
+            running_function: None,
             pre_command_oom: false,
             connections_inline: false,
             tracking: crate::tracking::Table::default(),

@@ -200,10 +200,9 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
             let full = (parent.map_or("", |p| p.name), spec.name);
             let function = run.busy.function;
             let passes = spec.has_flag(crate::commands::flags::ALLOW_BUSY)
-                && !matches!(
-                    full,
-                    ("script", "kill") | ("function", "kill") | ("function", "stats") | ("", "shutdown")
-                );
+                && !matches!(full, ("script", "kill") | ("function", "kill") | ("", "shutdown"))
+                // FUNCTION STATS reports a running function; during EVAL Redis refuses it.
+                && (function || full != ("function", "stats"));
             match (full, client.as_mut()) {
                 (_, Some(c)) if passes => {
                     crate::executor::call::call(run.st, c, cmd, out, &mut run.clock);
@@ -211,6 +210,10 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
                         c.handle.request_close();
                     }
                     c.handle.set_authenticated(c.authenticated);
+                }
+                (("function", "stats"), None) if passes => {
+                    let reply = crate::commands::functions::stats_reply(run.st);
+                    crate::resp::writer::write_reply(out, &reply, 2);
                 }
                 (("script", "kill"), _) if !function => kill(run, out),
                 (("function", "kill"), _) if function => kill(run, out),
