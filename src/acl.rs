@@ -781,6 +781,16 @@ impl User {
         Err(worst.unwrap_or(Refusal { reason: Denied::Command, pos: 0 }))
     }
 
+    /// Whether a selector that allows this command may read every key (Redis's
+    /// ACLUserCheckCmdWithUnrestrictedKeyAccess, asked by SORT before BY and GET).
+    pub fn reads_any_key(&self, spec: &'static CommandSpec, full: &str, argv: &[Bytes]) -> bool {
+        let Some(id) = command_id(spec) else { return true };
+        std::iter::once(&self.root).chain(&self.selectors).any(|s| {
+            s.check(id, spec, full, argv).is_ok()
+                && (s.all_keys || s.keys.iter().any(|k| k.access & READ != 0 && k.pattern == b"*"))
+        })
+    }
+
     /// Whether the user may stay subscribed to `channel` (a pattern subscription when
     /// `is_pattern`).
     pub fn may_subscribe(&self, channel: &[u8], is_pattern: bool) -> bool {

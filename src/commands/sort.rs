@@ -72,7 +72,10 @@ struct Options<'a> {
     gets: Vec<&'a [u8]>,
 }
 
-fn parse_options(args: &Args, readonly: bool) -> Result<Options<'_>, CmdError> {
+/// `full_key_access`: the client's ACL user may read any key with this command; BY with a
+/// pattern and GET look up keys the command's arguments do not name, so Redis refuses them
+/// otherwise.
+fn parse_options(args: &Args, readonly: bool, full_key_access: bool) -> Result<Options<'_>, CmdError> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -105,8 +108,14 @@ fn parse_options(args: &Args, readonly: bool) -> Result<Options<'_>, CmdError> {
             o.sortby = Some(pattern);
             // A BY pattern without `*` (searched as a C string) names no per-element key.
             o.dontsort = !cstr(pattern).contains(&b'*');
+            if !o.dontsort && !full_key_access {
+                return Err(CmdError::err("BY option of SORT denied due to insufficient ACL permissions."));
+            }
             j += 1;
         } else if args.is(j, "get") && left >= 1 {
+            if !full_key_access {
+                return Err(CmdError::err("GET option of SORT denied due to insufficient ACL permissions."));
+            }
             o.gets.push(args.get(j + 1));
             j += 1;
         } else {
@@ -126,7 +135,11 @@ fn cstr(b: &[u8]) -> &[u8] {
 }
 
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
-    let mut o = parse_options(args, readonly)?;
+    let full_key_access = ctx.client.user.is_none() && ctx.srv.acl.default_unrestricted || {
+        let user = ctx.srv.acl.users.get(ctx.client.user.as_deref().unwrap_or(b"default"));
+        user.is_some_and(|u| u.reads_any_key(ctx.spec, ctx.spec.name, &args.argv))
+    };
+    let mut o = parse_options(args, readonly, full_key_access)?;
     let key = args.key(1);
 
     let kind = {
