@@ -202,6 +202,10 @@ fn allow_busy_scenario(server: &Server) -> Vec<Vec<u8>> {
         &["RESET"],
         &["EXEC"],
         &["GET", "x"],
+        // A refused EXEC also forgets the WATCHed keys (checked after the script).
+        &["WATCH", "w"],
+        &["MULTI"],
+        &["EXEC"],
     ] {
         out.push(before.cmd(argv));
     }
@@ -209,6 +213,10 @@ fn allow_busy_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(before.cmd(&["SCRIPT", "KILL"]));
     out.push(runner.read_reply().unwrap());
     out.push(before.cmd(&["GET", "x"]));
+    out.push(runner.cmd(&["SET", "w", "changed"]));
+    for argv in [&["MULTI"][..], &["GET", "w"], &["EXEC"]] {
+        out.push(before.cmd(argv));
+    }
     out.push(format!("{:?}", quitter.try_cmd(&["PING"]).map_err(|e| e.kind())).into_bytes());
     out
 }

@@ -4,6 +4,8 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::executor::clients::Client;
+use crate::executor::State;
 use crate::resp::writer::int_line;
 use crate::resp::Reply;
 
@@ -35,17 +37,31 @@ pub fn multi(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 
 /// Forgets the client's watched keys.
 pub fn unwatch_all(ctx: &mut Ctx) {
-    let id = ctx.client.id;
-    for (db, key, _) in std::mem::take(&mut ctx.client.watched_keys) {
+    unwatch_client(ctx.srv, ctx.client);
+}
+
+/// Forgets `client`'s watched keys.
+pub fn unwatch_client(st: &mut State, client: &mut Client) {
+    let id = client.id;
+    for (db, key, _) in std::mem::take(&mut client.watched_keys) {
         let k = (db, key);
-        if let Some(ids) = ctx.srv.watched.get_mut(&k) {
+        if let Some(ids) = st.watched.get_mut(&k) {
             ids.retain(|&w| w != id);
             if ids.is_empty() {
-                ctx.srv.watched.remove(&k);
+                st.watched.remove(&k);
             }
         }
     }
-    ctx.client.dirty_cas = false;
+    client.dirty_cas = false;
+}
+
+/// Ends `client`'s transaction as a refused EXEC does (Redis's execCommandAbort): the queue and
+/// the watched keys go; returns the EXECABORT line for `reason` (an error line without `-`).
+pub fn abort_exec(st: &mut State, client: &mut Client, reason: &str) -> String {
+    client.multi = None;
+    client.dirty_exec = false;
+    unwatch_client(st, client);
+    format!("EXECABORT Transaction discarded because of: {reason}")
 }
 
 /// EXEC

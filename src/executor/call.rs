@@ -130,10 +130,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             let full = parent.map_or(spec.name, |p| full_name(p, spec));
             let text = crate::commands::users::noperm_text(refusal, full, client.in_exec);
             let text = if spec.name == "exec" && parent.is_none() {
-                client.multi = None;
-                client.dirty_exec = false;
-                client.dirty_cas = false;
-                format!("EXECABORT Transaction discarded because of: {text}")
+                crate::commands::transactions::abort_exec(st, client, &text)
             } else {
                 text
             };

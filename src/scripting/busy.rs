@@ -224,13 +224,14 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
                 (("", "exec"), c) => {
                     // A refused EXEC is answered, and ends any transaction, by Redis's
                     // execCommandAbort, in MULTI or not.
-                    if let Some(c) = c {
-                        c.multi = None;
-                        c.dirty_exec = false;
-                        c.dirty_cas = false;
-                    }
-                    out.extend_from_slice(b"-EXECABORT Transaction discarded because of: ");
-                    out.extend_from_slice(&busy_error(function).as_bytes()[1..]);
+                    let reason = busy_error(function).trim_start_matches('-').trim_end();
+                    let line = match c {
+                        Some(c) => crate::commands::transactions::abort_exec(run.st, c, reason),
+                        None => format!("EXECABORT Transaction discarded because of: {reason}"),
+                    };
+                    out.push(b'-');
+                    out.extend_from_slice(line.as_bytes());
+                    out.extend_from_slice(b"\r\n");
                 }
                 (_, c) => {
                     if let Some(c) = c.filter(|c| c.multi.is_some()) {
