@@ -831,6 +831,15 @@ impl User {
         out
     }
 
+    /// `user <name> <rules>`, as ACL LIST, ACL SAVE and CONFIG REWRITE write it.
+    pub fn line(&self) -> Vec<u8> {
+        let mut line = b"user ".to_vec();
+        line.extend_from_slice(&self.name);
+        line.push(b' ');
+        line.extend_from_slice(self.describe().as_bytes());
+        line
+    }
+
     /// ACL GETUSER's fields.
     pub fn getuser_reply(&self) -> crate::resp::Reply {
         use crate::resp::Reply;

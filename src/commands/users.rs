@@ -217,14 +217,7 @@ pub fn deluser(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// ACL LIST
 pub fn list(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let lines = ctx.srv.acl.users.values().map(|u| {
-        let mut line = b"user ".to_vec();
-        line.extend_from_slice(&u.name);
-        line.push(b' ');
-        line.extend_from_slice(u.describe().as_bytes());
-        Reply::Bulk(line)
-    });
-    Ok(Reply::Array(lines.collect()))
+    Ok(Reply::Array(ctx.srv.acl.users.values().map(|u| Reply::Bulk(u.line())).collect()))
 }
 
 /// ACL USERS
@@ -394,10 +387,7 @@ fn aclfile(st: &State) -> Option<String> {
 pub fn acl_file_text(st: &State) -> String {
     let mut text = String::new();
     for u in st.acl.users.values() {
-        text.push_str("user ");
-        text.push_str(&String::from_utf8_lossy(&u.name));
-        text.push(' ');
-        text.push_str(&u.describe());
+        text.push_str(&String::from_utf8_lossy(&u.line()));
         text.push('\n');
     }
     text
