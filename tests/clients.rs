@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Client, RedisServer, Server, TestServer};
+use common::{show, Client, RedisServer, Server, TestServer};
 
 const QUIET: Duration = Duration::from_millis(250);
 
@@ -372,4 +372,44 @@ fn debug_is_allowed_as_enable_debug_command_says() {
     );
     // The loopback client counts as local: "local" allows it.
     assert_eq!(ours[11], b"+OK\r\n");
+}
+
+/// Keys whose TTL passes during CLIENT PAUSE WRITE read as missing but stay stored (DBSIZE and
+/// INFO keyspace still count them) until the pause ends, as Redis keeps the dataset unchanged.
+fn expiry_during_pause_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    out.push(c.cmd(&["SET", "k", "v", "PX", "100"]));
+    out.push(c.cmd(&["SET", "k2", "v", "PX", "100"]));
+    out.push(c.cmd(&["CLIENT", "PAUSE", "1000", "WRITE"]));
+    std::thread::sleep(Duration::from_millis(300));
+    for argv in [
+        &["GET", "k"][..],
+        &["DBSIZE"],
+        &["TTL", "k"],
+        &["EXISTS", "k", "k2"],
+        &["KEYS", "*"],
+        &["SCAN", "0"],
+        &["TYPE", "k2"],
+        &["DBSIZE"],
+        &["OBJECT", "ENCODING", "k"],
+    ] {
+        out.push(c.cmd(argv));
+    }
+    let keyspace = c.cmd(&["INFO", "keyspace"]);
+    out.push(
+        String::from_utf8_lossy(&keyspace).lines().filter(|l| l.starts_with("db0")).collect::<String>().into_bytes(),
+    );
+    out.push(c.cmd(&["CLIENT", "UNPAUSE"]));
+    out.push(c.cmd(&["GET", "k"]));
+    out.push(c.cmd(&["DBSIZE"]));
+    out
+}
+
+#[test]
+fn expired_keys_stay_during_a_pause_like_redis() {
+    let ours = expiry_during_pause_scenario(&TestServer::new());
+    let theirs = expiry_during_pause_scenario(&RedisServer::new());
+    assert_eq!(ours.iter().map(|r| show(r)).collect::<Vec<_>>(), theirs.iter().map(|r| show(r)).collect::<Vec<_>>());
+    assert_eq!(ours[4], b":2\r\n", "both keys still stored during the pause");
 }

@@ -91,6 +91,9 @@ pub struct Db {
     pub log_field_expired: bool,
     /// What a read stamps in a key's access field (set from maxmemory-policy).
     pub access: AccessClock,
+    /// Writes are paused (CLIENT PAUSE): expired keys read as missing but stay stored, so the
+    /// dataset does not change, as Redis's expireIfNeeded does during a pause.
+    pub keep_expired: bool,
 }
 
 /// What a key's 24-bit access field holds, by maxmemory-policy: the LRU clock of the last access,
@@ -185,14 +188,16 @@ impl Db {
         self.expires.len()
     }
 
-    /// Deletes `key` if its time has passed. Returns whether it was deleted.
+    /// Whether `key`'s time has passed; it is deleted then, unless expired keys are kept.
     fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
         if self.expires.is_empty() {
             return false;
         }
         match self.expires.get(key) {
             Some(&at) if at <= now_ms => {
-                self.delete_expired(key);
+                if !self.keep_expired {
+                    self.delete_expired(key);
+                }
                 true
             }
             _ => false,
@@ -241,11 +246,16 @@ impl Db {
         }
     }
 
-    /// Applies key expiry and then field expiry to `key` (every typed lookup goes through here).
-    fn expire_key_and_fields(&mut self, key: &[u8], now_ms: i64) {
-        if !self.expire_if_needed(key, now_ms) && !self.field_ttl.due.is_empty() {
+    /// Applies key expiry and then field expiry to `key` (every typed lookup goes through
+    /// here). Returns whether the key has expired (deleted, or kept while writes are paused).
+    fn expire_key_and_fields(&mut self, key: &[u8], now_ms: i64) -> bool {
+        if self.expire_if_needed(key, now_ms) {
+            return true;
+        }
+        if !self.field_ttl.due.is_empty() {
             self.expire_fields_if_needed(key, now_ms);
         }
+        false
     }
 
     /// Records that the hash under `key` has a field due at `at_ms` (HEXPIRE and friends call
@@ -313,7 +323,9 @@ impl Db {
 
     /// The live value under `key` for modification, stamping its access time.
     pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
-        self.expire_key_and_fields(key, now_ms);
+        if self.expire_key_and_fields(key, now_ms) {
+            return None;
+        }
         match self.access {
             AccessClock::Lru => self.keys.get_touch(key, lru_clock(now_ms)),
             access => self.keys.get_touch_with(key, |old| access.touched(old, now_ms)),
@@ -322,7 +334,9 @@ impl Db {
 
     /// The live value without touching the access time (OBJECT, TYPE with no-touch, SCAN TYPE).
     pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Value> {
-        self.expire_key_and_fields(key, now_ms);
+        if self.expire_key_and_fields(key, now_ms) {
+            return None;
+        }
         self.keys.get(key)
     }
 
@@ -338,7 +352,9 @@ impl Db {
 
     /// Seconds since the key was last accessed (OBJECT IDLETIME).
     pub fn idle_seconds(&mut self, key: &[u8], now_ms: i64) -> Option<u64> {
-        self.expire_key_and_fields(key, now_ms);
+        if self.expire_key_and_fields(key, now_ms) {
+            return None;
+        }
         Some(lru_idle_seconds(self.keys.clock(key)?, now_ms))
     }
 
@@ -458,7 +474,9 @@ impl Db {
 
     /// Absolute expire time in unix ms, if the live key has one.
     pub fn expire_at(&mut self, key: &[u8], now_ms: i64) -> Option<i64> {
-        self.expire_key_and_fields(key, now_ms);
+        if self.expire_key_and_fields(key, now_ms) {
+            return None;
+        }
         self.expires.get(key).copied()
     }
 
@@ -473,8 +491,7 @@ impl Db {
 
     /// Drops the TTL of `key`. Returns whether it had one.
     pub fn persist(&mut self, key: &[u8], now_ms: i64) -> bool {
-        self.expire_key_and_fields(key, now_ms);
-        self.expires.remove(key).is_some()
+        !self.expire_key_and_fields(key, now_ms) && self.expires.remove(key).is_some()
     }
 
     /// One SCAN step over the live keys; expired keys are skipped (and deleted).
@@ -484,8 +501,10 @@ impl Db {
             Some(&at) if at <= now_ms => expired.push(k.to_vec()),
             _ => f(k, v),
         });
-        for k in expired {
-            self.delete_expired(&k);
+        if !self.keep_expired {
+            for k in expired {
+                self.delete_expired(&k);
+            }
         }
         next
     }

@@ -175,7 +175,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         reject(st, client, CmdError::Raw("LOADING Redis is loading the dataset in memory".into()), out, proto);
         return;
     }
-    // CLIENT PAUSE: the command (and everything after it) waits for the pause to end.
+    // CLIENT PAUSE: the command (and everything after it) waits for the pause to end; commands
+    // that do run meanwhile see expired keys as gone without deleting them.
+    st.dbs[client.db].keep_expired = st.pause_end_ms > clock.now_ms;
     if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec) {
         client.pending.push_front(cmd);
         if !client.postponed {
