@@ -294,7 +294,7 @@ pub(crate) fn client_line(st: &State, c: &Client, now_ms: i64, current: Option<&
         tot_mem + omem as u64 + multi_mem as u64,
         if omem > 0 { "w" } else { "" },
         cmd,
-        String::from_utf8_lossy(c.user.as_deref().unwrap_or(b"default")),
+        String::from_utf8_lossy(c.user_name()),
         redir,
         c.proto
     )
@@ -526,7 +526,7 @@ impl KillFilter {
             && self.kind.is_none_or(|t| t == client_type(st, c))
             && self.addr.as_ref().is_none_or(|a| a[..] == *c.info.addr.as_bytes())
             && self.laddr.as_ref().is_none_or(|a| a[..] == *c.info.laddr.as_bytes())
-            && self.user.as_ref().is_none_or(|u| u[..] == *c.user.as_deref().unwrap_or(b"default"))
+            && self.user.as_ref().is_none_or(|u| u[..] == *c.user_name())
             && self.max_age.is_none_or(|age| (now_ms - c.created_ms) / 1000 >= age)
     }
 }

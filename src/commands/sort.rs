@@ -136,7 +136,7 @@ fn cstr(b: &[u8]) -> &[u8] {
 
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     let full_key_access = ctx.client.user.is_none() && ctx.srv.acl.default_unrestricted || {
-        let user = ctx.srv.acl.users.get(ctx.client.user.as_deref().unwrap_or(b"default"));
+        let user = ctx.srv.acl.users.get(ctx.client.user_name());
         user.is_some_and(|u| u.reads_any_key(ctx.spec, ctx.spec.name, &args.argv))
     };
     let mut o = parse_options(args, readonly, full_key_access)?;

@@ -36,10 +36,6 @@ const NO_ACLFILE: &str = "This Redis instance is not configured to use an ACL fi
                           the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis \
                           configuration file set) in order to store users in the Redis configuration.";
 
-fn user_name(client: &Client) -> &[u8] {
-    client.user.as_deref().unwrap_or(b"default")
-}
-
 /// Whether new users and selectors start with every channel (acl-pubsub-default).
 pub fn pubsub_default_all(st: &State) -> bool {
     crate::config::lookup("acl-pubsub-default").is_some_and(|d| st.config.get(d) == "allchannels")
@@ -53,7 +49,10 @@ pub fn acl_changed(st: &mut State) {
     crate::config::live::PROTECTED.store(st.config.protected_mode && open, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The check before a command: the client's user must allow it. Refusals are logged.
+/// The check before a command: the client's user must allow it. Refusals are logged. While
+/// the client is the default user and that user allows everything (the common case), this is
+/// two loads.
+#[inline]
 pub fn check(
     st: &mut State,
     client: &Client,
@@ -61,8 +60,21 @@ pub fn check(
     parent: Option<&'static CommandSpec>,
     argv: &[Bytes],
 ) -> Result<(), Refusal> {
+    if client.user.is_none() && st.acl.default_unrestricted {
+        return Ok(());
+    }
+    check_user(st, client, spec, parent, argv)
+}
+
+fn check_user(
+    st: &mut State,
+    client: &Client,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    argv: &[Bytes],
+) -> Result<(), Refusal> {
     let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
-    let result = match st.acl.users.get(user_name(client)) {
+    let result = match st.acl.users.get(client.user_name()) {
         Some(user) => user.check(spec, full, argv),
         None => Err(Refusal { reason: Denied::Command, pos: 0 }),
     };
@@ -74,7 +86,13 @@ pub fn check(
 }
 
 /// The NOPERM reply for a refusal; inside EXEC, Redis's "rules changed" wording.
-pub fn noperm_text(r: Refusal, full: &str, in_exec: bool) -> String {
+pub fn noperm_text(
+    r: Refusal,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    in_exec: bool,
+) -> String {
+    let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
     if in_exec {
         let reason = match r.reason {
             Denied::Command => "no permission to execute the command or subcommand",
@@ -119,7 +137,7 @@ pub fn log_denied(st: &mut State, client: &Client, reason: Denied, object: &[u8]
     let now = crate::executor::unix_ms();
     let info = super::server::client_line(st, client, now, None);
     let max_len = crate::config::lookup("acllog-max-len").and_then(|d| st.config.get(d).parse().ok()).unwrap_or(128);
-    let username = username.unwrap_or(user_name(client)).to_vec();
+    let username = username.unwrap_or(client.user_name()).to_vec();
     st.acl.log(reason, context, object, &username, info, now, max_len);
 }
 
@@ -169,7 +187,7 @@ fn drop_lost_subscribers(ctx: &mut Ctx, name: &[u8]) {
     let st: &State = ctx.srv;
     let Some(user) = st.acl.users.get(name) else { return };
     let lost = |c: &Client| {
-        user_name(c) == name
+        c.user_name() == name
             && st.pubsub.subs(c.id).is_some_and(|s| {
                 s.channels.iter().chain(&s.shard).any(|ch| !user.may_subscribe(ch, false))
                     || s.patterns.iter().any(|p| !user.may_subscribe(p, true))
@@ -204,10 +222,10 @@ pub fn deluser(ctx: &mut Ctx, args: &Args) -> CmdResult {
             continue;
         }
         deleted += 1;
-        for c in ctx.srv.clients.values().filter(|c| user_name(c) == name) {
+        for c in ctx.srv.clients.values().filter(|c| c.user_name() == name) {
             c.handle.request_close();
         }
-        if user_name(ctx.client) == name {
+        if ctx.client.user_name() == name {
             ctx.client.close_after_reply = true;
         }
     }
@@ -227,7 +245,7 @@ pub fn users(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 
 /// ACL WHOAMI
 pub fn whoami(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Bulk(user_name(ctx.client).to_vec()))
+    Ok(Reply::Bulk(ctx.client.user_name().to_vec()))
 }
 
 /// ACL CAT [category]

@@ -122,13 +122,12 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         reject(st, client, CmdError::NoAuth, out, proto);
         return;
     }
-    // ACL: the default user allowing everything skips the check (the common case); a script's
-    // commands were checked with the script's own wording (scripting::run_command).
-    if !(client.user.is_none() && st.acl.default_unrestricted) && client.id != crate::scripting::SCRIPT_CLIENT_ID {
+    // ACL; a script's commands were checked with the script's own wording
+    // (scripting::run_command).
+    if client.id != crate::scripting::SCRIPT_CLIENT_ID {
         if let Err(refusal) = crate::commands::users::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-            let full = parent.map_or(spec.name, |p| full_name(p, spec));
-            let text = crate::commands::users::noperm_text(refusal, full, client.in_exec);
+            let text = crate::commands::users::noperm_text(refusal, spec, parent, client.in_exec);
             let text = if spec.name == "exec" && parent.is_none() {
                 crate::commands::transactions::abort_exec(st, client, &text)
             } else {

@@ -358,6 +358,11 @@ impl Client {
         }
     }
 
+    /// The ACL user the client runs as.
+    pub fn user_name(&self) -> &[u8] {
+        self.user.as_deref().unwrap_or(b"default")
+    }
+
     /// The name of the last command as CLIENT LIST shows it (`config|get`).
     pub fn last_command_name(&self) -> String {
         if self.last_cmd_parent.is_empty() {

@@ -259,11 +259,9 @@ fn admit(
     if !client.map_or(authenticated, |c| c.authenticated) && !spec.has_flag(crate::commands::flags::NO_AUTH) {
         return Err(CmdError::NoAuth);
     }
-    if let Some(c) = client.filter(|c| !(c.user.is_none() && run.st.acl.default_unrestricted)) {
-        if let Err(refusal) = crate::commands::users::check(run.st, c, spec, parent, &cmd.argv) {
-            let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
-            return Err(CmdError::Raw(crate::commands::users::noperm_text(refusal, full, false)));
-        }
+    if let Some(c) = client {
+        crate::commands::users::check(run.st, c, spec, parent, &cmd.argv)
+            .map_err(|r| CmdError::Raw(crate::commands::users::noperm_text(r, spec, parent, false)))?;
     }
     Ok((spec, parent))
 }

@@ -635,12 +635,9 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     if spec.has_flag(flags::NOSCRIPT) {
         return Err("This Redis command is not allowed from script");
     }
-    if !(run.client.user.is_none() && run.st.acl.default_unrestricted) {
-        let parent = (!std::ptr::eq(spec, top)).then_some(top);
-        if let Err(refusal) = crate::commands::users::check(run.st, run.client, spec, parent, &argv) {
-            return Err(crate::commands::users::script_refusal_text(refusal));
-        }
-    }
+    let parent = (!std::ptr::eq(spec, top)).then_some(top);
+    crate::commands::users::check(run.st, run.client, spec, parent, &argv)
+        .map_err(crate::commands::users::script_refusal_text)?;
     if spec.has_flag(flags::WRITE) && run.rules.read_only {
         return Err("Write commands are not allowed from read-only scripts.");
     }
@@ -775,8 +772,7 @@ fn prim_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     };
     let allowed = with_run(|run| {
         let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
-        let user = run.client.user.as_deref().unwrap_or(b"default");
-        run.st.acl.users.get(user).is_some_and(|u| u.check(spec, full, &argv).is_ok())
+        run.st.acl.users.get(run.client.user_name()).is_some_and(|u| u.check(spec, full, &argv).is_ok())
     });
     Ok(success(Value::Boolean(allowed.unwrap_or(true))))
 }
