@@ -111,7 +111,6 @@ type Categories = &'static [&'static str];
 type Subcommands = &'static [(&'static str, Categories)];
 static NOT_YET_IMPLEMENTED: &[(&str, Categories, Subcommands)] = &[
     ("migrate", &["keyspace", "write", "slow", "dangerous"], &[]),
-    ("bgrewriteaof", &["admin", "slow", "dangerous"], &[]),
     ("lolwut", &["read", "fast"], &[]),
     ("replicaof", &["admin", "slow", "dangerous"], &[]),
     ("slaveof", &["admin", "slow", "dangerous"], &[]),

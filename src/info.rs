@@ -367,7 +367,7 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("mem_clients_slaves", 0);
     s.field("mem_clients_normal", m.clients_normal);
     s.field("mem_cluster_links", 0);
-    s.field("mem_aof_buffer", 0);
+    s.field("mem_aof_buffer", st.aof.buffer_len());
     s.field("mem_allocator", "jemalloc-5.3.0");
     s.field("active_defrag_running", 0);
     s.field("lazyfree_pending_objects", 0);
@@ -396,18 +396,28 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("rdb_last_cow_size", st.snapshot.last_cow_size);
     s.field("rdb_last_load_keys_expired", p.last_load_keys_expired);
     s.field("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
-    s.field("aof_enabled", st.config.appendonly as u8);
-    s.field("aof_rewrite_in_progress", 0);
-    s.field("aof_rewrite_scheduled", 0);
-    s.field("aof_last_rewrite_time_sec", -1);
-    s.field("aof_current_rewrite_time_sec", -1);
-    s.field("aof_last_bgrewrite_status", "ok");
-    s.field("aof_rewrites", 0);
-    s.field("aof_rewrites_consecutive_failures", 0);
-    s.field("aof_last_write_status", "ok");
-    s.field("aof_last_cow_size", 0);
+    let aof = &st.aof;
+    let aof_on = aof.status != crate::executor::aof::Status::Off;
+    s.field("aof_enabled", aof_on as u8);
+    s.field("aof_rewrite_in_progress", aof.rewrite_started.is_some() as u8);
+    s.field("aof_rewrite_scheduled", aof.rewrite_scheduled as u8);
+    s.field("aof_last_rewrite_time_sec", aof.last_rewrite_time_sec);
+    s.field("aof_current_rewrite_time_sec", aof.rewrite_started.map_or(-1, |t| t.elapsed().as_secs() as i64));
+    s.field("aof_last_bgrewrite_status", if aof.last_rewrite_ok { "ok" } else { "err" });
+    s.field("aof_rewrites", aof.rewrites);
+    s.field("aof_rewrites_consecutive_failures", aof.consecutive_failures);
+    s.field("aof_last_write_status", if aof.write_error.is_none() { "ok" } else { "err" });
+    s.field("aof_last_cow_size", aof.last_cow_size);
     s.field("module_fork_in_progress", 0);
     s.field("module_fork_last_cow_size", 0);
+    if aof_on {
+        s.field("aof_current_size", aof.current_size);
+        s.field("aof_base_size", aof.base_size);
+        s.field("aof_pending_rewrite", 0);
+        s.field("aof_buffer_length", aof.buffer_len());
+        s.field("aof_pending_bio_fsync", 0);
+        s.field("aof_delayed_fsync", 0);
+    }
     if let Some(job) = &st.loading {
         let pr = &job.progress;
         let loaded = pr.loaded_bytes.load(std::sync::atomic::Ordering::Relaxed);

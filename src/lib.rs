@@ -10,6 +10,7 @@
 //! - `config`, `log`, `stats`, `slowlog`, `util`: configuration, logging, counters, helpers.
 
 pub mod acl;
+pub mod aof;
 pub mod commands;
 pub mod config;
 pub mod daemon;

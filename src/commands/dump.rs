@@ -159,10 +159,11 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         Some(ttl.wrapping_add(now))
     };
-    if expire_at.is_some_and(|at| at <= now) {
+    if expire_at.is_some_and(|at| at <= now) && !ctx.loading() {
         if deleted {
             ctx.modified(key);
             ctx.notify(ev::GENERIC, "del", key);
+            ctx.propagate_as_parts(&[b"DEL", key]);
         }
         return Ok(Reply::Ok);
     }
@@ -170,6 +171,14 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     ctx.db().insert_new(key, value, expire_at, clock);
     ctx.modified(key);
     ctx.notify(ev::GENERIC, "restore", key);
+    // A relative TTL propagates as an absolute one: argument 2 becomes the time, ABSTTL is added.
+    if let (Some(at), false, true) = (expire_at, absttl, ctx.propagating()) {
+        let at = at.to_string();
+        let mut parts: Vec<&[u8]> = args.from(0).collect();
+        parts[2] = at.as_bytes();
+        parts.push(b"ABSTTL");
+        ctx.propagate_as_parts(&parts);
+    }
     Ok(Reply::Ok)
 }
 

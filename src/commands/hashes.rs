@@ -320,6 +320,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     h.set_keep_ttl(field, &next, max_entries, max_value);
     ctx.notify(crate::pubsub::ev::HASH, "hincrbyfloat", key);
     ctx.modified(key);
+    ctx.propagate_as_parts(&[b"HSET", key, field, &next]);
     Ok(Reply::Bulk(next))
 }
 

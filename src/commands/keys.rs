@@ -654,14 +654,24 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, relative: bool, seconds: bool) -> 
     if refused {
         return Ok(Reply::Int(0));
     }
-    if when <= now {
+    // Replayed from the AOF, a time already past is kept as is: the key expires once loaded.
+    if when <= now && !ctx.loading() {
         ctx.db().remove(key, now);
         ctx.modified(key);
         ctx.notify(ev::GENERIC, "del", key);
+        let verb: &[u8] = if super::strings::lazy_expire(ctx) { b"UNLINK" } else { b"DEL" };
+        ctx.propagate_as_parts(&[verb, key]);
     } else {
         ctx.db().set_expire(key, when);
         ctx.modified(key);
         ctx.notify(ev::GENERIC, "expire", key);
+        // Propagated as PEXPIREAT with the absolute time, the condition flags kept.
+        if ctx.propagating() && (relative || seconds) {
+            let when = when.to_string();
+            let mut parts: Vec<&[u8]> = vec![b"PEXPIREAT", key, when.as_bytes()];
+            parts.extend(args.from(3));
+            ctx.propagate_as_parts(&parts);
+        }
     }
     Ok(Reply::Int(1))
 }
@@ -751,6 +761,11 @@ pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Ok(Reply::Int(1));
     }
     Ok(Reply::Int(0))
+}
+
+/// lazyfree-lazy-server-del: a key a command deletes as a side effect propagates as UNLINK.
+pub(crate) fn lazy_server_del(ctx: &Ctx) -> bool {
+    ctx.srv.config.other.get("lazyfree-lazy-server-del").is_some_and(|v| v == "yes")
 }
 
 #[cfg(test)]

@@ -630,6 +630,11 @@ fn mpop_serve(ctx: &mut Ctx, args: &Args, m: &Mpop) -> Result<Option<Reply>, Cmd
         pop_range(&mut out, list, m.end, n);
         let emptied = list.is_empty();
         after_write(ctx, key, n, emptied, pop_event(m.end));
+        // LMPOP and BLMPOP propagate as LPOP/RPOP key count.
+        if ctx.propagating() {
+            let count = n.to_string();
+            ctx.propagate_as_parts(&[end_pop_verb(m.end), key, count.as_bytes()]);
+        }
         return Ok(Some(Reply::Raw(out)));
     }
     Ok(None)
@@ -657,10 +662,18 @@ fn bpop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
         put_bulk(&mut out, key);
         put_bulk(&mut out, &v);
         after_write(ctx, key, 1, emptied, pop_event(end));
+        ctx.propagate_as_parts(&[end_pop_verb(end), key]);
         return Ok(Reply::Raw(out));
     }
     let keys = (1..last).map(|k| args.key(k).to_vec()).collect();
     ctx.block(keys, deadline, Reply::NilArray, "list")
+}
+
+fn end_pop_verb(end: End) -> &'static [u8] {
+    match end {
+        End::Head => b"LPOP",
+        End::Tail => b"RPOP",
+    }
 }
 
 /// BLPOP key [key ...] timeout
@@ -682,7 +695,14 @@ fn bmove_generic(ctx: &mut Ctx, args: &Args, from: End, to: End, timeout_at: usi
     let deadline = ctx.parse_timeout(args.get(timeout_at))?;
     let src = args.key(1);
     if list_mut(ctx, src)?.is_some() {
-        return move_generic(ctx, src, args.key(2), from, to);
+        let reply = move_generic(ctx, src, args.key(2), from, to)?;
+        // Propagated as the non-blocking form: RPOPLPUSH, or LMOVE with the client's end words.
+        if timeout_at == 3 {
+            ctx.propagate_as_parts(&[b"RPOPLPUSH", src, args.key(2)]);
+        } else {
+            ctx.propagate_as_parts(&[b"LMOVE", src, args.key(2), args.get(3), args.get(4)]);
+        }
+        return Ok(reply);
     }
     // Redis answers a null bulk inside MULTI but a null array on timeout.
     if !ctx.may_block() {

@@ -462,6 +462,45 @@ impl Ctx<'_> {
         self.srv.dbs[self.client.db].get_mut(key, now)
     }
 
+    /// The running command propagates (to the AOF) as `argv` instead of what the client sent
+    /// (Redis's rewriteClientCommandVector); only takes effect if the command changed the data.
+    pub fn propagate_as(&mut self, argv: Vec<bytes::Bytes>) {
+        crate::executor::propagate::rewrite(self.srv, argv);
+    }
+
+    /// `propagate_as` with static and dynamic parts mixed: each item is copied once.
+    pub fn propagate_as_parts(&mut self, parts: &[&[u8]]) {
+        if self.srv.prop.active {
+            let argv = parts.iter().map(|p| bytes::Bytes::copy_from_slice(p)).collect();
+            crate::executor::propagate::rewrite(self.srv, argv);
+        }
+    }
+
+    /// Adds an operation to propagate in the client's database, before the command's own.
+    pub fn also_propagate(&mut self, parts: &[&[u8]]) {
+        if self.srv.prop.active {
+            let argv = parts.iter().map(|p| bytes::Bytes::copy_from_slice(p)).collect();
+            let db = self.client.db;
+            crate::executor::propagate::also(self.srv, db, argv);
+        }
+    }
+
+    /// The running command is not propagated itself (what it added with `also_propagate` is).
+    pub fn no_propagate(&mut self) {
+        crate::executor::propagate::prevent(self.srv);
+    }
+
+    /// Whether propagation is being collected (so handlers can skip building rewrites).
+    pub fn propagating(&self) -> bool {
+        self.srv.prop.active
+    }
+
+    /// Whether the command is replayed from the AOF: times already past do not delete keys then,
+    /// as Redis keeps them until loading ends.
+    pub fn loading(&self) -> bool {
+        self.srv.aof.loading
+    }
+
     /// Records that a write changed the dataset (`dirty` for save points, WATCH later).
     pub fn dirty(&mut self, n: u64) {
         self.srv.dirty += n;

@@ -1,19 +1,23 @@
-//! Persistence commands: SAVE, BGSAVE and LASTSAVE. They only parse arguments and shape replies;
-//! the saving itself (files, the forked child, save points) lives in `executor::snapshot`.
+//! Persistence commands: SAVE, BGSAVE, BGREWRITEAOF and LASTSAVE. They only parse arguments and
+//! shape replies; the saving itself (files, the forked child, save points) lives in
+//! `executor::snapshot` and `executor::aof`.
 
 use super::flags::*;
 use super::{acl, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::executor::snapshot::{self, BgsaveError};
+use crate::executor::aof::RewriteError;
+use crate::executor::snapshot::{self, BgsaveError, ChildKind};
 use crate::rdb::save::SaveError;
 use crate::resp::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, save),
     spec("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, bgsave),
+    spec("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, 0, bgrewriteaof),
     spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, acl::ADMIN | acl::DANGEROUS, lastsave),
 ];
 
 const IN_PROGRESS: &str = "Background save already in progress";
+const OTHER_CHILD: &str = "Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
 
 fn save_error(e: SaveError) -> CmdError {
     match e {
@@ -50,8 +54,14 @@ pub fn bgsave(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() > 2 || (args.len() == 2 && !args.is(1, "schedule")) {
         return Err(CmdError::Syntax);
     }
-    if ctx.srv.snapshot.child.is_some() {
-        return Err(CmdError::err(IN_PROGRESS));
+    match ctx.srv.snapshot.child.as_ref().map(|c| c.kind) {
+        Some(ChildKind::Rdb) => return Err(CmdError::err(IN_PROGRESS)),
+        Some(ChildKind::Aof) if args.len() == 2 => {
+            ctx.srv.snapshot.scheduled = true;
+            return Ok(Reply::Status("Background saving scheduled"));
+        }
+        Some(ChildKind::Aof) => return Err(CmdError::err(OTHER_CHILD)),
+        None => {}
     }
     if ctx.client.in_exec {
         // Redis defers a BGSAVE issued inside EXEC: forking mid-transaction would snapshot
@@ -64,6 +74,39 @@ pub fn bgsave(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Err(BgsaveError::InProgress) => Err(CmdError::err(IN_PROGRESS)),
         Err(BgsaveError::Version(e)) => Err(save_error(e)),
         Err(BgsaveError::Fork(_)) => Err(CmdError::Raw("ERR".into())),
+    }
+}
+
+/// BGREWRITEAOF
+///
+/// Starts a rewrite of the append-only file: a forked child writes the dataset as a new base
+/// file while new writes go to a fresh incremental file. While a background save runs (or
+/// inside MULTI/EXEC) the rewrite is scheduled to start as soon as possible.
+pub fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    match ctx.srv.snapshot.child.as_ref().map(|c| c.kind) {
+        Some(ChildKind::Aof) => return Err(CmdError::err("Background append only file rewriting already in progress")),
+        Some(ChildKind::Rdb) => {
+            ctx.srv.aof.rewrite_scheduled = true;
+            return Ok(Reply::Status("Background append only file rewriting scheduled"));
+        }
+        None if ctx.client.in_exec => {
+            ctx.srv.aof.rewrite_scheduled = true;
+            return Ok(Reply::Status("Background append only file rewriting scheduled"));
+        }
+        None => {}
+    }
+    match crate::executor::aof::rewrite_start(ctx.srv) {
+        Ok(()) => Ok(Reply::Status("Background append only file rewriting started")),
+        Err(RewriteError::InProgress) => {
+            Err(CmdError::err("Background append only file rewriting already in progress"))
+        }
+        Err(RewriteError::OtherChild) => {
+            ctx.srv.aof.rewrite_scheduled = true;
+            Ok(Reply::Status("Background append only file rewriting scheduled"))
+        }
+        Err(RewriteError::Failed) => Err(CmdError::err(
+            "Can't execute an AOF background rewriting. Please check the server logs for more information.",
+        )),
     }
 }
 

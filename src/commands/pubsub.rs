@@ -290,9 +290,12 @@ pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
     let wanted = enabled & ev::EXPIRED != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0;
     // Client-side caching hook: an expired key is invalidated like any change.
     let tracking = st.tracking.is_active();
+    // Propagation hook: each expired key is a DEL (UNLINK when freed lazily) in the AOF.
+    let propagating = st.prop.active;
+    let lazy = st.config.other.get("lazyfree-lazy-expire").is_some_and(|v| v == "yes");
     for i in 0..st.dbs.len() {
         let db = &mut st.dbs[i];
-        db.log_expired = wanted || tracking;
+        db.log_expired = wanted || tracking || propagating;
         // Hash field expiry (7.4): `hexpired` (class h), then `del` (class g) for an emptied key.
         db.log_field_expired =
             tracking || (enabled & (ev::HASH | ev::GENERIC) != 0 && enabled & (ev::KEYSPACE | ev::KEYEVENT) != 0);
@@ -313,6 +316,9 @@ pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
         }
         let keys = std::mem::take(&mut db.expired_log);
         for key in keys {
+            if propagating {
+                crate::executor::propagate::deletion(st, i, &key, lazy);
+            }
             if tracking {
                 crate::tracking::invalidate_key(st, caller.map(|c| c.id), &key);
             }

@@ -185,7 +185,7 @@ fn full_sync(ctx: &mut Ctx, mut head: Vec<u8>) -> CmdResult {
 /// child's pid.
 fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32), String> {
     let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
-    let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1 };
+    let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false };
     let version = save::required_version(&st.dbs);
     let opts = Options {
         compress: st.config.rdbcompression,

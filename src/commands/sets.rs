@@ -223,6 +223,9 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.notify(ev::GENERIC, "del", key);
         }
         ctx.modified(key);
+        if let Some(member) = &popped {
+            ctx.propagate_as_parts(&[b"SREM", key, member]);
+        }
         return Ok(popped.map_or(Reply::Nil, Reply::Bulk));
     }
     let count = parse_i64(args.get(2))
@@ -242,15 +245,24 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 ctx.notify(ev::SET, "spop", key);
                 ctx.notify(ev::GENERIC, "del", key);
                 ctx.modified(key);
+                let verb: &[u8] = if super::keys::lazy_server_del(ctx) { b"UNLINK" } else { b"DEL" };
+                ctx.propagate_as_parts(&[verb, key]);
                 return Ok(r);
             }
             let mut out = Vec::new();
+            let mut popped = Vec::new();
             set_header(&mut out, proto, count as usize);
             for _ in 0..count {
                 if let Some(m) = set.pop_random() {
                     bulk(&mut out, &m);
+                    popped.push(m);
                 }
             }
+            // One SREM per member, as Redis 7.0 propagates a counted SPOP.
+            for m in &popped {
+                ctx.also_propagate(&[b"SREM", key, m]);
+            }
+            ctx.no_propagate();
             Reply::Raw(out)
         }
     };

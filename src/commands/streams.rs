@@ -294,6 +294,8 @@ struct TrimArgs {
     id: Option<(StreamId, bool)>,
     /// Index of the first field (XADD).
     next: usize,
+    /// Index of the MAXLEN/MINID threshold (an approximate one is propagated as exact).
+    threshold_at: usize,
 }
 
 fn both_strategies() -> CmdError {
@@ -301,7 +303,7 @@ fn both_strategies() -> CmdError {
 }
 
 /// Redis's streamParseAddOrTrimArgsOrReply; `node_max_entries` is stream-node-max-entries.
-fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64) -> Result<TrimArgs, CmdError> {
+fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64, loading: bool) -> Result<TrimArgs, CmdError> {
     let mut t = TrimArgs::default();
     let argc = args.len();
     let mut limit_given = false;
@@ -324,6 +326,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64) -> Result<T
             } else if next == b"=" && more >= 2 {
                 i += 1;
             }
+            t.threshold_at = i + 1;
             let v = ll(args.get(i + 1))?;
             if v < 0 {
                 return Err(CmdError::err("The MAXLEN argument must be >= 0."));
@@ -343,6 +346,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64) -> Result<T
             } else if next == b"=" && more >= 2 {
                 i += 1;
             }
+            t.threshold_at = i + 1;
             t.minid = Some(parse_strict_id(args.get(i + 1))?);
             t.maxlen = None;
             i += 1;
@@ -372,11 +376,14 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64) -> Result<T
     if !xadd && !strategy {
         return Err(CmdError::err("syntax error, XTRIM must be called with a trimming strategy"));
     }
-    if limit_given {
+    // Redis's own propagation turns `~` into `=` and keeps LIMIT: what the AOF holds loads.
+    if limit_given && !loading {
         if !t.approx {
             return Err(CmdError::err("syntax error, LIMIT cannot be used without the special ~ option"));
         }
         t.limit = limit as u64;
+    } else if limit_given {
+        t.limit = 0;
     } else if t.approx {
         // About 100 nodes' worth of work, capped both ways: stream-node-max-entries may be 0.
         t.limit = match node_max_entries.saturating_mul(100) {
@@ -395,7 +402,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64) -> Result<T
 /// partial one (`ms-*`) or an explicit one that must exceed the last ID; then trims as asked.
 /// Replies with the new entry's ID (nil with NOMKSTREAM on a missing key).
 pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let t = parse_add_or_trim(args, true, ctx.srv.config.stream_node_max_entries)?;
+    let t = parse_add_or_trim(args, true, ctx.srv.config.stream_node_max_entries, ctx.loading())?;
     let field_pos = t.next;
     let nfields = args.len().saturating_sub(field_pos);
     if nfields < 2 || nfields % 2 == 1 {
@@ -408,6 +415,7 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(1);
     let now = ctx.now_ms;
+    let propagating = ctx.propagating();
     let node_max_bytes = ctx.srv.config.stream_node_max_bytes;
     let node_max_entries = ctx.srv.config.stream_node_max_entries.max(0) as usize;
     if write_stream(ctx, key)?.is_none() {
@@ -445,6 +453,18 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let trimmed =
         if t.maxlen.is_some() || t.minid.is_some() { s.trim(t.maxlen, t.minid, t.approx, t.limit) } else { 0 };
+    // Propagated with the ID actually given and, after an approximate trim, the exact threshold
+    // it reached, so loading the AOF rebuilds the same stream.
+    if propagating {
+        let mut argv: Vec<bytes::Bytes> = args.argv.clone();
+        if !matches!(t.id, Some((_, true))) {
+            argv[field_pos - 1] = bytes::Bytes::from(id.to_bytes());
+        }
+        if t.approx {
+            exact_threshold(&mut argv, &t, s);
+        }
+        ctx.propagate_as(argv);
+    }
     ctx.notify(ev::STREAM, "xadd", key);
     if trimmed > 0 {
         ctx.notify(ev::STREAM, "xtrim", key);
@@ -454,18 +474,37 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(id_reply(id))
 }
 
+/// Rewrites `~ threshold` as `= <what the trim reached>`: the length for MAXLEN, the first ID
+/// for MINID (Redis's streamRewriteApproxSpecifier and streamRewriteTrimArgument).
+fn exact_threshold(argv: &mut [bytes::Bytes], t: &TrimArgs, s: &Stream) {
+    argv[t.threshold_at - 1] = bytes::Bytes::from_static(b"=");
+    argv[t.threshold_at] = if t.maxlen.is_some() {
+        bytes::Bytes::from(s.len().to_string())
+    } else {
+        bytes::Bytes::from(s.first_id.to_bytes())
+    };
+}
+
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 ///
 /// Evicts the oldest entries down to a length or up to an ID; with `~` only whole blocks go
 /// (at most LIMIT entries). Replies with the number of entries removed; 0 on a missing key.
 pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let t = parse_add_or_trim(args, false, ctx.srv.config.stream_node_max_entries)?;
+    let t = parse_add_or_trim(args, false, ctx.srv.config.stream_node_max_entries, ctx.loading())?;
     if write_stream(ctx, key)?.is_none() {
         return Ok(Reply::Int(0));
     }
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     let n = s.trim(t.maxlen, t.minid, t.approx, t.limit);
+    let exact = t.approx.then(|| {
+        let mut argv: Vec<bytes::Bytes> = args.argv.clone();
+        exact_threshold(&mut argv, &t, s);
+        argv
+    });
+    if let Some(argv) = exact {
+        ctx.propagate_as(argv);
+    }
     if n > 0 {
         ctx.notify(ev::STREAM, "xtrim", key);
         ctx.modified(key);
@@ -634,11 +673,11 @@ struct GroupRead<'a> {
 /// Serves new entries (after `after`) to a group consumer, recording them as pending unless
 /// `noack`, and advancing the group's last ID and read counter (Redis's streamReplyWithRange with
 /// a group).
-fn serve_group_new(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec<u8>) {
+fn serve_group_new(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec<u8>) -> Vec<StreamId> {
     let (group_name, consumer, count, noack, now) = (r.group, r.consumer, r.count, r.noack, r.now);
     let Some(start) = after.incr() else {
         out.extend_from_slice(b"*0\r\n");
-        return;
+        return Vec::new();
     };
     let mut ids = Vec::new();
     let mut body = Vec::new();
@@ -649,7 +688,7 @@ fn serve_group_new(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec
     });
     int_line(out, b'*', ids.len() as i64);
     out.extend_from_slice(&body);
-    let Some(mut g) = s.groups.remove(group_name) else { return };
+    let Some(mut g) = s.groups.remove(group_name) else { return ids };
     for &id in &ids {
         if id > g.last_id {
             if g.entries_read != INVALID_ENTRIES_READ && !s.range_has_tombstones(Some(id), None) {
@@ -673,14 +712,16 @@ fn serve_group_new(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec
         }
     }
     s.groups.insert(group_name.to_vec(), g);
+    ids
 }
 
 /// Serves a consumer's own pending entries after `after` (XREADGROUP with an explicit ID).
-fn serve_group_history(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec<u8>) {
+/// Returns the IDs delivered with their entries.
+fn serve_group_history(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut Vec<u8>) -> Vec<StreamId> {
     let (group_name, consumer, count, now, proto) = (r.group, r.consumer, r.count, r.now, r.proto);
     let Some(start) = after.incr() else {
         out.extend_from_slice(b"*0\r\n");
-        return;
+        return Vec::new();
     };
     let ids: Vec<StreamId> = match s.groups.get(group_name).and_then(|g| g.consumers.get(consumer)) {
         Some(c) => c.pel.range(start..).take(if count == 0 { usize::MAX } else { count }).copied().collect(),
@@ -702,13 +743,58 @@ fn serve_group_history(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut
         }
     }
     if let Some(g) = s.groups.get_mut(group_name) {
-        for id in found {
-            if let Some(n) = g.pel.get_mut(&id) {
+        for id in &found {
+            if let Some(n) = g.pel.get_mut(id) {
                 n.delivery_time = now;
                 n.delivery_count += 1;
             }
         }
     }
+    found
+}
+
+/// How XREADGROUP propagates what it delivered (it never propagates itself): an XCLAIM per
+/// entry that went pending, carrying its delivery time and count and the group's last ID; with
+/// NOACK, an XGROUP SETID moving the group on.
+fn group_read_effects(s: &Stream, key: &[u8], r: &GroupRead, ids: &[StreamId], new: bool) -> Vec<Vec<Vec<u8>>> {
+    let Some(g) = s.groups.get(r.group) else { return Vec::new() };
+    let last = g.last_id.to_bytes();
+    if r.noack && new {
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        let read = g.entries_read.to_string().into_bytes();
+        return vec![vec![
+            b"XGROUP".to_vec(),
+            b"SETID".to_vec(),
+            key.to_vec(),
+            r.group.to_vec(),
+            last,
+            b"ENTRIESREAD".to_vec(),
+            read,
+        ]];
+    }
+    ids.iter()
+        .filter_map(|id| g.pel.get(id).map(|n| (id, n)))
+        .map(|(id, n)| {
+            vec![
+                b"XCLAIM".to_vec(),
+                key.to_vec(),
+                r.group.to_vec(),
+                r.consumer.to_vec(),
+                b"0".to_vec(),
+                id.to_bytes(),
+                b"TIME".to_vec(),
+                n.delivery_time.to_string().into_bytes(),
+                b"RETRYCOUNT".to_vec(),
+                n.delivery_count.to_string().into_bytes(),
+                b"FORCE".to_vec(),
+                b"JUSTID".to_vec(),
+                b"LASTID".to_vec(),
+                last.clone(),
+            ]
+        })
+        .collect()
 }
 
 fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
@@ -821,6 +907,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
 
     // Serve synchronously what can be served.
     let now = ctx.now_ms;
+    let propagating = ctx.propagating();
     let proto = ctx.proto();
     let mut served: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     #[allow(clippy::needless_range_loop)] // k indexes keys and ids together
@@ -854,9 +941,15 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                     }
                 }
                 let r = GroupRead { group: gname, consumer: cname, count: count as usize, noack, now, proto };
-                match ids[k] {
+                let delivered = match ids[k] {
                     Some(after) => serve_group_history(s, &r, after, &mut out),
                     None => serve_group_new(s, &r, glast, &mut out),
+                };
+                let effects =
+                    if propagating { group_read_effects(s, key, &r, &delivered, ids[k].is_none()) } else { Vec::new() };
+                for argv in &effects {
+                    let parts: Vec<&[u8]> = argv.iter().map(|a| &a[..]).collect();
+                    ctx.also_propagate(&parts);
                 }
                 if created {
                     ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
@@ -929,6 +1022,7 @@ pub fn xread(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// them as pending for this consumer unless NOACK); an explicit ID re-reads this consumer's own
 /// pending entries after it.
 pub fn xreadgroup(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    ctx.no_propagate();
     xread_generic(ctx, args, true)
 }
 

@@ -207,6 +207,9 @@ struct SetPlan<'a> {
     keepttl: bool,
     /// Absolute unix-ms expire time.
     expire_at: Option<i64>,
+    /// Propagate as `SET key value PXAT <ms>` (every expire form, PXAT included), so the AOF
+    /// holds an absolute time.
+    propagate_pxat: bool,
 }
 
 /// The shared body of SET, SETNX, SETEX and PSETEX (Redis's setGenericCommand). Returns whether
@@ -241,8 +244,11 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
     }
     ctx.modified(plan.key);
     ctx.notify(ev::STRING, "set", plan.key);
-    if plan.expire_at.is_some() {
+    if let Some(at) = plan.expire_at {
         ctx.notify(ev::GENERIC, "expire", plan.key);
+        if plan.propagate_pxat && ctx.propagating() {
+            ctx.propagate_as_parts(&[b"SET", plan.key, plan.value, b"PXAT", at.to_string().as_bytes()]);
+        }
     }
     Ok((true, old))
 }
@@ -265,6 +271,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             get: false,
             keepttl: false,
             expire_at: None,
+            propagate_pxat: false,
         };
         set_generic(ctx, &plan)?;
         return Ok(Reply::Ok);
@@ -282,6 +289,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         get: opts.get,
         keepttl: opts.keepttl,
         expire_at,
+        propagate_pxat: true,
     };
     let (stored, old) = set_generic(ctx, &plan)?;
     Ok(match (opts.get, stored) {
@@ -303,6 +311,7 @@ pub fn setnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
         get: false,
         keepttl: false,
         expire_at: None,
+        propagate_pxat: false,
     };
     let (stored, _) = set_generic(ctx, &plan)?;
     Ok(Reply::Int(stored as i64))
@@ -332,6 +341,7 @@ fn set_with_expire(ctx: &mut Ctx, args: &Args, kind: ExpireKind) -> CmdResult {
         get: false,
         keepttl: false,
         expire_at: Some(at),
+        propagate_pxat: true,
     };
     set_generic(ctx, &plan)?;
     Ok(Reply::Ok)
@@ -345,6 +355,7 @@ pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     ctx.set_key(args.key(1), Value::Str(RStr::from_bytes(args.get(2))));
     ctx.modified(args.key(1));
     ctx.notify(ev::STRING, "set", args.key(1));
+    ctx.propagate_as_parts(&[b"SET", args.key(1), args.get(2)]);
     Ok(old)
 }
 
@@ -358,6 +369,7 @@ pub fn getdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.db().remove(args.key(1), now);
         ctx.modified(args.key(1));
         ctx.notify(ev::GENERIC, "del", args.key(1));
+        ctx.propagate_as_parts(&[b"DEL", args.key(1)]);
     }
     Ok(reply)
 }
@@ -381,19 +393,23 @@ pub fn getex(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let now = ctx.now_ms;
     match expire_at {
-        Some((kind, at)) if !kind.relative() && at <= now => {
+        Some((kind, at)) if !kind.relative() && at <= now && !ctx.loading() => {
             ctx.db().remove(key, now);
             ctx.modified(key);
             ctx.notify(ev::GENERIC, "del", key);
+            let verb: &[u8] = if lazy_expire(ctx) { b"UNLINK" } else { b"DEL" };
+            ctx.propagate_as_parts(&[verb, key]);
         }
         Some((_, at)) => {
             ctx.db().set_expire(key, at);
             ctx.modified(key);
             ctx.notify(ev::GENERIC, "expire", key);
+            ctx.propagate_as_parts(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
         }
         None if opts.persist && ctx.db().persist(key, now) => {
             ctx.modified(key);
             ctx.notify(ev::GENERIC, "persist", key);
+            ctx.propagate_as_parts(&[b"PERSIST", key]);
         }
         None => {}
     }
@@ -649,7 +665,13 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     ctx.modified(key);
     ctx.notify(ev::STRING, "incrbyfloat", key);
+    ctx.propagate_as_parts(&[b"SET", key, &result, b"KEEPTTL"]);
     Ok(Reply::Bulk(result))
+}
+
+/// lazyfree-lazy-expire: a key deleted for a time already past propagates as UNLINK.
+pub(crate) fn lazy_expire(ctx: &Ctx) -> bool {
+    ctx.srv.config.other.get("lazyfree-lazy-expire").is_some_and(|v| v == "yes")
 }
 
 fn ld_error(e: LdError) -> CmdError {

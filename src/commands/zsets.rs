@@ -948,6 +948,11 @@ fn mpop_first(ctx: &mut Ctx, p: &MpopArgs) -> Result<Option<Reply>, CmdError> {
             if popped.is_empty() {
                 continue;
             }
+            // ZMPOP and BZMPOP propagate as ZPOPMIN/ZPOPMAX key <number popped>.
+            if ctx.propagating() {
+                let count = popped.len().to_string();
+                ctx.propagate_as_parts(&[pop_verb(p.max), key, count.as_bytes()]);
+            }
             let items = popped.into_iter().map(|(m, s)| pair(m, s)).collect();
             return Ok(Some(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Array(items)])));
         }
@@ -978,12 +983,21 @@ pub fn bzmpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     ctx.block(p.keys, deadline, Reply::NilArray, "zset")
 }
 
+fn pop_verb(max: bool) -> &'static [u8] {
+    if max {
+        b"ZPOPMAX"
+    } else {
+        b"ZPOPMIN"
+    }
+}
+
 fn bzpop_generic(ctx: &mut Ctx, args: &Args, max: bool) -> CmdResult {
     let deadline = ctx.parse_timeout(args.get(args.len() - 1))?;
     let keys: Vec<Vec<u8>> = (1..args.len() - 1).map(|i| args.key(i).to_vec()).collect();
     for key in &keys {
         if let Some(mut popped) = pop_from(ctx, key, max, 1)? {
             if let Some((m, s)) = popped.pop() {
+                ctx.propagate_as_parts(&[pop_verb(max), key]);
                 return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(m), Reply::Double(s)]));
             }
         }

@@ -94,6 +94,8 @@ pub struct Db {
     /// Writes are paused (CLIENT PAUSE): expired keys read as missing but stay stored, so the
     /// dataset does not change, as Redis's expireIfNeeded does during a pause.
     pub keep_expired: bool,
+    /// The AOF is being replayed: nothing expires (every key reads as live), as in Redis.
+    pub loading: bool,
 }
 
 /// What a key's 24-bit access field holds, by maxmemory-policy: the LRU clock of the last access,
@@ -249,6 +251,9 @@ impl Db {
     /// Applies key expiry and then field expiry to `key` (every typed lookup goes through
     /// here). Returns whether the key has expired (deleted, or kept while writes are paused).
     fn expire_key_and_fields(&mut self, key: &[u8], now_ms: i64) -> bool {
+        if self.loading {
+            return false;
+        }
         if self.expire_if_needed(key, now_ms) {
             return true;
         }

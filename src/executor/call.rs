@@ -160,6 +160,14 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             return;
         }
     }
+    // A failed AOF write refuses writes the same way until a write succeeds again.
+    if st.aof.write_error.is_some() && (flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping") {
+        if let Some(text) = super::aof::write_refusal(st) {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            reject(st, client, CmdError::Raw(text), out, proto);
+            return;
+        }
+    }
     // pub/sub hook: RESP2 subscribed mode allows only a few commands (PING answers differently).
     let subscribed_ping = match crate::commands::pubsub::subscribed_mode_check(st, client, spec, parent) {
         Ok(ping) => ping,
@@ -204,6 +212,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     let started_us = clock.last_us;
     let now_ms = clock.now_ms;
     let args = Args::new(cmd.argv);
+    let frame = super::propagate::enter(st);
     let result = {
         let mut ctx = Ctx { srv: st, client, now_ms, spec };
         if subscribed_ping {
@@ -218,9 +227,10 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if !st.pubsub.monitors.is_empty() && !client.woken {
         crate::commands::pubsub::feed_monitors(st, client, spec, parent, &args.argv);
     }
-    if !st.config.notify_keyspace_events.is_empty() || st.tracking.is_active() {
+    if !st.config.notify_keyspace_events.is_empty() || st.tracking.is_active() || st.prop.active {
         crate::commands::pubsub::drain_expired(st, Some(client));
     }
+    super::propagate::leave(st, frame, client.db, spec.name, &args.argv);
     if !st.pubsub.self_out.is_empty() {
         out.append(&mut st.pubsub.self_out);
     }
@@ -343,6 +353,7 @@ fn after_reply(
     }
     match parent.unwrap_or(spec).name {
         "config" => {
+            super::aof::config_changed(st);
             super::clients::refresh_limits(st);
             super::evict::apply_access_clock(st);
             super::evict::limit_changed(st);

@@ -7,11 +7,13 @@
 //! contended (`Executor::handle` called inline), or on a dedicated thread fed through a channel
 //! (`spawn_thread`). The executor itself is the same in both.
 
+pub mod aof;
 pub mod blocking;
 pub mod call;
 pub mod clients;
 pub mod evict;
 pub mod handoff;
+pub mod propagate;
 pub mod snapshot;
 
 use std::sync::Arc;
@@ -104,6 +106,10 @@ pub struct State {
     pub snapshot: snapshot::SnapshotState,
     /// maxmemory eviction: the candidate pool and whether a pass is to be continued.
     pub evict: evict::EvictState,
+    /// What the running execution unit propagates (to the AOF).
+    pub prop: propagate::Propagation,
+    /// The append-only file.
+    pub aof: aof::AofState,
 }
 
 impl State {
@@ -144,6 +150,8 @@ impl State {
             tracking: crate::tracking::Table::default(),
             postponed: std::collections::VecDeque::new(),
             loading: None,
+            prop: Default::default(),
+            aof: Default::default(),
             snapshot: snapshot::SnapshotState::default(),
             evict: evict::EvictState::default(),
         };
@@ -331,6 +339,8 @@ impl Executor {
         if !st.postponed.is_empty() {
             call::resume_postponed(st);
         }
+        // What this batch changed is in the AOF before its replies go out.
+        aof::flush(st);
         end
     }
 
@@ -358,6 +368,7 @@ impl Executor {
         if !self.state.postponed.is_empty() {
             call::resume_postponed(&mut self.state);
         }
+        aof::flush(&mut self.state);
     }
 
     /// Periodic work, called `hz` times a second.
@@ -411,6 +422,7 @@ impl Executor {
         }
         // Persistence: reap a finished BGSAVE child, start scheduled saves and save points.
         snapshot::cron(st);
+        aof::cron(st);
         if st.config.timeout > 0 {
             let limit = st.config.timeout as i64 * 1000;
             for c in st.clients.values() {

@@ -36,10 +36,20 @@ use super::{unix_ms, State};
 /// Seconds before a failed BGSAVE is retried by save points or a schedule (CONFIG_BGSAVE_RETRY_DELAY).
 const RETRY_DELAY_S: i64 = 5;
 
+/// What a forked child is writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildKind {
+    /// BGSAVE: dump.rdb.
+    Rdb,
+    /// BGREWRITEAOF: a new AOF base file.
+    Aof,
+}
+
 /// The running background save.
 #[derive(Debug)]
 pub struct Child {
     pub pid: i32,
+    pub kind: ChildKind,
     started: Instant,
     /// `dirty` when the child forked: what the child's file covers.
     dirty_before: u64,
@@ -77,7 +87,14 @@ fn options(st: &State, version: u32) -> Options {
 }
 
 fn aux(st: &mut State) -> Aux {
-    Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1 }
+    Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false }
+}
+
+/// What an AOF base file is written with: an RDB of `version` marked `aof-base`.
+pub fn aof_base_options(st: &mut State, version: u32) -> (Aux, Options) {
+    let mut info = aux(st);
+    info.aof_base = true;
+    (info, options(st, version))
 }
 
 /// Writes the dataset to `temp-<pid>.rdb` in the working directory (the server chdir'd to
@@ -193,7 +210,7 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
             p.bgsave_in_progress = true;
             p.bgsave_started_unix = now_unix;
             p.rdb_saves += 1;
-            st.snapshot.child = Some(Child { pid, started, dirty_before: st.dirty, report: rd });
+            st.snapshot.child = Some(Child { pid, kind: ChildKind::Rdb, started, dirty_before: st.dirty, report: rd });
             // Moving entries between bucket arrays now would only copy pages the child shares.
             crate::db::table::set_resize_allowed(false);
             st.snapshot.scheduled = false;
@@ -205,6 +222,39 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
             tracing::warn!("Can't save in background: fork: {e}");
             Err(BgsaveError::Fork(e.to_string()))
         }
+    }
+}
+
+/// Forks a child of `kind` that runs `work` on its copy-on-write image of the dataset, reports
+/// its COW size and exits (0 when `work` succeeded). Returns the child's pid.
+pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> bool) -> Result<i32, String> {
+    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    // SAFETY: as in `bgsave_start`: the child only runs `work` (serializing and writing files),
+    // reports its COW size and `_exit`s; it never returns into the server or touches the runtime.
+    let fork = unsafe { nix::unistd::fork() };
+    match fork {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(rd);
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(st))).unwrap_or(false);
+            let cow = private_dirty_bytes().unwrap_or(0);
+            let mut f = File::from(wr);
+            let _ = f.write_all(&cow.to_le_bytes());
+            // SAFETY: ends the child without running the parent's atexit handlers or destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(wr);
+            let _ = nix::fcntl::fcntl(&rd, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK));
+            let pid = child.as_raw();
+            let p = &mut st.stats.persistence;
+            p.latest_fork_usec = started.elapsed().as_micros() as u64;
+            p.total_forks += 1;
+            st.snapshot.child = Some(Child { pid, kind, started, dirty_before: st.dirty, report: rd });
+            crate::db::table::set_resize_allowed(false);
+            Ok(pid)
+        }
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -247,14 +297,19 @@ pub fn bgsave_poll(st: &mut State) {
         // ECHILD: someone else reaped it; count it as failed.
         Err(_) => WaitStatus::Exited(pid, 1),
     };
-    let Some(Child { pid, started, dirty_before, report }) = st.snapshot.child.take() else {
+    let Some(Child { pid, kind, started, dirty_before, report }) = st.snapshot.child.take() else {
         return;
     };
     crate::db::table::set_resize_allowed(true);
     let mut buf = [0u8; 8];
-    if File::from(report).read_exact(&mut buf).is_ok() {
-        st.snapshot.last_cow_size = u64::from_le_bytes(buf);
+    let cow = if File::from(report).read_exact(&mut buf).is_ok() { u64::from_le_bytes(buf) } else { 0 };
+    if kind == ChildKind::Aof {
+        let ok = matches!(status, WaitStatus::Exited(_, 0));
+        let cancelled = matches!(status, WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGUSR1, _));
+        super::aof::rewrite_done(st, pid, ok, cancelled, cow);
+        return;
     }
+    st.snapshot.last_cow_size = cow;
     let p = &mut st.stats.persistence;
     p.bgsave_in_progress = false;
     p.last_bgsave_time_sec = started.elapsed().as_secs() as i64;
@@ -291,6 +346,9 @@ pub fn kill_child(st: &mut State) {
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGUSR1);
         let _ = nix::sys::wait::waitpid(pid, None);
         remove_temp(child.pid);
+        if child.kind == ChildKind::Aof {
+            let _ = std::fs::remove_file(format!("temp-rewriteaof-bg-{}.aof", child.pid));
+        }
         st.stats.persistence.bgsave_in_progress = false;
         crate::db::table::set_resize_allowed(true);
     }
@@ -332,6 +390,7 @@ pub fn writes_denied(st: &State) -> bool {
 /// SHUTDOWN's save: kills a running child, then saves in the foreground when asked to.
 pub fn shutdown_save(st: &mut State, save: bool) -> Result<(), SaveError> {
     kill_child(st);
+    super::aof::shutdown(st);
     if save {
         tracing::info!("Saving the final RDB snapshot before exiting.");
         save_foreground(st)?;

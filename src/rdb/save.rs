@@ -80,6 +80,8 @@ pub struct Aux {
     /// Unix seconds the snapshot was taken.
     pub ctime: i64,
     pub used_mem: u64,
+    /// The file is the base of an AOF (aux field `aof-base`).
+    pub aof_base: bool,
 }
 
 /// The oldest version (10 or newer) that expresses every value of `dbs`: 12 when a hash has
@@ -605,7 +607,7 @@ pub fn write_snapshot<W: Write>(
     aux(&mut buf, "redis-bits", b"64");
     aux(&mut buf, "ctime", info.ctime.to_string().as_bytes());
     aux(&mut buf, "used-mem", info.used_mem.to_string().as_bytes());
-    aux(&mut buf, "aof-base", b"0");
+    aux(&mut buf, "aof-base", if info.aof_base { b"1" } else { b"0" });
     for lib in &functions.libs {
         buf.push(op::FUNCTION2);
         put_string(&mut buf, &lib.code, opts.compress);

@@ -111,8 +111,14 @@ pub fn run(config: Config) -> i32 {
         tracing::warn!("{e}");
         return 1;
     }
-    // Startup load: the listener accepts while the file loads on its own thread.
-    if let Some(job) = crate::rdb::load::start_background(&config) {
+    // With appendonly yes the AOF is the dataset (dump.rdb is not read, as in Redis); it loads
+    // before the listener opens. Otherwise the listener accepts while the RDB file loads on its
+    // own thread.
+    if config.appendonly {
+        if !executor::aof::start_at_boot(&mut exec.state) {
+            return 1;
+        }
+    } else if let Some(job) = crate::rdb::load::start_background(&config) {
         exec.state.stats.persistence.loading = true;
         exec.state.loading = Some(job);
     }

@@ -1,0 +1,790 @@
+//! The append-only file, process side (Redis 7.0's multi-part AOF): loading it at startup,
+//! appending what `propagate` emits, fsync by `appendfsync`, BGREWRITEAOF in a forked child,
+//! automatic rewrites, and CONFIG SET appendonly at runtime. File formats are in `crate::aof`.
+//!
+//! Layout (under `dir`): `appenddirname`/ holds one base file (an RDB: the dataset when the
+//! last rewrite started), incremental files (commands since), and the manifest naming them.
+//! A rewrite first opens a new incremental file, so the writes that follow need no rewrite
+//! buffer; the child writes the new base from its copy-on-write image; when it succeeds the
+//! manifest swaps the base and turns the older files into history, which is then deleted. Every
+//! manifest change is written to a temp file, fsynced and renamed, so a crash leaves one valid
+//! manifest.
+//!
+//! Writes: `feed` appends to a buffer; `flush` writes it before the replies of the batch that
+//! produced it go out (so with `appendfsync always` a client hears OK only for what is on disk),
+//! and on cron. `everysec` fsyncs from a background thread once a second.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::aof::reader::{CommandReader, ReadError};
+use crate::aof::{encode_command, Manifest};
+
+use super::{unix_ms, State};
+
+/// Whether the AOF is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Status {
+    #[default]
+    Off,
+    On,
+    /// Turned on at runtime: writes go to a temp incremental file until the first rewrite
+    /// has produced a base.
+    WaitRewrite,
+}
+
+/// The everysec fsync thread's view of the file.
+#[derive(Debug, Default)]
+struct FsyncShared {
+    file: Mutex<Option<Arc<File>>>,
+    pending: AtomicBool,
+}
+
+/// AOF bookkeeping kept in the executor's `State`.
+#[derive(Debug)]
+pub struct AofState {
+    pub status: Status,
+    /// Commands from the AOF are being replayed: keys do not expire, nothing is propagated.
+    pub loading: bool,
+    buf: Vec<u8>,
+    selected_db: Option<usize>,
+    file: Option<Arc<File>>,
+    manifest: Manifest,
+    fsync: Arc<FsyncShared>,
+    fsync_thread: bool,
+    pub rewrite_scheduled: bool,
+    /// When the running rewrite started (also set while one is in a child).
+    pub rewrite_started: Option<Instant>,
+    pub rewrites: u64,
+    pub last_rewrite_time_sec: i64,
+    pub last_rewrite_ok: bool,
+    pub consecutive_failures: u64,
+    /// The error of the last failed write; writes are refused while it stands.
+    pub write_error: Option<String>,
+    /// Bytes of the base and incremental files (INFO aof_current_size).
+    pub current_size: u64,
+    /// `current_size` after the last rewrite or load (INFO aof_base_size): auto-rewrite growth
+    /// is measured from it.
+    pub base_size: u64,
+    pub last_cow_size: u64,
+}
+
+impl Default for AofState {
+    fn default() -> Self {
+        AofState {
+            status: Status::Off,
+            loading: false,
+            buf: Vec::new(),
+            selected_db: None,
+            file: None,
+            manifest: Manifest::default(),
+            fsync: Arc::default(),
+            fsync_thread: false,
+            rewrite_scheduled: false,
+            rewrite_started: None,
+            rewrites: 0,
+            last_rewrite_time_sec: -1,
+            last_rewrite_ok: true,
+            consecutive_failures: 0,
+            write_error: None,
+            current_size: 0,
+            base_size: 0,
+            last_cow_size: 0,
+        }
+    }
+}
+
+impl AofState {
+    /// Bytes waiting to be written (INFO aof_buffer_length, mem_aof_buffer).
+    pub fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+const TEMP_INCR: &str = "temp-appendonly.aof.incr";
+
+fn other<'a>(st: &'a State, name: &str) -> &'a str {
+    st.config.other.get(name).map(String::as_str).unwrap_or("")
+}
+
+fn prefix(st: &State) -> String {
+    let name = other(st, "appendfilename");
+    if name.is_empty() {
+        "appendonly.aof".into()
+    } else {
+        name.to_string()
+    }
+}
+
+fn dir(st: &State) -> PathBuf {
+    let d = other(st, "appenddirname");
+    PathBuf::from(if d.is_empty() { "appendonlydir" } else { d })
+}
+
+fn manifest_path(st: &State) -> PathBuf {
+    dir(st).join(format!("{}.manifest", prefix(st)))
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Appends one propagated command, preceded by SELECT when the database changes.
+pub fn feed(st: &mut State, db: usize, argv: &[Bytes]) {
+    let aof = &mut st.aof;
+    let writing = match aof.status {
+        Status::On => true,
+        Status::WaitRewrite => aof.file.is_some(),
+        Status::Off => false,
+    };
+    if !writing {
+        return;
+    }
+    if aof.selected_db != Some(db) {
+        let n = db.to_string();
+        encode_command(&mut aof.buf, &[&b"SELECT"[..], n.as_bytes()]);
+        aof.selected_db = Some(db);
+    }
+    encode_command(&mut aof.buf, argv);
+}
+
+/// Writes the buffer to the current incremental file (fsyncing under `always`). Called before
+/// replies go out and from cron.
+pub fn flush(st: &mut State) {
+    if st.aof.buf.is_empty() {
+        return;
+    }
+    let Some(file) = st.aof.file.clone() else {
+        st.aof.buf.clear();
+        return;
+    };
+    let always = other(st, "appendfsync") == "always";
+    let result = (&*file).write_all(&st.aof.buf).and_then(|()| if always { file.sync_data() } else { Ok(()) });
+    match result {
+        Ok(()) => {
+            st.aof.current_size += st.aof.buf.len() as u64;
+            st.aof.buf.clear();
+            if st.aof.write_error.take().is_some() {
+                tracing::warn!("AOF write error looks solved, Redis can write again.");
+            }
+            if !always {
+                st.aof.fsync.pending.store(true, Ordering::Release);
+            }
+        }
+        Err(e) => {
+            if always {
+                tracing::warn!(
+                    "Can't persist the AOF buffer to disk ({e}). Exiting, as the AOF fsync policy is 'always'."
+                );
+                std::process::exit(1);
+            }
+            // A partial write may have landed: cut the file back to its last complete command.
+            let _ = file.set_len(st.aof.current_size);
+            if st.aof.write_error.is_none() {
+                tracing::warn!("Error writing to the AOF file: {e}");
+            }
+            st.aof.write_error = Some(e.to_string());
+        }
+    }
+}
+
+/// The MISCONF text refusing writes after a failed AOF write.
+pub fn write_refusal(st: &State) -> Option<String> {
+    let e = st.aof.write_error.as_ref()?;
+    (st.aof.status != Status::Off).then(|| format!("MISCONF Errors writing to the AOF file: {e}"))
+}
+
+/// Starts the everysec fsync thread once.
+fn ensure_fsync_thread(st: &mut State) {
+    if st.aof.fsync_thread {
+        return;
+    }
+    st.aof.fsync_thread = true;
+    let shared = st.aof.fsync.clone();
+    let _ = std::thread::Builder::new().name("aof-fsync".into()).spawn(move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        if shared.pending.swap(false, Ordering::AcqRel) {
+            let file = shared.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(f) = file {
+                let _ = f.sync_data();
+            }
+        }
+    });
+}
+
+/// Makes `file` the one appended to (and fsynced every second).
+fn set_file(st: &mut State, file: Option<File>) {
+    if let Some(old) = st.aof.file.take() {
+        let _ = old.sync_data();
+    }
+    let file = file.map(Arc::new);
+    *st.aof.fsync.file.lock().unwrap_or_else(|p| p.into_inner()) = file.clone();
+    st.aof.file = file;
+    st.aof.selected_db = None;
+    if st.aof.file.is_some() {
+        ensure_fsync_thread(st);
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().append(true).create(true).open(path)
+}
+
+/// Writes the manifest to a temp file, fsyncs it and renames it into place.
+fn persist_manifest(st: &State) -> std::io::Result<()> {
+    let d = dir(st);
+    let tmp = d.join(format!("temp-{}.manifest", prefix(st)));
+    let mut f = File::create(&tmp)?;
+    f.write_all(st.aof.manifest.to_text().as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, manifest_path(st))?;
+    if let Ok(d) = File::open(&d) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Deletes history files (unless aof-disable-auto-gc) and forgets them.
+fn delete_history(st: &mut State) {
+    if other(st, "aof-disable-auto-gc") == "yes" || st.aof.manifest.history.is_empty() {
+        return;
+    }
+    let d = dir(st);
+    for f in std::mem::take(&mut st.aof.manifest.history) {
+        tracing::info!("Removing the history file {} in the background", f.name);
+        let _ = std::fs::remove_file(d.join(&f.name));
+    }
+    let _ = persist_manifest(st);
+}
+
+fn sizes(st: &State) -> u64 {
+    let d = dir(st);
+    st.aof.manifest.load_order().map(|f| file_size(&d.join(&f.name))).sum()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Startup
+
+/// Startup with `appendonly yes`: loads the AOF (upgrading an old single-file AOF first), then
+/// opens it for appending, creating a base and an incremental file when there are none.
+/// Errors are logged here; on false the caller exits with status 1.
+pub fn start_at_boot(st: &mut State) -> bool {
+    boot(st).is_ok()
+}
+
+fn boot(st: &mut State) -> Result<(), ()> {
+    let d = dir(st);
+    let mpath = manifest_path(st);
+    let old_style = PathBuf::from(prefix(st));
+    if !mpath.exists() && old_style.is_file() {
+        upgrade_old_style(st, &old_style).map_err(|e| tracing::warn!("{e}"))?;
+    }
+    if mpath.exists() {
+        let text = std::fs::read(&mpath).map_err(|e| tracing::warn!("Can't open the AOF manifest file: {e}"))?;
+        st.aof.manifest = Manifest::parse(&text).map_err(|e| tracing::warn!("{e}"))?;
+        load(st)?;
+    }
+    if let Err(e) = std::fs::create_dir_all(&d) {
+        tracing::warn!("Can't open or create append-only dir {}: {e}", d.display());
+        return Err(());
+    }
+    open_on_start(st).map_err(|e| tracing::warn!("{e}"))
+}
+
+/// A Redis 6 style `appendonly.aof` in `dir`: becomes the base file of a new manifest, moved
+/// into the AOF directory.
+fn upgrade_old_style(st: &mut State, path: &Path) -> Result<(), String> {
+    let d = dir(st);
+    std::fs::create_dir_all(&d).map_err(|e| format!("Can't open or create append-only dir {}: {e}", d.display()))?;
+    let name = prefix(st);
+    st.aof.manifest = Manifest::default();
+    st.aof.manifest.base_seq = 1;
+    st.aof.manifest.base = Some(crate::aof::AofFile { name: name.clone(), seq: 1, kind: crate::aof::FileKind::Base });
+    persist_manifest(st).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    std::fs::rename(path, d.join(&name)).map_err(|e| format!("Error moving the AOF file {name}: {e}"))?;
+    tracing::info!("Successfully migrated an old-style AOF into the AOF directory {}.", d.display());
+    Ok(())
+}
+
+/// Replays every file of the manifest into the (empty) databases.
+fn load(st: &mut State) -> Result<(), ()> {
+    let files: Vec<String> = st.aof.manifest.load_order().map(|f| f.name.clone()).collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    let started = Instant::now();
+    st.aof.loading = true;
+    for db in &mut st.dbs {
+        db.loading = true;
+    }
+    let d = dir(st);
+    let mut result = Ok(());
+    for (i, name) in files.iter().enumerate() {
+        let last = i + 1 == files.len();
+        let t = Instant::now();
+        match load_file(st, &d, name, last) {
+            Ok(()) => {
+                let kind = if i == 0 && st.aof.manifest.base.is_some() { "base" } else { "incr" };
+                tracing::info!("DB loaded from {kind} file {name}: {:.3} seconds", t.elapsed().as_secs_f64());
+            }
+            Err(()) => {
+                result = Err(());
+                break;
+            }
+        }
+    }
+    for db in &mut st.dbs {
+        db.loading = false;
+    }
+    st.aof.loading = false;
+    super::propagate::discard(st);
+    result?;
+    crate::commands::functions::reload_all(st);
+    st.aof.current_size = sizes(st);
+    st.aof.base_size = st.aof.current_size;
+    tracing::info!("DB loaded from append only file: {:.3} seconds", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Loads one file: an RDB preamble if it starts with one, then commands.
+fn load_file(st: &mut State, d: &Path, name: &str, last: bool) -> Result<(), ()> {
+    let path = d.join(name);
+    let mut file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!("The AOF file {name} doesn't exist or can't be opened: {e}");
+            return Err(());
+        }
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len == 0 {
+        return Ok(());
+    }
+    let mut magic = [0u8; 5];
+    let has_rdb = file.read_exact(&mut magic).is_ok() && &magic == b"REDIS";
+    let _ = file.seek(SeekFrom::Start(0));
+    let mut start = 0;
+    if has_rdb {
+        tracing::info!("Reading RDB base file on AOF loading...");
+        let now = unix_ms();
+        let mut sink =
+            crate::rdb::load::DbSink::new(st.config.databases, now, st.config.maxmemory_policy.contains("lfu"));
+        let opts = crate::rdb::load::DecodeOpts {
+            limits: crate::rdb::load::Limits::from_config(&st.config),
+            drop_fields_expired_before: Some(now),
+        };
+        let read = crate::rdb::load::read_file(&mut BufReader::new(&mut file), &mut sink, &opts);
+        let finished = sink.finish();
+        match read.and_then(|info| finished.map(|()| info)) {
+            Ok(info) => start = info.bytes,
+            Err(e) => {
+                tracing::warn!(
+                    "Error reading the RDB base file {name}, AOF loading aborted: {} (offset {})",
+                    e.reason,
+                    e.offset
+                );
+                return Err(());
+            }
+        }
+        for (i, db) in sink.dbs.into_iter().enumerate() {
+            if let Some(slot) = st.dbs.get_mut(i) {
+                *slot = db;
+                slot.loading = true;
+            }
+        }
+        st.functions = sink.functions;
+        if start < len {
+            tracing::info!("Reading the remaining AOF tail...");
+        }
+        if file.seek(SeekFrom::Start(start)).is_err() {
+            return Err(());
+        }
+    }
+    let mut reader = CommandReader::new(BufReader::with_capacity(1 << 16, file), start);
+    let mut client = loader_client();
+    // Offset before an open MULTI: a transaction cut short is reverted to there.
+    let mut before_multi: Option<u64> = None;
+    let outcome = loop {
+        let at = reader.valid_up_to;
+        match reader.next_command() {
+            Ok(None) => break Ok(()),
+            Ok(Some(argv)) => {
+                if argv[0].eq_ignore_ascii_case(b"multi") {
+                    before_multi = Some(at);
+                    continue;
+                }
+                if argv[0].eq_ignore_ascii_case(b"exec") {
+                    before_multi = None;
+                    continue;
+                }
+                if let Err(()) = replay(st, &mut client, argv, name) {
+                    return Err(());
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    let valid = match (&outcome, before_multi) {
+        (Ok(()), None) => return Ok(()),
+        (Ok(()), Some(at)) => {
+            tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+            at
+        }
+        (Err(ReadError::Truncated), multi) => multi.unwrap_or(reader.valid_up_to),
+        (Err(ReadError::Format), _) => {
+            tracing::warn!(
+                "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
+            );
+            return Err(());
+        }
+        (Err(ReadError::Io(e)), _) => {
+            tracing::warn!("Unrecoverable error reading the append only file {name}: {e}");
+            return Err(());
+        }
+    };
+    if !last {
+        tracing::warn!("Fatal error: the truncated file is not the last file");
+        return Err(());
+    }
+    if other(st, "aof-load-truncated") != "yes" {
+        tracing::warn!(
+            "Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+        );
+        return Err(());
+    }
+    tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
+    tracing::warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
+    match OpenOptions::new().write(true).open(&path).and_then(|f| f.set_len(valid)) {
+        Ok(()) => {
+            tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("Error truncating the AOF file {name}: {e}");
+            Err(())
+        }
+    }
+}
+
+/// The client AOF commands run as.
+fn loader_client() -> super::clients::Client {
+    use super::clients::{Client, ClientHandle, ConnInfo};
+    let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: -1, unix: false, local: true };
+    let mut c = Client::new(u64::MAX - 1, info, Arc::new(ClientHandle::default()), unix_ms(), true);
+    // Blocking commands answer as their non-blocking forms, as inside MULTI.
+    c.in_exec = true;
+    c
+}
+
+/// Runs one command from the file, its reply discarded (Redis's fake AOF client).
+fn replay(st: &mut State, client: &mut super::clients::Client, argv: Vec<Vec<u8>>, name: &str) -> Result<(), ()> {
+    let argv: Vec<Bytes> = argv.into_iter().map(Bytes::from).collect();
+    let cmd = super::Cmd { spec: crate::commands::lookup(&argv[0]), argv };
+    let (spec, _) = match super::call::resolve(&cmd) {
+        Ok(found) => found,
+        Err(_) => {
+            tracing::warn!(
+                "Unknown command '{}' reading the append only file {name}",
+                String::from_utf8_lossy(&cmd.argv[0])
+            );
+            return Err(());
+        }
+    };
+    let args = crate::commands::Args::new(cmd.argv);
+    let now_ms = unix_ms();
+    let mut ctx = crate::commands::Ctx { srv: st, client, now_ms, spec };
+    let _ = (spec.handler)(&mut ctx, &args);
+    super::propagate::discard(st);
+    st.ready_keys.clear();
+    Ok(())
+}
+
+/// After loading: makes sure there is a base and an incremental file, opens the incremental
+/// file for appending and persists the manifest (Redis's aofOpenIfNeededOnServerStart).
+fn open_on_start(st: &mut State) -> Result<(), String> {
+    let d = dir(st);
+    let p = prefix(st);
+    if st.aof.manifest.base.is_none() && st.aof.manifest.incrs.is_empty() {
+        let name = st.aof.manifest.new_base(&p, true);
+        write_base_now(st, &d.join(&name)).map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
+        tracing::info!("Creating AOF base file {name} on server start");
+    }
+    let (name, created) = match st.aof.manifest.incrs.last() {
+        Some(f) => (f.name.clone(), false),
+        None => (st.aof.manifest.new_incr(&p), true),
+    };
+    let file = open_append(&d.join(&name)).map_err(|e| format!("Can't open the append-only file {name}: {e}"))?;
+    if created {
+        tracing::info!("Creating AOF incr file {name} on server start");
+    } else {
+        tracing::info!("Opening AOF incr file {name} on server start");
+    }
+    persist_manifest(st).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
+    set_file(st, Some(file));
+    turn_on(st);
+    st.aof.current_size = sizes(st);
+    st.aof.base_size = st.aof.current_size;
+    delete_history(st);
+    Ok(())
+}
+
+fn turn_on(st: &mut State) {
+    st.aof.status = Status::On;
+    st.prop.active = true;
+    for db in &mut st.dbs {
+        db.log_expired = true;
+    }
+}
+
+/// Writes the dataset as an RDB base file in the foreground.
+fn write_base_now(st: &mut State, path: &Path) -> Result<u64, String> {
+    let version = crate::rdb::save::required_version(&st.dbs);
+    let (info, opts) = super::snapshot::aof_base_options(st, version);
+    super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &path.to_string_lossy())
+        .map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rewrite
+
+/// Why BGREWRITEAOF could not start.
+#[derive(Debug)]
+pub enum RewriteError {
+    InProgress,
+    OtherChild,
+    Failed,
+}
+
+/// BGREWRITEAOF: opens a new incremental file for the writes that follow, then forks a child
+/// that writes the new base.
+pub fn rewrite_start(st: &mut State) -> Result<(), RewriteError> {
+    match st.snapshot.child.as_ref().map(|c| c.kind) {
+        Some(super::snapshot::ChildKind::Aof) => return Err(RewriteError::InProgress),
+        Some(_) => return Err(RewriteError::OtherChild),
+        None => {}
+    }
+    let d = dir(st);
+    if let Err(e) = std::fs::create_dir_all(&d) {
+        tracing::warn!("Can't open or create append-only dir {}: {e}", d.display());
+        return Err(RewriteError::Failed);
+    }
+    flush(st);
+    if let Some(f) = &st.aof.file {
+        let _ = f.sync_data();
+    }
+    if st.aof.status == Status::On {
+        let mut next = st.aof.manifest.clone();
+        let name = next.new_incr(&prefix(st));
+        let file = match open_append(&d.join(&name)) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!("Can't open the append-only file {name}: {e}");
+                return Err(RewriteError::Failed);
+            }
+        };
+        let before = std::mem::replace(&mut st.aof.manifest, next);
+        if let Err(e) = persist_manifest(st) {
+            tracing::warn!("Can't persist the AOF manifest: {e}");
+            st.aof.manifest = before;
+            let _ = std::fs::remove_file(d.join(&name));
+            return Err(RewriteError::Failed);
+        }
+        set_file(st, Some(file));
+    } else if st.aof.status == Status::WaitRewrite {
+        match OpenOptions::new().write(true).create(true).truncate(true).open(d.join(TEMP_INCR)) {
+            Ok(f) => set_file(st, Some(f)),
+            Err(e) => {
+                tracing::warn!("Can't open the append-only file {TEMP_INCR}: {e}");
+                return Err(RewriteError::Failed);
+            }
+        }
+    }
+    let version = crate::rdb::save::required_version(&st.dbs);
+    let (info, opts) = super::snapshot::aof_base_options(st, version);
+    let dir_name = d.to_string_lossy().into_owned();
+    let child = super::snapshot::fork_child(st, super::snapshot::ChildKind::Aof, move |st: &State| {
+        let target = format!("{dir_name}/temp-rewriteaof-bg-{}.aof", std::process::id());
+        super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &target).is_ok()
+    });
+    match child {
+        Ok(pid) => {
+            st.aof.rewrite_scheduled = false;
+            st.aof.rewrite_started = Some(Instant::now());
+            tracing::info!("Background append only file rewriting started by pid {pid}");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("Can't rewrite append only file in background: fork: {e}");
+            st.aof.last_rewrite_ok = false;
+            Err(RewriteError::Failed)
+        }
+    }
+}
+
+/// The rewrite child ended: on success the new base replaces the old one and every
+/// incremental file but the newest becomes history.
+pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, cancelled: bool, cow: u64) {
+    let started = st.aof.rewrite_started.take();
+    st.aof.last_rewrite_time_sec = started.map_or(-1, |s| s.elapsed().as_secs() as i64);
+    st.aof.last_cow_size = cow;
+    let d = dir(st);
+    let temp = d.join(format!("temp-rewriteaof-bg-{pid}.aof"));
+    if !ok {
+        let _ = std::fs::remove_file(&temp);
+        if cancelled {
+            tracing::warn!("Background AOF rewrite terminated by signal");
+        } else {
+            tracing::warn!("Background AOF rewrite terminated with error");
+            st.aof.last_rewrite_ok = false;
+            st.aof.consecutive_failures += 1;
+        }
+        if st.aof.status == Status::WaitRewrite {
+            set_file(st, None);
+            let _ = std::fs::remove_file(d.join(TEMP_INCR));
+            st.aof.buf.clear();
+            st.aof.rewrite_scheduled = true;
+        }
+        return;
+    }
+    tracing::info!("Background AOF rewrite terminated with success");
+    flush(st);
+    let p = prefix(st);
+    let mut next = st.aof.manifest.clone();
+    let base = next.new_base(&p, true);
+    if let Err(e) = std::fs::rename(&temp, d.join(&base)) {
+        tracing::warn!("Error trying to rename the temporary AOF base file {}: {e}", temp.display());
+        let _ = std::fs::remove_file(&temp);
+        st.aof.last_rewrite_ok = false;
+        st.aof.consecutive_failures += 1;
+        return;
+    }
+    tracing::info!(
+        "Successfully renamed the temporary AOF base file {} into {base}",
+        temp.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    );
+    if st.aof.status == Status::WaitRewrite {
+        let incr = next.new_incr(&p);
+        if let Err(e) = std::fs::rename(d.join(TEMP_INCR), d.join(&incr)) {
+            tracing::warn!("Error trying to rename the temporary AOF incr file {TEMP_INCR} into {incr}: {e}");
+            st.aof.last_rewrite_ok = false;
+            st.aof.consecutive_failures += 1;
+            return;
+        }
+        tracing::info!("Successfully renamed the temporary AOF incr file {TEMP_INCR} into {incr}");
+    }
+    next.rewritten_incrs_to_history();
+    let before = std::mem::replace(&mut st.aof.manifest, next);
+    if let Err(e) = persist_manifest(st) {
+        tracing::warn!("Can't persist the AOF manifest: {e}");
+        st.aof.manifest = before;
+        st.aof.last_rewrite_ok = false;
+        st.aof.consecutive_failures += 1;
+        return;
+    }
+    if st.aof.status == Status::WaitRewrite {
+        turn_on(st);
+        tracing::info!("AOF rewrite done, AOF is now on.");
+    }
+    delete_history(st);
+    st.aof.current_size = sizes(st);
+    st.aof.base_size = st.aof.current_size;
+    st.aof.rewrites += 1;
+    st.aof.last_rewrite_ok = true;
+    st.aof.consecutive_failures = 0;
+    tracing::info!("Background AOF rewrite finished successfully");
+}
+
+/// Cron: writes what is buffered, then starts a scheduled rewrite or one the growth asks for.
+pub fn cron(st: &mut State) {
+    if st.aof.status == Status::Off {
+        return;
+    }
+    flush(st);
+    if st.snapshot.child.is_some() {
+        return;
+    }
+    if st.aof.rewrite_scheduled {
+        let _ = rewrite_start(st);
+        return;
+    }
+    if st.aof.status != Status::On {
+        return;
+    }
+    let percentage: u64 = other(st, "auto-aof-rewrite-percentage").parse().unwrap_or(0);
+    let min_size: u64 = other(st, "auto-aof-rewrite-min-size").parse().unwrap_or(64 << 20);
+    let (cur, base) = (st.aof.current_size, st.aof.base_size.max(1));
+    if percentage > 0 && cur > min_size && cur > base {
+        let growth = (cur - base) * 100 / base;
+        if growth >= percentage {
+            tracing::info!("Starting automatic rewriting of AOF on {growth}% growth");
+            let _ = rewrite_start(st);
+        }
+    }
+}
+
+/// CONFIG SET appendonly: starts (by a rewrite) or stops writing the AOF.
+pub fn config_changed(st: &mut State) {
+    let want = st.config.appendonly;
+    match (want, st.aof.status) {
+        (true, Status::Off) => {
+            if st.aof.manifest == Manifest::default() {
+                if let Ok(text) = std::fs::read(manifest_path(st)) {
+                    if let Ok(m) = Manifest::parse(&text) {
+                        st.aof.manifest = m;
+                    }
+                }
+            }
+            st.aof.status = Status::WaitRewrite;
+            st.prop.active = true;
+            for db in &mut st.dbs {
+                db.log_expired = true;
+            }
+            if st.snapshot.child.is_some() {
+                st.aof.rewrite_scheduled = true;
+            } else if rewrite_start(st).is_err() {
+                st.aof.status = Status::Off;
+                st.prop.active = false;
+                st.config.appendonly = false;
+            }
+        }
+        (false, Status::On | Status::WaitRewrite) => stop(st),
+        _ => {}
+    }
+}
+
+/// Stops writing the AOF: flushes and fsyncs it and kills a running rewrite.
+fn stop(st: &mut State) {
+    flush(st);
+    if st.snapshot.child.as_ref().is_some_and(|c| c.kind == super::snapshot::ChildKind::Aof) {
+        tracing::info!("Killing running AOF rewrite child");
+        super::snapshot::kill_child(st);
+        st.aof.rewrite_started = None;
+    }
+    if st.aof.status == Status::WaitRewrite {
+        let _ = std::fs::remove_file(dir(st).join(TEMP_INCR));
+    }
+    set_file(st, None);
+    st.aof.buf.clear();
+    st.aof.status = Status::Off;
+    st.aof.rewrite_scheduled = false;
+    st.prop.active = false;
+}
+
+/// SHUTDOWN and signals: everything buffered reaches the disk.
+pub fn shutdown(st: &mut State) {
+    if st.aof.status == Status::Off {
+        return;
+    }
+    flush(st);
+    if let Some(f) = &st.aof.file {
+        tracing::info!("Calling fsync() on the AOF file.");
+        let _ = f.sync_all();
+    }
+}

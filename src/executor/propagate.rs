@@ -1,0 +1,135 @@
+//! Command propagation: what each change to the dataset sends to the append-only file (and, one
+//! day, to replicas), as Redis 7.0 propagates it.
+//!
+//! A command that changed the dataset (it moved `dirty`) is propagated as the client sent it,
+//! unless its handler rewrote it (`Ctx::propagate_as`: SET ... EX becomes SET ... PXAT, SPOP
+//! becomes SREM, BLPOP becomes LPOP) or asked for no propagation of its own (`Ctx::no_propagate`).
+//! Handlers may add operations (`Ctx::also_propagate`), and keys deleted on the way (lazy expiry)
+//! add a `DEL`. Everything one execution unit produces (a command, a whole MULTI/EXEC, a script)
+//! is collected and emitted when the outermost `call()` returns: wrapped in MULTI/EXEC when there
+//! is more than one operation, as Redis's propagatePendingCommands does. EXEC and scripts are
+//! never propagated themselves; the commands they ran are.
+
+use bytes::Bytes;
+
+use super::State;
+
+/// One operation to propagate: the database it ran in and its argv.
+#[derive(Debug)]
+struct Op {
+    db: usize,
+    argv: Vec<Bytes>,
+}
+
+/// Propagation state kept in the executor's `State`.
+#[derive(Debug, Default)]
+pub struct Propagation {
+    /// Whether anything consumes propagated commands (the AOF is on or being started). When off,
+    /// nothing is collected.
+    pub active: bool,
+    /// Operations of the running execution unit.
+    ops: Vec<Op>,
+    /// What the running command propagates as, when its handler rewrote it.
+    rewrite: Option<Vec<Bytes>>,
+    /// The running command asked not to be propagated itself.
+    prevent: bool,
+    /// Depth of nested `call()`s (EXEC and scripts run commands inside a command).
+    depth: u32,
+}
+
+/// What `enter` saved, for `leave`.
+pub struct Frame {
+    dirty: u64,
+    rewrite: Option<Vec<Bytes>>,
+    prevent: bool,
+}
+
+/// Called by `call()` before the handler runs.
+pub fn enter(st: &mut State) -> Frame {
+    let p = &mut st.prop;
+    p.depth += 1;
+    Frame { dirty: st.dirty, rewrite: p.rewrite.take(), prevent: std::mem::take(&mut p.prevent) }
+}
+
+/// Called by `call()` after the handler (and the expired keys it met) are done: queues the
+/// command's own propagation and, at the outermost level, emits the execution unit.
+pub fn leave(st: &mut State, frame: Frame, db: usize, name: &str, argv: &[Bytes]) {
+    let changed = st.dirty != frame.dirty;
+    let p = &mut st.prop;
+    let rewrite = std::mem::replace(&mut p.rewrite, frame.rewrite);
+    let prevent = std::mem::replace(&mut p.prevent, frame.prevent);
+    p.depth -= 1;
+    if p.active && changed && !prevent && !never_propagated(name) {
+        p.ops.push(Op { db, argv: rewrite.unwrap_or_else(|| argv.to_vec()) });
+    }
+    if p.depth == 0 {
+        flush_unit(st);
+    }
+}
+
+/// Commands whose effects propagate instead of themselves.
+fn never_propagated(name: &str) -> bool {
+    matches!(name, "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+}
+
+/// The running command propagates as `argv` instead of what the client sent.
+pub fn rewrite(st: &mut State, argv: Vec<Bytes>) {
+    if st.prop.active {
+        st.prop.rewrite = Some(argv);
+    }
+}
+
+/// The running command is not propagated itself (its `also` operations still are).
+pub fn prevent(st: &mut State) {
+    st.prop.prevent = true;
+}
+
+/// Adds an operation to the running execution unit (or emits it at once outside one).
+pub fn also(st: &mut State, db: usize, argv: Vec<Bytes>) {
+    if !st.prop.active {
+        return;
+    }
+    st.prop.ops.push(Op { db, argv });
+    if st.prop.depth == 0 {
+        flush_unit(st);
+    }
+}
+
+/// A key deleted implicitly (expired, evicted): DEL, or UNLINK when freed lazily.
+pub fn deletion(st: &mut State, db: usize, key: &[u8], lazy: bool) {
+    if !st.prop.active {
+        return;
+    }
+    let verb = if lazy { Bytes::from_static(b"UNLINK") } else { Bytes::from_static(b"DEL") };
+    also(st, db, vec![verb, Bytes::copy_from_slice(key)]);
+}
+
+/// Emits the collected operations: one alone, several inside MULTI/EXEC.
+fn flush_unit(st: &mut State) {
+    if st.prop.ops.is_empty() {
+        return;
+    }
+    let ops = std::mem::take(&mut st.prop.ops);
+    let wrap = ops.len() > 1;
+    if wrap {
+        super::aof::feed(st, ops[0].db, &[Bytes::from_static(b"MULTI")]);
+    }
+    let last_db = ops[ops.len() - 1].db;
+    for op in &ops {
+        super::aof::feed(st, op.db, &op.argv);
+    }
+    if wrap {
+        super::aof::feed(st, last_db, &[Bytes::from_static(b"EXEC")]);
+    }
+    // Keep the allocation for the next unit.
+    let mut ops = ops;
+    ops.clear();
+    st.prop.ops = ops;
+}
+
+/// Drops whatever a command collected without emitting it (AOF loading runs handlers directly).
+pub fn discard(st: &mut State) {
+    st.prop.ops.clear();
+    st.prop.rewrite = None;
+    st.prop.prevent = false;
+}
