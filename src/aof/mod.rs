@@ -106,6 +106,9 @@ impl Manifest {
                 _ => return Err("Unknown AOF file type".into()),
             }
         }
+        if m.base.is_none() && m.incrs.is_empty() && m.history.is_empty() {
+            return Err("Found an empty AOF manifest".into());
+        }
         Ok(m)
     }
 
@@ -233,5 +236,6 @@ mod tests {
         assert_eq!(bad(b"file a seq 2 type i\nfile c seq 1 type i\n"), "Found a non-monotonic sequence number");
         assert_eq!(bad(b"file ../a seq 2 type i\n"), "File can't be a path, just a filename");
         assert!(Manifest::parse(b"# comment\nfile a seq 1 type i\n").is_ok());
+        assert_eq!(bad(b""), "Found an empty AOF manifest");
     }
 }

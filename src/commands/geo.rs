@@ -189,11 +189,14 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let mut elements = Vec::with_capacity(rest / 3);
+    let mut bits = Vec::with_capacity(rest / 3);
     for j in (i..args.len()).step_by(3) {
         let (lon, lat) = parse_lonlat(args, j)?;
-        let score = geohash::encode_score(lon, lat).unwrap_or(0) as f64;
-        elements.push((score, j + 2));
+        let hash = geohash::encode_score(lon, lat).unwrap_or(0);
+        bits.push(hash);
+        elements.push((hash as f64, j + 2));
     }
+    let options_end = i;
     let key = args.key(1);
     let lim = limits(ctx);
     let created = match write_zset(ctx, key)? {
@@ -239,6 +242,18 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.dirty((added + updated - 1) as u64);
         if created {
             ctx.signal_ready(key);
+        }
+        // Propagated as the ZADD it amounts to (Redis hands GEOADD to ZADD): "zadd", the key
+        // and options as given, then each 52-bit score with its member.
+        if ctx.propagating() {
+            let scores: Vec<String> = bits.iter().map(u64::to_string).collect();
+            let mut parts: Vec<&[u8]> = vec![b"zadd"];
+            parts.extend(args.from(1).take(options_end - 1));
+            for (n, j) in (options_end..args.len()).step_by(3).enumerate() {
+                parts.push(scores[n].as_bytes());
+                parts.push(args.get(j + 2));
+            }
+            ctx.propagate_as_parts(&parts);
         }
     }
     Ok(Reply::Int(if ch { added + updated } else { added }))

@@ -470,7 +470,8 @@ pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let background = flush_mode(args)?;
     let idx = ctx.client.db;
     let removed = empty_db(ctx, idx, background);
-    ctx.dirty(removed);
+    // One more change, as Redis counts, so the flush always propagates.
+    ctx.dirty(removed + 1);
     Ok(Reply::Ok)
 }
 
@@ -765,7 +766,7 @@ pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// lazyfree-lazy-server-del: a key a command deletes as a side effect propagates as UNLINK.
 pub(crate) fn lazy_server_del(ctx: &Ctx) -> bool {
-    ctx.srv.config.other.get("lazyfree-lazy-server-del").is_some_and(|v| v == "yes")
+    ctx.srv.config.lazyfree_lazy_server_del
 }
 
 #[cfg(test)]

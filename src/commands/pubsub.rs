@@ -292,7 +292,7 @@ pub fn drain_expired(st: &mut State, caller: Option<&Client>) {
     let tracking = st.tracking.is_active();
     // Propagation hook: each expired key is a DEL (UNLINK when freed lazily) in the AOF.
     let propagating = st.prop.active;
-    let lazy = st.config.other.get("lazyfree-lazy-expire").is_some_and(|v| v == "yes");
+    let lazy = st.config.lazyfree_lazy_expire;
     for i in 0..st.dbs.len() {
         let db = &mut st.dbs[i];
         db.log_expired = wanted || tracking || propagating;

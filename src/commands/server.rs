@@ -952,7 +952,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"error", 3) => Ok(Reply::Error(args.str(2))),
         (b"protocol", 3) => debug_protocol(ctx, args.get(2)),
         (b"populate", 3..=5) => debug_populate(ctx, args),
-        (b"digest", 2) => Ok(Reply::bulk(hex(&dataset_digest(ctx)))),
+        (b"digest", 2) => Ok(Reply::StatusOwned(hex(&dataset_digest(ctx)))),
         (b"digest-value", _) => {
             let now = ctx.now_ms;
             let digests = args
@@ -998,14 +998,50 @@ fn hex(d: &[u8; 20]) -> String {
 /// Mixes one value into `d` as Redis's DEBUG digests do: its type code, its contents, and a
 /// marker when the key has a TTL. Collections add their elements here as they arrive.
 fn object_digest(d: &mut [u8; 20], v: &Value, expires: bool) {
-    const OBJ_STRING: u32 = 0;
-    let type_code = match v.as_str() {
-        Some(_) => OBJ_STRING,
-        None => u32::MAX,
+    // Redis's type codes: OBJ_STRING 0, LIST 1, SET 2, ZSET 3, HASH 4, STREAM 6.
+    let type_code: u32 = match v {
+        Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
     };
     mix_digest(d, &type_code.to_be_bytes());
-    if let Some(s) = v.as_str() {
-        s.with_bytes(|b| mix_digest(d, b));
+    match v {
+        Value::Str(s) => s.with_bytes(|b| mix_digest(d, b)),
+        // Ordered values mix each element in; unordered ones xor a digest per element.
+        Value::List(l) => {
+            for e in l.iter() {
+                e.with_bytes(|b| mix_digest(d, b));
+            }
+        }
+        Value::Set(s) => s.for_each(|e| e.with_bytes(|b| xor_digest(d, b))),
+        Value::ZSet(z) => z.walk(0, z.len().saturating_sub(1), false, &mut |member, score| {
+            let mut e = [0u8; 20];
+            mix_digest(&mut e, member);
+            mix_digest(&mut e, crate::util::num::fmt_g17(score).as_bytes());
+            xor_digest(d, &e);
+            true
+        }),
+        Value::Hash(h) => {
+            for (field, value) in h.iter() {
+                let mut e = [0u8; 20];
+                mix_digest(&mut e, field);
+                mix_digest(&mut e, value);
+                xor_digest(d, &e);
+            }
+        }
+        Value::Stream(s) => {
+            s.range(crate::types::stream::StreamId::MIN, crate::types::stream::StreamId::MAX, false, |entry| {
+                mix_digest(d, format!("{}.{}", entry.id.ms, entry.id.seq).as_bytes());
+                entry.for_each_pair(|f, v| {
+                    mix_digest(d, &f.to_vec());
+                    mix_digest(d, &v.to_vec());
+                });
+                true
+            })
+        }
     }
     if expires {
         xor_digest(d, b"!!expire!!");

@@ -481,8 +481,39 @@ fn exact_threshold(argv: &mut [bytes::Bytes], t: &TrimArgs, s: &Stream) {
     argv[t.threshold_at] = if t.maxlen.is_some() {
         bytes::Bytes::from(s.len().to_string())
     } else {
-        bytes::Bytes::from(s.first_id.to_bytes())
+        bytes::Bytes::from(s.edge_id(true).to_bytes())
     };
+}
+
+/// XCLAIM and XAUTOCLAIM propagate as one XCLAIM per entry claimed (or dropped because the
+/// entry is gone, under its old owner), in the form XREADGROUP uses, not as typed.
+fn propagate_claims(
+    ctx: &mut Ctx,
+    key: &[u8],
+    group: &[u8],
+    last: StreamId,
+    claims: Vec<(Vec<u8>, StreamId, i64, u64)>,
+) {
+    let last = last.to_bytes();
+    for (owner, id, time, count) in claims {
+        let (id, time, count) = (id.to_bytes(), time.to_string(), count.to_string());
+        ctx.also_propagate(&[
+            b"XCLAIM",
+            key,
+            group,
+            &owner,
+            b"0",
+            &id,
+            b"TIME",
+            time.as_bytes(),
+            b"RETRYCOUNT",
+            count.as_bytes(),
+            b"FORCE",
+            b"JUSTID",
+            b"LASTID",
+            &last,
+        ]);
+    }
 }
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
@@ -753,13 +784,17 @@ fn serve_group_history(s: &mut Stream, r: &GroupRead, after: StreamId, out: &mut
     found
 }
 
-/// How XREADGROUP propagates what it delivered (it never propagates itself): an XCLAIM per
-/// entry that went pending, carrying its delivery time and count and the group's last ID; with
-/// NOACK, an XGROUP SETID moving the group on.
+/// How XREADGROUP propagates what it delivered of new entries (it never propagates itself, and
+/// re-reading history propagates nothing): an XCLAIM per entry that went pending, carrying its
+/// delivery time and count and the ID the group had moved to; with NOACK, an XGROUP SETID
+/// moving the group on.
 fn group_read_effects(s: &Stream, key: &[u8], r: &GroupRead, ids: &[StreamId], new: bool) -> Vec<Vec<Vec<u8>>> {
     let Some(g) = s.groups.get(r.group) else { return Vec::new() };
+    if !new {
+        return Vec::new();
+    }
     let last = g.last_id.to_bytes();
-    if r.noack && new {
+    if r.noack {
         if ids.is_empty() {
             return Vec::new();
         }
@@ -791,7 +826,7 @@ fn group_read_effects(s: &Stream, key: &[u8], r: &GroupRead, ids: &[StreamId], n
                 b"FORCE".to_vec(),
                 b"JUSTID".to_vec(),
                 b"LASTID".to_vec(),
-                last.clone(),
+                id.to_bytes(),
             ]
         })
         .collect()
@@ -945,8 +980,13 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                     Some(after) => serve_group_history(s, &r, after, &mut out),
                     None => serve_group_new(s, &r, glast, &mut out),
                 };
-                let effects =
+                let mut effects =
                     if propagating { group_read_effects(s, key, &r, &delivered, ids[k].is_none()) } else { Vec::new() };
+                // A consumer created by a NOACK read is announced (the XCLAIMs create it otherwise).
+                if created && noack && propagating {
+                    let create = [&b"XGROUP"[..], b"CREATECONSUMER", key, gname, cname];
+                    effects.insert(0, create.iter().map(|a| a.to_vec()).collect());
+                }
                 for argv in &effects {
                     let parts: Vec<&[u8]> = argv.iter().map(|a| &a[..]).collect();
                     ctx.also_propagate(&parts);
@@ -1439,10 +1479,14 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut n = 0i64;
     let mut dirty = 0u64;
     let mut created = false;
+    // What each claim propagates as: (owner, id, delivery time, delivery count).
+    let mut effects: Vec<(Vec<u8>, StreamId, i64, u64)> = Vec::new();
     for id in ids {
         let exists = s.get(id).is_some();
         if !exists {
-            if g.pel.contains_key(&id) {
+            if let Some(n) = g.pel.get(&id) {
+                // The entry is gone: the pending entry is dropped, propagated under its old owner.
+                effects.push((n.consumer.clone(), id, n.delivery_time, n.delivery_count));
                 drop_pending(&mut g, id);
                 dirty += 1;
             }
@@ -1465,6 +1509,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
             } else if !justid {
                 nack.delivery_count += 1;
             }
+            effects.push((cname.to_vec(), id, nack.delivery_time, nack.delivery_count));
         }
         if justid {
             write_id(&mut body, id);
@@ -1474,11 +1519,14 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
         n += 1;
         dirty += 1;
     }
+    let last = g.last_id;
     s.groups.insert(gname.to_vec(), g);
     ctx.dirty(dirty);
     if created {
         ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
     }
+    ctx.no_propagate();
+    propagate_claims(ctx, key, gname, last, effects);
     let mut out = Vec::new();
     int_line(&mut out, b'*', n);
     out.extend_from_slice(&body);
@@ -1530,6 +1578,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut last_visited: Option<StreamId> = None;
     let mut dirty = 0u64;
     let mut created = false;
+    let mut effects: Vec<(Vec<u8>, StreamId, i64, u64)> = Vec::new();
     loop {
         if attempts == 0 {
             break;
@@ -1550,6 +1599,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
             None => cursor = StreamId::MAX,
         }
         if s.get(id).is_none() {
+            effects.push((nack.consumer.clone(), id, nack.delivery_time, nack.delivery_count));
             drop_pending(&mut g, id);
             deleted.push(id);
             dirty += 1;
@@ -1571,6 +1621,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
             if !justid {
                 nack.delivery_count += 1;
             }
+            effects.push((cname.to_vec(), id, nack.delivery_time, nack.delivery_count));
         }
         if justid {
             write_id(&mut body, id);
@@ -1590,11 +1641,14 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
         None => None,
     };
     let _ = cursor;
+    let last = g.last_id;
     s.groups.insert(gname.to_vec(), g);
     ctx.dirty(dirty);
     if created {
         ctx.notify(ev::STREAM, "xgroup-createconsumer", key);
     }
+    ctx.no_propagate();
+    propagate_claims(ctx, key, gname, last, effects);
     let mut out = Vec::new();
     out.extend_from_slice(b"*3\r\n");
     write_id(&mut out, next.unwrap_or(StreamId::MIN));

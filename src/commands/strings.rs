@@ -292,6 +292,16 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         propagate_pxat: true,
     };
     let (stored, old) = set_generic(ctx, &plan)?;
+    // Propagated without GET (an expire rewrote the whole command already), as Redis does.
+    if opts.get && stored && expire_at.is_none() && ctx.propagating() {
+        let parts: Vec<&[u8]> = args
+            .from(0)
+            .enumerate()
+            .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"get"))
+            .map(|(_, a)| a)
+            .collect();
+        ctx.propagate_as_parts(&parts);
+    }
     Ok(match (opts.get, stored) {
         (true, _) => old,
         (false, true) => Reply::Ok,
@@ -671,7 +681,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// lazyfree-lazy-expire: a key deleted for a time already past propagates as UNLINK.
 pub(crate) fn lazy_expire(ctx: &Ctx) -> bool {
-    ctx.srv.config.other.get("lazyfree-lazy-expire").is_some_and(|v| v == "yes")
+    ctx.srv.config.lazyfree_lazy_expire
 }
 
 fn ld_error(e: LdError) -> CmdError {

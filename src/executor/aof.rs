@@ -288,7 +288,10 @@ fn boot(st: &mut State) -> Result<(), ()> {
     }
     if mpath.exists() {
         let text = std::fs::read(&mpath).map_err(|e| tracing::warn!("Can't open the AOF manifest file: {e}"))?;
-        st.aof.manifest = Manifest::parse(&text).map_err(|e| tracing::warn!("{e}"))?;
+        st.aof.manifest = Manifest::parse(&text).map_err(|e| {
+            tracing::warn!("\n*** FATAL AOF MANIFEST FILE ERROR ***\n");
+            tracing::warn!("{e}");
+        })?;
         load(st)?;
     }
     if let Err(e) = std::fs::create_dir_all(&d) {
@@ -309,7 +312,7 @@ fn upgrade_old_style(st: &mut State, path: &Path) -> Result<(), String> {
     st.aof.manifest.base = Some(crate::aof::AofFile { name: name.clone(), seq: 1, kind: crate::aof::FileKind::Base });
     persist_manifest(st).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
     std::fs::rename(path, d.join(&name)).map_err(|e| format!("Error moving the AOF file {name}: {e}"))?;
-    tracing::info!("Successfully migrated an old-style AOF into the AOF directory {}.", d.display());
+    tracing::info!("Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).", d.display());
     Ok(())
 }
 
@@ -319,19 +322,41 @@ fn load(st: &mut State) -> Result<(), ()> {
     if files.is_empty() {
         return Ok(());
     }
+    // Every file must be there before anything loads.
+    let d = dir(st);
+    let mut base_size = 0;
+    let mut lens = Vec::with_capacity(files.len());
+    for (i, name) in files.iter().enumerate() {
+        match std::fs::metadata(d.join(name)) {
+            Ok(m) => {
+                if i == 0 && st.aof.manifest.base.is_some() {
+                    base_size = m.len();
+                }
+                lens.push(m.len());
+            }
+            Err(e) => {
+                let why = e.to_string();
+                let why = why.split(" (os error").next().unwrap_or(&why);
+                tracing::warn!("Unable to obtain the AOF file {name} length. stat: {why}");
+                return Err(());
+            }
+        }
+    }
     let started = Instant::now();
     st.aof.loading = true;
     for db in &mut st.dbs {
         db.loading = true;
     }
-    let d = dir(st);
     let mut result = Ok(());
     for (i, name) in files.iter().enumerate() {
         let last = i + 1 == files.len();
         let t = Instant::now();
+        let is_base = i == 0 && st.aof.manifest.base.is_some();
         match load_file(st, &d, name, last) {
+            // An empty incremental file loads silently, as in Redis.
+            Ok(()) if !is_base && lens[i] == 0 => {}
             Ok(()) => {
-                let kind = if i == 0 && st.aof.manifest.base.is_some() { "base" } else { "incr" };
+                let kind = if is_base { "base" } else { "incr" };
                 tracing::info!("DB loaded from {kind} file {name}: {:.3} seconds", t.elapsed().as_secs_f64());
             }
             Err(()) => {
@@ -347,8 +372,8 @@ fn load(st: &mut State) -> Result<(), ()> {
     super::propagate::discard(st);
     result?;
     crate::commands::functions::reload_all(st);
-    st.aof.current_size = sizes(st);
-    st.aof.base_size = st.aof.current_size;
+    st.aof.current_size = lens.iter().sum();
+    st.aof.base_size = base_size;
     tracing::info!("DB loaded from append only file: {:.3} seconds", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -372,7 +397,11 @@ fn load_file(st: &mut State, d: &Path, name: &str, last: bool) -> Result<(), ()>
     let _ = file.seek(SeekFrom::Start(0));
     let mut start = 0;
     if has_rdb {
-        tracing::info!("Reading RDB base file on AOF loading...");
+        if name.ends_with(".rdb") {
+            tracing::info!("Reading RDB base file on AOF loading...");
+        } else {
+            tracing::info!("Reading RDB preamble from AOF file...");
+        }
         let now = unix_ms();
         let mut sink =
             crate::rdb::load::DbSink::new(st.config.databases, now, st.config.maxmemory_policy.contains("lfu"));
@@ -529,8 +558,6 @@ fn open_on_start(st: &mut State) -> Result<(), String> {
     persist_manifest(st).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
     set_file(st, Some(file));
     turn_on(st);
-    st.aof.current_size = sizes(st);
-    st.aof.base_size = st.aof.current_size;
     delete_history(st);
     Ok(())
 }
@@ -596,10 +623,14 @@ pub fn rewrite_start(st: &mut State) -> Result<(), RewriteError> {
             let _ = std::fs::remove_file(d.join(&name));
             return Err(RewriteError::Failed);
         }
+        tracing::info!("Creating AOF incr file {name} on background rewrite");
         set_file(st, Some(file));
     } else if st.aof.status == Status::WaitRewrite {
         match OpenOptions::new().write(true).create(true).truncate(true).open(d.join(TEMP_INCR)) {
-            Ok(f) => set_file(st, Some(f)),
+            Ok(f) => {
+                tracing::info!("Creating AOF incr file {TEMP_INCR} on background rewrite");
+                set_file(st, Some(f));
+            }
             Err(e) => {
                 tracing::warn!("Can't open the append-only file {TEMP_INCR}: {e}");
                 return Err(RewriteError::Failed);

@@ -298,7 +298,7 @@ fn announce(st: &mut State, mut caller: Option<&mut Client>, db: usize, key: &[u
         crate::tracking::invalidate_key(st, None, key);
     }
     crate::commands::pubsub::notify(st, caller.as_deref(), ev::EVICTED, "evicted", key, db);
-    let lazy = st.config.other.get("lazyfree-lazy-eviction").is_some_and(|v| v == "yes");
+    let lazy = st.config.lazyfree_lazy_eviction;
     super::propagate::deletion(st, db, key, lazy);
 }
 

@@ -35,6 +35,9 @@ pub struct Propagation {
     prevent: bool,
     /// Depth of nested `call()`s (EXEC and scripts run commands inside a command).
     depth: u32,
+    /// A script turned AOF propagation off (`redis.set_repl` without REPL_AOF): what its
+    /// commands do is not propagated until it turns it back on or ends.
+    pub script_suppressed: bool,
 }
 
 /// What `enter` saved, for `leave`.
@@ -59,7 +62,7 @@ pub fn leave(st: &mut State, frame: Frame, db: usize, name: &str, argv: &[Bytes]
     let rewrite = std::mem::replace(&mut p.rewrite, frame.rewrite);
     let prevent = std::mem::replace(&mut p.prevent, frame.prevent);
     p.depth -= 1;
-    if p.active && changed && !prevent && !never_propagated(name) {
+    if p.active && changed && !prevent && !p.script_suppressed && !never_propagated(name) {
         p.ops.push(Op { db, argv: rewrite.unwrap_or_else(|| argv.to_vec()) });
     }
     if p.depth == 0 {
@@ -86,7 +89,7 @@ pub fn prevent(st: &mut State) {
 
 /// Adds an operation to the running execution unit (or emits it at once outside one).
 pub fn also(st: &mut State, db: usize, argv: Vec<Bytes>) {
-    if !st.prop.active {
+    if !st.prop.active || st.prop.script_suppressed {
         return;
     }
     st.prop.ops.push(Op { db, argv });

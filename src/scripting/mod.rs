@@ -333,6 +333,7 @@ pub fn run(
 
     let clock = Clock::new(now_ms);
     let busy = busy::Busy::new(matches!(what, Callable::Function(_)), clock.last_us);
+    st.prop.script_suppressed = false;
     let mut run = Run { st: &mut *st, client: &mut client, clock, rules, wrote: false, reply_buf: Vec::new(), busy };
     let result = {
         let _current = CurrentRun::enter(&mut run);
@@ -342,6 +343,7 @@ pub fn run(
         };
         outcome.map(|result| result.unwrap_or_else(|error| script_error(&error, name)))
     };
+    run.st.prop.script_suppressed = false;
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
     let mut reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
@@ -737,7 +739,8 @@ fn prim_status_reply(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     Ok(success(Value::Table(t)))
 }
 
-/// redis.set_repl(flags): accepted and ignored (no replication stream to shape).
+/// redis.set_repl(flags): which targets the script's following commands propagate to. There
+/// are no replicas; without REPL_AOF (bit 1) they stay out of the AOF.
 fn prim_set_repl(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() != 1 {
         return failure(lua, "redis.set_repl() requires one argument.");
@@ -750,6 +753,7 @@ fn prim_set_repl(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if !(0..=3).contains(&flags) {
         return failure(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
     }
+    with_run(|run| run.st.prop.script_suppressed = flags & 1 == 0);
     Ok(success(Value::Nil))
 }
 
