@@ -156,10 +156,14 @@ pub fn feed(st: &mut State, db: usize, argv: &[Bytes]) {
 
 /// Writes the buffer to the current incremental file (fsyncing under `always`). Called before
 /// replies go out and from cron.
+#[inline]
 pub fn flush(st: &mut State) {
-    if st.aof.buf.is_empty() {
-        return;
+    if !st.aof.buf.is_empty() {
+        write_buffer(st);
     }
+}
+
+fn write_buffer(st: &mut State) {
     let Some(file) = st.aof.file.clone() else {
         st.aof.buf.clear();
         return;

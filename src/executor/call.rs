@@ -230,7 +230,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if !st.config.notify_keyspace_events.is_empty() || st.tracking.is_active() || st.prop.active {
         crate::commands::pubsub::drain_expired(st, Some(client));
     }
-    super::propagate::leave(st, frame, client.db, spec.name, &args.argv);
+    if let Some(frame) = frame {
+        super::propagate::leave(st, frame, client.db, spec.name, &args.argv);
+    }
     if !st.pubsub.self_out.is_empty() {
         out.append(&mut st.pubsub.self_out);
     }

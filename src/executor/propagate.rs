@@ -47,11 +47,16 @@ pub struct Frame {
     prevent: bool,
 }
 
-/// Called by `call()` before the handler runs.
-pub fn enter(st: &mut State) -> Frame {
+/// Called by `call()` before the handler runs; None (one load and a branch, what every command
+/// pays) while nothing consumes propagation.
+#[inline]
+pub fn enter(st: &mut State) -> Option<Frame> {
+    if !st.prop.active {
+        return None;
+    }
     let p = &mut st.prop;
     p.depth += 1;
-    Frame { dirty: st.dirty, rewrite: p.rewrite.take(), prevent: std::mem::take(&mut p.prevent) }
+    Some(Frame { dirty: st.dirty, rewrite: p.rewrite.take(), prevent: std::mem::take(&mut p.prevent) })
 }
 
 /// Called by `call()` after the handler (and the expired keys it met) are done: queues the
@@ -59,10 +64,15 @@ pub fn enter(st: &mut State) -> Frame {
 pub fn leave(st: &mut State, frame: Frame, db: usize, name: &str, argv: &[Bytes]) {
     let changed = st.dirty != frame.dirty;
     let p = &mut st.prop;
+    p.depth -= 1;
     let rewrite = std::mem::replace(&mut p.rewrite, frame.rewrite);
     let prevent = std::mem::replace(&mut p.prevent, frame.prevent);
-    p.depth -= 1;
-    if p.active && changed && !prevent && !p.script_suppressed && !never_propagated(name) {
+    // The AOF may have been turned off by this very command (CONFIG SET inside EXEC).
+    if !p.active {
+        p.ops.clear();
+        return;
+    }
+    if changed && !prevent && !p.script_suppressed && !never_propagated(name) {
         p.ops.push(Op { db, argv: rewrite.unwrap_or_else(|| argv.to_vec()) });
     }
     if p.depth == 0 {
@@ -84,7 +94,9 @@ pub fn rewrite(st: &mut State, argv: Vec<Bytes>) {
 
 /// The running command is not propagated itself (its `also` operations still are).
 pub fn prevent(st: &mut State) {
-    st.prop.prevent = true;
+    if st.prop.active {
+        st.prop.prevent = true;
+    }
 }
 
 /// Adds an operation to the running execution unit (or emits it at once outside one).
