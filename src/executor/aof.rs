@@ -39,11 +39,51 @@ pub enum Status {
     WaitRewrite,
 }
 
-/// The everysec fsync thread's view of the file.
+/// The file as seen by whoever fsyncs it off the executor: the everysec thread, and under
+/// `appendfsync always` the runtime's before-park hook, which fsyncs once for every batch
+/// written since it last ran and then lets their replies go (group commit: Redis fsyncs once per
+/// event-loop iteration in beforeSleep, not once per client).
 #[derive(Debug, Default)]
-struct FsyncShared {
+pub struct SyncGate {
     file: Mutex<Option<Arc<File>>>,
+    /// Written since the everysec thread last synced.
     pending: AtomicBool,
+    /// Batches written under `always` (a counter) and how many of them are fsynced.
+    written: std::sync::atomic::AtomicU64,
+    synced: std::sync::atomic::AtomicU64,
+    synced_notify: tokio::sync::Notify,
+}
+
+impl SyncGate {
+    /// Before the runtime parks: fsyncs what `always` batches wrote, then wakes their replies.
+    pub fn sync_written(&self) {
+        let written = self.written.load(Ordering::Acquire);
+        if written == self.synced.load(Ordering::Acquire) {
+            return;
+        }
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(f) = file {
+            if let Err(e) = f.sync_data() {
+                tracing::warn!(
+                    "Can't persist the AOF buffer to disk ({e}). Exiting, as the AOF fsync policy is 'always'."
+                );
+                std::process::exit(1);
+            }
+        }
+        self.synced.store(written, Ordering::Release);
+        self.synced_notify.notify_waiters();
+    }
+
+    /// Waits until batch `epoch` is fsynced.
+    pub async fn synced(&self, epoch: u64) {
+        loop {
+            let notified = self.synced_notify.notified();
+            if self.synced.load(Ordering::Acquire) >= epoch {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// AOF bookkeeping kept in the executor's `State`.
@@ -56,8 +96,13 @@ pub struct AofState {
     selected_db: Option<usize>,
     file: Option<Arc<File>>,
     manifest: Manifest,
-    fsync: Arc<FsyncShared>,
+    pub fsync: Arc<SyncGate>,
     fsync_thread: bool,
+    /// `appendfsync always` fsyncs in the runtime's before-park hook (connections run on the
+    /// executor's thread); otherwise each write is fsynced at once.
+    pub group_commit: bool,
+    /// The batch just handled must wait for this fsync epoch before its replies go out.
+    wait_epoch: Option<u64>,
     pub rewrite_scheduled: bool,
     /// When the running rewrite started (also set while one is in a child).
     pub rewrite_started: Option<Instant>,
@@ -86,6 +131,8 @@ impl Default for AofState {
             manifest: Manifest::default(),
             fsync: Arc::default(),
             fsync_thread: false,
+            group_commit: false,
+            wait_epoch: None,
             rewrite_scheduled: false,
             rewrite_started: None,
             rewrites: 0,
@@ -101,6 +148,11 @@ impl Default for AofState {
 }
 
 impl AofState {
+    /// After a batch: the fsync its replies must wait for (`appendfsync always`, group commit).
+    pub fn take_wait(&mut self) -> Option<(Arc<SyncGate>, u64)> {
+        self.wait_epoch.take().map(|e| (self.fsync.clone(), e))
+    }
+
     /// Bytes waiting to be written (INFO aof_buffer_length, mem_aof_buffer).
     pub fn buffer_len(&self) -> usize {
         self.buf.len()
@@ -169,7 +221,8 @@ fn write_buffer(st: &mut State) {
         return;
     };
     let always = other(st, "appendfsync") == "always";
-    let result = (&*file).write_all(&st.aof.buf).and_then(|()| if always { file.sync_data() } else { Ok(()) });
+    let sync_now = always && !st.aof.group_commit;
+    let result = (&*file).write_all(&st.aof.buf).and_then(|()| if sync_now { file.sync_data() } else { Ok(()) });
     match result {
         Ok(()) => {
             st.aof.current_size += st.aof.buf.len() as u64;
@@ -177,7 +230,10 @@ fn write_buffer(st: &mut State) {
             if st.aof.write_error.take().is_some() {
                 tracing::warn!("AOF write error looks solved, Redis can write again.");
             }
-            if !always {
+            if always && st.aof.group_commit {
+                let epoch = st.aof.fsync.written.fetch_add(1, Ordering::AcqRel) + 1;
+                st.aof.wait_epoch = Some(epoch);
+            } else if !always {
                 st.aof.fsync.pending.store(true, Ordering::Release);
             }
         }
@@ -822,4 +878,5 @@ pub fn shutdown(st: &mut State) {
         tracing::info!("Calling fsync() on the AOF file.");
         let _ = f.sync_all();
     }
+    st.aof.fsync.sync_written();
 }

@@ -37,7 +37,19 @@ impl ExecHandle {
     /// Runs a batch, leaving `cmds` empty; the replies are appended to `out`.
     pub async fn batch(&self, id: u64, cmds: &mut Vec<Cmd>, out: &mut Vec<u8>) -> BatchEnd {
         match self {
-            ExecHandle::Local(e) => Self::local(e).handle_batch(id, cmds, out),
+            ExecHandle::Local(e) => {
+                let (end, wait) = {
+                    let mut ex = Self::local(e);
+                    let end = ex.handle_batch(id, cmds, out);
+                    (end, ex.state.aof.take_wait())
+                };
+                // appendfsync always: the replies wait for the group fsync of the runtime's
+                // before-park hook.
+                if let Some((gate, epoch)) = wait {
+                    gate.synced(epoch).await;
+                }
+                end
+            }
             ExecHandle::Remote(tx) => {
                 let (rtx, rrx) = tokio::sync::oneshot::channel();
                 let buf = std::mem::take(out);
@@ -124,7 +136,13 @@ pub fn run(config: Config) -> i32 {
     }
     if threads == 1 {
         exec.state.connections_inline = true;
-        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        exec.state.aof.group_commit = true;
+        let gate = exec.state.aof.fsync.clone();
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .on_thread_park(move || gate.sync_written())
+            .build()
+        {
             Ok(rt) => rt,
             Err(e) => {
                 tracing::warn!("Failed creating the runtime: {e}");
