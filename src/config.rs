@@ -333,6 +333,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "appendfilename",
     "appenddirname",
     "aof-load-truncated",
+    "aof-use-rdb-preamble",
     "aof-disable-auto-gc",
     "auto-aof-rewrite-percentage",
     "auto-aof-rewrite-min-size",

@@ -1700,7 +1700,6 @@ fn file_layout_after_start_and_rewrites() {
 }
 
 #[test]
-#[ignore = "aof-use-rdb-preamble no (a RESP base file) is not implemented yet: ferrodis writes an RDB base"]
 fn file_layout_with_a_resp_base() {
     let tmp = TempDir::new("layout-resp");
     let (redis, ferrodis) = both(|kind| {

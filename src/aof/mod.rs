@@ -5,6 +5,7 @@
 //! process side (loading, writing, fsync, rewrite).
 
 pub mod reader;
+pub mod rewrite;
 
 use crate::resp::parser::split_args;
 

@@ -103,6 +103,8 @@ pub struct AofState {
     pub group_commit: bool,
     /// The batch just handled must wait for this fsync epoch before its replies go out.
     wait_epoch: Option<u64>,
+    /// The running rewrite writes an RDB base (else commands).
+    rewrite_rdb: bool,
     pub rewrite_scheduled: bool,
     /// When the running rewrite started (also set while one is in a child).
     pub rewrite_started: Option<Instant>,
@@ -133,6 +135,7 @@ impl Default for AofState {
             fsync_thread: false,
             group_commit: false,
             wait_epoch: None,
+            rewrite_rdb: true,
             rewrite_scheduled: false,
             rewrite_started: None,
             rewrites: 0,
@@ -601,7 +604,7 @@ fn open_on_start(st: &mut State) -> Result<(), String> {
     let d = dir(st);
     let p = prefix(st);
     if st.aof.manifest.base.is_none() && st.aof.manifest.incrs.is_empty() {
-        let name = st.aof.manifest.new_base(&p, true);
+        let name = st.aof.manifest.new_base(&p, rdb_preamble(st));
         write_base_now(st, &d.join(&name)).map_err(|e| format!("Can't create the AOF base file {name}: {e}"))?;
         tracing::info!("Creating AOF base file {name} on server start");
     }
@@ -631,11 +634,37 @@ fn turn_on(st: &mut State) {
 }
 
 /// Writes the dataset as an RDB base file in the foreground.
-fn write_base_now(st: &mut State, path: &Path) -> Result<u64, String> {
-    let version = crate::rdb::save::required_version(&st.dbs);
-    let (info, opts) = super::snapshot::aof_base_options(st, version);
-    super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &path.to_string_lossy())
-        .map_err(|e| e.to_string())
+fn write_base_now(st: &mut State, path: &Path) -> Result<(), String> {
+    if rdb_preamble(st) {
+        let version = crate::rdb::save::required_version(&st.dbs);
+        let (info, opts) = super::snapshot::aof_base_options(st, version);
+        super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &path.to_string_lossy())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    } else {
+        write_resp_file(&st.dbs, &st.functions, path).map_err(|e| e.to_string())
+    }
+}
+
+/// aof-use-rdb-preamble: base files are RDB (yes, the default) or commands.
+fn rdb_preamble(st: &State) -> bool {
+    other(st, "aof-use-rdb-preamble") != "no"
+}
+
+/// Writes the dataset as commands to a temp file beside `path`, fsyncs it and renames it.
+fn write_resp_file(dbs: &[crate::db::Db], functions: &crate::functions::Libraries, path: &Path) -> std::io::Result<()> {
+    let tmp = path.with_file_name(format!("temp-rewriteaof-{}.aof", std::process::id()));
+    let result = (|| {
+        let mut f = std::io::BufWriter::new(File::create(&tmp)?);
+        crate::aof::rewrite::write_dataset(&mut f, dbs, functions)?;
+        let f = f.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -700,9 +729,15 @@ pub fn rewrite_start(st: &mut State) -> Result<(), RewriteError> {
     let version = crate::rdb::save::required_version(&st.dbs);
     let (info, opts) = super::snapshot::aof_base_options(st, version);
     let dir_name = d.to_string_lossy().into_owned();
+    let rdb = rdb_preamble(st);
+    st.aof.rewrite_rdb = rdb;
     let child = super::snapshot::fork_child(st, super::snapshot::ChildKind::Aof, move |st: &State| {
         let target = format!("{dir_name}/temp-rewriteaof-bg-{}.aof", std::process::id());
-        super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &target).is_ok()
+        if rdb {
+            super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &target).is_ok()
+        } else {
+            write_resp_file(&st.dbs, &st.functions, Path::new(&target)).is_ok()
+        }
     });
     match child {
         Ok(pid) => {
@@ -748,7 +783,7 @@ pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, cancelled: bool, cow: u6
     flush(st);
     let p = prefix(st);
     let mut next = st.aof.manifest.clone();
-    let base = next.new_base(&p, true);
+    let base = next.new_base(&p, st.aof.rewrite_rdb);
     if let Err(e) = std::fs::rename(&temp, d.join(&base)) {
         tracing::warn!("Error trying to rename the temporary AOF base file {}: {e}", temp.display());
         let _ = std::fs::remove_file(&temp);
