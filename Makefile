@@ -49,7 +49,7 @@ clippy:
 # RDB ones are seeded from the fixture library (RDB_FIXTURES) the first time: whole files for
 # rdb_file, and for restore_payload the fixtures' DUMP payloads when a redis-server is at hand
 # (fuzz/seed_payloads.py). Corpora and artifacts stay out of git (.gitignore).
-FUZZ_TARGETS ?= resp_parser rdb_file restore_payload
+FUZZ_TARGETS ?= resp_parser rdb_file restore_payload aof_file
 RDB_FIXTURES ?= ../shared/rdb
 
 fuzz-seed:
