@@ -397,7 +397,7 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("rdb_last_load_keys_expired", p.last_load_keys_expired);
     s.field("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     let aof = &st.aof;
-    let aof_on = aof.status != crate::executor::aof::Status::Off;
+    let aof_on = aof.enabled();
     s.field("aof_enabled", aof_on as u8);
     s.field("aof_rewrite_in_progress", aof.rewrite_started.is_some() as u8);
     s.field("aof_rewrite_scheduled", aof.rewrite_scheduled as u8);

@@ -105,6 +105,8 @@ pub struct AofState {
     wait_epoch: Option<u64>,
     /// The running rewrite writes an RDB base (else commands).
     rewrite_rdb: bool,
+    /// The AOF is loading in the background: open it once the data is swapped in.
+    open_after_load: bool,
     pub rewrite_scheduled: bool,
     /// When the running rewrite started (also set while one is in a child).
     pub rewrite_started: Option<Instant>,
@@ -136,6 +138,7 @@ impl Default for AofState {
             group_commit: false,
             wait_epoch: None,
             rewrite_rdb: true,
+            open_after_load: false,
             rewrite_scheduled: false,
             rewrite_started: None,
             rewrites: 0,
@@ -151,6 +154,11 @@ impl Default for AofState {
 }
 
 impl AofState {
+    /// Whether the AOF is on (INFO aof_enabled), counting a load still running at startup.
+    pub fn enabled(&self) -> bool {
+        self.status != Status::Off || self.open_after_load
+    }
+
     /// After a batch: the fsync its replies must wait for (`appendfsync always`, group commit).
     pub fn take_wait(&mut self) -> Option<(Arc<SyncGate>, u64)> {
         self.wait_epoch.take().map(|e| (self.fsync.clone(), e))
@@ -355,13 +363,63 @@ fn boot(st: &mut State) -> Result<(), ()> {
             tracing::warn!("\n*** FATAL AOF MANIFEST FILE ERROR ***\n");
             tracing::warn!("{e}");
         })?;
-        load(st)?;
     }
     if let Err(e) = std::fs::create_dir_all(&d) {
         tracing::warn!("Can't open or create append-only dir {}: {e}", d.display());
         return Err(());
     }
-    open_on_start(st).map_err(|e| tracing::warn!("{e}"))
+    if st.aof.manifest.load_order().next().is_none() {
+        return open_on_start(st).map_err(|e| tracing::warn!("{e}"));
+    }
+    load_in_background(st);
+    Ok(())
+}
+
+/// Replays the AOF on its own thread, into a state of its own, while the listener answers
+/// LOADING, as the RDB load does; the executor swaps the result in (`State::poll_loading`) and
+/// then opens the AOF for appending (`open_after_load`). A failed load exits with status 1.
+fn load_in_background(st: &mut State) {
+    let d = dir(st);
+    let total = st.aof.manifest.load_order().map(|f| file_size(&d.join(&f.name))).sum();
+    let job = crate::rdb::load::LoadJob::new(total);
+    let (config, manifest, j) = (st.config.clone(), st.aof.manifest.clone(), job.clone());
+    let spawned = std::thread::Builder::new().name("aof-load".into()).spawn(move || {
+        let mut replay = State::new(config);
+        replay.aof.manifest = manifest;
+        if load(&mut replay).is_err() {
+            std::process::exit(1);
+        }
+        let p = &replay.stats.persistence;
+        j.finish(crate::rdb::load::Loaded {
+            keys_loaded: p.last_load_keys_loaded,
+            keys_expired: p.last_load_keys_expired,
+            dbs: std::mem::take(&mut replay.dbs),
+            functions: std::mem::take(&mut replay.functions),
+        });
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("Can't start the AOF loading thread: {e}");
+        std::process::exit(1);
+    }
+    st.stats.persistence.loading = true;
+    st.loading = Some(job);
+    st.aof.open_after_load = true;
+}
+
+/// After the background load was swapped in: sizes from the files as loaded, then the AOF
+/// opens for appending. Failing to open it is fatal, as at startup in Redis.
+pub fn open_after_load(st: &mut State) {
+    if !std::mem::take(&mut st.aof.open_after_load) {
+        return;
+    }
+    let d = dir(st);
+    let base = st.aof.manifest.base.as_ref().map_or(0, |b| file_size(&d.join(&b.name)));
+    if let Err(e) = open_on_start(st) {
+        tracing::warn!("{e}");
+        std::process::exit(1);
+    }
+    st.aof.current_size = sizes(st);
+    st.aof.base_size = base;
 }
 
 /// A Redis 6 style `appendonly.aof` in `dir`: becomes the base file of a new manifest, moved
@@ -475,7 +533,11 @@ fn load_file(st: &mut State, d: &Path, name: &str, last: bool) -> Result<(), ()>
         let read = crate::rdb::load::read_file(&mut BufReader::new(&mut file), &mut sink, &opts);
         let finished = sink.finish();
         match read.and_then(|info| finished.map(|()| info)) {
-            Ok(info) => start = info.bytes,
+            Ok(info) => {
+                start = info.bytes;
+                st.stats.persistence.last_load_keys_loaded += sink.keys_loaded;
+                st.stats.persistence.last_load_keys_expired += sink.keys_expired;
+            }
             Err(e) => {
                 tracing::warn!(
                     "Error reading the RDB base file {name}, AOF loading aborted: {} (offset {})",

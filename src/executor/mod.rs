@@ -190,6 +190,7 @@ impl State {
         self.stats.persistence.last_load_keys_expired = done.keys_expired;
         self.stats.persistence.loading = false;
         self.loading = None;
+        aof::open_after_load(self);
     }
 
     /// The earliest deadline of a blocked client.

@@ -1095,6 +1095,21 @@ pub struct LoadJob {
 }
 
 impl LoadJob {
+    /// A job of `total_bytes` started now, for a loader thread to `finish`.
+    pub fn new(total_bytes: u64) -> Arc<LoadJob> {
+        Arc::new(LoadJob {
+            progress: Progress { total_bytes, start_unix_s: crate::executor::unix_ms() / 1000, ..Default::default() },
+            result: Mutex::new(None),
+        })
+    }
+
+    /// Hands the loaded data over; the executor swaps it in at its next chance.
+    pub fn finish(&self, loaded: Loaded) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(loaded);
+        self.progress.loaded_bytes.store(self.progress.total_bytes, Ordering::Relaxed);
+        self.progress.done.store(true, Ordering::Release);
+    }
+
     /// The finished load, once (the executor swaps it in).
     pub fn take_done(&self) -> Option<Loaded> {
         if !self.progress.done.load(Ordering::Acquire) {
