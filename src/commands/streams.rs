@@ -474,14 +474,24 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(id_reply(id))
 }
 
-/// Rewrites `~ threshold` as `= <what the trim reached>`: the length for MAXLEN, the first ID
-/// for MINID (Redis's streamRewriteApproxSpecifier and streamRewriteTrimArgument).
+/// Rewrites `~ threshold` as `= <what the trim reached>`: the length for MAXLEN; for MINID the
+/// first ID still stored, a deleted entry left in the first block included (Redis's
+/// streamRewriteTrimArgument reads the edge ID without skipping tombstones).
 fn exact_threshold(argv: &mut [bytes::Bytes], t: &TrimArgs, s: &Stream) {
     argv[t.threshold_at - 1] = bytes::Bytes::from_static(b"=");
     argv[t.threshold_at] = if t.maxlen.is_some() {
         bytes::Bytes::from(s.len().to_string())
     } else {
-        bytes::Bytes::from(s.edge_id(true).to_bytes())
+        let mut first = None;
+        for block in s.blocks() {
+            block.for_each_entry(|e, _, _| {
+                first.get_or_insert(e.id);
+            });
+            if first.is_some() {
+                break;
+            }
+        }
+        bytes::Bytes::from(first.unwrap_or(StreamId::MAX).to_bytes())
     };
 }
 
