@@ -169,26 +169,14 @@ fn trim(mut s: &[u8]) -> &[u8] {
     s
 }
 
-/// A file name as the manifest writes it: quoted and escaped when it holds anything unusual.
+/// A file name as the manifest writes it: quoted and escaped (as sdscatrepr) when it holds
+/// anything unusual.
 fn quote(name: &str) -> String {
     if !name.is_empty() && name.bytes().all(|c| c.is_ascii_graphic() && c != b'"' && c != b'\'' && c != b'\\') {
         return name.to_string();
     }
-    let mut out = String::from("\"");
-    for c in name.bytes() {
-        match c {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => out.push(c as char),
-            c => out.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    out.push('"');
+    let mut out = String::new();
+    crate::config::quote_repr(&mut out, name.as_bytes());
     out
 }
 
@@ -237,6 +225,10 @@ mod tests {
         assert_eq!(bad(b"file a seq 2 type i\nfile c seq 1 type i\n"), "Found a non-monotonic sequence number");
         assert_eq!(bad(b"file ../a seq 2 type i\n"), "File can't be a path, just a filename");
         assert!(Manifest::parse(b"# comment\nfile a seq 1 type i\n").is_ok());
+        // A name with a space is written quoted and reads back the same.
+        let quoted = Manifest::parse(b"file \"a b\" seq 1 type b\n").unwrap();
+        assert_eq!(quoted.to_text(), "file \"a b\" seq 1 type b\n");
+        assert_eq!(Manifest::parse(quoted.to_text().as_bytes()).unwrap(), quoted);
         assert_eq!(bad(b""), "Found an empty AOF manifest");
     }
 }
