@@ -48,7 +48,10 @@ pub struct SyncGate {
     file: Mutex<Option<Arc<File>>>,
     /// Written since the everysec thread last synced.
     pending: AtomicBool,
-    /// Batches written under `always` (a counter) and how many of them are fsynced.
+    /// Bytes of `always` batches not written yet: the hook writes them all with one write(2)
+    /// before its fsync, as Redis writes its AOF buffer once per event-loop iteration.
+    unwritten: Mutex<Vec<u8>>,
+    /// Batches handed over under `always` (a counter) and how many of them are fsynced.
     written: std::sync::atomic::AtomicU64,
     synced: std::sync::atomic::AtomicU64,
     synced_notify: tokio::sync::Notify,
@@ -62,14 +65,17 @@ impl SyncGate {
             return;
         }
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = file {
-            if let Err(e) = f.sync_data() {
+            if let Err(e) = (&*f).write_all(&unwritten).and_then(|()| f.sync_data()) {
                 tracing::warn!(
                     "Can't persist the AOF buffer to disk ({e}). Exiting, as the AOF fsync policy is 'always'."
                 );
                 std::process::exit(1);
             }
         }
+        unwritten.clear();
+        drop(unwritten);
         self.synced.store(written, Ordering::Release);
         self.synced_notify.notify_waiters();
     }
@@ -232,8 +238,18 @@ fn write_buffer(st: &mut State) {
         return;
     };
     let always = other(st, "appendfsync") == "always";
-    let sync_now = always && !st.aof.group_commit;
-    let result = (&*file).write_all(&st.aof.buf).and_then(|()| if sync_now { file.sync_data() } else { Ok(()) });
+    if always && st.aof.group_commit {
+        // Handed to the before-park hook, which writes and fsyncs every batch of this turn.
+        st.aof.fsync.unwritten.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(&st.aof.buf);
+        st.aof.current_size += st.aof.buf.len() as u64;
+        st.aof.buf.clear();
+        let epoch = st.aof.fsync.written.fetch_add(1, Ordering::AcqRel) + 1;
+        st.aof.wait_epoch = Some(epoch);
+        return;
+    }
+    // Bytes handed over while appendfsync was `always` go first (it may have just changed).
+    st.aof.fsync.sync_written();
+    let result = (&*file).write_all(&st.aof.buf).and_then(|()| if always { file.sync_data() } else { Ok(()) });
     match result {
         Ok(()) => {
             st.aof.current_size += st.aof.buf.len() as u64;
@@ -241,10 +257,7 @@ fn write_buffer(st: &mut State) {
             if st.aof.write_error.take().is_some() {
                 tracing::warn!("AOF write error looks solved, Redis can write again.");
             }
-            if always && st.aof.group_commit {
-                let epoch = st.aof.fsync.written.fetch_add(1, Ordering::AcqRel) + 1;
-                st.aof.wait_epoch = Some(epoch);
-            } else if !always {
+            if !always {
                 st.aof.fsync.pending.store(true, Ordering::Release);
             }
         }
@@ -291,6 +304,8 @@ fn ensure_fsync_thread(st: &mut State) {
 
 /// Makes `file` the one appended to (and fsynced every second).
 fn set_file(st: &mut State, file: Option<File>) {
+    // What `always` batches handed over belongs to the old file.
+    st.aof.fsync.sync_written();
     if let Some(old) = st.aof.file.take() {
         let _ = old.sync_data();
     }
