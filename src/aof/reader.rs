@@ -50,7 +50,7 @@ impl<R: BufRead> CommandReader<R> {
             if line.len() == 1 {
                 return Err(ReadError::Truncated);
             }
-            match atoi(&line[1..]) {
+            match crate::util::num::atoi(&line[1..]) {
                 n if n < 1 => return Err(ReadError::Format),
                 n => break n as usize,
             }
@@ -61,7 +61,7 @@ impl<R: BufRead> CommandReader<R> {
             if line.first() != Some(&b'$') {
                 return Err(ReadError::Format);
             }
-            let len = atoi(&line[1..]);
+            let len = crate::util::num::atoi(&line[1..]);
             if len < 0 {
                 return Err(ReadError::Format);
             }
@@ -99,24 +99,6 @@ impl<R: BufRead> CommandReader<R> {
             line.pop();
         }
         Ok(Some(line))
-    }
-}
-
-/// C's atoi on a count or length: leading digits, anything else stops it.
-fn atoi(s: &[u8]) -> i64 {
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let mut v: i64 = 0;
-    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
-        v = v.saturating_mul(10).saturating_add((c - b'0') as i64);
-    }
-    if neg {
-        -v
-    } else {
-        v
     }
 }
 

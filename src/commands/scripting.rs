@@ -95,12 +95,14 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
             ));
         }
         if !no_writes {
-            if crate::executor::snapshot::writes_denied(st) {
-                return Err(CmdError::Raw(
+            match crate::executor::snapshot::disk_error(st) {
+                Some(crate::executor::snapshot::DiskError::Rdb) => return Err(CmdError::Raw(
                     "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. \
-                     Writable scripts are blocked. Use 'no-writes' flag for read only scripts."
+                         Writable scripts are blocked. Use 'no-writes' flag for read only scripts."
                         .into(),
-                ));
+                )),
+                Some(crate::executor::snapshot::DiskError::Aof(text)) => return Err(CmdError::Raw(text)),
+                None => {}
             }
             if read_only {
                 return Err(CmdError::err("Can not execute a script with write flag using *_ro command."));

@@ -101,28 +101,6 @@ pub(super) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
     Reply::Array(out)
 }
 
-/// C `atoi`: optional sign and leading digits, anything else ends the number (0 if none).
-fn atoi(s: &[u8]) -> i64 {
-    let s = match s.iter().position(|c| !c.is_ascii_whitespace()) {
-        Some(i) => &s[i..],
-        None => return 0,
-    };
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let mut n: i64 = 0;
-    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
-        n = n.wrapping_mul(10).wrapping_add((c - b'0') as i64);
-    }
-    if neg {
-        -n
-    } else {
-        n
-    }
-}
-
 /// C `strtod` on a whole argument, 0 when it is not a number (DEBUG SLEEP).
 fn atof(s: &[u8]) -> f64 {
     crate::util::num::parse_f64(s).unwrap_or(0.0)
@@ -941,7 +919,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         (b"reload", _) => debug_reload(ctx, args),
         (b"set-active-expire", 3) => {
-            ctx.srv.active_expire_enabled = atoi(args.get(2)) != 0;
+            ctx.srv.active_expire_enabled = crate::util::num::atoi(args.get(2)) != 0;
             Ok(Reply::Ok)
         }
         (b"object", 3) => debug_object(ctx, args.get(2)),
@@ -1775,12 +1753,5 @@ mod tests {
         assert!(!me.close_after_reply);
         assert_eq!(run(&mut st, &mut me, &["client", "kill", "id", "2", "skipme", "no"]), b":1\r\n");
         assert!(me.close_after_reply);
-    }
-
-    #[test]
-    fn c_number_parsing() {
-        assert_eq!(atoi(b"12abc"), 12);
-        assert_eq!(atoi(b"a"), 0);
-        assert_eq!(atoi(b" -3"), -3);
     }
 }

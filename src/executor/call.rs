@@ -150,19 +150,15 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             return;
         }
     }
-    // stop-writes-on-bgsave-error: after a failed background save, writes (and PING, as in
-    // Redis) are refused until a save succeeds; inside MULTI this also dooms the transaction.
-    if super::snapshot::writes_denied(st) {
+    // stop-writes-on-bgsave-error and AOF write errors: while persistence fails, writes (and
+    // PING, as in Redis) are refused; inside MULTI this also dooms the transaction.
+    if let Some(error) = super::snapshot::disk_error(st) {
         // EXEC is not checked: its queued writes were refused while queueing, dooming it.
         if flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping" {
-            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-            reject(st, client, CmdError::Raw(MISCONF.into()), out, proto);
-            return;
-        }
-    }
-    // A failed AOF write refuses writes the same way until a write succeeds again.
-    if st.aof.write_error.is_some() && (flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping") {
-        if let Some(text) = super::aof::write_refusal(st) {
+            let text = match error {
+                super::snapshot::DiskError::Rdb => MISCONF.to_string(),
+                super::snapshot::DiskError::Aof(text) => text,
+            };
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             reject(st, client, CmdError::Raw(text), out, proto);
             return;

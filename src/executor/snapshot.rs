@@ -381,10 +381,23 @@ pub fn cron(st: &mut State) {
     }
 }
 
-/// Whether writes are refused because the last background save failed
-/// (stop-writes-on-bgsave-error with save points configured).
-pub fn writes_denied(st: &State) -> bool {
-    st.config.stop_writes_on_bgsave_error && !st.config.save.is_empty() && !st.stats.persistence.last_bgsave_ok
+/// Why writes are refused (Redis's writeCommandsDeniedByDiskError).
+pub enum DiskError {
+    /// The last background save failed (stop-writes-on-bgsave-error with save points).
+    Rdb,
+    /// The last AOF write failed: its MISCONF text.
+    Aof(String),
+}
+
+/// Whether writes are refused because persistence is failing: a failed BGSAVE first, then a
+/// failed AOF write.
+#[inline]
+pub fn disk_error(st: &State) -> Option<DiskError> {
+    if st.config.stop_writes_on_bgsave_error && !st.config.save.is_empty() && !st.stats.persistence.last_bgsave_ok {
+        return Some(DiskError::Rdb);
+    }
+    st.aof.write_error.as_ref()?;
+    super::aof::write_refusal(st).map(DiskError::Aof)
 }
 
 /// SHUTDOWN's save: kills a running child, then saves in the foreground when asked to.

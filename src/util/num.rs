@@ -177,6 +177,29 @@ fn trim_fraction_zeros(s: &str) -> &str {
 }
 
 /// Writes the decimal form of an integer into `out` without allocating.
+/// C `atoi` / `strtol` base 10: leading whitespace, an optional sign, then digits up to the
+/// first non-digit (0 if none); saturates on overflow as strtol does.
+pub fn atoi(s: &[u8]) -> i64 {
+    let s = match s.iter().position(|c| !c.is_ascii_whitespace()) {
+        Some(i) => &s[i..],
+        None => return 0,
+    };
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut n: i64 = 0;
+    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
+        n = n.saturating_mul(10).saturating_add((c - b'0') as i64);
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 pub fn push_i64(out: &mut Vec<u8>, v: i64) {
     let mut buf = itoa::Buffer::new();
     out.extend_from_slice(buf.format(v).as_bytes());
@@ -184,6 +207,15 @@ pub fn push_i64(out: &mut Vec<u8>, v: i64) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn atoi_reads_like_c() {
+        use super::atoi;
+        assert_eq!(atoi(b"12abc"), 12);
+        assert_eq!(atoi(b"a"), 0);
+        assert_eq!(atoi(b" -3"), -3);
+        assert_eq!(atoi(b"99999999999999999999999"), i64::MAX);
+    }
 
     /// `hex_float` against C's strtod on the same `0x...` strings.
     #[test]
