@@ -366,6 +366,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "lazyfree-lazy-user-del",
     "lazyfree-lazy-user-flush",
     "notify-keyspace-events",
+    "oom-score-adj",
+    "oom-score-adj-values",
     "rdbcompression",
     "rdbchecksum",
     "stop-writes-on-bgsave-error",

@@ -1,8 +1,10 @@
 //! Process plumbing done before the tokio runtime exists: daemonizing exactly like Redis (one
 //! fork, setsid, stdin/stdout/stderr onto /dev/null, working directory kept), the pidfile, and
 //! raising RLIMIT_NOFILE to maxclients + 32, lowering maxclients with Redis's log lines when the
-//! OS refuses. Forking is only sound while the process has a single thread: call `daemonize`
-//! before anything spawns one.
+//! OS refuses, and the process's OOM-killer score (oom-score-adj). Forking is only sound while
+//! the process has a single thread: call `daemonize` before anything spawns one.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// File descriptors Redis keeps for itself beyond one per client (CONFIG_MIN_RESERVED_FDS).
 pub const RESERVED_FDS: u64 = 32;
@@ -38,6 +40,52 @@ pub fn write_pidfile(path: &str) {
     if let Err(e) = std::fs::write(path, format!("{}\n", std::process::id())) {
         tracing::warn!("Failed to write PID file: {}", os_error_text(&e));
     }
+}
+
+/// Which of the three `oom-score-adj-values` a process takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OomClass {
+    Master = 0,
+    Replica = 1,
+    BgChild = 2,
+}
+
+/// Whether the score was set by us, and the score the process had before that: switching
+/// oom-score-adj off restores it, and `relative` values are added to it.
+static OOM_ADJUSTED: AtomicBool = AtomicBool::new(false);
+static OOM_BASE: AtomicI64 = AtomicI64::new(0);
+
+const OOM_SCORE_ADJ: &str = "/proc/self/oom_score_adj";
+
+/// Redis's setOOMScoreAdj. `mode` is oom-score-adj (`no`, `yes`/`relative`, `absolute`) and
+/// `values` oom-score-adj-values. With the setting on, writes this class's value (relative: plus
+/// the score found before the first adjustment), clamped to -1000..=1000; switched off after an
+/// adjustment, writes the old score back; otherwise does nothing. A failure returns the line
+/// Redis logs for it (a forked child must not log: another thread may hold the log's lock).
+pub fn set_oom_score_adj(mode: &str, values: &str, class: OomClass) -> Result<(), String> {
+    let value = if mode != "no" {
+        if !OOM_ADJUSTED.swap(true, Ordering::Relaxed) {
+            match std::fs::read_to_string(OOM_SCORE_ADJ) {
+                Ok(text) => OOM_BASE.store(crate::util::num::atoi(text.as_bytes()), Ordering::Relaxed),
+                Err(e) => return Err(format!("Unable to read oom_score_adj: {}", os_error_text(&e))),
+            }
+        }
+        let configured = values.split(' ').nth(class as usize).map_or(0, |v| crate::util::num::atoi(v.as_bytes()));
+        let relative = if mode == "absolute" { 0 } else { OOM_BASE.load(Ordering::Relaxed) };
+        (configured + relative).clamp(-1000, 1000)
+    } else if OOM_ADJUSTED.swap(false, Ordering::Relaxed) {
+        OOM_BASE.load(Ordering::Relaxed)
+    } else {
+        return Ok(());
+    };
+    std::fs::write(OOM_SCORE_ADJ, format!("{value}\n"))
+        .map_err(|e| format!("Unable to write oom_score_adj: {}", os_error_text(&e)))
+}
+
+/// `set_oom_score_adj` with the running configuration's settings.
+pub fn apply_oom_score_adj(cfg: &crate::config::Config, class: OomClass) -> Result<(), String> {
+    let get = |name| crate::config::lookup(name).map(|d| cfg.get(d)).unwrap_or_default();
+    set_oom_score_adj(&get("oom-score-adj"), &get("oom-score-adj-values"), class)
 }
 
 fn os_error_text(e: &std::io::Error) -> String {

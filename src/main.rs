@@ -90,5 +90,8 @@ fn main() {
         );
     }
     cfg.notify_systemd = supervisor == daemon::Supervisor::Systemd;
+    if let Err(why) = daemon::apply_oom_score_adj(&cfg, daemon::OomClass::Master) {
+        tracing::warn!("{why}");
+    }
     std::process::exit(ferrodis::server::run(cfg));
 }

@@ -6,6 +6,7 @@
 use super::flags::*;
 use super::{acl, container, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::config::{self, Config, Desc, LoadState, IMMUTABLE, MULTI_ARG, PROTECTED};
+use crate::daemon::OomClass;
 use crate::resp::Reply;
 
 const SUBCOMMANDS: &[CommandSpec] = &[
@@ -125,6 +126,27 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             }
             return Err(CmdError::err(format!(
                 "CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {granted}"
+            )));
+        }
+    }
+    let oom = |c: &Config| ["oom-score-adj", "oom-score-adj-values"].map(|n| config::lookup(n).map(|d| c.get(d)));
+    if oom(&next) != oom(&ctx.srv.config) {
+        if let Err(why) = crate::daemon::apply_oom_score_adj(&next, OomClass::Master) {
+            let name =
+                pairs.iter().find(|(d, _, _)| d.name.starts_with("oom-score-adj")).map_or("oom-score-adj", |p| p.1);
+            tracing::warn!("{why}");
+            tracing::warn!(
+                "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+            );
+            // Redis's rollback re-applies the old settings (which restores the old score).
+            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.srv.config, OomClass::Master) {
+                tracing::warn!("{why}");
+            }
+            if let Some(d) = &old_dir {
+                let _ = std::env::set_current_dir(d);
+            }
+            return Err(CmdError::err(format!(
+                "CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs."
             )));
         }
     }

@@ -43,43 +43,9 @@ fn ceq(arg: &[u8], word: &str) -> bool {
     arg[..end].eq_ignore_ascii_case(word.as_bytes())
 }
 
-/// A double as Redis's getDoubleFromObject reads one: all of the argument must be a number for
-/// `strtod` (decimal, hex, `inf`/`infinity`), no leading space, not NaN, and not out of range
-/// (overflow to infinity or underflow to zero refused).
+/// A double as Redis's getDoubleFromObject reads one.
 fn parse_double(arg: &[u8]) -> Option<f64> {
-    if arg.is_empty() || arg[0].is_ascii_whitespace() || arg[0] == 0x0b || arg[0] == 0x0c {
-        return None;
-    }
-    let (neg, body) = match arg[0] {
-        b'-' => (true, &arg[1..]),
-        b'+' => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    let v = if body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity") {
-        f64::INFINITY
-    } else if body.len() > 2 && body[0] == b'0' && (body[1] | 0x20) == b'x' {
-        parse_hex(&body[2..])?
-    } else {
-        if !body.first().is_some_and(|c| c.is_ascii_digit() || *c == b'.') {
-            return None;
-        }
-        if !body.iter().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
-            return None;
-        }
-        let v: f64 = std::str::from_utf8(body).ok()?.parse().ok()?;
-        let mantissa = body.iter().take_while(|c| !matches!(c, b'e' | b'E'));
-        let nonzero = mantissa.clone().any(|c| (b'1'..=b'9').contains(c));
-        if v.is_infinite() || (v == 0.0 && nonzero) {
-            return None; // ERANGE
-        }
-        v
-    };
-    Some(if neg { -v } else { v })
-}
-
-/// The digits of a hex float after `0x`; None when out of range or malformed.
-fn parse_hex(s: &[u8]) -> Option<f64> {
-    crate::util::num::hex_float(s).and_then(|(v, erange)| (!erange).then_some(v))
+    crate::util::num::parse_f64(arg)
 }
 
 /// A longitude/latitude pair at `args[i]`, `args[i + 1]`, with Redis's two errors.

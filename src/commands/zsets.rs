@@ -169,46 +169,9 @@ fn pair(member: Vec<u8>, score: f64) -> Reply {
     Reply::Array(vec![Reply::Bulk(member), Reply::Double(score)])
 }
 
-/// C `strtod` over the whole of `s` (no leading space): decimal, `inf`/`infinity`/`nan` in any
-/// case, and hex floats, as glibc reads them. Returns the value and whether it was out of range
-/// (overflow to infinity, or underflow to zero of a non-zero literal), glibc's ERANGE.
-fn c_strtod(s: &[u8]) -> Option<(f64, bool)> {
-    let (neg, body) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let sign = if neg { -1.0 } else { 1.0 };
-    let lower = body.to_ascii_lowercase();
-    if lower == b"inf" || lower == b"infinity" {
-        return Some((sign * f64::INFINITY, false));
-    }
-    if lower.starts_with(b"nan") {
-        return Some((f64::NAN, false));
-    }
-    if lower.starts_with(b"0x") {
-        return crate::util::num::hex_float(&lower[2..]).map(|(v, erange)| (sign * v, erange));
-    }
-    if body.is_empty() || !body.iter().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
-        return None;
-    }
-    let v: f64 = std::str::from_utf8(body).ok()?.parse().ok()?;
-    let mantissa_digits = body.iter().take_while(|c| !matches!(c, b'e' | b'E'));
-    let nonzero = mantissa_digits.clone().any(|c| (b'1'..=b'9').contains(c));
-    let erange = v.is_infinite() || (v == 0.0 && nonzero);
-    Some((sign * v, erange))
-}
-
-/// A score argument (ZADD, ZINCRBY, WEIGHTS) as Redis's `string2d` reads it: full strtod syntax,
-/// no surrounding space, out-of-range and NaN refused.
+/// A score argument (ZADD, ZINCRBY, WEIGHTS) as Redis's `string2d` reads it.
 fn parse_score(s: &[u8]) -> Option<f64> {
-    if s.first().is_none_or(u8::is_ascii_whitespace) {
-        return None;
-    }
-    match c_strtod(s)? {
-        (v, false) if !v.is_nan() => Some(v),
-        _ => None,
-    }
+    crate::util::num::parse_f64(s)
 }
 
 /// Parses one end of a score range: `[(]number`, read by plain strtod as Redis does (leading
@@ -223,7 +186,7 @@ fn parse_score_bound(arg: &[u8]) -> Option<(f64, bool)> {
     if text.is_empty() {
         return Some((0.0, ex));
     }
-    let (v, _) = c_strtod(text)?;
+    let (v, _) = crate::util::num::strtod(text)?;
     (!v.is_nan()).then_some((v, ex))
 }
 

@@ -192,6 +192,7 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
     match fork {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
+            let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 child_main(st, fixed.is_none(), base, &info, &filename, wr)
             }))
@@ -236,6 +237,7 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
     match fork {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
+            let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
             let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(st))).unwrap_or(false);
             let cow = private_dirty_bytes().unwrap_or(0);
             let mut f = File::from(wr);
