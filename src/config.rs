@@ -378,6 +378,18 @@ pub const IMPLEMENTED: &[&str] = &[
     "busy-reply-threshold",
     "latency-tracking",
     "supervised",
+    "min-replicas-max-lag",
+    "min-replicas-to-write",
+    "client-output-buffer-limit",
+    "latency-tracking-info-percentiles",
+    "lfu-decay-time",
+    "lfu-log-factor",
+    "maxmemory-eviction-tenacity",
+    "rdb-key-save-delay",
+    "rdb-version",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
+    "tracking-table-max-keys",
 ];
 
 struct Index {
@@ -472,6 +484,10 @@ pub struct Config {
     pub set_proc_title: bool,
     pub latency_tracking: bool,
     pub dynamic_hz: bool,
+    /// min-replicas-to-write and min-replicas-max-lag: with both above 0, writes need that many
+    /// replicas, and this server has none.
+    pub min_replicas_to_write: i64,
+    pub min_replicas_max_lag: i64,
     /// Directives stored but not acted on: name → CONFIG GET text (absent = default).
     pub other: BTreeMap<&'static str, String>,
     /// The config file given on the command line (absolute path), for CONFIG REWRITE and INFO.
@@ -546,6 +562,8 @@ impl Default for Config {
             set_proc_title: true,
             latency_tracking: true,
             dynamic_hz: true,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             other: BTreeMap::new(),
             config_file: None,
             warnings: Vec::new(),
@@ -683,6 +701,8 @@ typed_fields! {
     "set-proc-title" => set_proc_title,
     "latency-tracking" => latency_tracking,
     "dynamic-hz" => dynamic_hz,
+    "min-replicas-to-write" => min_replicas_to_write,
+    "min-replicas-max-lag" => min_replicas_max_lag,
 }
 
 /// Redis's memtoull: digits with an optional unit (b, k, kb, m, mb, g, gb; any case).

@@ -499,6 +499,9 @@ fn replication(s: &mut Section, st: &State) {
     s.title("Replication");
     s.field("role", "master");
     s.field("connected_slaves", 0);
+    if st.config.min_replicas_to_write > 0 && st.config.min_replicas_max_lag > 0 {
+        s.field("min_slaves_good_slaves", 0);
+    }
     s.field("master_failover_state", "no-failover");
     s.field("master_replid", &st.replid);
     s.field("master_replid2", "0000000000000000000000000000000000000000");
@@ -559,19 +562,25 @@ fn errorstats(s: &mut Section, st: &State) {
     }
 }
 
-/// Percentiles INFO latencystats reports (latency-tracking-info-percentiles' default).
-const PERCENTILES: &[(f64, &str)] = &[(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];
-
 fn latencystats(s: &mut Section, st: &State) {
     s.title("Latencystats");
+    // latency-tracking-info-percentiles keeps each value in the form Redis prints (%f, trailing
+    // zeros trimmed), which is also the label's.
+    let configured = crate::config::lookup("latency-tracking-info-percentiles").map(|d| st.config.get(d));
+    let percentiles: Vec<(f64, &str)> = configured
+        .as_deref()
+        .unwrap_or_default()
+        .split(' ')
+        .filter_map(|p| Some((crate::util::num::parse_f64(p.as_bytes())?, p)))
+        .collect();
     for name in stat_names() {
         let Some(c) = st.stats.commands.get(&crate::stats::StatName(name)) else { continue };
         if c.latency.total() == 0 {
             continue;
         }
-        let parts: Vec<String> = PERCENTILES
+        let parts: Vec<String> = percentiles
             .iter()
-            .map(|&(p, label)| format!("{label}={:.3}", c.latency.value_at_percentile(p) as f64 / 1000.0))
+            .map(|&(p, label)| format!("p{label}={:.3}", c.latency.value_at_percentile(p) as f64 / 1000.0))
             .collect();
         s.field(&format!("latency_percentiles_usec_{name}"), parts.join(","));
     }

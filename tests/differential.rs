@@ -268,6 +268,7 @@ scripts! {
     functions => "functions.txt",
     scripting => "scripting.txt",
     scripting_libs => "scripting_libs.txt",
+    server_config => "server_config.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

@@ -19,10 +19,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("pfselftest", 1, ADMIN, NO_KEYS, acl::HYPERLOGLOG, pfselftest),
 ];
 
-/// hll-sparse-max-bytes. `Config` has no such field yet, so this is Redis's default; read the
-/// config here once it exists (CONFIG SET hll-sparse-max-bytes).
-fn sparse_max_bytes(_ctx: &Ctx) -> usize {
-    3000
+/// hll-sparse-max-bytes: past this size a sparse HLL is converted to the dense encoding.
+fn sparse_max_bytes(ctx: &Ctx) -> usize {
+    ctx.srv.config.hll_sparse_max_bytes
 }
 
 fn not_hll() -> CmdError {

@@ -107,6 +107,9 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
             if read_only {
                 return Err(CmdError::err("Can not execute a script with write flag using *_ro command."));
             }
+            if !crate::executor::call::good_replicas(st) {
+                return Err(CmdError::Raw(crate::executor::call::NOREPLICAS.into()));
+            }
         }
     }
     Ok(RunRules { read_only: read_only || (!compat && no_writes), allow_oom: !compat && allow_oom, oom_at_start: oom })

@@ -59,6 +59,14 @@ const DEBUG_NOT_ALLOWED: &str =
 
 const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
+/// Refusal of a write while min-replicas-to-write is not met.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Redis's checkGoodReplicasStatus: met when either setting is 0, as this server has no replicas.
+pub fn good_replicas(st: &State) -> bool {
+    st.config.min_replicas_to_write == 0 || st.config.min_replicas_max_lag == 0
+}
+
 /// Time for a batch of commands: the wall-clock snapshot commands see, and the monotonic instant
 /// the previous command ended, so each command costs one clock read.
 pub struct Clock {
@@ -163,6 +171,12 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             reject(st, client, CmdError::Raw(text), out, proto);
             return;
         }
+    }
+    // min-replicas-to-write: there are no replicas, so with the check on every write is refused.
+    if flags_now & flags::WRITE != 0 && !good_replicas(st) {
+        st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+        reject(st, client, CmdError::Raw(NOREPLICAS.into()), out, proto);
+        return;
     }
     // pub/sub hook: RESP2 subscribed mode allows only a few commands (PING answers differently).
     let subscribed_ping = match crate::commands::pubsub::subscribed_mode_check(st, client, spec, parent) {
