@@ -135,6 +135,9 @@ rawset(G, "setmetatable", c_wrap(function(...)
     return true, setmetatable(t, mt)
 end))
 
+-- Redis 7.0's pcall, which catches redis.call's {err=...} errors as their message.
+rawset(G, "pcall", prim.base_pcall)
+
 -- The `redis` of FUNCTION libraries: what scripts have but the debugger's and the
 -- effects-replication entry points.
 local fn_redis = {}

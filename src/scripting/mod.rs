@@ -115,9 +115,10 @@ impl Engine {
         prim.raw_set("version_num", version_num(crate::REDIS_VERSION))?;
         prim.raw_set("err_handler", lua.create_function(err_handler)?)?;
         prim.raw_set("c_wrap", lua.create_function(|lua, f: Function| raising(lua, f))?)?;
-        // SAFETY: both are C functions written for the Lua 5.1 API (see `stack`).
+        // SAFETY: these are C functions written for the Lua 5.1 API (see `stack`).
         prim.raw_set("call", unsafe { lua.create_c_function(stack::redis_call)? })?;
         prim.raw_set("pcall", unsafe { lua.create_c_function(stack::redis_pcall)? })?;
+        prim.raw_set("base_pcall", unsafe { lua.create_c_function(stack::base_pcall)? })?;
         prim.raw_set("setresp", raising(&lua, lua.create_function(prim_setresp)?)?)?;
         prim.raw_set("register_function", raising(&lua, lua.create_function(functions::prim_register_function)?)?)?;
         prim.raw_set("log", raising(&lua, lua.create_function(prim_log)?)?)?;

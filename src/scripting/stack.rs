@@ -27,6 +27,35 @@ pub unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int
     call(state, false)
 }
 
+/// The global `pcall` as Redis 7.0 replaces it: an error that is a table with a string (or
+/// number) `err` field, as redis.call raises, is caught as that field's value, so a script sees
+/// the message itself. Without arguments it reports what Redis's does (it calls its own `true`).
+pub unsafe extern "C-unwind" fn base_pcall(state: *mut ffi::lua_State) -> c_int {
+    let argc = ffi::lua_gettop(state);
+    if argc == 0 {
+        ffi::lua_pushboolean(state, 0);
+        push_bytes(state, b"attempt to call a boolean value");
+        return 2;
+    }
+    ffi::lua_pushboolean(state, 1);
+    ffi::lua_insert(state, 1);
+    if ffi::lua_pcall(state, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+        // The stack is now [true, error]: the placeholder becomes `false`.
+        if ffi::lua_type(state, -1) == ffi::LUA_TTABLE {
+            // Not raw: Redis reads the field through metamethods too.
+            ffi::lua_getfield(state, -1, c"err".as_ptr());
+            if ffi::lua_isstring(state, -1) != 0 {
+                ffi::lua_replace(state, -2);
+            } else {
+                ffi::lua_settop(state, -2);
+            }
+        }
+        ffi::lua_pushboolean(state, 0);
+        ffi::lua_replace(state, 1);
+    }
+    ffi::lua_gettop(state)
+}
+
 unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
     match read_and_run(state) {
         Err(msg) => match msg.strip_prefix('-') {
