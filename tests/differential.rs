@@ -269,6 +269,7 @@ scripts! {
     scripting => "scripting.txt",
     scripting_libs => "scripting_libs.txt",
     server_config => "server_config.txt",
+    transactions => "transactions.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).

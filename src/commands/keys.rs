@@ -418,8 +418,8 @@ pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let (a, b) = (a as usize, b as usize);
     if a != b {
-        ctx.touch_watched_in_db(a);
-        ctx.touch_watched_in_db(b);
+        ctx.touch_watched_in_db(a, Some(b));
+        ctx.touch_watched_in_db(b, Some(a));
         ctx.srv.signal_db_waiters(a);
         ctx.srv.signal_db_waiters(b);
         let dbs = &mut ctx.srv.dbs;
@@ -449,7 +449,7 @@ fn flush_mode(args: &Args) -> Result<bool, CmdError> {
 /// Empties database `idx`; returns how many keys it held. With `background`, the old tables are
 /// dropped on a helper thread so freeing millions of entries does not stall the executor.
 pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
-    ctx.touch_watched_in_db(idx);
+    ctx.touch_watched_in_db(idx, None);
     ctx.srv.signal_db_waiters(idx);
     crate::tracking::on_flush(ctx.srv);
     let db = &mut ctx.srv.dbs[idx];

@@ -519,11 +519,7 @@ impl Ctx<'_> {
         if !self.srv.watched.is_empty() {
             if let Some(ids) = self.srv.watched.get(&(db, key.to_vec())) {
                 for &id in ids {
-                    if id == self.client.id {
-                        self.client.dirty_cas = true;
-                    } else if let Some(c) = self.srv.clients.get_mut(&id) {
-                        c.dirty_cas = true;
-                    }
+                    crate::executor::clients::flag_dirty_cas(&mut self.srv.clients, self.client, id);
                 }
             }
         }
@@ -533,25 +529,26 @@ impl Ctx<'_> {
         }
     }
 
-    /// Fails the EXEC of every client watching a key that exists in database `db` (FLUSHDB,
-    /// FLUSHALL and SWAPDB call this before changing the database).
-    pub fn touch_watched_in_db(&mut self, db: usize) {
+    /// Fails the EXEC of every client watching a key of database `db` that exists there or in
+    /// `replacement`, the database whose data takes its place (FLUSHDB and FLUSHALL call this
+    /// with none, SWAPDB with the other index, both before changing anything), as Redis's
+    /// touchAllWatchedKeysInDb does.
+    pub fn touch_watched_in_db(&mut self, db: usize, replacement: Option<usize>) {
         if self.srv.watched.is_empty() {
             return;
         }
         let now = self.now_ms;
-        let mut hit = Vec::new();
-        for ((d, key), ids) in &self.srv.watched {
-            if *d == db && self.srv.dbs[db].keys(now).any(|(k, _)| k == key.as_slice()) {
-                hit.extend(ids.iter().copied());
-            }
-        }
+        let dbs = &self.srv.dbs;
+        let exists = |key: &[u8]| dbs[db].is_live(key, now) || replacement.is_some_and(|r| dbs[r].is_live(key, now));
+        let hit: Vec<u64> = self
+            .srv
+            .watched
+            .iter()
+            .filter(|((d, key), _)| *d == db && exists(key))
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
         for id in hit {
-            if id == self.client.id {
-                self.client.dirty_cas = true;
-            } else if let Some(c) = self.srv.clients.get_mut(&id) {
-                c.dirty_cas = true;
-            }
+            crate::executor::clients::flag_dirty_cas(&mut self.srv.clients, self.client, id);
         }
     }
 

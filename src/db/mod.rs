@@ -525,6 +525,11 @@ impl Db {
         self.keys.random().map(|(k, _)| k.to_vec())
     }
 
+    /// Whether `key` is stored and not past its TTL, changing nothing (no lazy expiry).
+    pub fn is_live(&self, key: &[u8], now_ms: i64) -> bool {
+        self.keys.contains_key(key) && !matches!(self.expires.get(key), Some(&at) if at <= now_ms)
+    }
+
     /// Every live key, in table order.
     pub fn keys(&self, now_ms: i64) -> impl Iterator<Item = (&[u8], &Value)> {
         self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))

@@ -15,6 +15,19 @@ use crate::util::signal::Signal;
 /// Connected clients by id.
 pub type ClientTable = std::collections::HashMap<u64, Box<Client>, foldhash::fast::FixedState>;
 
+/// Makes the next EXEC of client `id` fail: a key it watches changed. `current` is the client
+/// running the command, out of `clients` while it runs; the script client stands in for its
+/// caller, who is out of `clients` too.
+pub fn flag_dirty_cas(clients: &mut ClientTable, current: &mut Client, id: u64) {
+    if id == current.id {
+        current.dirty_cas = true;
+    } else if current.script_caller == Some(id) {
+        current.caller_dirty_cas = true;
+    } else if let Some(c) = clients.get_mut(&id) {
+        c.dirty_cas = true;
+    }
+}
+
 /// Shared between a connection task and the executor: the executor sets `kill` (CLIENT KILL,
 /// idle timeout, SHUTDOWN) and notifies; the connection task closes the socket.
 #[derive(Debug, Default)]
@@ -280,6 +293,11 @@ pub struct Client {
     pub dirty_exec: bool,
     /// A watched key was modified: EXEC answers a null array.
     pub dirty_cas: bool,
+    /// On the script client while a script runs: the id of the client whose EVAL or FCALL it
+    /// is (out of the client table meanwhile), and whether the script changed a key that client
+    /// watches (its `dirty_cas` once the script returns).
+    pub script_caller: Option<u64>,
+    pub caller_dirty_cas: bool,
     /// WATCHed keys: (db, key, whether it existed at WATCH time).
     pub watched_keys: Vec<(usize, Vec<u8>, bool)>,
     /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
@@ -346,6 +364,8 @@ impl Client {
             multi: None,
             dirty_exec: false,
             dirty_cas: false,
+            script_caller: None,
+            caller_dirty_cas: false,
             watched_keys: Vec::new(),
             reply_off: false,
             reply_skip_next: false,

@@ -285,8 +285,8 @@ fn announce(st: &mut State, mut caller: Option<&mut Client>, db: usize, key: &[u
     if let Some(ids) = st.watched.get(&(db, key.to_vec())) {
         for &id in ids {
             match caller.as_deref_mut() {
-                Some(c) if c.id == id => c.dirty_cas = true,
-                _ => {
+                Some(c) => crate::executor::clients::flag_dirty_cas(&mut st.clients, c, id),
+                None => {
                     if let Some(c) = st.clients.get_mut(&id) {
                         c.dirty_cas = true;
                     }

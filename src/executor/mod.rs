@@ -275,15 +275,7 @@ impl Executor {
             if client.postponed {
                 self.state.postponed.retain(|&p| p != id);
             }
-            for (db, key, _) in std::mem::take(&mut client.watched_keys) {
-                let k = (db, key);
-                if let Some(ids) = self.state.watched.get_mut(&k) {
-                    ids.retain(|&w| w != id);
-                    if ids.is_empty() {
-                        self.state.watched.remove(&k);
-                    }
-                }
-            }
+            crate::commands::transactions::unwatch_client(&mut self.state, &mut client);
             if let Some(blocked) = client.blocked.take() {
                 blocking::unpark(&mut self.state, id, &blocked);
             }

@@ -314,7 +314,7 @@ pub enum Callable<'a> {
 /// error reply for a script error).
 pub fn run(
     st: &mut State,
-    caller: &Client,
+    caller: &mut Client,
     what: Callable,
     keys: &[Bytes],
     args: &[Bytes],
@@ -325,6 +325,7 @@ pub fn run(
     let mut client = st.scripting.client.take().unwrap_or_else(|| Box::new(script_client(now_ms)));
     client.db = caller.db;
     client.user = caller.user.clone();
+    client.script_caller = Some(caller.id);
     client.proto = 2;
     client.in_exec = true;
     let name = match &what {
@@ -353,6 +354,8 @@ pub fn run(
         // connection closes without a reply.
         reply = Reply::Raw(Vec::new());
     }
+    client.script_caller = None;
+    caller.dirty_cas |= std::mem::take(&mut client.caller_dirty_cas);
     st.scripting.client = Some(client);
     if killed {
         // The kill made the hook fire on every instruction: back to its usual pace.
