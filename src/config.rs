@@ -125,6 +125,9 @@ pub static TABLE: &[Desc] = &[
     yn("rdb-del-sync-files", M, "no"),
     // Ours: the RDB version SAVE/BGSAVE write (auto = oldest that holds the dataset, 10 or 12).
     en("rdb-version", M, &["auto", "9", "10", "11", "12"], "auto"),
+    // Ours: the nap before the one-thread runtime sleeps while that raises throughput
+    // (server::coalesce); 0 = never.
+    uint("wakeup-coalescing-us", M, 0, 1000, "25"),
     yn("activerehashing", M, "yes"),
     yn("stop-writes-on-bgsave-error", M, "yes"),
     yn("set-proc-title", IMMUTABLE, "yes"),
@@ -390,6 +393,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "shutdown-on-sigint",
     "shutdown-on-sigterm",
     "tracking-table-max-keys",
+    "wakeup-coalescing-us",
 ];
 
 struct Index {
@@ -488,6 +492,7 @@ pub struct Config {
     /// replicas, and this server has none.
     pub min_replicas_to_write: i64,
     pub min_replicas_max_lag: i64,
+    pub wakeup_coalescing_us: u64,
     /// Directives stored but not acted on: name → CONFIG GET text (absent = default).
     pub other: BTreeMap<&'static str, String>,
     /// The config file given on the command line (absolute path), for CONFIG REWRITE and INFO.
@@ -564,6 +569,7 @@ impl Default for Config {
             dynamic_hz: true,
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
+            wakeup_coalescing_us: 25,
             other: BTreeMap::new(),
             config_file: None,
             warnings: Vec::new(),
@@ -703,6 +709,7 @@ typed_fields! {
     "dynamic-hz" => dynamic_hz,
     "min-replicas-to-write" => min_replicas_to_write,
     "min-replicas-max-lag" => min_replicas_max_lag,
+    "wakeup-coalescing-us" => wakeup_coalescing_us,
 }
 
 /// Redis's memtoull: digits with an optional unit (b, k, kb, m, mb, g, gb; any case).
@@ -1645,6 +1652,7 @@ pub mod live {
     pub static PROTO_MAX_BULK_LEN: AtomicU64 = AtomicU64::new(512 * 1024 * 1024);
     pub static CLIENT_QUERY_BUFFER_LIMIT: AtomicU64 = AtomicU64::new(1024 * 1024 * 1024);
     pub static TCP_KEEPALIVE: AtomicU64 = AtomicU64::new(300);
+    pub static WAKEUP_COALESCING_US: AtomicU64 = AtomicU64::new(25);
     /// protected-mode is on and the default user has no password: non-local clients are refused.
     pub static PROTECTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
@@ -1654,6 +1662,7 @@ pub mod live {
         PROTO_MAX_BULK_LEN.store(cfg.proto_max_bulk_len as u64, Ordering::Relaxed);
         CLIENT_QUERY_BUFFER_LIMIT.store(cfg.client_query_buffer_limit as u64, Ordering::Relaxed);
         TCP_KEEPALIVE.store(cfg.tcp_keepalive, Ordering::Relaxed);
+        WAKEUP_COALESCING_US.store(cfg.wakeup_coalescing_us, Ordering::Relaxed);
         // The default user's password decides with protected-mode (users::acl_changed keeps it
         // current when ACL SETUSER changes that user).
         PROTECTED.store(cfg.protected_mode && cfg.requirepass.is_none(), Ordering::Relaxed);

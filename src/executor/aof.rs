@@ -59,10 +59,10 @@ pub struct SyncGate {
 
 impl SyncGate {
     /// Before the runtime parks: fsyncs what `always` batches wrote, then wakes their replies.
-    pub fn sync_written(&self) {
+    pub fn sync_written(&self) -> bool {
         let written = self.written.load(Ordering::Acquire);
         if written == self.synced.load(Ordering::Acquire) {
-            return;
+            return false;
         }
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
@@ -78,6 +78,7 @@ impl SyncGate {
         drop(unwritten);
         self.synced.store(written, Ordering::Release);
         self.synced_notify.notify_waiters();
+        true
     }
 
     /// Waits until batch `epoch` is fsynced.

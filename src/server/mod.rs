@@ -1,6 +1,7 @@
 //! The network side: listeners, connection tasks and the runtime that drives them, in one of
 //! two modes chosen by io-threads (see `executor`). Nothing imports this module but `main`/`lib`.
 
+mod coalesce;
 pub mod connection;
 pub mod listener;
 
@@ -135,12 +136,14 @@ pub fn run(config: Config) -> i32 {
         exec.state.loading = Some(job);
     }
     if threads == 1 {
+        coalesce::init_thread();
         exec.state.connections_inline = true;
         exec.state.aof.group_commit = true;
         let gate = exec.state.aof.fsync.clone();
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .on_thread_park(move || gate.sync_written())
+            .on_thread_park(move || coalesce::before_park(!gate.sync_written()))
+            .on_thread_unpark(coalesce::after_unpark)
             .build()
         {
             Ok(rt) => rt,
