@@ -972,28 +972,8 @@ fn random_picks_are_consistent() {
 /// prefix a seed or range with `r` for RESP3: `r7`, `r100-130`, `r100-r130`). Does nothing when the variable is unset.
 #[test]
 fn random_collections_env_seeds() {
-    let Ok(spec) = std::env::var("FERRODIS_COLLECTION_SEEDS") else {
-        return;
-    };
-    for part in spec.split(',').filter(|p| !p.is_empty()) {
-        let (proto, part) = match part.strip_prefix('r') {
-            Some(rest) => (3, rest),
-            None => (2, part),
-        };
-        let (lo, hi) = match part.split_once('-') {
-            // `r100-r130` and `r100-130` both mean RESP3 seeds 100 to 130.
-            Some((a, b)) => {
-                let b = b.strip_prefix('r').unwrap_or(b);
-                (a.parse::<u64>().expect("seed"), b.parse::<u64>().expect("seed"))
-            }
-            None => {
-                let s = part.parse::<u64>().expect("seed");
-                (s, s)
-            }
-        };
-        for seed in lo..=hi {
-            run_seed(seed, proto);
-        }
+    for (seed, proto) in common::env_seeds("FERRODIS_COLLECTION_SEEDS") {
+        run_seed(seed, proto);
     }
 }
 

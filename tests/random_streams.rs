@@ -481,18 +481,7 @@ fn generator_is_deterministic() {
 /// `r100-r140` (RESP3). Without the variable this runs nothing.
 #[test]
 fn random_streams_extra_seeds() {
-    let Ok(spec) = std::env::var("FERRODIS_STREAM_SEEDS") else { return };
-    for part in spec.split(',') {
-        let (proto, range) = match part.strip_prefix('r') {
-            Some(rest) => (3, rest.replace('r', "")),
-            None => (2, part.to_string()),
-        };
-        let (lo, hi) = match range.split_once('-') {
-            Some((a, b)) => (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()),
-            None => (range.parse().unwrap(), range.parse().unwrap()),
-        };
-        for seed in lo..=hi {
-            run_seed(seed, proto);
-        }
+    for (seed, proto) in common::env_seeds("FERRODIS_STREAM_SEEDS") {
+        run_seed(seed, proto);
     }
 }

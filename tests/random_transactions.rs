@@ -747,27 +747,8 @@ fn random_transactions_seed_31_resp3() {
 /// seed or range with `r` for RESP3: `r7`, `r100-130`). Does nothing when the variable is unset.
 #[test]
 fn random_transactions_env_seeds() {
-    let Ok(spec) = std::env::var("FERRODIS_TX_SEEDS") else {
-        return;
-    };
-    for part in spec.split(',').filter(|p| !p.is_empty()) {
-        let (proto, part) = match part.strip_prefix('r') {
-            Some(rest) => (3, rest),
-            None => (2, part),
-        };
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => {
-                let b = b.strip_prefix('r').unwrap_or(b);
-                (a.parse::<u64>().expect("seed"), b.parse::<u64>().expect("seed"))
-            }
-            None => {
-                let s = part.parse::<u64>().expect("seed");
-                (s, s)
-            }
-        };
-        for seed in lo..=hi {
-            run_seed(seed, proto);
-        }
+    for (seed, proto) in common::env_seeds("FERRODIS_TX_SEEDS") {
+        run_seed(seed, proto);
     }
 }
 

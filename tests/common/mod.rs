@@ -570,6 +570,28 @@ pub fn raise_nofile(want: u64) -> u64 {
     }
 }
 
+/// Extra seeds a seeded random test runs from the environment variable `var`, for bug hunts and
+/// replays: `100-140`, `5,9`, and with an `r` for RESP3 `r7`, `r100-130` or `r100-r130`. Each
+/// seed comes with its protocol (2 or 3); nothing when the variable is unset.
+#[allow(dead_code)]
+pub fn env_seeds(var: &str) -> Vec<(u64, u8)> {
+    let Ok(spec) = std::env::var(var) else { return Vec::new() };
+    let seed = |s: &str| s.parse::<u64>().unwrap_or_else(|_| panic!("{var}: bad seed {s:?}"));
+    let mut seeds = Vec::new();
+    for part in spec.split(',').filter(|p| !p.is_empty()) {
+        let (proto, part) = match part.strip_prefix('r') {
+            Some(rest) => (3, rest),
+            None => (2, part),
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (seed(a), seed(b.strip_prefix('r').unwrap_or(b))),
+            None => (seed(part), seed(part)),
+        };
+        seeds.extend((lo..=hi).map(|s| (s, proto)));
+    }
+    seeds
+}
+
 /// The RDB fixture library (real dump files with their expected contents): the copy kept in
 /// tests/fixtures/rdb, or the folder FERRODIS_RDB_FIXTURES names (e.g. one with the big fixture).
 #[allow(dead_code)]
@@ -604,6 +626,16 @@ pub fn without_active_time(reply: Vec<u8>) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn env_seeds_reads_ranges_and_resp3() {
+        std::env::set_var("FERRODIS_TEST_ENV_SEEDS", "5,9-10,r7,r1-r2,r3-3");
+        assert_eq!(
+            super::env_seeds("FERRODIS_TEST_ENV_SEEDS"),
+            vec![(5, 2), (9, 2), (10, 2), (7, 3), (1, 3), (2, 3), (3, 3)]
+        );
+        assert!(super::env_seeds("FERRODIS_TEST_ENV_SEEDS_UNSET").is_empty());
+    }
+
     use super::*;
 
     #[test]
