@@ -24,7 +24,7 @@
 
 mod common;
 
-use common::{parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
+use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
 use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[11, 303, 0xB175, 0x4859_4C4C];
@@ -634,23 +634,6 @@ fn complete_dangling_xzero(key: &[u8], rc: &mut Client, fc: &mut Client) -> Opti
     let a = fc.cmd(&argv);
     assert_eq!(show(&a), show(&e), "`{}` (left ferrodis, right redis)", show_argv(&argv));
     Some(format!("{} (added by the harness)", show_argv(&argv)))
-}
-
-fn keys_sorted(c: &mut Client) -> Vec<Vec<u8>> {
-    match parse_value(&c.cmd(&["KEYS", "*"])) {
-        Value::Agg(_, Some(items)) => {
-            let mut keys: Vec<Vec<u8>> = items
-                .into_iter()
-                .map(|v| match v {
-                    Value::Bulk(Some(b)) => b,
-                    other => panic!("KEYS element {other:?}"),
-                })
-                .collect();
-            keys.sort();
-            keys
-        }
-        other => panic!("KEYS * answered {other:?}"),
-    }
 }
 
 /// An HGETALL reply (flat array or map) as sorted (field, value) pairs; other replies as they are.

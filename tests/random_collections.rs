@@ -28,7 +28,7 @@
 
 mod common;
 
-use common::{parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
+use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
 use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[3, 77, 0x0C01_1EC7];
@@ -696,23 +696,6 @@ fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}; encodings seen {encodings:?}");
     eprintln!("seed {seed}: errors {errors:?}");
     compare_dataset(seed, &mut rc, &mut fc);
-}
-
-fn keys_sorted(c: &mut Client) -> Vec<Vec<u8>> {
-    match parse_value(&c.cmd(&["KEYS", "*"])) {
-        Value::Agg(_, Some(items)) => {
-            let mut keys: Vec<Vec<u8>> = items
-                .into_iter()
-                .map(|v| match v {
-                    Value::Bulk(Some(b)) => b,
-                    other => panic!("KEYS element {other:?}"),
-                })
-                .collect();
-            keys.sort();
-            keys
-        }
-        other => panic!("KEYS * answered {other:?}"),
-    }
 }
 
 fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client) {

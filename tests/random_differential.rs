@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
+use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
 use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[1, 42, 2024, 0xFE44_0D15];
@@ -332,23 +332,6 @@ fn run_seed_proto(seed: u64, proto: u8) {
     }
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
     compare_dataset(seed, &mut rc, &mut fc);
-}
-
-fn keys_sorted(c: &mut Client) -> Vec<Vec<u8>> {
-    match parse_value(&c.cmd(&["KEYS", "*"])) {
-        Value::Agg(_, Some(items)) => {
-            let mut keys: Vec<Vec<u8>> = items
-                .into_iter()
-                .map(|v| match v {
-                    Value::Bulk(Some(b)) => b,
-                    other => panic!("KEYS element {other:?}"),
-                })
-                .collect();
-            keys.sort();
-            keys
-        }
-        other => panic!("KEYS * answered {other:?}"),
-    }
 }
 
 fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client) {

@@ -29,7 +29,7 @@
 
 mod common;
 
-use common::{parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
+use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
 use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[5, 99, 0x7A_0C7E, 0xE7A1_5EED];
@@ -654,23 +654,6 @@ fn run_seed(seed: u64, proto: u8) {
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}; EXEC replies {execs:?}");
     // A third connection: A or B may still be inside MULTI.
     compare_dataset(seed, &mut redis.client(), &mut ferro.client(), &gen.shas);
-}
-
-fn keys_sorted(c: &mut Client) -> Vec<Vec<u8>> {
-    match parse_value(&c.cmd(&["KEYS", "*"])) {
-        Value::Agg(_, Some(items)) => {
-            let mut keys: Vec<Vec<u8>> = items
-                .into_iter()
-                .map(|v| match v {
-                    Value::Bulk(Some(b)) => b,
-                    other => panic!("KEYS element {other:?}"),
-                })
-                .collect();
-            keys.sort();
-            keys
-        }
-        other => panic!("KEYS * answered {other:?}"),
-    }
 }
 
 fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client, shas: &[String]) {

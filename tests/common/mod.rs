@@ -570,6 +570,26 @@ pub fn raise_nofile(want: u64) -> u64 {
     }
 }
 
+/// Every key of the selected database (KEYS *), sorted: the datasets of two servers compare
+/// key by key.
+#[allow(dead_code)]
+pub fn keys_sorted(c: &mut Client) -> Vec<Vec<u8>> {
+    match parse_value(&c.cmd(&["KEYS", "*"])) {
+        Value::Agg(_, Some(items)) => {
+            let mut keys: Vec<Vec<u8>> = items
+                .into_iter()
+                .map(|v| match v {
+                    Value::Bulk(Some(b)) => b,
+                    other => panic!("KEYS element {other:?}"),
+                })
+                .collect();
+            keys.sort();
+            keys
+        }
+        other => panic!("KEYS * answered {other:?}"),
+    }
+}
+
 /// Extra seeds a seeded random test runs from the environment variable `var`, for bug hunts and
 /// replays: `100-140`, `5,9`, and with an `r` for RESP3 `r7`, `r100-130` or `r100-r130`. Each
 /// seed comes with its protocol (2 or 3); nothing when the variable is unset.
