@@ -16,12 +16,14 @@
 //! request arriving during it. It pays only when enough other connections keep the clients busy
 //! meanwhile (measured, 30 µs naps against no naps: 0.64x throughput at 8 connections, 0.85x at
 //! 16, 1.04x at 24, 1.18-1.21x at 32 to 100), so whether it pays is measured, not guessed. While
-//! the server is busy at least `MIN_UTIL_PCT` of the time, a trial runs an epoch without naps,
+//! the server is busy at least `MIN_UTIL_PCT` of the time (below that naps stop at once), a
+//! trial runs an epoch without naps,
 //! one with, and one without again, and compares the request bytes read per second
 //! (`NET_INPUT_BYTES`): naps are kept when the epoch with them is `GAIN_PCT` ahead of both
 //! epochs without (two, so that a load that happens to rise during the trial is not taken for
 //! a gain). The verdict holds for a number of epochs that doubles each time a trial confirms it,
-//! so a trial costs little once the load is steady.
+//! so a trial costs little once the load is steady (at most one epoch in `HOLD_MAX`, 1 s, goes
+//! the other way), and a change of load is followed within a second.
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
@@ -38,7 +40,7 @@ const MIN_UTIL_PCT: u64 = 10;
 const GAIN_PCT: u64 = 5;
 /// Epochs a choice is held at first, and at most.
 const HOLD_MIN: u32 = 8;
-const HOLD_MAX: u32 = 128;
+const HOLD_MAX: u32 = 40;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Phase {
@@ -79,20 +81,23 @@ impl Coalescer {
         }
     }
 
-    /// Ends the epoch that ran until `now_us` having read `bytes` in all: the next phase.
+    /// Ends the epoch that ran until `now_us` having read `bytes` in all: the next phase. An
+    /// epoch lasts from one park to the first park at least `EPOCH_US` later, so an idle server's
+    /// epochs are long; holds count the epochs' worth of time that passed.
     fn end_epoch(&mut self, now_us: u64, bytes: u64) {
         let elapsed = now_us.saturating_sub(self.epoch_start_us).max(1);
         let rate = bytes.saturating_sub(self.epoch_start_bytes) * 1_000_000 / elapsed;
+        let epochs = u32::try_from(elapsed / EPOCH_US).unwrap_or(u32::MAX).max(1);
+        // A server that keeps up easily gains nothing from naps: they stop, and no trial runs.
         let busy_enough = self.busy_us * 100 >= elapsed * MIN_UTIL_PCT;
         self.phase = match self.phase {
-            Phase::Hold { napping, epochs_left } if epochs_left > 1 => {
-                Phase::Hold { napping, epochs_left: epochs_left - 1 }
-            }
-            // A server that keeps up easily runs no trial (only epochs without naps say so).
-            Phase::Hold { napping: false, .. } | Phase::Without if !busy_enough => {
+            _ if !busy_enough => {
                 self.napping = false;
                 self.hold = HOLD_MIN;
                 Phase::Hold { napping: false, epochs_left: HOLD_MIN }
+            }
+            Phase::Hold { napping, epochs_left } if epochs_left > epochs => {
+                Phase::Hold { napping, epochs_left: epochs_left - epochs }
             }
             Phase::Hold { .. } => Phase::Without,
             Phase::Without => Phase::With { rate_without: rate },
@@ -201,7 +206,12 @@ mod tests {
             naps += c.naps() as u32;
         }
         assert_eq!(c.hold, HOLD_MAX);
-        assert!(naps > 1940, "{naps}");
+        assert!(naps > 2000 - 2 * (2000 / HOLD_MAX + 8), "{naps}");
+        // The load goes: naps stop with the first idle epoch, however long the hold.
+        run(&mut c, &mut now, &mut bytes, 1, 0, 0, 0);
+        assert!(!c.napping && !c.naps());
+        run(&mut c, &mut now, &mut bytes, HOLD_MIN + 3, 1_200_000, 1_000_000, 80);
+        assert!(c.naps());
         // Naps cost throughput: they stop at the next trial and are tried rarely after.
         run(&mut c, &mut now, &mut bytes, HOLD_MAX + 3, 800_000, 1_000_000, 80);
         assert!(!c.napping);
@@ -210,7 +220,7 @@ mod tests {
             run(&mut c, &mut now, &mut bytes, 1, 800_000, 1_000_000, 80);
             naps += c.naps() as u32;
         }
-        assert!(naps < 30, "{naps}");
+        assert!(naps < 2000 / HOLD_MAX + 8, "{naps}");
         // A load that rises during the trial is not taken for a gain.
         let mut c = Coalescer::new();
         let (mut rate, mut trials) = (1_000_000u64, 0);
