@@ -499,7 +499,7 @@ fn replication(s: &mut Section, st: &State) {
     s.title("Replication");
     s.field("role", "master");
     s.field("connected_slaves", 0);
-    if st.config.min_replicas_to_write > 0 && st.config.min_replicas_max_lag > 0 {
+    if !crate::executor::call::good_replicas(st) {
         s.field("min_slaves_good_slaves", 0);
     }
     s.field("master_failover_state", "no-failover");

@@ -17,11 +17,10 @@
 //! meanwhile (measured, 30 µs naps against no naps: 0.64x throughput at 8 connections, 0.85x at
 //! 16, 1.04x at 24, 1.18-1.21x at 32 to 100), so whether it pays is measured, not guessed. While
 //! the server is busy at least `MIN_UTIL_PCT` of the time (below that naps stop at once), a
-//! trial runs an epoch without naps,
-//! one with, and one without again, and compares the request bytes read per second
-//! (`NET_INPUT_BYTES`): naps are kept when the epoch with them is `GAIN_PCT` ahead of both
-//! epochs without (two, so that a load that happens to rise during the trial is not taken for
-//! a gain). The verdict holds for a number of epochs that doubles each time a trial confirms it,
+//! trial runs an epoch without naps, one with, and one without again, and compares the request
+//! bytes read per second (`NET_INPUT_BYTES`): naps are kept when the epoch with them is
+//! `GAIN_PCT` ahead of both epochs without (two, so that a load that happens to rise during the
+//! trial is not taken for a gain). The verdict holds for a number of epochs that doubles each time a trial confirms it,
 //! so a trial costs little once the load is steady (at most one epoch in `HOLD_MAX`, 1 s, goes
 //! the other way), and a change of load is followed within a second.
 
@@ -32,7 +31,8 @@ use crate::config::live;
 
 /// One measurement epoch.
 const EPOCH_US: u64 = 25_000;
-/// Below this share of busy time no trial runs (the server keeps up; naps only add latency).
+/// Below this share of busy time naps stop and no trial runs (the server keeps up; naps would
+/// only add latency).
 /// Busy time is measured between unpark and park, which leaves out the syscalls at either end:
 /// a server at 33% of a CPU by its own clock measures about 25% here.
 const MIN_UTIL_PCT: u64 = 10;
