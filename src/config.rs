@@ -312,6 +312,7 @@ pub static TABLE: &[Desc] = &[
 /// says so when its value differs from Redis's default. (A few stored-only directives still have
 /// typed fields, e.g. `supervised`, because startup code reads them.)
 pub const IMPLEMENTED: &[&str] = &[
+    "always-show-logo",
     "aclfile",
     "acl-pubsub-default",
     "acllog-max-len",

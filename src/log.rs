@@ -113,6 +113,25 @@ pub fn init(loglevel: &str, logfile: &str) {
     let _ = std::io::stdout().flush();
 }
 
+/// Writes `text` as it is, with no line prefix (Redis's serverLogRaw), at notice level: to the
+/// `logfile` when set, else stdout.
+pub fn raw(logfile: &str, text: &str) {
+    if LEVEL.load(Ordering::Relaxed) > 2 {
+        return;
+    }
+    let _ = match logfile {
+        "" => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        }
+        path => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes())),
+    };
+}
+
 /// Opens the log file for every line, as Redis does, so a log rotated away by renaming is
 /// followed by a fresh file at the configured path. Lines that cannot be written are dropped.
 struct AppendFile(String);

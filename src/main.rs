@@ -14,6 +14,31 @@ fn usage() -> String {
     )
 }
 
+/// The startup banner: shown when `always-show-logo yes`, or when the log goes to a terminal, as
+/// Redis decides; otherwise one "Running mode" line. Tools (Redis's own test suite among them)
+/// read the `PID:` and `Port:` fields of it, so those keep Redis's spelling; the art is ours.
+fn show_logo_or_mode(cfg: &Config) {
+    use std::io::IsTerminal;
+    let to_terminal = cfg.logfile.is_empty() && std::io::stdout().is_terminal();
+    if !(cfg.always_show_logo || to_terminal) {
+        tracing::info!("Running mode=standalone, port={}.", cfg.port);
+        return;
+    }
+    let pid = std::process::id();
+    let port = cfg.port;
+    let banner = format!(
+        "\n\
+         \x20   .-----------------------------.\n\
+         \x20  /  ferrodis {FERRODIS_VERSION:<19}/|     Redis {REDIS_VERSION} (00000000/0) 64 bit\n\
+         \x20 +-----------------------------+ |\n\
+         \x20 |  F E R R O D I S            | |     Running in standalone mode\n\
+         \x20 |                             | |     Port: {port}\n\
+         \x20 |  a drop-in redis-server     | /     PID: {pid}\n\
+         \x20 +-----------------------------+/\n\n"
+    );
+    log::raw(&cfg.logfile, &banner);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (file, stdin, options) = match config::parse_cli(&args) {
@@ -80,7 +105,7 @@ fn main() {
     if let Some(p) = &cfg.pidfile {
         daemon::write_pidfile(p);
     }
-    tracing::info!("Running mode=standalone, port={}.", cfg.port);
+    show_logo_or_mode(&cfg);
     tracing::warn!("Server initialized");
     if cfg.maxmemory > 0 && cfg.maxmemory < 1024 * 1024 {
         tracing::warn!(

@@ -51,6 +51,9 @@ fn verify_payload(p: &[u8]) -> bool {
     if version > MAX_PAYLOAD_VERSION {
         return false;
     }
+    if format::skip_checksum_validation() {
+        return true;
+    }
     let mut stored = [0u8; 8];
     stored.copy_from_slice(&footer[2..]);
     format::crc64(0, &p[..p.len() - 8]) == u64::from_le_bytes(stored)

@@ -338,6 +338,16 @@ fn confirm(out: &mut Vec<u8>, word: &'static [u8], name: Option<&[u8]>, count: u
     frame(out, vec![Reply::bulk(word), name, Reply::Int(count as i64)], proto);
 }
 
+/// The confirmations as the command's answer: in RESP2 they are its reply (CLIENT REPLY OFF
+/// silences them); in RESP3 they are pushes, which Redis delivers whatever CLIENT REPLY says.
+fn confirmations(ctx: &mut Ctx, out: Vec<u8>) -> CmdResult {
+    if ctx.client.proto == 2 {
+        return Ok(Reply::Raw(out));
+    }
+    ctx.srv.pubsub.self_out.extend_from_slice(&out);
+    Ok(Reply::Raw(Vec::new()))
+}
+
 fn do_subscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -> CmdResult {
     let id = ctx.client.id;
     let proto = ctx.client.proto;
@@ -347,7 +357,7 @@ fn do_subscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -> 
         let (plain, shard) = ctx.srv.pubsub.counts(id);
         confirm(&mut out, word, Some(name), if kind == Kind::Shard { shard } else { plain }, proto);
     }
-    Ok(Reply::Raw(out))
+    confirmations(ctx, out)
 }
 
 fn do_unsubscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -> CmdResult {
@@ -371,7 +381,7 @@ fn do_unsubscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -
         ctx.srv.pubsub.unsubscribe(id, kind, &name);
         confirm(&mut out, word, Some(&name), count(ctx), proto);
     }
-    Ok(Reply::Raw(out))
+    confirmations(ctx, out)
 }
 
 /// SUBSCRIBE channel [channel ...]

@@ -944,11 +944,134 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 .collect();
             Ok(Reply::Array(digests))
         }
+        (b"aof-flush-sleep", 3) => {
+            ctx.srv.aof.flush_sleep_us = crate::util::num::atoi(args.get(2)).max(0) as u64;
+            Ok(Reply::Ok)
+        }
+        (b"set-skip-checksum-validation", 3) => {
+            let skip = crate::util::num::atoi(args.get(2)) != 0;
+            crate::rdb::format::SKIP_CHECKSUM_VALIDATION.store(skip, std::sync::atomic::Ordering::Relaxed);
+            Ok(Reply::Ok)
+        }
+        (b"quicklist-packed-threshold", 3) => {
+            let size = crate::config::parse_memory(&args.str(2));
+            if !size.is_some_and(crate::types::list::set_packed_threshold) {
+                return Err(CmdError::err("argument must be a memory value bigger than 1 and smaller than 4gb"));
+            }
+            Ok(Reply::Ok)
+        }
+        (b"set-disable-deny-scripts", 3) => {
+            ctx.srv.scripts_may_call_noscript = crate::util::num::atoi(args.get(2)) != 0;
+            Ok(Reply::Ok)
+        }
+        (b"pause-cron", 3) => {
+            ctx.srv.cron_paused = crate::util::num::atoi(args.get(2)) != 0;
+            Ok(Reply::Ok)
+        }
+        // Reply buffers here are built per batch and freed once written: there is no peak to
+        // reset and no resizing job to switch, so both settings are accepted as Redis does.
+        (b"replybuffer", 4) if args.is(2, "peak-reset-time") || args.is(2, "resizing") => Ok(Reply::Ok),
+        (b"loadaof", 2) => {
+            if crate::executor::aof::reload_from_disk(ctx.srv).is_err() {
+                std::process::exit(1);
+            }
+            Ok(Reply::Ok)
+        }
+        (b"mallctl", 3 | 4) => debug_mallctl(args, false),
+        (b"mallctl-str", 3 | 4) => debug_mallctl(args, true),
         (b"change-repl-id", 2) => {
             ctx.srv.replid = crate::executor::random_hex(40);
             Ok(Reply::Ok)
         }
         _ => Err(sub_syntax_error(args)),
+    }
+}
+
+/// DEBUG MALLCTL key [value] / DEBUG MALLCTL-STR key [value]: reads (and first writes, when
+/// given) a jemalloc setting, an integer or a string; `VOID` as the value of MALLCTL-STR calls a
+/// setting that takes nothing (thread.tcache.flush). Errors carry strerror's text, as Redis's.
+fn debug_mallctl(args: &Args, string: bool) -> CmdResult {
+    use std::ffi::CString;
+    let name = CString::new(args.get(2).to_vec()).map_err(|_| CmdError::err("Invalid argument"))?;
+    let err = |code: i32| CmdError::err(crate::config::strerror(code));
+    // SAFETY: each mallctl call gets a NUL-terminated name and pointers to locals of the size
+    // passed with them; jemalloc writes at most that size.
+    unsafe {
+        if string {
+            if args.len() == 4 && args.is(3, "void") {
+                let rc = tikv_jemalloc_sys::mallctl(
+                    name.as_ptr(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                );
+                return if rc == 0 { Ok(Reply::Ok) } else { Err(err(rc)) };
+            }
+            let mut old: *const std::ffi::c_char = std::ptr::null();
+            let mut len = std::mem::size_of::<*const std::ffi::c_char>();
+            let new_value = if args.len() == 4 {
+                Some(CString::new(args.get(3).to_vec()).map_err(|_| err(libc::EINVAL))?)
+            } else {
+                None
+            };
+            let mut new_ptr = new_value.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+            let (np, nl) = if new_value.is_some() {
+                (&mut new_ptr as *mut _ as *mut std::ffi::c_void, std::mem::size_of::<*const std::ffi::c_char>())
+            } else {
+                (std::ptr::null_mut(), 0)
+            };
+            let rc = tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                &mut old as *mut _ as *mut std::ffi::c_void,
+                &mut len,
+                np,
+                nl,
+            );
+            if rc != 0 {
+                return Err(err(rc));
+            }
+            let text = if old.is_null() {
+                String::new()
+            } else {
+                std::ffi::CStr::from_ptr(old).to_string_lossy().into_owned()
+            };
+            return Ok(Reply::bulk(text.into_bytes()));
+        }
+        // Integers: the setting's width is found as Redis finds it, halving the size while
+        // jemalloc answers EINVAL; a write-only setting (EPERM on read) is just written.
+        let mut value: u64 = if args.len() == 4 { crate::util::num::atoi(args.get(3)) as u64 } else { 0 };
+        let mut size = std::mem::size_of::<u64>();
+        while size > 0 {
+            let mut old: u64 = 0;
+            let mut len = size;
+            let (np, nl) = if args.len() == 4 {
+                (&mut value as *mut u64 as *mut std::ffi::c_void, size)
+            } else {
+                (std::ptr::null_mut(), 0)
+            };
+            let rc = tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                &mut old as *mut u64 as *mut std::ffi::c_void,
+                &mut len,
+                np,
+                nl,
+            );
+            match rc {
+                0 => return Ok(Reply::Int(old as i64)),
+                libc::EPERM if args.len() == 4 => {
+                    if tikv_jemalloc_sys::mallctl(name.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), np, nl)
+                        == 0
+                    {
+                        return Ok(Reply::Ok);
+                    }
+                    return Err(err(rc));
+                }
+                libc::EINVAL => size /= 2,
+                _ => return Err(err(rc)),
+            }
+        }
+        Err(err(libc::EINVAL))
     }
 }
 
@@ -1394,7 +1517,7 @@ pub fn value_memory(v: &Value) -> usize {
         Some(s) if v.encoding_name() == "embstr" => size_class(ROBJ + 3 + s.len() + 1),
         Some(RStr::Raw(b)) => ROBJ + sds_alloc(b.capacity().max(b.len())),
         Some(s) => ROBJ + sds_alloc(s.len()),
-        None => ROBJ,
+        None => ROBJ + v.heap_bytes(),
     }
 }
 

@@ -62,6 +62,10 @@ pub struct State {
     pub shutdown: Option<ShutdownRequest>,
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
+    /// DEBUG PAUSE-CRON: periodic work is skipped while set.
+    pub cron_paused: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
+    pub scripts_may_call_noscript: bool,
     pub cron_loops: u64,
     /// Blocked clients by (db, key), in arrival order.
     pub waiters: std::collections::HashMap<(usize, Vec<u8>), std::collections::VecDeque<u64>>,
@@ -130,6 +134,8 @@ impl State {
             lastsave_unix: now / 1000,
             shutdown: None,
             active_expire_enabled: true,
+            cron_paused: false,
+            scripts_may_call_noscript: false,
             cron_loops: 0,
             waiters: std::collections::HashMap::new(),
             ready_keys: Vec::new(),
@@ -366,6 +372,9 @@ impl Executor {
 
     /// Periodic work, called `hz` times a second.
     pub fn cron(&mut self) {
+        if self.state.cron_paused {
+            return;
+        }
         if self.state.loading.is_some() {
             self.state.poll_loading();
         }

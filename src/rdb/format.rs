@@ -76,6 +76,14 @@ pub const MODULE_OPCODE_EOF: u64 = 0;
 
 const CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
 
+/// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RDB files and DUMP payloads load whatever their
+/// checksum says (process-wide, as Redis's flag; the RDB loads on another thread).
+pub static SKIP_CHECKSUM_VALIDATION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn skip_checksum_validation() -> bool {
+    SKIP_CHECKSUM_VALIDATION.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Redis's CRC-64 over `data` continuing from `crc` (0 to start).
 pub fn crc64(crc: u64, data: &[u8]) -> u64 {
     let mut digest = CRC64.digest_with_initial(crc.reverse_bits());

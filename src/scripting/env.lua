@@ -54,14 +54,41 @@ end
 -- so each protected table is an empty proxy whose metatable reads through to the real table and
 -- refuses writes. The functions that look at raw contents see through the proxies.
 local backing = {}
+-- The metatables made here (of proxies, of the global table, of the function environment):
+-- a script that got one from getmetatable could change how every script resolves names, so
+-- getmetatable shows each through a read-only proxy, as Redis's read-only flag covers them.
+-- `proxy_of_mt` maps a proxy's metatable to the proxy's real table, whose metatable (or none)
+-- is what the script sees.
+local internal_mt = {}
+local proxy_of_mt = {}
 local function refuse_write()
     error("Attempt to modify a readonly table", 2)
 end
 local function protect(real)
     local proxy = {}
     backing[proxy] = real
-    setmetatable(proxy, { __index = real, __newindex = refuse_write })
+    local mt = { __index = real, __newindex = refuse_write }
+    internal_mt[mt] = true
+    proxy_of_mt[mt] = real
+    setmetatable(proxy, mt)
     return proxy
+end
+local mt_views = {}
+local function shown_metatable(v)
+    local mt = getmetatable(v)
+    local real_t = mt ~= nil and proxy_of_mt[mt]
+    if real_t then
+        mt = getmetatable(real_t)
+    end
+    if mt == nil or not internal_mt[mt] then
+        return mt
+    end
+    local view = mt_views[mt]
+    if view == nil then
+        view = protect(mt)
+        mt_views[mt] = view
+    end
+    return view
 end
 local function real(t)
     return backing[t] or t
@@ -135,6 +162,13 @@ rawset(G, "setmetatable", c_wrap(function(...)
     return true, setmetatable(t, mt)
 end))
 
+rawset(G, "getmetatable", c_wrap(function(...)
+    if select("#", ...) == 0 then
+        return false, "bad argument #1 to 'getmetatable' (value expected)", true
+    end
+    return true, shown_metatable((...))
+end))
+
 -- Redis 7.0's pcall, which catches redis.call's {err=...} errors as their message.
 rawset(G, "pcall", prim.base_pcall)
 
@@ -153,6 +187,10 @@ for _, name in ipairs({ "string", "table", "math", "coroutine", "redis", "bit", 
         rawset(G, name, protect(lib))
     end
 end
+
+-- Methods on strings resolve through the same (protected) `string` table scripts see, so
+-- `getmetatable("").__index == string` holds, as in Redis.
+getmetatable("").__index = rawget(G, "string")
 
 -- The global table itself: scripts run with the proxy as their environment; the real table
 -- (also the environment of chunks made by loadstring) refuses new globals and reading unknown
@@ -179,13 +217,15 @@ local fn_load_redis = {
     LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
     REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
 }
-setmetatable(fn_load_redis, { __index = missing_global, __newindex = refuse_write })
+local fn_load_redis_mt = { __index = missing_global, __newindex = refuse_write }
+internal_mt[fn_load_redis_mt] = true
+setmetatable(fn_load_redis, fn_load_redis_mt)
 local fn_load = { redis = protect(fn_load_redis) }
 local fn_env = {}
 fn_run.redis = protect(fn_redis)
 fn_run._G = fn_env
 backing[fn_env] = fn_run
-setmetatable(fn_env, {
+local fn_env_mt = {
     __index = function(_, k)
         local v = rawget(fn_mode.loading and fn_load or fn_run, k)
         if v == nil then
@@ -194,7 +234,11 @@ setmetatable(fn_env, {
         return v
     end,
     __newindex = refuse_write,
-})
+}
+internal_mt[fn_env_mt] = true
+setmetatable(fn_env, fn_env_mt)
 
-setmetatable(G, { __index = missing_global, __newindex = refuse_write })
+local g_mt = { __index = missing_global, __newindex = refuse_write }
+internal_mt[g_mt] = true
+setmetatable(G, g_mt)
 return env, fn_env, fn_mode

@@ -124,7 +124,9 @@ impl Engine {
         let mode = &self.vm.fn_mode;
         REGISTERING.with(|r| *r.borrow_mut() = Some(Vec::new()));
         let _ = mode.raw_set("loading", true);
-        let result = self.vm.xpcall.call::<MultiValue>((chunk.clone(), self.vm.err_handler.clone()));
+        let result = super::with_load_deadline(&self.vm.lua, || {
+            self.vm.xpcall.call::<MultiValue>((chunk.clone(), self.vm.err_handler.clone()))
+        });
         let _ = mode.raw_set("loading", false);
         let registered = REGISTERING.with(|r| r.borrow_mut().take()).unwrap_or_default();
         let mut values = result.map_err(|e| format!("ERR Error registering functions: {e}"))?.into_iter();

@@ -371,16 +371,53 @@ const HOOK_EVERY: u32 = 100_000;
 
 /// The count hook: serves other clients once a script is busy, and stops it when killed. A
 /// killed script is stopped again at every instruction, so a `pcall` cannot swallow the kill.
+/// A library's code (FUNCTION LOAD, FUNCTION RESTORE, loading) past LOAD_TIMEOUT_MS is stopped
+/// with Redis's error, the same way.
 fn install_hook(lua: &Lua) -> mlua::Result<()> {
     lua.set_global_hook(mlua::HookTriggers::new().every_nth_instruction(HOOK_EVERY), |lua, _| {
-        if with_run(busy::tick).unwrap_or(false) {
-            lua.set_global_hook(mlua::HookTriggers::new().every_nth_instruction(1), |_, _| {
-                Err(mlua::Error::runtime(busy::KILLED))
+        let stop = match with_run(busy::tick) {
+            Some(true) => Some(busy::KILLED),
+            Some(false) => None,
+            None => load_timed_out().then_some(LOAD_TIMEOUT),
+        };
+        if let Some(message) = stop {
+            lua.set_global_hook(mlua::HookTriggers::new().every_nth_instruction(1), move |_, _| {
+                Err(mlua::Error::runtime(message))
             })?;
-            return Err(mlua::Error::runtime(busy::KILLED));
+            return Err(mlua::Error::runtime(message));
         }
         Ok(mlua::VmState::Continue)
     })
+}
+
+/// How long a library's code may run while it loads (Redis's LOAD_TIMEOUT_MS).
+const LOAD_TIMEOUT_MS: u64 = 500;
+const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
+
+thread_local! {
+    /// When the library being loaded started (`executor::mono_us`); None outside a load.
+    static LOAD_STARTED_US: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+fn load_timed_out() -> bool {
+    LOAD_STARTED_US
+        .with(|c| c.get())
+        .is_some_and(|t| crate::executor::mono_us().saturating_sub(t) / 1000 > LOAD_TIMEOUT_MS)
+}
+
+/// Runs a library's top-level code under the load deadline; the hook is put back to its usual
+/// pace after a timeout.
+fn with_load_deadline<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
+    LOAD_STARTED_US.with(|c| c.set(Some(crate::executor::mono_us())));
+    let result = f();
+    let timed_out = load_timed_out();
+    LOAD_STARTED_US.with(|c| c.set(None));
+    if timed_out {
+        if let Err(e) = install_hook(lua) {
+            tracing::warn!("Lua hook could not be reset: {e}");
+        }
+    }
+    result
 }
 
 /// Calls a script (KEYS and ARGV set as globals) or a function (keys and arguments tables as
@@ -638,7 +675,7 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     if !spec.arity_ok(argv.len()) || (top.is_container() && argv.len() < 2) {
         return Err("Wrong number of args calling Redis command from script");
     }
-    if spec.has_flag(flags::NOSCRIPT) {
+    if spec.has_flag(flags::NOSCRIPT) && !run.st.scripts_may_call_noscript {
         return Err("This Redis command is not allowed from script");
     }
     let parent = (!std::ptr::eq(spec, top)).then_some(top);

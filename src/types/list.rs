@@ -23,6 +23,27 @@ const SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 const SAFETY_LIMIT: usize = 8192;
 const LONG: u8 = 0x80;
 
+/// Elements at least this long sit in a node of their own (Redis's plain quicklist nodes, for
+/// elements too big to share a listpack): 1 GB, as Redis's default; DEBUG
+/// QUICKLIST-PACKED-THRESHOLD changes it process-wide, as in Redis.
+pub const DEFAULT_PACKED_THRESHOLD: usize = 1 << 30;
+static PACKED_THRESHOLD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(DEFAULT_PACKED_THRESHOLD);
+
+/// Sets the plain-node threshold; 0 restores the default. Refuses (false) sizes from about 4 GB
+/// up, as Redis's quicklistisSetPackedThreshold.
+pub fn set_packed_threshold(bytes: u64) -> bool {
+    if bytes > (1u64 << 32) - (1 << 20) {
+        return false;
+    }
+    let bytes = if bytes == 0 { DEFAULT_PACKED_THRESHOLD } else { bytes as usize };
+    PACKED_THRESHOLD.store(bytes, std::sync::atomic::Ordering::Relaxed);
+    true
+}
+
+fn packed_threshold() -> usize {
+    PACKED_THRESHOLD.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A Redis list.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct List {
@@ -364,7 +385,11 @@ impl Node {
 
     /// Whether one more entry of `size` bytes may join this node.
     fn can_take(&self, size: usize, fill: i64) -> bool {
-        fits(self.buf.len() + size, self.count + 1, fill)
+        // `size` counts the entry's header and trailer (2 bytes at least): an element of the
+        // threshold's length or more, and a node already holding one alone, stay plain.
+        let threshold = packed_threshold();
+        let plain = |entry_bytes: usize| entry_bytes.saturating_sub(2) >= threshold;
+        !plain(size) && !(self.count == 1 && plain(self.buf.len())) && fits(self.buf.len() + size, self.count + 1, fill)
     }
 
     /// Byte offset of entry `i` (0-based; `i == count` gives the end), walking from the nearer end.

@@ -43,6 +43,19 @@ impl Value {
         }
     }
 
+    /// Bytes of heap a collection holds, its own allocation included (MEMORY USAGE's figure;
+    /// strings are sized by their caller, which knows Redis's string encodings).
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Value::Str(_) => 0,
+            Value::List(l) => std::mem::size_of::<List>() + l.allocated_bytes(),
+            Value::Hash(h) => std::mem::size_of::<Hash>() + h.heap_bytes(),
+            Value::Set(s) => std::mem::size_of::<Set>() + s.heap_bytes(),
+            Value::ZSet(z) => std::mem::size_of::<ZSet>() + z.heap_bytes(),
+            Value::Stream(s) => std::mem::size_of::<Stream>() + s.alloc_bytes(),
+        }
+    }
+
     /// How many allocations freeing the value costs, roughly (Redis's lazyfreeGetFreeEffort).
     pub fn free_effort(&self) -> usize {
         match self {

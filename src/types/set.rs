@@ -674,6 +674,20 @@ impl Set {
         }
     }
 
+    /// Bytes of heap this set holds beyond its own allocation (MEMORY USAGE's figure).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Ints(IntSet::Inline { .. }) => 0,
+            Repr::Ints(IntSet::Heap { data, .. }) => data.len(),
+            Repr::Table(t) => {
+                std::mem::size_of::<BigSet>()
+                    + t.slots.len() * std::mem::size_of::<u64>()
+                    + t.chunks.iter().map(Vec::capacity).sum::<usize>()
+                    + t.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+            }
+        }
+    }
+
     /// Bytes of member data (headers excluded): a size hint for replies.
     pub fn data_bytes_hint(&self) -> usize {
         match &self.repr {
