@@ -87,6 +87,66 @@ pub fn timestamp() -> String {
     )
 }
 
+/// Where the crash report goes: the log file's path, empty for stdout.
+static CRASH_LOG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Installs the handler that writes Redis's crash report ("crashed by signal") to the log on
+/// SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT, then lets the signal kill the process with its
+/// default action (a core dump where enabled), as Redis's sigsegvHandler does.
+pub fn install_crash_handler(logfile: &str) {
+    let _ = CRASH_LOG.set(logfile.to_string());
+    // SAFETY: the sigaction struct is zeroed then filled as sigaction(2) documents; the handler
+    // is an `extern "C"` function of the expected SA_SIGINFO signature.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = crash_handler as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND | libc::SA_NODEFER | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut action.sa_mask);
+        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT] {
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+extern "C" fn crash_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+    // The process is going down: formatting allocates, which a signal handler should not, but a
+    // report is worth the risk (Redis's own handler logs the same way).
+    // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
+    let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+    let prefix = |mark: char| {
+        format!("{}:{} {} {} ", std::process::id(), ROLE.load(Ordering::Relaxed) as char, timestamp(), mark)
+    };
+    let mut report = String::new();
+    report.push_str("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n");
+    report.push_str(&format!(
+        "{}Redis {} crashed by signal: {sig}, si_code: {code}\n",
+        prefix('#'),
+        crate::REDIS_VERSION
+    ));
+    if matches!(sig, libc::SIGSEGV | libc::SIGBUS) {
+        report.push_str(&format!("{}Accessing address: {addr:#x}\n", prefix('#')));
+    }
+    if code == libc::SI_USER || code == libc::SI_TKILL {
+        // SAFETY: as above.
+        let (pid, uid) = unsafe { ((*info).si_pid(), (*info).si_uid()) };
+        report.push_str(&format!("{}Killed by PID: {pid}, UID: {uid}\n", prefix('#')));
+    }
+    report.push_str(&format!("{}ferrodis {}\n", prefix('#'), crate::FERRODIS_VERSION));
+    report.push_str("\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n");
+    let path = CRASH_LOG.get().map(String::as_str).unwrap_or("");
+    if path.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(report.as_bytes()).and_then(|_| out.flush());
+    } else if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = f.write_all(report.as_bytes());
+    }
+    // SAFETY: SA_RESETHAND restored the default action; raising the signal again ends the
+    // process as the signal would have.
+    unsafe {
+        libc::raise(sig);
+    }
+}
+
 /// Installs the global subscriber: `loglevel`, and `logfile` (appended) or stdout when empty.
 /// A logfile that cannot be opened falls back to stdout (the config loader already checked it).
 pub fn init(loglevel: &str, logfile: &str) {

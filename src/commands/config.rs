@@ -193,13 +193,7 @@ pub fn rewrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let Some(path) = ctx.srv.config.config_file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
     };
-    let has_aclfile = crate::config::lookup("aclfile").is_some_and(|d| !ctx.srv.config.get(d).is_empty());
-    let users: Vec<String> = if has_aclfile {
-        Vec::new()
-    } else {
-        super::users::acl_file_text(ctx.srv).lines().map(str::to_string).collect()
-    };
-    match ctx.srv.config.rewrite(&path, &users) {
+    match rewrite_file(ctx, &path, false) {
         Ok(()) => {
             tracing::warn!("CONFIG REWRITE executed with success.");
             Ok(Reply::Ok)
@@ -211,6 +205,18 @@ pub fn rewrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
             Err(CmdError::err(format!("Rewriting config file: {why}")))
         }
     }
+}
+
+/// Rewrites the config file with the running configuration and users; `force_all` writes
+/// every directive, defaults included (DEBUG CONFIG-REWRITE-FORCE-ALL).
+pub fn rewrite_file(ctx: &mut Ctx, path: &str, force_all: bool) -> std::io::Result<()> {
+    let has_aclfile = crate::config::lookup("aclfile").is_some_and(|d| !ctx.srv.config.get(d).is_empty());
+    let users: Vec<String> = if has_aclfile {
+        Vec::new()
+    } else {
+        super::users::acl_file_text(ctx.srv).lines().map(str::to_string).collect()
+    };
+    ctx.srv.config.rewrite(path, &users, force_all)
 }
 
 /// CONFIG HELP

@@ -9,11 +9,11 @@ use crate::resp::Reply;
 use crate::scripting::script_flags;
 
 const S: u64 = acl::SCRIPTING;
-const FCALL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS;
+const FCALL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("fcall", -3, FCALL_FLAGS, keys(0, 0, 0), S, fcall),
-    spec("fcall_ro", -3, READONLY | FCALL_FLAGS, keys(0, 0, 0), S, fcall_ro),
+    spec("fcall_ro", -3, READONLY | (FCALL_FLAGS & !MAY_REPLICATE), keys(0, 0, 0), S, fcall_ro),
     container("function", -2, 0, FUNCTION),
 ];
 

@@ -13,7 +13,7 @@ use crate::types::{RStr, Value};
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("pfadd", -2, WRITE | DENYOOM | FAST, keys(1, 1, 1), acl::HYPERLOGLOG, pfadd),
-    spec("pfcount", -2, READONLY, keys(1, -1, 1), acl::HYPERLOGLOG, pfcount),
+    spec("pfcount", -2, READONLY | MAY_REPLICATE, keys(1, -1, 1), acl::HYPERLOGLOG, pfcount),
     spec("pfmerge", -2, WRITE | DENYOOM, keys(1, -1, 1), acl::HYPERLOGLOG, pfmerge),
     spec("pfdebug", 3, WRITE | DENYOOM | ADMIN, keys(2, 2, 1), acl::HYPERLOGLOG, pfdebug),
     spec("pfselftest", 1, ADMIN, NO_KEYS, acl::HYPERLOGLOG, pfselftest),

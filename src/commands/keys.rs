@@ -484,14 +484,15 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
     for idx in 0..ctx.srv.dbs.len() {
         removed += empty_db(ctx, idx, background);
     }
-    // Redis counts one more change so the flush always propagates.
-    ctx.dirty(removed + 1);
+    ctx.dirty(removed);
     // As Redis: a running snapshot of the old data is abandoned, and with save points the
     // empty dataset is saved at once (so a restart does not bring the data back).
     crate::executor::snapshot::kill_child(ctx.srv);
     if !ctx.srv.config.save.is_empty() {
         let _ = crate::executor::snapshot::save_foreground(ctx.srv);
     }
+    // Redis counts one more change, after the save, so the flush always propagates.
+    ctx.dirty(1);
     Ok(Reply::Ok)
 }
 

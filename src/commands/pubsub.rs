@@ -338,12 +338,9 @@ fn confirm(out: &mut Vec<u8>, word: &'static [u8], name: Option<&[u8]>, count: u
     frame(out, vec![Reply::bulk(word), name, Reply::Int(count as i64)], proto);
 }
 
-/// The confirmations as the command's answer: in RESP2 they are its reply (CLIENT REPLY OFF
-/// silences them); in RESP3 they are pushes, which Redis delivers whatever CLIENT REPLY says.
+/// The confirmations go out as pushes (arrays in RESP2), which Redis delivers whatever CLIENT
+/// REPLY OFF/SKIP says: the command itself has no reply to silence.
 fn confirmations(ctx: &mut Ctx, out: Vec<u8>) -> CmdResult {
-    if ctx.client.proto == 2 {
-        return Ok(Reply::Raw(out));
-    }
     ctx.srv.pubsub.self_out.extend_from_slice(&out);
     Ok(Reply::Raw(Vec::new()))
 }

@@ -8,14 +8,14 @@ use crate::executor::State;
 use crate::resp::Reply;
 use crate::scripting::{script_flags, RunRules};
 
-const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS;
+const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE;
 const S: u64 = acl::SCRIPTING;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("eval", -3, EVAL_FLAGS, keys(0, 0, 0), S, eval),
     spec("evalsha", -3, EVAL_FLAGS, keys(0, 0, 0), S, evalsha),
-    spec("eval_ro", -3, READONLY | EVAL_FLAGS, keys(0, 0, 0), S, eval_ro),
-    spec("evalsha_ro", -3, READONLY | EVAL_FLAGS, keys(0, 0, 0), S, evalsha_ro),
+    spec("eval_ro", -3, READONLY | (EVAL_FLAGS & !MAY_REPLICATE), keys(0, 0, 0), S, eval_ro),
+    spec("evalsha_ro", -3, READONLY | (EVAL_FLAGS & !MAY_REPLICATE), keys(0, 0, 0), S, evalsha_ro),
     container("script", -2, 0, SCRIPT),
 ];
 

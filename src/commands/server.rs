@@ -432,6 +432,7 @@ pub fn client_reply(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.is(2, "on") {
         ctx.client.reply_off = false;
         ctx.client.reply_skip_next = false;
+        ctx.client.reply_skip_now = false;
         Ok(Reply::Ok)
     } else if args.is(2, "off") {
         ctx.client.reply_off = true;
@@ -976,6 +977,32 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 std::process::exit(1);
             }
             Ok(Reply::Ok)
+        }
+        (b"segfault", 2) => {
+            // SAFETY: raising a signal at ourselves; the crash handler reports it and the
+            // default action then ends the process, as Redis's DEBUG SEGFAULT does.
+            unsafe { libc::raise(libc::SIGSEGV) };
+            Ok(Reply::Ok)
+        }
+        (b"panic", 2) | (b"assert", 2) => {
+            tracing::warn!(
+                "Guru Meditation: DEBUG {} called at Unix time {}",
+                args.str(1).to_ascii_uppercase(),
+                ctx.now_ms / 1000
+            );
+            std::process::abort();
+        }
+        (b"config-rewrite-force-all", 2) => {
+            let path = ctx.srv.config.config_file.clone().unwrap_or_default();
+            let result = if path.is_empty() {
+                Err(std::io::Error::from_raw_os_error(libc::EFAULT))
+            } else {
+                super::config::rewrite_file(ctx, &path, true)
+            };
+            result.map(|()| Reply::Ok).map_err(|e| {
+                let why = e.raw_os_error().map(crate::config::strerror).unwrap_or_else(|| e.to_string());
+                CmdError::err(format!("CONFIG-REWRITE-FORCE-ALL failed: {why}"))
+            })
         }
         (b"mallctl", 3 | 4) => debug_mallctl(args, false),
         (b"mallctl-str", 3 | 4) => debug_mallctl(args, true),

@@ -61,9 +61,11 @@ pub fn unpark(st: &mut State, id: u64, blocked: &Blocked) {
 /// Runs one command for a client, honouring CLIENT REPLY OFF/SKIP.
 pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
     let skip = std::mem::take(&mut client.reply_skip_next);
+    client.reply_skip_now = skip;
     let mark = out.len();
     client.reply_span = None;
     call(st, client, cmd, out, clock);
+    let skip = skip && std::mem::take(&mut client.reply_skip_now);
     if client.postponed {
         // CLIENT PAUSE held the command: a SKIP still applies to it when it runs.
         client.reply_skip_next |= skip;

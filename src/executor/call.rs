@@ -107,16 +107,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // As processCommand sets lastcmd at lookup: a refused or blocked command shows in CLIENT LIST.
     client.last_cmd = spec.name;
     client.last_cmd_parent = parent.map_or("", |p| p.name);
-    // A script with a shebang declares its own flags (write, denyoom): they decide the checks.
-    let flags_now = if spec.acl & crate::commands::acl::SCRIPTING == 0 {
-        spec.flags
-    } else if spec.name.starts_with("eval") {
-        crate::commands::scripting::command_flags(st, spec, &cmd.argv)
-    } else if spec.name.starts_with("fcall") {
-        crate::commands::functions::command_flags(st, spec, &cmd.argv)
-    } else {
-        spec.flags
-    };
+    let flags_now = effective_flags(st, spec, &cmd.argv);
     // Protected commands (DEBUG) come before authentication, as in Redis's processCommand.
     if spec.has_flag(flags::PROTECTED)
         && !crate::config::protected_action_allowed(&st.config.enable_debug_command, client.info.local)
@@ -195,7 +186,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // CLIENT PAUSE: the command (and everything after it) waits for the pause to end; commands
     // that do run meanwhile see expired keys as gone without deleting them.
     st.dbs[client.db].keep_expired = st.pause_end_ms > clock.now_ms;
-    if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec) {
+    if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec, flags_now) {
         client.pending.push_front(cmd);
         if !client.postponed {
             client.postponed = true;
@@ -315,15 +306,34 @@ fn refused_on_oom(
 
 /// Whether CLIENT PAUSE holds this command: every command under ALL; under WRITE, commands that
 /// write or may replicate (PUBLISH, EVAL), and an EXEC whose queue holds one.
-fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec) -> bool {
+/// An EXEC is held for a script queued in it by the script's declared flags, as Redis adds each
+/// queued command's flags to the transaction's.
+fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec, flags_now: u32) -> bool {
     if st.pause_all {
         return true;
     }
-    let writes = |s: &CommandSpec| s.has_flag(flags::WRITE | flags::MAY_REPLICATE);
+    const WRITES: u32 = flags::WRITE | flags::MAY_REPLICATE;
     if spec.name == "exec" {
-        return client.multi.as_ref().is_some_and(|q| q.iter().any(|c| c.spec.is_some_and(writes)));
+        return client
+            .multi
+            .as_ref()
+            .is_some_and(|q| q.iter().any(|c| c.spec.is_some_and(|s| effective_flags(st, s, &c.argv) & WRITES != 0)));
     }
-    writes(spec)
+    flags_now & WRITES != 0
+}
+
+/// The flags a command runs under: its table flags, except that a script with a shebang, or a
+/// function, declares its own (write, denyoom, may-replicate), which then decide the checks.
+fn effective_flags(st: &State, spec: &'static CommandSpec, argv: &[bytes::Bytes]) -> u32 {
+    if spec.acl & crate::commands::acl::SCRIPTING == 0 {
+        spec.flags
+    } else if spec.name.starts_with("eval") {
+        crate::commands::scripting::command_flags(st, spec, argv)
+    } else if spec.name.starts_with("fcall") {
+        crate::commands::functions::command_flags(st, spec, argv)
+    } else {
+        spec.flags
+    }
 }
 
 /// Per-client bookkeeping once a command has replied: client-side caching (remember what a

@@ -304,6 +304,9 @@ pub struct Client {
     pub reply_off: bool,
     /// CLIENT REPLY SKIP: the next command's reply is dropped.
     pub reply_skip_next: bool,
+    /// The running command's reply is to be dropped (a SKIP before it); CLIENT REPLY ON clears
+    /// it, so its own OK goes out, as in Redis.
+    pub reply_skip_now: bool,
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
@@ -369,6 +372,7 @@ impl Client {
             watched_keys: Vec::new(),
             reply_off: false,
             reply_skip_next: false,
+            reply_skip_now: false,
             qbuf: 0,
             argv_mem: 0,
             tracking: Tracking::default(),

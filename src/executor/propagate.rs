@@ -62,7 +62,9 @@ pub fn enter(st: &mut State) -> Option<Frame> {
 /// Called by `call()` after the handler (and the expired keys it met) are done: queues the
 /// command's own propagation and, at the outermost level, emits the execution unit.
 pub fn leave(st: &mut State, frame: Frame, db: usize, name: &str, argv: &[Bytes]) {
-    let changed = st.dirty != frame.dirty;
+    // A command that reset the counter (DEBUG LOADAOF, DEBUG RELOAD) changed nothing to replay,
+    // as Redis clamps a negative difference to zero.
+    let changed = st.dirty > frame.dirty;
     let p = &mut st.prop;
     p.depth -= 1;
     let rewrite = std::mem::replace(&mut p.rewrite, frame.rewrite);

@@ -681,7 +681,9 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     let parent = (!std::ptr::eq(spec, top)).then_some(top);
     crate::commands::users::check(run.st, run.client, spec, parent, &argv)
         .map_err(crate::commands::users::script_refusal_text)?;
-    if spec.has_flag(flags::WRITE) && run.rules.read_only {
+    // May-replicate commands count as writes here (PUBLISH from EVAL_RO), so read-only scripts
+    // can run through CLIENT PAUSE WRITE, as Redis rules.
+    if spec.has_flag(flags::WRITE | flags::MAY_REPLICATE) && run.rules.read_only {
         return Err("Write commands are not allowed from read-only scripts.");
     }
     if !run.rules.allow_oom
