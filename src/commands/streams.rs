@@ -856,6 +856,14 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         let more = argc - i - 1;
         let o = args.get(i);
         if eq(o, "block") && more > 0 {
+            // As Redis: BLOCK makes no sense in a script, which can never wait (the name as the
+            // script spelled it).
+            if ctx.client.id == crate::scripting::SCRIPT_CLIENT_ID {
+                return Err(CmdError::err(format!(
+                    "{} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(args.get(0))
+                )));
+            }
             i += 1;
             let v = ll_msg(args.get(i), "timeout is not an integer or out of range")?;
             if v < 0 {

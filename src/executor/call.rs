@@ -113,12 +113,12 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         && !crate::config::protected_action_allowed(&st.config.enable_debug_command, client.info.local)
     {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-        reject(st, client, CmdError::Raw(DEBUG_NOT_ALLOWED.into()), out, proto);
+        refuse(st, client, spec, parent, CmdError::Raw(DEBUG_NOT_ALLOWED.into()), out, proto);
         return;
     }
     if !client.authenticated && !spec.has_flag(flags::NO_AUTH) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-        reject(st, client, CmdError::NoAuth, out, proto);
+        refuse(st, client, spec, parent, CmdError::NoAuth, out, proto);
         return;
     }
     // ACL; a script's commands were checked with the script's own wording
@@ -127,12 +127,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         if let Err(refusal) = crate::commands::users::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             let text = crate::commands::users::noperm_text(refusal, spec, parent, client.in_exec);
-            let text = if spec.name == "exec" && parent.is_none() {
-                crate::commands::transactions::abort_exec(st, client, &text)
-            } else {
-                text
-            };
-            reject(st, client, CmdError::Raw(text), out, proto);
+            refuse(st, client, spec, parent, CmdError::Raw(text), out, proto);
             return;
         }
     }
@@ -145,7 +140,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         st.pre_command_oom = out_of_memory;
         if out_of_memory && refused_on_oom(client, spec, flags_now, parent) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-            reject(st, client, CmdError::Raw(super::evict::OOM_ERROR.into()), out, proto);
+            refuse(st, client, spec, parent, CmdError::Raw(super::evict::OOM_ERROR.into()), out, proto);
             return;
         }
     }
@@ -159,14 +154,14 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
                 super::snapshot::DiskError::Aof(text) => text,
             };
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-            reject(st, client, CmdError::Raw(text), out, proto);
+            refuse(st, client, spec, parent, CmdError::Raw(text), out, proto);
             return;
         }
     }
     // min-replicas-to-write: there are no replicas, so with the check on every write is refused.
     if flags_now & flags::WRITE != 0 && !good_replicas(st) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-        reject(st, client, CmdError::Raw(NOREPLICAS.into()), out, proto);
+        refuse(st, client, spec, parent, CmdError::Raw(NOREPLICAS.into()), out, proto);
         return;
     }
     // pub/sub hook: RESP2 subscribed mode allows only a few commands (PING answers differently).
@@ -174,13 +169,21 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         Ok(ping) => ping,
         Err(e) => {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-            reject(st, client, e, out, proto);
+            refuse(st, client, spec, parent, e, out, proto);
             return;
         }
     };
     if st.loading.is_some() && !spec.has_flag(flags::LOADING) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-        reject(st, client, CmdError::Raw("LOADING Redis is loading the dataset in memory".into()), out, proto);
+        refuse(
+            st,
+            client,
+            spec,
+            parent,
+            CmdError::Raw("LOADING Redis is loading the dataset in memory".into()),
+            out,
+            proto,
+        );
         return;
     }
     // CLIENT PAUSE: the command (and everything after it) waits for the pause to end; commands
@@ -412,6 +415,25 @@ pub fn resume_postponed(st: &mut State) {
             break;
         }
     }
+}
+
+/// Refuses a command found in the table: an EXEC refused (OOM, MISCONF, NOREPLICAS, ACL...)
+/// discards its transaction and answers EXECABORT with the reason, as Redis's rejectCommand.
+fn refuse(
+    st: &mut State,
+    client: &mut Client,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    e: CmdError,
+    out: &mut Vec<u8>,
+    proto: u8,
+) {
+    if spec.name == "exec" && parent.is_none() && client.multi.is_some() {
+        let reason = e.text();
+        let text = crate::commands::transactions::abort_exec(st, client, &reason);
+        return reject(st, client, CmdError::Raw(text), out, proto);
+    }
+    reject(st, client, e, out, proto)
 }
 
 /// Answers a command refused before running; inside MULTI it also dooms the transaction.

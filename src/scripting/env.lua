@@ -169,6 +169,24 @@ rawset(G, "getmetatable", c_wrap(function(...)
     return true, shown_metatable((...))
 end))
 
+-- Redis's Lua has no binary chunks: precompiled code reaching loadstring is parsed as source,
+-- and fails as source would.
+local base_loadstring = loadstring
+rawset(G, "loadstring", c_wrap(function(...)
+    local src, chunkname = ...
+    if type(src) == "string" and src:byte(1) == 27 then
+        local name = chunkname
+        if type(name) ~= "string" then
+            name = src:match("^[^%z\n\r]*")
+        end
+        return true, nil, '[string "' .. name .. '"]:1: unexpected symbol near \'char(27)\''
+    end
+    if type(src) ~= "string" and type(src) ~= "number" then
+        return bad_arg("loadstring", 1, "string", ...)
+    end
+    return true, base_loadstring(...)
+end))
+
 -- Redis 7.0's pcall, which catches redis.call's {err=...} errors as their message.
 rawset(G, "pcall", prim.base_pcall)
 

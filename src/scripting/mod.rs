@@ -346,6 +346,7 @@ pub fn run(
         outcome.map(|result| result.unwrap_or_else(|error| script_error(&error, name)))
     };
     run.st.prop.script_suppressed = false;
+    collect_garbage_now_and_then(&vm.lua);
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
     let mut reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
@@ -364,6 +365,30 @@ pub fn run(
         }
     }
     reply
+}
+
+/// Every this many runs, the collector takes as many steps (Redis's LUA_GC_CYCLE_PERIOD): each
+/// run leaves garbage (its KEYS and ARGV tables, its reply's strings), and a step now and then
+/// keeps the heap small without paying for a full cycle at an unlucky moment.
+const GC_PERIOD: u32 = 50;
+
+fn collect_garbage_now_and_then(lua: &Lua) {
+    thread_local! {
+        static RUNS: Cell<u32> = const { Cell::new(0) };
+    }
+    let runs = RUNS.with(|r| {
+        let n = r.get() + 1;
+        r.set(n % GC_PERIOD);
+        n
+    });
+    if runs == GC_PERIOD {
+        // SAFETY: a protected C call whose body only runs the collector, which needs no stack.
+        let _ = unsafe {
+            lua.exec_raw::<()>((), |state| {
+                mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_PERIOD as std::ffi::c_int);
+            })
+        };
+    }
 }
 
 /// Instructions between two looks at the clock (Redis's count hook uses the same).

@@ -57,7 +57,11 @@ pub unsafe extern "C-unwind" fn base_pcall(state: *mut ffi::lua_State) -> c_int 
 }
 
 unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
-    match read_and_run(state) {
+    let result = read_and_run(state);
+    // The arguments are copied out: their slots go, so a call made with nearly the whole C stack
+    // (`redis.call(cmd, unpack(t))` of ~8000 values) still has room for its reply.
+    ffi::lua_settop(state, 0);
+    match result {
         Err(msg) => match msg.strip_prefix('-') {
             Some(line) => push_error_line(state, line.as_bytes()),
             None => push_error_table(state, b"ERR ", msg.as_bytes()),
