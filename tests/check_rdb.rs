@@ -117,7 +117,7 @@ fn damaged_files_are_refused_with_an_offset() {
                 b[n - 1] ^= 1;
                 b
             },
-            "Wrong RDB checksum",
+            "RDB CRC error",
         ),
         (
             "signature",

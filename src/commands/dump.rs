@@ -77,7 +77,11 @@ pub fn decode_payload(p: &[u8], limits: Limits, now_ms: i64) -> Option<Value> {
     let body_end = p.len().checked_sub(FOOTER)?;
     let (&t, body) = p[..body_end].split_first()?;
     let opts = DecodeOpts { limits, drop_fields_expired_before: Some(now_ms) };
-    let (decoded, _used) = decode_value(t, body, &opts).ok()?;
+    // As Redis in a RESTORE context: the reason is logged at verbose level, the client gets
+    // "Bad data format".
+    let (decoded, _used) = decode_value(t, body, &opts)
+        .map_err(|e| tracing::debug!("Internal error in RDB reading offset 0, function at rdb.c:0 -> {}", e.reason))
+        .ok()?;
     if decoded.is_empty_collection() {
         return None;
     }

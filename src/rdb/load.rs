@@ -504,14 +504,18 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::HASH_ZIPMAP => {
             let at = rd.offset();
             let blob = rd.string()?;
-            let pairs = packed::zipmap(&blob).map_err(|r| LoadError { offset: at, reason: format!("zipmap: {r}") })?;
+            let pairs = packed::zipmap(&blob)
+                .map_err(|r| LoadError { offset: at, reason: format!("Zipmap integrity check failed. ({r})") })?;
             let mut h = Hash::new();
             if pairs.len() > lim.hash_entries {
                 h.convert_to_table();
             }
             for (f, v) in pairs {
                 if !h.set(f, v, lim.hash_entries, lim.hash_value) {
-                    return Err(LoadError { offset: at, reason: "zipmap has duplicate fields".into() });
+                    return Err(LoadError {
+                        offset: at,
+                        reason: "Zipmap integrity check failed. (duplicate fields)".into(),
+                    });
                 }
             }
             Value::Hash(Box::new(h))
@@ -519,8 +523,8 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::LIST_ZIPLIST => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
-            let items =
-                packed::ziplist(&blob).map_err(|r| LoadError { offset: at, reason: format!("list ziplist: {r}") })?;
+            let items = packed::ziplist(&blob)
+                .map_err(|r| LoadError { offset: at, reason: format!("Ziplist integrity check failed. ({r})") })?;
             let mut l = ListBuilder::new(lim.list_fill);
             for e in items {
                 push_elem(&mut l, e);
@@ -531,8 +535,8 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::SET_INTSET => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
-            let (w, body) =
-                packed::intset(&blob).map_err(|r| LoadError { offset: at, reason: format!("intset: {r}") })?;
+            let (w, body) = packed::intset(&blob)
+                .map_err(|r| LoadError { offset: at, reason: format!("Intset integrity check failed. ({r})") })?;
             let mut s = Set::new();
             for v in packed::intset_members(w, body) {
                 s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset);
@@ -543,8 +547,8 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::SET_LISTPACK => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
-            let items =
-                packed::listpack(&blob).map_err(|r| LoadError { offset: at, reason: format!("set listpack: {r}") })?;
+            let items = packed::listpack(&blob)
+                .map_err(|r| LoadError { offset: at, reason: format!("Set listpack integrity check failed. ({r})") })?;
             let all_ints = items.len() <= lim.max_intset && items.iter().all(|e| e.as_int().is_some());
             let mut s = if all_ints { Set::new() } else { Set::with_table_capacity(items.len()) };
             for e in items {
@@ -553,7 +557,10 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                     PElem::Str(b) => s.insert(b, lim.max_intset),
                 };
                 if !new {
-                    return Err(LoadError { offset: at, reason: "set listpack has duplicate members".into() });
+                    return Err(LoadError {
+                        offset: at,
+                        reason: "Set listpack integrity check failed. (duplicate members)".into(),
+                    });
                 }
             }
             rd.recycle(blob);
@@ -563,9 +570,12 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let at = rd.offset();
             let blob = rd.take_blob()?;
             let items = if t == obj::ZSET_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
-                .map_err(|r| LoadError { offset: at, reason: format!("zset pack: {r}") })?;
+                .map_err(|r| LoadError { offset: at, reason: format!("Zset ziplist integrity check failed. ({r})") })?;
             if items.len() % 2 != 0 {
-                return Err(LoadError { offset: at, reason: "zset pack has an odd number of entries".into() });
+                return Err(LoadError {
+                    offset: at,
+                    reason: "Zset ziplist integrity check failed. (odd number of entries)".into(),
+                });
             }
             // Members go into one arena (integer members need their text form somewhere).
             let mut arena = Vec::with_capacity(blob.len());
@@ -586,12 +596,15 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             let at = rd.offset();
             let blob = rd.take_blob()?;
             let items = if t == obj::HASH_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
-                .map_err(|r| LoadError { offset: at, reason: format!("hash pack: {r}") })?;
+                .map_err(|r| LoadError { offset: at, reason: format!("Hash ziplist integrity check failed. ({r})") })?;
             if items.len() % 2 != 0 {
-                return Err(LoadError { offset: at, reason: "hash pack has an odd number of entries".into() });
+                return Err(LoadError {
+                    offset: at,
+                    reason: "Hash ziplist integrity check failed. (odd number of entries)".into(),
+                });
             }
             let h = hash_from_pairs(items.chunks_exact(2).map(|p| (p[0], p[1])), items.len() / 2, lim).ok_or(
-                LoadError { offset: at, reason: "hash pack integrity check failed (duplicate fields)".into() },
+                LoadError { offset: at, reason: "Hash ziplist integrity check failed. (duplicate fields)".into() },
             )?;
             rd.recycle(blob);
             Value::Hash(Box::new(h))
@@ -608,7 +621,10 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                     format::QUICKLIST_NODE_PACKED => {
                         let items =
                             if t == obj::LIST_QUICKLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
-                                .map_err(|r| LoadError { offset: at, reason: format!("quicklist node: {r}") })?;
+                                .map_err(|r| LoadError {
+                                    offset: at,
+                                    reason: format!("Quicklist integrity check failed. ({r})"),
+                                })?;
                         // Empty nodes were written by some versions; they are skipped.
                         for e in items {
                             push_elem(&mut l, e);
@@ -817,7 +833,7 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
         let master = ms_from_be(&key);
         let at = rd.offset();
         let blob = rd.string()?;
-        let bad = |r: &str| LoadError { offset: at, reason: format!("stream listpack: {r}") };
+        let bad = |r: &str| LoadError { offset: at, reason: format!("Stream listpack integrity check failed. ({r})") };
         let items = packed::listpack(&blob).map_err(|r| bad(&r))?;
         if items.is_empty() {
             return Err(bad("empty listpack inside a stream"));
@@ -1058,10 +1074,9 @@ pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LRe
         let at = rd.offset();
         let stored = u64::from_le_bytes(rd.array()?);
         if stored != 0 && stored != computed && !super::format::skip_checksum_validation() {
-            return Err(LoadError {
-                offset: at,
-                reason: format!("Wrong RDB checksum expected: ({stored:x}) got ({computed:x})"),
-            });
+            // Redis's words: "expected" is what the data hashes to, "got" what the file says.
+            tracing::warn!("Wrong RDB checksum expected: ({computed:x}) but got ({stored:x}). Aborting now.");
+            return Err(LoadError { offset: at, reason: "RDB CRC error".into() });
         }
     }
     Ok(FileInfo { version, bytes: rd.offset() })
