@@ -8,6 +8,13 @@
 //! CONFIG GET answers like Redis. One table drives file loading, CONFIG SET and CONFIG GET, so the
 //! three cannot disagree about names, aliases or messages.
 //!
+//! The stock files of later releases (Redis 7.2 and 7.4, Valkey 8) load too: the table also holds
+//! every directive those releases added (flag `LATER`), their new names for 7.0 directives
+//! (`LATER_ALIASES`) and new enum values (`LATER_ENUM_VALUES`). Rule: a later directive never
+//! changes a reply Redis 7.0 gives. CONFIG GET patterns do not list it (7.0's `CONFIG GET *` stays
+//! byte for byte), error texts stay 7.0's; asked for by exact name, or set, it answers as its
+//! release does. A directive no release knows is refused with 7.0's FATAL text.
+//!
 //! Must not touch: sockets, the executor, logging setup (main and `daemon` do that).
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,6 +24,11 @@ pub const IMMUTABLE: u8 = 1;
 pub const MULTI_ARG: u8 = 2;
 pub const HIDDEN: u8 = 4;
 pub const PROTECTED: u8 = 8;
+/// A directive Redis 7.0 does not know, from a later release (Redis 7.2 or 7.4, Valkey 8). It is
+/// accepted wherever that release accepts it (file, command line, CONFIG SET) and CONFIG GET
+/// answers it when asked by its exact name, but glob patterns (`CONFIG GET *`) never list it: a
+/// 7.0 client, or a test comparing with real 7.0, sees 7.0's replies.
+pub const LATER: u8 = 16;
 
 /// How a numeric directive is written and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +126,8 @@ const MAXMEMORY_POLICIES: &[&str] = &[
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const YES_NO_LOCAL: &[&str] = &["no", "yes", "local"];
 
-/// Every directive Redis 7.0.15 knows (plus 7.2's set-max-listpack-*), in Redis's table order.
+/// Every directive Redis 7.0.15 knows, in Redis's table order, then those of later releases (flag
+/// `LATER`; 7.2's set-max-listpack-* sit with their 7.0 neighbours).
 pub static TABLE: &[Desc] = &[
     yn("rdbchecksum", IMMUTABLE, "yes"),
     yn("daemonize", IMMUTABLE, "no"),
@@ -264,8 +277,9 @@ pub static TABLE: &[Desc] = &[
     umem("cluster-link-sendbuf-limit", M, 0, U64MAX, "0"),
     uint("hash-max-listpack-entries", M, 0, I64MAX, "512").alias("hash-max-ziplist-entries"),
     uint("set-max-intset-entries", M, 0, I64MAX, "512"),
-    uint("set-max-listpack-entries", M, 0, I64MAX, "128"),
-    umem("set-max-listpack-value", M, 0, I64MAX, "64"),
+    // Redis 7.2 (acted on: small sets of strings are listpacks, as in 7.2).
+    uint("set-max-listpack-entries", LATER, 0, I64MAX, "128"),
+    umem("set-max-listpack-value", LATER, 0, I64MAX, "64"),
     uint("zset-max-listpack-entries", M, 0, I64MAX, "128").alias("zset-max-ziplist-entries"),
     umem("active-defrag-ignore-bytes", M, 1, I64MAX, "104857600"),
     umem("hash-max-listpack-value", M, 0, I64MAX, "64").alias("hash-max-ziplist-value"),
@@ -306,7 +320,44 @@ pub static TABLE: &[Desc] = &[
     sp("bind", MULTI_ARG, "* -::*"),
     sp("replicaof", IMMUTABLE | MULTI_ARG, "").alias("slaveof"),
     sp("latency-tracking-info-percentiles", MULTI_ARG, "50 99 99.9"),
+    // Redis 7.2 (and Valkey 8).
+    st("locale-collate", LATER, ""),
+    st("cluster-announce-human-nodename", LATER, ""),
+    int("cluster-ping-interval", HIDDEN | LATER, 0, I64MAX, "0"),
+    // Redis 7.4 (and Valkey 8).
+    yn("hide-user-data-from-log", LATER, "no"),
+    uint("max-new-connections-per-cycle", LATER, 1, 1000, "10"),
+    uint("max-new-tls-connections-per-cycle", LATER, 1, 1000, "1"),
+    // Valkey 8.0.
+    yn("extended-redis-compatibility", LATER, "no"),
+    yn("enable-debug-assert", IMMUTABLE | HIDDEN | LATER, "no"),
+    yn("dual-channel-replication-enabled", LATER, "no"),
+    yn("cluster-slot-stats-enabled", LATER, "no"),
+    st("availability-zone", LATER, ""),
+    st("cluster-announce-client-ipv4", LATER, ""),
+    st("cluster-announce-client-ipv6", LATER, ""),
+    st("unixsocketgroup", IMMUTABLE | LATER, ""),
+    int("events-per-io-thread", HIDDEN | LATER, 0, I32MAX, "2"),
+    int("prefetch-batch-max-size", LATER, 0, 128, "16"),
+    // Valkey 8.1.
+    yn("import-mode", LATER, "no"),
 ];
+
+/// Names later releases gave to 7.0 directives: (new name, 7.0's canonical name). They work like
+/// aliases, but only by exact name (see `LATER`): Redis 7.4 and Valkey 8 spell the cpu lists with
+/// hyphens, Valkey 8 calls masteruser and masterauth primaryuser and primaryauth.
+pub const LATER_ALIASES: &[(&str, &str)] = &[
+    ("server-cpulist", "server_cpulist"),
+    ("bio-cpulist", "bio_cpulist"),
+    ("aof-rewrite-cpulist", "aof_rewrite_cpulist"),
+    ("bgsave-cpulist", "bgsave_cpulist"),
+    ("primaryuser", "masteruser"),
+    ("primaryauth", "masterauth"),
+];
+
+/// Enum values later releases added to 7.0 directives: accepted, but left out of the "must be one
+/// of" error text, which stays 7.0's. (Redis 7.2: `loglevel nothing`.)
+pub const LATER_ENUM_VALUES: &[(&str, &str)] = &[("loglevel", "nothing")];
 
 /// Directives the server acts on; every other table entry is only stored, and a startup warning
 /// says so when its value differs from Redis's default. (A few stored-only directives still have
@@ -411,6 +462,11 @@ fn index() -> &'static Index {
                 by_name.insert(a, i);
             }
         }
+        for &(later, canonical) in LATER_ALIASES {
+            if let Some(&i) = by_name.get(canonical) {
+                by_name.insert(later, i);
+            }
+        }
         Index { by_name }
     })
 }
@@ -421,9 +477,10 @@ pub fn lookup(name: &str) -> Option<&'static Desc> {
     index().by_name.get(lower.as_str()).map(|&i| &TABLE[i])
 }
 
-/// Every name CONFIG GET may report: canonical names and aliases, table order.
+/// Every name a CONFIG GET pattern may report: canonical names and aliases, table order. Names of
+/// later releases (`LATER`, `LATER_ALIASES`) are not among them; `lookup` finds them by name.
 pub fn all_names() -> impl Iterator<Item = (&'static str, &'static Desc)> {
-    TABLE.iter().flat_map(|d| std::iter::once((d.name, d)).chain(d.alias.map(|a| (a, d))))
+    TABLE.iter().filter(|d| !d.has(LATER)).flat_map(|d| std::iter::once((d.name, d)).chain(d.alias.map(|a| (a, d))))
 }
 
 #[derive(Debug, Clone)]
@@ -1086,6 +1143,10 @@ pub fn parse_value(desc: &Desc, v: &str) -> Result<Parsed, String> {
         }
         Kind::Enum(values) => {
             let Some(pos) = values.iter().position(|e| e.eq_ignore_ascii_case(v)) else {
+                let later = LATER_ENUM_VALUES.iter().find(|(n, e)| *n == desc.name && e.eq_ignore_ascii_case(v));
+                if let Some((_, e)) = later {
+                    return Ok(Parsed { text: e.to_string(), num: values.len() as i128 });
+                }
                 return Err(format!("argument(s) must be one of the following: {}", values.join(", ")));
             };
             // Enum names sharing one value read back as the first of them (oom-score-adj).
@@ -1394,6 +1455,9 @@ impl Config {
         for name in cfg.unimplemented_in_use() {
             cfg.warnings.push(format!("not implemented yet: {name} (value stored for CONFIG GET only)"));
         }
+        if cfg.loglevel == "nothing" {
+            cfg.warnings.push("not implemented yet: loglevel nothing (logging at notice)".into());
+        }
         Ok(cfg)
     }
 
@@ -1598,6 +1662,7 @@ impl Config {
                         | "ignore-warnings"
                         | "proc-title-template"
                         | "logfile"
+                        | "locale-collate"
                 );
                 if value.is_empty() && null_when_empty {
                     return Vec::new();
@@ -1756,6 +1821,40 @@ mod tests {
         assert!(out.contains("\nmaxmemory 2gb\n"));
         assert!(out.contains(&format!("\ndir \"{}\"\n", std::env::current_dir().unwrap().display())));
         assert!(!out.contains("list-max-listpack-size"), "defaults not in the file stay out: {out}");
+    }
+
+    #[test]
+    fn later_releases_directives() {
+        // Found by exact name, aliases included, but never by CONFIG GET patterns.
+        assert_eq!(lookup("LOCALE-COLLATE").map(|d| d.name), Some("locale-collate"));
+        assert_eq!(lookup("server-cpulist").map(|d| d.name), Some("server_cpulist"));
+        assert_eq!(lookup("primaryauth").map(|d| d.name), Some("masterauth"));
+        assert!(lookup("locale-collation").is_none());
+        for (name, desc) in all_names() {
+            assert!(!desc.has(LATER), "{name}");
+            assert!(!LATER_ALIASES.iter().any(|(a, _)| *a == name), "{name}");
+        }
+        let d = lookup("loglevel").unwrap();
+        assert_eq!(parse_value(d, "NOTHING").unwrap().text, "nothing");
+        assert_eq!(
+            parse_value(d, "loud").unwrap_err(),
+            "argument(s) must be one of the following: debug, verbose, notice, warning"
+        );
+        let mut c = Config::default();
+        let mut st = LoadState { reading_file: true, ..Default::default() };
+        c.load_string("locale-collate \"\"\nprimaryuser repl\nmax-new-connections-per-cycle 20\n", &mut st).unwrap();
+        assert_eq!(c.get(lookup("masteruser").unwrap()), "repl");
+        assert_eq!(c.unimplemented_in_use(), vec!["masteruser", "max-new-connections-per-cycle"]);
+        let e = c.load_string("locale-collate a b", &mut st).unwrap_err().0;
+        assert!(e.ends_with(">>> 'locale-collate a b'\nwrong number of arguments\n"), "{e}");
+        // CONFIG REWRITE keeps an empty locale-collate line, as 7.2 does (its empty string is a value).
+        let path = std::env::temp_dir().join(format!("ferrodis-rewrite-later-{}.conf", std::process::id()));
+        let path = path.to_string_lossy().into_owned();
+        std::fs::write(&path, "locale-collate \"\"\n").unwrap();
+        Config::default().rewrite(&path, &[]).unwrap();
+        let out = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(out.starts_with("locale-collate \"\"\n"), "{out}");
     }
 
     #[test]
