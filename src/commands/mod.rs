@@ -19,6 +19,7 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
 pub mod lists;
+pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
@@ -290,6 +291,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     sort::COMMANDS,
     persistence::COMMANDS,
     dump::COMMANDS,
+    migrate::COMMANDS,
     replication::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,

@@ -114,6 +114,8 @@ pub struct State {
     pub prop: propagate::Propagation,
     /// The append-only file.
     pub aof: aof::AofState,
+    /// MIGRATE's connections to its targets.
+    pub migrate: crate::commands::migrate::MigrateSockets,
 }
 
 impl State {
@@ -158,6 +160,7 @@ impl State {
             loading: None,
             prop: Default::default(),
             aof: Default::default(),
+            migrate: Default::default(),
             snapshot: snapshot::SnapshotState::default(),
             evict: evict::EvictState::default(),
         };
@@ -425,6 +428,9 @@ impl Executor {
         // Persistence: reap a finished BGSAVE child, start scheduled saves and save points.
         snapshot::cron(st);
         aof::cron(st);
+        if !st.migrate.is_empty() {
+            st.migrate.close_idle(now);
+        }
         if st.config.timeout > 0 {
             let limit = st.config.timeout as i64 * 1000;
             for c in st.clients.values() {
