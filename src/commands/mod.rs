@@ -7,6 +7,7 @@
 //! the one place `commands` looks upward (the executor owns them, handlers borrow them per call).
 
 pub mod bitmaps;
+pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
@@ -292,6 +293,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     persistence::COMMANDS,
     dump::COMMANDS,
     migrate::COMMANDS,
+    cluster::COMMANDS,
     replication::COMMANDS,
     scripting::COMMANDS,
     functions::COMMANDS,

@@ -57,6 +57,10 @@ const DEBUG_NOT_ALLOWED: &str =
                                  you can run it from a local connection, otherwise you need to set this option in the \
                                  configuration file, and then restart the server.";
 
+const MODULE_NOT_ALLOWED: &str =
+    "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a \
+     local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
 const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// Refusal of a write while min-replicas-to-write is not met.
@@ -108,13 +112,21 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     client.last_cmd = spec.name;
     client.last_cmd_parent = parent.map_or("", |p| p.name);
     let flags_now = effective_flags(st, spec, &cmd.argv);
-    // Protected commands (DEBUG) come before authentication, as in Redis's processCommand.
-    if spec.has_flag(flags::PROTECTED)
-        && !crate::config::protected_action_allowed(&st.config.enable_debug_command, client.info.local)
-    {
-        st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-        refuse(st, client, spec, parent, CmdError::Raw(DEBUG_NOT_ALLOWED.into()), out, proto);
-        return;
+    // Protected commands (DEBUG, MODULE LOAD) come before authentication, as in Redis's
+    // processCommand, each behind its own enable-*-command switch.
+    if spec.has_flag(flags::PROTECTED) {
+        let module = parent.is_some_and(|p| p.name == "module");
+        let setting = if module {
+            st.config.other.get("enable-module-command").map_or("no", String::as_str)
+        } else {
+            st.config.enable_debug_command.as_str()
+        };
+        if !crate::config::protected_action_allowed(setting, client.info.local) {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            let text = if module { MODULE_NOT_ALLOWED } else { DEBUG_NOT_ALLOWED };
+            refuse(st, client, spec, parent, CmdError::Raw(text.into()), out, proto);
+            return;
+        }
     }
     if !client.authenticated && !spec.has_flag(flags::NO_AUTH) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
