@@ -470,8 +470,9 @@ pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let background = flush_mode(args)?;
     let idx = ctx.client.db;
     let removed = empty_db(ctx, idx, background);
-    // One more change, as Redis counts, so the flush always propagates.
-    ctx.dirty(removed + 1);
+    ctx.dirty(removed);
+    // Propagated even when the database was empty (Redis's forceCommandPropagation).
+    ctx.force_propagate();
     Ok(Reply::Ok)
 }
 
@@ -491,8 +492,8 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !ctx.srv.config.save.is_empty() {
         let _ = crate::executor::snapshot::save_foreground(ctx.srv);
     }
-    // Redis counts one more change, after the save, so the flush always propagates.
-    ctx.dirty(1);
+    // Always propagated, even when there was nothing to flush (a save reset the counter).
+    ctx.force_propagate();
     Ok(Reply::Ok)
 }
 

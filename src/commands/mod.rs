@@ -490,6 +490,10 @@ impl Ctx<'_> {
     }
 
     /// The running command is not propagated itself (what it added with `also_propagate` is).
+    pub fn force_propagate(&mut self) {
+        crate::executor::propagate::force(self.srv);
+    }
+
     pub fn no_propagate(&mut self) {
         crate::executor::propagate::prevent(self.srv);
     }

@@ -33,6 +33,9 @@ pub struct Propagation {
     rewrite: Option<Vec<Bytes>>,
     /// The running command asked not to be propagated itself.
     prevent: bool,
+    /// The running command propagates even without a change (FLUSHALL of an empty dataset,
+    /// Redis's forceCommandPropagation).
+    force: bool,
     /// Depth of nested `call()`s (EXEC and scripts run commands inside a command).
     depth: u32,
     /// A script turned AOF propagation off (`redis.set_repl` without REPL_AOF): what its
@@ -45,6 +48,7 @@ pub struct Frame {
     dirty: u64,
     rewrite: Option<Vec<Bytes>>,
     prevent: bool,
+    force: bool,
 }
 
 /// Called by `call()` before the handler runs; None (one load and a branch, what every command
@@ -56,7 +60,12 @@ pub fn enter(st: &mut State) -> Option<Frame> {
     }
     let p = &mut st.prop;
     p.depth += 1;
-    Some(Frame { dirty: st.dirty, rewrite: p.rewrite.take(), prevent: std::mem::take(&mut p.prevent) })
+    Some(Frame {
+        dirty: st.dirty,
+        rewrite: p.rewrite.take(),
+        prevent: std::mem::take(&mut p.prevent),
+        force: std::mem::take(&mut p.force),
+    })
 }
 
 /// Called by `call()` after the handler (and the expired keys it met) are done: queues the
@@ -69,6 +78,7 @@ pub fn leave(st: &mut State, frame: Frame, db: usize, name: &str, argv: &[Bytes]
     p.depth -= 1;
     let rewrite = std::mem::replace(&mut p.rewrite, frame.rewrite);
     let prevent = std::mem::replace(&mut p.prevent, frame.prevent);
+    let changed = changed || std::mem::replace(&mut p.force, frame.force);
     // The AOF may have been turned off by this very command (CONFIG SET inside EXEC).
     if !p.active {
         p.ops.clear();
@@ -91,6 +101,13 @@ fn never_propagated(name: &str) -> bool {
 pub fn rewrite(st: &mut State, argv: Vec<Bytes>) {
     if st.prop.active {
         st.prop.rewrite = Some(argv);
+    }
+}
+
+/// The running command is propagated even if it changed nothing.
+pub fn force(st: &mut State) {
+    if st.prop.active {
+        st.prop.force = true;
     }
 }
 
@@ -149,4 +166,5 @@ pub fn discard(st: &mut State) {
     st.prop.ops.clear();
     st.prop.rewrite = None;
     st.prop.prevent = false;
+    st.prop.force = false;
 }
