@@ -1004,6 +1004,34 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 CmdError::err(format!("CONFIG-REWRITE-FORCE-ALL failed: {why}"))
             })
         }
+        (b"htstats", 3..) => {
+            let db = args.i64(2)?;
+            if db < 0 || db as usize >= ctx.srv.dbs.len() {
+                return Err(CmdError::err("Out of range database"));
+            }
+            Ok(Reply::Verbatim("txt", ctx.srv.dbs[db as usize].table_stats().into_bytes()))
+        }
+        (b"htstats-key", 3..) => {
+            let now = ctx.now_ms;
+            let Some(value) = ctx.db().peek(args.get(2), now) else { return Err(CmdError::err("no such key")) };
+            // Sets open-address one slot per member (no chains), so only the table's size and
+            // fill are reported; other encodings are not hash tables here.
+            match value {
+                Value::Set(set) => match set.table_shape() {
+                    Some((slots, members)) => Ok(Reply::Verbatim(
+                        "txt",
+                        format!(
+                            "Hash table 0 stats (main hash table):\n table size: {slots}\n number of elements: {members}\n"
+                        )
+                        .into_bytes(),
+                    )),
+                    None => Err(CmdError::err(
+                        "The value stored at the specified key is not represented using an hash table",
+                    )),
+                },
+                _ => Err(CmdError::err("The value stored at the specified key is not represented using an hash table")),
+            }
+        }
         (b"mallctl", 3 | 4) => debug_mallctl(args, false),
         (b"mallctl-str", 3 | 4) => debug_mallctl(args, true),
         (b"change-repl-id", 2) => {

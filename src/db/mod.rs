@@ -174,6 +174,11 @@ pub fn lru_clock(now_ms: i64) -> u32 {
 pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
 
 impl Db {
+    /// DEBUG HTSTATS: the key table's and the expiry table's bucket statistics.
+    pub fn table_stats(&self) -> String {
+        format!("[Dictionary HT]\n{}[Expires HT]\n{}", self.keys.stats(), self.expires.stats())
+    }
+
     pub fn new() -> Self {
         Self::default()
     }

@@ -109,6 +109,17 @@ unsafe fn node_key<'a, V>(node: *const Node<V>) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts((node as *const u8).add(key_offset::<V>()), (*node).klen as usize) }
 }
 
+/// Nodes in the chain starting at `head`.
+fn chain_len<V>(mut node: *mut Node<V>) -> usize {
+    let mut n = 0;
+    while !node.is_null() {
+        n += 1;
+        // SAFETY: chains link live nodes owned by their table, ending in null.
+        node = unsafe { (*node).next };
+    }
+    n
+}
+
 /// One bucket array. An empty array (no allocation) has size 0.
 struct Buckets<V> {
     slots: Box<[*mut Node<V>]>,
@@ -228,6 +239,50 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     /// Bucket slots currently allocated (both arrays during a resize).
     pub fn buckets(&self) -> usize {
         self.ht[0].size() + self.ht[1].size()
+    }
+
+    /// DEBUG HTSTATS's report of the bucket arrays, in Redis 7.0's dictGetStats words: for
+    /// each array in use, its size, entries, used slots, chain lengths and their distribution.
+    pub fn stats(&self) -> String {
+        let mut out = String::new();
+        for (i, ht) in self.ht.iter().enumerate() {
+            if i == 1 && self.rehash_idx.is_none() {
+                break;
+            }
+            let name = if i == 0 { "main hash table" } else { "rehashing target" };
+            out.push_str(&format!("Hash table {i} stats ({name}):\n"));
+            let count: usize = ht.slots.iter().map(|&head| chain_len(head)).sum();
+            if count == 0 {
+                out.push_str("No stats available for empty dictionaries\n");
+                continue;
+            }
+            const MAX_CHAIN: usize = 50;
+            let mut histogram = [0usize; MAX_CHAIN];
+            let (mut used_slots, mut max_chain, mut total_chain) = (0usize, 0usize, 0usize);
+            for &head in ht.slots.iter() {
+                let len = chain_len(head);
+                histogram[len.min(MAX_CHAIN - 1)] += 1;
+                if len > 0 {
+                    used_slots += 1;
+                    max_chain = max_chain.max(len);
+                    total_chain += len;
+                }
+            }
+            out.push_str(&format!(" table size: {}\n number of elements: {count}\n", ht.slots.len()));
+            {
+                out.push_str(&format!(
+                    " different slots: {used_slots}\n max chain length: {max_chain}\n avg chain length (counted): {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
+                    total_chain as f64 / used_slots as f64,
+                    count as f64 / used_slots as f64
+                ));
+                for (len, &n) in histogram.iter().enumerate() {
+                    if n > 0 {
+                        out.push_str(&format!("   {len}: {n} ({:.02}%)\n", n as f64 * 100.0 / ht.slots.len() as f64));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Bytes one entry's allocation requests for a key of `key_len` bytes (MEMORY USAGE); the

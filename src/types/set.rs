@@ -674,6 +674,14 @@ impl Set {
         }
     }
 
+    /// Slots and members of the hash table, when the set is one (DEBUG HTSTATS-KEY).
+    pub fn table_shape(&self) -> Option<(usize, usize)> {
+        match &self.repr {
+            Repr::Ints(_) => None,
+            Repr::Table(t) => Some((t.slots.len(), t.len)),
+        }
+    }
+
     /// Bytes of heap this set holds beyond its own allocation (MEMORY USAGE's figure).
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {

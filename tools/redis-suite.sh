@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs units of Redis 7.0.15's own test suite (../shared/redis-tests/run.sh) against ferrodis, or
+# with --redis against Debian's redis-server (the baseline), one runtest per unit, and prints a
+# per-unit table: ok, err, and whether the unit finished (a unit that hangs is stopped by the
+# per-test timeout and shows as "timeout").
+#
+#   tools/redis-suite.sh [--redis] [--server BIN] [--jobs N] [--timeout S] [--out DIR] [UNIT...]
+#
+# Units default to tests/redis-suite/units.txt (every unit of ::all_tests that needs no
+# replication, cluster or TLS; the file says why each other one is left out). Tests that need
+# the replication stream or REPLICAOF are skipped by name through tests/redis-suite/skip.txt
+# (issue 18 adds replication), for ferrodis and the baseline alike, so the two columns compare.
+# Exit status: 0 when every unit finished with no [err], 1 otherwise.
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUN=${REDIS_TESTS:-$HERE/../shared/redis-tests}/run.sh
+SERVER=$HERE/target/release/ferrodis-server
+JOBS=1 TIMEOUT=120 OUT="" UNITS=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --redis) SERVER=redis; shift ;;
+    --server) SERVER=$2; shift 2 ;;
+    --jobs) JOBS=$2; shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) UNITS+=("$1"); shift ;;
+  esac
+done
+[[ -x $RUN ]] || { echo "redis-suite: $RUN not found" >&2; exit 2; }
+if [[ ${#UNITS[@]} -eq 0 ]]; then
+  mapfile -t UNITS < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$HERE/tests/redis-suite/units.txt" | grep -v '^$')
+fi
+[[ -n $OUT ]] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/redis-suite-XXXXXX")
+mkdir -p "$OUT"
+SKIP=$HERE/tests/redis-suite/skip.txt
+export RUN SERVER TIMEOUT OUT SKIP
+
+run_unit() {
+  local n=$1 unit=$2 name=${2//\//_}
+  local port=$((21000 + (n % 40) * 500)) start=$SECONDS target
+  if [[ $SERVER == redis ]]; then target=(--redis); else target=(--server "$SERVER"); fi
+  # Blocks tagged `repl` start replicas, except in unit/dump, where they are MIGRATE's targets.
+  local tags=(--tags -needs:repl)
+  [[ $unit == unit/dump ]] || tags+=(--tags -repl)
+  timeout $((TIMEOUT * 10)) "$RUN" "${target[@]}" "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
+    --skipfile "$SKIP" "${tags[@]}" >"$OUT/$name.log" 2>&1
+  local rc=$? plain
+  plain=$(sed 's/\x1b\[[0-9;]*m//g' "$OUT/$name.log")
+  local ok err state=done
+  ok=$(grep -c '^\[ok\]' <<<"$plain")
+  err=$(grep -c '^\[err\]' <<<"$plain")
+  grep -q '^\[TIMEOUT\]' <<<"$plain" && state=timeout
+  grep -q '^\[exception\]' <<<"$plain" && state=exception
+  [[ $rc -ne 0 && $state == done && $err -eq 0 ]] && state="rc=$rc"
+  printf '%s\t%s\t%s\t%s\t%ss\n' "$unit" "$ok" "$err" "$state" $((SECONDS - start)) >"$OUT/$name.result"
+}
+export -f run_unit
+
+i=0
+for u in "${UNITS[@]}"; do i=$((i + 1)); echo "$i $u"; done | xargs -P "$JOBS" -L1 bash -c 'run_unit "$0" "$1"'
+
+status=0 total_ok=0 total_err=0
+printf '%-45s %6s %6s  %s\n' unit ok err finished
+for u in "${UNITS[@]}"; do
+  f=$OUT/${u//\//_}.result
+  if [[ ! -f $f ]]; then printf '%-45s %6s %6s  %s\n' "$u" - - missing; status=1; continue; fi
+  IFS=$'\t' read -r unit ok err state secs <"$f"
+  printf '%-45s %6s %6s  %s %s\n' "$unit" "$ok" "$err" "$state" "$secs"
+  total_ok=$((total_ok + ok)) total_err=$((total_err + err))
+  [[ $err -eq 0 && $state == done ]] || status=1
+done
+echo "logs: $OUT"
+echo "redis-suite: $total_ok ok, $total_err err"
+exit $status
