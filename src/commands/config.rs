@@ -79,6 +79,10 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if desc.has(PROTECTED) && !protected_allowed(ctx) {
             return refuse("can't set protected config");
         }
+        // Redis's DENY_LOADING_CONFIG: these wait for a load in progress to end.
+        if matches!(desc.name, "dir" | "appendonly") && ctx.srv.stats.persistence.loading {
+            return Err(CmdError::Raw("LOADING Redis is loading the dataset in memory".into()));
+        }
         let lower = name.to_ascii_lowercase();
         let registered = if desc.alias == Some(lower.as_str()) { desc.alias.unwrap_or(desc.name) } else { desc.name };
         if pairs.iter().any(|(_, n, _)| *n == registered) {

@@ -1152,6 +1152,9 @@ pub struct DbSink {
     /// Offset reached after the previous key: where the current record starts, roughly.
     last_offset: u64,
     pipe: Option<Pipe>,
+    /// key-load-delay: microseconds to wait after each key (Redis's hidden knob that tests use
+    /// to keep a load running); negative spins instead of sleeping.
+    pub key_delay_us: i64,
 }
 
 /// Work for the inserter thread, in file order.
@@ -1268,6 +1271,7 @@ impl DbSink {
             ndbs: databases.max(1),
             last_offset: 0,
             pipe: None,
+            key_delay_us: 0,
         }
     }
 }
@@ -1318,6 +1322,16 @@ impl Sink for DbSink {
     }
 
     fn key(&mut self, key: &[u8], value: Decoded, meta: KeyMeta) -> Result<(), String> {
+        match self.key_delay_us {
+            0 => {}
+            us if us > 0 => std::thread::sleep(std::time::Duration::from_micros(us as u64)),
+            us => {
+                let until = std::time::Instant::now() + std::time::Duration::from_micros(us.unsigned_abs());
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            }
+        }
         if meta.expire_ms.is_some_and(|at| at < self.now_ms) {
             self.keys_expired += 1;
             return Ok(());
@@ -1399,6 +1413,7 @@ pub fn load_path(
         }
     }
     sink.progress = job;
+    sink.key_delay_us = cfg.other.get("key-load-delay").and_then(|v| v.parse().ok()).unwrap_or(0);
     let opts = DecodeOpts { limits: Limits::from_config(cfg), drop_fields_expired_before: Some(now) };
     let read = read_file(file, &mut sink, &opts);
     // The inserter's error (a duplicate key) comes first: the reader only stopped because of it.
