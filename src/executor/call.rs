@@ -260,9 +260,21 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         clock.now_ms = unix_ms();
     }
 
+    // The latency monitor: a woken blocked command counts as unblocking work, as in Redis.
+    if duration_us >= 1000 {
+        let event = if client.woken {
+            "command-unblocking"
+        } else if spec.has_flag(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        crate::latency::record(st, event, duration_us);
+    }
     st.stats.total_commands_processed += 1;
+    let track = st.config.latency_tracking;
     let stat = st.stats.commands.entry(stat_name).or_default();
-    stat.record(duration_us);
+    stat.record(duration_us, track);
     let reply = match result {
         Ok(reply) => {
             if let Reply::Error(line) = &reply {
