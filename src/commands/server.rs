@@ -1888,8 +1888,8 @@ mod tests {
         let mut st = crate::executor::State::new(crate::config::Config::default());
         let mut me = client(1, 1000);
         let argv = |a: &[&str]| a.iter().map(|x| bytes::Bytes::copy_from_slice(x.as_bytes())).collect::<Vec<_>>();
-        st.slowlog.push(&argv(&["ping"]), 3, 100, "127.0.0.1:1", "", 128);
-        st.slowlog.push(&argv(&["get", "k"]), 7, 101, "127.0.0.1:1", "me", 128);
+        st.slowlog.push(&argv(&["ping"]), &[], 3, 100, "127.0.0.1:1", "", 128);
+        st.slowlog.push(&argv(&["get", "k"]), &[], 7, 101, "127.0.0.1:1", "me", 128);
         assert_eq!(
             run(&mut st, &mut me, &["slowlog", "get", "1"]),
             b"*1\r\n*6\r\n:1\r\n:101\r\n:7\r\n*2\r\n$3\r\nget\r\n$1\r\nk\r\n$11\r\n127.0.0.1:1\r\n$2\r\nme\r\n"

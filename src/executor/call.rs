@@ -299,7 +299,8 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if slower_than >= 0 && duration_us as i64 >= slower_than && !spec.has_flag(flags::SKIP_SLOWLOG) {
         let name = client.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let max_len = st.config.slowlog_max_len;
-        st.slowlog.push(&args.argv, duration_us, now_ms / 1000, &client.info.addr, &name, max_len);
+        let redacted = crate::slowlog::redacted_positions(stat_name.0, &args.argv);
+        st.slowlog.push(&args.argv, &redacted, duration_us, now_ms / 1000, &client.info.addr, &name, max_len);
     }
 }
 
