@@ -5,7 +5,13 @@
 //! Events are named as Redis 7.0 names them, and recorded where Ferrodis does the same work:
 //! `command` / `fast-command` (call(), by the command's FAST flag), `command-unblocking` (a woken
 //! blocked command), `expire-cycle` (the cron's active expiry pass), `eviction-cycle` and
-//! `eviction-del` (maxmemory eviction), `fork` (BGSAVE / BGREWRITEAOF forks).
+//! `eviction-del` (maxmemory eviction), `fork` (BGSAVE / BGREWRITEAOF forks), `aof-write` with
+//! `aof-write-alone` or `aof-write-active-child`, and `aof-fsync-always` (the AOF buffer's write
+//! and, under appendfsync always, its fsync).
+//!
+//! Not recorded: `expire-del` (Redis times each expired key's deletion; ours are not timed one by
+//! one), `aof-write-pending-fsync`, `aof-fstat`, `aof-rename`, `rdb-unlink-temp-file`,
+//! `while-blocked-cron` and the module events.
 //!
 //! Recording is cheap when the monitor is off: callers measure anyway (call() always has the
 //! duration) and `record` looks the threshold up only for spans of a millisecond or more.
