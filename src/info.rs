@@ -564,6 +564,10 @@ fn errorstats(s: &mut Section, st: &State) {
 
 fn latencystats(s: &mut Section, st: &State) {
     s.title("Latencystats");
+    // latency-tracking no: the section is empty, whatever the histograms hold (Redis 7.0).
+    if !st.config.latency_tracking {
+        return;
+    }
     // latency-tracking-info-percentiles keeps each value in the form Redis prints (%f, trailing
     // zeros trimmed), which is also the label's.
     let configured = crate::config::lookup("latency-tracking-info-percentiles").map(|d| st.config.get(d));

@@ -7,7 +7,8 @@
 //! - `executor`: the single owner of all databases; `call()` runs each command.
 //! - `scripting`: the Lua engine of EVAL (its VM, script cache and sandbox).
 //! - `server`: listeners and connection tasks (nothing imports it).
-//! - `config`, `log`, `stats`, `slowlog`, `util`: configuration, logging, counters, helpers.
+//! - `config`, `log`, `stats`, `slowlog`, `latency`, `util`: configuration, logging, counters, the
+//!   slow log and latency monitor, helpers.
 
 pub mod acl;
 pub mod aof;
@@ -19,6 +20,7 @@ pub mod executor;
 pub mod functions;
 pub mod glob;
 pub mod info;
+pub mod latency;
 pub mod log;
 pub mod pubsub;
 pub mod rdb;

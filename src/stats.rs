@@ -61,11 +61,14 @@ pub struct CommandStat {
 }
 
 impl CommandStat {
-    /// Counts one executed call that took `usec` microseconds.
-    pub fn record(&mut self, usec: u64) {
+    /// Counts one executed call that took `usec` microseconds; its latency goes into the
+    /// histogram when `track` (latency-tracking) is on.
+    pub fn record(&mut self, usec: u64, track: bool) {
         self.calls += 1;
         self.usec += usec;
-        self.latency.record(usec.saturating_mul(1000));
+        if track {
+            self.latency.record(usec.saturating_mul(1000));
+        }
     }
 }
 

@@ -269,6 +269,7 @@ scripts! {
     scripting => "scripting.txt",
     scripting_libs => "scripting_libs.txt",
     server_config => "server_config.txt",
+    latency => "latency.txt",
     transactions => "transactions.txt",
 }
 

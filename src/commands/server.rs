@@ -1723,63 +1723,108 @@ pub fn memory_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 }
 
 // ---------------------------------------------------------------------------------------------
-// LATENCY (the latency monitor is off: latency-monitor-threshold 0 records no events)
+// LATENCY (events are recorded by crate::latency::record; see src/latency.rs)
 
 /// LATENCY LATEST
-pub fn latency_latest(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Array(vec![]))
+///
+/// Per event: [name, unix time of the latest spike, its milliseconds, the worst ever].
+pub fn latency_latest(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let rows = ctx.srv.latency.latest().into_iter().map(|(name, time, ms, max)| {
+        Reply::Array(vec![Reply::bulk(name), Reply::Int(time), Reply::Int(ms as i64), Reply::Int(max as i64)])
+    });
+    Ok(Reply::Array(rows.collect()))
 }
 
 /// LATENCY HISTORY event
-pub fn latency_history(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Array(vec![]))
+///
+/// The event's [unix time, milliseconds] samples, oldest first; empty for an unknown event
+/// (names match exactly).
+pub fn latency_history(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let samples = ctx.srv.latency.history(args.get(2)).unwrap_or_default();
+    let rows = samples.into_iter().map(|(t, ms)| Reply::Array(vec![Reply::Int(t), Reply::Int(ms as i64)]));
+    Ok(Reply::Array(rows.collect()))
 }
 
 /// LATENCY RESET [event ...]
 ///
-/// Replies with the number of event series reset.
-pub fn latency_reset(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Int(0))
+/// Drops the named events (any case), or all of them; replies with how many were dropped.
+pub fn latency_reset(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let n = if args.len() == 2 {
+        ctx.srv.latency.reset(None)
+    } else {
+        args.from(2).map(|e| ctx.srv.latency.reset(Some(e))).sum()
+    };
+    Ok(Reply::Int(n as i64))
 }
 
 /// LATENCY GRAPH event
-pub fn latency_graph(_ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Err(CmdError::err(format!("No samples available for event '{}'", args.str(2))))
+///
+/// An ASCII sparkline of the event's samples, each labelled with its age.
+pub fn latency_graph(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let now = crate::executor::unix_ms() / 1000;
+    match ctx.srv.latency.graph(args.get(2), now) {
+        Some(text) => Ok(Reply::Verbatim("txt", text.into_bytes())),
+        None => Err(CmdError::err(format!("No samples available for event '{}'", args.str(2)))),
+    }
 }
 
 /// LATENCY DOCTOR
-pub fn latency_doctor(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let text = "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may \
-                use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't \
-                in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n";
-    Ok(Reply::Verbatim("txt", text.as_bytes().to_vec()))
+///
+/// A human readable analysis of the recorded events, with advice, in Redis's words.
+pub fn latency_doctor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let st = &*ctx.srv;
+    let fork_us = st.stats.persistence.latest_fork_usec;
+    // Redis's stat_fork_rate: GB of used memory copied per second of fork.
+    let fork_rate = if fork_us == 0 {
+        0.0
+    } else {
+        st.stats.used_memory_now() as f64 * 1_000_000.0 / fork_us as f64 / (1024.0 * 1024.0 * 1024.0)
+    };
+    let inputs = crate::latency::DoctorInputs {
+        now_secs: crate::executor::unix_ms() / 1000,
+        threshold_ms: crate::latency::threshold_ms(st),
+        slowlog_log_slower_than: st.config.slowlog_log_slower_than,
+        fork_rate_gb_per_sec: fork_rate,
+        appendfsync_always: crate::config::lookup("appendfsync").is_some_and(|d| st.config.get(d) == "always"),
+        hz: st.config.hz,
+        anon_huge_pages: crate::latency::anon_huge_pages(),
+    };
+    Ok(Reply::Verbatim("txt", st.latency.doctor(&inputs).into_bytes()))
 }
 
 /// LATENCY HISTOGRAM [command ...]
 ///
 /// Per-command cumulative latency distributions (power-of-two microsecond buckets) for the
-/// named commands (a container names all its subcommands), or for every command run so far.
+/// named commands (`config|set` names a subcommand; a container names all its subcommands), or
+/// for every command run so far. Unknown names are skipped; a name given twice answers twice.
 pub fn latency_histogram(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut specs: Vec<&'static str> = Vec::new();
-    let mut add = |top: &'static CommandSpec| {
+    let add = |specs: &mut Vec<&'static str>, top: &'static CommandSpec| {
         specs.push(top.name);
         for sub in top.subcommands {
             specs.push(crate::executor::call::full_name(top, sub));
         }
     };
     if args.len() == 2 {
-        super::all().for_each(&mut add);
+        super::all().for_each(|top| add(&mut specs, top));
     } else {
         for name in args.from(2) {
-            if let Some(top) = super::lookup(name) {
-                add(top);
+            let mut parts = name.splitn(2, |&c| c == b'|');
+            let Some(top) = parts.next().and_then(super::lookup) else { continue };
+            match parts.next() {
+                None => add(&mut specs, top),
+                Some(sub_name) => {
+                    if let Some(sub) = top.subcommand(sub_name) {
+                        specs.push(crate::executor::call::full_name(top, sub));
+                    }
+                }
             }
         }
     }
     let mut out = Vec::new();
     for name in specs {
         let Some(stat) = ctx.srv.stats.commands.get(&crate::stats::StatName(name)) else { continue };
-        if stat.latency.total() == 0 || out.iter().any(|(k, _)| *k == Reply::bulk(name)) {
+        if stat.latency.total() == 0 {
             continue;
         }
         let buckets =
@@ -1898,8 +1943,8 @@ mod tests {
         let mut st = crate::executor::State::new(crate::config::Config::default());
         let mut me = client(1, 1000);
         let argv = |a: &[&str]| a.iter().map(|x| bytes::Bytes::copy_from_slice(x.as_bytes())).collect::<Vec<_>>();
-        st.slowlog.push(&argv(&["ping"]), 3, 100, "127.0.0.1:1", "", 128);
-        st.slowlog.push(&argv(&["get", "k"]), 7, 101, "127.0.0.1:1", "me", 128);
+        st.slowlog.push(&argv(&["ping"]), &[], 3, 100, "127.0.0.1:1", "", 128);
+        st.slowlog.push(&argv(&["get", "k"]), &[], 7, 101, "127.0.0.1:1", "me", 128);
         assert_eq!(
             run(&mut st, &mut me, &["slowlog", "get", "1"]),
             b"*1\r\n*6\r\n:1\r\n:101\r\n:7\r\n*2\r\n$3\r\nget\r\n$1\r\nk\r\n$11\r\n127.0.0.1:1\r\n$2\r\nme\r\n"

@@ -55,6 +55,10 @@ pub struct SyncGate {
     written: std::sync::atomic::AtomicU64,
     synced: std::sync::atomic::AtomicU64,
     synced_notify: tokio::sync::Notify,
+    /// The slowest write and fsync of the hook since the cron last handed them to the latency
+    /// monitor (microseconds).
+    worst_write_us: std::sync::atomic::AtomicU64,
+    worst_fsync_us: std::sync::atomic::AtomicU64,
 }
 
 impl SyncGate {
@@ -67,7 +71,15 @@ impl SyncGate {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut unwritten = self.unwritten.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = file {
-            if let Err(e) = (&*f).write_all(&unwritten).and_then(|()| f.sync_data()) {
+            let started = Instant::now();
+            let mut result = (&*f).write_all(&unwritten);
+            let wrote = Instant::now();
+            if result.is_ok() {
+                result = f.sync_data();
+            }
+            self.worst_write_us.fetch_max((wrote - started).as_micros() as u64, Ordering::Relaxed);
+            self.worst_fsync_us.fetch_max(wrote.elapsed().as_micros() as u64, Ordering::Relaxed);
+            if let Err(e) = result {
                 tracing::warn!(
                     "Can't persist the AOF buffer to disk ({e}). Exiting, as the AOF fsync policy is 'always'."
                 );
@@ -256,7 +268,21 @@ fn write_buffer(st: &mut State) {
     }
     // Bytes handed over while appendfsync was `always` go first (it may have just changed).
     st.aof.fsync.sync_written();
-    let result = (&*file).write_all(&st.aof.buf).and_then(|()| if always { file.sync_data() } else { Ok(()) });
+    // The latency monitor sees the write and the fsync apart, as Redis's aof-write-* and
+    // aof-fsync-always events.
+    let started = Instant::now();
+    let mut result = (&*file).write_all(&st.aof.buf);
+    let write_us = started.elapsed().as_micros() as u64;
+    if write_us >= 1000 {
+        let with = if st.snapshot.child.is_some() { "aof-write-active-child" } else { "aof-write-alone" };
+        crate::latency::record(st, with, write_us);
+        crate::latency::record(st, "aof-write", write_us);
+    }
+    if always && result.is_ok() {
+        let started = Instant::now();
+        result = file.sync_data();
+        crate::latency::record(st, "aof-fsync-always", started.elapsed().as_micros() as u64);
+    }
     match result {
         Ok(()) => {
             st.aof.current_size += st.aof.buf.len() as u64;
@@ -955,6 +981,16 @@ pub fn cron(st: &mut State) {
         return;
     }
     flush(st);
+    // Group commit's writes and fsyncs ran in the runtime's park hook: their worst goes to the
+    // latency monitor here.
+    let write_us = st.aof.fsync.worst_write_us.swap(0, Ordering::Relaxed);
+    let fsync_us = st.aof.fsync.worst_fsync_us.swap(0, Ordering::Relaxed);
+    if write_us >= 1000 {
+        let with = if st.snapshot.child.is_some() { "aof-write-active-child" } else { "aof-write-alone" };
+        crate::latency::record(st, with, write_us);
+        crate::latency::record(st, "aof-write", write_us);
+    }
+    crate::latency::record(st, "aof-fsync-always", fsync_us);
     if st.snapshot.child.is_some() {
         return;
     }

@@ -20,10 +20,13 @@ pub struct Blocked {
     pub cmd: Cmd,
     pub db: usize,
     pub request: BlockRequest,
+    /// Microseconds the command's first run took (what Redis's stats count when it ends
+    /// without running again).
+    pub duration_us: u64,
 }
 
 /// Parks `client` on the keys of `request`; called by `call()` when a handler blocked.
-pub fn park(st: &mut State, client: &mut Client, cmd: Cmd, request: BlockRequest) {
+pub fn park(st: &mut State, client: &mut Client, cmd: Cmd, request: BlockRequest, duration_us: u64) {
     let db = client.db;
     for key in &request.keys {
         let queue = st.waiters.entry((db, key.clone())).or_default();
@@ -38,7 +41,7 @@ pub fn park(st: &mut State, client: &mut Client, cmd: Cmd, request: BlockRequest
         }
     }
     st.blocked_clients += 1;
-    client.blocked = Some(Box::new(Blocked { cmd, db, request }));
+    client.blocked = Some(Box::new(Blocked { cmd, db, request, duration_us }));
 }
 
 /// Removes a parked client from every waiter queue and the deadline index.
@@ -202,6 +205,7 @@ pub fn expire_deadlines(st: &mut State) {
         let Some(mut client) = st.clients.remove(&id) else { continue };
         if let Some(blocked) = client.blocked.take() {
             unpark(st, id, &blocked);
+            super::call::blocked_ended(st, &blocked, super::call::BlockEnd::Deadline);
             let mut out = Vec::new();
             if !client.reply_off {
                 write_reply(&mut out, &blocked.request.timeout_reply, client.proto);
@@ -222,6 +226,8 @@ pub fn unblock(st: &mut State, id: u64, with_error: bool) -> bool {
         return false;
     };
     unpark(st, id, &blocked);
+    let how = if with_error { super::call::BlockEnd::UnblockError } else { super::call::BlockEnd::UnblockTimeout };
+    super::call::blocked_ended(st, &blocked, how);
     let mut out = Vec::new();
     let reply = if with_error {
         crate::resp::Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")

@@ -254,21 +254,33 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     let finished_us = super::mono_us();
     clock.last_us = finished_us;
+    let duration_us = finished_us.saturating_sub(started_us);
     if let Some(mut request) = client.block_request.take() {
         // The handler parked the command: no reply now (see executor::blocking). A handler may
         // ask for a rewritten command to run on wake-up (XREAD's `$` resolved to an ID).
         let argv = request.rerun_argv.take().unwrap_or(args.argv);
-        super::blocking::park(st, client, Cmd { spec: cmd_spec, argv }, request);
+        super::blocking::park(st, client, Cmd { spec: cmd_spec, argv }, request, duration_us);
         return;
     }
-    let duration_us = finished_us.saturating_sub(started_us);
     if duration_us >= 1000 {
         clock.now_ms = unix_ms();
     }
 
+    // The latency monitor: a woken blocked command counts as unblocking work, as in Redis.
+    if duration_us >= 1000 {
+        let event = if client.woken {
+            "command-unblocking"
+        } else if spec.has_flag(flags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        crate::latency::record(st, event, duration_us);
+    }
     st.stats.total_commands_processed += 1;
+    let track = st.config.latency_tracking;
     let stat = st.stats.commands.entry(stat_name).or_default();
-    stat.record(duration_us);
+    stat.record(duration_us, track);
     let reply = match result {
         Ok(reply) => {
             if let Reply::Error(line) = &reply {
@@ -293,7 +305,44 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if slower_than >= 0 && duration_us as i64 >= slower_than && !spec.has_flag(flags::SKIP_SLOWLOG) {
         let name = client.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let max_len = st.config.slowlog_max_len;
-        st.slowlog.push(&args.argv, duration_us, now_ms / 1000, &client.info.addr, &name, max_len);
+        let redacted = crate::slowlog::redacted_positions(stat_name.0, &args.argv);
+        st.slowlog.push(&args.argv, &redacted, duration_us, now_ms / 1000, &client.info.addr, &name, max_len);
+    }
+}
+
+/// How a parked command ended without running again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockEnd {
+    /// Its timeout passed.
+    Deadline,
+    /// CLIENT UNBLOCK id TIMEOUT.
+    UnblockTimeout,
+    /// CLIENT UNBLOCK id ERROR: the client got an UNBLOCKED error.
+    UnblockError,
+}
+
+/// Stats for a blocked command that ends without running again, as Redis 7.0 keeps them: the
+/// call counts (with its first run's time) whichever way it ends; CLIENT UNBLOCK, with either
+/// reason, also counts it failed and adds that time again to its total and its latency
+/// histogram; ERROR's reply counts under errorstat UNBLOCKED. (A woken command runs again
+/// through call(), which counts it there.)
+pub fn blocked_ended(st: &mut State, blocked: &super::blocking::Blocked, how: BlockEnd) {
+    let Ok((spec, parent)) = resolve(&blocked.cmd) else { return };
+    let track = st.config.latency_tracking;
+    let us = blocked.duration_us;
+    st.stats.total_commands_processed += 1;
+    let stat = st.stats.commands.entry(stat_key(spec, parent)).or_default();
+    stat.calls += 1;
+    stat.usec += us;
+    if how != BlockEnd::Deadline {
+        stat.failed_calls += 1;
+        stat.usec += us;
+        if track {
+            stat.latency.record(us.saturating_mul(1000));
+        }
+    }
+    if how == BlockEnd::UnblockError {
+        st.stats.count_error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
     }
 }
 

@@ -182,12 +182,15 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     let mut freed: u64 = 0;
     let mut keys_freed = 0u64;
     let mut outcome = Outcome::Ok;
+    // The latency monitor times each deletion only when it is on (Redis's eviction-del).
+    let monitor = crate::latency::threshold_ms(st) > 0;
     while freed < to_free {
         let Some((db, key)) = pick(st, choice, volatile, samples, now_ms) else {
             outcome = Outcome::Fail;
             break;
         };
         let before = st.used_memory();
+        let del_started = monitor.then(Instant::now);
         let Some(value) = st.dbs[db].evict(&key) else {
             // `pick` only returns keys present; a miss would be a bug, not a reason to spin.
             outcome = Outcome::Fail;
@@ -201,6 +204,9 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
             crate::db::lazyfree::free(value);
         } else {
             drop(value);
+        }
+        if let Some(t) = del_started {
+            crate::latency::record(st, "eviction-del", t.elapsed().as_micros() as u64);
         }
         freed += before.saturating_sub(st.used_memory());
         st.stats.evicted_keys += 1;
@@ -216,6 +222,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
             }
         }
     }
+    crate::latency::record(st, "eviction-cycle", started.elapsed().as_micros() as u64);
     finish(st, outcome, now_ms);
     outcome
 }

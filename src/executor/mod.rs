@@ -48,6 +48,8 @@ pub struct State {
     pub config: Config,
     pub stats: Stats,
     pub slowlog: Slowlog,
+    /// LATENCY LATEST/HISTORY events (see crate::latency).
+    pub latency: crate::latency::Monitor,
     /// Every connected client except the one whose batch is running, taken out and put back
     /// around each batch (hence a hash map: a B-tree's rebalancing cost a few percent of a
     /// request's CPU). Iteration order is arbitrary; CLIENT LIST sorts by id.
@@ -127,6 +129,7 @@ impl State {
             config,
             stats: Stats::default(),
             slowlog: Slowlog::default(),
+            latency: crate::latency::Monitor::default(),
             clients: ClientTable::default(),
             next_client_id: 1,
             dirty: 0,
@@ -397,7 +400,8 @@ impl Executor {
             // Redis's slow cycle: at most 25% of a cron period's CPU.
             let hz = st.config.hz.clamp(1, 500) as u64;
             let budget = Duration::from_micros(1_000_000 / hz / 4);
-            let deadline = Instant::now() + budget;
+            let started = Instant::now();
+            let deadline = started + budget;
             for db in &mut st.dbs {
                 if Instant::now() >= deadline {
                     break;
@@ -406,6 +410,7 @@ impl Executor {
                 // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
                 db.active_expire_fields(now, deadline, 1000);
             }
+            crate::latency::record(st, "expire-cycle", started.elapsed().as_micros() as u64);
         }
         // pub/sub hook: `expired` keyspace events from active expiry.
         crate::commands::pubsub::drain_expired(st, None);

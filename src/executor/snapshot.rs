@@ -212,6 +212,7 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
             p.bgsave_started_unix = now_unix;
             p.rdb_saves += 1;
             st.snapshot.child = Some(Child { pid, kind: ChildKind::Rdb, started, dirty_before: st.dirty, report: rd });
+            crate::latency::record(st, "fork", fork_us);
             // Moving entries between bucket arrays now would only copy pages the child shares.
             crate::db::table::set_resize_allowed(false);
             st.snapshot.scheduled = false;
@@ -252,7 +253,9 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
             let p = &mut st.stats.persistence;
             p.latest_fork_usec = started.elapsed().as_micros() as u64;
             p.total_forks += 1;
+            let fork_us = p.latest_fork_usec;
             st.snapshot.child = Some(Child { pid, kind, started, dirty_before: st.dirty, report: rd });
+            crate::latency::record(st, "fork", fork_us);
             crate::db::table::set_resize_allowed(false);
             Ok(pid)
         }
