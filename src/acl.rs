@@ -79,6 +79,9 @@ fn catalog() -> &'static Catalog {
             }
         }
         for &(name, categories, subs) in NOT_YET_IMPLEMENTED {
+            if c.top.iter().any(|&id| c.entries[id].full == name) {
+                continue;
+            }
             let id = c.entries.len();
             c.entries.push(Entry {
                 full: name.into(),
@@ -110,47 +113,10 @@ fn catalog() -> &'static Catalog {
 type Categories = &'static [&'static str];
 type Subcommands = &'static [(&'static str, Categories)];
 static NOT_YET_IMPLEMENTED: &[(&str, Categories, Subcommands)] = &[
-    ("migrate", &["keyspace", "write", "slow", "dangerous"], &[]),
     ("lolwut", &["read", "fast"], &[]),
     ("replicaof", &["admin", "slow", "dangerous"], &[]),
     ("slaveof", &["admin", "slow", "dangerous"], &[]),
-    (
-        "cluster",
-        &["slow"],
-        &[
-            ("addslots", ADMIN),
-            ("addslotsrange", ADMIN),
-            ("bumpepoch", ADMIN),
-            ("count-failure-reports", ADMIN),
-            ("countkeysinslot", SLOW),
-            ("delslots", ADMIN),
-            ("delslotsrange", ADMIN),
-            ("failover", ADMIN),
-            ("flushslots", ADMIN),
-            ("forget", ADMIN),
-            ("getkeysinslot", SLOW),
-            ("help", SLOW),
-            ("info", SLOW),
-            ("keyslot", SLOW),
-            ("links", SLOW),
-            ("meet", ADMIN),
-            ("myid", SLOW),
-            ("nodes", SLOW),
-            ("replicas", ADMIN),
-            ("replicate", ADMIN),
-            ("reset", ADMIN),
-            ("saveconfig", ADMIN),
-            ("set-config-epoch", ADMIN),
-            ("setslot", ADMIN),
-            ("shards", SLOW),
-            ("slaves", ADMIN),
-            ("slots", SLOW),
-        ],
-    ),
-    ("module", &["slow"], &[("help", SLOW), ("list", ADMIN), ("load", ADMIN), ("loadex", ADMIN), ("unload", ADMIN)]),
 ];
-const ADMIN: Categories = &["admin", "slow", "dangerous"];
-const SLOW: Categories = &["slow"];
 
 fn category_bits(names: &[&str]) -> u64 {
     names.iter().filter_map(|n| category(n.as_bytes())).fold(0, |acc, b| acc | b)
@@ -360,39 +326,46 @@ impl Selector {
         Ok(())
     }
 
+    /// `+cmd`, `+cmd|sub`, `+cmd|firstarg`, `-cmd`, `-cmd|sub`, in Redis 7.0's order of checks:
+    /// `-` names a command or subcommand exactly; `+` splits at the last `|`, so the part before
+    /// it must be a command (a subcommand there is refused: no first args of subcommands).
     fn command_rule(&mut self, name: &[u8], allow: bool) -> Result<(), RuleError> {
         let c = catalog();
-        let find = |n: &[u8]| c.top.iter().copied().find(|&id| c.entries[id].full.as_bytes() == n);
-        if let Some(id) = find(name) {
+        // Redis's ACLLookupCommand: `cmd` or `cmd|sub`, nothing deeper.
+        let lookup = |n: &[u8]| -> Option<usize> {
+            let mut parts = n.split(|&b| b == b'|');
+            let top_name = parts.next()?;
+            let top = c.top.iter().copied().find(|&id| c.entries[id].full.as_bytes() == top_name)?;
+            match (parts.next(), parts.next()) {
+                (None, _) => Some(top),
+                (Some(sub), None) => c.entries[top].subs.iter().copied().find(|&s| c.entries[s].name.as_bytes() == sub),
+                (Some(_), Some(_)) => None,
+            }
+        };
+        let Some(bar) = name.iter().rposition(|&b| b == b'|').filter(|_| allow) else {
+            let id = lookup(name).ok_or(RuleError::Unknown)?;
             self.change_perm(id, allow);
             return Ok(());
-        }
-        let Some(bar) = name.iter().position(|&b| b == b'|') else {
-            return Err(RuleError::Unknown);
         };
-        let (parent, arg) = (&name[..bar], &name[bar + 1..]);
-        let id = find(parent).ok_or(RuleError::Unknown)?;
-        let entry = &c.entries[id];
+        let (head, arg) = (&name[..bar], &name[bar + 1..]);
+        let id = lookup(head).ok_or(RuleError::Unknown)?;
+        if c.entries[id].full.contains('|') {
+            return Err(RuleError::FirstArgOfSubcommand);
+        }
         if arg.is_empty() {
             return Err(RuleError::Syntax);
         }
-        if !entry.subs.is_empty() {
-            let sub_name = arg.split(|&b| b == b'|').next().unwrap_or(arg);
-            let sub = entry.subs.iter().copied().find(|&s| c.entries[s].name.as_bytes() == sub_name);
-            let sub = sub.ok_or(RuleError::Unknown)?;
-            if sub_name.len() != arg.len() {
-                return Err(RuleError::FirstArgOfSubcommand);
-            }
-            self.change_perm(sub, allow);
+        if !c.entries[id].subs.is_empty() {
+            let sub = lookup(name).ok_or(RuleError::Unknown)?;
+            self.change_perm(sub, true);
             return Ok(());
         }
         // A first argument of a command without subcommands (deprecated in 7.0, still taken).
-        if !allow {
-            return Err(RuleError::Unknown);
-        }
-        if arg.contains(&b'|') {
-            return Err(RuleError::Syntax);
-        }
+        tracing::warn!(
+            "Deprecation warning: Allowing a first arg of an otherwise blocked command is a misuse of ACL and may \
+             get disabled in the future (offender: +{})",
+            String::from_utf8_lossy(name)
+        );
         if !self.bit(id) {
             let list = self.first_args.entry(id).or_default();
             if !list.iter().any(|a| a == arg) {
