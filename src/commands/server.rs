@@ -880,7 +880,14 @@ fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let dbs = ctx.srv.dbs.len();
     if noflush && !merge {
-        // Checked before anything is inserted, so a refused reload changes nothing.
+        // Checked before anything is inserted, so a refused reload changes nothing. A library
+        // already loaded clashes as a duplicate key does.
+        if let Some(lib) =
+            loaded.functions.libs.iter().find(|l| ctx.srv.functions.libs.iter().any(|o| o.name == l.name))
+        {
+            tracing::warn!("Failed loading library: Library '{}' already exists", String::from_utf8_lossy(&lib.name));
+            return Err(CmdError::err("Error trying to load the RDB dump, check server logs."));
+        }
         for (idx, src) in loaded.dbs.iter().enumerate().take(dbs) {
             if let Some((key, _, _)) = src.iter_all().find(|(k, _, _)| ctx.srv.dbs[idx].get_ref(k).is_some()) {
                 tracing::warn!("RDB has duplicated key '{}' in DB {idx}", String::from_utf8_lossy(key));

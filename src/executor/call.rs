@@ -262,7 +262,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         super::blocking::park(st, client, Cmd { spec: cmd_spec, argv }, request, duration_us);
         return;
     }
-    if duration_us >= 1000 {
+    // A slow command moves the clock on for the next, except inside a transaction or script,
+    // whose commands all see the time it started (Redis's command time snapshot).
+    if duration_us >= 1000 && !client.in_exec {
         clock.now_ms = unix_ms();
     }
 
