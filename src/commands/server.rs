@@ -1248,7 +1248,8 @@ fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let now = ctx.now_ms;
     let db = ctx.db();
     let idle = db.idle_seconds(key, now).unwrap_or(0);
-    let Some(v) = db.peek(key, now) else {
+    // As Redis, a direct look in the table: a key past its TTL but not yet expired is shown.
+    let Some(v) = db.get_ref(key) else {
         return Err(CmdError::NoSuchKey);
     };
     let shared = matches!(v.as_str(), Some(RStr::Int(i)) if (0..10000).contains(i));

@@ -53,6 +53,22 @@ impl Busy {
     }
 }
 
+/// SHUTDOWN NOSAVE while a script is busy: as Redis, the server exits from inside the script,
+/// once children are stopped and the AOF is written and synced, so nothing more is accepted.
+fn exit_now(st: &mut crate::executor::State) -> ! {
+    tracing::warn!("User requested shutdown...");
+    crate::executor::snapshot::kill_child(st);
+    crate::executor::aof::shutdown(st);
+    if let Some(path) = &st.config.unixsocket {
+        let _ = std::fs::remove_file(path);
+    }
+    if let Some(path) = &st.config.pidfile {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::warn!("Redis is now ready to exit, bye bye...");
+    std::process::exit(0)
+}
+
 /// Called from the count hook: serves the other clients once the script is busy; true when the
 /// script must stop.
 pub(super) fn tick(run: &mut Run) -> bool {
@@ -172,6 +188,9 @@ fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool, id: Option<u64>) 
         }
         taken += r as usize;
     }
+    if run.st.shutdown == Some(crate::executor::ShutdownRequest::NoSave) && run.busy.killed {
+        exit_now(run.st);
+    }
     if replies.is_empty() {
         return None;
     }
@@ -218,6 +237,8 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
                 (("script", "kill"), _) if !function => kill(run, out),
                 (("function", "kill"), _) if function => kill(run, out),
                 (("", "shutdown"), _) if nosave => {
+                    // Carried out once its bytes are consumed (see `serve_socket`): exiting with
+                    // them unread would reset the sender's connection instead of closing it.
                     run.st.shutdown = Some(crate::executor::ShutdownRequest::NoSave);
                     run.busy.killed = true;
                 }

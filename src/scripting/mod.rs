@@ -349,12 +349,7 @@ pub fn run(
     collect_garbage_now_and_then(&vm.lua);
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
-    let mut reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
-    if killed && st.shutdown.is_some() {
-        // SHUTDOWN NOSAVE during the script: Redis exits from inside it, and the caller's
-        // connection closes without a reply.
-        reply = Reply::Raw(Vec::new());
-    }
+    let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
     client.script_caller = None;
     caller.dirty_cas |= std::mem::take(&mut client.caller_dirty_cas);
     st.scripting.client = Some(client);
