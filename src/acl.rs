@@ -652,6 +652,11 @@ impl User {
     }
 
     /// Whether this user may run anything at all without a check (the fast path).
+    /// The skip-sanitize-payload flag: RESTORE under sanitize-dump-payload clients skips deep checks.
+    pub fn skips_sanitize_payload(&self) -> bool {
+        self.sanitize == Some(true)
+    }
+
     pub fn unrestricted(&self) -> bool {
         self.root.all_commands && self.root.all_keys && self.root.all_channels
     }

@@ -211,7 +211,7 @@ fn walk(rdb: &[u8]) -> (usize, usize, usize) {
         }
     }
     let mut count = Count::default();
-    let opts = DecodeOpts { limits: Limits::default(), drop_fields_expired_before: None };
+    let opts = DecodeOpts { limits: Limits::default(), drop_fields_expired_before: None, shallow: false };
     read_file(rdb, &mut count, &opts).expect("the snapshot reads back");
     (count.0, count.1, count.2)
 }

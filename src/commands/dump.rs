@@ -4,15 +4,17 @@
 //! 2-byte little-endian RDB version and a little-endian CRC-64 of everything before it. DUMP
 //! writes RDB 10 whenever the value fits in it, so Redis 7.0 can RESTORE what we DUMP; only a hash
 //! with field TTLs needs 12. RESTORE takes payloads of every version up to 12 and decodes them
-//! with the RDB loader, which validates the whole value (deep sanitization) before anything is
-//! stored.
+//! with the RDB loader, which validates the whole value before anything is stored. Where
+//! sanitize-dump-payload asks for no deep checks, a stream payload is accepted when it passes
+//! Redis's shallow checks, keeping the entries before any malformed one (Redis would store it as
+//! it is and assert later); everything else is always checked in full.
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::db::{lfu_minutes, lru_clock, LFU_INIT_VAL, LRU_CLOCK_MAX};
 use crate::pubsub::ev;
 use crate::rdb::format;
-use crate::rdb::load::{decode_value, DecodeOpts, Limits};
+use crate::rdb::load::{decode_value, DecodeOpts, Limits, Sanitize};
 use crate::rdb::save::{self, SaveError};
 use crate::resp::Reply;
 use crate::types::Value;
@@ -73,10 +75,10 @@ pub fn seal_payload(p: &mut Vec<u8>) {
 
 /// Decodes a verified payload into a value ready to store (field TTLs applied); `None` for
 /// anything malformed, a module type, or an empty collection (Redis refuses those too).
-pub fn decode_payload(p: &[u8], limits: Limits, now_ms: i64) -> Option<Value> {
+pub fn decode_payload(p: &[u8], limits: Limits, now_ms: i64, shallow: bool) -> Option<Value> {
     let body_end = p.len().checked_sub(FOOTER)?;
     let (&t, body) = p[..body_end].split_first()?;
-    let opts = DecodeOpts { limits, drop_fields_expired_before: Some(now_ms) };
+    let opts = DecodeOpts { limits, drop_fields_expired_before: Some(now_ms), shallow };
     // As Redis in a RESTORE context: the reason is logged at verbose level, the client gets
     // "Bad data format".
     let (decoded, _used) = decode_value(t, body, &opts)
@@ -154,7 +156,8 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let now = ctx.now_ms;
     let limits = Limits::from_config(&ctx.srv.config);
-    let value = decode_payload(payload, limits, now).ok_or_else(|| CmdError::err("Bad data format"))?;
+    let value =
+        decode_payload(payload, limits, now, !deep_sanitize(ctx)).ok_or_else(|| CmdError::err("Bad data format"))?;
 
     let deleted = replace && ctx.db().remove(key, now).is_some();
     // Redis adds in C without an overflow check; wrapping keeps its outcome (a wrapped time is
@@ -187,6 +190,25 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.propagate_as_parts(&parts);
     }
     Ok(Reply::Ok)
+}
+
+/// Whether this RESTORE validates its payload deeply (Redis's restoreCommand): always under
+/// sanitize-dump-payload yes, never under no, and under clients unless the command is replayed
+/// from the AOF or the client's user has skip-sanitize-payload.
+fn deep_sanitize(ctx: &Ctx) -> bool {
+    match Sanitize::from_config(&ctx.srv.config) {
+        Sanitize::Yes => true,
+        Sanitize::No => false,
+        Sanitize::Clients => {
+            let skip_user = ctx
+                .client
+                .user
+                .as_deref()
+                .map_or(ctx.srv.acl.users.get(&b"default"[..]), |u| ctx.srv.acl.users.get(u))
+                .is_some_and(|u| u.skips_sanitize_payload());
+            !ctx.loading() && !skip_user
+        }
+    }
 }
 
 /// The 24-bit access field of a restored key: under an LFU policy the minute clock and the
@@ -223,7 +245,7 @@ mod tests {
         assert_eq!(p[0], format::obj::STRING);
         assert_eq!(&p[p.len() - 10..p.len() - 8], &[10, 0]);
         assert!(verify_payload(&p));
-        assert_eq!(decode_payload(&p, Limits::default(), 0), Some(v));
+        assert_eq!(decode_payload(&p, Limits::default(), 0, false), Some(v));
         let mut bad = p.clone();
         bad[3] ^= 1;
         assert!(!verify_payload(&bad));

@@ -612,10 +612,7 @@ fn load_file(st: &mut State, d: &Path, name: &str, last: bool) -> Result<(), ()>
         let now = unix_ms();
         let mut sink =
             crate::rdb::load::DbSink::new(st.config.databases, now, st.config.maxmemory_policy.contains("lfu"));
-        let opts = crate::rdb::load::DecodeOpts {
-            limits: crate::rdb::load::Limits::from_config(&st.config),
-            drop_fields_expired_before: Some(now),
-        };
+        let opts = crate::rdb::load::DecodeOpts::for_load(&st.config, now);
         let read = crate::rdb::load::read_file(&mut BufReader::new(&mut file), &mut sink, &opts);
         let finished = sink.finish();
         match read.and_then(|info| finished.map(|()| info)) {

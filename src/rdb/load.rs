@@ -344,6 +344,25 @@ impl Default for Limits {
     }
 }
 
+/// sanitize-dump-payload as a level: `Yes` checks every payload deeply, `Clients` the RESTOREs
+/// of ordinary clients (not loading, not a user with skip-sanitize-payload), `No` none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sanitize {
+    No,
+    Yes,
+    Clients,
+}
+
+impl Sanitize {
+    pub fn from_config(c: &crate::config::Config) -> Sanitize {
+        match c.other.get("sanitize-dump-payload").map(String::as_str) {
+            Some("yes") => Sanitize::Yes,
+            Some("clients") => Sanitize::Clients,
+            _ => Sanitize::No,
+        }
+    }
+}
+
 impl Limits {
     pub fn from_config(c: &crate::config::Config) -> Limits {
         Limits {
@@ -364,6 +383,21 @@ pub struct DecodeOpts {
     pub limits: Limits,
     /// Hash fields whose TTL is before this (unix ms) are dropped, as a master does on load.
     pub drop_fields_expired_before: Option<i64>,
+    /// sanitize-dump-payload did not ask for deep checks: accept what Redis's shallow checks
+    /// accept where our full decode would refuse more (see `decode_stream`).
+    pub shallow: bool,
+}
+
+impl DecodeOpts {
+    /// How a file loads: the server's encoding limits, hash fields expired at `now_ms` dropped,
+    /// deep checks only under sanitize-dump-payload yes (as Redis's rdbLoad).
+    pub fn for_load(cfg: &crate::config::Config, now_ms: i64) -> DecodeOpts {
+        DecodeOpts {
+            limits: Limits::from_config(cfg),
+            drop_fields_expired_before: Some(now_ms),
+            shallow: Sanitize::from_config(cfg) != Sanitize::Yes,
+        }
+    }
 }
 
 /// A decoded value with the hash field TTLs that came with it (unix ms, fields still present).
@@ -434,7 +468,23 @@ fn parse_score(e: PElem) -> Option<f64> {
     }
 }
 
+/// A listpack's entries: Redis's shallow check only when no deep one is asked for.
+fn lp_items(blob: &[u8], shallow: bool) -> packed::PResult<Vec<PElem<'_>>> {
+    if shallow {
+        packed::listpack_shallow(blob)
+    } else {
+        packed::listpack(blob)
+    }
+}
+
 /// Decodes the value of an object of type `t` from `rd`.
+///
+/// With `opts.shallow` (sanitize-dump-payload no), a listpack inside a hash, zset, set, list or
+/// stream needs only what Redis's shallow check asks (its header gives the blob's size, and it
+/// ends with 0xFF); Redis stores such a blob as it is and asserts when a command later reaches a
+/// broken entry. We keep the entries before the first malformed one (whole pairs for hashes and
+/// zsets), so the value is consistent. Ziplists, intsets and zipmaps are converted on load by
+/// Redis too, so they are always checked in full; duplicates are always refused.
 pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> LResult<Decoded> {
     let lim = &opts.limits;
     let value = match t {
@@ -547,7 +597,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::SET_LISTPACK => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
-            let items = packed::listpack(&blob)
+            let items = lp_items(&blob, opts.shallow)
                 .map_err(|r| LoadError { offset: at, reason: format!("Set listpack integrity check failed. ({r})") })?;
             let all_ints = items.len() <= lim.max_intset && items.iter().all(|e| e.as_int().is_some());
             let mut s = if all_ints { Set::new() } else { Set::with_table_capacity(items.len()) };
@@ -569,8 +619,11 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::ZSET_ZIPLIST | obj::ZSET_LISTPACK => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
-            let items = if t == obj::ZSET_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
+            let mut items = if t == obj::ZSET_ZIPLIST { packed::ziplist(&blob) } else { lp_items(&blob, opts.shallow) }
                 .map_err(|r| LoadError { offset: at, reason: format!("Zset ziplist integrity check failed. ({r})") })?;
+            if opts.shallow && t == obj::ZSET_LISTPACK {
+                items.truncate(items.len() & !1);
+            }
             if items.len() % 2 != 0 {
                 return Err(LoadError {
                     offset: at,
@@ -595,8 +648,11 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::HASH_ZIPLIST | obj::HASH_LISTPACK => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
-            let items = if t == obj::HASH_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
+            let mut items = if t == obj::HASH_ZIPLIST { packed::ziplist(&blob) } else { lp_items(&blob, opts.shallow) }
                 .map_err(|r| LoadError { offset: at, reason: format!("Hash ziplist integrity check failed. ({r})") })?;
+            if opts.shallow && t == obj::HASH_LISTPACK {
+                items.truncate(items.len() & !1);
+            }
             if items.len() % 2 != 0 {
                 return Err(LoadError {
                     offset: at,
@@ -616,15 +672,22 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                 let container = if t == obj::LIST_QUICKLIST_2 { rd.read_len()? } else { format::QUICKLIST_NODE_PACKED };
                 let at = rd.offset();
                 let blob = rd.take_blob()?;
+                // Redis refuses a node of no bytes, plain or packed, before looking inside.
+                if blob.is_empty() {
+                    return Err(LoadError { offset: at, reason: "quicklist node of encoded length 0".into() });
+                }
                 match container {
                     format::QUICKLIST_NODE_PLAIN => l.push(&blob),
                     format::QUICKLIST_NODE_PACKED => {
-                        let items =
-                            if t == obj::LIST_QUICKLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }
-                                .map_err(|r| LoadError {
-                                    offset: at,
-                                    reason: format!("Quicklist integrity check failed. ({r})"),
-                                })?;
+                        let items = if t == obj::LIST_QUICKLIST {
+                            packed::ziplist(&blob)
+                        } else {
+                            lp_items(&blob, opts.shallow)
+                        }
+                        .map_err(|r| LoadError {
+                            offset: at,
+                            reason: format!("Quicklist integrity check failed. ({r})"),
+                        })?;
                         // Empty nodes were written by some versions; they are skipped.
                         for e in items {
                             push_elem(&mut l, e);
@@ -642,7 +705,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             Value::List(Box::new(l.finish()))
         }
         obj::STREAM_LISTPACKS | obj::STREAM_LISTPACKS_2 | obj::STREAM_LISTPACKS_3 => {
-            Value::Stream(Box::new(decode_stream(rd, t, lim)?))
+            Value::Stream(Box::new(decode_stream(rd, t, opts)?))
         }
         obj::HASH_METADATA | obj::HASH_METADATA_PRE_GA => return decode_hash_metadata(rd, t, opts),
         obj::HASH_LISTPACK_EX | obj::HASH_LISTPACK_EX_PRE_GA => return decode_hash_listpack_ex(rd, t, opts),
@@ -820,80 +883,131 @@ fn decode_hash_listpack_ex<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts
 const STREAM_FLAG_DELETED: i64 = 1;
 const STREAM_FLAG_SAMEFIELDS: i64 = 2;
 
-fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<Stream> {
+/// The entries of one stream node's listpack (`items`, whose master ID is `master`) appended to
+/// `s`. Any inconsistency is an `Err(reason)`; entries before it are already appended.
+/// `deep` adds the checks of Redis's deep stream listpack validation: each entry's lp-count
+/// (the number of elements before it in the entry) and the node's live + deleted count.
+fn stream_node_entries(
+    s: &mut Stream,
+    master: StreamId,
+    items: Vec<PElem>,
+    lim: &Limits,
+    deep: bool,
+) -> Result<(), String> {
+    let mut scratch: Vec<Vec<u8>> = Vec::new();
+    let mut it = items.into_iter();
+    let int = |it: &mut std::vec::IntoIter<PElem>| it.next().and_then(|e| e.as_int()).ok_or("bad integer");
+    let live = int(&mut it)?;
+    let deleted = int(&mut it)?;
+    let mut entries = 0i64;
+    let mfields = int(&mut it)?;
+    if mfields < 0 || mfields as usize > it.len() {
+        return Err("bad master field count".into());
+    }
+    let master_fields: Vec<PElem> =
+        (0..mfields).map(|_| it.next().ok_or("truncated master entry")).collect::<Result<_, _>>()?;
+    if int(&mut it)? != 0 {
+        return Err("master entry not terminated".into());
+    }
+    while it.len() > 0 {
+        let flags = int(&mut it)?;
+        let ms = int(&mut it)?;
+        let seq = int(&mut it)?;
+        let id = StreamId::new(master.ms.wrapping_add(ms as u64), master.seq.wrapping_add(seq as u64));
+        scratch.clear();
+        if flags & STREAM_FLAG_SAMEFIELDS != 0 {
+            for f in &master_fields {
+                let v = it.next().ok_or("truncated entry")?;
+                scratch.push(f.to_vec());
+                scratch.push(v.to_vec());
+            }
+        } else {
+            let nf = int(&mut it)?;
+            if nf < 0 || nf as usize > it.len() {
+                return Err("bad entry field count".into());
+            }
+            for _ in 0..nf * 2 {
+                scratch.push(it.next().ok_or("truncated entry")?.to_vec());
+            }
+        }
+        let lp_count = int(&mut it)?;
+        let before = if flags & STREAM_FLAG_SAMEFIELDS != 0 { 3 + master_fields.len() } else { 4 + scratch.len() };
+        if deep && lp_count != before as i64 {
+            return Err("entry lp-count does not match its entry".into());
+        }
+        entries += 1;
+        if flags & STREAM_FLAG_DELETED == 0 {
+            let refs: Vec<&[u8]> = scratch.iter().map(|v| v.as_slice()).collect();
+            s.append(id, &refs, lim.stream_node_bytes, lim.stream_node_entries)
+                .map_err(|_| "stream entries out of order")?;
+        }
+    }
+    if deep && live.checked_add(deleted) != Some(entries) {
+        return Err("node entry counts do not match its entries".into());
+    }
+    Ok(())
+}
+
+/// A stream, validated deeply unless `opts.shallow`. Shallow (sanitize-dump-payload no) refuses
+/// what Redis's shallow checks refuse: a node key that is not an ID, a listpack whose header or
+/// terminator is wrong or whose first entry is unreadable, a repeated node, a length with no
+/// nodes, and the consumer group inconsistencies Redis checks at any level. Where Redis would
+/// store a listpack with bad entries inside (and assert when a command reaches them), we keep
+/// the entries before the first bad one, so no later command meets a broken stream.
+fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> LResult<Stream> {
+    let lim = &opts.limits;
     let mut s = Stream::new();
     let nodes = rd.count()?;
-    let mut scratch: Vec<Vec<u8>> = Vec::new();
+    let mut salvaged = false;
+    let mut node_keys: HashSet<[u8; 16]> = HashSet::new();
     for _ in 0..nodes {
         let at = rd.offset();
         let key = rd.string()?;
-        if key.len() != 16 {
-            return Err(LoadError { offset: at, reason: "stream node key is not a 128-bit ID".into() });
-        }
+        let Ok(raw_key) = <[u8; 16]>::try_from(key.as_slice()) else {
+            return Err(LoadError {
+                offset: at,
+                reason: "Stream node key entry is not the size of a stream ID".into(),
+            });
+        };
         let master = ms_from_be(&key);
         let at = rd.offset();
         let blob = rd.string()?;
         let bad = |r: &str| LoadError { offset: at, reason: format!("Stream listpack integrity check failed. ({r})") };
-        let items = packed::listpack(&blob).map_err(|r| bad(&r))?;
+        let items = if opts.shallow { packed::listpack_shallow(&blob) } else { packed::listpack(&blob) }
+            .map_err(|r| bad(&r))?;
         if items.is_empty() {
-            return Err(bad("empty listpack inside a stream"));
+            return Err(LoadError { offset: at, reason: "Empty listpack inside stream".into() });
         }
-        let mut it = items.into_iter();
-        let int =
-            |it: &mut std::vec::IntoIter<PElem>| it.next().and_then(|e| e.as_int()).ok_or_else(|| bad("bad integer"));
-        let _live = int(&mut it)?;
-        let _deleted = int(&mut it)?;
-        let mfields = int(&mut it)?;
-        if mfields < 0 || mfields as usize > blob.len() {
-            return Err(bad("bad master field count"));
+        if !node_keys.insert(raw_key) {
+            return Err(LoadError { offset: at, reason: "Listpack re-added with existing key".into() });
         }
-        let master_fields: Vec<PElem> =
-            (0..mfields).map(|_| it.next().ok_or_else(|| bad("truncated master entry"))).collect::<Result<_, _>>()?;
-        if int(&mut it)? != 0 {
-            return Err(bad("master entry not terminated"));
-        }
-        while it.len() > 0 {
-            let flags = int(&mut it)?;
-            let ms = int(&mut it)?;
-            let seq = int(&mut it)?;
-            let id = StreamId::new(master.ms.wrapping_add(ms as u64), master.seq.wrapping_add(seq as u64));
-            scratch.clear();
-            if flags & STREAM_FLAG_SAMEFIELDS != 0 {
-                for f in &master_fields {
-                    let v = it.next().ok_or_else(|| bad("truncated entry"))?;
-                    scratch.push(f.to_vec());
-                    scratch.push(v.to_vec());
-                }
-            } else {
-                let nf = int(&mut it)?;
-                if nf < 0 || nf as usize > it.len() {
-                    return Err(bad("bad entry field count"));
-                }
-                for _ in 0..nf * 2 {
-                    scratch.push(it.next().ok_or_else(|| bad("truncated entry"))?.to_vec());
-                }
+        if let Err(r) = stream_node_entries(&mut s, master, items, lim, !opts.shallow) {
+            if !opts.shallow {
+                return Err(bad(&r));
             }
-            let _lp_count = int(&mut it)?;
-            if flags & STREAM_FLAG_DELETED == 0 {
-                let refs: Vec<&[u8]> = scratch.iter().map(|v| v.as_slice()).collect();
-                s.append(id, &refs, lim.stream_node_bytes, lim.stream_node_entries)
-                    .map_err(|_| bad("stream entries out of order"))?;
-            }
+            tracing::warn!("Stream listpack with a malformed entry ({r}): the entries after it are dropped");
+            salvaged = true;
         }
     }
     let length = rd.read_len()?;
-    if length != s.length {
+    if length > 0 && nodes == 0 {
+        return rd.err("Stream length inconsistent with rax entries");
+    }
+    if length != s.length && !opts.shallow {
         return rd.err(format!("stream length {length} does not match its {} entries", s.length));
     }
     let last = StreamId::new(rd.read_len()?, rd.read_len()?);
-    if s.length > 0 && s.last_id > last {
+    if s.length > 0 && s.last_id > last && !opts.shallow {
         return rd.err("stream last ID is smaller than an entry");
     }
-    s.last_id = last;
+    s.last_id = s.last_id.max(last);
     if t >= obj::STREAM_LISTPACKS_2 {
         s.first_id = StreamId::new(rd.read_len()?, rd.read_len()?);
         s.max_deleted_id = StreamId::new(rd.read_len()?, rd.read_len()?);
         s.entries_added = rd.read_len()?;
+        if salvaged || length != s.length {
+            s.refresh_first_id();
+        }
     } else {
         s.refresh_first_id();
         s.max_deleted_id = StreamId::MIN;
@@ -923,6 +1037,9 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
         let ncons = rd.count()?;
         for _ in 0..ncons {
             let cname = rd.string()?;
+            if g.consumers.contains_key(&cname) {
+                return rd.err("Duplicate stream consumer detected.");
+            }
             let seen_time = rd.ms_time()?;
             // Files older than 7.2 have no active-time: 7.2 takes the seen-time for it.
             let active_time = if t >= obj::STREAM_LISTPACKS_3 { rd.ms_time()? } else { seen_time };
@@ -932,21 +1049,31 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, lim: &Limits) -> LResult<St
                 let raw: [u8; 16] = rd.array()?;
                 let id = ms_from_be(&raw);
                 match g.pel.get_mut(&id) {
-                    Some(nack) if nack.consumer.is_empty() => nack.consumer = cname.clone(),
-                    _ => return rd.err("consumer PEL entry not found in its group PEL, or owned twice"),
+                    None => return rd.err("Consumer entry not found in group global PEL"),
+                    Some(nack) if nack.consumer == cname => {
+                        return rd.err("Duplicated consumer PEL entry  loading a stream consumer group")
+                    }
+                    // Redis would move the entry to the second consumer and leave the first one
+                    // pointing at it; we refuse the payload instead.
+                    Some(nack) if !nack.consumer.is_empty() => {
+                        return rd.err("consumer PEL entry already owned by another consumer")
+                    }
+                    Some(nack) => nack.consumer = cname.clone(),
                 }
                 c.pel.insert(id);
             }
-            if g.consumers.insert(cname, c).is_some() {
-                return rd.err("duplicated consumer name in a stream group");
-            }
+            g.consumers.insert(cname, c);
         }
         if g.pel.values().any(|n| n.consumer.is_empty()) {
-            return rd.err("stream group PEL entry without a consumer");
+            return rd.err("Stream CG PEL entry without consumer");
         }
-        if s.groups.insert(name, g).is_some() {
-            return Err(LoadError { offset: at, reason: "duplicated consumer group name".into() });
+        if s.groups.contains_key(&name) {
+            return Err(LoadError {
+                offset: at,
+                reason: format!("Duplicated consumer group name {}", String::from_utf8_lossy(&name)),
+            });
         }
+        s.groups.insert(name, g);
     }
     Ok(s)
 }
@@ -1332,12 +1459,17 @@ impl Sink for DbSink {
                 }
             }
         }
-        if meta.expire_ms.is_some_and(|at| at < self.now_ms) {
-            self.keys_expired += 1;
+        // Redis checks emptiness first (rdbLoadObject refuses the value) and names the first ten
+        // empty keys it skips.
+        if value.is_empty_collection() {
+            if self.empty_skipped < 10 {
+                tracing::warn!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(key));
+            }
+            self.empty_skipped += 1;
             return Ok(());
         }
-        if value.is_empty_collection() {
-            self.empty_skipped += 1;
+        if meta.expire_ms.is_some_and(|at| at < self.now_ms) {
+            self.keys_expired += 1;
             return Ok(());
         }
         let clock = if self.lfu {
@@ -1395,6 +1527,9 @@ fn apply_field_expires(h: &mut Hash, ttls: &[(Vec<u8>, i64)]) {
     }
 }
 
+/// The start of a `load_path` error's reason when the file could not be opened.
+const OPEN_FAILED: &str = "can't open: ";
+
 /// Loads `path` into fresh databases on this thread, logging as Redis does.
 pub fn load_path(
     path: &std::path::Path,
@@ -1402,7 +1537,7 @@ pub fn load_path(
     job: Option<Arc<LoadJob>>,
 ) -> Result<Loaded, LoadError> {
     let started = std::time::Instant::now();
-    let file = std::fs::File::open(path).map_err(|e| LoadError { offset: 0, reason: format!("can't open: {e}") })?;
+    let file = std::fs::File::open(path).map_err(|e| LoadError { offset: 0, reason: format!("{OPEN_FAILED}{e}") })?;
     let now = crate::executor::unix_ms();
     let mut sink = DbSink::new(cfg.databases, now, cfg.maxmemory_policy.contains("lfu")).pipelined();
     if let Some(j) = &job {
@@ -1414,13 +1549,13 @@ pub fn load_path(
     }
     sink.progress = job;
     sink.key_delay_us = cfg.other.get("key-load-delay").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let opts = DecodeOpts { limits: Limits::from_config(cfg), drop_fields_expired_before: Some(now) };
+    let opts = DecodeOpts::for_load(cfg, now);
     let read = read_file(file, &mut sink, &opts);
     // The inserter's error (a duplicate key) comes first: the reader only stopped because of it.
     sink.finish()?;
     read?;
     if sink.empty_skipped > 0 {
-        tracing::info!(
+        tracing::warn!(
             "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
             sink.keys_loaded,
             sink.keys_expired,
@@ -1459,14 +1594,20 @@ pub fn start_background(cfg: &crate::config::Config) -> Option<Arc<LoadJob>> {
                 *j.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(loaded);
                 j.progress.done.store(true, Ordering::Release);
             }
+            Err(e) if e.reason.starts_with(OPEN_FAILED) => {
+                tracing::warn!("Fatal error loading the DB: {}. Exiting.", &e.reason[OPEN_FAILED.len()..]);
+                std::process::exit(1);
+            }
             Err(e) => {
-                tracing::warn!(
-                    "Internal error in RDB reading file '{}' at offset {}: {}",
-                    path.display(),
-                    e.offset,
-                    e.reason
-                );
-                tracing::warn!("Fatal error loading the DB, check server logs. Exiting.");
+                // As Redis's rdbReportError on a file: the error at warning level, then a check
+                // of the file in the redis-check-rdb words on stdout, then the exit.
+                let msg =
+                    format!("Internal error in RDB reading offset {}, function at rdb.c:0 -> {}", e.offset, e.reason);
+                tracing::warn!("{msg}");
+                println!("[offset 0] Checking RDB file {}", path.display());
+                println!("--- RDB ERROR DETECTED ---");
+                println!("[offset {}] {msg}", e.offset);
+                tracing::warn!("Terminating server after rdb file reading failure.");
                 std::process::exit(1);
             }
         }

@@ -178,6 +178,26 @@ fn backlen_size(len: usize) -> usize {
 /// Every entry of a listpack, validated: total size, each entry inside the blob with a
 /// back-length that encodes its size, the 0xFF terminator, and the count unless it saturated.
 pub fn listpack(blob: &[u8]) -> PResult<Vec<PElem<'_>>> {
+    let (out, count) = listpack_header(blob)?;
+    let out = listpack_entries(blob, out)?;
+    if count != u16::MAX as usize && count != out.len() {
+        return Err(format!("listpack header counts {count} entries, found {}", out.len()));
+    }
+    Ok(out)
+}
+
+/// What Redis's shallow check (sanitize-dump-payload no) accepts: a header that gives the blob's
+/// size and a 0xFF at its end. The entries are the valid ones up to the first malformed one
+/// (none of them read past the blob); the declared count is not compared.
+pub fn listpack_shallow(blob: &[u8]) -> PResult<Vec<PElem<'_>>> {
+    let (mut out, _) = listpack_header(blob)?;
+    // A malformed entry ends the walk; what came before it stands.
+    let _ = listpack_walk(blob, &mut out);
+    Ok(out)
+}
+
+/// The header checks, and an output vector sized from the declared count.
+fn listpack_header(blob: &[u8]) -> PResult<(Vec<PElem<'_>>, usize)> {
     if blob.len() < LP_HEADER + 1 {
         return Err("listpack shorter than its header".into());
     }
@@ -190,7 +210,18 @@ pub fn listpack(blob: &[u8]) -> PResult<Vec<PElem<'_>>> {
     if blob[end] != 0xFF {
         return Err("listpack not terminated by 0xFF".into());
     }
-    let mut out = Vec::with_capacity(count.min(blob.len() / 2));
+    Ok((Vec::with_capacity(count.min(blob.len() / 2)), count))
+}
+
+fn listpack_entries<'a>(blob: &'a [u8], mut out: Vec<PElem<'a>>) -> PResult<Vec<PElem<'a>>> {
+    listpack_walk(blob, &mut out)?;
+    Ok(out)
+}
+
+/// Appends each valid entry of a listpack whose header checked out, stopping at the first
+/// malformed one.
+fn listpack_walk<'a>(blob: &'a [u8], out: &mut Vec<PElem<'a>>) -> PResult<()> {
+    let end = blob.len() - 1;
     let mut pos = LP_HEADER;
     while pos < end {
         let start = pos;
@@ -245,10 +276,7 @@ pub fn listpack(blob: &[u8]) -> PResult<Vec<PElem<'_>>> {
         pos = next;
         out.push(elem);
     }
-    if count != u16::MAX as usize && count != out.len() {
-        return Err(format!("listpack header counts {count} entries, found {}", out.len()));
-    }
-    Ok(out)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -332,6 +360,10 @@ pub fn zipmap(blob: &[u8]) -> PResult<Vec<(&[u8], &[u8])>> {
     }
     if (declared as usize) < 254 && declared as usize != out.len() {
         return Err("zipmap count does not match its entries".into());
+    }
+    // Redis's zipmap check refuses an empty one (no writer ever stored an empty hash).
+    if out.is_empty() {
+        return Err("zipmap has no entries".into());
     }
     Ok(out)
 }
