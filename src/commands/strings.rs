@@ -809,6 +809,12 @@ pub fn lcs(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if a.len() as u64 >= u32::MAX as u64 - 1 || b.len() as u64 >= u32::MAX as u64 - 1 {
         return Err(CmdError::err("String too long for LCS"));
     }
+    // The table is (len(a)+1) x (len(b)+1) u32 cells: bounded by proto-max-bulk-len, as Redis
+    // bounds it, so two big strings cannot make the server allocate without limit.
+    let table_bytes = (a.len() as u128 + 1) * (b.len() as u128 + 1) * 4;
+    if table_bytes > ctx.srv.config.proto_max_bulk_len.max(0) as u128 {
+        return Err(CmdError::err("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
+    }
     let walk = getidx || !getlen;
     let Some(res) = lcs_compute(&a, &b, walk) else {
         return Err(CmdError::err("Insufficient memory, failed allocating transient memory for LCS"));
