@@ -555,6 +555,8 @@ pub struct Config {
     pub other: BTreeMap<&'static str, String>,
     /// The config file given on the command line (absolute path), for CONFIG REWRITE and INFO.
     pub config_file: Option<String>,
+    /// `rename-command from to` directives, in file order (applied at startup).
+    pub renamed_commands: Vec<(String, String)>,
     /// Startup warnings gathered while loading (logged once logging is set up).
     pub warnings: Vec<String>,
     /// `user` directives (name and rules), applied at startup.
@@ -630,6 +632,7 @@ impl Default for Config {
             wakeup_coalescing_us: 25,
             other: BTreeMap::new(),
             config_file: None,
+            renamed_commands: Vec::new(),
             warnings: Vec::new(),
             users: Vec::new(),
             notify_systemd: false,
@@ -1496,10 +1499,10 @@ impl Config {
                     self.load_string(&inner, state)?;
                 }
                 "rename-command" if argc == 3 => {
-                    if crate::commands::lookup(argv[1].as_bytes()).is_none() {
-                        return Err(fail("No such command in rename-command"));
+                    self.renamed_commands.push((argv[1].clone(), argv[2].clone()));
+                    if let Err(why) = crate::commands::renamed_table(&self.renamed_commands) {
+                        return Err(fail(why));
                     }
-                    self.warnings.push(format!("not implemented yet: rename-command {}", argv[1]));
                 }
                 "user" if argc >= 2 => self.users.push(argv[1..].to_vec()),
                 "loadmodule" if argc >= 2 => {

@@ -71,6 +71,10 @@ fn main() {
             std::process::exit(1);
         }
     };
+    match ferrodis::commands::renamed_table(&cfg.renamed_commands) {
+        Ok(renames) if !renames.is_empty() => ferrodis::commands::install_renames(renames),
+        _ => {}
+    }
     log::init(&cfg.loglevel, &cfg.logfile);
     log::install_crash_handler(&cfg.logfile);
     tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");

@@ -323,7 +323,44 @@ fn registry() -> &'static Registry {
     })
 }
 
-/// Finds a top-level command by name, case-insensitively.
+/// `rename-command` directives in effect: lowercased name → the command it now names, or None
+/// for a name renamed away (or to ""). Installed once at startup, before any client.
+pub type Renames = HashMap<Vec<u8>, Option<&'static CommandSpec>>;
+static RENAMES: OnceLock<Renames> = OnceLock::new();
+
+/// Applies `rename-command from to` directives in order, as Redis's config loader does on its
+/// command table (a later directive sees the earlier renames): the errors are Redis's.
+pub fn renamed_table(renames: &[(String, String)]) -> Result<Renames, &'static str> {
+    let mut table = Renames::new();
+    for (from, to) in renames {
+        let from = from.to_ascii_lowercase().into_bytes();
+        let current = match table.get(&from) {
+            Some(entry) => *entry,
+            None => registry().by_name.get(&from).copied(),
+        };
+        let Some(spec) = current else { return Err("No such command in rename-command") };
+        table.insert(from, None);
+        if !to.is_empty() {
+            let to = to.to_ascii_lowercase().into_bytes();
+            let taken = match table.get(&to) {
+                Some(entry) => entry.is_some(),
+                None => registry().by_name.contains_key(&to),
+            };
+            if taken {
+                return Err("Target command name already exists");
+            }
+            table.insert(to, Some(spec));
+        }
+    }
+    Ok(table)
+}
+
+/// Puts the renames into effect for the process's lifetime (called once, at startup).
+pub fn install_renames(renames: Renames) {
+    let _ = RENAMES.set(renames);
+}
+
+/// Finds a top-level command by name, case-insensitively, under `rename-command`.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     let mut lower = [0u8; 32];
     if name.len() > lower.len() {
@@ -332,14 +369,21 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     for (dst, src) in lower.iter_mut().zip(name) {
         *dst = src.to_ascii_lowercase();
     }
-    registry().by_name.get(&lower[..name.len()]).copied()
+    let key = &lower[..name.len()];
+    if let Some(renames) = RENAMES.get() {
+        if let Some(entry) = renames.get(key) {
+            return *entry;
+        }
+    }
+    registry().by_name.get(key).copied()
 }
 
 /// `lookup` with a one-entry memo: a connection usually sends the same command again (a
 /// pipeline, a job loop, a benchmark), and comparing one name is cheaper than hashing it.
 pub fn lookup_cached(name: &[u8], last: &mut Option<&'static CommandSpec>) -> Option<&'static CommandSpec> {
     if let Some(spec) = *last {
-        if spec.name.as_bytes().eq_ignore_ascii_case(name) {
+        // Under rename-command a command's own name may no longer reach it.
+        if RENAMES.get().is_none() && spec.name.as_bytes().eq_ignore_ascii_case(name) {
             return Some(spec);
         }
     }
