@@ -951,6 +951,7 @@ pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, signal: Option<i32>, cow
         }
         if st.aof.status == Status::WaitRewrite {
             set_file(st, None);
+            tracing::info!("Removing the temp incr aof file {TEMP_INCR} in the background");
             let _ = std::fs::remove_file(d.join(TEMP_INCR));
             st.aof.buf.clear();
             st.aof.rewrite_scheduled = true;
