@@ -110,6 +110,11 @@ fn main() {
     if let Some(p) = &cfg.pidfile {
         daemon::write_pidfile(p);
     }
+    // Listening before the banner, as Redis (initServer binds before the logo and the load).
+    if let Err(e) = ferrodis::server::listener::prebind(&cfg) {
+        tracing::warn!("{e}");
+        std::process::exit(1);
+    }
     show_logo_or_mode(&cfg);
     tracing::warn!("Server initialized");
     if cfg.maxmemory > 0 && cfg.maxmemory < 1024 * 1024 {

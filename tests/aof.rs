@@ -2192,3 +2192,198 @@ fn legacy_appendonly_aof_with_rdb_preamble_is_migrated() {
     contents.extend_from_slice(&legacy_commands());
     legacy_load("legacy-rdb", &contents);
 }
+
+// ---------------------------------------------------------------------------------------------
+// When rewrites start: scheduled behind a BGSAVE or a transaction, the failure limit, history.
+// ---------------------------------------------------------------------------------------------
+
+fn total_forks(c: &mut Client) -> u64 {
+    info_field(c, "stats", "total_forks").parse().unwrap_or(0)
+}
+
+fn wait_bgsave_done(c: &mut Client, who: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while info_field(c, "persistence", "rdb_bgsave_in_progress") != "0" {
+        assert!(Instant::now() < deadline, "{who}: BGSAVE still running after 15 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// BGREWRITEAOF while a BGSAVE runs (AOF off, as in Redis's aofrw unit) is scheduled and starts
+/// once the save is over; inside MULTI/EXEC it is scheduled and starts after EXEC. Both leave
+/// the same files as Redis.
+#[test]
+fn bgrewriteaof_scheduled_behind_bgsave_and_exec() {
+    let tmp = TempDir::new("scheduled");
+    let (redis, ferrodis) = both(|kind| {
+        let node = Node::start(kind, &tmp.sub(kind.name()), &["--appendonly", "no"]);
+        let mut c = node.client();
+        let mut out = Vec::new();
+        c.line("set k v");
+        c.line("config set rdb-key-save-delay 300000");
+        out.push(show(&c.line("bgsave")));
+        out.push(show(&c.line("bgrewriteaof")));
+        out.push(format!("scheduled:{}", info_field(&mut c, "persistence", "aof_rewrite_scheduled")));
+        c.line("config set rdb-key-save-delay 0");
+        wait_bgsave_done(&mut c, node.name());
+        wait_rewrite_done(&mut c, node.name());
+        let mut layouts = vec![layout("after BGREWRITEAOF behind BGSAVE", &node.dir)];
+        let forks = total_forks(&mut c);
+        c.line("multi");
+        c.line("set foo bar");
+        c.line("bgrewriteaof");
+        out.push(show(&c.line("exec")));
+        wait_rewrite_done(&mut c, node.name());
+        out.push(format!("forks after EXEC: +{}", total_forks(&mut c) - forks));
+        layouts.push(layout("after BGREWRITEAOF inside EXEC", &node.dir));
+        (out, layouts)
+    });
+    assert_eq!(redis.0, ferrodis.0, "replies and INFO (redis left)");
+    assert_same_layouts("scheduled rewrites", &redis.1, &ferrodis.1);
+}
+
+/// CONFIG SET appendonly yes inside MULTI/EXEC, or while a BGSAVE runs, schedules the rewrite
+/// (Redis logs why) and the AOF comes on once it has run.
+#[test]
+fn config_set_appendonly_scheduled_in_exec_and_behind_bgsave() {
+    let tmp = TempDir::new("aof-on-scheduled");
+    let (redis, ferrodis) = both(|kind| {
+        let node = Node::start(kind, &tmp.sub(kind.name()), &["--appendonly", "no"]);
+        let mut c = node.client();
+        let mut out = Vec::new();
+        c.line("multi");
+        c.line("set foo bar");
+        c.line("config set appendonly yes");
+        out.push(show(&c.line("exec")));
+        wait_rewrite_done(&mut c, node.name());
+        out.push(format!("aof_enabled:{}", info_field(&mut c, "persistence", "aof_enabled")));
+        let mut layouts = vec![layout("after CONFIG SET appendonly yes inside EXEC", &node.dir)];
+        c.line("config set appendonly no");
+        c.line("set k1 v1");
+        c.line("config set rdb-key-save-delay 300000");
+        c.line("bgsave");
+        out.push(show(&c.line("config set appendonly yes")));
+        out.push(format!("scheduled:{}", info_field(&mut c, "persistence", "aof_rewrite_scheduled")));
+        c.line("config set rdb-key-save-delay 0");
+        wait_bgsave_done(&mut c, node.name());
+        wait_rewrite_done(&mut c, node.name());
+        c.line("set k2 v2");
+        layouts.push(layout("after CONFIG SET appendonly yes behind BGSAVE", &node.dir));
+        let log = node.log_text();
+        for phrase in [
+            "AOF was enabled during a transaction. An AOF background was scheduled to start when possible.",
+            "AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.",
+        ] {
+            out.push(format!("{phrase} logged: {}", log.contains(phrase)));
+        }
+        (out, layouts, incr_commands(&node.dir))
+    });
+    assert_eq!(redis.0, ferrodis.0, "replies, INFO and log lines (redis left)");
+    assert_same_layouts("AOF enabled by a scheduled rewrite", &redis.1, &ferrodis.1);
+    assert_same_commands("incr file once the AOF is on", &redis.2, &ferrodis.2);
+}
+
+/// BGREWRITEAOF with the AOF off leaves only the new base in the manifest; with
+/// aof-disable-auto-gc yes the history is kept newest first, and turning gc back on deletes it.
+#[test]
+fn rewrite_with_aof_off_and_history_gc() {
+    let tmp = TempDir::new("history");
+    let (redis, ferrodis) = both(|kind| {
+        let node = Node::start(kind, &tmp.sub(kind.name()), &[]);
+        let mut c = node.client();
+        let mut layouts = Vec::new();
+        c.line("set a 1");
+        c.line("config set aof-disable-auto-gc yes");
+        for _ in 0..2 {
+            c.line("bgrewriteaof");
+            wait_rewrite_done(&mut c, node.name());
+            c.line("incr n");
+        }
+        layouts.push(layout("two rewrites with aof-disable-auto-gc yes", &node.dir));
+        c.line("config set aof-disable-auto-gc no");
+        layouts.push(layout("after CONFIG SET aof-disable-auto-gc no", &node.dir));
+        c.line("config set appendonly no");
+        c.line("bgrewriteaof");
+        wait_rewrite_done(&mut c, node.name());
+        layouts.push(layout("BGREWRITEAOF with appendonly no", &node.dir));
+        c.line("debug loadaof");
+        c.line("config set appendonly yes");
+        wait_rewrite_done(&mut c, node.name());
+        layouts.push(layout("appendonly yes again after DEBUG LOADAOF", &node.dir));
+        layouts
+    });
+    assert_same_layouts("history and AOF-off rewrites", &redis, &ferrodis);
+}
+
+/// Three failed rewrites in a row (children killed) hold back automatic rewrites with Redis's
+/// log line; the incr files opened by the failed tries stay in the manifest.
+#[test]
+fn repeated_rewrite_failures_trigger_the_limit() {
+    let tmp = TempDir::new("limit");
+    let (redis, ferrodis) = both(|kind| {
+        let node = Node::start(kind, &tmp.sub(kind.name()), &["--auto-aof-rewrite-percentage", "0"]);
+        let mut c = node.client();
+        c.line("set k v");
+        c.line("config set rdb-key-save-delay 10000000");
+        for _ in 0..3 {
+            c.line("bgrewriteaof");
+            let pid = child_pid(node.child.as_ref().unwrap().id());
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            wait_rewrite_done(&mut c, node.name());
+        }
+        let failures = info_field(&mut c, "persistence", "aof_rewrites_consecutive_failures");
+        c.line("config set auto-aof-rewrite-percentage 1");
+        c.line("config set auto-aof-rewrite-min-size 1kb");
+        c.cmd(&["SET", "x", &"x".repeat(2048)]);
+        let phrase = "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in 1 minutes";
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !node.log_text().contains(phrase) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let limited = node.log_text().contains(phrase);
+        let running = info_field(&mut c, "persistence", "aof_rewrite_in_progress");
+        c.line("config set rdb-key-save-delay 0");
+        (failures, limited, running, layout("after three killed rewrites", &node.dir))
+    });
+    assert_eq!(redis.0, ferrodis.0, "aof_rewrites_consecutive_failures");
+    assert!(redis.1, "redis logged the limit");
+    assert!(ferrodis.1, "ferrodis logs Redis's limit line");
+    assert_eq!(redis.2, ferrodis.2, "aof_rewrite_in_progress while limited");
+    assert_same_layouts("failed rewrites", &[redis.3], &[ferrodis.3]);
+}
+
+/// The one child of `parent` (the rewrite), from /proc.
+fn child_pid(parent: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        for task in std::fs::read_dir(format!("/proc/{parent}/task")).into_iter().flatten().flatten() {
+            let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            if let Some(pid) = children.split_whitespace().next().and_then(|p| p.parse().ok()) {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no child of {parent}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A Redis 6 upgrade interrupted after the manifest was written but before appendonly.aof was
+/// moved: the manifest names appendonly.aof as its base, the file is still in `dir`. Redis
+/// finishes the upgrade at startup.
+#[test]
+fn interrupted_legacy_upgrade_is_completed() {
+    let tmp = TempDir::new("legacy-interrupted");
+    let (r, f) = both(|kind| {
+        let dir = tmp.sub(kind.name());
+        std::fs::write(dir.join("appendonly.aof"), legacy_commands()).unwrap();
+        std::fs::create_dir_all(aof_dir(&dir)).unwrap();
+        std::fs::write(aof_dir(&dir).join("appendonly.aof.manifest"), "file appendonly.aof seq 1 type b\n").unwrap();
+        let node = Node::start(kind, &dir, &[]);
+        let mut c = node.client();
+        let d = snapshot(&mut c);
+        (d, dir.join("appendonly.aof").exists(), layout("after the interrupted upgrade", &dir))
+    });
+    assert_same_snapshot("dataset", &r.0, &f.0);
+    assert_eq!(r.1, f.1, "whether dir/appendonly.aof is still there");
+    assert_same_layouts("interrupted upgrade", &[r.2], &[f.2]);
+}

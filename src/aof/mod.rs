@@ -122,11 +122,12 @@ impl Manifest {
         out
     }
 
-    /// Starts a new base file, turning the current one into history; returns its name.
+    /// Starts a new base file, turning the current one into history; returns its name. History
+    /// grows at its head, as Redis's list does (newest first in the manifest).
     pub fn new_base(&mut self, prefix: &str, rdb: bool) -> String {
         if let Some(mut old) = self.base.take() {
             old.kind = FileKind::History;
-            self.history.push(old);
+            self.history.insert(0, old);
         }
         self.base_seq += 1;
         let name = format!("{prefix}.{}.base.{}", self.base_seq, if rdb { "rdb" } else { "aof" });
@@ -142,12 +143,16 @@ impl Manifest {
         name
     }
 
-    /// After a rewrite: every incremental file but the newest is covered by the new base.
-    pub fn rewritten_incrs_to_history(&mut self) {
-        let keep = self.incrs.pop();
-        for mut f in self.incrs.drain(..) {
+    /// After a rewrite: the incremental files are covered by the new base, all but the newest
+    /// when `keep_newest` (the AOF is on and appending to it). With the AOF off every one goes
+    /// to history, as in Redis (markRewrittenIncrAofAsHistory skips the last only while its fd
+    /// is open).
+    pub fn rewritten_incrs_to_history(&mut self, keep_newest: bool) {
+        let keep = if keep_newest { self.incrs.pop() } else { None };
+        // Newest first, each put at the head: the oldest ends first (Redis's order).
+        for mut f in self.incrs.drain(..).rev() {
             f.kind = FileKind::History;
-            self.history.push(f);
+            self.history.insert(0, f);
         }
         self.incrs.extend(keep);
     }
@@ -206,11 +211,20 @@ mod tests {
         assert_eq!(m.to_text().as_bytes(), text);
         m.new_incr("appendonly.aof");
         m.new_base("appendonly.aof", true);
-        m.rewritten_incrs_to_history();
+        let off = m.clone();
+        m.rewritten_incrs_to_history(true);
         assert_eq!(
             m.to_text(),
-            "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.1.base.rdb seq 1 type h\n\
-             file appendonly.aof.1.incr.aof seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+            "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.1.incr.aof seq 1 type h\n\
+             file appendonly.aof.1.base.rdb seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+        );
+        // With the AOF off (BGREWRITEAOF with appendonly no) no incremental file stays.
+        let mut off = off;
+        off.rewritten_incrs_to_history(false);
+        assert_eq!(
+            off.to_text(),
+            "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.1.incr.aof seq 1 type h\n\
+             file appendonly.aof.2.incr.aof seq 2 type h\nfile appendonly.aof.1.base.rdb seq 1 type h\n"
         );
     }
 

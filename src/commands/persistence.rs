@@ -85,14 +85,10 @@ pub fn bgsave(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     match ctx.srv.snapshot.child.as_ref().map(|c| c.kind) {
         Some(ChildKind::Aof) => return Err(CmdError::err("Background append only file rewriting already in progress")),
-        Some(ChildKind::Rdb) => {
-            ctx.srv.aof.rewrite_scheduled = true;
-            return Ok(Reply::Status("Background append only file rewriting scheduled"));
-        }
-        None if ctx.client.in_exec => {
-            ctx.srv.aof.rewrite_scheduled = true;
-            return Ok(Reply::Status("Background append only file rewriting scheduled"));
-        }
+        // Started by cron once the child is gone or the transaction is over; asking by hand
+        // clears the failure count, so a rewrite held back after failures may run at once.
+        Some(ChildKind::Rdb) => return Ok(schedule_rewrite(ctx)),
+        None if ctx.client.in_exec => return Ok(schedule_rewrite(ctx)),
         None => {}
     }
     match crate::executor::aof::rewrite_start(ctx.srv) {
@@ -100,14 +96,17 @@ pub fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         Err(RewriteError::InProgress) => {
             Err(CmdError::err("Background append only file rewriting already in progress"))
         }
-        Err(RewriteError::OtherChild) => {
-            ctx.srv.aof.rewrite_scheduled = true;
-            Ok(Reply::Status("Background append only file rewriting scheduled"))
-        }
+        Err(RewriteError::OtherChild) => Ok(schedule_rewrite(ctx)),
         Err(RewriteError::Failed) => Err(CmdError::err(
             "Can't execute an AOF background rewriting. Please check the server logs for more information.",
         )),
     }
+}
+
+fn schedule_rewrite(ctx: &mut Ctx) -> Reply {
+    ctx.srv.aof.rewrite_scheduled = true;
+    ctx.srv.aof.consecutive_failures = 0;
+    Reply::Status("Background append only file rewriting scheduled")
 }
 
 /// LASTSAVE

@@ -143,6 +143,15 @@ pub struct AofState {
     pub last_cow_size: u64,
     /// DEBUG AOF-FLUSH-SLEEP: microseconds to sleep before each write of the buffer (tests).
     pub flush_sleep_us: u64,
+    /// The hold on cron's rewrites after repeated failures.
+    limit: RewriteLimit,
+}
+
+/// See `rewrite_limited`.
+#[derive(Debug, Default)]
+struct RewriteLimit {
+    delay_minutes: u64,
+    next_try: Option<Instant>,
 }
 
 impl Default for AofState {
@@ -171,6 +180,7 @@ impl Default for AofState {
             base_size: 0,
             last_cow_size: 0,
             flush_sleep_us: 0,
+            limit: RewriteLimit::default(),
         }
     }
 }
@@ -401,16 +411,26 @@ pub fn start_at_boot(st: &mut State) -> bool {
 fn boot(st: &mut State) -> Result<(), ()> {
     let d = dir(st);
     let mpath = manifest_path(st);
-    let old_style = PathBuf::from(prefix(st));
-    if !mpath.exists() && old_style.is_file() {
-        upgrade_old_style(st, &old_style).map_err(|e| tracing::warn!("{e}"))?;
-    }
-    if mpath.exists() {
+    if d.is_dir() && mpath.exists() {
         let text = std::fs::read(&mpath).map_err(|e| tracing::warn!("Can't open the AOF manifest file: {e}"))?;
         st.aof.manifest = Manifest::parse(&text).map_err(|e| {
             tracing::warn!("\n*** FATAL AOF MANIFEST FILE ERROR ***\n");
             tracing::warn!("{e}");
         })?;
+    }
+    // An `appendfilename` file in `dir` is a Redis 6 AOF to upgrade when there is no AOF
+    // directory, or no manifest (or an empty one), or when the manifest names only that file as
+    // its base and the file is not in the AOF directory: an upgrade interrupted between writing
+    // the manifest and moving the file (Redis's three cases in loadAppendOnlyFiles).
+    let name = prefix(st);
+    let old_style = PathBuf::from(&name);
+    if old_style.is_file() {
+        let m = &st.aof.manifest;
+        let interrupted =
+            m.incrs.is_empty() && m.base.as_ref().is_some_and(|b| b.name == name) && !d.join(&name).is_file();
+        if !d.is_dir() || (m.base.is_none() && m.incrs.is_empty()) || interrupted {
+            upgrade_old_style(st, &old_style).map_err(|e| tracing::warn!("{e}"))?;
+        }
     }
     if let Err(e) = std::fs::create_dir_all(&d) {
         tracing::warn!("Can't open or create append-only dir {}: {e}", d.display());
@@ -476,11 +496,15 @@ fn upgrade_old_style(st: &mut State, path: &Path) -> Result<(), String> {
     let d = dir(st);
     std::fs::create_dir_all(&d).map_err(|e| format!("Can't open or create append-only dir {}: {e}", d.display()))?;
     let name = prefix(st);
-    st.aof.manifest = Manifest::default();
     st.aof.manifest.base_seq = 1;
     st.aof.manifest.base = Some(crate::aof::AofFile { name: name.clone(), seq: 1, kind: crate::aof::FileKind::Base });
     persist_manifest(st).map_err(|e| format!("Can't persist the AOF manifest: {e}"))?;
-    std::fs::rename(path, d.join(&name)).map_err(|e| format!("Error moving the AOF file {name}: {e}"))?;
+    std::fs::rename(path, d.join(&name)).map_err(|e| {
+        format!(
+            "Error trying to rename the existing AOF to old AOF file: {e}. (Also, the manifest file will be restored) {}.",
+            d.join(&name).display()
+        )
+    })?;
     tracing::info!("Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).", d.display());
     Ok(())
 }
@@ -901,7 +925,9 @@ pub fn rewrite_start(st: &mut State) -> Result<(), RewriteError> {
 
 /// The rewrite child ended: on success the new base replaces the old one and every
 /// incremental file but the newest becomes history.
-pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, cancelled: bool, cow: u64) {
+/// `signal`: the signal that ended the child, if one did (SIGUSR1 is ours: a cancel, not an
+/// error).
+pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, signal: Option<i32>, cow: u64) {
     let started = st.aof.rewrite_started.take();
     st.aof.last_rewrite_time_sec = started.map_or(-1, |s| s.elapsed().as_secs() as i64);
     st.aof.last_cow_size = cow;
@@ -909,8 +935,12 @@ pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, cancelled: bool, cow: u6
     let temp = d.join(format!("temp-rewriteaof-bg-{pid}.aof"));
     if !ok {
         let _ = std::fs::remove_file(&temp);
-        if cancelled {
-            tracing::warn!("Background AOF rewrite terminated by signal");
+        if let Some(sig) = signal {
+            if sig != libc::SIGUSR1 {
+                st.aof.last_rewrite_ok = false;
+                st.aof.consecutive_failures += 1;
+            }
+            tracing::warn!("Background AOF rewrite terminated by signal {sig}");
         } else {
             tracing::warn!("Background AOF rewrite terminated with error");
             st.aof.last_rewrite_ok = false;
@@ -918,6 +948,7 @@ pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, cancelled: bool, cow: u6
         }
         if st.aof.status == Status::WaitRewrite {
             set_file(st, None);
+            tracing::info!("Removing the temp incr aof file {TEMP_INCR} in the background");
             let _ = std::fs::remove_file(d.join(TEMP_INCR));
             st.aof.buf.clear();
             st.aof.rewrite_scheduled = true;
@@ -950,7 +981,7 @@ pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, cancelled: bool, cow: u6
         }
         tracing::info!("Successfully renamed the temporary AOF incr file {TEMP_INCR} into {incr}");
     }
-    next.rewritten_incrs_to_history();
+    next.rewritten_incrs_to_history(st.aof.file.is_some());
     let before = std::mem::replace(&mut st.aof.manifest, next);
     if let Err(e) = persist_manifest(st) {
         tracing::warn!("Can't persist the AOF manifest: {e}");
@@ -972,26 +1003,16 @@ pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, cancelled: bool, cow: u6
     tracing::info!("Background AOF rewrite finished successfully");
 }
 
-/// Cron: writes what is buffered, then starts a scheduled rewrite or one the growth asks for.
+/// Cron: writes what is buffered, then starts a scheduled rewrite (BGREWRITEAOF while a child
+/// ran or inside EXEC, with the AOF on or off, as Redis's serverCron) or one the growth asks for.
 pub fn cron(st: &mut State) {
-    if st.aof.status == Status::Off {
-        return;
+    if st.aof.status != Status::Off {
+        flush_cron(st);
     }
-    flush(st);
-    // Group commit's writes and fsyncs ran in the runtime's park hook: their worst goes to the
-    // latency monitor here.
-    let write_us = st.aof.fsync.worst_write_us.swap(0, Ordering::Relaxed);
-    let fsync_us = st.aof.fsync.worst_fsync_us.swap(0, Ordering::Relaxed);
-    if write_us >= 1000 {
-        let with = if st.snapshot.child.is_some() { "aof-write-active-child" } else { "aof-write-alone" };
-        crate::latency::record(st, with, write_us);
-        crate::latency::record(st, "aof-write", write_us);
-    }
-    crate::latency::record(st, "aof-fsync-always", fsync_us);
     if st.snapshot.child.is_some() {
         return;
     }
-    if st.aof.rewrite_scheduled {
+    if st.aof.rewrite_scheduled && !rewrite_limited(st) {
         let _ = rewrite_start(st);
         return;
     }
@@ -1003,15 +1024,64 @@ pub fn cron(st: &mut State) {
     let (cur, base) = (st.aof.current_size, st.aof.base_size.max(1));
     if percentage > 0 && cur > min_size && cur > base {
         let growth = (cur - base) * 100 / base;
-        if growth >= percentage {
+        if growth >= percentage && !rewrite_limited(st) {
             tracing::info!("Starting automatic rewriting of AOF on {growth}% growth");
             let _ = rewrite_start(st);
         }
     }
 }
 
-/// CONFIG SET appendonly: starts (by a rewrite) or stops writing the AOF.
-pub fn config_changed(st: &mut State) {
+/// Failed rewrites in a row after which cron's rewrites are held back (Redis's
+/// AOF_REWRITE_LIMITE_THRESHOLD), and the longest hold (AOF_REWRITE_LIMITE_MAX_MINUTES).
+const LIMIT_THRESHOLD: u64 = 3;
+const LIMIT_MAX_MINUTES: u64 = 60;
+
+/// Whether cron must not start a rewrite now (Redis's aofRewriteLimited): after three failures
+/// in a row, the next try waits 1 minute, then 2, 4, ... up to an hour. BGREWRITEAOF by hand
+/// clears the failure count, and with it the hold.
+fn rewrite_limited(st: &mut State) -> bool {
+    let lim = &mut st.aof.limit;
+    if st.aof.consecutive_failures < LIMIT_THRESHOLD {
+        *lim = RewriteLimit::default();
+        return false;
+    }
+    if let Some(at) = lim.next_try {
+        if Instant::now() < at {
+            return true;
+        }
+        lim.next_try = None;
+        return false;
+    }
+    lim.delay_minutes = if lim.delay_minutes == 0 { 1 } else { (lim.delay_minutes * 2).min(LIMIT_MAX_MINUTES) };
+    lim.next_try = Some(Instant::now() + Duration::from_secs(lim.delay_minutes * 60));
+    tracing::warn!(
+        "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes",
+        lim.delay_minutes
+    );
+    true
+}
+
+/// Cron's write of the buffer, and the latency of group commit's writes and fsyncs.
+fn flush_cron(st: &mut State) {
+    flush(st);
+    // Group commit's writes and fsyncs ran in the runtime's park hook: their worst goes to the
+    // latency monitor here.
+    let write_us = st.aof.fsync.worst_write_us.swap(0, Ordering::Relaxed);
+    let fsync_us = st.aof.fsync.worst_fsync_us.swap(0, Ordering::Relaxed);
+    if write_us >= 1000 {
+        let with = if st.snapshot.child.is_some() { "aof-write-active-child" } else { "aof-write-alone" };
+        crate::latency::record(st, with, write_us);
+        crate::latency::record(st, "aof-write", write_us);
+    }
+    crate::latency::record(st, "aof-fsync-always", fsync_us);
+}
+
+/// CONFIG SET appendonly: starts (by a rewrite) or stops writing the AOF. `in_exec`: the
+/// CONFIG SET ran inside MULTI/EXEC, where Redis (startAppendOnly) does not fork mid-transaction
+/// but schedules the rewrite for cron, as it does while another kind of child runs. An AOF
+/// rewrite already running (BGREWRITEAOF with the AOF off) is killed and started again, since
+/// it has no incremental file to switch to.
+pub fn config_changed(st: &mut State, in_exec: bool) {
     let want = st.config.appendonly;
     match (want, st.aof.status) {
         (true, Status::Off) => {
@@ -1027,9 +1097,31 @@ pub fn config_changed(st: &mut State) {
             for db in &mut st.dbs {
                 db.log_expired = true;
             }
-            if st.snapshot.child.is_some() {
+            let child = st.snapshot.child.as_ref().map(|c| c.kind);
+            if child.is_some_and(|k| k != super::snapshot::ChildKind::Aof) {
                 st.aof.rewrite_scheduled = true;
-            } else if rewrite_start(st).is_err() {
+                tracing::warn!(
+                    "AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible."
+                );
+                return;
+            }
+            if in_exec {
+                st.aof.rewrite_scheduled = true;
+                tracing::warn!(
+                    "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
+                );
+                return;
+            }
+            if child.is_some() {
+                tracing::warn!(
+                    "AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF and starting a rewrite now."
+                );
+                kill_rewrite(st);
+            }
+            if rewrite_start(st).is_err() {
+                tracing::warn!(
+                    "Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error."
+                );
                 st.aof.status = Status::Off;
                 st.prop.active = false;
                 st.config.appendonly = false;
@@ -1038,16 +1130,31 @@ pub fn config_changed(st: &mut State) {
         (false, Status::On | Status::WaitRewrite) => stop(st),
         _ => {}
     }
+    // CONFIG SET aof-disable-auto-gc no deletes the history kept meanwhile (Redis's
+    // updateAofAutoGCEnabled); otherwise there is none.
+    delete_history(st);
+}
+
+/// Kills the running AOF rewrite child (Redis's killAppendOnlyChild); its temp file goes too.
+fn kill_rewrite(st: &mut State) {
+    let Some(pid) = st.snapshot.child.as_ref().filter(|c| c.kind == super::snapshot::ChildKind::Aof).map(|c| c.pid)
+    else {
+        return;
+    };
+    tracing::info!("Killing running AOF rewrite child: {pid}");
+    super::snapshot::kill_child(st);
+    st.aof.rewrite_started = None;
+}
+
+/// Removes the base file a killed rewrite child was writing (it writes in the AOF directory).
+pub fn remove_rewrite_temp(st: &State, pid: i32) {
+    let _ = std::fs::remove_file(dir(st).join(format!("temp-rewriteaof-bg-{pid}.aof")));
 }
 
 /// Stops writing the AOF: flushes and fsyncs it and kills a running rewrite.
 fn stop(st: &mut State) {
     flush(st);
-    if st.snapshot.child.as_ref().is_some_and(|c| c.kind == super::snapshot::ChildKind::Aof) {
-        tracing::info!("Killing running AOF rewrite child");
-        super::snapshot::kill_child(st);
-        st.aof.rewrite_started = None;
-    }
+    kill_rewrite(st);
     if st.aof.status == Status::WaitRewrite {
         let _ = std::fs::remove_file(dir(st).join(TEMP_INCR));
     }

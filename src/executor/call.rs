@@ -441,7 +441,7 @@ fn after_reply(
     }
     match parent.unwrap_or(spec).name {
         "config" => {
-            super::aof::config_changed(st);
+            super::aof::config_changed(st, client.in_exec);
             super::clients::refresh_limits(st);
             super::evict::apply_access_clock(st);
             super::evict::limit_changed(st);

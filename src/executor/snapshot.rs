@@ -310,8 +310,11 @@ pub fn bgsave_poll(st: &mut State) {
     let cow = if File::from(report).read_exact(&mut buf).is_ok() { u64::from_le_bytes(buf) } else { 0 };
     if kind == ChildKind::Aof {
         let ok = matches!(status, WaitStatus::Exited(_, 0));
-        let cancelled = matches!(status, WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGUSR1, _));
-        super::aof::rewrite_done(st, pid, ok, cancelled, cow);
+        let signal = match status {
+            WaitStatus::Signaled(_, sig, _) => Some(sig as i32),
+            _ => None,
+        };
+        super::aof::rewrite_done(st, pid, ok, signal, cow);
         return;
     }
     st.snapshot.last_cow_size = cow;
@@ -352,7 +355,7 @@ pub fn kill_child(st: &mut State) {
         let _ = nix::sys::wait::waitpid(pid, None);
         remove_temp(child.pid);
         if child.kind == ChildKind::Aof {
-            let _ = std::fs::remove_file(format!("temp-rewriteaof-bg-{}.aof", child.pid));
+            super::aof::remove_rewrite_temp(st, child.pid);
         }
         st.stats.persistence.bgsave_in_progress = false;
         crate::db::table::set_resize_allowed(true);

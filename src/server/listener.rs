@@ -16,9 +16,51 @@ use super::{connection, Shared};
 use crate::config::live;
 use crate::executor::clients::ConnInfo;
 
-/// Binds every configured address and spawns the accept loops.
+/// A socket bound and listening, not yet accepted on.
+enum Bound {
+    Tcp(std::net::TcpListener),
+    Unix(std::os::unix::net::UnixListener),
+}
+
+/// Sockets `prebind` opened at startup, before the banner and the data load.
+static PREBOUND: std::sync::Mutex<Option<Vec<Bound>>> = std::sync::Mutex::new(None);
+
+/// Binds every configured address before the startup banner, as Redis does in initServer: a
+/// client that connects while the server prints its logo or loads its data waits in the listen
+/// backlog instead of being refused (Redis's test suite connects as soon as the banner's PID
+/// line appears). `start` then accepts on these sockets.
+pub fn prebind(cfg: &crate::config::Config) -> Result<(), String> {
+    let bound = bind_all(cfg)?;
+    *PREBOUND.lock().unwrap_or_else(|p| p.into_inner()) = Some(bound);
+    Ok(())
+}
+
+/// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
 pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
-    let cfg = &shared.config;
+    let prebound = PREBOUND.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let bound = match prebound {
+        Some(b) => b,
+        None => bind_all(&shared.config)?,
+    };
+    for b in bound {
+        match b {
+            Bound::Tcp(l) => {
+                crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), false);
+                let l = TcpListener::from_std(l).map_err(|e| format!("Failed listening on port (tcp): {e}"))?;
+                tokio::spawn(accept_tcp(l, shared.clone()));
+            }
+            Bound::Unix(l) => {
+                crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), true);
+                let l = UnixListener::from_std(l).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
+                tokio::spawn(accept_unix(l, shared.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn bind_all(cfg: &crate::config::Config) -> Result<Vec<Bound>, String> {
+    let mut out = Vec::new();
     if cfg.port != 0 {
         let mut bound = 0;
         for spec in &cfg.bind {
@@ -37,8 +79,7 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
             match bind_tcp(SocketAddr::new(ip, cfg.port), cfg.tcp_backlog) {
                 Ok(l) => {
                     bound += 1;
-                    crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), false);
-                    tokio::spawn(accept_tcp(l, shared.clone()));
+                    out.push(Bound::Tcp(l));
                 }
                 Err(e) if optional => {
                     tracing::debug!("Skipping optional bind {addr}:{}: {e}", cfg.port);
@@ -57,18 +98,18 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     }
     if let Some(path) = &cfg.unixsocket {
         let _ = std::fs::remove_file(path);
-        let l = UnixListener::bind(path).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
+        let l = std::os::unix::net::UnixListener::bind(path).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
+        l.set_nonblocking(true).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
         if cfg.unixsocketperm != 0 {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(cfg.unixsocketperm));
         }
-        crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), true);
-        tokio::spawn(accept_unix(l, shared.clone()));
+        out.push(Bound::Unix(l));
     }
-    Ok(())
+    Ok(out)
 }
 
-fn bind_tcp(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
+fn bind_tcp(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     if addr.is_ipv6() {
@@ -77,7 +118,7 @@ fn bind_tcp(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(backlog)?;
     socket.set_nonblocking(true)?;
-    TcpListener::from_std(socket.into())
+    Ok(socket.into())
 }
 
 /// Removes what the server created on disk (unix socket, pidfile) at shutdown.

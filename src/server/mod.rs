@@ -124,9 +124,8 @@ pub fn run(config: Config) -> i32 {
         tracing::warn!("{e}");
         return 1;
     }
-    // With appendonly yes the AOF is the dataset (dump.rdb is not read, as in Redis); it loads
-    // before the listener opens. Otherwise the listener accepts while the RDB file loads on its
-    // own thread.
+    // With appendonly yes the AOF is the dataset (dump.rdb is not read, as in Redis), else the
+    // RDB file; either loads on its own thread while the listener answers LOADING.
     if config.appendonly {
         if !executor::aof::start_at_boot(&mut exec.state) {
             return 1;
