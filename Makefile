@@ -8,7 +8,7 @@ CONF    ?= redis.conf
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SECONDS ?= 60
 
-.PHONY: build test deps bench install run fmt clippy fuzz fuzz-seed
+.PHONY: build test deps bench install run fmt clippy fuzz fuzz-seed conformance suite-slice
 
 build:
 	$(CARGO) build --release
@@ -18,11 +18,31 @@ build:
 # link); --no-fail-fast so one
 # failing suite does not hide the others.
 deps:
-	@(command -v redis-server && command -v redis-check-rdb && command -v python3) >/dev/null || \
-		($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools python3)
+	@(command -v redis-server && command -v redis-check-rdb && command -v redis-benchmark && command -v python3 && command -v tclsh) >/dev/null || \
+		($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools python3 tcl)
+
+# Redis 7.0.15's own test suite (../shared/redis-tests, see tests/redis-suite/README.md). CI runs
+# the slice below (units that finish in seconds each); `make conformance` runs every unit of
+# tests/redis-suite/units.txt against the release build, and CONFORMANCE_FLAGS=--redis gives the
+# baseline.
+SUITE_SLICE ?= unit/printver unit/protocol unit/keyspace unit/scan unit/info-command unit/type/incr \
+	unit/type/string unit/type/hash unit/type/list unit/type/zset unit/type/stream unit/sort unit/quit \
+	unit/bitops unit/bitfield unit/pubsub unit/pubsubshard unit/pause unit/slowlog unit/dump unit/auth \
+	unit/acl unit/acl-v2 unit/introspection-2 unit/limits unit/violations integration/redis-cli \
+	integration/redis-benchmark integration/logging integration/convert-zipmap-hash-on-load \
+	integration/convert-ziplist-hash-on-load integration/convert-ziplist-zset-on-load
+CONFORMANCE_FLAGS ?= --server $(BIN)
 
 test: deps
 	$(CARGO) test --profile ci --no-fail-fast
+	$(MAKE) suite-slice
+
+suite-slice:
+	$(CARGO) build --profile ci --bin ferrodis-server
+	tools/redis-suite.sh --server target/ci/ferrodis-server --jobs 2 $(SUITE_SLICE)
+
+conformance: deps build
+	tools/redis-suite.sh $(CONFORMANCE_FLAGS) --jobs 2
 
 bench: build
 	@if [ -f ../shared/bench/compare.py ]; then \

@@ -34,18 +34,27 @@ fi
 [[ -n $OUT ]] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/redis-suite-XXXXXX")
 mkdir -p "$OUT"
 SKIP=$HERE/tests/redis-suite/skip.txt
-export RUN SERVER TIMEOUT OUT SKIP
+# Each run picks its own port range (units are 500 ports apart), so two runs can share a machine.
+BASE=$((12000 + (RANDOM % 16) * 1000))
+export RUN SERVER TIMEOUT OUT SKIP BASE
 
 run_unit() {
   local n=$1 unit=$2 name=${2//\//_}
-  local port=$((21000 + (n % 40) * 500)) start=$SECONDS target
+  local port=$((BASE + (n % 40) * 500)) start=$SECONDS target
   if [[ $SERVER == redis ]]; then target=(--redis); else target=(--server "$SERVER"); fi
   # Blocks tagged `repl` start replicas, except in unit/dump, where they are MIGRATE's targets.
   local tags=(--tags -needs:repl)
   [[ $unit == unit/dump ]] || tags+=(--tags -repl)
-  timeout $((TIMEOUT * 10)) "$RUN" "${target[@]}" "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
-    --skipfile "$SKIP" "${tags[@]}" >"$OUT/$name.log" 2>&1
-  local rc=$? plain
+  local attempt rc
+  for attempt in 1 2 3; do
+    timeout $((TIMEOUT * 10)) "$RUN" "${target[@]}" "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
+      --skipfile "$SKIP" "${tags[@]}" >"$OUT/$name.log" 2>&1
+    rc=$?
+    # Another program held the suite's ports before any test ran: again, elsewhere.
+    grep -q "couldn't open socket: address already in use" "$OUT/$name.log" && ! grep -q '^\[' "$OUT/$name.log" || break
+    port=$((10000 + (port + 7919 * attempt) % 45000))
+  done
+  local plain
   plain=$(sed 's/\x1b\[[0-9;]*m//g' "$OUT/$name.log")
   local ok err state=done
   ok=$(grep -c '^\[ok\]' <<<"$plain")
