@@ -1505,7 +1505,7 @@ fn debug_help() -> Reply {
 ///
 /// Asks the server to stop once this batch is answered, saving first with SAVE or when save
 /// points are configured (unless NOSAVE). The caller gets no reply: the connection just closes.
-/// ABORT cancels a pending shutdown; shutdowns here never wait, so there is never one to abort.
+/// ABORT cancels a shutdown a signal asked for that has not happened yet.
 pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (mut save, mut nosave, mut abort, mut other) = (false, false, false, false);
     for i in 1..args.len() {
@@ -1525,7 +1525,13 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if abort {
-        return Err(CmdError::err("No shutdown in progress."));
+        // A signal's shutdown waits for the cron (held by DEBUG PAUSE-CRON): that one can be
+        // cancelled; a SHUTDOWN command itself never waits.
+        if !std::mem::take(&mut ctx.srv.shutdown_asap) {
+            return Err(CmdError::err("No shutdown in progress."));
+        }
+        tracing::warn!("Shutdown manually aborted.");
+        return Ok(Reply::Ok);
     }
     let do_save = save || (!nosave && !ctx.srv.config.save.is_empty());
     // The save happens here, on the executor, so a failure can still refuse the shutdown.

@@ -64,6 +64,8 @@ pub struct State {
     pub shutdown: Option<ShutdownRequest>,
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
+    /// A signal asked for a shutdown that has not happened yet (SHUTDOWN ABORT cancels it).
+    pub shutdown_asap: bool,
     /// DEBUG PAUSE-CRON: periodic work is skipped while set.
     pub cron_paused: bool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
@@ -139,6 +141,7 @@ impl State {
             lastsave_unix: now / 1000,
             shutdown: None,
             active_expire_enabled: true,
+            shutdown_asap: false,
             cron_paused: false,
             scripts_may_call_noscript: false,
             cron_loops: 0,
@@ -465,8 +468,19 @@ pub enum Msg {
     Connect(ConnInfo, Arc<ClientHandle>, tokio::sync::oneshot::Sender<u64>),
     Batch(u64, Vec<Cmd>, Vec<u8>, tokio::sync::oneshot::Sender<(Vec<u8>, BatchEnd)>),
     Disconnect(u64),
-    /// Runs a closure on the executor (the signal-shutdown save) and sends back its answer.
-    Run(Box<dyn FnOnce(&mut Executor) -> bool + Send>, tokio::sync::oneshot::Sender<bool>),
+    /// Runs a closure on the executor (a shutdown by signal) and sends back its answer.
+    Run(Box<dyn FnOnce(&mut Executor) -> SignalShutdown + Send>, tokio::sync::oneshot::Sender<SignalShutdown>),
+}
+
+/// What became of a shutdown asked for by a signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalShutdown {
+    /// Saved as asked (or no save asked): the process exits.
+    Exit,
+    /// The server keeps running: the save failed, or SHUTDOWN ABORT cancelled the request.
+    Stay,
+    /// DEBUG PAUSE-CRON holds the cron, which is where the shutdown happens: ask again later.
+    Later,
 }
 
 /// Runs the executor on its own thread, serving messages until every sender is gone.

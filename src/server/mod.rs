@@ -8,7 +8,7 @@ pub mod listener;
 use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
-use crate::executor::{self, clients::ClientHandle, clients::ConnInfo, BatchEnd, Cmd, Executor, Msg};
+use crate::executor::{self, clients::ClientHandle, clients::ConnInfo, BatchEnd, Cmd, Executor, Msg, SignalShutdown};
 
 /// How a connection task reaches the executor.
 #[derive(Clone)]
@@ -68,20 +68,33 @@ impl ExecHandle {
         }
     }
 
-    /// The save a shutdown by signal makes (SIGTERM/SIGINT, as Redis's prepareForShutdown):
-    /// false when it failed and the server must keep running.
-    pub async fn signal_shutdown_save(&self, signal: &'static str) -> bool {
+    /// A shutdown by signal (SIGTERM/SIGINT), carried out as Redis's serverCron carries out
+    /// shutdown_asap: not while DEBUG PAUSE-CRON holds the cron (`Later`), not at all once
+    /// SHUTDOWN ABORT cancelled it (`Stay`), else after the save the signal's directive asks for
+    /// (`Stay` when that save failed). `first` marks the signal's arrival.
+    pub async fn signal_shutdown(&self, signal: &'static str, first: bool) -> SignalShutdown {
         let run = move |e: &mut Executor| {
             let st = &mut e.state;
+            if first {
+                st.shutdown_asap = true;
+            }
+            if !st.shutdown_asap {
+                return SignalShutdown::Stay;
+            }
+            if st.cron_paused {
+                return SignalShutdown::Later;
+            }
+            st.shutdown_asap = false;
+            tracing::warn!("User requested shutdown...");
             let name = if signal == "SIGINT" { "shutdown-on-sigint" } else { "shutdown-on-sigterm" };
             let flags = st.config.other.get(name).cloned().unwrap_or_default();
             let save =
                 if flags.contains("nosave") { false } else { flags.contains("save") || !st.config.save.is_empty() };
             match executor::snapshot::shutdown_save(st, save) {
-                Ok(()) => true,
+                Ok(()) => SignalShutdown::Exit,
                 Err(_) => {
                     tracing::warn!("Error trying to save the DB, can't exit.");
-                    false
+                    SignalShutdown::Stay
                 }
             }
         };
@@ -90,9 +103,9 @@ impl ExecHandle {
             ExecHandle::Remote(tx) => {
                 let (rtx, rrx) = tokio::sync::oneshot::channel();
                 if tx.send(Msg::Run(Box::new(run), rtx)).is_err() {
-                    return true;
+                    return SignalShutdown::Exit;
                 }
-                rrx.await.unwrap_or(true)
+                rrx.await.unwrap_or(SignalShutdown::Exit)
             }
         }
     }
@@ -205,6 +218,9 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
         crate::daemon::notify_systemd_ready();
     }
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    // A signal's shutdown waits while DEBUG PAUSE-CRON holds the cron: it is asked again every
+    // cron period (100 ms) until it happens or SHUTDOWN ABORT cancels it.
+    let mut pending: Option<&'static str> = None;
     loop {
         let sigterm_fut = async {
             match sigterm.as_mut() {
@@ -214,24 +230,32 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
                 None => std::future::pending().await,
             }
         };
-        // SHUTDOWN saved (or not) on the executor already; a signal saves here, and a failed
-        // save keeps the server running, as in Redis.
-        let signal = tokio::select! {
-            _ = shared.shutdown.notified() => None,
-            _ = tokio::signal::ctrl_c() => Some("SIGINT"),
-            _ = sigterm_fut => Some("SIGTERM"),
-        };
-        match signal {
-            None => tracing::warn!("User requested shutdown..."),
-            Some(sig) => {
-                tracing::warn!("Received {sig} scheduling shutdown...");
-                tracing::warn!("User requested shutdown...");
-                if !shared.exec.signal_shutdown_save(sig).await {
-                    continue;
-                }
+        let retry = async {
+            match pending {
+                Some(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+                None => std::future::pending().await,
             }
+        };
+        // SHUTDOWN saved (or not) on the executor already; a signal saves there too, and a
+        // failed save keeps the server running, as in Redis.
+        let (signal, first) = tokio::select! {
+            _ = shared.shutdown.notified() => {
+                tracing::warn!("User requested shutdown...");
+                break;
+            }
+            _ = tokio::signal::ctrl_c() => (Some("SIGINT"), true),
+            _ = sigterm_fut => (Some("SIGTERM"), true),
+            _ = retry => (pending, false),
+        };
+        let Some(sig) = signal else { continue };
+        if first {
+            tracing::warn!("Received {sig} scheduling shutdown...");
         }
-        break;
+        match shared.exec.signal_shutdown(sig, first).await {
+            SignalShutdown::Exit => break,
+            SignalShutdown::Stay => pending = None,
+            SignalShutdown::Later => pending = Some(sig),
+        }
     }
     listener::cleanup(&shared.config);
     tracing::warn!("Redis is now ready to exit, bye bye...");
