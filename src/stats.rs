@@ -223,6 +223,8 @@ pub struct Stats {
     pub keyspace_misses: u64,
     pub expired_keys: u64,
     pub evicted_keys: u64,
+    /// Clients closed by maxmemory-clients (INFO evicted_clients).
+    pub evicted_clients: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
     pub commands: HashMap<StatName, CommandStat, foldhash::fast::FixedState>,
