@@ -71,7 +71,10 @@ pub fn select_sections(args: &[&[u8]]) -> Vec<&'static str> {
 /// The INFO text for `sections` (from `select_sections`), `\r\n`-terminated lines, sections
 /// separated by an empty line.
 pub fn render(st: &mut State, caller: &Client, now_ms: i64, sections: &[&str]) -> String {
-    let mut out = String::with_capacity(4096);
+    // Grown as it is written, as Redis's info string is: used_memory, sampled on the way,
+    // counts only what was written before it (a 4 KiB head start would show as 4 KiB over
+    // maxmemory to anyone watching the limit).
+    let mut out = String::new();
     for (i, name) in sections.iter().enumerate() {
         if i > 0 {
             out.push_str("\r\n");
@@ -374,8 +377,8 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("mem_aof_buffer", st.aof.buffer_len());
     s.field("mem_allocator", "jemalloc-5.3.0");
     s.field("active_defrag_running", 0);
-    s.field("lazyfree_pending_objects", 0);
-    s.field("lazyfreed_objects", 0);
+    s.field("lazyfree_pending_objects", crate::db::lazyfree::pending_objects());
+    s.field("lazyfreed_objects", crate::db::lazyfree::freed_objects());
 }
 
 fn persistence(s: &mut Section, st: &State, now_ms: i64) {
