@@ -39,9 +39,9 @@ thread_local! {
 }
 
 fn claim() -> usize {
-    for i in 1..SLOTS {
-        if !TABLE[i].taken.load(Ordering::Relaxed)
-            && TABLE[i].taken.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    for (i, slot) in TABLE.iter().enumerate().skip(1) {
+        if !slot.taken.load(Ordering::Relaxed)
+            && slot.taken.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
         {
             HIGH.fetch_max(i + 1, Ordering::Relaxed);
             return i;
