@@ -71,7 +71,10 @@ pub fn select_sections(args: &[&[u8]]) -> Vec<&'static str> {
 /// The INFO text for `sections` (from `select_sections`), `\r\n`-terminated lines, sections
 /// separated by an empty line.
 pub fn render(st: &mut State, caller: &Client, now_ms: i64, sections: &[&str]) -> String {
-    let mut out = String::with_capacity(4096);
+    // Grown as it is written, as Redis's info string is: used_memory, sampled on the way,
+    // counts only what was written before it (a 4 KiB head start would show as 4 KiB over
+    // maxmemory to anyone watching the limit).
+    let mut out = String::new();
     for (i, name) in sections.iter().enumerate() {
         if i > 0 {
             out.push_str("\r\n");
@@ -236,13 +239,17 @@ pub fn connected_clients(st: &State) -> usize {
     1 + st.clients.values().filter(|c| !c.handle.close_requested()).count()
 }
 
-/// Estimated memory of one client, as CLIENT LIST's tot-mem reports it: Redis's fixed per-client
-/// structures and buffers plus the query buffer in use.
-pub fn client_memory(qbuf: usize) -> u64 {
-    const FIXED: u64 = 21248;
+/// Estimated memory of one client's fixed parts, as CLIENT LIST's tot-mem reports them: Redis's
+/// per-client structures and reply buffer plus the query buffer's allocation (`qbuf_alloc`).
+pub fn client_memory(qbuf_alloc: usize) -> u64 {
+    const FIXED: u64 = 768;
     const REPLY_BUFFER: u64 = 1024;
-    FIXED + REPLY_BUFFER + qbuf as u64
+    FIXED + REPLY_BUFFER + qbuf_alloc as u64
 }
+
+/// The query buffer Redis holds for the client running a command (16 KiB read room in a 20 KiB
+/// allocation).
+pub const CALLER_QUERY_BUFFER: usize = 20480;
 
 fn clients(s: &mut Section, st: &State, caller: &Client) {
     let max_qbuf = st.clients.values().map(|c| c.qbuf).chain([caller.qbuf]).max().unwrap_or(0);
@@ -284,7 +291,7 @@ pub struct MemoryFigures {
 pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
     let (alloc, used) = st.sample_memory();
     let clients_normal: u64 =
-        st.clients.values().map(|c| client_memory(c.qbuf)).sum::<u64>() + client_memory(caller.qbuf);
+        st.clients.values().map(|c| c.memory()).sum::<u64>() + client_memory(CALLER_QUERY_BUFFER + caller.qbuf);
     let db_overhead = db_overhead(st);
     let startup = st.stats.mem_startup.min(used);
     let overhead = (startup + clients_normal + db_overhead).min(used);
@@ -370,8 +377,8 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("mem_aof_buffer", st.aof.buffer_len());
     s.field("mem_allocator", "jemalloc-5.3.0");
     s.field("active_defrag_running", 0);
-    s.field("lazyfree_pending_objects", 0);
-    s.field("lazyfreed_objects", 0);
+    s.field("lazyfree_pending_objects", crate::db::lazyfree::pending_objects());
+    s.field("lazyfreed_objects", crate::db::lazyfree::freed_objects());
 }
 
 fn persistence(s: &mut Section, st: &State, now_ms: i64) {
@@ -460,7 +467,7 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("expired_time_cap_reached_count", cap_reached);
     s.field("expire_cycle_cpu_milliseconds", 0);
     s.field("evicted_keys", x.evicted_keys);
-    s.field("evicted_clients", 0);
+    s.field("evicted_clients", st.stats.evicted_clients);
     let now_ms = crate::executor::unix_ms();
     let current_exceeded = x.eviction_exceeded_since.map_or(0, |since| (now_ms - since).max(0) as u64);
     s.field("total_eviction_exceeded_time", x.eviction_exceeded_ms + current_exceeded);

@@ -11,6 +11,7 @@
 //!   slow log and latency monitor, helpers.
 
 pub mod acl;
+pub mod alloc;
 pub mod aof;
 pub mod commands;
 pub mod config;

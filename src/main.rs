@@ -5,7 +5,7 @@ use ferrodis::config::{self, Cli, Config};
 use ferrodis::{daemon, log, FERRODIS_VERSION, REDIS_VERSION};
 
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: ferrodis::alloc::Counting = ferrodis::alloc::Counting;
 
 fn usage() -> String {
     let p = "./ferrodis-server";

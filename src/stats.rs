@@ -223,6 +223,8 @@ pub struct Stats {
     pub keyspace_misses: u64,
     pub expired_keys: u64,
     pub evicted_keys: u64,
+    /// Clients closed by maxmemory-clients (INFO evicted_clients).
+    pub evicted_clients: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
     pub commands: HashMap<StatName, CommandStat, foldhash::fast::FixedState>,
@@ -339,7 +341,8 @@ impl Stats {
         let a = AllocatorStats::read();
         self.mem_base = a.allocated;
         self.mem_base_thread = thread_counters();
-        let used = a.allocated.saturating_sub(not_counted);
+        // The counting allocator's exact figure when it is installed (see `crate::alloc`).
+        let used = crate::alloc::used().unwrap_or(a.allocated).saturating_sub(not_counted);
         if self.mem_startup == 0 {
             self.mem_startup = used;
         }
@@ -347,11 +350,13 @@ impl Stats {
         (a, used)
     }
 
-    /// Allocated bytes now, for maxmemory: the last stats refresh (made ten times a second by
-    /// the cron) moved on by this thread's allocations and frees since, which cost two loads
-    /// where a refresh costs tens of microseconds. Other threads' frees (lazyfree) show at the
-    /// next refresh.
+    /// Allocated bytes now, for maxmemory: the counting allocator's sum when it is installed;
+    /// else the last stats refresh (made ten times a second by the cron) moved on by this
+    /// thread's allocations and frees since, where other threads' frees show at the next refresh.
     pub fn used_memory_now(&self) -> u64 {
+        if let Some(used) = crate::alloc::used() {
+            return used;
+        }
         let (alloc, dealloc) = thread_counters();
         let (alloc0, dealloc0) = self.mem_base_thread;
         let grown = alloc.wrapping_sub(alloc0) as i64 - dealloc.wrapping_sub(dealloc0) as i64;
@@ -360,6 +365,7 @@ impl Stats {
 
     /// CONFIG RESETSTAT. The memory baseline, peak and persistence state survive, as in Redis.
     pub fn reset(&mut self) {
+        crate::db::lazyfree::reset_stats();
         let ops = std::mem::take(&mut self.ops);
         let persistence = std::mem::take(&mut self.persistence);
         *self = Stats {

@@ -565,11 +565,16 @@ pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// OBJECT REFCOUNT key
 ///
 /// Reference count of the value as Redis would report it: its shared integers 0..9999 show
-/// INT_MAX, every other value 1 (values are never shared here).
+/// INT_MAX, every other value 1 (values are never shared here). Redis stops sharing integers
+/// while maxmemory is set with an LRU or LFU policy (each value needs its own access clock);
+/// here that is read from the configuration now, where Redis decides when the value is stored.
 pub fn object_refcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let shared_ints = crate::executor::evict::shares_integers(ctx.srv);
     Ok(match peek_read_quiet(ctx, args.key(2)) {
         None => Reply::Nil,
-        Some(Value::Str(RStr::Int(n))) if (0..SHARED_INTEGERS).contains(n) => Reply::Int(SHARED_REFCOUNT),
+        Some(Value::Str(RStr::Int(n))) if shared_ints && (0..SHARED_INTEGERS).contains(n) => {
+            Reply::Int(SHARED_REFCOUNT)
+        }
         Some(_) => Reply::Int(1),
     })
 }

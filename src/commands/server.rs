@@ -232,16 +232,20 @@ pub(crate) fn client_line(st: &State, c: &Client, now_ms: i64, current: Option<&
     const QUERY_BUFFER: usize = 20474;
     // A connection that never sent a command has no query buffer yet (Redis allocates it on
     // the first read), so it reports the bare client structures.
-    let (qbuf_free, tot_mem) = if current.is_none() && c.last_cmd == "NULL" {
-        (4, 1800)
+    // Another client's query buffer is what its connection last reported (trimmed by the
+    // client cron when idle, as Redis's clientsCron does).
+    let (qbuf, qbuf_free, tot_mem) = if current.is_none() && c.last_cmd == "NULL" {
+        (qbuf, 4, 1800)
+    } else if current.is_none() {
+        let (len, cap) = c.handle.qbuf();
+        (len, cap.saturating_sub(len), crate::info::client_memory(cap))
     } else {
-        (QUERY_BUFFER.saturating_sub(qbuf), crate::info::client_memory(qbuf))
+        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), crate::info::client_memory(crate::info::CALLER_QUERY_BUFFER + qbuf))
     };
     // Output waiting for the socket; Redis counts it in 16 KiB reply-list nodes.
     let omem = c.handle.pending_output();
     let oll = omem.div_ceil(16 * 1024);
-    let multi_mem: usize =
-        c.multi.as_ref().map_or(0, |q| q.iter().map(|cmd| cmd.argv.iter().map(|a| a.len()).sum::<usize>()).sum());
+    let multi_mem = c.multi_mem();
     let (plain, ssub) = st.pubsub.counts(c.id);
     let psub = st.pubsub.subs(c.id).map_or(0, |s| s.patterns.len());
     let redir = if c.tracking.on { c.tracking.redirect as i64 } else { -1 };
@@ -1246,13 +1250,14 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 
 fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let now = ctx.now_ms;
+    let shared_ints = crate::executor::evict::shares_integers(ctx.srv);
     let db = ctx.db();
     let idle = db.idle_seconds(key, now).unwrap_or(0);
     // As Redis, a direct look in the table: a key past its TTL but not yet expired is shown.
     let Some(v) = db.get_ref(key) else {
         return Err(CmdError::NoSuchKey);
     };
-    let shared = matches!(v.as_str(), Some(RStr::Int(i)) if (0..10000).contains(i));
+    let shared = shared_ints && matches!(v.as_str(), Some(RStr::Int(i)) if (0..10000).contains(i));
     let refcount = if shared { SHARED_REFCOUNT } else { 1 };
     let lru = crate::db::lru_clock(now).wrapping_sub(idle as u32) & crate::db::LRU_CLOCK_MAX;
     Ok(Reply::StatusOwned(format!(

@@ -1,7 +1,10 @@
 //! Freeing big values off the executor thread (UNLINK, DEL with lazyfree-lazy-user-del): a value
 //! made of many allocations is handed to one background thread that drops it, so deleting a
-//! multi-million-element collection does not stall every client.
+//! multi-million-element collection does not stall every client. INFO reads the thread's
+//! counters: values queued and not yet freed (lazyfree_pending_objects), and values freed since
+//! startup or CONFIG RESETSTAT (lazyfreed_objects), as Redis 7.0's lazyfree thread keeps them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 
@@ -10,6 +13,24 @@ use crate::types::Value;
 /// Redis's LAZYFREE_THRESHOLD: values costing more allocations than this are freed in the background.
 pub const LAZYFREE_THRESHOLD: usize = 64;
 
+static PENDING: AtomicU64 = AtomicU64::new(0);
+static FREED: AtomicU64 = AtomicU64::new(0);
+
+/// Values handed to the thread and not yet freed (INFO lazyfree_pending_objects).
+pub fn pending_objects() -> u64 {
+    PENDING.load(Ordering::Relaxed)
+}
+
+/// Values the thread freed since startup or CONFIG RESETSTAT (INFO lazyfreed_objects).
+pub fn freed_objects() -> u64 {
+    FREED.load(Ordering::Relaxed)
+}
+
+/// CONFIG RESETSTAT: the freed count restarts (what is pending stays pending).
+pub fn reset_stats() {
+    FREED.store(0, Ordering::Relaxed);
+}
+
 fn dropper() -> &'static Mutex<Sender<Value>> {
     static DROPPER: OnceLock<Mutex<Sender<Value>>> = OnceLock::new();
     DROPPER.get_or_init(|| {
@@ -17,6 +38,8 @@ fn dropper() -> &'static Mutex<Sender<Value>> {
         let spawned = std::thread::Builder::new().name("lazyfree".into()).spawn(move || {
             for value in rx {
                 drop(value);
+                FREED.fetch_add(1, Ordering::Relaxed);
+                PENDING.fetch_sub(1, Ordering::Relaxed);
             }
         });
         if spawned.is_err() {
@@ -32,6 +55,9 @@ pub fn free(value: Value) {
         return;
     }
     let sender = dropper().lock().unwrap_or_else(|p| p.into_inner());
+    PENDING.fetch_add(1, Ordering::Relaxed);
     // If the thread is gone the value comes back in the error and is dropped here.
-    let _ = sender.send(value);
+    if sender.send(value).is_err() {
+        PENDING.fetch_sub(1, Ordering::Relaxed);
+    }
 }

@@ -60,6 +60,17 @@ pub struct ClientHandle {
     rdb_transfer: std::sync::Mutex<Option<crate::commands::replication::RdbTransfer>>,
     /// Whether `rdb_transfer` holds one (checked after every batch without the lock).
     has_rdb_transfer: AtomicBool,
+    /// The connection's query buffer as it last reported it: bytes held and capacity.
+    qbuf_len: AtomicUsize,
+    qbuf_cap: AtomicUsize,
+    /// The most the query buffer needed (held bytes plus the read it made room for) since the
+    /// executor's client cron last looked (Redis's querybuf_peak).
+    qbuf_peak: AtomicUsize,
+    /// Capacity of the output buffers the connection holds (the one being written included).
+    out_held: AtomicUsize,
+    /// A capacity the client cron asked the connection to trim its query buffer to, plus one;
+    /// 0: none asked.
+    qbuf_trim: AtomicUsize,
 }
 
 /// client-output-buffer-limit for normal (0) and pubsub (1) clients: hard bytes, soft bytes,
@@ -207,6 +218,55 @@ impl ClientHandle {
     pub fn take_obuf_exceeded(&self) -> bool {
         // A plain load first: cron asks every client ten times a second.
         self.obuf_exceeded.load(Ordering::Acquire) && self.obuf_exceeded.swap(false, Ordering::AcqRel)
+    }
+
+    /// The connection reports its query buffer: `len` bytes held in `cap`, and `need` bytes
+    /// wanted for the read it waits on (raising the peak).
+    pub fn report_qbuf(&self, len: usize, cap: usize, need: usize) {
+        self.qbuf_len.store(len, Ordering::Relaxed);
+        self.qbuf_cap.store(cap, Ordering::Relaxed);
+        self.qbuf_peak.fetch_max(need, Ordering::Relaxed);
+    }
+
+    /// The connection reports the capacity of the output buffers it holds.
+    pub fn report_out_held(&self, cap: usize) {
+        self.out_held.store(cap, Ordering::Relaxed);
+    }
+
+    /// The query buffer's bytes held and capacity (CLIENT LIST qbuf and qbuf + qbuf-free).
+    pub fn qbuf(&self) -> (usize, usize) {
+        (self.qbuf_len.load(Ordering::Relaxed), self.qbuf_cap.load(Ordering::Relaxed))
+    }
+
+    /// The capacity the client cron asked for, once.
+    pub fn take_qbuf_trim(&self) -> Option<usize> {
+        match self.qbuf_trim.swap(0, Ordering::AcqRel) {
+            0 => None,
+            n => Some(n - 1),
+        }
+    }
+
+    /// Redis's clientsCronResizeQueryBuffer: a buffer wasting over 4 KiB is trimmed to what it
+    /// holds once the client is idle for more than 2 seconds, or, past 32 KiB and over twice
+    /// the recent peak, to that peak. The peak then restarts from what the buffer holds.
+    pub fn cron_resize_qbuf(&self, idle_secs: i64) {
+        const RESIZE_THRESHOLD: usize = 32 * 1024;
+        let (len, cap) = self.qbuf();
+        let peak = self.qbuf_peak.load(Ordering::Relaxed);
+        if cap.saturating_sub(len) > 4 * 1024 {
+            let target = if idle_secs > 2 {
+                Some(len)
+            } else if cap > RESIZE_THRESHOLD && cap / 2 > peak {
+                Some(len.max(peak))
+            } else {
+                None
+            };
+            if let Some(t) = target {
+                self.qbuf_trim.store(t + 1, Ordering::Release);
+                self.notify.raise();
+            }
+        }
+        self.qbuf_peak.store(len, Ordering::Relaxed);
     }
 
     pub fn set_unparsed(&self, pending: bool) {
@@ -382,6 +442,27 @@ impl Client {
         }
     }
 
+    /// Bytes of the commands queued since MULTI (CLIENT LIST multi-mem).
+    pub fn multi_mem(&self) -> usize {
+        self.multi.as_ref().map_or(0, |q| q.iter().map(|cmd| cmd.argv.iter().map(|a| a.len()).sum::<usize>()).sum())
+    }
+
+    /// What the client costs, as maxmemory-clients and mem_clients_normal count it: its fixed
+    /// structures, the query buffer's capacity, the output buffers the connection holds (a
+    /// reply being written occupies all its buffer until it is done, unlike Redis's reply
+    /// list, whose written nodes are freed) and the outbox, the arguments and the MULTI queue.
+    pub fn memory(&self) -> u64 {
+        const FIXED: u64 = 768;
+        let (_, qbuf_cap) = self.handle.qbuf();
+        let held = self.handle.out_held.load(Ordering::Relaxed).max(1024);
+        FIXED
+            + qbuf_cap as u64
+            + held as u64
+            + self.handle.queued.load(Ordering::Relaxed) as u64
+            + self.argv_mem as u64
+            + self.multi_mem() as u64
+    }
+
     /// The ACL user the client runs as.
     pub fn user_name(&self) -> &[u8] {
         self.user.as_deref().unwrap_or(b"default")
@@ -425,6 +506,78 @@ pub fn refresh_limits(st: &mut super::State) {
     }
     set_obuf_limits(normal, pubsub);
     *last = text;
+}
+
+/// The client cron (Redis's clientsCron, every tick for every client): query buffers are
+/// trimmed, then clients are evicted if they use more than maxmemory-clients.
+pub fn cron(st: &mut super::State, now_ms: i64) {
+    for c in st.clients.values() {
+        c.handle.cron_resize_qbuf((now_ms - c.last_interaction_ms).max(0) / 1000);
+    }
+    let _ = evict_clients(st);
+}
+
+/// maxmemory-clients in bytes (Redis's getClientEvictionLimit): a size, or a percentage of
+/// maxmemory; never under 128 KiB, so a bad setting cannot cut every client off; 0 for none.
+pub fn client_eviction_limit(st: &super::State) -> u64 {
+    let text = st.config.other.get("maxmemory-clients").map_or("0", |s| s.as_str());
+    let limit = match text.strip_suffix('%') {
+        Some(pct) if st.config.maxmemory > 0 => {
+            (st.config.maxmemory as f64 * pct.parse::<f64>().unwrap_or(0.0) / 100.0) as u64
+        }
+        Some(_) => 0,
+        None => text.parse::<i64>().unwrap_or(0).max(0) as u64,
+    };
+    if limit == 0 {
+        0
+    } else {
+        limit.max(128 * 1024)
+    }
+}
+
+/// Redis's evictClients: while normal and pub/sub clients together use more than
+/// maxmemory-clients, the biggest client not marked `no-evict` is closed (clients already
+/// closing are left out). Redis takes them from its largest memory bucket
+/// first; here they go strictly largest first. Returns the memory of the clients closed.
+pub fn evict_clients(st: &mut super::State) -> u64 {
+    let limit = client_eviction_limit(st);
+    if limit == 0 {
+        return 0;
+    }
+    let mut total = 0u64;
+    let mut evictable: Vec<(u64, u64)> = Vec::new();
+    for c in st.clients.values() {
+        if c.handle.close_requested() {
+            continue;
+        }
+        let mem = c.memory();
+        total += mem;
+        if !c.no_evict {
+            evictable.push((mem, c.id));
+        }
+    }
+    if total < limit {
+        return 0;
+    }
+    evictable.sort_unstable_by(|a, b| b.cmp(a));
+    let now = super::unix_ms();
+    let mut freed = 0;
+    for (mem, id) in evictable {
+        if total < limit {
+            return freed;
+        }
+        let Some(c) = st.clients.get(&id) else { continue };
+        let info = crate::commands::server::client_line(st, c, now, None);
+        tracing::info!("Evicting client: {info}");
+        c.handle.request_close();
+        st.stats.evicted_clients += 1;
+        total -= mem;
+        freed += mem;
+    }
+    if total >= limit {
+        tracing::warn!("Over client maxmemory after evicting all evictable clients");
+    }
+    freed
 }
 
 /// Logs Redis's line for a client the output buffer limit closed (once).

@@ -53,6 +53,13 @@ fn policy(name: &str) -> Option<(Choice, bool)> {
     })
 }
 
+/// Whether small integer values are Redis's shared objects (OBJECT REFCOUNT, DEBUG OBJECT):
+/// not while maxmemory is set with an LRU or LFU policy, where each value keeps its own access
+/// clock (Redis's MAXMEMORY_FLAG_NO_SHARED_INTEGERS).
+pub fn shares_integers(st: &State) -> bool {
+    st.config.maxmemory == 0 || !matches!(policy(&st.config.maxmemory_policy), Some((Choice::Lru | Choice::Lfu, _)))
+}
+
 /// The access field every database stamps under the configured policy and LFU parameters.
 pub fn access_clock(st: &State) -> AccessClock {
     if !st.config.maxmemory_policy.contains("lfu") {
@@ -162,10 +169,22 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     if limit == 0 || st.loading.is_some() {
         return Outcome::Ok;
     }
-    let used = st.used_memory();
+    let mut used = st.used_memory();
     if used <= limit {
         finish(st, Outcome::Ok, now_ms);
         return Outcome::Ok;
+    }
+    // Clients over maxmemory-clients go before keys: Redis evicts them as their buffers grow,
+    // before the next command runs; here a connection's query buffer is only seen when looked
+    // at, so look now.
+    // What evicted clients hold is freed as their connections close, a moment later.
+    if super::clients::client_eviction_limit(st) > 0 {
+        let freed = super::clients::evict_clients(st);
+        used = st.used_memory().saturating_sub(freed);
+        if used <= limit {
+            finish(st, Outcome::Ok, now_ms);
+            return Outcome::Ok;
+        }
     }
     // Nothing is evicted while writes are paused (Redis 7.0: no keyspace change may happen).
     if st.pause_end_ms > now_ms {

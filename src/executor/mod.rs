@@ -343,7 +343,12 @@ impl Executor {
         };
         crate::tracking::broadcast(st, Some((&mut client, out)));
         client.handle.set_authenticated(client.authenticated);
+        let handle = client.handle.clone();
         st.clients.insert(id, client);
+        // maxmemory-clients, after commands that may have grown any client's buffers; the
+        // caller itself may be the one evicted.
+        let _ = clients::evict_clients(st);
+        let end = if end == BatchEnd::Continue && handle.close_requested() { BatchEnd::Close } else { end };
         if !st.postponed.is_empty() {
             call::resume_postponed(st);
         }
@@ -397,6 +402,7 @@ impl Executor {
         for c in st.clients.values() {
             clients::log_if_obuf_exceeded(st, c);
         }
+        clients::cron(st, now);
         crate::tracking::broadcast(st, None);
         // Keys do not expire actively while clients are paused (Redis 7.0).
         if st.active_expire_enabled && st.pause_end_ms <= now {

@@ -10,6 +10,10 @@ use bytes::{Bytes, BytesMut};
 /// Longest inline command, and longest `*N` / `$N` header line, Redis accepts (PROTO_INLINE_MAX_SIZE).
 pub const INLINE_MAX: usize = 64 * 1024;
 
+/// Argument ranges kept between commands (16 bytes each); a bigger table is freed once its
+/// command is cut out.
+const RANGES_KEPT: usize = 1024;
+
 /// A malformed request: the connection gets `-ERR Protocol error: <text>` and is closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtocolError(pub String);
@@ -172,6 +176,11 @@ impl Parser {
                 }
             } else {
                 self.ranges.clear();
+                // A command with many arguments leaves a big table behind; Redis frees a
+                // client's argv array after each command, so an idle client holds none.
+                if self.ranges.capacity() > RANGES_KEPT {
+                    self.ranges = Vec::new();
+                }
             }
             self.partial.pos -= consumed.min(self.partial.pos);
         }

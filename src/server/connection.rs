@@ -48,6 +48,9 @@ where
     // The last command looked up, tried first for the next one.
     let mut last_spec = None;
     let mut reparse = false;
+    // The client cron trimmed the query buffer: no room is made again until data arrives (an
+    // idle client holds no buffer, as in Redis).
+    let mut trimmed = false;
     'conn: loop {
         if !std::mem::take(&mut reparse) {
             // Make room for the next read, or for the rest of a large argument in one go.
@@ -55,13 +58,25 @@ where
                 Some(len) if len + 2 > READ_CHUNK => len + 2,
                 _ => READ_CHUNK,
             };
-            if rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
+            if !trimmed && rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
                 rbuf.reserve(want.min(READ_CHUNK * 64));
             }
+            handle.report_qbuf(rbuf.len(), rbuf.capacity(), rbuf.len() + want);
+            handle.report_out_held(out.capacity() + pushed.capacity());
             let n = tokio::select! {
                 biased;
                 _ = handle.notify.wait() => {
+                    if let Some(to) = handle.take_qbuf_trim() {
+                        let to = to.max(rbuf.len());
+                        if rbuf.capacity() > to {
+                            let mut smaller = BytesMut::with_capacity(to);
+                            smaller.extend_from_slice(&rbuf);
+                            rbuf = smaller;
+                            trimmed = true;
+                        }
+                    }
                     handle.take_output_into(&mut pushed);
+                    handle.report_out_held(out.capacity() + pushed.capacity());
                     if !write_out(&mut stream, &handle, &pushed).await {
                         break 'conn;
                     }
@@ -75,7 +90,10 @@ where
                 }
                 r = stream.read_buf(&mut rbuf) => match r {
                     Ok(0) | Err(_) => break 'conn,
-                    Ok(n) => n,
+                    Ok(n) => {
+                        trimmed = false;
+                        n
+                    }
                 },
             };
             crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
@@ -96,6 +114,7 @@ where
             parser.unauthenticated = !handle.authenticated();
             // Replies the executor pushed earlier (a served blocking command) go first.
             handle.take_output_into(&mut pushed);
+            handle.report_out_held(out.capacity() + pushed.capacity());
             if !write_out(&mut stream, &handle, &pushed).await {
                 break;
             }
@@ -104,6 +123,7 @@ where
                     break;
                 }
                 handle.set_in_flight(out.len());
+                handle.report_out_held(out.capacity() + pushed.capacity());
                 // Written at once, not after a yield to the other connections (Redis's
                 // beforeSleep order): tokio's yield polls the driver again, one more epoll_wait
                 // per request at -P 1, which cost 3-5% of the server's CPU per request.

@@ -1,0 +1,157 @@
+//! The server's global allocator: jemalloc, counting the bytes the program holds, as Redis's
+//! zmalloc counts used_memory. jemalloc's own `stats.allocated` counts what sits in each thread's
+//! cache as allocated and is only current after an epoch refresh, so it moves by tens of KiB
+//! with no change in what the program holds, and a free made on another thread (the lazyfree
+//! thread, a connection dropping a buffer) shows late; maxmemory needs the exact figure.
+//!
+//! Each thread adds to its own counter slot (a plain load and store on its own cache line, no
+//! lock-prefixed instruction); `used()` sums the slots. Counts are jemalloc's
+//! usable sizes (`nallocx`), what Redis counts with zmalloc_size.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+
+use tikv_jemallocator::Jemalloc;
+
+const SLOTS: usize = 512;
+
+#[repr(align(64))]
+struct Slot {
+    bytes: AtomicI64,
+    taken: AtomicBool,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE_SLOT: Slot = Slot { bytes: AtomicI64::new(0), taken: AtomicBool::new(false) };
+static TABLE: [Slot; SLOTS] = [FREE_SLOT; SLOTS];
+/// One past the highest slot ever taken (what `used` sums).
+static HIGH: AtomicUsize = AtomicUsize::new(1);
+/// Set once the counting allocator served an allocation (it is the global allocator).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// The thread's slot (0 until its first allocation). No destructor: registering one could
+    /// allocate from inside the allocator. A slot stays with its thread's count after the thread
+    /// exits (memory it allocated may still be held); threads come and go rarely here, and once
+    /// the table is full the shared slot 0 counts for the rest.
+    static MINE: Cell<usize> = const { Cell::new(0) };
+}
+
+fn claim() -> usize {
+    for (i, slot) in TABLE.iter().enumerate().skip(1) {
+        if !slot.taken.load(Ordering::Relaxed)
+            && slot.taken.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            HIGH.fetch_max(i + 1, Ordering::Relaxed);
+            return i;
+        }
+    }
+    0
+}
+
+#[inline]
+fn add(delta: i64) {
+    let counted = MINE.try_with(|m| {
+        let mut i = m.get();
+        if i == 0 {
+            i = claim();
+            m.set(i);
+        }
+        let slot = &TABLE[i].bytes;
+        if i == 0 {
+            slot.fetch_add(delta, Ordering::Relaxed);
+        } else {
+            // Only this thread writes its slot.
+            slot.store(slot.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+        }
+    });
+    if counted.is_err() {
+        TABLE[0].bytes.fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+/// jemalloc's usable size for `layout` (the size class it is served from).
+#[inline]
+fn usable(layout: Layout) -> i64 {
+    let flags = if layout.align() <= 16 { 0 } else { layout.align().trailing_zeros() as i32 };
+    // SAFETY: nallocx only computes a size class; any size and MALLOCX_LG_ALIGN flag is valid
+    // (0 is returned for sizes it cannot serve).
+    let n = unsafe { tikv_jemalloc_sys::nallocx(layout.size().max(1), flags) };
+    if n == 0 {
+        layout.size() as i64
+    } else {
+        n as i64
+    }
+}
+
+/// Bytes allocated through the counting allocator and not yet freed; None when it is not the
+/// global allocator (library tests).
+pub fn used() -> Option<u64> {
+    if !ACTIVE.load(Ordering::Relaxed) {
+        return None;
+    }
+    let high = HIGH.load(Ordering::Relaxed).min(SLOTS);
+    let sum: i64 = TABLE[..high].iter().map(|s| s.bytes.load(Ordering::Relaxed)).sum();
+    Some(sum.max(0) as u64)
+}
+
+/// jemalloc, counted.
+pub struct Counting;
+
+// SAFETY: every call is forwarded to jemalloc unchanged; the counters only observe.
+unsafe impl GlobalAlloc for Counting {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = Jemalloc.alloc(layout);
+        if !p.is_null() {
+            add(usable(layout));
+            if !ACTIVE.load(Ordering::Relaxed) {
+                ACTIVE.store(true, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = Jemalloc.alloc_zeroed(layout);
+        if !p.is_null() {
+            add(usable(layout));
+            if !ACTIVE.load(Ordering::Relaxed) {
+                ACTIVE.store(true, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        add(-usable(layout));
+        Jemalloc.dealloc(ptr, layout);
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = Jemalloc.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            // SAFETY of from_size_align_unchecked: realloc's contract keeps the alignment valid
+            // and new_size within isize::MAX once rounded.
+            let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+            add(usable(new_layout) - usable(layout));
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usable_sizes_are_size_classes() {
+        assert_eq!(usable(Layout::from_size_align(1, 1).unwrap()), 8);
+        assert_eq!(usable(Layout::from_size_align(17, 8).unwrap()), 32);
+        assert_eq!(usable(Layout::from_size_align(100, 64).unwrap()), 128);
+    }
+}

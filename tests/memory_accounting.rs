@@ -1,0 +1,171 @@
+//! Memory accounting and client buffers, each check run against real Redis and ferrodis alike:
+//! used_memory stays within maxmemory while keys are written, an idle client's query buffer is
+//! trimmed, maxmemory-clients closes the client with the biggest buffer, small integers are not
+//! shared under an LRU policy, UNLINK's background free shows in used_memory and in the lazyfree
+//! counters.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Client, RedisServer, Server, TestServer};
+
+fn info_field(c: &mut Client, section: &str, name: &str) -> String {
+    let reply = String::from_utf8_lossy(&c.cmd(&["INFO", section])).into_owned();
+    let prefix = format!("{name}:");
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("INFO {section} has no {name}"))
+        .trim()
+        .to_string()
+}
+
+fn info_u64(c: &mut Client, section: &str, name: &str) -> u64 {
+    info_field(c, section, name).parse().unwrap()
+}
+
+fn int(reply: &[u8]) -> i64 {
+    let text = String::from_utf8_lossy(reply);
+    text.trim_start_matches(':').trim().parse().unwrap_or_else(|_| panic!("not an integer: {text}"))
+}
+
+fn servers() -> Vec<(&'static str, Server)> {
+    vec![("redis", RedisServer::new()), ("ferrodis", TestServer::new())]
+}
+
+/// Waits up to `secs` for `f` to hold.
+fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// CLIENT LIST's qbuf + qbuf-free for the client named `name`.
+fn query_buffer(c: &mut Client, name: &str) -> Option<u64> {
+    let list = String::from_utf8_lossy(&c.cmd(&["CLIENT", "LIST"])).into_owned();
+    let line = list.lines().find(|l| l.contains(&format!(" name={name} ")))?;
+    let field = |f: &str| -> u64 {
+        line.split(' ').find_map(|w| w.strip_prefix(&format!("{f}="))).and_then(|v| v.parse().ok()).unwrap()
+    };
+    Some(field("qbuf") + field("qbuf-free"))
+}
+
+#[test]
+fn used_memory_stays_within_maxmemory_while_writing() {
+    for (who, s) in servers() {
+        for policy in ["allkeys-lru", "volatile-ttl", "allkeys-random"] {
+            let mut c = s.client();
+            c.cmd(&["FLUSHALL"]);
+            let limit = info_u64(&mut c, "memory", "used_memory") + 100 * 1024;
+            c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+            c.cmd(&["CONFIG", "SET", "maxmemory-policy", policy]);
+            let mut worst = 0i64;
+            for i in 0..4000 {
+                c.cmd(&["SETEX", &format!("key:{i}"), "10000", "x"]);
+                worst = worst.max(info_u64(&mut c, "memory", "used_memory") as i64 - limit as i64);
+            }
+            assert!(info_u64(&mut c, "stats", "evicted_keys") > 0, "{who} {policy}: nothing evicted");
+            assert!(worst < 4096, "{who} {policy}: used_memory went {worst} bytes over maxmemory");
+            c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+        }
+    }
+}
+
+#[test]
+fn idle_query_buffer_is_trimmed() {
+    for (who, s) in servers() {
+        let mut c = s.client();
+        let mut idle = s.client();
+        idle.cmd(&["CLIENT", "SETNAME", "idle"]);
+        let first = query_buffer(&mut c, "idle").unwrap();
+        assert!((16384..32768).contains(&first), "{who}: a fresh query buffer of {first}");
+        assert!(eventually(6, || query_buffer(&mut c, "idle") == Some(0)), "{who}: the idle buffer was not trimmed");
+        // A big argument grows it past 32 KiB; small commands after it let it shrink back.
+        let mut busy = s.client();
+        busy.cmd(&["CLIENT", "SETNAME", "busy"]);
+        busy.cmd(&["SET", "x", &"A".repeat(400_000)]);
+        let big = query_buffer(&mut c, "busy").unwrap();
+        assert!(big > 32768, "{who}: {big}");
+        assert!(
+            eventually(3, || {
+                busy.cmd(&["SET", "x", "small"]);
+                query_buffer(&mut c, "busy").is_some_and(|n| n > 0 && n < big)
+            }),
+            "{who}: the query buffer did not shrink below {big}"
+        );
+    }
+}
+
+#[test]
+fn maxmemory_clients_closes_the_biggest_client() {
+    for (who, s) in servers() {
+        let mut c = s.client();
+        c.cmd(&["CONFIG", "SET", "maxmemory-clients", "1mb"]);
+        c.cmd(&["CLIENT", "NO-EVICT", "on"]);
+        let mut hog = s.client();
+        hog.cmd(&["CLIENT", "SETNAME", "hog"]);
+        // Half a command, 2 MB of it, that never ends: all of it waits in the query buffer.
+        let mut partial = b"*2\r\n$3\r\nset\r\n$3000000\r\n".to_vec();
+        partial.extend(std::iter::repeat_n(b'x', 2_000_000));
+        let _ = hog.send_raw(&partial);
+        assert!(
+            eventually(5, || info_u64(&mut c, "stats", "evicted_clients") == 1),
+            "{who}: evicted_clients {}",
+            info_field(&mut c, "stats", "evicted_clients")
+        );
+        assert!(query_buffer(&mut c, "hog").is_none(), "{who}: the hog is still listed");
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n", "{who}: a no-evict client stays");
+    }
+}
+
+#[test]
+fn integers_are_not_shared_under_lru_or_lfu() {
+    for (who, s) in servers() {
+        let mut c = s.client();
+        c.cmd(&["SET", "a", "1"]);
+        assert_eq!(int(&c.cmd(&["OBJECT", "REFCOUNT", "a"])), i32::MAX as i64, "{who}");
+        c.cmd(&["CONFIG", "SET", "maxmemory", "1gb"]);
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+        c.cmd(&["SET", "a", "1"]);
+        assert_eq!(int(&c.cmd(&["OBJECT", "REFCOUNT", "a"])), i32::MAX as i64, "{who}");
+        for policy in ["allkeys-lru", "volatile-lfu"] {
+            c.cmd(&["CONFIG", "SET", "maxmemory-policy", policy]);
+            c.cmd(&["SET", "b", "1"]);
+            assert_eq!(int(&c.cmd(&["OBJECT", "REFCOUNT", "b"])), 1, "{who} {policy}");
+        }
+    }
+}
+
+#[test]
+fn unlink_frees_in_the_background_and_counts_it() {
+    for (who, s) in servers() {
+        let mut c = s.client();
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        let before = info_u64(&mut c, "memory", "used_memory");
+        let mut argv: Vec<String> = vec!["SADD".into(), "big".into()];
+        argv.extend((0..100_000).map(|i| i.to_string()));
+        c.cmd(&argv);
+        let peak = info_u64(&mut c, "memory", "used_memory");
+        assert!(peak > before + 1_000_000, "{who}: {before} -> {peak}");
+        assert_eq!(c.cmd(&["UNLINK", "big"]), b":1\r\n");
+        assert!(
+            eventually(5, || info_u64(&mut c, "memory", "used_memory") < before * 2),
+            "{who}: used_memory stayed at {} (from {before})",
+            info_field(&mut c, "memory", "used_memory")
+        );
+        assert!(eventually(5, || info_u64(&mut c, "memory", "lazyfree_pending_objects") == 0), "{who}");
+        assert_eq!(info_u64(&mut c, "memory", "lazyfreed_objects"), 1, "{who}");
+        // A small value is freed on the spot, uncounted.
+        c.cmd(&["SADD", "small", "a", "b"]);
+        c.cmd(&["UNLINK", "small"]);
+        assert_eq!(info_u64(&mut c, "memory", "lazyfreed_objects"), 1, "{who}");
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        assert_eq!(info_u64(&mut c, "memory", "lazyfreed_objects"), 0, "{who}");
+    }
+}
