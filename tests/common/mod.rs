@@ -550,6 +550,97 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     }
 }
 
+/// One `name:value` field of an INFO section, as text (panics naming the field when absent).
+pub fn info_field(c: &mut Client, section: &str, name: &str) -> String {
+    let reply = String::from_utf8_lossy(&c.cmd(&["INFO", section])).into_owned();
+    let prefix = format!("{name}:");
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}: {reply}"))
+        .trim()
+        .to_string()
+}
+
+/// How long a condition may take to come true before the test fails (a condition, not a sleep,
+/// orders the steps of a test: on a loaded machine a sleep is too short, a bound is just slow).
+pub const WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+/// Polls `cond` every few milliseconds until it holds; fails naming `what` after WAIT_LIMIT.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "waited {WAIT_LIMIT:?} for {what}: it never happened");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until INFO clients shows exactly `n` blocked clients (a client sent a blocking command
+/// and the server has parked it); `what` names the step in the failure.
+pub fn wait_blocked(c: &mut Client, n: usize, what: &str) {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    loop {
+        let last = info_field(c, "clients", "blocked_clients");
+        if last.parse::<usize>().ok() == Some(n) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "after `{what}` blocked_clients is {last}, never {n} within {WAIT_LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until a fresh connection to `port` is answered -BUSY (a script or function has run past
+/// lua-time-limit and the server answers other clients meanwhile).
+pub fn wait_busy(port: u16, what: &str) {
+    wait_until(&format!("-BUSY for other clients during {what}"), || {
+        Client::connect(port).cmd(&["PING"]).starts_with(b"-BUSY")
+    });
+}
+
+/// A per-test bound: if the test is still running after `limit`, the whole test process exits
+/// with a message naming the test and the last step it reached (so a hang fails, and says where,
+/// instead of stalling CI). Dropping the watchdog disarms it.
+pub struct Watchdog {
+    step: std::sync::Arc<std::sync::Mutex<String>>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    pub fn new(test: &str, limit: Duration) -> Watchdog {
+        let step = std::sync::Arc::new(std::sync::Mutex::new(String::from("(start)")));
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, d, test) = (step.clone(), done.clone(), test.to_string());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + limit;
+            while Instant::now() < deadline {
+                if d.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if !d.load(Ordering::Relaxed) {
+                let at = s.lock().map(|g| g.clone()).unwrap_or_default();
+                eprintln!("WATCHDOG: test {test} still running after {limit:?}; last step: {at}");
+                std::process::exit(124);
+            }
+        });
+        Watchdog { step, done }
+    }
+
+    /// Records the step the test is at (shown if the watchdog fires).
+    pub fn step(&self, what: impl Into<String>) {
+        if let Ok(mut g) = self.step.lock() {
+            *g = what.into();
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Raises the soft open-files limit towards `want` (up to the hard limit); returns the new soft limit.
 pub fn raise_nofile(want: u64) -> u64 {
     // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
