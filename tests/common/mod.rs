@@ -641,6 +641,70 @@ impl Drop for Watchdog {
     }
 }
 
+/// The mix of replies a random test's generator produced, per command: a generator that drifted
+/// into producing mostly errors (bad arguments, wrong types) would still see both servers agree,
+/// so the tests assert a minimum share of non-error replies overall and for each command.
+#[derive(Default)]
+pub struct ReplyMix {
+    /// Command name (upper case) -> (replies, error replies).
+    per_command: std::collections::BTreeMap<String, (usize, usize)>,
+}
+
+impl ReplyMix {
+    /// Counts Redis's reply to `argv` (a script wrapping a command, `EVAL body 0 CMD ...`, counts
+    /// for the command it wraps).
+    pub fn record<A: AsRef<[u8]>>(&mut self, argv: &[A], reply: &[u8]) {
+        let name = |a: &A| String::from_utf8_lossy(a.as_ref()).to_uppercase();
+        let mut cmd = argv.first().map(name).unwrap_or_default();
+        if cmd == "EVAL" && argv.len() > 3 {
+            cmd = name(&argv[3]);
+        }
+        let e = self.per_command.entry(cmd).or_default();
+        e.0 += 1;
+        if reply.first() == Some(&b'-') || reply.starts_with(b"!") {
+            e.1 += 1;
+        }
+    }
+
+    /// Fails unless at least `overall` of all replies, and `per_command` of the replies of each
+    /// command seen at least `min_samples` times, are not errors (shares between 0 and 1).
+    /// `exempt` names commands the generator sends to be refused (wrong-type fodder).
+    pub fn assert_mostly_non_errors(
+        &self,
+        what: &str,
+        overall: f64,
+        per_command: f64,
+        min_samples: usize,
+        exempt: &[&str],
+    ) {
+        let (total, errors) = self.per_command.values().fold((0, 0), |(t, e), (ct, ce)| (t + ct, e + ce));
+        assert!(total > 0, "{what}: no replies recorded");
+        let share = |t: usize, e: usize| (t - e) as f64 / t as f64;
+        let mut problems = Vec::new();
+        if share(total, errors) < overall {
+            problems.push(format!(
+                "only {:.0}% of {total} replies are not errors (want {:.0}%)",
+                100.0 * share(total, errors),
+                100.0 * overall
+            ));
+        }
+        for (cmd, &(t, e)) in &self.per_command {
+            if t >= min_samples && share(t, e) < per_command && !exempt.contains(&cmd.as_str()) {
+                problems.push(format!(
+                    "{cmd}: {e} of its {t} replies are errors (want at least {:.0}% non-errors)",
+                    100.0 * per_command
+                ));
+            }
+        }
+        assert!(problems.is_empty(), "{what}: the generator produces too many errors:\n  {}", problems.join("\n  "));
+    }
+
+    /// One line per command: replies and errors (for the test's output).
+    pub fn summary(&self) -> String {
+        self.per_command.iter().map(|(c, (t, e))| format!("{c} {t}/{e}err")).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// Raises the soft open-files limit towards `want` (up to the hard limit); returns the new soft limit.
 pub fn raise_nofile(want: u64) -> u64 {
     // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
@@ -748,6 +812,24 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn reply_mix_refuses_a_generator_of_errors() {
+        let mut mix = ReplyMix::default();
+        for _ in 0..30 {
+            mix.record(&["GET", "k"], b"$1\r\nv\r\n");
+            mix.record(&["SET", "k"], b"-ERR wrong number of arguments for 'set' command\r\n");
+        }
+        let refused = std::panic::catch_unwind(|| mix.assert_mostly_non_errors("t", 0.4, 0.1, 20, &[]));
+        assert!(refused.is_err(), "SET answered only errors: must fail");
+        mix.assert_mostly_non_errors("t", 0.4, 0.1, 20, &["SET"]);
+        let only_errors = std::panic::catch_unwind(|| {
+            let mut m = ReplyMix::default();
+            m.record(&["EVAL", "body", "0", "ZADD"], b"-ERR x\r\n");
+            m.assert_mostly_non_errors("t", 0.5, 0.0, 20, &["ZADD"]);
+        });
+        assert!(only_errors.is_err(), "an all-error mix fails overall");
+    }
 
     #[test]
     fn framing() {
