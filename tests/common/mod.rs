@@ -62,7 +62,16 @@ impl TestServer {
         if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
             return RedisServer::with_args(extra);
         }
-        Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), extra)
+        Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), None, extra)
+    }
+
+    /// Starts ferrodis with `config` as its config file (the first argument, as redis-server takes
+    /// it), then the usual arguments and `extra`.
+    pub fn with_config(config: &Path, extra: &[&str]) -> Server {
+        if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
+            return RedisServer::with_config(config, extra);
+        }
+        Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), Some(config), extra)
     }
 }
 
@@ -101,7 +110,15 @@ impl RedisServer {
                  (apt-get install -y redis-server redis-tools, or run `make test`, which installs it)"
             )
         };
-        Server::start("redis", &bin.to_string_lossy(), extra)
+        Server::start("redis", &bin.to_string_lossy(), None, extra)
+    }
+
+    /// Starts the real redis-server with `config` as its config file.
+    pub fn with_config(config: &Path, extra: &[&str]) -> Server {
+        let Some(bin) = redis_server_path() else {
+            panic!("redis-server is missing (apt-get install -y redis-server)")
+        };
+        Server::start("redis", &bin.to_string_lossy(), Some(config), extra)
     }
 }
 
@@ -119,13 +136,14 @@ fn fresh_dir(name: &str) -> PathBuf {
 }
 
 impl Server {
-    fn start(name: &'static str, bin: &str, extra: &[&str]) -> Server {
+    fn start(name: &'static str, bin: &str, config: Option<&Path>, extra: &[&str]) -> Server {
         // The port can be taken between free_port() and the server's bind: retry with another one.
         let mut last_err = String::new();
         for _ in 0..5 {
             let port = free_port();
             let dir = fresh_dir(name);
-            let mut args: Vec<String> = vec![
+            let mut args: Vec<String> = config.map(|c| c.to_string_lossy().into_owned()).into_iter().collect();
+            args.extend::<Vec<String>>(vec![
                 "--port".into(),
                 port.to_string(),
                 "--bind".into(),
@@ -136,7 +154,7 @@ impl Server {
                 "no".into(),
                 "--dir".into(),
                 dir.to_string_lossy().into_owned(),
-            ];
+            ]);
             args.extend(extra.iter().map(|s| s.to_string()));
             let log = std::fs::File::create(dir.join("server.log")).expect("create log");
             let log2 = log.try_clone().expect("clone log");
