@@ -126,7 +126,7 @@ fn busy_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]));
     out.push(before.cmd(&["PING"]));
     runner.send_raw(&common::encode(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"])).unwrap();
-    common::wait_busy(server.port, "the endless EVAL");
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     out.push(before.cmd(&["GET", "x"]));
     let mut during = server.client();
     out.push(during.cmd(&["PING"]));
@@ -143,7 +143,7 @@ fn busy_scenario(server: &Server) -> Vec<Vec<u8>> {
                 while true do local i = 0 while i < 100000 do i = i + 1 end \
                 local n = redis.call('time') if n[1] * 1000 + n[2] / 1000 - start > 3000 then break end end return 'done'";
     runner.send_raw(&common::encode(&["EVAL", body, "0"])).unwrap();
-    common::wait_busy(server.port, "the writing EVAL");
+    common::wait_busy(server.port, &format!("the writing EVAL ({})", server.name));
     out.push(before.cmd(&["SCRIPT", "KILL"]));
     out.push(runner.read_reply().unwrap());
     out.push(before.cmd(&["GET", "w"]));
@@ -168,7 +168,7 @@ fn shutdown_during_script(server: &mut Server) -> Vec<String> {
     let mut runner = server.client();
     let mut out = vec![show(&runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]))];
     runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
-    common::wait_busy(server.port, "the endless EVAL");
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     let mut sender = server.client();
     out.push(format!("{:?}", sender.try_cmd(&["SHUTDOWN", "NOSAVE"]).map(|r| show(&r)).map_err(|e| e.kind())));
     out.push(format!("{:?}", runner.read_reply().map(|r| show(&r)).map_err(|e| e.kind())));
@@ -198,7 +198,7 @@ fn allow_busy_scenario(server: &Server) -> Vec<Vec<u8>> {
     let mut quitter = server.client();
     out.push(runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]));
     runner.send_raw(&common::encode(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"])).unwrap();
-    common::wait_busy(server.port, "the endless EVAL");
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     for argv in [
         &["MULTI"][..],
         &["SET", "x", "1"],
@@ -264,13 +264,13 @@ fn function_stats_scenario(server: &Server) -> Vec<String> {
     let lib = "#!lua name=busylib\nredis.register_function('spin', function() while true do end end)";
     out.push(show(&runner.cmd(&["FUNCTION", "LOAD", lib])));
     runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
-    common::wait_busy(server.port, "the endless EVAL");
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     out.push(show(&before.cmd(&["FUNCTION", "STATS"])));
     out.push(show(&server.client().cmd(&["FUNCTION", "STATS"])));
     out.push(show(&before.cmd(&["SCRIPT", "KILL"])));
     out.push(show(&runner.read_reply().unwrap()));
     runner.send_raw(&common::encode(&["fcall", "spin", "0", "extra"])).unwrap();
-    common::wait_busy(server.port, "the endless FCALL");
+    common::wait_busy(server.port, &format!("the endless FCALL ({})", server.name));
     out.push(blank_duration(before.cmd(&["FUNCTION", "STATS"])));
     out.push(blank_duration(server.client().cmd(&["FUNCTION", "STATS"])));
     out.push(show(&before.cmd(&["FUNCTION", "KILL"])));
@@ -347,7 +347,7 @@ fn endless_eval_scenario(server: &Server) -> Vec<String> {
     out.push(show(&runner.cmd(&["CONFIG", "SET", "lua-time-limit", "200"])));
     dog.step("EVAL while true do end");
     runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
-    common::wait_busy(server.port, "EVAL while true do end");
+    common::wait_busy(server.port, &format!("EVAL while true do end ({})", server.name));
     dog.step("other clients during the script");
     out.push(show(&old.cmd(&["GET", "k"])));
     out.push(show(&server.client().cmd(&["PING"])));

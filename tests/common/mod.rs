@@ -607,11 +607,14 @@ pub fn wait_blocked(c: &mut Client, n: usize, what: &str) {
     }
 }
 
-/// Waits until a fresh connection to `port` is answered -BUSY (a script or function has run past
-/// lua-time-limit and the server answers other clients meanwhile).
+/// Waits until a probe connection to `port` is answered -BUSY (a script or function has run past
+/// lua-time-limit and the server answers other clients meanwhile). One probe connection per wait:
+/// a PING that is never answered fails the wait, naming `what`.
 pub fn wait_busy(port: u16, what: &str) {
-    wait_until(&format!("-BUSY for other clients during {what}"), || {
-        Client::connect(port).cmd(&["PING"]).starts_with(b"-BUSY")
+    let mut probe = Client::connect(port);
+    wait_until(&format!("-BUSY for other clients during {what} (port {port})"), || match probe.try_cmd(&["PING"]) {
+        Ok(reply) => reply.starts_with(b"-BUSY"),
+        Err(e) => panic!("port {port}: a PING sent while waiting for -BUSY during {what} got no reply: {e}"),
     });
 }
 
