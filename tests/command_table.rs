@@ -12,6 +12,10 @@
 //! A third test checks the generated data of src/commands/docs.rs for EVERY Redis 7.0 command,
 //! whether or not it is in our table yet: tips and key specs byte for byte, docs structure.
 //!
+//! A fourth compares the two servers' COMMAND LIST (subcommands included): a Redis 7.0 command
+//! that ferrodis lacks must be listed in tests/known_missing_commands.txt with the issue that adds
+//! it, and a listed one that ferrodis has fails the test too, so the list stays honest.
+//!
 //! Needs `redis-server` on PATH. Where it is absent the tests fail, unless
 //! FERRODIS_ALLOW_NO_REDIS=1 is set, in which case they are skipped with a message.
 //!
@@ -753,4 +757,82 @@ fn docs_data_matches_redis_for_every_command() {
         "docs.rs differs from redis-server (regenerate with tools/gen_command_docs.py):\n{}",
         mismatches.join("\n")
     );
+}
+
+/// The reviewed list of Redis 7.0 commands ferrodis knowingly lacks: (name, issue).
+fn known_missing() -> Vec<(String, String)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/known_missing_commands.txt");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next().expect("a name").to_lowercase();
+            let issue = words.next().unwrap_or_else(|| panic!("{path}: `{l}` names no issue")).to_string();
+            assert!(issue.parse::<u32>().is_ok(), "{path}: `{l}`: the issue must be a number");
+            assert!(words.next().is_none(), "{path}: `{l}`: one name and one issue per line");
+            (name, issue)
+        })
+        .collect()
+}
+
+fn command_list(port: u16) -> std::collections::BTreeSet<String> {
+    Client::connect(port, false)
+        .call(&["COMMAND", "LIST"])
+        .items()
+        .iter()
+        .filter_map(|f| f.blob().map(|b| String::from_utf8_lossy(b).into_owned()))
+        .collect()
+}
+
+/// Every command and subcommand Redis 7.0 lists is listed by ferrodis too, or is on the reviewed
+/// list of known-missing commands (tests/known_missing_commands.txt); nothing on that list is
+/// present in ferrodis; the list names each command once.
+#[test]
+fn every_redis_command_is_present_or_known_missing() {
+    let Some(redis) = start_redis() else { return };
+    let ferrodis = start_ferrodis();
+    let theirs = command_list(redis.port);
+    let ours = command_list(ferrodis.port);
+    assert!(theirs.len() > 200, "Redis lists only {} commands", theirs.len());
+    let missing_list = known_missing();
+    let listed = |name: &str| {
+        let container = name.split('|').next().unwrap_or(name);
+        missing_list.iter().any(|(n, _)| n == name || n == container)
+    };
+    let mut problems = Vec::new();
+    for name in &theirs {
+        if !ours.contains(name) && !listed(name) {
+            problems.push(format!(
+                "{name}: Redis 7.0 has it, ferrodis lacks it, and tests/known_missing_commands.txt does not list it"
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, issue) in &missing_list {
+        if !seen.insert(name.clone()) {
+            problems.push(format!("{name} is listed twice in tests/known_missing_commands.txt"));
+        }
+        if ours.contains(name) {
+            problems.push(format!(
+                "{name} (issue {issue}) is listed as missing, but ferrodis has it now: remove it from tests/known_missing_commands.txt"
+            ));
+        }
+        if !theirs.contains(name) {
+            problems.push(format!("{name} (issue {issue}) is listed as missing, but Redis 7.0 has no such command"));
+        }
+    }
+    // A listed container that ferrodis has does not excuse its missing subcommands.
+    for name in &theirs {
+        if let Some((container, _)) = name.split_once('|') {
+            if ours.contains(container) && !ours.contains(name) && !missing_list.iter().any(|(n, _)| n == name) {
+                problems
+                    .push(format!("{name}: ferrodis has {container} but not this subcommand, and it is not listed"));
+            }
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(problems.is_empty(), "{} problem(s) with COMMAND LIST:\n{}", problems.len(), problems.join("\n"));
 }

@@ -29,6 +29,12 @@ use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[11, 303, 0xB175, 0x4859_4C4C];
 const STEPS: usize = 2000;
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
+/// generator must reach: both servers agreeing on errors alone would prove little.
+const MIX_OVERALL: f64 = 0.6;
+const MIX_PER_COMMAND: f64 = 0.1;
+/// HSET and RPUSH only make keys of another type, mostly refused by design.
+const MIX_EXEMPT: &[&str] = &["HSET", "RPUSH"];
 
 const BIT_KEYS: &[&str] = &["b0", "b1", "b2", "b3", "b4"];
 const HLL_KEYS: &[&str] = &["p0", "p1", "p2", "p3"];
@@ -564,6 +570,7 @@ fn run_seed_proto(seed: u64, proto: u8) {
     let mut history: VecDeque<String> = VecDeque::new();
     // Reply kinds seen (by first byte), printed at the end to show the mix is not all errors.
     let mut kinds = std::collections::BTreeMap::<char, usize>::new();
+    let mut mix = common::ReplyMix::default();
     for step in 0..STEPS {
         let argv = gen.command();
         if (argv[0] == b"PFADD" || argv[0] == b"PFMERGE") && argv.len() > 1 {
@@ -577,6 +584,7 @@ fn run_seed_proto(seed: u64, proto: u8) {
         }
         let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
         *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
+        mix.record(&argv, &expected);
         let actual = fc.try_cmd(&argv);
         if !matches!(&actual, Ok(a) if *a == expected) {
             let actual = match actual {
@@ -595,6 +603,8 @@ fn run_seed_proto(seed: u64, proto: u8) {
         }
     }
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
+    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
+    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
     compare_dataset(&format!("seed {seed} end"), &mut rc, &mut fc);
 }
 

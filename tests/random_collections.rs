@@ -33,6 +33,12 @@ use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[3, 77, 0x0C01_1EC7];
 const STEPS: usize = 2000;
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
+/// generator must reach: both servers agreeing on errors alone would prove little.
+const MIX_OVERALL: f64 = 0.5;
+const MIX_PER_COMMAND: f64 = 0.1;
+/// Commands exempt from MIX_PER_COMMAND (none).
+const MIX_EXEMPT: &[&str] = &[];
 
 /// Thresholds set on both servers before a run: small enough that conversions happen often.
 const CONFIG: &[(&str, &str)] = &[
@@ -622,6 +628,7 @@ fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
     let mut gen = Gen { rng: fastrand::Rng::with_seed(seed) };
     let mut history: VecDeque<String> = VecDeque::new();
     let mut kinds = std::collections::BTreeMap::<char, usize>::new();
+    let mut mix = common::ReplyMix::default();
     let mut encodings = std::collections::BTreeMap::<String, usize>::new();
     let mut errors = std::collections::BTreeMap::<String, usize>::new();
     for step in 0..STEPS {
@@ -664,6 +671,7 @@ fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
             }
             let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
             *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
+            mix.record(&argv, &expected);
             if expected.first() == Some(&b'-') {
                 let text = String::from_utf8_lossy(&expected);
                 *errors.entry(text.chars().take(24).collect::<String>()).or_default() += 1;
@@ -694,6 +702,8 @@ fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
         }
     }
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}; encodings seen {encodings:?}");
+    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
+    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
     eprintln!("seed {seed}: errors {errors:?}");
     compare_dataset(seed, &mut rc, &mut fc);
 }

@@ -19,6 +19,12 @@ use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[1, 42, 2024, 0xFE44_0D15];
 const STEPS: usize = 2500;
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
+/// generator must reach: both servers agreeing on errors alone would prove little.
+const MIX_OVERALL: f64 = 0.6;
+const MIX_PER_COMMAND: f64 = 0.05;
+/// Commands exempt from MIX_PER_COMMAND (none).
+const MIX_EXEMPT: &[&str] = &[];
 
 struct Gen {
     rng: fastrand::Rng,
@@ -307,6 +313,7 @@ fn run_seed_proto(seed: u64, proto: u8) {
     let mut history: VecDeque<String> = VecDeque::new();
     // Reply kinds seen (by first byte), printed at the end to show the mix is not all errors.
     let mut kinds = std::collections::BTreeMap::<char, usize>::new();
+    let mut mix = common::ReplyMix::default();
     for step in 0..STEPS {
         let argv = gen.command();
         history.push_back(show_argv(&argv));
@@ -315,6 +322,7 @@ fn run_seed_proto(seed: u64, proto: u8) {
         }
         let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
         *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
+        mix.record(&argv, &expected);
         let actual = fc.try_cmd(&argv);
         let ok = matches!(&actual, Ok(a) if agree(&argv, &expected, a));
         if !ok {
@@ -331,6 +339,8 @@ fn run_seed_proto(seed: u64, proto: u8) {
         }
     }
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
+    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
+    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
     compare_dataset(seed, &mut rc, &mut fc);
 }
 

@@ -20,6 +20,12 @@ use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[3, 77, 4096, 0x5EED_57AE];
 const STEPS: usize = 2500;
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
+/// generator must reach: both servers agreeing on errors alone would prove little.
+const MIX_OVERALL: f64 = 0.4;
+const MIX_PER_COMMAND: f64 = 0.1;
+/// RPUSH only makes keys of another type, mostly refused by design.
+const MIX_EXEMPT: &[&str] = &["RPUSH"];
 
 struct Gen {
     rng: fastrand::Rng,
@@ -390,6 +396,7 @@ fn run_seed(seed: u64, proto: u8) {
     }
     let mut history: VecDeque<String> = VecDeque::new();
     let mut kinds = std::collections::BTreeMap::<char, usize>::new();
+    let mut mix = common::ReplyMix::default();
     for step in 0..STEPS {
         let argv = gen.command(step);
         history.push_back(show_argv(&argv));
@@ -398,6 +405,7 @@ fn run_seed(seed: u64, proto: u8) {
         }
         let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
         *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
+        mix.record(&argv, &expected);
         let actual = fc.try_cmd(&argv);
         let ok = matches!(&actual, Ok(a) if agree(&argv, &expected, a));
         if !ok {
@@ -414,6 +422,8 @@ fn run_seed(seed: u64, proto: u8) {
         }
     }
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
+    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
+    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
     compare_streams(seed, &mut rc, &mut fc);
 }
 

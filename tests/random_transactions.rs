@@ -34,6 +34,12 @@ use std::collections::VecDeque;
 
 const SEEDS: &[u64] = &[5, 99, 0x7A_0C7E, 0xE7A1_5EED];
 const STEPS: usize = 1500;
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
+/// generator must reach: both servers agreeing on errors alone would prove little.
+const MIX_OVERALL: f64 = 0.6;
+const MIX_PER_COMMAND: f64 = 0.2;
+/// Commands exempt from MIX_PER_COMMAND (none).
+const MIX_EXEMPT: &[&str] = &[];
 
 const STRINGS: &[&str] = &["s0", "s1", "s2"];
 const LISTS: &[&str] = &["l0", "l1"];
@@ -617,6 +623,7 @@ fn run_seed(seed: u64, proto: u8) {
     let mut gen = Gen::new(seed);
     let mut history: VecDeque<String> = VecDeque::new();
     let mut kinds = std::collections::BTreeMap::<char, usize>::new();
+    let mut mix = common::ReplyMix::default();
     let mut execs = std::collections::BTreeMap::<&str, usize>::new();
     for step in 0..STEPS {
         let (c, argv) = gen.step();
@@ -627,6 +634,7 @@ fn run_seed(seed: u64, proto: u8) {
         let expected = rcs[c].try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
         let first = expected.first().map_or('?', |&b| b as char);
         *kinds.entry(first).or_default() += 1;
+        mix.record(&argv, &expected);
         if argv[0] == b"EXEC" {
             let outcome = match expected.as_slice() {
                 b"*-1\r\n" | b"_\r\n" => "watch-aborted",
@@ -652,6 +660,8 @@ fn run_seed(seed: u64, proto: u8) {
         }
     }
     eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}; EXEC replies {execs:?}");
+    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
+    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
     // A third connection: A or B may still be inside MULTI.
     compare_dataset(seed, &mut redis.client(), &mut ferro.client(), &gen.shas);
 }

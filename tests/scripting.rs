@@ -1,9 +1,14 @@
 //! Scripting beyond single replies (those are in tests/differential/scripting*.txt and
 //! functions.txt): FUNCTION libraries saved in the RDB file and loaded back, by ferrodis after a
 //! restart or DEBUG RELOAD and by real Redis from ferrodis's file, and the INFO fields that count
-//! scripts and functions.
+//! scripts and functions (against real Redis), scripts and function loads that never end
+//! (FUNCTION LOAD's 500 ms timeout, EVAL past lua-time-limit with other clients served -BUSY
+//! meanwhile, SCRIPT KILL). Every wait is on a condition (other clients answered -BUSY), never a
+//! sleep, and every hang is bounded by read timeouts and a watchdog.
 
 mod common;
+
+use std::time::Duration;
 
 use common::{show, Client, RedisServer, Server, TestServer};
 
@@ -60,28 +65,35 @@ fn info_field(c: &mut Client, name: &str) -> String {
     reply.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {name}")).trim().to_string()
 }
 
-#[test]
-fn info_counts_cached_scripts_and_functions() {
-    let f = TestServer::new();
-    let mut c = f.client();
-    for field in ["number_of_cached_scripts", "number_of_functions", "number_of_libraries"] {
-        assert_eq!(info_field(&mut c, field), "0", "{field}");
-    }
+/// The INFO fields that count scripts and functions, after the same steps on both servers.
+fn info_counters_scenario(server: &Server) -> Vec<String> {
+    let mut c = server.client();
+    let fields = ["number_of_cached_scripts", "number_of_functions", "number_of_libraries", "used_memory_scripts_eval"];
+    let mut out = Vec::new();
+    let mut snapshot = |c: &mut Client, when: &str| {
+        for f in fields {
+            out.push(format!("{when}: {f}={}", info_field(c, f)));
+        }
+    };
+    snapshot(&mut c, "fresh");
     c.cmd(&["EVAL", "return 1", "0"]);
     c.cmd(&["SCRIPT", "LOAD", "return 2"]);
     c.cmd(&["EVAL", "return 1", "0"]);
+    snapshot(&mut c, "two scripts");
     load_library(&mut c);
-    assert_eq!(info_field(&mut c, "number_of_cached_scripts"), "2");
-    assert_eq!(info_field(&mut c, "number_of_functions"), "2");
-    assert_eq!(info_field(&mut c, "number_of_libraries"), "1");
-    let scripts: u64 = info_field(&mut c, "used_memory_scripts_eval").parse().unwrap();
-    assert!(scripts >= 16, "used_memory_scripts_eval {scripts} counts the bodies");
+    snapshot(&mut c, "and a library");
     c.cmd(&["SCRIPT", "FLUSH"]);
+    snapshot(&mut c, "after SCRIPT FLUSH");
     c.cmd(&["FUNCTION", "FLUSH"]);
-    for field in ["number_of_cached_scripts", "number_of_functions", "number_of_libraries", "used_memory_scripts_eval"]
-    {
-        assert_eq!(info_field(&mut c, field), "0", "{field} after the flushes");
-    }
+    snapshot(&mut c, "after FUNCTION FLUSH");
+    out
+}
+
+#[test]
+fn info_counts_cached_scripts_and_functions() {
+    let theirs = info_counters_scenario(&RedisServer::new());
+    let ours = info_counters_scenario(&TestServer::new());
+    assert_eq!(ours, theirs);
 }
 
 /// The Lua heap is not part of used_memory (Redis allocates it outside its counted allocator):
@@ -114,7 +126,7 @@ fn busy_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]));
     out.push(before.cmd(&["PING"]));
     runner.send_raw(&common::encode(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"])).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     out.push(before.cmd(&["GET", "x"]));
     let mut during = server.client();
     out.push(during.cmd(&["PING"]));
@@ -125,12 +137,13 @@ fn busy_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(during.cmd(&["PING"]));
     out.push(before.cmd(&["SCRIPT", "KILL"]));
 
-    // Once it has written, a script cannot be killed; it is left to finish on its own here.
+    // Once it has written, a script cannot be killed; it is left to finish on its own here. It
+    // runs 3 s, far longer than the wait for its -BUSY, so SCRIPT KILL cannot come after its end.
     let body = "redis.call('set', 'w', '1') local t = redis.call('time') local start = t[1] * 1000 + t[2] / 1000 \
                 while true do local i = 0 while i < 100000 do i = i + 1 end \
-                local n = redis.call('time') if n[1] * 1000 + n[2] / 1000 - start > 700 then break end end return 'done'";
+                local n = redis.call('time') if n[1] * 1000 + n[2] / 1000 - start > 3000 then break end end return 'done'";
     runner.send_raw(&common::encode(&["EVAL", body, "0"])).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    common::wait_busy(server.port, &format!("the writing EVAL ({})", server.name));
     out.push(before.cmd(&["SCRIPT", "KILL"]));
     out.push(runner.read_reply().unwrap());
     out.push(before.cmd(&["GET", "w"]));
@@ -155,7 +168,7 @@ fn shutdown_during_script(server: &mut Server) -> Vec<String> {
     let mut runner = server.client();
     let mut out = vec![show(&runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]))];
     runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     let mut sender = server.client();
     out.push(format!("{:?}", sender.try_cmd(&["SHUTDOWN", "NOSAVE"]).map(|r| show(&r)).map_err(|e| e.kind())));
     out.push(format!("{:?}", runner.read_reply().map(|r| show(&r)).map_err(|e| e.kind())));
@@ -185,7 +198,7 @@ fn allow_busy_scenario(server: &Server) -> Vec<Vec<u8>> {
     let mut quitter = server.client();
     out.push(runner.cmd(&["CONFIG", "SET", "lua-time-limit", "100"]));
     runner.send_raw(&common::encode(&["EVAL", "local i = 0 while true do i = i + 1 end", "0"])).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     for argv in [
         &["MULTI"][..],
         &["SET", "x", "1"],
@@ -251,13 +264,13 @@ fn function_stats_scenario(server: &Server) -> Vec<String> {
     let lib = "#!lua name=busylib\nredis.register_function('spin', function() while true do end end)";
     out.push(show(&runner.cmd(&["FUNCTION", "LOAD", lib])));
     runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    common::wait_busy(server.port, &format!("the endless EVAL ({})", server.name));
     out.push(show(&before.cmd(&["FUNCTION", "STATS"])));
     out.push(show(&server.client().cmd(&["FUNCTION", "STATS"])));
     out.push(show(&before.cmd(&["SCRIPT", "KILL"])));
     out.push(show(&runner.read_reply().unwrap()));
     runner.send_raw(&common::encode(&["fcall", "spin", "0", "extra"])).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    common::wait_busy(server.port, &format!("the endless FCALL ({})", server.name));
     out.push(blank_duration(before.cmd(&["FUNCTION", "STATS"])));
     out.push(blank_duration(server.client().cmd(&["FUNCTION", "STATS"])));
     out.push(show(&before.cmd(&["FUNCTION", "KILL"])));
@@ -272,4 +285,86 @@ fn function_stats_during_a_busy_script_like_redis() {
     let ours = function_stats_scenario(&TestServer::new());
     assert_eq!(ours, theirs);
     assert!(ours[6].contains("spin"), "{}", ours[6]);
+}
+
+/// A library whose body never ends: FUNCTION LOAD gives up after 500 ms with Redis's error, the
+/// library is not registered, a client that sent a command meanwhile is answered once the load
+/// has given up, and later loads, functions and scripts work. Bounded: the loader reads with a
+/// short timeout, and a watchdog names the step should the server never answer.
+fn function_load_timeout_scenario(server: &Server) -> Vec<String> {
+    let dog = common::Watchdog::new(&format!("FUNCTION LOAD timeout ({})", server.name), Duration::from_secs(60));
+    let mut out = Vec::new();
+    let mut loader = server.client();
+    let mut other = server.client();
+    loader.stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let start = std::time::Instant::now();
+    dog.step("FUNCTION LOAD of a library whose body loops forever");
+    loader.send_raw(&common::encode(&["FUNCTION", "LOAD", "#!lua name=spin\nwhile true do end"])).unwrap();
+    other.send_raw(&common::encode(&["PING"])).unwrap();
+    out.push(format!("{:?}", loader.read_reply().map(|r| show(&r)).map_err(|e| e.to_string())));
+    let took = start.elapsed();
+    out.push(format!("gave up in time: {}", took >= Duration::from_millis(400) && took < Duration::from_secs(5)));
+    dog.step("the client that sent PING during the load");
+    let answered = other.read_reply().unwrap_or_else(|e| {
+        panic!("{}: a client that sent PING during the endless FUNCTION LOAD was never answered ({e}); the load answered {}", server.name, out[0])
+    });
+    out.push(show(&answered));
+    dog.step("after the timeout");
+    out.push(show(&other.cmd(&["FUNCTION", "LIST"])));
+    out.push(show(&loader.cmd(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=ok\nredis.register_function('one', function() return 1 end)",
+    ])));
+    out.push(show(&loader.cmd(&["FCALL", "one", "0"])));
+    out.push(show(&loader.cmd(&["EVAL", "return redis.call('ping')", "0"])));
+    // A body that loops after registering a function is refused as well, and registers nothing.
+    dog.step("FUNCTION LOAD that registers, then loops");
+    let looping = "#!lua name=late\nredis.register_function('late', function() return 2 end)\nwhile true do end";
+    out.push(show(&loader.cmd(&["FUNCTION", "LOAD", looping])));
+    out.push(show(&loader.cmd(&["FCALL", "late", "0"])));
+    out.push(show(&other.cmd(&["FUNCTION", "LIST", "LIBRARYNAME", "late"])));
+    out
+}
+
+#[test]
+fn function_load_that_never_ends_times_out_like_redis() {
+    let theirs = function_load_timeout_scenario(&RedisServer::new());
+    assert!(theirs[0].contains("FUNCTION LOAD timeout"), "real redis: {}", theirs[0]);
+    let ours = function_load_timeout_scenario(&TestServer::new());
+    assert_eq!(ours, theirs);
+}
+
+/// An EVAL that never ends, bounded: past lua-time-limit other clients (old and new) are answered
+/// -BUSY while it runs, SCRIPT KILL stops it, its caller gets Redis's error, and later scripts and
+/// commands work. The same steps on both servers, compared.
+fn endless_eval_scenario(server: &Server) -> Vec<String> {
+    let dog = common::Watchdog::new(&format!("endless EVAL ({})", server.name), Duration::from_secs(60));
+    let mut out = Vec::new();
+    let mut runner = server.client();
+    let mut old = server.client();
+    runner.stream.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    out.push(show(&runner.cmd(&["CONFIG", "SET", "lua-time-limit", "200"])));
+    dog.step("EVAL while true do end");
+    runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
+    common::wait_busy(server.port, &format!("EVAL while true do end ({})", server.name));
+    dog.step("other clients during the script");
+    out.push(show(&old.cmd(&["GET", "k"])));
+    out.push(show(&server.client().cmd(&["PING"])));
+    out.push(show(&server.client().cmd(&["EVAL", "return 1", "0"])));
+    dog.step("SCRIPT KILL");
+    out.push(show(&old.cmd(&["SCRIPT", "KILL"])));
+    out.push(format!("{:?}", runner.read_reply().map(|r| show(&r)).map_err(|e| e.to_string())));
+    dog.step("after the kill");
+    out.push(show(&old.cmd(&["PING"])));
+    out.push(show(&runner.cmd(&["EVAL", "return redis.call('set', 'k', 'v')", "0"])));
+    out.push(show(&old.cmd(&["GET", "k"])));
+    out
+}
+
+#[test]
+fn endless_eval_is_busy_for_others_and_killed_like_redis() {
+    let theirs = endless_eval_scenario(&RedisServer::new());
+    let ours = endless_eval_scenario(&TestServer::new());
+    assert_eq!(ours, theirs);
 }

@@ -62,7 +62,16 @@ impl TestServer {
         if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
             return RedisServer::with_args(extra);
         }
-        Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), extra)
+        Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), None, extra)
+    }
+
+    /// Starts ferrodis with `config` as its config file (the first argument, as redis-server takes
+    /// it), then the usual arguments and `extra`.
+    pub fn with_config(config: &Path, extra: &[&str]) -> Server {
+        if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
+            return RedisServer::with_config(config, extra);
+        }
+        Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), Some(config), extra)
     }
 }
 
@@ -101,7 +110,15 @@ impl RedisServer {
                  (apt-get install -y redis-server redis-tools, or run `make test`, which installs it)"
             )
         };
-        Server::start("redis", &bin.to_string_lossy(), extra)
+        Server::start("redis", &bin.to_string_lossy(), None, extra)
+    }
+
+    /// Starts the real redis-server with `config` as its config file.
+    pub fn with_config(config: &Path, extra: &[&str]) -> Server {
+        let Some(bin) = redis_server_path() else {
+            panic!("redis-server is missing (apt-get install -y redis-server)")
+        };
+        Server::start("redis", &bin.to_string_lossy(), Some(config), extra)
     }
 }
 
@@ -119,13 +136,14 @@ fn fresh_dir(name: &str) -> PathBuf {
 }
 
 impl Server {
-    fn start(name: &'static str, bin: &str, extra: &[&str]) -> Server {
+    fn start(name: &'static str, bin: &str, config: Option<&Path>, extra: &[&str]) -> Server {
         // The port can be taken between free_port() and the server's bind: retry with another one.
         let mut last_err = String::new();
         for _ in 0..5 {
             let port = free_port();
             let dir = fresh_dir(name);
-            let mut args: Vec<String> = vec![
+            let mut args: Vec<String> = config.map(|c| c.to_string_lossy().into_owned()).into_iter().collect();
+            args.extend::<Vec<String>>(vec![
                 "--port".into(),
                 port.to_string(),
                 "--bind".into(),
@@ -136,7 +154,7 @@ impl Server {
                 "no".into(),
                 "--dir".into(),
                 dir.to_string_lossy().into_owned(),
-            ];
+            ]);
             args.extend(extra.iter().map(|s| s.to_string()));
             let log = std::fs::File::create(dir.join("server.log")).expect("create log");
             let log2 = log.try_clone().expect("clone log");
@@ -550,6 +568,164 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     }
 }
 
+/// One `name:value` field of an INFO section, as text (panics naming the field when absent).
+pub fn info_field(c: &mut Client, section: &str, name: &str) -> String {
+    let reply = String::from_utf8_lossy(&c.cmd(&["INFO", section])).into_owned();
+    let prefix = format!("{name}:");
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}: {reply}"))
+        .trim()
+        .to_string()
+}
+
+/// How long a condition may take to come true before the test fails (a condition, not a sleep,
+/// orders the steps of a test: on a loaded machine a sleep is too short, a bound is just slow).
+pub const WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+/// Polls `cond` every few milliseconds until it holds; fails naming `what` after WAIT_LIMIT.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "waited {WAIT_LIMIT:?} for {what}: it never happened");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until INFO clients shows exactly `n` blocked clients (a client sent a blocking command
+/// and the server has parked it); `what` names the step in the failure.
+pub fn wait_blocked(c: &mut Client, n: usize, what: &str) {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    loop {
+        let last = info_field(c, "clients", "blocked_clients");
+        if last.parse::<usize>().ok() == Some(n) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "after `{what}` blocked_clients is {last}, never {n} within {WAIT_LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until a probe connection to `port` is answered -BUSY (a script or function has run past
+/// lua-time-limit and the server answers other clients meanwhile). One probe connection per wait:
+/// a PING that is never answered fails the wait, naming `what`.
+pub fn wait_busy(port: u16, what: &str) {
+    let mut probe = Client::connect(port);
+    wait_until(&format!("-BUSY for other clients during {what} (port {port})"), || match probe.try_cmd(&["PING"]) {
+        Ok(reply) => reply.starts_with(b"-BUSY"),
+        Err(e) => panic!("port {port}: a PING sent while waiting for -BUSY during {what} got no reply: {e}"),
+    });
+}
+
+/// A per-test bound: if the test is still running after `limit`, the whole test process exits
+/// with a message naming the test and the last step it reached (so a hang fails, and says where,
+/// instead of stalling CI). Dropping the watchdog disarms it.
+pub struct Watchdog {
+    step: std::sync::Arc<std::sync::Mutex<String>>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    pub fn new(test: &str, limit: Duration) -> Watchdog {
+        let step = std::sync::Arc::new(std::sync::Mutex::new(String::from("(start)")));
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, d, test) = (step.clone(), done.clone(), test.to_string());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + limit;
+            while Instant::now() < deadline {
+                if d.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if !d.load(Ordering::Relaxed) {
+                let at = s.lock().map(|g| g.clone()).unwrap_or_default();
+                eprintln!("WATCHDOG: test {test} still running after {limit:?}; last step: {at}");
+                std::process::exit(124);
+            }
+        });
+        Watchdog { step, done }
+    }
+
+    /// Records the step the test is at (shown if the watchdog fires).
+    pub fn step(&self, what: impl Into<String>) {
+        if let Ok(mut g) = self.step.lock() {
+            *g = what.into();
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The mix of replies a random test's generator produced, per command: a generator that drifted
+/// into producing mostly errors (bad arguments, wrong types) would still see both servers agree,
+/// so the tests assert a minimum share of non-error replies overall and for each command.
+#[derive(Default)]
+pub struct ReplyMix {
+    /// Command name (upper case) -> (replies, error replies).
+    per_command: std::collections::BTreeMap<String, (usize, usize)>,
+}
+
+impl ReplyMix {
+    /// Counts Redis's reply to `argv` (a script wrapping a command, `EVAL body 0 CMD ...`, counts
+    /// for the command it wraps).
+    pub fn record<A: AsRef<[u8]>>(&mut self, argv: &[A], reply: &[u8]) {
+        let name = |a: &A| String::from_utf8_lossy(a.as_ref()).to_uppercase();
+        let mut cmd = argv.first().map(name).unwrap_or_default();
+        if cmd == "EVAL" && argv.len() > 3 {
+            cmd = name(&argv[3]);
+        }
+        let e = self.per_command.entry(cmd).or_default();
+        e.0 += 1;
+        if reply.first() == Some(&b'-') || reply.starts_with(b"!") {
+            e.1 += 1;
+        }
+    }
+
+    /// Fails unless at least `overall` of all replies, and `per_command` of the replies of each
+    /// command seen at least `min_samples` times, are not errors (shares between 0 and 1).
+    /// `exempt` names commands the generator sends to be refused (wrong-type fodder).
+    pub fn assert_mostly_non_errors(
+        &self,
+        what: &str,
+        overall: f64,
+        per_command: f64,
+        min_samples: usize,
+        exempt: &[&str],
+    ) {
+        let (total, errors) = self.per_command.values().fold((0, 0), |(t, e), (ct, ce)| (t + ct, e + ce));
+        assert!(total > 0, "{what}: no replies recorded");
+        let share = |t: usize, e: usize| (t - e) as f64 / t as f64;
+        let mut problems = Vec::new();
+        if share(total, errors) < overall {
+            problems.push(format!(
+                "only {:.0}% of {total} replies are not errors (want {:.0}%)",
+                100.0 * share(total, errors),
+                100.0 * overall
+            ));
+        }
+        for (cmd, &(t, e)) in &self.per_command {
+            if t >= min_samples && share(t, e) < per_command && !exempt.contains(&cmd.as_str()) {
+                problems.push(format!(
+                    "{cmd}: {e} of its {t} replies are errors (want at least {:.0}% non-errors)",
+                    100.0 * per_command
+                ));
+            }
+        }
+        assert!(problems.is_empty(), "{what}: the generator produces too many errors:\n  {}", problems.join("\n  "));
+    }
+
+    /// One line per command: replies and errors (for the test's output).
+    pub fn summary(&self) -> String {
+        self.per_command.iter().map(|(c, (t, e))| format!("{c} {t}/{e}err")).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// Raises the soft open-files limit towards `want` (up to the hard limit); returns the new soft limit.
 pub fn raise_nofile(want: u64) -> u64 {
     // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
@@ -657,6 +833,24 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn reply_mix_refuses_a_generator_of_errors() {
+        let mut mix = ReplyMix::default();
+        for _ in 0..30 {
+            mix.record(&["GET", "k"], b"$1\r\nv\r\n");
+            mix.record(&["SET", "k"], b"-ERR wrong number of arguments for 'set' command\r\n");
+        }
+        let refused = std::panic::catch_unwind(|| mix.assert_mostly_non_errors("t", 0.4, 0.1, 20, &[]));
+        assert!(refused.is_err(), "SET answered only errors: must fail");
+        mix.assert_mostly_non_errors("t", 0.4, 0.1, 20, &["SET"]);
+        let only_errors = std::panic::catch_unwind(|| {
+            let mut m = ReplyMix::default();
+            m.record(&["EVAL", "body", "0", "ZADD"], b"-ERR x\r\n");
+            m.assert_mostly_non_errors("t", 0.5, 0.0, 20, &["ZADD"]);
+        });
+        assert!(only_errors.is_err(), "an all-error mix fails overall");
+    }
 
     #[test]
     fn framing() {
