@@ -1854,7 +1854,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("ferrodis-rewrite-later-{}.conf", std::process::id()));
         let path = path.to_string_lossy().into_owned();
         std::fs::write(&path, "locale-collate \"\"\n").unwrap();
-        Config::default().rewrite(&path, &[]).unwrap();
+        Config::default().rewrite(&path, &[], false).unwrap();
         let out = std::fs::read_to_string(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         assert!(out.starts_with("locale-collate \"\"\n"), "{out}");
