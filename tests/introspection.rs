@@ -187,3 +187,36 @@ fn client_no_touch_leaves_idle_time_alone() {
     assert!(idle(&mut c, "k") < 2, "a read after NO-TOUCH off did not reset k's idle time");
     assert!(c.cmd(&["CLIENT", "NO-TOUCH", "maybe"]).starts_with(b"-ERR"));
 }
+
+/// MEMORY USAGE of a collection is its real size here (laid out unlike Redis's, so not Redis's
+/// figure): it must grow with the collection, for every type and both encodings, as memory tools
+/// (`redis-cli --memkeys`) rely on.
+#[test]
+fn memory_usage_grows_with_collections() {
+    let f = TestServer::new();
+    let mut c = f.client();
+    let usage = |c: &mut Client, key: &str| -> i64 {
+        let r = c.cmd(&["MEMORY", "USAGE", key]);
+        String::from_utf8_lossy(&r).trim_start_matches(':').trim().parse().unwrap_or_else(|_| panic!("{}", show(&r)))
+    };
+    let fill = |c: &mut Client, kind: &str, key: &str, n: usize| {
+        for i in 0..n {
+            let m = format!("member-{i:06}");
+            let argv: Vec<&str> = match kind {
+                "list" => vec!["RPUSH", key, &m],
+                "hash" => vec!["HSET", key, &m, "v"],
+                "set" => vec!["SADD", key, &m],
+                "zset" => vec!["ZADD", key, "1", &m],
+                _ => vec!["XADD", key, "*", "f", &m],
+            };
+            c.cmd(&argv);
+        }
+    };
+    for kind in ["list", "hash", "set", "zset", "stream"] {
+        let (small, big) = (format!("{kind}-small"), format!("{kind}-big"));
+        fill(&mut c, kind, &small, 3);
+        fill(&mut c, kind, &big, 2000);
+        let (s, b) = (usage(&mut c, &small), usage(&mut c, &big));
+        assert!(s > 0 && b > s * 20, "{kind}: MEMORY USAGE {s} for 3 elements, {b} for 2000");
+    }
+}

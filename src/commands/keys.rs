@@ -501,12 +501,15 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// Refreshes the access time of the keys; replies with how many exist.
 pub fn touch(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    // TOUCH touches even for a client in CLIENT NO-TOUCH mode (Redis 7.2).
+    let no_touch = std::mem::take(&mut ctx.client.no_touch);
     let mut n = 0;
     for key in args.from(1) {
         if ctx.lookup_read(key).is_some() {
             n += 1;
         }
     }
+    ctx.client.no_touch = no_touch;
     Ok(Reply::Int(n))
 }
 

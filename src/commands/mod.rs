@@ -495,13 +495,14 @@ impl Ctx<'_> {
             return None;
         }
         let db = &mut self.srv.dbs[self.client.db];
-        let found = db.get_mut(key, now);
+        // CLIENT NO-TOUCH (7.2): reads leave the access time alone.
+        let found = if self.client.no_touch { db.peek(key, now) } else { db.get_mut(key, now).map(|v| &*v) };
         if found.is_some() {
             self.srv.stats.keyspace_hits += 1;
         } else {
             self.srv.stats.keyspace_misses += 1;
         }
-        found.map(|v| &*v)
+        found
     }
 
     /// Looks up `key` for writing: applies lazy expiry, no hit/miss accounting (lookupKeyWrite).

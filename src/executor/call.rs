@@ -92,8 +92,18 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     let (spec, parent) = match resolve(&cmd) {
         Ok(found) => found,
         Err(e) => {
-            if let Some(top) = cmd.spec {
-                st.stats.commands.entry(StatName(top.name)).or_default().rejected_calls += 1;
+            // Redis counts the refusal on what its lookup found: the subcommand when it exists
+            // (an arity error of CONFIG RESETSTAT is config|resetstat's), else the command.
+            // An unknown subcommand is found as nothing, and counted nowhere.
+            let found = match cmd.spec {
+                Some(top) if top.is_container() && cmd.argv.len() >= 2 => {
+                    top.subcommand(&cmd.argv[1]).map(|sub| stat_key(sub, Some(top)))
+                }
+                Some(top) => Some(StatName(top.name)),
+                None => None,
+            };
+            if let Some(name) = found {
+                st.stats.commands.entry(name).or_default().rejected_calls += 1;
             }
             // What Redis's lookup found: the command, or its subcommand; NULL for an unknown one.
             (client.last_cmd, client.last_cmd_parent) = match cmd.spec {

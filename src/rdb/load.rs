@@ -1745,7 +1745,7 @@ mod tests {
         let mut bad = good.clone();
         bad[n - 1] ^= 1;
         let e = read(&bad).err().unwrap();
-        assert!(e.reason.contains("checksum"), "{e}");
+        assert!(e.reason.contains("CRC error"), "{e}");
         assert_eq!(e.offset, n as u64 - 8);
         // Truncated in the middle of the value.
         let e = read(&good[..13]).err().unwrap();

@@ -208,7 +208,10 @@ end
 
 -- Methods on strings resolve through the same (protected) `string` table scripts see, so
 -- `getmetatable("").__index == string` holds, as in Redis.
-getmetatable("").__index = rawget(G, "string")
+-- Redis's read-only flag covers the strings' metatable too.
+local string_mt = getmetatable("")
+string_mt.__index = rawget(G, "string")
+internal_mt[string_mt] = true
 
 -- The global table itself: scripts run with the proxy as their environment; the real table
 -- (also the environment of chunks made by loadstring) refuses new globals and reading unknown
@@ -258,5 +261,8 @@ setmetatable(fn_env, fn_env_mt)
 
 local g_mt = { __index = missing_global, __newindex = refuse_write }
 internal_mt[g_mt] = true
+-- Scripts see the globals' metatable as Redis's: an __index only (writes are refused by the
+-- read-only flag there, by __newindex here).
+mt_views[g_mt] = protect({ __index = missing_global })
 setmetatable(G, g_mt)
 return env, fn_env, fn_mode

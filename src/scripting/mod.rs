@@ -168,7 +168,11 @@ impl Engine {
     /// Bytes the script cache holds beyond the VM (INFO used_memory_scripts_eval): the bodies
     /// and an entry per script, as Redis counts its dict of scripts.
     pub fn cache_memory(&self) -> usize {
-        self.bodies_bytes + self.scripts.len() * (40 + 64)
+        // Redis's evalScriptsMemory: per script its SHA (a 40-byte sds, 48 bytes allocated), its
+        // body, a dict entry (24) and its luaScript record (16); plus the dict's bucket array.
+        let n = self.scripts.len();
+        let buckets = if n == 0 { 0 } else { n.next_power_of_two().max(4) };
+        self.bodies_bytes + n * (48 + 24 + 16) + buckets * 8
     }
 
     /// Bytes the Lua VM holds (INFO used_memory_lua).
@@ -198,7 +202,7 @@ impl Engine {
             .map_err(|e| format!("ERR Error compiling script (new function): {}", compile_message(&e)))?;
         let body = Bytes::copy_from_slice(body);
         let script = Arc::new(Script { sha: sha1_hex(&body), body: body.clone(), flags, func });
-        self.bodies_bytes += body.len();
+        self.bodies_bytes += body_memory(body.len());
         self.scripts.insert(script.sha.clone(), script.clone());
         self.by_body.insert(body, script.clone());
         Ok(script)
@@ -384,6 +388,23 @@ fn collect_garbage_now_and_then(lua: &Lua) {
             })
         };
     }
+}
+
+/// What Redis counts for a script body it keeps (the EVAL argument's string object): an embedded
+/// string up to 44 bytes (object and sds in one allocation, less the object), else an sds.
+fn body_memory(len: usize) -> usize {
+    use crate::util::alloc::size_class;
+    if len <= 44 {
+        return size_class(16 + 3 + len + 1) - 16;
+    }
+    let header = if len < 256 {
+        3
+    } else if len < 65536 {
+        5
+    } else {
+        9
+    };
+    size_class(header + len + 1)
 }
 
 /// Instructions between two looks at the clock (Redis's count hook uses the same).
