@@ -28,7 +28,12 @@ impl Library {
         let mut name = None;
         for part in options {
             match part.get(..5) {
-                Some(key) if key.eq_ignore_ascii_case(b"name=") => name = Some(part[5..].to_vec()),
+                Some(key) if key.eq_ignore_ascii_case(b"name=") => {
+                    if name.is_some() {
+                        return Err("Invalid metadata value, name argument was given multiple times".into());
+                    }
+                    name = Some(part[5..].to_vec())
+                }
                 _ => return Err(format!("Invalid metadata value given: {}", String::from_utf8_lossy(part))),
             }
         }

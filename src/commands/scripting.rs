@@ -184,7 +184,12 @@ pub fn script_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !ok {
         return Err(CmdError::err("SCRIPT FLUSH only support SYNC|ASYNC option"));
     }
-    ctx.srv.scripting.flush();
+    // As Redis, the scripts' Lua VM starts afresh (its memory with it); function libraries, which
+    // share the VM here (Redis gives them their own), are loaded into the new one again.
+    ctx.srv.scripting = crate::scripting::Engine::default();
+    if !ctx.srv.functions.libs.is_empty() {
+        super::functions::reload_all(ctx.srv);
+    }
     Ok(Reply::Ok)
 }
 

@@ -1252,8 +1252,8 @@ fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let now = ctx.now_ms;
     let shared_ints = crate::executor::evict::shares_integers(ctx.srv);
     let db = ctx.db();
-    let idle = db.idle_seconds(key, now).unwrap_or(0);
     // As Redis, a direct look in the table: a key past its TTL but not yet expired is shown.
+    let idle = db.idle_seconds_peek(key, now).unwrap_or(0);
     let Some(v) = db.get_ref(key) else {
         return Err(CmdError::NoSuchKey);
     };
