@@ -984,7 +984,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         // reset and no resizing job to switch, so both settings are accepted as Redis does.
         (b"replybuffer", 4) if args.is(2, "peak-reset-time") || args.is(2, "resizing") => Ok(Reply::Ok),
         (b"loadaof", 2) => {
-            if crate::executor::aof::reload_from_disk(ctx.srv).is_err() {
+            if !crate::executor::aof::reload_from_disk(ctx.srv) {
                 std::process::exit(1);
             }
             Ok(Reply::Ok)

@@ -512,8 +512,12 @@ fn upgrade_old_style(st: &mut State, path: &Path) -> Result<(), String> {
 /// DEBUG LOADAOF: what is buffered is written and synced, then the dataset is replaced by what
 /// the AOF files on disk hold (the manifest read again), as Redis's debug command does. An AOF
 /// that cannot be loaded (none at all included) is an error here, on which the caller exits
-/// with status 1 as Redis does.
-pub fn reload_from_disk(st: &mut State) -> Result<(), ()> {
+/// with status 1 as Redis does. False when it could not be loaded (the reason is logged).
+pub fn reload_from_disk(st: &mut State) -> bool {
+    reload(st).is_ok()
+}
+
+fn reload(st: &mut State) -> Result<(), ()> {
     if st.aof.status != Status::Off {
         write_buffer(st);
         st.aof.fsync.sync_written();

@@ -389,7 +389,8 @@ impl Node {
         // threshold's length or more, and a node already holding one alone, stay plain.
         let threshold = packed_threshold();
         let plain = |entry_bytes: usize| entry_bytes.saturating_sub(2) >= threshold;
-        !plain(size) && !(self.count == 1 && plain(self.buf.len())) && fits(self.buf.len() + size, self.count + 1, fill)
+        let stays_plain = plain(size) || (self.count == 1 && plain(self.buf.len()));
+        !stays_plain && fits(self.buf.len() + size, self.count + 1, fill)
     }
 
     /// Byte offset of entry `i` (0-based; `i == count` gives the end), walking from the nearer end.
