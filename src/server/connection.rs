@@ -24,14 +24,21 @@ use crate::resp::Parser;
 
 const READ_CHUNK: usize = 16 * 1024;
 
-/// Serves one connection until it closes.
-pub async fn serve<S>(mut stream: S, info: ConnInfo, shared: &Shared)
+/// Serves one connection until it closes; `registered` is the client id and handle when the
+/// accept loop registered it already (`ExecHandle::connect_now`).
+pub async fn serve<S>(mut stream: S, info: ConnInfo, registered: Option<(u64, Arc<ClientHandle>)>, shared: &Shared)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let handle = Arc::new(ClientHandle::default());
-    let Some(id) = shared.exec.connect(info, handle.clone()).await else {
-        return;
+    let (id, handle) = match registered {
+        Some(r) => r,
+        None => {
+            let handle = Arc::new(ClientHandle::default());
+            let Some(id) = shared.exec.connect(info, handle.clone()).await else {
+                return;
+            };
+            (id, handle)
+        }
     };
     // The keyspace stores key lengths in 32 bits: a bulk over 4 GiB is refused as an invalid
     // bulk length even when proto-max-bulk-len is set higher.

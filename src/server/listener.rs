@@ -218,8 +218,10 @@ async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
             local,
         };
         let shared = shared.clone();
+        let handle = Arc::new(crate::executor::clients::ClientHandle::default());
+        let registered = shared.exec.connect_now(&info, &handle).map(|id| (id, handle));
         tokio::spawn(async move {
-            connection::serve(stream, info, &shared).await;
+            connection::serve(stream, info, registered, &shared).await;
             shared.connections.fetch_sub(1, Ordering::AcqRel);
         });
     }
@@ -267,8 +269,10 @@ async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
             local: true,
         };
         let shared = shared.clone();
+        let handle = Arc::new(crate::executor::clients::ClientHandle::default());
+        let registered = shared.exec.connect_now(&info, &handle).map(|id| (id, handle));
         tokio::spawn(async move {
-            connection::serve(stream, info, &shared).await;
+            connection::serve(stream, info, registered, &shared).await;
             shared.connections.fetch_sub(1, Ordering::AcqRel);
         });
     }

@@ -24,6 +24,17 @@ impl ExecHandle {
         exec.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Registers a connection at once when the executor runs on this thread (io-threads 1), so a
+    /// connection accepted just before a script turns busy is known to the busy handler, which
+    /// serves the sockets of registered clients itself; None with I/O threads, where the
+    /// connection registers from its own task (`connection::serve`).
+    pub fn connect_now(&self, info: &ConnInfo, handle: &Arc<ClientHandle>) -> Option<u64> {
+        match self {
+            ExecHandle::Local(e) => Some(Self::local(e).connect(info.clone(), handle.clone())),
+            ExecHandle::Remote(_) => None,
+        }
+    }
+
     pub async fn connect(&self, info: ConnInfo, handle: Arc<ClientHandle>) -> Option<u64> {
         match self {
             ExecHandle::Local(e) => Some(Self::local(e).connect(info, handle)),
