@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
     *) UNITS+=("$1"); shift ;;
   esac
 done
-[[ -x $RUN ]] || { echo "redis-suite: $RUN not found" >&2; exit 2; }
+[[ -f $RUN ]] || { echo "redis-suite: $RUN not found" >&2; exit 2; }
 if [[ ${#UNITS[@]} -eq 0 ]]; then
   mapfile -t UNITS < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$HERE/tests/redis-suite/units.txt" | grep -v '^$')
 fi
@@ -47,7 +47,7 @@ run_unit() {
   [[ $unit == unit/dump ]] || tags+=(--tags -repl)
   local attempt rc
   for attempt in 1 2 3; do
-    timeout $((TIMEOUT * 10)) "$RUN" "${target[@]}" "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
+    timeout $((TIMEOUT * 10)) bash "$RUN" "${target[@]}" "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
       --skipfile "$SKIP" "${tags[@]}" >"$OUT/$name.log" 2>&1
     rc=$?
     # Another program held the suite's ports before any test ran: again, elsewhere.
