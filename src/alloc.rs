@@ -96,6 +96,18 @@ pub fn used() -> Option<u64> {
     Some(sum.max(0) as u64)
 }
 
+/// Counts a fresh allocation (none when it failed) and passes it on.
+#[inline]
+fn allocated(p: *mut u8, layout: Layout) -> *mut u8 {
+    if !p.is_null() {
+        add(usable(layout));
+        if !ACTIVE.load(Ordering::Relaxed) {
+            ACTIVE.store(true, Ordering::Relaxed);
+        }
+    }
+    p
+}
+
 /// jemalloc, counted.
 pub struct Counting;
 
@@ -103,26 +115,12 @@ pub struct Counting;
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = Jemalloc.alloc(layout);
-        if !p.is_null() {
-            add(usable(layout));
-            if !ACTIVE.load(Ordering::Relaxed) {
-                ACTIVE.store(true, Ordering::Relaxed);
-            }
-        }
-        p
+        allocated(Jemalloc.alloc(layout), layout)
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = Jemalloc.alloc_zeroed(layout);
-        if !p.is_null() {
-            add(usable(layout));
-            if !ACTIVE.load(Ordering::Relaxed) {
-                ACTIVE.store(true, Ordering::Relaxed);
-            }
-        }
-        p
+        allocated(Jemalloc.alloc_zeroed(layout), layout)
     }
 
     #[inline]
