@@ -1566,22 +1566,6 @@ pub fn role(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // MEMORY
 
-/// Allocation size of an sds string of `len` bytes (header by length class, NUL terminator).
-fn sds_alloc(len: usize) -> usize {
-    let hdr = if len < 32 {
-        1
-    } else if len < 256 {
-        3
-    } else if len < 65536 {
-        5
-    } else if len as u64 <= u32::MAX as u64 {
-        9
-    } else {
-        17
-    };
-    size_class(hdr + len + 1)
-}
-
 /// What Redis would spend on this value: a 16-byte object header, plus its string storage
 /// (embedded with the header up to 44 bytes, separate beyond).
 pub fn value_memory(v: &Value) -> usize {
@@ -1589,8 +1573,8 @@ pub fn value_memory(v: &Value) -> usize {
     match v.as_str() {
         Some(RStr::Int(_)) => ROBJ,
         Some(s) if v.encoding_name() == "embstr" => size_class(ROBJ + 3 + s.len() + 1),
-        Some(RStr::Raw(b)) => ROBJ + sds_alloc(b.capacity().max(b.len())),
-        Some(s) => ROBJ + sds_alloc(s.len()),
+        Some(RStr::Raw(b)) => ROBJ + crate::util::alloc::sds_alloc(b.capacity().max(b.len())),
+        Some(s) => ROBJ + crate::util::alloc::sds_alloc(s.len()),
         None => ROBJ + v.heap_bytes(),
     }
 }
@@ -1615,7 +1599,7 @@ pub fn memory_usage(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     let now = ctx.now_ms;
     Ok(match ctx.db().peek(key, now) {
-        Some(v) => Reply::Int((value_memory(v) + sds_alloc(key.len()) + DICT_ENTRY) as i64),
+        Some(v) => Reply::Int((value_memory(v) + crate::util::alloc::sds_alloc(key.len()) + DICT_ENTRY) as i64),
         None => Reply::Nil,
     })
 }

@@ -403,18 +403,11 @@ fn collect_garbage_now_and_then(lua: &Lua) {
 /// What Redis counts for a script body it keeps (the EVAL argument's string object): an embedded
 /// string up to 44 bytes (object and sds in one allocation, less the object), else an sds.
 fn body_memory(len: usize) -> usize {
-    use crate::util::alloc::size_class;
+    use crate::util::alloc::{sds_alloc, size_class};
     if len <= 44 {
         return size_class(16 + 3 + len + 1) - 16;
     }
-    let header = if len < 256 {
-        3
-    } else if len < 65536 {
-        5
-    } else {
-        9
-    };
-    size_class(header + len + 1)
+    sds_alloc(len)
 }
 
 /// Instructions between two looks at the clock (Redis's count hook uses the same).

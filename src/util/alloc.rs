@@ -30,6 +30,22 @@ pub fn usable_size(n: usize) -> usize {
     }
 }
 
+/// Allocation size of an sds string of `len` bytes (header by length class, NUL terminator).
+pub fn sds_alloc(len: usize) -> usize {
+    let hdr = if len < 32 {
+        1
+    } else if len < 256 {
+        3
+    } else if len < 65536 {
+        5
+    } else if len as u64 <= u32::MAX as u64 {
+        9
+    } else {
+        17
+    };
+    size_class(hdr + len + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{size_class, usable_size};
