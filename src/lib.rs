@@ -7,8 +7,8 @@
 //! - `executor`: the single owner of all databases; `call()` runs each command.
 //! - `scripting`: the Lua engine of EVAL (its VM, script cache and sandbox).
 //! - `server`: listeners and connection tasks (nothing imports it).
-//! - `config`, `log`, `stats`, `slowlog`, `latency`, `util`: configuration, logging, counters, the
-//!   slow log and latency monitor, helpers.
+//! - `config`, `log`, `stats`, `slowlog`, `latency`, `proctitle`, `util`: configuration, logging,
+//!   counters, the slow log and latency monitor, the process title, helpers.
 
 pub mod acl;
 pub mod alloc;
@@ -23,6 +23,7 @@ pub mod glob;
 pub mod info;
 pub mod latency;
 pub mod log;
+pub mod proctitle;
 pub mod pubsub;
 pub mod rdb;
 pub mod resp;

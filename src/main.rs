@@ -40,7 +40,11 @@ fn show_logo_or_mode(cfg: &Config) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut argv = std::env::args();
+    let program = argv.next().unwrap_or_else(|| "ferrodis-server".into());
+    let args: Vec<String> = argv.collect();
+    // Before any thread exists (it rebuilds the environment) and after the last read of argv.
+    ferrodis::proctitle::init(&program);
     let (file, stdin, options) = match config::parse_cli(&args) {
         Cli::Version => {
             println!(
@@ -83,7 +87,6 @@ fn main() {
         std::process::id()
     );
     if args.is_empty() {
-        let program = std::env::args().next().unwrap_or_else(|| "ferrodis-server".into());
         tracing::warn!(
             "Warning: no config file specified, using the default config. In order to specify a config file use {program} /path/to/redis.conf"
         );
@@ -115,6 +118,7 @@ fn main() {
         tracing::warn!("{e}");
         std::process::exit(1);
     }
+    ferrodis::proctitle::set(&cfg);
     show_logo_or_mode(&cfg);
     tracing::warn!("Server initialized");
     if cfg.maxmemory > 0 && cfg.maxmemory < 1024 * 1024 {

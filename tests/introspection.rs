@@ -1,8 +1,9 @@
 //! Introspection that the differential scripts cannot hold, against real Redis side by side:
 //! MONITOR's stream (timestamps and client addresses masked, everything else compared), CONFIG
 //! REWRITE of a config file (the kept lines exactly, the generated ones as a set, port and dir
-//! masked), and CLIENT NO-TOUCH (a Redis 7.2 addition that ferrodis keeps on purpose: Redis 7.0
-//! cannot be the oracle, so its documented 7.2 behaviour is checked on ferrodis alone).
+//! masked), the process title (proc-title-template, read from /proc), and CLIENT NO-TOUCH (a
+//! Redis 7.2 addition that ferrodis keeps on purpose: Redis 7.0 cannot be the oracle, so its
+//! documented 7.2 behaviour is checked on ferrodis alone).
 
 mod common;
 
@@ -219,4 +220,43 @@ fn memory_usage_grows_with_collections() {
         let (s, b) = (usage(&mut c, &small), usage(&mut c, &big));
         assert!(s > 0 && b > s * 20, "{kind}: MEMORY USAGE {s} for 3 elements, {b} for 2000");
     }
+}
+
+/// The process title as /proc shows it, NULs as spaces and trailing ones dropped, with the
+/// server's own program path and port masked.
+fn proc_title(server: &Server, program: &str) -> String {
+    let raw = std::fs::read(format!("/proc/{}/cmdline", server.pid())).expect("read cmdline");
+    let text = String::from_utf8_lossy(&raw).replace('\0', " ");
+    text.trim_end().replace(program, "PROGRAM").replace(&server.port.to_string(), "PORT")
+}
+
+fn proc_title_scenario(server: &Server) -> Vec<String> {
+    // The default title starts with the program as it was started.
+    let started = std::fs::read(format!("/proc/{}/cmdline", server.pid())).expect("read cmdline");
+    let started = String::from_utf8_lossy(&started).into_owned();
+    let program = started.split([' ', '\0']).next().unwrap_or_default().to_string();
+    let program = program.as_str();
+    let mut c = server.client();
+    let mut out = vec![proc_title(server, program)];
+    for template in [
+        "TEST {title} {listen-addr} {port} {tls-port} [{unixsocket}] [{config-file}] {server-mode} {{x}",
+        "{title} {listen-addr} {server-mode}",
+    ] {
+        out.push(show(&c.cmd(&["CONFIG", "SET", "proc-title-template", template])));
+        out.push(proc_title(server, program));
+    }
+    for bad in ["{invalid-var}", "", "{title"] {
+        out.push(show(&c.cmd(&["CONFIG", "SET", "proc-title-template", bad])));
+    }
+    out.push(proc_title(server, program));
+    out
+}
+
+#[test]
+fn process_title_follows_the_template_like_redis() {
+    let redis = RedisServer::new();
+    let ours = TestServer::new();
+    let expected = proc_title_scenario(&redis);
+    let got = proc_title_scenario(&ours);
+    assert_eq!(got, expected);
 }

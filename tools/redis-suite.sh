@@ -34,6 +34,13 @@ fi
 [[ -n $OUT ]] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/redis-suite-XXXXXX")
 mkdir -p "$OUT"
 SKIP=$HERE/tests/redis-suite/skip.txt
+# The binary runs under the name it is installed with as a drop-in, redis-server (the suite reads
+# it back from the process title and INFO).
+if [[ $SERVER != redis ]]; then
+  mkdir -p "$OUT/bin"
+  ln -sf "$(realpath "$SERVER")" "$OUT/bin/redis-server"
+  SERVER=$OUT/bin/redis-server
+fi
 # Each run picks its own port range (units are 500 ports apart), so two runs can share a machine.
 BASE=$((12000 + (RANDOM % 16) * 1000))
 export RUN SERVER TIMEOUT OUT SKIP BASE

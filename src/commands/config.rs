@@ -158,7 +158,12 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         crate::log::set_level(&next.loglevel);
     }
     let password_changed = next.requirepass != ctx.srv.config.requirepass;
+    let title = |c: &Config| config::lookup("proc-title-template").map(|d| c.get(d));
+    let title_changed = title(&next) != title(&ctx.srv.config);
     ctx.srv.config = next;
+    if title_changed {
+        crate::proctitle::set(&ctx.srv.config);
+    }
     if password_changed {
         let password = ctx.srv.config.requirepass.clone();
         ctx.srv.acl.set_default_password(password.as_deref());

@@ -1,0 +1,158 @@
+//! The process title, what `ps` and `/proc/PID/cmdline` show, rendered from
+//! `proc-title-template` as Redis does (`{title} {listen-addr} {server-mode}` by default).
+//!
+//! Linux has no call that sets the command line: like Redis's setproctitle, `init` claims the
+//! memory of the original argv and environment strings (after moving the environment to the heap),
+//! and `set` writes the title over it. The kernel then reports everything up to the first NUL as the
+//! command line, so a title may be as long as argv and environ were together.
+
+use std::sync::Mutex;
+
+use crate::config::{self, Config};
+
+/// The writable span of argv (and environ, when it follows argv), once `init` has claimed it.
+struct Area {
+    start: usize,
+    len: usize,
+}
+
+static AREA: Mutex<Option<Area>> = Mutex::new(None);
+
+/// The program as started (argv[0]), `{title}` in the template.
+static PROGRAM: Mutex<String> = Mutex::new(String::new());
+
+extern "C" {
+    // glibc keeps these pointing into argv[0]; they must survive the title overwriting it.
+    static mut program_invocation_name: *mut libc::c_char;
+    static mut program_invocation_short_name: *mut libc::c_char;
+}
+
+/// Claims the argv and environ memory for the title. Must run while the process has one thread
+/// (it rebuilds the environment) and after the command line was read: `std::env::args` reads the
+/// original argv memory, which later titles overwrite.
+pub fn init(program: &str) {
+    *PROGRAM.lock().unwrap_or_else(|e| e.into_inner()) = program.to_string();
+    let Some([arg_start, arg_end, env_start, env_end]) = read_bounds() else { return };
+    if arg_end <= arg_start {
+        return;
+    }
+    let mut end = arg_end;
+    if env_start == arg_end && env_end > env_start {
+        let vars: Vec<_> = std::env::vars_os().collect();
+        // SAFETY: single-threaded (the caller's contract), so nothing reads the environment while
+        // it is rebuilt; setenv copies each pair to the heap, after which no pointer into the
+        // original environ strings remains in libc.
+        unsafe {
+            libc::clearenv();
+            for (k, v) in &vars {
+                let (Ok(k), Ok(v)) = (cstring(k.as_encoded_bytes()), cstring(v.as_encoded_bytes())) else { continue };
+                libc::setenv(k.as_ptr(), v.as_ptr(), 1);
+            }
+        }
+        end = env_end;
+    }
+    // SAFETY: as above; the copies are leaked on purpose, glibc keeps using them for the process's
+    // lifetime.
+    unsafe {
+        if let Ok(name) = cstring(program.as_bytes()) {
+            let short = program.rsplit('/').next().unwrap_or(program);
+            let short = cstring(short.as_bytes()).unwrap_or_else(|_| name.clone());
+            program_invocation_name = name.into_raw();
+            program_invocation_short_name = short.into_raw();
+        }
+    }
+    *AREA.lock().unwrap_or_else(|e| e.into_inner()) = Some(Area { start: arg_start, len: end - arg_start });
+}
+
+fn cstring(bytes: &[u8]) -> Result<std::ffi::CString, std::ffi::NulError> {
+    std::ffi::CString::new(bytes)
+}
+
+/// arg_start, arg_end, env_start and env_end: fields 48 to 51 of /proc/self/stat.
+fn read_bounds() -> Option<[usize; 4]> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is parenthesized and may hold spaces: count from after it.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<usize>().ok();
+    Some([field(48)?, field(49)?, field(50)?, field(51)?])
+}
+
+/// Sets the title from `cfg`'s template (nothing when set-proc-title is off or `init` could not
+/// claim the memory).
+pub fn set(cfg: &Config) {
+    if !cfg.set_proc_title {
+        return;
+    }
+    let template = config::lookup("proc-title-template").map(|d| cfg.get(d)).unwrap_or_default();
+    let program = PROGRAM.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    write(&render(&template, &program, cfg));
+}
+
+/// Expands the template's variables; `{{` is a literal brace. Trailing spaces are trimmed (an
+/// empty `{server-mode}` leaves one), as Redis does.
+pub fn render(template: &str, program: &str, cfg: &Config) -> String {
+    let tls_port = config::lookup("tls-port").map(|d| cfg.get(d)).unwrap_or_else(|| "0".into());
+    let unixsocket = cfg.unixsocket.clone().unwrap_or_default();
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        if let Some(stripped) = after.strip_prefix('{') {
+            out.push('{');
+            rest = stripped;
+            continue;
+        }
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            rest = "";
+            break;
+        };
+        match &after[..close] {
+            "title" => out.push_str(program),
+            "listen-addr" => {
+                let port = if cfg.port != 0 { cfg.port.to_string() } else { tls_port.clone() };
+                if port != "0" {
+                    out.push_str(cfg.bind.first().map_or("*", String::as_str));
+                    out.push(':');
+                    out.push_str(&port);
+                } else {
+                    out.push_str("unixsocket:");
+                    out.push_str(&unixsocket);
+                }
+            }
+            "server-mode" => {
+                if config::lookup("cluster-enabled").is_some_and(|d| cfg.get(d) == "yes") {
+                    out.push_str("[cluster]");
+                }
+            }
+            "port" => out.push_str(&cfg.port.to_string()),
+            "tls-port" => out.push_str(&tls_port),
+            "unixsocket" => out.push_str(&unixsocket),
+            "config-file" => out.push_str(cfg.config_file.as_deref().unwrap_or("-")),
+            other => {
+                out.push('{');
+                out.push_str(other);
+                out.push('}');
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out.truncate(out.trim_end_matches(' ').len());
+    out
+}
+
+fn write(title: &str) {
+    let guard = AREA.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(area) = guard.as_ref() else { return };
+    let n = title.len().min(area.len - 1);
+    // SAFETY: [start, start + len) is this process's own argv/environ memory, which `init` took
+    // over: nothing else references it any more, and the lock serializes writers.
+    unsafe {
+        let dst = area.start as *mut u8;
+        std::ptr::copy_nonoverlapping(title.as_ptr(), dst, n);
+        std::ptr::write_bytes(dst.add(n), 0, area.len - n);
+    }
+}
