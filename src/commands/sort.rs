@@ -152,9 +152,10 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
         }
     };
 
-    // A set has no native order to keep: when the result is stored it is sorted anyway (ALPHA),
-    // so replicas and AOF replays get the same list.
-    if o.dontsort && kind == Some(Kind::Set) && o.store.is_some() {
+    // A set has no native order to keep: when the result is stored, or returned to a script, it
+    // is sorted anyway (ALPHA), so replicas and AOF replays get the same list.
+    let in_script = ctx.client.script_caller.is_some();
+    if o.dontsort && kind == Some(Kind::Set) && (o.store.is_some() || in_script) {
         o.dontsort = false;
         o.alpha = true;
         o.sortby = None;

@@ -185,9 +185,23 @@ impl Engine {
         self.bodies_bytes + n * (48 + 24 + 16) + buckets * 8
     }
 
-    /// Bytes the Lua VM holds (INFO used_memory_lua).
+    /// Bytes the Lua VM holds (INFO used_memory_lua): the collector's own count, as Redis reports
+    /// it (mlua's allocator tally also holds what the collector has already given back).
     pub fn vm_memory(&self) -> usize {
-        self.vm.lua.used_memory()
+        let mut bytes = 0usize;
+        // SAFETY: a protected C call that only reads the collector's counters.
+        let counted = unsafe {
+            self.vm.lua.exec_raw::<()>((), |state| {
+                let kb = mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCCOUNT, 0).max(0) as usize;
+                let rem = mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCCOUNTB, 0).max(0) as usize;
+                bytes = kb * 1024 + rem;
+            })
+        };
+        if counted.is_ok() {
+            bytes
+        } else {
+            self.vm.lua.used_memory()
+        }
     }
 
     /// Compiles `body` into the cache under its SHA1 unless it is there; returns the SHA1, or the
@@ -480,7 +494,7 @@ fn call_lua(
     // values passed (globals, target, handler) at 1..3. Building the two tables uses at most
     // five slots beyond those, within LUA_MINSTACK; errors (memory) there longjmp to exec_raw's
     // protection over a frame holding only slices. The reply is converted after reserving
-    // REPLY_STACK slots, so that conversion cannot raise (see `stack::reply_at`).
+    // REPLY_STACK slots, so that converting a usual result cannot raise (see `stack::reply_at`).
     let error = unsafe {
         vm.lua.exec_raw::<Value>((&vm.globals, target, &vm.err_handler), |state| {
             let push_strings = |items: &[Bytes]| {

@@ -294,16 +294,21 @@ fn trim_crlf(mut s: &[u8]) -> &[u8] {
     s
 }
 
-/// Stack slots the conversion of a script's result may use (four per level of nesting). The
-/// caller reserves them with `lua_checkstack` before converting, so that the conversion itself
-/// never grows the stack.
-pub const REPLY_STACK: c_int = 4 * convert::MAX_DEPTH as c_int + 8;
+/// Nesting levels of a script's result whose stack slots (four per level) the caller reserves
+/// with `lua_checkstack` before converting. Deeper levels reserve their own as they go, as Redis
+/// does; reserving for the deepest result up front would grow the stack by 64 KB on every run,
+/// garbage the collector then shrinks away again.
+const RESERVED_LEVELS: usize = 16;
+
+/// Stack slots the caller reserves before converting a result (see RESERVED_LEVELS).
+pub const REPLY_STACK: c_int = 4 * RESERVED_LEVELS as c_int + 8;
 
 /// The value at `idx` as a reply, by Redis 7.0's rules (luaReplyToRedisReply): strings are bulk
 /// strings, numbers integers (truncated), booleans :1/nil in RESP2 (#t/#f after setresp 3), and a
 /// table is its err/ok/double/big_number/verbatim_string/map/set field or else an array up to
-/// the first nil. Read straight off the stack. With REPLY_STACK slots reserved, no Lua call here allocates, so
-/// none can raise: the Rust values being built are never skipped by a longjmp.
+/// the first nil. Read straight off the stack. With REPLY_STACK slots reserved, no Lua call here
+/// allocates for the first RESERVED_LEVELS levels; deeper ones grow the stack with
+/// `lua_checkstack`, which can raise only when the allocator itself fails.
 pub unsafe fn reply_at(state: *mut ffi::lua_State, idx: c_int, resp: u8, depth: usize) -> Reply {
     let idx = if idx < 0 { ffi::lua_gettop(state) + idx + 1 } else { idx };
     if depth > convert::MAX_DEPTH {
@@ -320,6 +325,9 @@ pub unsafe fn reply_at(state: *mut ffi::lua_State, idx: c_int, resp: u8, depth: 
             }
         }
         ffi::LUA_TNUMBER => Reply::Int(convert::lua_number_to_int(ffi::lua_tonumber(state, idx))),
+        ffi::LUA_TTABLE if depth >= RESERVED_LEVELS && ffi::lua_checkstack(state, 4) == 0 => {
+            Reply::Error("ERR reached lua stack limit".into())
+        }
         ffi::LUA_TTABLE => table_reply(state, idx, resp, depth),
         _ => Reply::Nil,
     }
