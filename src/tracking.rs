@@ -298,12 +298,18 @@ fn queue(st: &State, cur: Option<(&mut Client, &mut Vec<u8>)>, to: u64, msg: Vec
 /// After a command's reply: sends what was held for the running client (its own invalidations,
 /// those redirected through it, and the flush notices).
 pub fn after_command(st: &mut State, client: &mut Client, out: &mut Vec<u8>) {
+    deliver_pending(st, client, out, true);
+}
+
+/// Delivers the held invalidations; `by_client` when they come from the client's own changes,
+/// which NOLOOP keeps from it (not those of keys dropped from a full table).
+fn deliver_pending(st: &mut State, client: &mut Client, out: &mut Vec<u8>, by_client: bool) {
     let pending = std::mem::take(&mut st.tracking.pending);
     let me = client.id;
     for (orig, payload) in pending {
         if orig == me {
             let t = &client.tracking;
-            if !t.on || t.bcast || t.noloop {
+            if !t.on || t.bcast || (t.noloop && by_client) {
                 continue;
             }
         }
@@ -356,7 +362,7 @@ pub fn broadcast(st: &mut State, mut cur: Option<(&mut Client, &mut Vec<u8>)>) {
             invalidate_key(st, cur_id, &key);
         }
         if let Some((c, out)) = cur {
-            after_command(st, c, out);
+            deliver_pending(st, c, out, false);
         }
     }
 }

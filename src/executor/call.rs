@@ -160,6 +160,11 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if st.config.maxmemory > 0 && !client.in_exec && !client.woken {
         let out_of_memory = super::evict::perform(st, Some(client), clock.now_ms) == super::evict::Outcome::Fail;
         st.pre_command_oom = out_of_memory;
+        // Keys evicted before the command runs: their invalidations precede its reply (Redis
+        // sends them at once, the command not executing yet).
+        if st.tracking.has_pending() {
+            crate::tracking::after_command(st, client, out);
+        }
         if out_of_memory && refused_on_oom(client, spec, flags_now, parent) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             refuse(st, client, spec, parent, CmdError::Raw(super::evict::OOM_ERROR.into()), out, proto);
@@ -432,10 +437,17 @@ fn after_reply(
     args: &Args,
     out: &mut Vec<u8>,
 ) {
+    // A read-only script command is not tracked itself: the commands its script runs decide.
+    let reads = spec.has_flag(flags::READONLY) && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
+    if reads {
+        // Inside a script, a read makes the caller remember the keys the script declared.
+        if let (Some(caller), Some(keys)) = (client.script_caller, &client.caller_tracked_keys) {
+            st.tracking.remember(caller, keys.iter().map(|k| &k[..]));
+        }
+    }
     let t = &mut client.tracking;
     if t.on {
-        let wanted = if t.optin { t.caching } else { !(t.optout && t.caching) };
-        if wanted && !t.bcast && spec.has_flag(flags::READONLY) {
+        if reads && t.remembers_reads() {
             let positions = if spec.has_flag(flags::MOVABLEKEYS) {
                 // ZUNION, SINTERCARD, XREAD ...: the key specs find the keys, as COMMAND GETKEYS.
                 let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));

@@ -358,6 +358,10 @@ pub struct Client {
     /// watches (its `dirty_cas` once the script returns).
     pub script_caller: Option<u64>,
     pub caller_dirty_cas: bool,
+    /// On the script client: the keys the script declared, remembered for its caller's
+    /// client-side caching once the script runs a read-only command (None when the caller does
+    /// not track its reads).
+    pub caller_tracked_keys: Option<Vec<bytes::Bytes>>,
     /// WATCHed keys: (db, key, whether it existed at WATCH time).
     pub watched_keys: Vec<(usize, Vec<u8>, bool)>,
     /// CLIENT REPLY OFF: replies are dropped until CLIENT REPLY ON.
@@ -399,6 +403,15 @@ pub struct Tracking {
     pub prefixes: std::collections::BTreeSet<Vec<u8>>,
 }
 
+impl Tracking {
+    /// Whether the keys of the next read-only command are remembered (tracking on, not BCAST,
+    /// and OPTIN/OPTOUT's CACHING choice allowing it).
+    pub fn remembers_reads(&self) -> bool {
+        let wanted = if self.optin { self.caching } else { !(self.optout && self.caching) };
+        self.on && wanted && !self.bcast
+    }
+}
+
 impl Client {
     pub fn new(id: u64, info: ConnInfo, handle: Arc<ClientHandle>, now_ms: i64, authenticated: bool) -> Self {
         Client {
@@ -428,6 +441,7 @@ impl Client {
             dirty_exec: false,
             dirty_cas: false,
             script_caller: None,
+            caller_tracked_keys: None,
             caller_dirty_cas: false,
             watched_keys: Vec::new(),
             reply_off: false,

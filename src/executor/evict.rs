@@ -321,7 +321,8 @@ fn announce(st: &mut State, mut caller: Option<&mut Client>, db: usize, key: &[u
         }
     }
     if st.tracking.is_active() {
-        crate::tracking::invalidate_key(st, None, key);
+        // The running client's own invalidations are held, and sent before its reply.
+        crate::tracking::invalidate_key(st, caller.as_ref().map(|c| c.id), key);
     }
     crate::commands::pubsub::notify(st, caller.as_deref(), ev::EVICTED, "evicted", key, db);
     let lazy = st.config.lazyfree_lazy_eviction;

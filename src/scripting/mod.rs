@@ -354,6 +354,7 @@ pub fn run(
     client.db = caller.db;
     client.user = caller.user.clone();
     client.script_caller = Some(caller.id);
+    client.caller_tracked_keys = caller.tracking.remembers_reads().then(|| keys.to_vec());
     client.proto = 2;
     client.in_exec = true;
     let name = match &what {
@@ -379,6 +380,7 @@ pub fn run(
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
     let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
     client.script_caller = None;
+    client.caller_tracked_keys = None;
     caller.dirty_cas |= std::mem::take(&mut client.caller_dirty_cas);
     st.scripting.client = Some(client);
     if killed {
