@@ -1737,6 +1737,24 @@ pub mod live {
         PROTECTED.store(cfg.protected_mode && cfg.requirepass.is_none(), Ordering::Relaxed);
     }
 
+    /// What rebinds the TCP listeners to a config's port and bind list, installed by the server
+    /// once its accept loops run.
+    pub type Rebinder = fn(&super::Config) -> Result<(), String>;
+    static REBINDER: std::sync::OnceLock<Rebinder> = std::sync::OnceLock::new();
+
+    pub fn install_rebinder(f: Rebinder) {
+        let _ = REBINDER.set(f);
+    }
+
+    /// Listens on `cfg`'s port and bind addresses instead of the current ones: all or nothing
+    /// (on an error the old listeners stay).
+    pub fn rebind_tcp(cfg: &super::Config) -> Result<(), String> {
+        match REBINDER.get() {
+            Some(rebind) => rebind(cfg),
+            None => Err("the listeners are not running".into()),
+        }
+    }
+
     pub fn get_usize(v: &AtomicUsize) -> usize {
         v.load(Ordering::Relaxed)
     }

@@ -105,19 +105,20 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             )));
         }
     }
-    // The listeners are bound once at startup; until they can be rebound live, a changed port or
-    // bind list fails the way Redis fails when rebinding fails, rather than reporting a value
-    // the server does not listen on.
-    let rebind = [
-        ("port", next.port != ctx.srv.config.port, "Unable to listen on this port. Check server logs."),
-        ("bind", next.bind != ctx.srv.config.bind, "Failed to bind to specified addresses."),
-    ];
-    for (name, changed, why) in rebind {
-        if changed {
-            tracing::warn!("CONFIG SET {name}: changing listeners at run time is not implemented yet");
+    // A new port or bind list is listened on before anything else changes; when that fails the
+    // old listeners stay and nothing is set.
+    let bind_changed = next.bind != ctx.srv.config.bind;
+    if bind_changed || next.port != ctx.srv.config.port {
+        if let Err(e) = crate::config::live::rebind_tcp(&next) {
+            tracing::warn!("{e}");
             if let Some(d) = &old_dir {
                 let _ = std::env::set_current_dir(d);
             }
+            let (name, why) = if bind_changed {
+                ("bind", "Failed to bind to specified addresses.")
+            } else {
+                ("port", "Unable to listen on this port. Check server logs.")
+            };
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")));
         }
     }

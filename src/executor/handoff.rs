@@ -21,6 +21,15 @@ pub fn register_listener(fd: RawFd, unix: bool) {
     LISTENERS.lock().unwrap_or_else(|p| p.into_inner()).push((fd, unix));
 }
 
+/// Replaces the TCP listeners (CONFIG SET port or bind rebound them); returns the old ones.
+pub fn replace_tcp_listeners(fds: &[RawFd]) -> Vec<RawFd> {
+    let mut all = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
+    let old = all.iter().filter(|&&(_, unix)| !unix).map(|&(fd, _)| fd).collect();
+    all.retain(|&(_, unix)| unix);
+    all.extend(fds.iter().map(|&fd| (fd, false)));
+    old
+}
+
 pub fn listeners() -> Vec<(RawFd, bool)> {
     LISTENERS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

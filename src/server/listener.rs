@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use tokio::io::AsyncWriteExt;
 
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
@@ -35,6 +35,15 @@ pub fn prebind(cfg: &crate::config::Config) -> Result<(), String> {
     Ok(())
 }
 
+/// Where rebound TCP listeners are started: the runtime and what the accept loops share.
+static ACCEPTING: std::sync::Mutex<Option<(tokio::runtime::Handle, Arc<Shared>)>> = std::sync::Mutex::new(None);
+
+/// The generation of the TCP listeners: a TCP accept loop ends once it is not its own.
+fn tcp_generation() -> &'static tokio::sync::watch::Sender<u64> {
+    static GENERATION: std::sync::OnceLock<tokio::sync::watch::Sender<u64>> = std::sync::OnceLock::new();
+    GENERATION.get_or_init(|| tokio::sync::watch::Sender::new(0))
+}
+
 /// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
 pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     let prebound = PREBOUND.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -42,13 +51,12 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
         Some(b) => b,
         None => bind_all(&shared.config)?,
     };
+    *ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()) = Some((tokio::runtime::Handle::current(), shared.clone()));
+    live::install_rebinder(rebind_tcp);
+    let mut tcp = Vec::new();
     for b in bound {
         match b {
-            Bound::Tcp(l) => {
-                crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), false);
-                let l = TcpListener::from_std(l).map_err(|e| format!("Failed listening on port (tcp): {e}"))?;
-                tokio::spawn(accept_tcp(l, shared.clone()));
-            }
+            Bound::Tcp(l) => tcp.push(l),
             Bound::Unix(l) => {
                 crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), true);
                 let l = UnixListener::from_std(l).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
@@ -56,46 +64,44 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
             }
         }
     }
+    spawn_tcp(tcp, &shared, 0).map(drop).map_err(|e| format!("Failed listening on port (tcp): {e}"))
+}
+
+/// Starts an accept loop on each listener, as generation `mine`; returns the descriptors of the
+/// listeners they replace.
+fn spawn_tcp(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: u64) -> std::io::Result<Vec<RawFd>> {
+    let fds: Vec<_> = listeners.iter().map(AsRawFd::as_raw_fd).collect();
+    let generation = tcp_generation().subscribe();
+    for l in listeners {
+        tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine));
+    }
+    Ok(crate::executor::handoff::replace_tcp_listeners(&fds))
+}
+
+/// CONFIG SET port / bind: binds the new addresses first, and only when all of them (those
+/// without `-`) are bound retires the old accept loops, closing their sockets, as Redis's
+/// changeListenPort and changeBindAddr. Port 0 closes TCP.
+fn rebind_tcp(cfg: &crate::config::Config) -> Result<(), String> {
+    let Some((handle, shared)) = ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return Err("the listeners are not running".into());
+    };
+    let bound = bind_tcp_all(cfg)?;
+    let _entered = handle.enter();
+    let next = *tcp_generation().borrow() + 1;
+    let old = spawn_tcp(bound, &shared, next).map_err(|e| format!("Failed listening on port (tcp): {e}"))?;
+    // The old sockets stop listening before the reply (connecting there is refused from now
+    // on); their accept loops then end, which closes them.
+    for fd in old {
+        // SAFETY: the descriptor is a listener owned by an accept loop of the old generation,
+        // which keeps it open until it sees the generation change below.
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+    }
+    tcp_generation().send_replace(next);
     Ok(())
 }
 
 fn bind_all(cfg: &crate::config::Config) -> Result<Vec<Bound>, String> {
-    let mut out = Vec::new();
-    if cfg.port != 0 {
-        let mut bound = 0;
-        for spec in &cfg.bind {
-            let (optional, addr) = match spec.strip_prefix('-') {
-                Some(rest) => (true, rest),
-                None => (false, spec.as_str()),
-            };
-            let ip: IpAddr = match addr {
-                "*" => "0.0.0.0".parse().expect("valid literal"),
-                "::*" => "::".parse().expect("valid literal"),
-                other => match other.parse() {
-                    Ok(ip) => ip,
-                    Err(_) => return Err(format!("Invalid bind address '{other}'")),
-                },
-            };
-            match bind_tcp(SocketAddr::new(ip, cfg.port), cfg.tcp_backlog) {
-                Ok(l) => {
-                    bound += 1;
-                    out.push(Bound::Tcp(l));
-                }
-                Err(e) if optional => {
-                    tracing::debug!("Skipping optional bind {addr}:{}: {e}", cfg.port);
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "Warning: Could not create server TCP listening socket {addr}:{}: {e}",
-                        cfg.port
-                    ));
-                }
-            }
-        }
-        if bound == 0 {
-            return Err("Failed listening on port (tcp), aborting.".into());
-        }
-    }
+    let mut out: Vec<Bound> = bind_tcp_all(cfg)?.into_iter().map(Bound::Tcp).collect();
     if let Some(path) = &cfg.unixsocket {
         let _ = std::fs::remove_file(path);
         let l = std::os::unix::net::UnixListener::bind(path).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
@@ -105,6 +111,46 @@ fn bind_all(cfg: &crate::config::Config) -> Result<Vec<Bound>, String> {
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(cfg.unixsocketperm));
         }
         out.push(Bound::Unix(l));
+    }
+    if out.is_empty() {
+        return Err("Configured to not listen anywhere, exiting.".into());
+    }
+    Ok(out)
+}
+
+/// Binds the TCP port on every bind address (none when the port is 0); an address with a `-`
+/// prefix may fail, the others may not, and at least one of a non-empty list must succeed.
+fn bind_tcp_all(cfg: &crate::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
+    let mut out = Vec::new();
+    if cfg.port == 0 {
+        return Ok(out);
+    }
+    for spec in &cfg.bind {
+        let (optional, addr) = match spec.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, spec.as_str()),
+        };
+        let ip: IpAddr = match addr {
+            "*" => "0.0.0.0".parse().expect("valid literal"),
+            "::*" => "::".parse().expect("valid literal"),
+            other => match other.parse() {
+                Ok(ip) => ip,
+                Err(_) => return Err(format!("Invalid bind address '{other}'")),
+            },
+        };
+        match bind_tcp(SocketAddr::new(ip, cfg.port), cfg.tcp_backlog) {
+            Ok(l) => out.push(l),
+            Err(e) if optional => {
+                tracing::debug!("Skipping optional bind {addr}:{}: {e}", cfg.port);
+            }
+            Err(e) => {
+                return Err(format!("Warning: Could not create server TCP listening socket {addr}:{}: {e}", cfg.port));
+            }
+        }
+    }
+    // An empty bind list listens nowhere on TCP (the unix socket may still serve).
+    if out.is_empty() && !cfg.bind.is_empty() {
+        return Err("Failed listening on port (tcp), aborting.".into());
     }
     Ok(out)
 }
@@ -164,7 +210,12 @@ fn adopted<T>(unix: bool, convert: impl Fn(OwnedFd) -> std::io::Result<T>) -> Ve
     crate::executor::handoff::take(unix).into_iter().filter_map(|fd| convert(fd).ok()).collect()
 }
 
-async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
+async fn accept_tcp(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut generation: tokio::sync::watch::Receiver<u64>,
+    mine: u64,
+) {
     let mut pending: Vec<TcpStream> = Vec::new();
     loop {
         let (mut stream, peer) = match pending.pop() {
@@ -175,6 +226,13 @@ async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
             None => {
                 let accepted = tokio::select! {
                     r = listener.accept() => r,
+                    // CONFIG SET port or bind: newer listeners took over; this one closes.
+                    _ = generation.changed() => {
+                        if *generation.borrow_and_update() != mine {
+                            return;
+                        }
+                        continue;
+                    }
                     _ = crate::executor::handoff::handed_over() => {
                         pending = adopted(false, |fd| {
                             let std = std::net::TcpStream::from(fd);
@@ -186,6 +244,9 @@ async fn accept_tcp(listener: TcpListener, shared: Arc<Shared>) {
                 };
                 match accepted {
                     Ok(x) => x,
+                    // A retired listener (shut down by CONFIG SET port or bind): its
+                    // generation change follows at once.
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
                     Err(e) => {
                         tracing::warn!("Accepting client connection: {e}");
                         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
