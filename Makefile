@@ -8,7 +8,7 @@ CONF    ?= redis.conf
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SECONDS ?= 60
 
-.PHONY: build test deps bench install run fmt clippy fuzz fuzz-seed conformance suite-slice
+.PHONY: build test deps bench install run fmt clippy fuzz fuzz-seed conformance conformance-external suite-slice
 
 build:
 	$(CARGO) build --release
@@ -43,6 +43,10 @@ suite-slice:
 
 conformance: deps build
 	tools/redis-suite.sh $(CONFORMANCE_FLAGS) --jobs 2
+
+# The same units in external mode, unit after unit on one running server.
+conformance-external: deps build
+	tools/redis-suite-external.sh $(CONFORMANCE_FLAGS)
 
 bench: build
 	@if [ -f ../shared/bench/compare.py ]; then \
