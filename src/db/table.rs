@@ -16,7 +16,7 @@ use std::alloc::{self, Layout};
 use std::hash::{BuildHasher, Hasher};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The hasher used unless a table is built with another: seeded randomly per table from a
 /// per-process random seed, so bucket placement cannot be predicted by clients.
@@ -36,6 +36,26 @@ const EMPTY_VISITS_PER_STEP: usize = 10;
 const STEPS_PER_OP: usize = 2;
 
 static RESIZE_ALLOWED: AtomicBool = AtomicBool::new(true);
+
+/// maxmemory (0: none), published by the executor: a table does not grow past it while its load
+/// stays at most MAX_LOAD_PER_MILLE (Redis 7.0's dictExpandAllowed), so a bucket array doubling
+/// does not push the server over maxmemory by itself.
+static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
+/// Redis's HASHTABLE_MAX_LOAD_FACTOR (1.618), in keys per thousand buckets.
+const MAX_LOAD_PER_MILLE: usize = 1618;
+
+pub fn set_maxmemory(limit: u64) {
+    MAXMEMORY.store(limit, Ordering::Relaxed);
+}
+
+/// Whether a table holding `used` keys in `size` buckets may allocate `more` bytes to grow.
+fn growth_allowed(used: usize, size: usize, more: usize) -> bool {
+    let limit = MAXMEMORY.load(Ordering::Relaxed);
+    if limit == 0 || used * 1000 > size * MAX_LOAD_PER_MILLE {
+        return true;
+    }
+    crate::alloc::used().is_none_or(|now| now + more as u64 <= limit)
+}
 
 /// Allows or discourages resizing every table (Redis's dictSetResizeEnabled): while a fork child
 /// shares the parent's pages, moving entries around only costs copy-on-write memory.
@@ -467,7 +487,10 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         }
         let used = self.ht[0].used;
         if used >= size && (RESIZE_ALLOWED.load(Ordering::Relaxed) || used / size > FORCE_RESIZE_RATIO) {
-            self.start_resize((used + 1).next_power_of_two());
+            let target = (used + 1).next_power_of_two();
+            if growth_allowed(used, size, target * std::mem::size_of::<usize>()) {
+                self.start_resize(target);
+            }
         }
     }
 

@@ -139,6 +139,7 @@ pub struct EvictState {
 impl EvictState {
     /// The state for a server starting with `limit` as maxmemory.
     pub fn with_limit(limit: u64) -> EvictState {
+        crate::db::table::set_maxmemory(limit);
         EvictState { limit_seen: limit, ..Default::default() }
     }
 }
@@ -151,6 +152,7 @@ pub fn limit_changed(st: &mut State) {
         return;
     }
     st.evict.limit_seen = limit;
+    crate::db::table::set_maxmemory(limit);
     let used = st.used_memory();
     if limit > 0 && used > limit {
         tracing::warn!(

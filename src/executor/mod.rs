@@ -182,12 +182,12 @@ impl State {
     /// used_memory as maxmemory counts it: allocated bytes less the Lua VM's heap, which Redis
     /// keeps outside its allocator's count (and reports apart, as used_memory_lua).
     pub fn used_memory(&self) -> u64 {
-        self.stats.used_memory_now().saturating_sub(self.scripting.vm_memory() as u64)
+        self.stats.used_memory_now().saturating_sub(self.scripting.vm_allocated() as u64)
     }
 
     /// Samples the allocator (raising the peak): its figures, and used_memory as INFO shows it.
     pub fn sample_memory(&mut self) -> (crate::stats::AllocatorStats, u64) {
-        let lua = self.scripting.vm_memory() as u64;
+        let lua = self.scripting.vm_allocated() as u64;
         self.stats.sample_memory(lua)
     }
 

@@ -185,8 +185,14 @@ impl Engine {
         self.bodies_bytes + n * (48 + 24 + 16) + buckets * 8
     }
 
-    /// Bytes the Lua VM holds (INFO used_memory_lua): the collector's own count, as Redis reports
-    /// it (mlua's allocator tally also holds what the collector has already given back).
+    /// Bytes the allocator holds for the Lua VM (mlua's tally, cheap to read): what used_memory
+    /// leaves out.
+    pub fn vm_allocated(&self) -> usize {
+        self.vm.lua.used_memory()
+    }
+
+    /// Bytes the Lua VM holds as INFO used_memory_lua reports them: the collector's own count,
+    /// as Redis reads it.
     pub fn vm_memory(&self) -> usize {
         let mut bytes = 0usize;
         // SAFETY: a protected C call that only reads the collector's counters.
