@@ -144,6 +144,16 @@ pub fn render(template: &str, program: &str, cfg: &Config) -> String {
     out
 }
 
+/// Sets the title from the template with `title` for `{title}` (a fork child's
+/// `redis-rdb-bgsave`, as Redis names them).
+pub fn set_as(cfg: &Config, title: &str) {
+    if !cfg.set_proc_title {
+        return;
+    }
+    let template = config::lookup("proc-title-template").map(|d| cfg.get(d)).unwrap_or_default();
+    write(&render(&template, title, cfg));
+}
+
 fn write(title: &str) {
     let guard = AREA.lock().unwrap_or_else(|e| e.into_inner());
     let Some(area) = guard.as_ref() else { return };

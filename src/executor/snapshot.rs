@@ -192,7 +192,7 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
     match fork {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
-            let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
+            become_child(st, "redis-rdb-bgsave");
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 child_main(st, fixed.is_none(), base, &info, &filename, wr)
             }))
@@ -227,6 +227,18 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
     }
 }
 
+/// What a fork child does first, as Redis's child setup: it stops listening (the listening
+/// sockets are the parent's; a child outliving a killed parent must not hold the port), takes the
+/// background child's OOM score and its process title.
+fn become_child(st: &State, title: &str) {
+    for (fd, _) in super::handoff::listeners() {
+        // SAFETY: the child's copies of the listening descriptors; nothing in the child uses them.
+        unsafe { libc::close(fd) };
+    }
+    let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
+    crate::proctitle::set_as(&st.config, title);
+}
+
 /// Forks a child of `kind` that runs `work` on its copy-on-write image of the dataset, reports
 /// its COW size and exits (0 when `work` succeeded). Returns the child's pid.
 pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> bool) -> Result<i32, String> {
@@ -238,7 +250,7 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
     match fork {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
-            let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
+            become_child(st, if kind == ChildKind::Rdb { "redis-rdb-bgsave" } else { "redis-aof-rewrite" });
             let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(st))).unwrap_or(false);
             let cow = private_dirty_bytes().unwrap_or(0);
             let mut f = File::from(wr);
