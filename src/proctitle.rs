@@ -6,6 +6,7 @@
 //! and `set` writes the title over it. The kernel then reports everything up to the first NUL as the
 //! command line, so a title may be as long as argv and environ were together.
 
+use std::ffi::CString;
 use std::sync::Mutex;
 
 use crate::config::{self, Config};
@@ -45,7 +46,9 @@ pub fn init(program: &str) {
         unsafe {
             libc::clearenv();
             for (k, v) in &vars {
-                let (Ok(k), Ok(v)) = (cstring(k.as_encoded_bytes()), cstring(v.as_encoded_bytes())) else { continue };
+                let (Ok(k), Ok(v)) = (CString::new(k.as_encoded_bytes()), CString::new(v.as_encoded_bytes())) else {
+                    continue;
+                };
                 libc::setenv(k.as_ptr(), v.as_ptr(), 1);
             }
         }
@@ -54,18 +57,14 @@ pub fn init(program: &str) {
     // SAFETY: as above; the copies are leaked on purpose, glibc keeps using them for the process's
     // lifetime.
     unsafe {
-        if let Ok(name) = cstring(program.as_bytes()) {
+        if let Ok(name) = CString::new(program.as_bytes()) {
             let short = program.rsplit('/').next().unwrap_or(program);
-            let short = cstring(short.as_bytes()).unwrap_or_else(|_| name.clone());
+            let short = CString::new(short.as_bytes()).unwrap_or_else(|_| name.clone());
             program_invocation_name = name.into_raw();
             program_invocation_short_name = short.into_raw();
         }
     }
     *AREA.lock().unwrap_or_else(|e| e.into_inner()) = Some(Area { start: arg_start, len: end - arg_start });
-}
-
-fn cstring(bytes: &[u8]) -> Result<std::ffi::CString, std::ffi::NulError> {
-    std::ffi::CString::new(bytes)
 }
 
 /// arg_start, arg_end, env_start and env_end: fields 48 to 51 of /proc/self/stat.
@@ -81,12 +80,8 @@ fn read_bounds() -> Option<[usize; 4]> {
 /// Sets the title from `cfg`'s template (nothing when set-proc-title is off or `init` could not
 /// claim the memory).
 pub fn set(cfg: &Config) {
-    if !cfg.set_proc_title {
-        return;
-    }
-    let template = config::lookup("proc-title-template").map(|d| cfg.get(d)).unwrap_or_default();
     let program = PROGRAM.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    write(&render(&template, &program, cfg));
+    set_as(cfg, &program);
 }
 
 /// Expands the template's variables; `{{` is a literal brace. Trailing spaces are trimmed (an

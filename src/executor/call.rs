@@ -437,16 +437,16 @@ fn after_reply(
     args: &Args,
     out: &mut Vec<u8>,
 ) {
-    // A read-only script command is not tracked itself: the commands its script runs decide.
-    let reads = spec.has_flag(flags::READONLY) && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
-    if reads {
-        // Inside a script, a read makes the caller remember the keys the script declared.
-        if let (Some(caller), Some(keys)) = (client.script_caller, &client.caller_tracked_keys) {
+    // Inside a script, a read makes the caller remember the keys the script declared.
+    if let (Some(caller), Some(keys)) = (client.script_caller, &client.caller_tracked_keys) {
+        if spec.has_flag(flags::READONLY) {
             st.tracking.remember(caller, keys.iter().map(|k| &k[..]));
         }
     }
     let t = &mut client.tracking;
     if t.on {
+        // A read-only script command is not tracked itself: the commands its script runs decide.
+        let reads = spec.has_flag(flags::READONLY) && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
         if reads && t.remembers_reads() {
             let positions = if spec.has_flag(flags::MOVABLEKEYS) {
                 // ZUNION, SINTERCARD, XREAD ...: the key specs find the keys, as COMMAND GETKEYS.
