@@ -30,6 +30,15 @@ pub fn replace_tcp_listeners(fds: &[RawFd]) -> Vec<RawFd> {
     old
 }
 
+/// Stops every listener accepting (an exit from inside a busy script: a client that sees its
+/// connection close must then find the port closed, as when Redis exits).
+pub fn stop_listening() {
+    for (fd, _) in listeners() {
+        // SAFETY: shutdown on a listening descriptor the accept loops own; it is not closed here.
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+    }
+}
+
 pub fn listeners() -> Vec<(RawFd, bool)> {
     LISTENERS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

@@ -56,6 +56,7 @@ impl Busy {
 /// SHUTDOWN NOSAVE while a script is busy: as Redis, the server exits from inside the script,
 /// once children are stopped and the AOF is written and synced, so nothing more is accepted.
 fn exit_now(st: &mut crate::executor::State) -> ! {
+    crate::executor::handoff::stop_listening();
     tracing::warn!("User requested shutdown...");
     crate::executor::snapshot::kill_child(st);
     crate::executor::aof::shutdown(st);
