@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use crate::commands::{self, acl as cat, CommandSpec};
+use crate::spec::{self, acl as cat, CommandSpec};
 
 /// Key pattern permissions (`%R~`, `%W~`, `~`).
 const READ: u8 = 1;
@@ -38,22 +38,29 @@ struct Entry {
 }
 
 fn in_redis_7_0(full: &str) -> bool {
-    commands::docs::find(full).is_some_and(|d| {
+    spec::docs::find(full).is_some_and(|d| {
         let mut parts = d.since.split('.').map(|p| p.parse::<u32>().unwrap_or(u32::MAX));
         let version = (parts.next().unwrap_or(u32::MAX), parts.next().unwrap_or(u32::MAX));
         version <= (7, 0)
     })
 }
 
-fn spec_key(spec: &'static CommandSpec) -> usize {
-    spec as *const CommandSpec as usize
+fn spec_key<H>(spec: &'static CommandSpec<H>) -> usize {
+    spec as *const CommandSpec<H> as usize
 }
 
+static CATALOG: OnceLock<Catalog> = OnceLock::new();
+
 fn catalog() -> &'static Catalog {
-    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| Catalog { entries: Vec::new(), by_spec: HashMap::new(), top: Vec::new() })
+}
+
+/// Numbers every command and subcommand of the table for the permission bitmaps (once, when
+/// the executor installs the table, before any user is built).
+pub fn install_catalog<H>(families: &'static [&'static [CommandSpec<H>]]) {
     CATALOG.get_or_init(|| {
         let mut c = Catalog { entries: Vec::new(), by_spec: HashMap::new(), top: Vec::new() };
-        for spec in commands::all() {
+        for spec in families.iter().flat_map(|f| f.iter()) {
             let id = c.entries.len();
             c.entries.push(Entry {
                 full: spec.name.to_string(),
@@ -104,7 +111,7 @@ fn catalog() -> &'static Catalog {
             }
         }
         c
-    })
+    });
 }
 
 /// Redis 7.0 commands ferrodis does not implement yet, with their categories: rules may name
@@ -122,7 +129,7 @@ fn category_bits(names: &[&str]) -> u64 {
     names.iter().filter_map(|n| category(n.as_bytes())).fold(0, |acc, b| acc | b)
 }
 
-fn command_id(spec: &'static CommandSpec) -> Option<usize> {
+fn command_id<H>(spec: &'static CommandSpec<H>) -> Option<usize> {
     catalog().by_spec.get(&spec_key(spec)).copied()
 }
 
@@ -375,8 +382,8 @@ impl Selector {
         Ok(())
     }
 
-    fn check_command(&self, id: usize, spec: &CommandSpec, argv: &[Bytes]) -> bool {
-        if self.all_commands || spec.has_flag(commands::flags::NO_AUTH) || self.bit(id) {
+    fn check_command<H>(&self, id: usize, spec: &CommandSpec<H>, argv: &[Bytes]) -> bool {
+        if self.all_commands || spec.has_flag(spec::flags::NO_AUTH) || self.bit(id) {
             return true;
         }
         argv.len() >= 2
@@ -387,7 +394,7 @@ impl Selector {
         if self.all_keys {
             return true;
         }
-        use commands::docs::ksflags;
+        use spec::docs::ksflags;
         let mut need = 0;
         if key_flags & ksflags::ACCESS != 0 {
             need |= READ;
@@ -410,13 +417,13 @@ impl Selector {
     }
 
     /// Checks a whole command; on refusal, the reason and argument position.
-    fn check(&self, id: usize, spec: &'static CommandSpec, full: &str, argv: &[Bytes]) -> Result<(), Refusal> {
+    fn check<H>(&self, id: usize, spec: &'static CommandSpec<H>, full: &str, argv: &[Bytes]) -> Result<(), Refusal> {
         if !self.check_command(id, spec, argv) {
             return Err(Refusal { reason: Denied::Command, pos: 0 });
         }
         if !self.all_keys {
-            let doc = commands::docs::find(full);
-            for (pos, flags) in commands::command::extract_keys(spec, doc, full, argv) {
+            let doc = spec::docs::find(full);
+            for (pos, flags) in crate::spec::getkeys::extract_keys(spec, doc, full, argv) {
                 if !self.check_key(&argv[pos], flags) {
                     return Err(Refusal { reason: Denied::Key, pos });
                 }
@@ -742,7 +749,7 @@ impl User {
 
     /// Checks a command against every selector: Ok when one allows it, otherwise the most
     /// relevant refusal (Redis ranks channel > auth > key > command, then the later argument).
-    pub fn check(&self, spec: &'static CommandSpec, full: &str, argv: &[Bytes]) -> Result<(), Refusal> {
+    pub fn check<H>(&self, spec: &'static CommandSpec<H>, full: &str, argv: &[Bytes]) -> Result<(), Refusal> {
         let Some(id) = command_id(spec) else { return Ok(()) };
         let mut worst: Option<Refusal> = None;
         for s in std::iter::once(&self.root).chain(&self.selectors) {
@@ -760,7 +767,7 @@ impl User {
 
     /// Whether a selector that allows this command may read every key (Redis's
     /// ACLUserCheckCmdWithUnrestrictedKeyAccess, asked by SORT before BY and GET).
-    pub fn reads_any_key(&self, spec: &'static CommandSpec, full: &str, argv: &[Bytes]) -> bool {
+    pub fn reads_any_key<H>(&self, spec: &'static CommandSpec<H>, full: &str, argv: &[Bytes]) -> bool {
         let Some(id) = command_id(spec) else { return true };
         std::iter::once(&self.root).chain(&self.selectors).any(|s| {
             s.check(id, spec, full, argv).is_ok()
@@ -1001,6 +1008,7 @@ mod tests {
 
     #[test]
     fn describes_like_redis() {
+        crate::commands::install();
         assert_eq!(User::default_user().describe(), "on nopass ~* &* +@all");
         assert_eq!(User::new(b"alice", false).describe(), "off resetchannels -@all");
         assert_eq!(user(&["+@all", "-debug", "~*"]).describe(), "off ~* resetchannels +@all -debug");
@@ -1010,6 +1018,7 @@ mod tests {
 
     #[test]
     fn sha256_matches_redis() {
+        crate::commands::install();
         assert_eq!(sha256_hex(b"pw"), "30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4");
     }
 }

@@ -1500,7 +1500,7 @@ impl Config {
                 }
                 "rename-command" if argc == 3 => {
                     self.renamed_commands.push((argv[1].clone(), argv[2].clone()));
-                    if let Err(why) = crate::commands::renamed_table(&self.renamed_commands) {
+                    if let Err(why) = check_renames(&self.renamed_commands) {
                         return Err(fail(why));
                     }
                 }
@@ -1766,6 +1766,19 @@ pub mod live {
     pub fn get_u64(v: &AtomicU64) -> u64 {
         v.load(Ordering::Relaxed)
     }
+}
+
+/// Validates a `rename-command` list against the command table with Redis's errors. The table
+/// sits above configuration, so the executor's registry installs this check with the table.
+pub type RenameCheck = fn(&[(String, String)]) -> Result<(), &'static str>;
+static RENAME_CHECK: std::sync::OnceLock<RenameCheck> = std::sync::OnceLock::new();
+
+pub fn install_rename_check(check: RenameCheck) {
+    let _ = RENAME_CHECK.set(check);
+}
+
+fn check_renames(renames: &[(String, String)]) -> Result<(), &'static str> {
+    RENAME_CHECK.get().map_or(Ok(()), |check| check(renames))
 }
 
 #[cfg(test)]

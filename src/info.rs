@@ -8,8 +8,9 @@
 
 use std::fmt::Write;
 
-use crate::commands::{self, CommandSpec};
 use crate::executor::clients::Client;
+use crate::executor::clients::{client_memory, CALLER_QUERY_BUFFER};
+use crate::executor::registry::{self, CommandSpec};
 use crate::executor::State;
 use crate::stats::{self, AllocatorStats};
 
@@ -223,7 +224,7 @@ fn server(s: &mut Section, st: &State, now_ms: i64) {
     s.field("process_supervised", "no");
     s.field("run_id", &st.run_id);
     s.field("tcp_port", st.config.port);
-    s.field("server_time_usec", crate::executor::unix_us());
+    s.field("server_time_usec", crate::util::clock::unix_us());
     s.field("uptime_in_seconds", uptime);
     s.field("uptime_in_days", uptime / 86400);
     s.field("hz", st.config.hz);
@@ -238,18 +239,6 @@ fn server(s: &mut Section, st: &State, now_ms: i64) {
 pub fn connected_clients(st: &State) -> usize {
     1 + st.clients.values().filter(|c| !c.handle.close_requested()).count()
 }
-
-/// Estimated memory of one client's fixed parts, as CLIENT LIST's tot-mem reports them: Redis's
-/// per-client structures and reply buffer plus the query buffer's allocation (`qbuf_alloc`).
-pub fn client_memory(qbuf_alloc: usize) -> u64 {
-    const FIXED: u64 = 768;
-    const REPLY_BUFFER: u64 = 1024;
-    FIXED + REPLY_BUFFER + qbuf_alloc as u64
-}
-
-/// The query buffer Redis holds for the client running a command (16 KiB read room in a 20 KiB
-/// allocation).
-pub const CALLER_QUERY_BUFFER: usize = 20480;
 
 fn clients(s: &mut Section, st: &State, caller: &Client) {
     let max_qbuf = st.clients.values().map(|c| c.qbuf).chain([caller.qbuf]).max().unwrap_or(0);
@@ -468,7 +457,7 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("expire_cycle_cpu_milliseconds", 0);
     s.field("evicted_keys", x.evicted_keys);
     s.field("evicted_clients", st.stats.evicted_clients);
-    let now_ms = crate::executor::unix_ms();
+    let now_ms = crate::util::clock::unix_ms();
     let current_exceeded = x.eviction_exceeded_since.map_or(0, |since| (now_ms - since).max(0) as u64);
     s.field("total_eviction_exceeded_time", x.eviction_exceeded_ms + current_exceeded);
     s.field("current_eviction_exceeded_time", current_exceeded);
@@ -536,7 +525,7 @@ fn cpu(s: &mut Section) {
 
 /// Every command and subcommand with its stats name (`get`, `config|get`), in table order.
 fn stat_names() -> impl Iterator<Item = &'static str> {
-    commands::all().flat_map(|top: &'static CommandSpec| {
+    registry::all().flat_map(|top: &'static CommandSpec| {
         std::iter::once(top.name)
             .chain(top.subcommands.iter().map(move |sub| crate::executor::call::full_name(top, sub)))
     })

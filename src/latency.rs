@@ -19,8 +19,6 @@
 
 use std::fmt::Write as _;
 
-use crate::executor::State;
-
 /// Seconds of history kept per event (Redis's LATENCY_TS_LEN).
 pub const TS_LEN: usize = 160;
 
@@ -496,24 +494,6 @@ fn sparkline(out: &mut String, points: &[(f64, String)], columns: usize, rows: u
             out.push_str(&String::from_utf8_lossy(&line));
             out.push('\n');
         }
-    }
-}
-
-/// latency-monitor-threshold in milliseconds (0: off).
-pub fn threshold_ms(st: &State) -> u64 {
-    crate::config::lookup("latency-monitor-threshold").and_then(|d| st.config.get(d).parse().ok()).unwrap_or(0)
-}
-
-/// Records `event` when a span of `duration_us` reaches the threshold (Redis's
-/// latencyAddSampleIfNeeded, which compares whole milliseconds).
-pub fn record(st: &mut State, event: &str, duration_us: u64) {
-    let ms = duration_us / 1000;
-    if ms == 0 {
-        return;
-    }
-    let threshold = threshold_ms(st);
-    if threshold > 0 && ms >= threshold {
-        st.latency.add(event, ms, crate::executor::unix_ms() / 1000);
     }
 }
 

@@ -27,11 +27,10 @@ pub mod proctitle;
 pub mod pubsub;
 pub mod rdb;
 pub mod resp;
-pub mod scripting;
 pub mod server;
 pub mod slowlog;
+pub mod spec;
 pub mod stats;
-pub mod tracking;
 pub mod types;
 pub mod util;
 

@@ -45,6 +45,8 @@ fn main() {
     let args: Vec<String> = argv.collect();
     // Before any thread exists (it rebuilds the environment) and after the last read of argv.
     ferrodis::proctitle::init(&program);
+    // The command table, before the config (rename-command is checked against it).
+    ferrodis::commands::install();
     let (file, stdin, options) = match config::parse_cli(&args) {
         Cli::Version => {
             println!(
@@ -75,8 +77,8 @@ fn main() {
             std::process::exit(1);
         }
     };
-    match ferrodis::commands::renamed_table(&cfg.renamed_commands) {
-        Ok(renames) if !renames.is_empty() => ferrodis::commands::install_renames(renames),
+    match ferrodis::executor::registry::renamed_table(&cfg.renamed_commands) {
+        Ok(renames) if !renames.is_empty() => ferrodis::executor::registry::install_renames(renames),
         _ => {}
     }
     log::init(&cfg.loglevel, &cfg.logfile);

@@ -70,7 +70,7 @@ pub fn quit(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     // Runs even inside MULTI: the transaction, WATCHes, tracking and CLIENT REPLY modes go too.
     super::transactions::unwatch_all(ctx);
-    crate::tracking::disable(&mut ctx.srv.tracking, ctx.client);
+    crate::executor::tracking::disable(&mut ctx.srv.tracking, ctx.client);
     let c = &mut *ctx.client;
     c.multi = None;
     c.dirty_exec = false;

@@ -4,9 +4,10 @@
 
 use super::flags::*;
 use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::executor::scripting::host::{stats_reply, store_code, RunningFunction};
+use crate::executor::scripting::script_flags;
 use crate::executor::State;
 use crate::resp::Reply;
-use crate::scripting::script_flags;
 
 const S: u64 = acl::SCRIPTING;
 const FCALL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE;
@@ -42,7 +43,7 @@ pub fn fcall_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
-    super::pubsub::feed_monitor_line(ctx.srv, ctx.client, ctx.spec.name, &args.argv);
+    crate::executor::pubsub::feed_monitor_line(ctx.srv, ctx.client, ctx.spec.name, &args.argv);
     let Some(def) = ctx.srv.scripting.registry().function(args.get(1)).cloned() else {
         return Err(CmdError::err("Function not found"));
     };
@@ -57,50 +58,16 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
     let rules = super::scripting::prepare_run(ctx.srv, def.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
     let now = ctx.now_ms;
-    let what = crate::scripting::Callable::Function(&def);
+    let what = crate::executor::scripting::Callable::Function(&def);
     // FUNCTION STATS from another client while this one is busy shows it.
     ctx.srv.running_function = Some(RunningFunction {
         name: def.name.clone(),
         command: args.argv.clone(),
-        started_us: crate::executor::mono_us(),
+        started_us: crate::util::clock::mono_us(),
     });
-    let reply = crate::scripting::run(ctx.srv, ctx.client, what, keys, argv, rules, now);
+    let reply = crate::executor::scripting::run(ctx.srv, ctx.client, what, keys, argv, rules, now);
     ctx.srv.running_function = None;
     Ok(reply)
-}
-
-/// The flags FCALL runs under: its function's, as a script's shebang flags decide EVAL's.
-pub fn command_flags(st: &State, spec: &CommandSpec, argv: &[bytes::Bytes]) -> u32 {
-    match argv.get(1).and_then(|name| st.scripting.registry().function(name)) {
-        Some(def) => super::scripting::flags_from_script(spec.flags, def.flags),
-        None => spec.flags,
-    }
-}
-
-/// Rebuilds the engine's libraries from `State::functions` (after an RDB load): each library's
-/// code runs again to register its functions. A library that fails is logged and dropped.
-pub fn reload_all(st: &mut State) {
-    st.scripting.flush_libraries();
-    let mut kept = Vec::new();
-    for lib in std::mem::take(&mut st.functions.libs) {
-        match st.scripting.load_library(&lib.code, false) {
-            Ok(_) => kept.push(lib),
-            Err(e) => tracing::warn!("Failed to load library {}: {e}", String::from_utf8_lossy(&lib.name)),
-        }
-    }
-    st.functions.libs = kept;
-}
-
-/// Stores a loaded library's code beside the engine's copy (sorted by name, replacing one of the
-/// same name).
-fn store_code(st: &mut State, name: &str, code: &[u8]) {
-    let libs = &mut st.functions.libs;
-    libs.retain(|l| l.name != name.as_bytes());
-    let at = libs.partition_point(|l| l.name.as_slice() < name.as_bytes());
-    libs.insert(
-        at,
-        crate::functions::Library { name: name.as_bytes().to_vec(), engine: b"LUA".to_vec(), code: code.to_vec() },
-    );
 }
 
 /// FUNCTION LOAD [REPLACE] function-code
@@ -213,43 +180,12 @@ pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Array(out))
 }
 
-/// The function an FCALL is running (FUNCTION STATS's `running_script`).
-#[derive(Debug)]
-pub struct RunningFunction {
-    pub name: String,
-    pub command: Vec<bytes::Bytes>,
-    pub started_us: u64,
-}
-
 /// FUNCTION STATS
 ///
 /// The running function (never one: functions run to completion before this is read) and the
 /// engine's library and function counts.
 pub fn function_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     Ok(stats_reply(ctx.srv))
-}
-
-/// FUNCTION STATS's reply (also given by a busy function to connections made during it).
-pub fn stats_reply(st: &State) -> Reply {
-    let running = st.running_function.as_ref().map_or(Reply::Nil, |f| {
-        Reply::Map(vec![
-            (Reply::bulk("name"), Reply::bulk(f.name.as_str())),
-            (Reply::bulk("command"), Reply::Array(f.command.iter().map(|a| Reply::Bulk(a.to_vec())).collect())),
-            (
-                Reply::bulk("duration_ms"),
-                Reply::Int((crate::executor::mono_us().saturating_sub(f.started_us) / 1000) as i64),
-            ),
-        ])
-    });
-    let registry = st.scripting.registry();
-    let lua = Reply::Map(vec![
-        (Reply::bulk("libraries_count"), Reply::Int(registry.libraries.len() as i64)),
-        (Reply::bulk("functions_count"), Reply::Int(registry.function_count() as i64)),
-    ]);
-    Reply::Map(vec![
-        (Reply::bulk("running_script"), running),
-        (Reply::bulk("engines"), Reply::Map(vec![(Reply::bulk("LUA"), lua)])),
-    ])
 }
 
 /// FUNCTION KILL

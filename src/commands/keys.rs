@@ -451,7 +451,7 @@ fn flush_mode(args: &Args) -> Result<bool, CmdError> {
 pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
     ctx.touch_watched_in_db(idx, None);
     ctx.srv.signal_db_waiters(idx);
-    crate::tracking::on_flush(ctx.srv);
+    crate::executor::tracking::on_flush(ctx.srv);
     let db = &mut ctx.srv.dbs[idx];
     let removed = db.len() as u64;
     let tables = db.clear();

@@ -745,47 +745,15 @@ pub fn blmpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
 mod tests {
     use super::*;
 
-    fn args(words: &[&str]) -> Args {
-        Args::new(words.iter().map(|w| bytes::Bytes::copy_from_slice(w.as_bytes())).collect())
-    }
+    use crate::commands::harness::Harness;
 
-    /// Runs commands through their handlers on a scratch server state.
-    struct Harness {
-        st: crate::executor::State,
-        client: crate::executor::clients::Client,
-    }
-
-    impl Harness {
-        fn new(fill: i64) -> Self {
-            let info = crate::executor::clients::ConnInfo {
-                addr: "127.0.0.1:1".into(),
-                laddr: "127.0.0.1:2".into(),
-                fd: 0,
-                unix: false,
-                local: true,
-            };
-            let handle = std::sync::Arc::new(crate::executor::clients::ClientHandle::default());
-            let config = crate::config::Config { list_max_listpack_size: fill as i32, ..Default::default() };
-            Harness {
-                st: crate::executor::State::new(config),
-                client: crate::executor::clients::Client::new(1, info, handle, 1_700_000_000_000, true),
-            }
-        }
-
-        /// The reply as RESP2 bytes.
-        fn run(&mut self, words: &[&str]) -> Vec<u8> {
-            let spec = super::super::lookup(words[0].as_bytes()).expect("known command");
-            let mut ctx = Ctx { srv: &mut self.st, client: &mut self.client, now_ms: 1_700_000_000_000, spec };
-            let reply = (spec.handler)(&mut ctx, &args(words)).unwrap_or_else(|e| e.into_reply());
-            let mut out = Vec::new();
-            crate::resp::writer::write_reply(&mut out, &reply, 2);
-            out
-        }
+    fn harness(fill: i32) -> Harness {
+        Harness::with_config(crate::config::Config { list_max_listpack_size: fill, ..Default::default() })
     }
 
     #[test]
     fn pushes_pops_and_ranges_across_nodes() {
-        let mut h = Harness::new(2);
+        let mut h = harness(2);
         assert_eq!(h.run(&["rpush", "l", "a", "b", "c", "d", "e"]), b":5\r\n");
         assert_eq!(h.run(&["lpush", "l", "z"]), b":6\r\n");
         assert_eq!(h.run(&["lrange", "l", "1", "-2"]), b"*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n");
@@ -804,7 +772,7 @@ mod tests {
 
     #[test]
     fn blocking_serves_or_requests_a_wait() {
-        let mut h = Harness::new(-2);
+        let mut h = harness(-2);
         assert_eq!(h.run(&["blpop", "a", "b", "0"]), b"");
         let req = h.client.block_request.take().expect("block requested");
         assert_eq!(req.keys, vec![b"a".to_vec(), b"b".to_vec()]);

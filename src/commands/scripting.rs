@@ -1,12 +1,12 @@
 //! Scripting commands: EVAL, EVALSHA, their read-only forms, and SCRIPT. Argument checks, the
 //! script cache and the rules a run starts under (read-only, OOM, failed saves) are decided here
-//! in Redis's order; the Lua engine itself is `crate::scripting`.
+//! in Redis's order; the Lua engine itself is `crate::executor::scripting`.
 
 use super::flags::*;
 use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use crate::executor::scripting::{script_flags, RunRules};
 use crate::executor::State;
 use crate::resp::Reply;
-use crate::scripting::{script_flags, RunRules};
 
 const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | MOVABLEKEYS | MAY_REPLICATE;
 const S: u64 = acl::SCRIPTING;
@@ -55,7 +55,7 @@ pub fn evalsha_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     // EVAL skips the usual feed (after the command) and shows itself first, so that MONITOR
     // lists the script's commands after it.
-    super::pubsub::feed_monitor_line(ctx.srv, ctx.client, ctx.spec.name, &args.argv);
+    crate::executor::pubsub::feed_monitor_line(ctx.srv, ctx.client, ctx.spec.name, &args.argv);
     // A digest of the wrong length cannot match: NOSCRIPT before anything else is looked at.
     if by_sha && args.get(1).len() != 40 {
         return Err(CmdError::Raw(NOSCRIPT_ERROR.into()));
@@ -79,7 +79,15 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
     let rules = prepare_run(ctx.srv, script.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
     let now = ctx.now_ms;
-    Ok(crate::scripting::run(ctx.srv, ctx.client, crate::scripting::Callable::Script(&script), keys, argv, rules, now))
+    Ok(crate::executor::scripting::run(
+        ctx.srv,
+        ctx.client,
+        crate::executor::scripting::Callable::Script(&script),
+        keys,
+        argv,
+        rules,
+        now,
+    ))
 }
 
 /// The checks Redis makes before a run (scriptPrepareForRun), and the rules the run gets.
@@ -115,49 +123,6 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
     Ok(RunRules { read_only: read_only || (!compat && no_writes), allow_oom: !compat && allow_oom, oom_at_start: oom })
 }
 
-/// The flags an EVAL-family command runs under (Redis's evalGetCommandFlags): a script with a
-/// shebang declares its own. Without `no-writes` it counts as a write (refused after a failed
-/// save, held by CLIENT PAUSE WRITE), and without `allow-oom` or `no-writes` as DENYOOM.
-pub fn command_flags(st: &State, spec: &CommandSpec, argv: &[bytes::Bytes]) -> u32 {
-    let Some(first) = argv.get(1) else { return spec.flags };
-    let by_sha = spec.name.starts_with("evalsha");
-    let script = if by_sha {
-        if first.len() != 40 {
-            return spec.flags;
-        }
-        st.scripting.get(&String::from_utf8_lossy(first).to_ascii_lowercase()).map(|s| s.flags)
-    } else {
-        st.scripting.by_body(first).map(|s| s.flags)
-    };
-    let script_flags = match script {
-        Some(f) => f,
-        None if by_sha => return spec.flags,
-        None => match crate::scripting::shebang_flags(first) {
-            Ok(f) => f,
-            Err(_) => return spec.flags,
-        },
-    };
-    flags_from_script(spec.flags, script_flags)
-}
-
-/// A command's flags under a script's (or function's) declared flags (scriptFlagsToCmdFlags).
-pub(super) fn flags_from_script(command_flags: u32, script_flags: u32) -> u32 {
-    if script_flags & script_flags::EVAL_COMPAT_MODE != 0 {
-        return command_flags;
-    }
-    let mut out = command_flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
-    if script_flags & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0 {
-        out |= DENYOOM;
-    }
-    if script_flags & script_flags::NO_WRITES == 0 {
-        out |= WRITE;
-    }
-    if script_flags & script_flags::ALLOW_STALE != 0 {
-        out |= STALE;
-    }
-    out
-}
-
 /// SCRIPT LOAD script
 ///
 /// Compiles the script into the cache without running it; replies with its SHA1.
@@ -186,9 +151,9 @@ pub fn script_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     // As Redis, the scripts' Lua VM starts afresh (its memory with it); function libraries, which
     // share the VM here (Redis gives them their own), are loaded into the new one again.
-    ctx.srv.scripting = crate::scripting::Engine::default();
+    ctx.srv.scripting = crate::executor::scripting::Engine::default();
     if !ctx.srv.functions.libs.is_empty() {
-        super::functions::reload_all(ctx.srv);
+        crate::executor::scripting::host::reload_all(ctx.srv);
     }
     Ok(Reply::Ok)
 }

@@ -7,11 +7,10 @@
 
 use super::flags::*;
 use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::executor::clients::Client;
+use crate::executor::clients::{client_line, Client, Current};
 use crate::executor::{ShutdownRequest, State};
 use crate::resp::Reply;
 use crate::types::{RStr, Value};
-use crate::util::alloc::size_class;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("info", -1, LOADING | STALE, NO_KEYS, acl::DANGEROUS, info),
@@ -154,132 +153,6 @@ fn client_type(st: &State, c: &Client) -> ClientType {
     } else {
         ClientType::Normal
     }
-}
-
-/// What only the calling client knows about itself while its command runs.
-pub(crate) struct Current {
-    cmd: String,
-    qbuf: usize,
-    argv_mem: usize,
-}
-
-impl Current {
-    fn of(ctx: &Ctx, args: &Args) -> Current {
-        // The command as it sat in the query buffer (multibulk form).
-        let mut qbuf = 1 + digits(args.len()) + 2;
-        let mut argv_mem = 0;
-        for a in &args.argv {
-            qbuf += 1 + digits(a.len()) + 2 + a.len() + 2;
-            argv_mem += a.len();
-        }
-        Current { cmd: format!("client|{}", ctx.spec.name), qbuf, argv_mem }
-    }
-}
-
-fn digits(n: usize) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
-}
-
-/// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's field order, without the newline.
-pub(crate) fn client_line(st: &State, c: &Client, now_ms: i64, current: Option<&Current>) -> String {
-    let mut flags = String::new();
-    if st.pubsub.monitors.contains(&c.id) {
-        flags.push('O');
-    }
-    if st.pubsub.is_subscribed(c.id) {
-        flags.push('P');
-    }
-    if c.multi.is_some() {
-        flags.push('x');
-    }
-    if c.blocked.is_some() || c.postponed {
-        flags.push('b');
-    }
-    if c.tracking.on {
-        flags.push('t');
-    }
-    if c.tracking.broken_redir {
-        flags.push('R');
-    }
-    if c.tracking.bcast {
-        flags.push('B');
-    }
-    if c.dirty_cas {
-        flags.push('d');
-    }
-    if c.close_after_reply {
-        flags.push('c');
-    }
-    if c.handle.close_requested() {
-        flags.push('A');
-    }
-    if c.info.unix {
-        flags.push('U');
-    }
-    if c.no_evict {
-        flags.push('e');
-    }
-    if c.no_touch {
-        flags.push('T');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let (cmd, qbuf, argv_mem) = match current {
-        Some(cur) => (cur.cmd.clone(), cur.qbuf, cur.argv_mem),
-        None => (c.last_command_name(), c.qbuf, c.argv_mem),
-    };
-    const QUERY_BUFFER: usize = 20474;
-    // A connection that never sent a command has no query buffer yet (Redis allocates it on
-    // the first read), so it reports the bare client structures.
-    // Another client's query buffer is what its connection last reported (trimmed by the
-    // client cron when idle, as Redis's clientsCron does).
-    let (qbuf, qbuf_free, tot_mem) = if current.is_none() && c.last_cmd == "NULL" {
-        (qbuf, 4, 1800)
-    } else if current.is_none() {
-        let (len, cap) = c.handle.qbuf();
-        (len, cap.saturating_sub(len), crate::info::client_memory(cap))
-    } else {
-        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), crate::info::client_memory(crate::info::CALLER_QUERY_BUFFER + qbuf))
-    };
-    // Output waiting for the socket; Redis counts it in 16 KiB reply-list nodes.
-    let omem = c.handle.pending_output();
-    let oll = omem.div_ceil(16 * 1024);
-    let multi_mem = c.multi_mem();
-    let (plain, ssub) = st.pubsub.counts(c.id);
-    let psub = st.pubsub.subs(c.id).map_or(0, |s| s.patterns.len());
-    let redir = if c.tracking.on { c.tracking.redirect as i64 } else { -1 };
-    let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-    format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
-         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll={} omem={} tot-mem={} events=r{} \
-         cmd={} user={} redir={} resp={}",
-        c.id,
-        c.info.addr,
-        c.info.laddr,
-        c.info.fd,
-        name,
-        (now_ms - c.created_ms).max(0) / 1000,
-        (now_ms - c.last_interaction_ms).max(0) / 1000,
-        flags,
-        c.db,
-        plain - psub,
-        psub,
-        ssub,
-        c.multi.as_ref().map_or(-1, |q| q.len() as i64),
-        qbuf,
-        qbuf_free,
-        argv_mem,
-        multi_mem,
-        oll,
-        omem,
-        tot_mem + omem as u64 + multi_mem as u64,
-        if omem > 0 { "w" } else { "" },
-        cmd,
-        String::from_utf8_lossy(c.user_name()),
-        redir,
-        c.proto
-    )
 }
 
 /// CLIENT ID
@@ -588,7 +461,7 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// in full first (syntax errors, an unknown redirect client), then checked against each other and
 /// against the mode already on, in Redis's order; turning BCAST on again adds prefixes.
 pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let mut opts = crate::tracking::Options::default();
+    let mut opts = crate::executor::tracking::Options::default();
     let mut i = 3;
     while i < args.len() {
         let more = i + 1 < args.len();
@@ -620,7 +493,7 @@ pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
         i += 1;
     }
     if args.is(2, "off") {
-        crate::tracking::disable(&mut ctx.srv.tracking, ctx.client);
+        crate::executor::tracking::disable(&mut ctx.srv.tracking, ctx.client);
         return Ok(Reply::Ok);
     }
     if !args.is(2, "on") {
@@ -647,11 +520,11 @@ pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ));
     }
     if opts.bcast {
-        if let Some(e) = crate::tracking::prefix_collision(&t.prefixes, &opts.prefixes) {
+        if let Some(e) = crate::executor::tracking::prefix_collision(&t.prefixes, &opts.prefixes) {
             return Err(CmdError::err(e));
         }
     }
-    crate::tracking::enable(&mut ctx.srv.tracking, ctx.client, opts);
+    crate::executor::tracking::enable(&mut ctx.srv.tracking, ctx.client, opts);
     Ok(Reply::Ok)
 }
 
@@ -912,7 +785,7 @@ fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.srv.functions.libs.push(lib);
     }
     ctx.srv.functions.libs.sort_by(|a, b| a.name.cmp(&b.name));
-    super::functions::reload_all(ctx.srv);
+    crate::executor::scripting::host::reload_all(ctx.srv);
     tracing::info!("DB reloaded by DEBUG RELOAD");
     Ok(Reply::Ok)
 }
@@ -1046,7 +919,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"mallctl", 3 | 4) => debug_mallctl(args, false),
         (b"mallctl-str", 3 | 4) => debug_mallctl(args, true),
         (b"change-repl-id", 2) => {
-            ctx.srv.replid = crate::executor::random_hex(40);
+            ctx.srv.replid = crate::util::clock::random_hex(40);
             Ok(Reply::Ok)
         }
         _ => Err(sub_syntax_error(args)),
@@ -1552,7 +1425,7 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// [unix seconds, microseconds] as bulk strings.
 pub fn time(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let us = crate::executor::unix_us();
+    let us = crate::util::clock::unix_us();
     Ok(Reply::bulks([(us / 1_000_000).to_string(), (us % 1_000_000).to_string()]))
 }
 
@@ -1565,19 +1438,6 @@ pub fn role(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 
 // ---------------------------------------------------------------------------------------------
 // MEMORY
-
-/// What Redis would spend on this value: a 16-byte object header, plus its string storage
-/// (embedded with the header up to 44 bytes, separate beyond).
-pub fn value_memory(v: &Value) -> usize {
-    const ROBJ: usize = 16;
-    match v.as_str() {
-        Some(RStr::Int(_)) => ROBJ,
-        Some(s) if v.encoding_name() == "embstr" => size_class(ROBJ + 3 + s.len() + 1),
-        Some(RStr::Raw(b)) => ROBJ + crate::util::alloc::sds_alloc(b.capacity().max(b.len())),
-        Some(s) => ROBJ + crate::util::alloc::sds_alloc(s.len()),
-        None => ROBJ + v.heap_bytes(),
-    }
-}
 
 /// MEMORY USAGE key [SAMPLES count]
 ///
@@ -1599,7 +1459,9 @@ pub fn memory_usage(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     let now = ctx.now_ms;
     Ok(match ctx.db().peek(key, now) {
-        Some(v) => Reply::Int((value_memory(v) + crate::util::alloc::sds_alloc(key.len()) + DICT_ENTRY) as i64),
+        Some(v) => {
+            Reply::Int((crate::types::value_memory(v) + crate::util::alloc::sds_alloc(key.len()) + DICT_ENTRY) as i64)
+        }
         None => Reply::Nil,
     })
 }
@@ -1764,7 +1626,7 @@ pub fn latency_reset(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// An ASCII sparkline of the event's samples, each labelled with its age.
 pub fn latency_graph(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let now = crate::executor::unix_ms() / 1000;
+    let now = crate::util::clock::unix_ms() / 1000;
     match ctx.srv.latency.graph(args.get(2), now) {
         Some(text) => Ok(Reply::Verbatim("txt", text.into_bytes())),
         None => Err(CmdError::err(format!("No samples available for event '{}'", args.str(2)))),
@@ -1784,8 +1646,8 @@ pub fn latency_doctor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         st.stats.used_memory_now() as f64 * 1_000_000.0 / fork_us as f64 / (1024.0 * 1024.0 * 1024.0)
     };
     let inputs = crate::latency::DoctorInputs {
-        now_secs: crate::executor::unix_ms() / 1000,
-        threshold_ms: crate::latency::threshold_ms(st),
+        now_secs: crate::util::clock::unix_ms() / 1000,
+        threshold_ms: crate::executor::latency_threshold_ms(st),
         slowlog_log_slower_than: st.config.slowlog_log_slower_than,
         fork_rate_gb_per_sec: fork_rate,
         appendfsync_always: crate::config::lookup("appendfsync").is_some_and(|d| st.config.get(d) == "always"),
@@ -1918,27 +1780,10 @@ mod tests {
         assert_eq!(hex(&dataset_digest(&mut ctx)), "aec541f463b8302e1e5bd3726e790955ab38fa6d");
     }
 
-    fn client(id: u64, port: u16) -> Client {
-        use crate::executor::clients::{ClientHandle, ConnInfo};
-        let info = ConnInfo {
-            addr: format!("127.0.0.1:{port}"),
-            laddr: "127.0.0.1:6379".into(),
-            fd: id as i32 + 7,
-            unix: false,
-            local: true,
-        };
-        Client::new(id, info, std::sync::Arc::new(ClientHandle::default()), 0, true)
-    }
+    use crate::commands::harness::client;
 
     fn run(st: &mut crate::executor::State, me: &mut Client, argv: &[&str]) -> Vec<u8> {
-        let args = Args::new(argv.iter().map(|a| bytes::Bytes::copy_from_slice(a.as_bytes())).collect());
-        let top = super::super::lookup(args.get(0)).expect("command");
-        let spec = top.subcommand(args.get(1)).filter(|_| top.is_container()).unwrap_or(top);
-        let mut ctx = Ctx { srv: st, client: me, now_ms: 5000, spec };
-        let reply = (spec.handler)(&mut ctx, &args).unwrap_or_else(|e| e.into_reply());
-        let mut out = Vec::new();
-        crate::resp::writer::write_reply(&mut out, &reply, 2);
-        out
+        crate::commands::harness::run(st, me, crate::commands::harness::args(argv).argv, 5000)
     }
 
     #[test]

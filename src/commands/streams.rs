@@ -858,7 +858,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         if eq(o, "block") && more > 0 {
             // As Redis: BLOCK makes no sense in a script, which can never wait (the name as the
             // script spelled it).
-            if ctx.client.id == crate::scripting::SCRIPT_CLIENT_ID {
+            if ctx.client.id == crate::executor::scripting::SCRIPT_CLIENT_ID {
                 return Err(CmdError::err(format!(
                     "{} command is not allowed with BLOCK option from scripts",
                     String::from_utf8_lossy(args.get(0))
@@ -1895,22 +1895,14 @@ pub fn xinfo_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::clients::{Client, ClientHandle, ConnInfo};
+    use crate::executor::clients::Client;
 
     fn client() -> Client {
-        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true };
-        Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true)
+        crate::commands::harness::client(1, 1)
     }
 
     fn run_argv(st: &mut crate::executor::State, me: &mut Client, argv: Vec<Bytes>, now: i64) -> Vec<u8> {
-        let args = Args::new(argv);
-        let top = super::super::lookup(args.get(0)).expect("command");
-        let spec = if top.is_container() { top.subcommand(args.get(1)).expect("sub") } else { top };
-        let mut ctx = Ctx { srv: st, client: me, now_ms: now, spec };
-        let reply = (spec.handler)(&mut ctx, &args).unwrap_or_else(|e| e.into_reply());
-        let mut out = Vec::new();
-        crate::resp::writer::write_reply(&mut out, &reply, 2);
-        out
+        crate::commands::harness::run(st, me, argv, now)
     }
 
     fn run(st: &mut crate::executor::State, me: &mut Client, line: &str) -> Vec<u8> {

@@ -857,95 +857,57 @@ mod tests {
         Args::new(words.iter().map(|w| bytes::Bytes::copy_from_slice(w.as_bytes())).collect())
     }
 
-    /// Runs one command through its handler on a scratch server state.
-    struct Harness {
-        st: crate::executor::State,
-        client: crate::executor::clients::Client,
-        now_ms: i64,
-    }
-
-    impl Harness {
-        fn new() -> Self {
-            let info = crate::executor::clients::ConnInfo {
-                addr: "127.0.0.1:1".into(),
-                laddr: "127.0.0.1:2".into(),
-                fd: 0,
-                unix: false,
-                local: true,
-            };
-            let handle = std::sync::Arc::new(crate::executor::clients::ClientHandle::default());
-            let now_ms = 1_700_000_000_000;
-            Harness {
-                st: crate::executor::State::new(crate::config::Config::default()),
-                client: crate::executor::clients::Client::new(1, info, handle, now_ms, true),
-                now_ms,
-            }
-        }
-
-        fn run(&mut self, words: &[&str]) -> CmdResult {
-            let spec = super::super::lookup(words[0].as_bytes()).expect("known command");
-            let mut ctx = Ctx { srv: &mut self.st, client: &mut self.client, now_ms: self.now_ms, spec };
-            (spec.handler)(&mut ctx, &args(words))
-        }
-
-        fn encoding(&mut self, key: &str) -> Option<&'static str> {
-            self.st.dbs[0].peek(key.as_bytes(), self.now_ms).map(|v| v.encoding_name())
-        }
-
-        fn expire_at(&mut self, key: &str) -> Option<i64> {
-            self.st.dbs[0].expire_at(key.as_bytes(), self.now_ms)
-        }
-    }
+    use crate::commands::harness::Harness;
 
     #[test]
     fn encodings_after_writes_match_redis() {
         let mut h = Harness::new();
-        h.run(&["set", "n", "123"]).unwrap();
+        h.call(&["set", "n", "123"]).unwrap();
         assert_eq!(h.encoding("n"), Some("int"));
-        h.run(&["append", "n", ""]).unwrap();
+        h.call(&["append", "n", ""]).unwrap();
         assert_eq!(h.encoding("n"), Some("raw"));
-        h.run(&["incr", "n"]).unwrap();
+        h.call(&["incr", "n"]).unwrap();
         assert_eq!(h.encoding("n"), Some("int"));
-        h.run(&["setrange", "r", "0", "1"]).unwrap();
+        h.call(&["setrange", "r", "0", "1"]).unwrap();
         assert_eq!(h.encoding("r"), Some("raw"));
-        assert_eq!(h.run(&["incrbyfloat", "f", "1"]), Ok(Reply::Bulk(b"1".to_vec())));
+        assert_eq!(h.call(&["incrbyfloat", "f", "1"]), Ok(Reply::Bulk(b"1".to_vec())));
         assert_eq!(h.encoding("f"), Some("embstr"));
-        h.run(&["append", "a", "12"]).unwrap();
+        h.call(&["append", "a", "12"]).unwrap();
         assert_eq!(h.encoding("a"), Some("int"));
         for _ in 0..1000 {
-            h.run(&["append", "a", "xyz"]).unwrap();
+            h.call(&["append", "a", "xyz"]).unwrap();
         }
-        assert_eq!(h.run(&["strlen", "a"]), Ok(Reply::Int(3002)));
+        assert_eq!(h.call(&["strlen", "a"]), Ok(Reply::Int(3002)));
     }
 
     #[test]
     fn ttl_is_kept_or_dropped_like_redis() {
         let mut h = Harness::new();
-        h.run(&["set", "k", "1", "ex", "100"]).unwrap();
+        h.call(&["set", "k", "1", "ex", "100"]).unwrap();
         let at = h.now_ms + 100_000;
         for cmd in [&["incr", "k"][..], &["incrbyfloat", "k", "1"], &["append", "k", "0"], &["setrange", "k", "0", "5"]]
         {
-            h.run(cmd).unwrap();
+            h.call(cmd).unwrap();
             assert_eq!(h.expire_at("k"), Some(at), "{cmd:?}");
         }
-        h.run(&["set", "k", "v", "keepttl"]).unwrap();
+        h.call(&["set", "k", "v", "keepttl"]).unwrap();
         assert_eq!(h.expire_at("k"), Some(at));
-        h.run(&["getset", "k", "v"]).unwrap();
+        h.call(&["getset", "k", "v"]).unwrap();
         assert_eq!(h.expire_at("k"), None);
-        h.run(&["set", "k", "v", "px", "5"]).unwrap();
-        h.run(&["mset", "k", "v"]).unwrap();
+        h.call(&["set", "k", "v", "px", "5"]).unwrap();
+        h.call(&["mset", "k", "v"]).unwrap();
         assert_eq!(h.expire_at("k"), None);
     }
 
     #[test]
     fn past_absolute_expire_set_keeps_key_until_access_getex_deletes() {
         let mut h = Harness::new();
-        assert_eq!(h.run(&["set", "k", "v", "pxat", "1"]), Ok(Reply::Ok));
+        assert_eq!(h.call(&["set", "k", "v", "pxat", "1"]), Ok(Reply::Ok));
         assert_eq!(h.st.dbs[0].len(), 1);
-        assert_eq!(h.run(&["get", "k"]), Ok(Reply::Nil));
+        assert_eq!(h.call(&["get", "k"]), Ok(Reply::Nil));
         assert_eq!(h.st.dbs[0].counters.expired_keys, 1);
-        h.run(&["set", "k", "v"]).unwrap();
-        assert_eq!(h.run(&["getex", "k", "pxat", "1"]), Ok(Reply::Bulk(b"v".to_vec())));
+        h.call(&["set", "k", "v"]).unwrap();
+        assert_eq!(h.call(&["getex", "k", "pxat", "1"]), Ok(Reply::Bulk(b"v".to_vec())));
         assert_eq!(h.st.dbs[0].len(), 0);
         assert_eq!(h.st.dbs[0].counters.expired_keys, 1);
     }
@@ -953,16 +915,16 @@ mod tests {
     #[test]
     fn error_precedence() {
         let mut h = Harness::new();
-        assert_eq!(h.run(&["set", "k", "v", "ex", "abc", "nx", "xx"]), Err(CmdError::Syntax));
-        assert_eq!(h.run(&["set", "k", "v", "ex", "0"]), Err(CmdError::InvalidExpire("set".into())));
-        assert_eq!(h.run(&["set", "k", "v", "ex", "9223372036854775"]), Err(CmdError::InvalidExpire("set".into())));
-        assert_eq!(h.run(&["setex", "k", "-1", "v"]), Err(CmdError::InvalidExpire("setex".into())));
-        assert_eq!(h.run(&["getex", "k", "ex", "abc"]), Ok(Reply::Nil));
-        assert_eq!(h.run(&["decrby", "k", "-9223372036854775808"]), Err(CmdError::err("decrement would overflow")));
-        assert_eq!(h.run(&["mset", "a", "1", "b"]), Err(CmdError::WrongArity("mset".into())));
-        assert_eq!(h.run(&["setrange", "k", "-1", ""]), Err(CmdError::err("offset is out of range")));
-        h.run(&["set", "k", "9223372036854775807"]).unwrap();
-        assert_eq!(h.run(&["incr", "k"]), Err(CmdError::Overflow));
+        assert_eq!(h.call(&["set", "k", "v", "ex", "abc", "nx", "xx"]), Err(CmdError::Syntax));
+        assert_eq!(h.call(&["set", "k", "v", "ex", "0"]), Err(CmdError::InvalidExpire("set".into())));
+        assert_eq!(h.call(&["set", "k", "v", "ex", "9223372036854775"]), Err(CmdError::InvalidExpire("set".into())));
+        assert_eq!(h.call(&["setex", "k", "-1", "v"]), Err(CmdError::InvalidExpire("setex".into())));
+        assert_eq!(h.call(&["getex", "k", "ex", "abc"]), Ok(Reply::Nil));
+        assert_eq!(h.call(&["decrby", "k", "-9223372036854775808"]), Err(CmdError::err("decrement would overflow")));
+        assert_eq!(h.call(&["mset", "a", "1", "b"]), Err(CmdError::WrongArity("mset".into())));
+        assert_eq!(h.call(&["setrange", "k", "-1", ""]), Err(CmdError::err("offset is out of range")));
+        h.call(&["set", "k", "9223372036854775807"]).unwrap();
+        assert_eq!(h.call(&["incr", "k"]), Err(CmdError::Overflow));
     }
 
     #[test]

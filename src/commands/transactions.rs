@@ -4,8 +4,7 @@
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::executor::clients::Client;
-use crate::executor::State;
+use crate::executor::multi::unwatch_client;
 use crate::resp::writer::int_line;
 use crate::resp::Reply;
 
@@ -18,11 +17,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, keys(1, -1, 1), T, watch),
     spec("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, T, unwatch),
 ];
-
-/// Commands a client in MULTI runs at once instead of queueing.
-pub fn runs_inside_multi(name: &str) -> bool {
-    matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
-}
 
 /// MULTI
 ///
@@ -38,30 +32,6 @@ pub fn multi(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Forgets the client's watched keys.
 pub fn unwatch_all(ctx: &mut Ctx) {
     unwatch_client(ctx.srv, ctx.client);
-}
-
-/// Forgets `client`'s watched keys.
-pub fn unwatch_client(st: &mut State, client: &mut Client) {
-    let id = client.id;
-    for (db, key, _) in std::mem::take(&mut client.watched_keys) {
-        let k = (db, key);
-        if let Some(ids) = st.watched.get_mut(&k) {
-            ids.retain(|&w| w != id);
-            if ids.is_empty() {
-                st.watched.remove(&k);
-            }
-        }
-    }
-    client.dirty_cas = false;
-}
-
-/// Ends `client`'s transaction as a refused EXEC does (Redis's execCommandAbort): the queue and
-/// the watched keys go; returns the EXECABORT line for `reason` (an error line without `-`).
-pub fn abort_exec(st: &mut State, client: &mut Client, reason: &str) -> String {
-    client.multi = None;
-    client.dirty_exec = false;
-    unwatch_client(st, client);
-    format!("EXECABORT Transaction discarded because of: {reason}")
 }
 
 /// EXEC

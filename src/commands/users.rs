@@ -1,12 +1,13 @@
 //! The ACL command family (SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, GENPASS, DRYRUN,
-//! LOG, LOAD, SAVE, HELP), and the permission check `call()` makes before each command with
-//! its NOPERM wording and ACL LOG entry. Users and rules themselves live in `crate::acl`.
+//! LOG, LOAD, SAVE, HELP), AUTH's password check and the ACL file. The permission check before
+//! each command is `crate::executor::access`; users and rules live in `crate::acl`.
 
 use bytes::Bytes;
 
 use super::flags::*;
 use super::{container, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::acl::{Denied, Refusal, User};
+use crate::acl::{Denied, User};
+use crate::executor::access::log_denied;
 use crate::executor::clients::Client;
 use crate::executor::State;
 use crate::resp::Reply;
@@ -47,98 +48,6 @@ pub fn acl_changed(st: &mut State) {
     st.acl.refresh();
     let open = st.acl.default_user().nopass;
     crate::config::live::PROTECTED.store(st.config.protected_mode && open, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The check before a command: the client's user must allow it. Refusals are logged. While
-/// the client is the default user and that user allows everything (the common case), this is
-/// two loads.
-#[inline]
-pub fn check(
-    st: &mut State,
-    client: &Client,
-    spec: &'static CommandSpec,
-    parent: Option<&'static CommandSpec>,
-    argv: &[Bytes],
-) -> Result<(), Refusal> {
-    if client.user.is_none() && st.acl.default_unrestricted {
-        return Ok(());
-    }
-    check_user(st, client, spec, parent, argv)
-}
-
-fn check_user(
-    st: &mut State,
-    client: &Client,
-    spec: &'static CommandSpec,
-    parent: Option<&'static CommandSpec>,
-    argv: &[Bytes],
-) -> Result<(), Refusal> {
-    let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
-    let result = match st.acl.users.get(client.user_name()) {
-        Some(user) => user.check(spec, full, argv),
-        None => Err(Refusal { reason: Denied::Command, pos: 0 }),
-    };
-    if let Err(r) = result {
-        let object = if r.reason == Denied::Command { full.as_bytes() } else { &argv[r.pos][..] };
-        log_denied(st, client, r.reason, object, None);
-    }
-    result
-}
-
-/// The NOPERM reply for a refusal; inside EXEC, Redis's "rules changed" wording.
-pub fn noperm_text(
-    r: Refusal,
-    spec: &'static CommandSpec,
-    parent: Option<&'static CommandSpec>,
-    in_exec: bool,
-) -> String {
-    let full = parent.map_or(spec.name, |p| crate::executor::call::full_name(p, spec));
-    if in_exec {
-        let reason = match r.reason {
-            Denied::Command => "no permission to execute the command or subcommand",
-            Denied::Key => "no permission to touch the specified keys",
-            Denied::Channel => "no permission to access one of the channels used as arguments",
-            Denied::Auth => "no permission",
-        };
-        return format!(
-            "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This \
-             command is no longer allowed for the following reason: {reason}"
-        );
-    }
-    match r.reason {
-        Denied::Command => format!("NOPERM this user has no permissions to run the '{full}' command"),
-        Denied::Key => "NOPERM this user has no permissions to access one of the keys used as arguments".into(),
-        Denied::Channel => "NOPERM this user has no permissions to access one of the channels used as arguments".into(),
-        Denied::Auth => "NOPERM".into(),
-    }
-}
-
-/// The script's wording of a refusal (scriptCall's errors).
-pub fn script_refusal_text(r: Refusal) -> &'static str {
-    match r.reason {
-        Denied::Command => "The user executing the script can't run this command or subcommand",
-        Denied::Key => {
-            "The user executing the script can't access at least one of the keys mentioned in the command arguments"
-        }
-        Denied::Channel => "The user executing the script can't publish to the channel mentioned in the command",
-        Denied::Auth => "The user executing the script is lacking the permissions for the command",
-    }
-}
-
-/// Adds an ACL LOG entry for `client` (`username` overrides its user: a failed AUTH's name).
-pub fn log_denied(st: &mut State, client: &Client, reason: Denied, object: &[u8], username: Option<&[u8]>) {
-    let context = if client.id == crate::scripting::SCRIPT_CLIENT_ID {
-        "lua"
-    } else if client.multi.is_some() || client.in_exec {
-        "multi"
-    } else {
-        "toplevel"
-    };
-    let now = crate::executor::unix_ms();
-    let info = super::server::client_line(st, client, now, None);
-    let max_len = crate::config::lookup("acllog-max-len").and_then(|d| st.config.get(d).parse().ok()).unwrap_or(128);
-    let username = username.unwrap_or(client.user_name()).to_vec();
-    st.acl.log(reason, context, object, &username, info, now, max_len);
 }
 
 /// AUTH / HELLO AUTH: switches `client` to the user when the password is right; a failure is
@@ -356,7 +265,7 @@ pub fn log(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         count = args.i64(2)?.max(0) as usize;
     }
-    let now = crate::executor::unix_ms();
+    let now = crate::util::clock::unix_ms();
     Ok(Reply::Array(ctx.srv.acl.log.iter().take(count).map(|e| e.reply(now)).collect()))
 }
 

@@ -1385,89 +1385,51 @@ pub fn zscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
 mod tests {
     use super::*;
 
-    struct Harness {
-        st: crate::executor::State,
-        client: crate::executor::clients::Client,
-        now_ms: i64,
+    use crate::commands::harness::Harness;
+
+    fn harness(max_entries: usize) -> Harness {
+        Harness::with_config(crate::config::Config { zset_max_listpack_entries: max_entries, ..Default::default() })
     }
 
-    impl Harness {
-        fn new(max_entries: usize) -> Self {
-            let info = crate::executor::clients::ConnInfo {
-                addr: "127.0.0.1:1".into(),
-                laddr: "127.0.0.1:2".into(),
-                fd: 0,
-                unix: false,
-                local: true,
-            };
-            let handle = std::sync::Arc::new(crate::executor::clients::ClientHandle::default());
-            let now_ms = 1_700_000_000_000;
-            let config = crate::config::Config { zset_max_listpack_entries: max_entries, ..Default::default() };
-            Harness {
-                st: crate::executor::State::new(config),
-                client: crate::executor::clients::Client::new(1, info, handle, now_ms, true),
-                now_ms,
-            }
-        }
-
-        /// Runs a command and returns the reply bytes for protocol `proto`.
-        fn run(&mut self, proto: u8, line: &str) -> Vec<u8> {
-            let words: Vec<&str> = line.split(' ').collect();
-            let spec = super::super::lookup(words[0].as_bytes()).expect("known command");
-            self.client.proto = proto;
-            let args = Args::new(words.iter().map(|w| bytes::Bytes::copy_from_slice(w.as_bytes())).collect());
-            let mut ctx = Ctx { srv: &mut self.st, client: &mut self.client, now_ms: self.now_ms, spec };
-            let reply = (spec.handler)(&mut ctx, &args).unwrap_or_else(|e| e.into_reply());
-            let mut out = Vec::new();
-            crate::resp::writer::write_reply(&mut out, &reply, proto);
-            out
-        }
-
-        fn encoding(&mut self, key: &str) -> Option<&'static str> {
-            self.st.dbs[0].peek(key.as_bytes(), self.now_ms).map(|v| v.encoding_name())
-        }
-    }
-
-    /// Expected bytes captured from redis-server 7.0.15.
     #[test]
     fn replies_match_redis_bytes() {
-        let mut h = Harness::new(128);
-        h.run(2, "zadd z 1 a 2 b 1e-7 c inf d -inf e -0 f");
+        let mut h = harness(128);
+        h.run_line(2, "zadd z 1 a 2 b 1e-7 c inf d -inf e -0 f");
         assert_eq!(
-            h.run(3, "zrange z 0 1 withscores"),
+            h.run_line(3, "zrange z 0 1 withscores"),
             b"*2\r\n*2\r\n$1\r\ne\r\n,-inf\r\n*2\r\n$1\r\nf\r\n,0\r\n".to_vec()
         );
-        assert_eq!(h.run(2, "zscore z c"), b"$22\r\n9.9999999999999995e-08\r\n".to_vec());
-        assert_eq!(h.run(3, "zpopmin z"), b"*2\r\n$1\r\ne\r\n,-inf\r\n".to_vec());
-        assert_eq!(h.run(3, "zpopmin z 1"), b"*1\r\n*2\r\n$1\r\nf\r\n,0\r\n".to_vec());
-        assert_eq!(h.run(2, "zadd z incr -inf d"), b"-ERR resulting score is not a number (NaN)\r\n".to_vec());
+        assert_eq!(h.run_line(2, "zscore z c"), b"$22\r\n9.9999999999999995e-08\r\n".to_vec());
+        assert_eq!(h.run_line(3, "zpopmin z"), b"*2\r\n$1\r\ne\r\n,-inf\r\n".to_vec());
+        assert_eq!(h.run_line(3, "zpopmin z 1"), b"*1\r\n*2\r\n$1\r\nf\r\n,0\r\n".to_vec());
+        assert_eq!(h.run_line(2, "zadd z incr -inf d"), b"-ERR resulting score is not a number (NaN)\r\n".to_vec());
         assert_eq!(
-            h.run(2, "zadd z gt nx 1 a"),
+            h.run_line(2, "zadd z gt nx 1 a"),
             b"-ERR GT, LT, and/or NX options at the same time are not compatible\r\n".to_vec()
         );
         assert_eq!(
-            h.run(2, "zrange z [a [b bylex withscores"),
+            h.run_line(2, "zrange z [a [b bylex withscores"),
             b"-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n".to_vec()
         );
-        assert_eq!(h.run(2, "zrange z 0 1 limit 0 -1"), b"*2\r\n$1\r\nc\r\n$1\r\na\r\n".to_vec());
-        assert_eq!(h.run(2, "zmpop 1 nokey min"), b"*-1\r\n".to_vec());
-        assert_eq!(h.run(2, "zcount z ( 5"), b":3\r\n".to_vec());
+        assert_eq!(h.run_line(2, "zrange z 0 1 limit 0 -1"), b"*2\r\n$1\r\nc\r\n$1\r\na\r\n".to_vec());
+        assert_eq!(h.run_line(2, "zmpop 1 nokey min"), b"*-1\r\n".to_vec());
+        assert_eq!(h.run_line(2, "zcount z ( 5"), b":3\r\n".to_vec());
     }
 
     #[test]
     fn encodings_follow_redis() {
-        let mut h = Harness::new(2);
-        h.run(2, "zadd z 1 a 2 b");
+        let mut h = harness(2);
+        h.run_line(2, "zadd z 1 a 2 b");
         assert_eq!(h.encoding("z"), Some("listpack"));
-        h.run(2, "zadd z 3 c");
+        h.run_line(2, "zadd z 3 c");
         assert_eq!(h.encoding("z"), Some("skiplist"));
-        h.run(2, "zrangestore d z 0 1");
+        h.run_line(2, "zrangestore d z 0 1");
         assert_eq!(h.encoding("d"), Some("listpack"));
-        h.run(2, "zunionstore u 1 z");
+        h.run_line(2, "zunionstore u 1 z");
         assert_eq!(h.encoding("u"), Some("skiplist"));
-        h.run(2, "zremrangebyrank z 0 0");
+        h.run_line(2, "zremrangebyrank z 0 0");
         assert_eq!(h.encoding("z"), Some("skiplist"));
-        assert_eq!(h.run(2, "zremrangebyrank z 0 -1"), b":2\r\n".to_vec());
+        assert_eq!(h.run_line(2, "zremrangebyrank z 0 -1"), b":2\r\n".to_vec());
         assert_eq!(h.encoding("z"), None);
     }
 

@@ -7,12 +7,11 @@
 //! field), and `active_expire_fields` is the cron's pass over the hashes due, in time order.
 
 pub mod lazyfree;
-pub mod table;
 
+pub use crate::types::table::Table;
 use crate::types::Value;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-pub use table::Table;
 
 /// Counters a database bumps for INFO; the executor adds them up.
 #[derive(Debug, Default, Clone, Copy)]

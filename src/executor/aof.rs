@@ -26,7 +26,8 @@ use bytes::Bytes;
 use crate::aof::reader::{CommandReader, ReadError};
 use crate::aof::{encode_command, Manifest};
 
-use super::{unix_ms, State};
+use super::State;
+use crate::util::clock::unix_ms;
 
 /// Whether the AOF is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -285,13 +286,13 @@ fn write_buffer(st: &mut State) {
     let write_us = started.elapsed().as_micros() as u64;
     if write_us >= 1000 {
         let with = if st.snapshot.child.is_some() { "aof-write-active-child" } else { "aof-write-alone" };
-        crate::latency::record(st, with, write_us);
-        crate::latency::record(st, "aof-write", write_us);
+        crate::executor::record_latency(st, with, write_us);
+        crate::executor::record_latency(st, "aof-write", write_us);
     }
     if always && result.is_ok() {
         let started = Instant::now();
         result = file.sync_data();
-        crate::latency::record(st, "aof-fsync-always", started.elapsed().as_micros() as u64);
+        crate::executor::record_latency(st, "aof-fsync-always", started.elapsed().as_micros() as u64);
     }
     match result {
         Ok(()) => {
@@ -543,7 +544,7 @@ fn reload(st: &mut State) -> Result<(), ()> {
     st.dbs = std::mem::take(&mut replay.dbs);
     st.dbs.resize_with(count, crate::db::Db::new);
     st.functions = std::mem::take(&mut replay.functions);
-    crate::commands::functions::reload_all(st);
+    crate::executor::scripting::host::reload_all(st);
     st.aof.current_size = replay.aof.current_size;
     st.aof.base_size = replay.aof.base_size;
     st.dirty = 0;
@@ -606,7 +607,7 @@ fn load(st: &mut State) -> Result<(), ()> {
     st.aof.loading = false;
     super::propagate::discard(st);
     result?;
-    crate::commands::functions::reload_all(st);
+    crate::executor::scripting::host::reload_all(st);
     st.aof.current_size = lens.iter().sum();
     st.aof.base_size = base_size;
     tracing::info!("DB loaded from append only file: {:.3} seconds", started.elapsed().as_secs_f64());
@@ -751,7 +752,7 @@ fn loader_client() -> super::clients::Client {
 /// Runs one command from the file, its reply discarded (Redis's fake AOF client).
 fn replay(st: &mut State, client: &mut super::clients::Client, argv: Vec<Vec<u8>>, name: &str) -> Result<(), ()> {
     let argv: Vec<Bytes> = argv.into_iter().map(Bytes::from).collect();
-    let cmd = super::Cmd { spec: crate::commands::lookup(&argv[0]), argv };
+    let cmd = super::Cmd { spec: crate::executor::registry::lookup(&argv[0]), argv };
     let (spec, _) = match super::call::resolve(&cmd) {
         Ok(found) => found,
         Err(_) => {
@@ -762,9 +763,9 @@ fn replay(st: &mut State, client: &mut super::clients::Client, argv: Vec<Vec<u8>
             return Err(());
         }
     };
-    let args = crate::commands::Args::new(cmd.argv);
+    let args = crate::spec::Args::new(cmd.argv);
     let now_ms = unix_ms();
-    let mut ctx = crate::commands::Ctx { srv: st, client, now_ms, spec };
+    let mut ctx = super::ctx::Ctx { srv: st, client, now_ms, spec };
     let _ = (spec.handler)(&mut ctx, &args);
     super::propagate::discard(st);
     st.ready_keys.clear();
@@ -1074,10 +1075,10 @@ fn flush_cron(st: &mut State) {
     let fsync_us = st.aof.fsync.worst_fsync_us.swap(0, Ordering::Relaxed);
     if write_us >= 1000 {
         let with = if st.snapshot.child.is_some() { "aof-write-active-child" } else { "aof-write-alone" };
-        crate::latency::record(st, with, write_us);
-        crate::latency::record(st, "aof-write", write_us);
+        crate::executor::record_latency(st, with, write_us);
+        crate::executor::record_latency(st, "aof-write", write_us);
     }
-    crate::latency::record(st, "aof-fsync-always", fsync_us);
+    crate::executor::record_latency(st, "aof-fsync-always", fsync_us);
 }
 
 /// CONFIG SET appendonly: starts (by a rewrite) or stops writing the AOF. `in_exec`: the

@@ -7,12 +7,13 @@
 
 use std::collections::VecDeque;
 
-use crate::commands::BlockRequest;
+use super::ctx::BlockRequest;
 use crate::resp::writer::write_reply;
 
 use super::call::{call, Clock};
 use super::clients::Client;
-use super::{unix_ms, Cmd, State};
+use super::{Cmd, State};
+use crate::util::clock::unix_ms;
 
 /// A parked command.
 #[derive(Debug)]

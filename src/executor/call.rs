@@ -2,14 +2,17 @@
 //! with Redis's error precedence, takes the command's time snapshot, runs the handler, encodes the
 //! reply, and feeds commandstats, errorstats and the slowlog from one measurement.
 
-use crate::commands::error::c_str_prefix;
-use crate::commands::{flags, Args, CmdError, CommandSpec, Ctx};
+use super::ctx::Ctx;
+use super::registry::CommandSpec;
 use crate::resp::writer::write_reply;
 use crate::resp::Reply;
+use crate::spec::error::c_str_prefix;
+use crate::spec::{flags, Args, CmdError};
 use crate::stats::StatName;
 
 use super::clients::Client;
-use super::{unix_ms, Cmd, State};
+use super::{Cmd, State};
+use crate::util::clock::unix_ms;
 
 /// Resolves the spec to run (the subcommand for containers) or the rejection error.
 pub(crate) fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'static CommandSpec>), CmdError> {
@@ -81,7 +84,7 @@ pub struct Clock {
 
 impl Clock {
     pub fn new(now_ms: i64) -> Clock {
-        Clock { now_ms, last_us: super::mono_us() }
+        Clock { now_ms, last_us: crate::util::clock::mono_us() }
     }
 }
 
@@ -145,10 +148,10 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     // ACL; a script's commands were checked with the script's own wording
     // (scripting::run_command).
-    if client.id != crate::scripting::SCRIPT_CLIENT_ID {
-        if let Err(refusal) = crate::commands::users::check(st, client, spec, parent, &cmd.argv) {
+    if client.id != crate::executor::scripting::SCRIPT_CLIENT_ID {
+        if let Err(refusal) = crate::executor::access::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-            let text = crate::commands::users::noperm_text(refusal, spec, parent, client.in_exec);
+            let text = crate::executor::access::noperm_text(refusal, spec, parent, client.in_exec);
             refuse(st, client, spec, parent, CmdError::Raw(text), out, proto);
             return;
         }
@@ -163,7 +166,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         // Keys evicted before the command runs: their invalidations precede its reply (Redis
         // sends them at once, the command not executing yet).
         if st.tracking.has_pending() {
-            crate::tracking::after_command(st, client, out);
+            crate::executor::tracking::after_command(st, client, out);
         }
         if out_of_memory && refused_on_oom(client, spec, flags_now, parent) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
@@ -192,7 +195,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         return;
     }
     // pub/sub hook: RESP2 subscribed mode allows only a few commands (PING answers differently).
-    let subscribed_ping = match crate::commands::pubsub::subscribed_mode_check(st, client, spec, parent) {
+    let subscribed_ping = match crate::executor::pubsub::subscribed_mode_check(st, client, spec, parent) {
         Ok(ping) => ping,
         Err(e) => {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
@@ -235,7 +238,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     if let Some(queue) = client.multi.as_mut() {
         let top_name = parent.unwrap_or(spec).name;
-        if !crate::commands::transactions::runs_inside_multi(top_name) {
+        if !crate::executor::multi::runs_inside_multi(top_name) {
             if spec.has_flag(flags::NO_MULTI) {
                 st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
                 reject(st, client, CmdError::err("Command not allowed inside a transaction"), out, proto);
@@ -256,7 +259,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     let result = {
         let mut ctx = Ctx { srv: st, client, now_ms, spec };
         if subscribed_ping {
-            crate::commands::pubsub::subscribed_ping(&args)
+            crate::executor::pubsub::subscribed_ping(&args)
         } else {
             (spec.handler)(&mut ctx, &args)
         }
@@ -265,10 +268,10 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // (written ahead of its reply; inside EXEC that is inside EXEC's array, as Redis 7.0 does).
     // A woken blocked command was shown when it first ran; Redis serves it without a new call.
     if !st.pubsub.monitors.is_empty() && !client.woken {
-        crate::commands::pubsub::feed_monitors(st, client, spec, parent, &args.argv);
+        crate::executor::pubsub::feed_monitors(st, client, spec, parent, &args.argv);
     }
     if !st.config.notify_keyspace_events.is_empty() || st.tracking.is_active() || st.prop.active {
-        crate::commands::pubsub::drain_expired(st, Some(client));
+        crate::executor::pubsub::drain_expired(st, Some(client));
     }
     if let Some(frame) = frame {
         super::propagate::leave(st, frame, client.db, spec.name, &args.argv);
@@ -276,7 +279,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if !st.pubsub.self_out.is_empty() {
         out.append(&mut st.pubsub.self_out);
     }
-    let finished_us = super::mono_us();
+    let finished_us = crate::util::clock::mono_us();
     clock.last_us = finished_us;
     let duration_us = finished_us.saturating_sub(started_us);
     if let Some(mut request) = client.block_request.take() {
@@ -301,7 +304,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         } else {
             "command"
         };
-        crate::latency::record(st, event, duration_us);
+        crate::executor::record_latency(st, event, duration_us);
     }
     st.stats.total_commands_processed += 1;
     let track = st.config.latency_tracking;
@@ -415,12 +418,12 @@ fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec, flags_now
 /// The flags a command runs under: its table flags, except that a script with a shebang, or a
 /// function, declares its own (write, denyoom, may-replicate), which then decide the checks.
 fn effective_flags(st: &State, spec: &'static CommandSpec, argv: &[bytes::Bytes]) -> u32 {
-    if spec.acl & crate::commands::acl::SCRIPTING == 0 {
+    if spec.acl & crate::spec::acl::SCRIPTING == 0 {
         spec.flags
     } else if spec.name.starts_with("eval") {
-        crate::commands::scripting::command_flags(st, spec, argv)
+        crate::executor::scripting::host::script_command_flags(st, spec, argv)
     } else if spec.name.starts_with("fcall") {
-        crate::commands::functions::command_flags(st, spec, argv)
+        crate::executor::scripting::host::function_command_flags(st, spec, argv)
     } else {
         spec.flags
     }
@@ -451,11 +454,8 @@ fn after_reply(
             let positions = if spec.has_flag(flags::MOVABLEKEYS) {
                 // ZUNION, SINTERCARD, XREAD ...: the key specs find the keys, as COMMAND GETKEYS.
                 let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
-                let doc = crate::commands::docs::find(&full);
-                crate::commands::command::extract_keys(spec, doc, &full, &args.argv)
-                    .into_iter()
-                    .map(|(i, _)| i)
-                    .collect()
+                let doc = crate::spec::docs::find(&full);
+                crate::spec::getkeys::extract_keys(spec, doc, &full, &args.argv).into_iter().map(|(i, _)| i).collect()
             } else {
                 spec.key_positions(args.argv.len())
             };
@@ -468,7 +468,7 @@ fn after_reply(
         }
     }
     if !client.in_exec && st.tracking.has_pending() {
-        crate::tracking::after_command(st, client, out);
+        crate::executor::tracking::after_command(st, client, out);
     }
     match parent.unwrap_or(spec).name {
         "config" => {
@@ -498,7 +498,7 @@ pub fn resume_postponed(st: &mut State) {
         client.postponed = false;
         let mut out = Vec::new();
         super::blocking::run_pending(st, &mut client, &mut out, &mut clock);
-        crate::tracking::broadcast(st, Some((&mut client, &mut out)));
+        crate::executor::tracking::broadcast(st, Some((&mut client, &mut out)));
         client.handle.push_output(out);
         if client.close_after_reply {
             client.handle.request_close();
@@ -524,7 +524,7 @@ fn refuse(
 ) {
     if spec.name == "exec" && parent.is_none() && client.multi.is_some() {
         let reason = e.text();
-        let text = crate::commands::transactions::abort_exec(st, client, &reason);
+        let text = crate::executor::multi::abort_exec(st, client, &reason);
         return reject(st, client, CmdError::Raw(text), out, proto);
     }
     reject(st, client, e, out, proto)

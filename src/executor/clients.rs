@@ -57,7 +57,7 @@ pub struct ClientHandle {
     /// connection may read from the socket then (see `scripting::busy`).
     unparsed: AtomicBool,
     /// A snapshot for the connection to stream after this batch's replies (SYNC/PSYNC).
-    rdb_transfer: std::sync::Mutex<Option<crate::commands::replication::RdbTransfer>>,
+    rdb_transfer: std::sync::Mutex<Option<RdbTransfer>>,
     /// Whether `rdb_transfer` holds one (checked after every batch without the lock).
     has_rdb_transfer: AtomicBool,
     /// The connection's query buffer as it last reported it: bytes held and capacity.
@@ -166,7 +166,7 @@ impl ClientHandle {
             return true;
         }
         if soft > 0 && pending >= soft {
-            let now = super::unix_ms() / 1000;
+            let now = crate::util::clock::unix_ms() / 1000;
             let since = self.soft_since.load(Ordering::Relaxed);
             if since == 0 {
                 self.soft_since.store(now, Ordering::Relaxed);
@@ -289,12 +289,12 @@ impl ClientHandle {
         self.authenticated.load(Ordering::Relaxed)
     }
 
-    pub fn start_rdb_transfer(&self, t: crate::commands::replication::RdbTransfer) {
+    pub fn start_rdb_transfer(&self, t: RdbTransfer) {
         *self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
         self.has_rdb_transfer.store(true, Ordering::Release);
     }
 
-    pub fn take_rdb_transfer(&self) -> Option<crate::commands::replication::RdbTransfer> {
+    pub fn take_rdb_transfer(&self) -> Option<RdbTransfer> {
         if !self.has_rdb_transfer.load(Ordering::Acquire) {
             return None;
         }
@@ -337,7 +337,7 @@ pub struct Client {
     /// The client asked to close after this batch's replies (QUIT).
     pub close_after_reply: bool,
     /// Set by a blocking command that found nothing to serve (see `Ctx::block`).
-    pub block_request: Option<crate::commands::BlockRequest>,
+    pub block_request: Option<super::ctx::BlockRequest>,
     /// True while a parked command runs again after a wake-up (XREADGROUP words a vanished
     /// group differently then).
     pub woken: bool,
@@ -382,7 +382,7 @@ pub struct Client {
     /// drop only that span, keeping push messages written around it (as Redis 7.0 does).
     pub reply_span: Option<(usize, usize)>,
     /// What the client declared with REPLCONF (SYNC's framing and filter).
-    pub replconf: crate::commands::replication::ReplConf,
+    pub replconf: ReplConf,
 }
 
 /// What CLIENT TRACKING set for one client.
@@ -574,14 +574,14 @@ pub fn evict_clients(st: &mut super::State) -> u64 {
         return 0;
     }
     evictable.sort_unstable_by(|a, b| b.cmp(a));
-    let now = super::unix_ms();
+    let now = crate::util::clock::unix_ms();
     let mut freed = 0;
     for (mem, id) in evictable {
         if total < limit {
             return freed;
         }
         let Some(c) = st.clients.get(&id) else { continue };
-        let info = crate::commands::server::client_line(st, c, now, None);
+        let info = client_line(st, c, now, None);
         tracing::info!("Evicting client: {info}");
         c.handle.request_close();
         st.stats.evicted_clients += 1;
@@ -597,9 +597,166 @@ pub fn evict_clients(st: &mut super::State) -> u64 {
 /// Logs Redis's line for a client the output buffer limit closed (once).
 pub fn log_if_obuf_exceeded(st: &super::State, c: &Client) {
     if c.handle.take_obuf_exceeded() {
-        let info = crate::commands::server::client_line(st, c, super::unix_ms(), None);
+        let info = client_line(st, c, crate::util::clock::unix_ms(), None);
         tracing::warn!("Client {info} scheduled to be closed ASAP for overcoming of output buffer limits.");
     }
+}
+
+/// Estimated memory of one client's fixed parts, as CLIENT LIST's tot-mem reports them: Redis's
+/// per-client structures and reply buffer plus the query buffer's allocation (`qbuf_alloc`).
+pub fn client_memory(qbuf_alloc: usize) -> u64 {
+    const FIXED: u64 = 768;
+    const REPLY_BUFFER: u64 = 1024;
+    FIXED + REPLY_BUFFER + qbuf_alloc as u64
+}
+
+/// The query buffer Redis holds for the client running a command (16 KiB read room in a 20 KiB
+/// allocation).
+pub const CALLER_QUERY_BUFFER: usize = 20480;
+
+/// What only the calling client knows about itself while its command runs.
+pub(crate) struct Current {
+    cmd: String,
+    qbuf: usize,
+    argv_mem: usize,
+}
+
+impl Current {
+    pub fn of(ctx: &super::ctx::Ctx, args: &crate::spec::Args) -> Current {
+        // The command as it sat in the query buffer (multibulk form).
+        let mut qbuf = 1 + digits(args.len()) + 2;
+        let mut argv_mem = 0;
+        for a in &args.argv {
+            qbuf += 1 + digits(a.len()) + 2 + a.len() + 2;
+            argv_mem += a.len();
+        }
+        Current { cmd: format!("client|{}", ctx.spec.name), qbuf, argv_mem }
+    }
+}
+
+fn digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's field order, without the newline.
+pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: Option<&Current>) -> String {
+    let mut flags = String::new();
+    if st.pubsub.monitors.contains(&c.id) {
+        flags.push('O');
+    }
+    if st.pubsub.is_subscribed(c.id) {
+        flags.push('P');
+    }
+    if c.multi.is_some() {
+        flags.push('x');
+    }
+    if c.blocked.is_some() || c.postponed {
+        flags.push('b');
+    }
+    if c.tracking.on {
+        flags.push('t');
+    }
+    if c.tracking.broken_redir {
+        flags.push('R');
+    }
+    if c.tracking.bcast {
+        flags.push('B');
+    }
+    if c.dirty_cas {
+        flags.push('d');
+    }
+    if c.close_after_reply {
+        flags.push('c');
+    }
+    if c.handle.close_requested() {
+        flags.push('A');
+    }
+    if c.info.unix {
+        flags.push('U');
+    }
+    if c.no_evict {
+        flags.push('e');
+    }
+    if c.no_touch {
+        flags.push('T');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let (cmd, qbuf, argv_mem) = match current {
+        Some(cur) => (cur.cmd.clone(), cur.qbuf, cur.argv_mem),
+        None => (c.last_command_name(), c.qbuf, c.argv_mem),
+    };
+    const QUERY_BUFFER: usize = 20474;
+    // A connection that never sent a command has no query buffer yet (Redis allocates it on
+    // the first read), so it reports the bare client structures.
+    // Another client's query buffer is what its connection last reported (trimmed by the
+    // client cron when idle, as Redis's clientsCron does).
+    let (qbuf, qbuf_free, tot_mem) = if current.is_none() && c.last_cmd == "NULL" {
+        (qbuf, 4, 1800)
+    } else if current.is_none() {
+        let (len, cap) = c.handle.qbuf();
+        (len, cap.saturating_sub(len), client_memory(cap))
+    } else {
+        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), client_memory(CALLER_QUERY_BUFFER + qbuf))
+    };
+    // Output waiting for the socket; Redis counts it in 16 KiB reply-list nodes.
+    let omem = c.handle.pending_output();
+    let oll = omem.div_ceil(16 * 1024);
+    let multi_mem = c.multi_mem();
+    let (plain, ssub) = st.pubsub.counts(c.id);
+    let psub = st.pubsub.subs(c.id).map_or(0, |s| s.patterns.len());
+    let redir = if c.tracking.on { c.tracking.redirect as i64 } else { -1 };
+    let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
+         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll={} omem={} tot-mem={} events=r{} \
+         cmd={} user={} redir={} resp={}",
+        c.id,
+        c.info.addr,
+        c.info.laddr,
+        c.info.fd,
+        name,
+        (now_ms - c.created_ms).max(0) / 1000,
+        (now_ms - c.last_interaction_ms).max(0) / 1000,
+        flags,
+        c.db,
+        plain - psub,
+        psub,
+        ssub,
+        c.multi.as_ref().map_or(-1, |q| q.len() as i64),
+        qbuf,
+        qbuf_free,
+        argv_mem,
+        multi_mem,
+        oll,
+        omem,
+        tot_mem + omem as u64 + multi_mem as u64,
+        if omem > 0 { "w" } else { "" },
+        cmd,
+        String::from_utf8_lossy(c.user_name()),
+        redir,
+        c.proto
+    )
+}
+
+/// What a client declared with REPLCONF.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReplConf {
+    /// `capa eof`: it reads the `$EOF:<mark>` framing.
+    pub capa_eof: bool,
+    /// `rdb-filter-only functions`: the snapshot holds the functions and no keys.
+    pub functions_only: bool,
+}
+
+/// A snapshot being produced by a forked child, for the connection to send.
+#[derive(Debug)]
+pub struct RdbTransfer {
+    /// Read end of the pipe the child writes the RDB into.
+    pub pipe: std::os::fd::OwnedFd,
+    pub pid: i32,
+    /// The EOF marker already announced to the client (`$EOF:<mark>`); None for `$<len>`.
+    pub mark: Option<Vec<u8>>,
 }
 
 #[cfg(test)]

@@ -139,7 +139,7 @@ pub struct EvictState {
 impl EvictState {
     /// The state for a server starting with `limit` as maxmemory.
     pub fn with_limit(limit: u64) -> EvictState {
-        crate::db::table::set_maxmemory(limit);
+        crate::types::table::set_maxmemory(limit);
         EvictState { limit_seen: limit, ..Default::default() }
     }
 }
@@ -152,7 +152,7 @@ pub fn limit_changed(st: &mut State) {
         return;
     }
     st.evict.limit_seen = limit;
-    crate::db::table::set_maxmemory(limit);
+    crate::types::table::set_maxmemory(limit);
     let used = st.used_memory();
     if limit > 0 && used > limit {
         tracing::warn!(
@@ -204,7 +204,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     let mut keys_freed = 0u64;
     let mut outcome = Outcome::Ok;
     // The latency monitor times each deletion only when it is on (Redis's eviction-del).
-    let monitor = crate::latency::threshold_ms(st) > 0;
+    let monitor = crate::executor::latency_threshold_ms(st) > 0;
     while freed < to_free {
         let Some((db, key)) = pick(st, choice, volatile, samples, now_ms) else {
             outcome = Outcome::Fail;
@@ -221,13 +221,13 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
         if lazy && effort > crate::db::lazyfree::LAZYFREE_THRESHOLD {
             // Freed on another thread, out of sight of this thread's counters: count what the
             // value holds, as MEMORY USAGE estimates it.
-            freed += crate::commands::server::value_memory(&value) as u64;
+            freed += crate::types::value_memory(&value) as u64;
             crate::db::lazyfree::free(value);
         } else {
             drop(value);
         }
         if let Some(t) = del_started {
-            crate::latency::record(st, "eviction-del", t.elapsed().as_micros() as u64);
+            crate::executor::record_latency(st, "eviction-del", t.elapsed().as_micros() as u64);
         }
         freed += before.saturating_sub(st.used_memory());
         st.stats.evicted_keys += 1;
@@ -243,7 +243,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
             }
         }
     }
-    crate::latency::record(st, "eviction-cycle", started.elapsed().as_micros() as u64);
+    crate::executor::record_latency(st, "eviction-cycle", started.elapsed().as_micros() as u64);
     finish(st, outcome, now_ms);
     outcome
 }
@@ -324,9 +324,9 @@ fn announce(st: &mut State, mut caller: Option<&mut Client>, db: usize, key: &[u
     }
     if st.tracking.is_active() {
         // The running client's own invalidations are held, and sent before its reply.
-        crate::tracking::invalidate_key(st, caller.as_ref().map(|c| c.id), key);
+        crate::executor::tracking::invalidate_key(st, caller.as_ref().map(|c| c.id), key);
     }
-    crate::commands::pubsub::notify(st, caller.as_deref(), ev::EVICTED, "evicted", key, db);
+    crate::executor::pubsub::notify(st, caller.as_deref(), ev::EVICTED, "evicted", key, db);
     let lazy = st.config.lazyfree_lazy_eviction;
     super::propagate::deletion(st, db, key, lazy);
 }

@@ -7,26 +7,35 @@
 //! contended (`Executor::handle` called inline), or on a dedicated thread fed through a channel
 //! (`spawn_thread`). The executor itself is the same in both.
 
+pub mod access;
 pub mod aof;
 pub mod blocking;
 pub mod call;
 pub mod clients;
+pub mod ctx;
 pub mod evict;
 pub mod handoff;
+pub mod migrate_cache;
+pub mod multi;
 pub mod propagate;
+pub mod pubsub;
+pub mod registry;
+pub mod scripting;
 pub mod snapshot;
+pub mod tracking;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::commands::CommandSpec;
 use crate::config::Config;
 use crate::db::Db;
 use crate::slowlog::Slowlog;
 use crate::stats::Stats;
+use crate::util::clock::{random_hex, unix_ms};
 use clients::{Client, ClientHandle, ClientTable, ConnInfo};
+use registry::CommandSpec;
 
 /// One parsed command as the connection hands it over: the table lookup is done there.
 #[derive(Debug)]
@@ -92,11 +101,11 @@ pub struct State {
     /// Function libraries restored from RDB (no engine runs them yet).
     pub functions: crate::functions::Libraries,
     /// The Lua engine and script cache (EVAL, SCRIPT).
-    pub scripting: crate::scripting::Engine,
+    pub scripting: crate::executor::scripting::Engine,
     /// Users, their permissions and the ACL LOG.
     pub acl: crate::acl::Acl,
     /// The function an FCALL is running, for FUNCTION STATS during a busy function.
-    pub running_function: Option<crate::commands::functions::RunningFunction>,
+    pub running_function: Option<crate::executor::scripting::host::RunningFunction>,
     /// Whether memory was over maxmemory with nothing left to evict when the running command
     /// started (Redis's pre_command_oom_state): a script may not begin to write then.
     pub pre_command_oom: bool,
@@ -104,7 +113,7 @@ pub struct State {
     /// then can it answer them itself (`scripting::busy`); with I/O threads they run beside it.
     pub connections_inline: bool,
     /// Client-side caching: keys read by tracking clients, BCAST prefixes.
-    pub tracking: crate::tracking::Table,
+    pub tracking: crate::executor::tracking::Table,
     /// Clients holding commands until CLIENT PAUSE ends, in the order they were stopped.
     pub postponed: std::collections::VecDeque<u64>,
     /// The RDB load running in the background at startup; commands without the LOADING flag
@@ -119,7 +128,7 @@ pub struct State {
     /// The append-only file.
     pub aof: aof::AofState,
     /// MIGRATE's connections to its targets.
-    pub migrate: crate::commands::migrate::MigrateSockets,
+    pub migrate: migrate_cache::MigrateSockets,
 }
 
 impl State {
@@ -156,12 +165,12 @@ impl State {
             pause_all: false,
             pubsub: crate::pubsub::PubSub::default(),
             functions: crate::functions::Libraries::default(),
-            scripting: crate::scripting::Engine::new(),
+            scripting: crate::executor::scripting::Engine::new(),
             acl: crate::acl::Acl::default(),
             running_function: None,
             pre_command_oom: false,
             connections_inline: false,
-            tracking: crate::tracking::Table::default(),
+            tracking: crate::executor::tracking::Table::default(),
             postponed: std::collections::VecDeque::new(),
             loading: None,
             prop: Default::default(),
@@ -200,7 +209,7 @@ impl State {
         self.dbs = dbs;
         evict::apply_access_clock(self);
         self.functions = done.functions;
-        crate::commands::functions::reload_all(self);
+        crate::executor::scripting::host::reload_all(self);
         self.stats.persistence.last_load_keys_loaded = done.keys_loaded;
         self.stats.persistence.last_load_keys_expired = done.keys_expired;
         self.stats.persistence.loading = false;
@@ -236,30 +245,22 @@ impl State {
     }
 }
 
-/// Reads `clock` in microseconds. Commands read the clock a few times each, so this skips
-/// std's checked `Duration` arithmetic (a visible share of a small command's CPU).
-fn clock_us(clock: libc::clockid_t) -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; both clocks used here always exist on Linux.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
+/// latency-monitor-threshold in milliseconds (0: off).
+pub fn latency_threshold_ms(st: &State) -> u64 {
+    crate::config::lookup("latency-monitor-threshold").and_then(|d| st.config.get(d).parse().ok()).unwrap_or(0)
 }
 
-pub fn unix_ms() -> i64 {
-    clock_us(libc::CLOCK_REALTIME) / 1000
-}
-
-pub fn unix_us() -> i64 {
-    clock_us(libc::CLOCK_REALTIME)
-}
-
-/// Monotonic microseconds, for measuring how long commands take.
-pub fn mono_us() -> u64 {
-    clock_us(libc::CLOCK_MONOTONIC) as u64
-}
-
-pub fn random_hex(n: usize) -> String {
-    (0..n).map(|_| char::from_digit(fastrand::u32(..16), 16).unwrap_or('0')).collect()
+/// Records `event` when a span of `duration_us` reaches the threshold (Redis's
+/// latencyAddSampleIfNeeded, which compares whole milliseconds).
+pub fn record_latency(st: &mut State, event: &str, duration_us: u64) {
+    let ms = duration_us / 1000;
+    if ms == 0 {
+        return;
+    }
+    let threshold = latency_threshold_ms(st);
+    if threshold > 0 && ms >= threshold {
+        st.latency.add(event, ms, crate::util::clock::unix_ms() / 1000);
+    }
 }
 
 /// The executor: state plus the batch and cron entry points.
@@ -286,17 +287,17 @@ impl Executor {
     pub fn disconnect(&mut self, id: u64) {
         if let Some(mut client) = self.state.clients.remove(&id) {
             clients::log_if_obuf_exceeded(&self.state, &client);
-            crate::tracking::forget(&mut self.state.tracking, &mut client);
+            crate::executor::tracking::forget(&mut self.state.tracking, &mut client);
             if client.postponed {
                 self.state.postponed.retain(|&p| p != id);
             }
-            crate::commands::transactions::unwatch_client(&mut self.state, &mut client);
+            crate::executor::multi::unwatch_client(&mut self.state, &mut client);
             if let Some(blocked) = client.blocked.take() {
                 blocking::unpark(&mut self.state, id, &blocked);
             }
         }
         // pub/sub hook: drop the client's subscriptions and monitor mode.
-        crate::commands::pubsub::forget_client(&mut self.state, id);
+        crate::executor::pubsub::forget_client(&mut self.state, id);
     }
 
     /// Number of connected clients (maxclients check).
@@ -341,7 +342,7 @@ impl Executor {
         } else {
             BatchEnd::Continue
         };
-        crate::tracking::broadcast(st, Some((&mut client, out)));
+        crate::executor::tracking::broadcast(st, Some((&mut client, out)));
         client.handle.set_authenticated(client.authenticated);
         let handle = client.handle.clone();
         st.clients.insert(id, client);
@@ -403,7 +404,7 @@ impl Executor {
             clients::log_if_obuf_exceeded(st, c);
         }
         clients::cron(st, now);
-        crate::tracking::broadcast(st, None);
+        crate::executor::tracking::broadcast(st, None);
         // Keys do not expire actively while clients are paused (Redis 7.0).
         if st.active_expire_enabled && st.pause_end_ms <= now {
             // Redis's slow cycle: at most 25% of a cron period's CPU.
@@ -419,10 +420,10 @@ impl Executor {
                 // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
                 db.active_expire_fields(now, deadline, 1000);
             }
-            crate::latency::record(st, "expire-cycle", started.elapsed().as_micros() as u64);
+            crate::executor::record_latency(st, "expire-cycle", started.elapsed().as_micros() as u64);
         }
         // pub/sub hook: `expired` keyspace events from active expiry.
-        crate::commands::pubsub::drain_expired(st, None);
+        crate::executor::pubsub::drain_expired(st, None);
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
         // Active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes a resize
         // (or shrink) of a table that is no longer written to.

@@ -10,7 +10,7 @@
 //! tokio state and no logger (the logger's locks may be held by a thread that does not exist in
 //! the child). The parent reaps it with `waitpid(WNOHANG)` from cron. While the child runs, the
 //! parent avoids copying shared pages for nothing, as Redis does: tables do not resize, cron does
-//! not rehash, and reads do not stamp the LRU clock (`db::table::set_resize_allowed`).
+//! not rehash, and reads do not stamp the LRU clock (`types::table::set_resize_allowed`).
 //!
 //! A resize already in progress pauses too (it would move, and so copy, every entry).
 //!
@@ -31,7 +31,8 @@ use std::time::Instant;
 
 use crate::rdb::save::{self, Aux, Options, SaveError};
 
-use super::{unix_ms, State};
+use super::State;
+use crate::util::clock::unix_ms;
 
 /// Seconds before a failed BGSAVE is retried by save points or a schedule (CONFIG_BGSAVE_RETRY_DELAY).
 const RETRY_DELAY_S: i64 = 5;
@@ -212,9 +213,9 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
             p.bgsave_started_unix = now_unix;
             p.rdb_saves += 1;
             st.snapshot.child = Some(Child { pid, kind: ChildKind::Rdb, started, dirty_before: st.dirty, report: rd });
-            crate::latency::record(st, "fork", fork_us);
+            crate::executor::record_latency(st, "fork", fork_us);
             // Moving entries between bucket arrays now would only copy pages the child shares.
-            crate::db::table::set_resize_allowed(false);
+            crate::types::table::set_resize_allowed(false);
             st.snapshot.scheduled = false;
             tracing::info!("Background saving started by pid {pid}");
             Ok(pid)
@@ -267,8 +268,8 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
             p.total_forks += 1;
             let fork_us = p.latest_fork_usec;
             st.snapshot.child = Some(Child { pid, kind, started, dirty_before: st.dirty, report: rd });
-            crate::latency::record(st, "fork", fork_us);
-            crate::db::table::set_resize_allowed(false);
+            crate::executor::record_latency(st, "fork", fork_us);
+            crate::types::table::set_resize_allowed(false);
             Ok(pid)
         }
         Err(e) => Err(e.to_string()),
@@ -317,7 +318,7 @@ pub fn bgsave_poll(st: &mut State) {
     let Some(Child { pid, kind, started, dirty_before, report }) = st.snapshot.child.take() else {
         return;
     };
-    crate::db::table::set_resize_allowed(true);
+    crate::types::table::set_resize_allowed(true);
     let mut buf = [0u8; 8];
     let cow = if File::from(report).read_exact(&mut buf).is_ok() { u64::from_le_bytes(buf) } else { 0 };
     if kind == ChildKind::Aof {
@@ -370,7 +371,7 @@ pub fn kill_child(st: &mut State) {
             super::aof::remove_rewrite_temp(st, child.pid);
         }
         st.stats.persistence.bgsave_in_progress = false;
-        crate::db::table::set_resize_allowed(true);
+        crate::types::table::set_resize_allowed(true);
     }
 }
 

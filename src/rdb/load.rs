@@ -1240,7 +1240,11 @@ impl LoadJob {
     /// A job of `total_bytes` started now, for a loader thread to `finish`.
     pub fn new(total_bytes: u64) -> Arc<LoadJob> {
         Arc::new(LoadJob {
-            progress: Progress { total_bytes, start_unix_s: crate::executor::unix_ms() / 1000, ..Default::default() },
+            progress: Progress {
+                total_bytes,
+                start_unix_s: crate::util::clock::unix_ms() / 1000,
+                ..Default::default()
+            },
             result: Mutex::new(None),
         })
     }
@@ -1538,7 +1542,7 @@ pub fn load_path(
 ) -> Result<Loaded, LoadError> {
     let started = std::time::Instant::now();
     let file = std::fs::File::open(path).map_err(|e| LoadError { offset: 0, reason: format!("{OPEN_FAILED}{e}") })?;
-    let now = crate::executor::unix_ms();
+    let now = crate::util::clock::unix_ms();
     let mut sink = DbSink::new(cfg.databases, now, cfg.maxmemory_policy.contains("lfu")).pipelined();
     if let Some(j) = &job {
         let total = j.progress.total_bytes;
@@ -1581,7 +1585,7 @@ pub fn start_background(cfg: &crate::config::Config) -> Option<Arc<LoadJob>> {
     let job = Arc::new(LoadJob {
         progress: Progress {
             total_bytes: meta.len(),
-            start_unix_s: crate::executor::unix_ms() / 1000,
+            start_unix_s: crate::util::clock::unix_ms() / 1000,
             ..Default::default()
         },
         result: Mutex::new(None),

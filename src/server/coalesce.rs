@@ -142,7 +142,7 @@ pub fn before_park(may_nap: bool) {
     if nap_us == 0 {
         return;
     }
-    let now = crate::executor::mono_us();
+    let now = crate::util::clock::mono_us();
     let nap = STATE.with_borrow_mut(|c| {
         c.busy_us += now.saturating_sub(c.last_us);
         c.last_us = now;
@@ -162,7 +162,7 @@ pub fn before_park(may_nap: bool) {
 /// The runtime woke up: the time since the park (nap included) was idle.
 pub fn after_unpark() {
     if live::get_u64(&live::WAKEUP_COALESCING_US) != 0 {
-        STATE.with_borrow_mut(|c| c.last_us = crate::executor::mono_us());
+        STATE.with_borrow_mut(|c| c.last_us = crate::util::clock::mono_us());
     }
 }
 

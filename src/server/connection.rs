@@ -141,7 +141,7 @@ where
             }
             // SYNC/PSYNC: the snapshot follows the reply, then the connection closes.
             if let Some(t) = handle.take_rdb_transfer() {
-                commands::replication::stream_rdb(&mut stream, t).await;
+                crate::server::rdb_transfer::stream_rdb(&mut stream, t).await;
                 break;
             }
             match end {

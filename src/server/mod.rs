@@ -4,6 +4,7 @@
 mod coalesce;
 pub mod connection;
 pub mod listener;
+pub mod rdb_transfer;
 
 use std::sync::{Arc, Mutex};
 

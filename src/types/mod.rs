@@ -9,6 +9,7 @@ pub mod list;
 pub mod set;
 pub mod stream;
 pub mod string;
+pub mod table;
 pub mod zset;
 
 pub use hash::Hash;
@@ -85,6 +86,19 @@ impl Value {
             Value::Str(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// What Redis would spend on this value: a 16-byte object header, plus its string storage
+/// (embedded with the header up to 44 bytes, separate beyond).
+pub fn value_memory(v: &Value) -> usize {
+    const ROBJ: usize = 16;
+    match v.as_str() {
+        Some(RStr::Int(_)) => ROBJ,
+        Some(s) if v.encoding_name() == "embstr" => crate::util::alloc::size_class(ROBJ + 3 + s.len() + 1),
+        Some(RStr::Raw(b)) => ROBJ + crate::util::alloc::sds_alloc(b.capacity().max(b.len())),
+        Some(s) => ROBJ + crate::util::alloc::sds_alloc(s.len()),
+        None => ROBJ + v.heap_bytes(),
     }
 }
 

@@ -23,7 +23,7 @@
 
 use std::cmp::Ordering;
 
-use crate::db::table::Table;
+use crate::types::table::Table;
 
 /// Encoding thresholds (`zset-max-listpack-entries`, `zset-max-listpack-value`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

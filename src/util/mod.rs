@@ -3,6 +3,7 @@
 //! wait on.
 
 pub mod alloc;
+pub mod clock;
 pub mod num;
 pub mod pqsort;
 pub mod signal;

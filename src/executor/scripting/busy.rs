@@ -19,7 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use bytes::BytesMut;
 
 use super::Run;
-use crate::commands::CmdError;
+use crate::spec::CmdError;
 
 /// How often (microseconds) the sockets are looked at while busy.
 const POLL_EVERY_US: u64 = 5_000;
@@ -77,7 +77,7 @@ pub(super) fn tick(run: &mut Run) -> bool {
         return true;
     }
     let threshold = run.st.config.busy_reply_threshold;
-    let now = crate::executor::mono_us();
+    let now = crate::util::clock::mono_us();
     let elapsed_ms = now.saturating_sub(run.busy.started_us) / 1000;
     if !run.busy.busy {
         if threshold <= 0 || elapsed_ms < threshold as u64 {
@@ -206,7 +206,7 @@ fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool, id: Option<u64>) 
 /// One command's answer while busy.
 fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::Bytes>, out: &mut Vec<u8>) {
     let nosave = argv.iter().skip(1).any(|a| a.eq_ignore_ascii_case(b"nosave"));
-    let cmd = crate::executor::Cmd { spec: crate::commands::lookup(&argv[0]), argv };
+    let cmd = crate::executor::Cmd { spec: crate::executor::registry::lookup(&argv[0]), argv };
     let mut client = id.and_then(|id| run.st.clients.remove(&id));
     match admit(run, client.as_deref(), authenticated, &cmd) {
         Err(e) => {
@@ -219,7 +219,7 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
         Ok((spec, parent)) => {
             let full = (parent.map_or("", |p| p.name), spec.name);
             let function = run.busy.function;
-            let passes = spec.has_flag(crate::commands::flags::ALLOW_BUSY)
+            let passes = spec.has_flag(crate::spec::flags::ALLOW_BUSY)
                 && !matches!(full, ("script", "kill") | ("function", "kill") | ("", "shutdown"))
                 // FUNCTION STATS reports a running function; during EVAL Redis refuses it.
                 && (function || full != ("function", "stats"));
@@ -232,7 +232,7 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
                     c.handle.set_authenticated(c.authenticated);
                 }
                 (("function", "stats"), None) if passes => {
-                    let reply = crate::commands::functions::stats_reply(run.st);
+                    let reply = crate::executor::scripting::host::stats_reply(run.st);
                     crate::resp::writer::write_reply(out, &reply, 2);
                 }
                 (("script", "kill"), _) if !function => kill(run, out),
@@ -248,7 +248,7 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
                     // execCommandAbort, in MULTI or not.
                     let reason = busy_error(function).trim_start_matches('-').trim_end();
                     let line = match c {
-                        Some(c) => crate::commands::transactions::abort_exec(run.st, c, reason),
+                        Some(c) => crate::executor::multi::abort_exec(run.st, c, reason),
                         None => format!("EXECABORT Transaction discarded because of: {reason}"),
                     };
                     out.push(b'-');
@@ -276,14 +276,17 @@ fn admit(
     client: Option<&crate::executor::clients::Client>,
     authenticated: bool,
     cmd: &crate::executor::Cmd,
-) -> Result<(&'static crate::commands::CommandSpec, Option<&'static crate::commands::CommandSpec>), CmdError> {
+) -> Result<
+    (&'static crate::executor::registry::CommandSpec, Option<&'static crate::executor::registry::CommandSpec>),
+    CmdError,
+> {
     let (spec, parent) = crate::executor::call::resolve(cmd)?;
-    if !client.map_or(authenticated, |c| c.authenticated) && !spec.has_flag(crate::commands::flags::NO_AUTH) {
+    if !client.map_or(authenticated, |c| c.authenticated) && !spec.has_flag(crate::spec::flags::NO_AUTH) {
         return Err(CmdError::NoAuth);
     }
     if let Some(c) = client {
-        crate::commands::users::check(run.st, c, spec, parent, &cmd.argv)
-            .map_err(|r| CmdError::Raw(crate::commands::users::noperm_text(r, spec, parent, false)))?;
+        crate::executor::access::check(run.st, c, spec, parent, &cmd.argv)
+            .map_err(|r| CmdError::Raw(crate::executor::access::noperm_text(r, spec, parent, false)))?;
     }
     Ok((spec, parent))
 }

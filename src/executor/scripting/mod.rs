@@ -14,6 +14,7 @@
 mod busy;
 pub mod convert;
 pub mod functions;
+pub mod host;
 pub mod libs;
 mod stack;
 
@@ -24,11 +25,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
-use crate::commands::{flags, CommandSpec};
 use crate::executor::call::Clock;
 use crate::executor::clients::{Client, ClientHandle, ConnInfo};
+use crate::executor::registry::CommandSpec;
 use crate::executor::{Cmd, State};
 use crate::resp::Reply;
+use crate::spec::flags;
 
 /// Shebang flags (`#!lua flags=...`), as Redis 7.0 names them.
 pub mod script_flags {
@@ -468,13 +470,13 @@ thread_local! {
 fn load_timed_out() -> bool {
     LOAD_STARTED_US
         .with(|c| c.get())
-        .is_some_and(|t| crate::executor::mono_us().saturating_sub(t) / 1000 > LOAD_TIMEOUT_MS)
+        .is_some_and(|t| crate::util::clock::mono_us().saturating_sub(t) / 1000 > LOAD_TIMEOUT_MS)
 }
 
 /// Runs a library's top-level code under the load deadline; the hook is put back to its usual
 /// pace after a timeout.
 fn with_load_deadline<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
-    LOAD_STARTED_US.with(|c| c.set(Some(crate::executor::mono_us())));
+    LOAD_STARTED_US.with(|c| c.set(Some(crate::util::clock::mono_us())));
     let result = f();
     let timed_out = load_timed_out();
     LOAD_STARTED_US.with(|c| c.set(None));
@@ -730,7 +732,7 @@ fn command_argv(args: &MultiValue) -> Result<Vec<Bytes>, &'static str> {
 /// The checks Redis makes before a script's command (scriptCall), then the command itself;
 /// returns its encoded reply, or the refusal message.
 fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
-    let Some(top) = crate::commands::lookup(&argv[0]) else {
+    let Some(top) = crate::executor::registry::lookup(&argv[0]) else {
         return Err("Unknown Redis command called from script");
     };
     let spec: &'static CommandSpec = if top.is_container() && argv.len() >= 2 {
@@ -745,8 +747,8 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
         return Err("This Redis command is not allowed from script");
     }
     let parent = (!std::ptr::eq(spec, top)).then_some(top);
-    crate::commands::users::check(run.st, run.client, spec, parent, &argv)
-        .map_err(crate::commands::users::script_refusal_text)?;
+    crate::executor::access::check(run.st, run.client, spec, parent, &argv)
+        .map_err(crate::executor::access::script_refusal_text)?;
     // May-replicate commands count as writes here (PUBLISH from EVAL_RO), so read-only scripts
     // can run through CLIENT PAUSE WRITE, as Redis rules.
     if spec.has_flag(flags::WRITE | flags::MAY_REPLICATE) && run.rules.read_only {
@@ -873,7 +875,7 @@ fn prim_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
         Err(msg) => return failure(lua, msg),
     };
     // Found as Redis's lookupCommand finds it: no arity check, a container alone is itself.
-    let found = crate::commands::lookup(&argv[0]).and_then(|top| {
+    let found = crate::executor::registry::lookup(&argv[0]).and_then(|top| {
         if top.is_container() && argv.len() >= 2 {
             top.subcommand(&argv[1]).map(|s| (s, Some(top)))
         } else {
