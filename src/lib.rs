@@ -1,14 +1,14 @@
 //! Ferrodis: a drop-in replacement for redis-server.
 //!
-//! - `resp`: request parser, `Reply`, RESP2/RESP3 writer (imports nothing of ours).
-//! - `types`: value types and their compact encodings (imports nothing of ours but `util`).
-//! - `db`: one database: key table, expiry; uses `types`.
-//! - `commands`: the command table and one module per command family.
-//! - `executor`: the single owner of all databases; `call()` runs each command.
-//! - `scripting`: the Lua engine of EVAL (its VM, script cache and sandbox).
-//! - `server`: listeners and connection tasks (nothing imports it).
-//! - `config`, `log`, `stats`, `slowlog`, `latency`, `proctitle`, `util`: configuration, logging,
-//!   counters, the slow log and latency monitor, the process title, helpers.
+//! The modules stand in layers, each importing only those below (README "Project layout";
+//! `tests/layers.rs` enforces it), from the bottom:
+//! - `util`, `glob`; `resp`, `alloc`, `log`: helpers, the protocol, the allocator, logging.
+//! - `types`, then `db`: values and their encodings; one database with expiry.
+//! - `spec`: what a command is (flags, key specs, `CommandSpec`, `Args`, `CmdError`, docs).
+//! - `config`, then the services `stats`, `slowlog`, `latency`, `proctitle`, `daemon`,
+//!   `pubsub`, `acl`, `functions`; then the persistence formats `rdb`, `aof`.
+//! - `executor`: the single owner of all state; `call()` runs each command; scripts, tracking.
+//! - `info`, then `commands` (one module per family), then `server` (listeners, connections).
 
 pub mod acl;
 pub mod alloc;

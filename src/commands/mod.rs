@@ -6,10 +6,12 @@
 //! Handlers: `fn(&mut Ctx, &Args) -> CmdResult`, synchronous, no I/O.
 
 pub mod bitmaps;
+pub mod client;
 pub mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod dump;
 pub mod functions;
 pub mod geo;
@@ -18,7 +20,9 @@ pub mod harness;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod keys;
+pub mod latency;
 pub mod lists;
+pub mod memory;
 pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
@@ -26,6 +30,7 @@ pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod slowlog;
 pub mod sort;
 pub mod streams;
 pub mod strings;
