@@ -48,15 +48,6 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// keep growing the client's output buffer).
 const MAX_RANDOM_REPLY_BYTES: usize = 1 << 31;
 
-/// An option word as Redis compares it (`strcasecmp`): the word ends at the first NUL.
-fn opt_is(arg: &[u8], name: &str) -> bool {
-    let word = match memchr::memchr(0, arg) {
-        Some(end) => &arg[..end],
-        None => arg,
-    };
-    word.eq_ignore_ascii_case(name.as_bytes())
-}
-
 fn as_hash(v: &Value) -> Result<&Hash, CmdError> {
     match v {
         Value::Hash(h) => Ok(h),
@@ -341,7 +332,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &Args) -> CmdResult {
             )));
         }
         let with_values = args.len() == 4;
-        if args.len() > 4 || (with_values && !opt_is(args.get(3), "withvalues")) {
+        if args.len() > 4 || (with_values && !c_word_is(args.get(3), "withvalues")) {
             return Err(CmdError::Syntax);
         }
         if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
@@ -428,7 +419,7 @@ fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, with_values: bool) -> Cmd
     Ok(Reply::Raw(out))
 }
 
-use super::keys::parse_cursor;
+use super::keys::{c_word_is, parse_cursor, scan_options, ScanOptions};
 
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 ///
@@ -438,35 +429,12 @@ use super::keys::parse_cursor;
 /// collection. The cursor is checked first, then the key, then the options.
 pub fn hscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let mut count: i64 = 10;
-    let mut pattern: Option<&[u8]> = None;
-    let mut option_error = None;
-    let mut i = 3;
-    while i < args.len() {
-        let more = args.len() - i;
-        if opt_is(args.get(i), "count") && more >= 2 {
-            match args.i64(i + 1) {
-                Ok(c) if c >= 1 => count = c,
-                Ok(_) => option_error = Some(CmdError::Syntax),
-                Err(e) => option_error = Some(e),
-            }
-        } else if opt_is(args.get(i), "match") && more >= 2 {
-            let p = args.get(i + 1);
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else {
-            option_error = Some(CmdError::Syntax);
-        }
-        if option_error.is_some() {
-            break;
-        }
-        i += 2;
-    }
+    // Bad options are reported only once the key is known to exist with the right type.
+    let options = scan_options(args, 3, false);
     let Some(h) = read_hash(ctx, args.key(1))? else {
         return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec()));
     };
-    if let Some(e) = option_error {
-        return Err(e);
-    }
+    let ScanOptions { count, pattern, .. } = options?;
     let mut found: Vec<(&[u8], &[u8])> = Vec::new();
     if h.is_listpack() {
         cursor = h.scan(cursor, |k, v| found.push((k, v)));
@@ -514,7 +482,7 @@ const DELETED: i64 = 2;
 /// Where the fields of `... FIELDS numfields field ...` are, with FIELDS expected at `at`
 /// (checked in 7.4's order: the keyword, a count >= 1, then the count against what follows).
 fn fields_at(args: &Args, at: usize) -> Result<std::ops::Range<usize>, CmdError> {
-    if !opt_is(args.get(at), "fields") {
+    if !c_word_is(args.get(at), "fields") {
         return Err(CmdError::err("Mandatory argument FIELDS is missing or not at the right position"));
     }
     let n = parse_i64(args.get(at + 1))
@@ -571,7 +539,7 @@ fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> 
     let word = args.get(3);
     let cond = [("nx", Cond::Nx), ("xx", Cond::Xx), ("gt", Cond::Gt), ("lt", Cond::Lt)]
         .into_iter()
-        .find(|(name, _)| opt_is(word, name))
+        .find(|(name, _)| c_word_is(word, name))
         .map_or(Cond::Always, |(_, c)| c);
     let fields = fields_at(args, if cond == Cond::Always { 3 } else { 4 })?;
     if !exists {

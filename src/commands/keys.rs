@@ -164,6 +164,46 @@ pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Array(out))
 }
 
+/// The options every *SCAN command takes (Redis's scanGenericCommand): COUNT (at least 1),
+/// MATCH (`*` matches all, so it is dropped) and, for SCAN itself, TYPE. Option names compare
+/// as C strings (`strcasecmp`: the text ends at a NUL), as Redis compares them.
+pub(crate) struct ScanOptions<'a> {
+    pub count: i64,
+    pub pattern: Option<&'a [u8]>,
+    pub type_name: Option<&'a [u8]>,
+}
+
+/// Parses the options from argument `from` on; the first bad one is the error.
+pub(crate) fn scan_options(args: &Args, from: usize, with_type: bool) -> Result<ScanOptions<'_>, CmdError> {
+    let mut opts = ScanOptions { count: 10, pattern: None, type_name: None };
+    let mut i = from;
+    while i < args.len() {
+        let has_value = args.len() - i >= 2;
+        let name = args.get(i);
+        if c_word_is(name, "count") && has_value {
+            opts.count = args.i64(i + 1)?;
+            if opts.count < 1 {
+                return Err(CmdError::Syntax);
+            }
+        } else if c_word_is(name, "match") && has_value {
+            let p = args.get(i + 1);
+            opts.pattern = if p == b"*" { None } else { Some(p) };
+        } else if with_type && c_word_is(name, "type") && has_value {
+            opts.type_name = Some(args.get(i + 1));
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    Ok(opts)
+}
+
+/// `arg` equals `word` case-insensitively as C's strcasecmp sees it: up to the first NUL.
+pub(crate) fn c_word_is(arg: &[u8], word: &str) -> bool {
+    let arg = memchr::memchr(0, arg).map_or(arg, |end| &arg[..end]);
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
 /// Parses a SCAN cursor as Redis 7.0 does with `strtoul`: leading whitespace is refused, an
 /// optional sign is accepted (a negative value wraps around), the text ends at the first NUL, the
 /// empty string is cursor 0, and overflow or trailing bytes are errors.
@@ -201,27 +241,7 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
 /// with the next cursor (0 when the walk is over) and the keys.
 pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = parse_cursor(args.get(1)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let mut count: i64 = 10;
-    let mut pattern: Option<&[u8]> = None;
-    let mut type_name: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < args.len() {
-        let more = args.len() - i;
-        if args.is(i, "count") && more >= 2 {
-            count = args.i64(i + 1)?;
-            if count < 1 {
-                return Err(CmdError::Syntax);
-            }
-        } else if args.is(i, "match") && more >= 2 {
-            let p = args.get(i + 1);
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else if args.is(i, "type") && more >= 2 {
-            type_name = Some(args.get(i + 1));
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOptions { count, pattern, type_name } = scan_options(args, 2, true)?;
     let now = ctx.now_ms;
     let mut budget = count.saturating_mul(10);
     let mut seen: i64 = 0;

@@ -314,24 +314,6 @@ pub fn llen(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Int(list_ref(ctx, args.key(1))?.map_or(0, |l| l.len() as i64)))
 }
 
-/// Redis's range normalization for LRANGE/LTRIM: Some((start, end)) inclusive and in bounds, or
-/// None for an empty range.
-fn normalize_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let mut start = if start < 0 { len.saturating_add(start) } else { start };
-    let mut end = if end < 0 { len.saturating_add(end) } else { end };
-    if start < 0 {
-        start = 0;
-    }
-    if start > end || start >= len {
-        return None;
-    }
-    if end >= len {
-        end = len - 1;
-    }
-    Some((start as usize, end as usize))
-}
-
 /// LRANGE key start stop
 ///
 /// The elements from `start` to `stop` inclusive; negative indices count from the tail. Out of
@@ -342,7 +324,7 @@ pub fn lrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some(list) = list_ref(ctx, args.key(1))? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let Some((s, e)) = normalize_range(start, stop, list.len()) else {
+    let Some((s, e)) = crate::util::num::clamp_index_range(start, stop, list.len()) else {
         return Ok(Reply::Array(Vec::new()));
     };
     let mut out = Vec::new();
@@ -444,7 +426,7 @@ pub fn ltrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Ok(Reply::Ok);
     };
     let len = list.len();
-    let (front, back) = match normalize_range(start, stop, len) {
+    let (front, back) = match crate::util::num::clamp_index_range(start, stop, len) {
         Some((s, e)) => (s, len - 1 - e),
         None => (len, 0),
     };
@@ -790,12 +772,12 @@ mod tests {
 
     #[test]
     fn range_normalization() {
-        assert_eq!(normalize_range(0, -1, 3), Some((0, 2)));
-        assert_eq!(normalize_range(-100, 100, 3), Some((0, 2)));
-        assert_eq!(normalize_range(1, 0, 3), None);
-        assert_eq!(normalize_range(5, 10, 3), None);
-        assert_eq!(normalize_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
-        assert_eq!(normalize_range(0, 0, 0), None);
+        assert_eq!(crate::util::num::clamp_index_range(0, -1, 3), Some((0, 2)));
+        assert_eq!(crate::util::num::clamp_index_range(-100, 100, 3), Some((0, 2)));
+        assert_eq!(crate::util::num::clamp_index_range(1, 0, 3), None);
+        assert_eq!(crate::util::num::clamp_index_range(5, 10, 3), None);
+        assert_eq!(crate::util::num::clamp_index_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
+        assert_eq!(crate::util::num::clamp_index_range(0, 0, 0), None);
     }
 
     #[test]

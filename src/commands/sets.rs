@@ -614,7 +614,7 @@ pub fn sdiffstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     store(ctx, args.key(1), result, "sdiffstore")
 }
 
-use super::keys::parse_cursor;
+use super::keys::{parse_cursor, scan_options, ScanOptions};
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 ///
@@ -627,24 +627,7 @@ pub fn sscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
         None => return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec())),
         Some(v) => as_set(v)?,
     };
-    let mut count: i64 = 10;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let more = args.len() - i;
-        if args.is(i, "count") && more >= 2 {
-            count = args.i64(i + 1)?;
-            if count < 1 {
-                return Err(CmdError::Syntax);
-            }
-        } else if args.is(i, "match") && more >= 2 {
-            let p = args.get(i + 1);
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOptions { count, pattern, .. } = scan_options(args, 3, false)?;
     let mut found: Vec<u8> = Vec::new();
     let mut n = 0usize;
     let mut seen: i64 = 0;

@@ -241,23 +241,6 @@ fn lex_ranks(z: &ZSet, min: &LexBound, max: &LexBound) -> (usize, usize) {
     (first, end.max(first))
 }
 
-/// Clamps a rank range given with negative-from-the-end indexes, as ZRANGE does; None when empty.
-fn clamp_ranks(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let mut start = if start < 0 { start + len } else { start };
-    let mut end = if end < 0 { end + len } else { end };
-    if start < 0 {
-        start = 0;
-    }
-    if start > end || start >= len {
-        return None;
-    }
-    if end >= len {
-        end = len - 1;
-    }
-    Some((start as usize, end as usize))
-}
-
 // ---------------------------------------------------------------------------------------------
 // ZADD / ZINCRBY
 
@@ -591,7 +574,7 @@ fn zrange_generic(
     let walk: Option<(usize, usize)> = z.and_then(|z| {
         let len = z.len();
         match &range {
-            Range::Rank(s, e) => clamp_ranks(*s, *e, len),
+            Range::Rank(s, e) => crate::util::num::clamp_index_range(*s, *e, len),
             Range::Score(_) | Range::Lex(..) => {
                 let (first, end) = match &range {
                     Range::Score(r) => score_ranks(z, r),
@@ -769,7 +752,7 @@ fn remrange(ctx: &mut Ctx, key: &[u8], event: &str, ranks: impl FnOnce(&ZSet) ->
 /// Removes the members in a rank range (negative counting from the end); replies with the count.
 pub fn zremrangebyrank(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (s, e) = (args.i64(2)?, args.i64(3)?);
-    remrange(ctx, args.key(1), "zremrangebyrank", |z| clamp_ranks(s, e, z.len()))
+    remrange(ctx, args.key(1), "zremrangebyrank", |z| crate::util::num::clamp_index_range(s, e, z.len()))
 }
 
 /// ZREMRANGEBYSCORE key min max
@@ -1322,7 +1305,7 @@ pub fn zintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // ZSCAN
 
-use super::keys::parse_cursor;
+use super::keys::{parse_cursor, scan_options, ScanOptions};
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 ///
@@ -1336,24 +1319,7 @@ pub fn zscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Some(Value::ZSet(_)) => {}
         Some(_) => return Err(CmdError::WrongType),
     }
-    let mut count: i64 = 10;
-    let mut pattern: Option<Vec<u8>> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let more = args.len() - i - 1;
-        if args.is(i, "count") && more >= 1 {
-            count = args.i64(i + 1)?;
-            if count < 1 {
-                return Err(CmdError::Syntax);
-            }
-        } else if args.is(i, "match") && more >= 1 {
-            let p = args.get(i + 1);
-            pattern = if p == b"*" { None } else { Some(p.to_vec()) };
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOptions { count, pattern, .. } = scan_options(args, 3, false)?;
     let Some(Value::ZSet(z)) = ctx.lookup_read(args.key(1)) else {
         return Ok(empty());
     };
@@ -1370,7 +1336,7 @@ pub fn zscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let mut out = Vec::new();
     for (m, s) in found {
-        if let Some(p) = &pattern {
+        if let Some(p) = pattern {
             if !crate::glob::glob_match(p, &m, false) {
                 continue;
             }
@@ -1460,11 +1426,11 @@ mod tests {
 
     #[test]
     fn rank_clamping() {
-        assert_eq!(clamp_ranks(0, -1, 3), Some((0, 2)));
-        assert_eq!(clamp_ranks(-10, 1, 3), Some((0, 1)));
-        assert_eq!(clamp_ranks(2, 1, 3), None);
-        assert_eq!(clamp_ranks(3, 5, 3), None);
-        assert_eq!(clamp_ranks(1, 100, 3), Some((1, 2)));
+        assert_eq!(crate::util::num::clamp_index_range(0, -1, 3), Some((0, 2)));
+        assert_eq!(crate::util::num::clamp_index_range(-10, 1, 3), Some((0, 1)));
+        assert_eq!(crate::util::num::clamp_index_range(2, 1, 3), None);
+        assert_eq!(crate::util::num::clamp_index_range(3, 5, 3), None);
+        assert_eq!(crate::util::num::clamp_index_range(1, 100, 3), Some((1, 2)));
     }
 
     #[test]

@@ -742,14 +742,6 @@ fn zset_from_pair_refs<R: Read>(rd: &Reader<R>, pairs: Vec<(&[u8], f64)>, lim: &
     Ok(Value::ZSet(Box::new(ZSet::from_pair_refs(pairs, limits))))
 }
 
-fn push_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
 /// A small hash built straight into `Hash::Listpack`'s buffer (see types::hash: each entry a
 /// LEB128 length then its bytes, pairs in order): one allocation instead of one per field.
 /// `None` when it does not fit the listpack limits or a field repeats.
@@ -757,9 +749,11 @@ fn small_hash(pairs: &[(PElem, PElem)], lim: &Limits) -> Option<Option<Hash>> {
     if pairs.len() > lim.hash_entries {
         return None;
     }
-    let varint_len = |n: usize| (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize;
-    let exact: usize =
-        pairs.iter().flat_map(|(f, v)| [f, v]).map(|e| e.with_bytes(|b| b.len() + varint_len(b.len()))).sum();
+    let exact: usize = pairs
+        .iter()
+        .flat_map(|(f, v)| [f, v])
+        .map(|e| e.with_bytes(|b| b.len() + crate::util::varint::len(b.len() as u64)))
+        .sum();
     let mut buf = Vec::with_capacity(exact);
     let mut fields: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
     for (f, v) in pairs {
@@ -768,7 +762,7 @@ fn small_hash(pairs: &[(PElem, PElem)], lim: &Limits) -> Option<Option<Hash>> {
                 if b.len() > lim.hash_value {
                     return false;
                 }
-                push_varint(&mut buf, b.len());
+                crate::util::varint::put(&mut buf, b.len() as u64);
                 let at = buf.len();
                 buf.extend_from_slice(b);
                 if i == 0 {

@@ -26,6 +26,7 @@
 //! `hash-max-listpack-entries` or a field/value is longer than `hash-max-listpack-value`; never
 //! back. The limits come in as plain numbers: this module knows nothing of config or commands.
 
+use crate::util::varint;
 use std::hash::BuildHasher;
 
 /// A Redis hash.
@@ -61,39 +62,15 @@ impl PartialEq for Hash {
 // ---------------------------------------------------------------------------------------------
 // listpack helpers
 
-fn push_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
 /// Reads a length at `pos`; returns (length, position after it). The buffer is ours, so it is
 /// well formed; a truncated one reads as an empty tail rather than panicking.
-fn read_varint(buf: &[u8], mut pos: usize) -> (usize, usize) {
-    let mut n = 0usize;
-    let mut shift = 0;
-    while let Some(&b) = buf.get(pos) {
-        pos += 1;
-        n |= ((b & 0x7f) as usize) << shift;
-        if b & 0x80 == 0 {
-            break;
-        }
-        shift += 7;
-    }
+fn read_len(buf: &[u8], mut pos: usize) -> (usize, usize) {
+    let n = varint::get(buf, &mut pos) as usize;
     (n, pos)
 }
 
-#[cfg(test)]
-fn varint_len(n: usize) -> usize {
-    let mut len = 1;
-    let mut n = n >> 7;
-    while n > 0 {
-        len += 1;
-        n >>= 7;
-    }
-    len
+fn push_len(out: &mut Vec<u8>, n: usize) {
+    varint::put(out, n as u64);
 }
 
 /// Entries of a listpack buffer, in order, with the offset each one starts at.
@@ -111,7 +88,7 @@ impl<'a> Iterator for LpEntries<'a> {
             return None;
         }
         let start = self.pos;
-        let (len, data) = read_varint(self.buf, start);
+        let (len, data) = read_len(self.buf, start);
         let end = (data + len).min(self.buf.len());
         self.pos = end;
         Some((start, &self.buf[data..end], end))
@@ -224,8 +201,8 @@ impl Arena {
         let ci = self.chunks.len() - 1;
         let chunk = &mut self.chunks[ci];
         let at = chunk.len();
-        push_varint(chunk, field.len());
-        push_varint(chunk, value.len());
+        push_len(chunk, field.len());
+        push_len(chunk, value.len());
         chunk.extend_from_slice(field);
         chunk.extend_from_slice(value);
         self.used += chunk.len() - at;
@@ -248,8 +225,8 @@ impl Arena {
 /// Decodes the pair at `pos`: (field, value, bytes the pair occupies).
 fn pair_at(arena: &Arena, pos: usize) -> (&[u8], &[u8], usize) {
     let (buf, at) = arena.chunk(pos);
-    let (flen, p) = read_varint(buf, at);
-    let (vlen, p) = read_varint(buf, p);
+    let (flen, p) = read_len(buf, at);
+    let (vlen, p) = read_len(buf, p);
     let fend = (p + flen).min(buf.len());
     let vend = (fend + vlen).min(buf.len());
     (&buf[p..fend], &buf[fend..vend], vend - at.min(vend))
@@ -508,7 +485,7 @@ impl Table {
 const NO_TTL: i64 = 0;
 
 fn push_entry(out: &mut Vec<u8>, bytes: &[u8]) {
-    push_varint(out, bytes.len());
+    push_len(out, bytes.len());
     out.extend_from_slice(bytes);
 }
 
@@ -1121,9 +1098,9 @@ mod tests {
     fn varints_round_trip() {
         for n in [0usize, 1, 127, 128, 300, 16383, 16384, 1 << 30] {
             let mut v = Vec::new();
-            push_varint(&mut v, n);
-            assert_eq!(v.len(), varint_len(n));
-            assert_eq!(read_varint(&v, 0), (n, v.len()));
+            push_len(&mut v, n);
+            assert_eq!(v.len(), varint::len(n as u64));
+            assert_eq!(read_len(&v, 0), (n, v.len()));
         }
     }
 

@@ -21,6 +21,7 @@
 //!
 //! Lex ranges compare member bytes only, assuming (as Redis does) that all scores are equal.
 
+use crate::util::varint;
 use std::cmp::Ordering;
 
 use crate::types::table::Table;
@@ -73,28 +74,6 @@ fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
 const TAG_INT: u8 = 0xFE;
 const TAG_F64: u8 = 0xFF;
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    while let Some(&b) = buf.get(*pos) {
-        *pos += 1;
-        v |= ((b & 0x7F) as u64) << shift;
-        if b < 0x80 {
-            break;
-        }
-        shift += 7;
-    }
-    v
-}
-
 fn put_score(out: &mut Vec<u8>, score: f64) {
     // -0 becomes 0 here, as in Redis's listpack (it stores integral scores as integers).
     if score.fract() == 0.0 && score.abs() < 9_007_199_254_740_992.0 {
@@ -108,7 +87,7 @@ fn put_score(out: &mut Vec<u8>, score: f64) {
             out.extend_from_slice(&[0xC0 | (n >> 8) as u8, n as u8]);
         } else {
             out.push(TAG_INT);
-            put_varint(out, ((i << 1) ^ (i >> 63)) as u64);
+            varint::put(out, ((i << 1) ^ (i >> 63)) as u64);
         }
     } else {
         out.push(TAG_F64);
@@ -129,7 +108,7 @@ fn get_score(buf: &[u8], pos: &mut usize) -> f64 {
             f64::from_le_bytes(b)
         }
         TAG_INT => {
-            let z = get_varint(buf, &mut p);
+            let z = varint::get(buf, &mut p);
             (((z >> 1) as i64) ^ -((z & 1) as i64)) as f64
         }
         t if t < 0x80 => t as f64,
@@ -156,8 +135,8 @@ fn encode<'a>(entries: impl Iterator<Item = (&'a [u8], f64)>) -> Box<[u8]> {
     let mut prev: &[u8] = &[];
     for (m, s) in entries {
         let shared = prev.iter().zip(m).take_while(|(a, b)| a == b).count();
-        put_varint(&mut out, shared as u64);
-        put_varint(&mut out, (m.len() - shared) as u64);
+        varint::put(&mut out, shared as u64);
+        varint::put(&mut out, (m.len() - shared) as u64);
         out.extend_from_slice(&m[shared..]);
         put_score(&mut out, s);
         prev = m;
@@ -196,8 +175,8 @@ fn decode(buf: &[u8]) -> Decoded {
     let mut pos = 0;
     let mut prev = (0usize, 0usize);
     while pos < buf.len() {
-        let shared = (get_varint(buf, &mut pos) as usize).min(prev.1 - prev.0);
-        let rest = get_varint(buf, &mut pos) as usize;
+        let shared = (varint::get(buf, &mut pos) as usize).min(prev.1 - prev.0);
+        let rest = varint::get(buf, &mut pos) as usize;
         let start = bytes.len();
         bytes.extend_from_within(prev.0..prev.0 + shared);
         let end_rest = (pos + rest).min(buf.len());
@@ -215,8 +194,8 @@ fn pack_len(buf: &[u8]) -> usize {
     let mut pos = 0;
     let mut n = 0;
     while pos < buf.len() {
-        get_varint(buf, &mut pos);
-        let rest = get_varint(buf, &mut pos) as usize;
+        varint::get(buf, &mut pos);
+        let rest = varint::get(buf, &mut pos) as usize;
         pos = pos.saturating_add(rest);
         get_score(buf, &mut pos);
         n += 1;

@@ -221,6 +221,19 @@ pub fn push_i64(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(buf.format(v).as_bytes());
 }
 
+/// An inclusive index range over `len` items as LRANGE, LTRIM and ZRANGE take it (negative
+/// indexes count from the end, then both ends are clamped in): Some((start, end)) in bounds, or
+/// None when the range is empty.
+pub fn clamp_index_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 { len.saturating_add(start) } else { start }.max(0);
+    let end = if end < 0 { len.saturating_add(end) } else { end };
+    if start > end || start >= len {
+        return None;
+    }
+    Some((start as usize, end.min(len - 1) as usize))
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -340,6 +353,17 @@ mod tests {
         }
     }
     use super::*;
+
+    #[test]
+    fn index_ranges_clamp_like_lrange() {
+        assert_eq!(clamp_index_range(0, -1, 5), Some((0, 4)));
+        assert_eq!(clamp_index_range(-100, 100, 5), Some((0, 4)));
+        assert_eq!(clamp_index_range(3, 1, 5), None);
+        assert_eq!(clamp_index_range(5, 9, 5), None);
+        assert_eq!(clamp_index_range(-2, -1, 5), Some((3, 4)));
+        assert_eq!(clamp_index_range(0, -1, 0), None);
+        assert_eq!(clamp_index_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
+    }
 
     #[test]
     fn integers_are_strict() {
