@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Regenerates src/commands/docs.rs from a running redis-server 7.0 and our own wording.
+"""Regenerates src/spec/docs_data.rs from a running redis-server 7.0 and our own wording.
 
 Usage:
     redis-server --port 7320 --save '' --appendonly no --daemonize yes
-    python3 tools/gen_command_docs.py --port 7320            # writes src/commands/docs.rs
+    python3 tools/gen_command_docs.py --port 7320            # writes src/spec/docs_data.rs
 
 What comes from the server (facts about the protocol): every command's and subcommand's group,
 `since`, doc flags, deprecation version and replacement, history versions, argument structures
@@ -205,7 +205,7 @@ def main():
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=6379)
     p.add_argument("--text", default=os.path.join(here, "command_docs_text.txt"))
-    p.add_argument("--out", default=os.path.join(here, "..", "src", "commands", "docs.rs"))
+    p.add_argument("--out", default=os.path.join(here, "..", "src", "spec", "docs_data.rs"))
     a = p.parse_args()
 
     conn = resp3.Conn(a.host, a.port)

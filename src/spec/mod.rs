@@ -5,6 +5,7 @@
 //! extraction from key specs (`getkeys`). Imports only `resp` and `util`.
 
 pub mod docs;
+mod docs_data;
 pub mod error;
 pub mod getkeys;
 
