@@ -16,208 +16,40 @@
 //! that ferrodis lacks must be listed in tests/known_missing_commands.txt with the issue that adds
 //! it, and a listed one that ferrodis has fails the test too, so the list stays honest.
 //!
-//! Needs `redis-server` on PATH. Where it is absent the tests fail, unless
-//! FERRODIS_ALLOW_NO_REDIS=1 is set, in which case they are skipped with a message.
+//! Needs `redis-server` (see tests/common). Where it is absent the tests fail, unless
+//! FERRODIS_ALLOW_NO_REDIS=1 is set, in which case they are skipped with a message. Under
+//! FERRODIS_SELFCHECK the comparisons with ferrodis are skipped: Redis 7.0 standing in for it lacks
+//! the additions this file checks.
 //!
 //! Redis lists subcommands in hash order (random per process), so subcommand lists are sorted by
 //! name on both sides before comparing.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-struct Server {
-    child: Child,
-    port: u16,
+use common::{parse_frame, selfcheck, show, Client, Frame, RedisServer, Server, TestServer};
+
+/// ferrodis, or None (after saying so) under FERRODIS_SELFCHECK.
+fn start_ferrodis() -> Option<Server> {
+    if selfcheck() {
+        eprintln!(
+            "SKIPPED: FERRODIS_SELFCHECK puts Redis 7.0 in place of ferrodis, and it lacks the 7.2/7.4 additions"
+        );
+        return None;
+    }
+    Some(TestServer::new())
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// A connection to `server`, in RESP3 when `resp3`.
+fn connect(server: &Server, resp3: bool) -> Client {
+    let mut c = server.client();
+    if resp3 {
+        c.cmd(&["HELLO", "3"]);
     }
+    c
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-fn wait_ready(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("server on port {port} did not start");
-}
-
-/// Starts redis-server, or None (after saying so) when it is absent and that is allowed.
-fn start_redis() -> Option<Server> {
-    let port = free_port();
-    let spawned = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    match spawned {
-        Ok(child) => {
-            wait_ready(port);
-            Some(Server { child, port })
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if std::env::var("FERRODIS_ALLOW_NO_REDIS").as_deref() == Ok("1") {
-                eprintln!("SKIPPED: redis-server not found and FERRODIS_ALLOW_NO_REDIS=1");
-                None
-            } else {
-                panic!("redis-server not found on PATH (set FERRODIS_ALLOW_NO_REDIS=1 to skip)");
-            }
-        }
-        Err(e) => panic!("cannot start redis-server: {e}"),
-    }
-}
-
-fn start_ferrodis() -> Server {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_ferrodis-server"))
-        .args(["--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ferrodis-server");
-    wait_ready(port);
-    Server { child, port }
-}
-
-/// One RESP2/RESP3 reply frame, kept close to the wire so it can be written back byte for byte.
-#[derive(Debug, Clone, PartialEq)]
-enum Frame {
-    /// `+`, `-`, `:`, `_`, `,`, `#`, `(` and null bulk/array lines: prefix and line.
-    Line(u8, Vec<u8>),
-    /// `$` and `=` (verbatim): prefix and payload.
-    Blob(u8, Vec<u8>),
-    /// `*`, `~`, `%` (children flattened: key, value, ...), `>`.
-    Agg(u8, Vec<Frame>),
-}
-
-impl Frame {
-    fn write(&self, out: &mut Vec<u8>) {
-        match self {
-            Frame::Line(p, l) => {
-                out.push(*p);
-                out.extend_from_slice(l);
-                out.extend_from_slice(b"\r\n");
-            }
-            Frame::Blob(p, b) => {
-                out.push(*p);
-                out.extend_from_slice(format!("{}\r\n", b.len()).as_bytes());
-                out.extend_from_slice(b);
-                out.extend_from_slice(b"\r\n");
-            }
-            Frame::Agg(p, items) => {
-                let n = if *p == b'%' { items.len() / 2 } else { items.len() };
-                out.push(*p);
-                out.extend_from_slice(format!("{n}\r\n").as_bytes());
-                for i in items {
-                    i.write(out);
-                }
-            }
-        }
-    }
-
-    fn bytes(&self) -> Vec<u8> {
-        let mut v = Vec::new();
-        self.write(&mut v);
-        v
-    }
-
-    fn blob(&self) -> Option<&[u8]> {
-        match self {
-            Frame::Blob(_, b) => Some(b),
-            _ => None,
-        }
-    }
-
-    fn items(&self) -> &[Frame] {
-        match self {
-            Frame::Agg(_, items) => items,
-            _ => &[],
-        }
-    }
-}
-
-/// Parses one frame from `buf`; None when incomplete.
-fn parse(buf: &[u8]) -> Option<(Frame, usize)> {
-    let end = buf.windows(2).position(|w| w == b"\r\n")?;
-    let prefix = *buf.first()?;
-    let line = &buf[1..end];
-    let mut pos = end + 2;
-    let num = || std::str::from_utf8(line).ok().and_then(|s| s.parse::<i64>().ok());
-    match prefix {
-        b'$' | b'=' => {
-            let n = num().expect("blob length");
-            if n < 0 {
-                return Some((Frame::Line(prefix, line.to_vec()), pos));
-            }
-            let n = n as usize;
-            if buf.len() < pos + n + 2 {
-                return None;
-            }
-            Some((Frame::Blob(prefix, buf[pos..pos + n].to_vec()), pos + n + 2))
-        }
-        b'*' | b'~' | b'%' | b'>' => {
-            let n = num().expect("aggregate length");
-            if n < 0 {
-                return Some((Frame::Line(prefix, line.to_vec()), pos));
-            }
-            let count = if prefix == b'%' { 2 * n } else { n };
-            let mut items = Vec::with_capacity(count as usize);
-            for _ in 0..count {
-                let (f, used) = parse(&buf[pos..])?;
-                items.push(f);
-                pos += used;
-            }
-            Some((Frame::Agg(prefix, items), pos))
-        }
-        _ => Some((Frame::Line(prefix, line.to_vec()), pos)),
-    }
-}
-
-struct Client {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Client {
-    fn connect(port: u16, resp3: bool) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-        let mut c = Client { stream, buf: Vec::new() };
-        if resp3 {
-            c.call(&["HELLO", "3"]);
-        }
-        c
-    }
-
-    fn call(&mut self, args: &[&str]) -> Frame {
-        let mut req = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            req.extend_from_slice(format!("${}\r\n{}\r\n", a.len(), a).as_bytes());
-        }
-        self.stream.write_all(&req).expect("write");
-        loop {
-            if let Some((f, used)) = parse(&self.buf) {
-                self.buf.drain(..used);
-                return f;
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.stream.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
+fn call(c: &mut Client, args: &[&str]) -> Frame {
+    parse_frame(&c.cmd(args))
 }
 
 /// Sorts the subcommand lists of every entry of a COMMAND INFO reply by name.
@@ -276,15 +108,6 @@ fn normalize_docs(f: &mut Frame) {
             _ => normalize_docs(&mut items[i + 1]),
         }
         i += 2;
-    }
-}
-
-fn show(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes).replace("\r\n", " ");
-    if s.chars().count() > 600 {
-        format!("{}...", s.chars().take(600).collect::<String>())
-    } else {
-        s
     }
 }
 
@@ -480,14 +303,8 @@ struct Kind {
 /// and every entry of the two lists that is out of date.
 fn compare_all(kind: Kind) {
     use std::collections::BTreeSet;
-    let Some(redis) = start_redis() else { return };
-    let ferrodis = start_ferrodis();
-    let names: Vec<String> = Client::connect(ferrodis.port, false)
-        .call(&["COMMAND", "LIST"])
-        .items()
-        .iter()
-        .filter_map(|f| f.blob().map(|b| String::from_utf8_lossy(b).into_owned()))
-        .collect();
+    let (Some(redis), Some(ferrodis)) = (RedisServer::or_skip(), start_ferrodis()) else { return };
+    let names: Vec<String> = command_list(&ferrodis).into_iter().collect();
     assert!(!names.is_empty(), "ferrodis lists no commands");
     let mut mismatches = Vec::new();
     // List maintenance problems, once for both protocols.
@@ -509,11 +326,11 @@ fn compare_all(kind: Kind) {
     };
     for resp3 in [false, true] {
         let proto = if resp3 { "RESP3" } else { "RESP2" };
-        let mut ours_client = Client::connect(ferrodis.port, resp3);
-        let mut theirs_client = Client::connect(redis.port, resp3);
+        let mut ours_client = connect(&ferrodis, resp3);
+        let mut theirs_client = connect(&redis, resp3);
         for name in &names {
-            let mut ours = ours_client.call(&["COMMAND", kind.subcommand, name]);
-            let mut theirs = theirs_client.call(&["COMMAND", kind.subcommand, name]);
+            let mut ours = call(&mut ours_client, &["COMMAND", kind.subcommand, name]);
+            let mut theirs = call(&mut theirs_client, &["COMMAND", kind.subcommand, name]);
             (kind.normalize)(&mut ours);
             (kind.normalize)(&mut theirs);
             let is_addition = is_added(name);
@@ -645,14 +462,14 @@ fn command_docs_structure_matches_redis() {
 /// HSET (RW update) and HGET (RO access), whose entries have that shape.
 #[test]
 fn redis_7_4_shapes_encode_as_redis_does() {
-    let Some(redis) = start_redis() else { return };
+    let Some(redis) = RedisServer::or_skip() else { return };
     for resp3 in [false, true] {
-        let mut c = Client::connect(redis.port, resp3);
+        let mut c = connect(&redis, resp3);
         for (name, arity, flags, cats, ks) in [
             ("hset", -4, &["write", "denyoom", "fast"][..], ["@write", "@hash", "@fast"], ["RW", "update"]),
             ("hget", 3, &["readonly", "fast"][..], ["@read", "@hash", "@fast"], ["RO", "access"]),
         ] {
-            let reply = c.call(&["COMMAND", "INFO", name]);
+            let reply = call(&mut c, &["COMMAND", "INFO", name]);
             let expected = info_entry_one_key(name, arity, flags, &cats, &ks, resp3);
             assert_eq!(
                 reply.items().first(),
@@ -669,9 +486,9 @@ fn redis_7_4_shapes_encode_as_redis_does() {
 /// Redis 7.0 subcommand of the same shape (CLIENT GETNAME: arity 2, same flags and categories).
 #[test]
 fn redis_7_2_shapes_encode_as_redis_does() {
-    let Some(redis) = start_redis() else { return };
+    let Some(redis) = RedisServer::or_skip() else { return };
     for resp3 in [false, true] {
-        let reply = Client::connect(redis.port, resp3).call(&["COMMAND", "INFO", "client|getname"]);
+        let reply = call(&mut connect(&redis, resp3), &["COMMAND", "INFO", "client|getname"]);
         let expected =
             info_entry("client|getname", 2, &["noscript", "loading", "stale"], &["@slow", "@connection"], resp3);
         assert_eq!(
@@ -690,18 +507,18 @@ fn redis_7_2_shapes_encode_as_redis_does() {
 #[test]
 fn docs_data_matches_redis_for_every_command() {
     use ferrodis::commands::{command, docs};
-    let Some(redis) = start_redis() else { return };
+    let Some(redis) = RedisServer::or_skip() else { return };
     let mut mismatches = Vec::new();
     let mut checked = 0;
     for proto in [2u8, 3] {
-        let mut c = Client::connect(redis.port, proto == 3);
+        let mut c = connect(&redis, proto == 3);
         let render = |r: &ferrodis::resp::Reply| {
             let mut out = Vec::new();
             ferrodis::resp::writer::write_reply(&mut out, r, proto);
-            parse(&out).expect("our encoding parses").0
+            parse_frame(&out)
         };
         // COMMAND INFO: [name, arity, flags, first, last, step, categories, tips, key specs, subs].
-        let mut stack: Vec<Frame> = c.call(&["COMMAND", "INFO"]).items().to_vec();
+        let mut stack: Vec<Frame> = call(&mut c, &["COMMAND", "INFO"]).items().to_vec();
         while let Some(entry) = stack.pop() {
             let f = entry.items();
             let name = String::from_utf8_lossy(f[0].blob().expect("name")).into_owned();
@@ -725,7 +542,7 @@ fn docs_data_matches_redis_for_every_command() {
             }
         }
         // COMMAND DOCS: name -> map, subcommands nested in a `subcommands` map.
-        let mut stack: Vec<Frame> = c.call(&["COMMAND", "DOCS"]).items().to_vec();
+        let mut stack: Vec<Frame> = call(&mut c, &["COMMAND", "DOCS"]).items().to_vec();
         while stack.len() >= 2 {
             let mut theirs = stack.pop().expect("doc");
             let name = String::from_utf8_lossy(stack.pop().expect("name").blob().expect("name")).into_owned();
@@ -777,9 +594,8 @@ fn known_missing() -> Vec<(String, String)> {
         .collect()
 }
 
-fn command_list(port: u16) -> std::collections::BTreeSet<String> {
-    Client::connect(port, false)
-        .call(&["COMMAND", "LIST"])
+fn command_list(server: &Server) -> std::collections::BTreeSet<String> {
+    call(&mut connect(server, false), &["COMMAND", "LIST"])
         .items()
         .iter()
         .filter_map(|f| f.blob().map(|b| String::from_utf8_lossy(b).into_owned()))
@@ -791,10 +607,9 @@ fn command_list(port: u16) -> std::collections::BTreeSet<String> {
 /// present in ferrodis; the list names each command once.
 #[test]
 fn every_redis_command_is_present_or_known_missing() {
-    let Some(redis) = start_redis() else { return };
-    let ferrodis = start_ferrodis();
-    let theirs = command_list(redis.port);
-    let ours = command_list(ferrodis.port);
+    let (Some(redis), Some(ferrodis)) = (RedisServer::or_skip(), start_ferrodis()) else { return };
+    let theirs = command_list(&redis);
+    let ours = command_list(&ferrodis);
     assert!(theirs.len() > 200, "Redis lists only {} commands", theirs.len());
     let missing_list = known_missing();
     let listed = |name: &str| {

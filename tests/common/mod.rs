@@ -3,7 +3,8 @@
 //! RESP client that returns each reply's exact bytes, so tests compare wire bytes and nothing else.
 //!
 //! The client parses only the framing (RESP2 and RESP3 type bytes) to know where one reply ends; it
-//! never interprets a reply, except through `parse_value` for tests that need the contents.
+//! never interprets a reply, except through `parse_frame` (a reply kept close to the wire, which
+//! writes back byte for byte) and `parse_value` (its contents) for tests that look inside.
 
 #![allow(dead_code)]
 
@@ -59,7 +60,7 @@ impl TestServer {
     /// every differential test must then pass, which checks the scripts and the harness for
     /// flakiness independently of ferrodis.
     pub fn with_args(extra: &[&str]) -> Server {
-        if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
+        if selfcheck() {
             return RedisServer::with_args(extra);
         }
         Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), None, extra)
@@ -68,11 +69,17 @@ impl TestServer {
     /// Starts ferrodis with `config` as its config file (the first argument, as redis-server takes
     /// it), then the usual arguments and `extra`.
     pub fn with_config(config: &Path, extra: &[&str]) -> Server {
-        if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
+        if selfcheck() {
             return RedisServer::with_config(config, extra);
         }
         Server::start("ferrodis", env!("CARGO_BIN_EXE_ferrodis-server"), Some(config), extra)
     }
+}
+
+/// Whether `FERRODIS_SELFCHECK` asks for the real redis-server in place of ferrodis (see
+/// `TestServer::with_args`).
+pub fn selfcheck() -> bool {
+    std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0")
 }
 
 /// Address-space cap for the ferrodis under test: a runaway allocation (a parser bug fed hostile
@@ -111,6 +118,16 @@ impl RedisServer {
             )
         };
         Server::start("redis", &bin.to_string_lossy(), None, extra)
+    }
+
+    /// Starts the real redis-server, or returns None (after saying so) where it is missing and
+    /// `FERRODIS_ALLOW_NO_REDIS=1` lets a test pass without its oracle.
+    pub fn or_skip() -> Option<Server> {
+        if redis_server_path().is_none() && std::env::var("FERRODIS_ALLOW_NO_REDIS").as_deref() == Ok("1") {
+            eprintln!("SKIPPED: redis-server not found and FERRODIS_ALLOW_NO_REDIS=1");
+            return None;
+        }
+        Some(Self::new())
     }
 
     /// Starts the real redis-server with `config` as its config file.
@@ -405,6 +422,129 @@ fn skip_reply(buf: &[u8], pos: &mut usize) -> Option<()> {
     }
 }
 
+/// One reply as it came over the wire, so that it writes back byte for byte (tests that compare
+/// parts of replies and show them as RESP, or spell out an expected reply frame by frame).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// `+`, `-`, `:`, `_`, `,`, `#`, `(`, a null bulk or aggregate, and anything not RESP: the type
+    /// byte and the rest of the line.
+    Line(u8, Vec<u8>),
+    /// `$`, `=` (verbatim) and `!` (blob error): the type byte and the payload.
+    Blob(u8, Vec<u8>),
+    /// `*`, `~`, `>` and `%` (a map's keys and values alternate): the type byte and the elements.
+    Agg(u8, Vec<Frame>),
+}
+
+impl Frame {
+    /// Decodes the first reply in `buf`: the frame and how many bytes it took, or None while
+    /// `buf` holds no complete reply (or holds a length that is not a number).
+    pub fn parse(buf: &[u8]) -> Option<(Frame, usize)> {
+        let mut pos = 0;
+        let frame = frame_at(buf, &mut pos)?;
+        Some((frame, pos))
+    }
+
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Frame::Line(p, l) => {
+                out.push(*p);
+                out.extend_from_slice(l);
+                out.extend_from_slice(b"\r\n");
+            }
+            Frame::Blob(p, b) => {
+                out.push(*p);
+                out.extend_from_slice(format!("{}\r\n", b.len()).as_bytes());
+                out.extend_from_slice(b);
+                out.extend_from_slice(b"\r\n");
+            }
+            Frame::Agg(p, items) => {
+                let n = if *p == b'%' { items.len() / 2 } else { items.len() };
+                out.push(*p);
+                out.extend_from_slice(format!("{n}\r\n").as_bytes());
+                for i in items {
+                    i.write(out);
+                }
+            }
+        }
+    }
+
+    /// The frame as RESP bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.write(&mut v);
+        v
+    }
+
+    /// The payload of a blob; None for any other frame.
+    pub fn blob(&self) -> Option<&[u8]> {
+        match self {
+            Frame::Blob(_, b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The elements of an aggregate; none for any other frame.
+    pub fn items(&self) -> &[Frame] {
+        match self {
+            Frame::Agg(_, items) => items,
+            _ => &[],
+        }
+    }
+
+    /// The contents without the wire details (which blob or null type carried them).
+    pub fn into_value(self) -> Option<Value> {
+        Some(match self {
+            Frame::Line(b':', l) => Value::Int(line_int(&l)?),
+            Frame::Line(b'$' | b'=' | b'!' | b'_', _) => Value::Bulk(None),
+            Frame::Line(k @ (b'*' | b'~' | b'>' | b'%'), _) => Value::Agg(k, None),
+            Frame::Line(k, l) => Value::Simple(k, l),
+            Frame::Blob(_, b) => Value::Bulk(Some(b)),
+            Frame::Agg(k, items) => {
+                Value::Agg(k, Some(items.into_iter().map(Frame::into_value).collect::<Option<Vec<_>>>()?))
+            }
+        })
+    }
+}
+
+fn frame_at(buf: &[u8], pos: &mut usize) -> Option<Frame> {
+    let kind = *buf.get(*pos)?;
+    *pos += 1;
+    let line = read_line(buf, pos)?;
+    match kind {
+        b'$' | b'=' | b'!' => {
+            let n = line_int(line)?;
+            if n < 0 {
+                return Some(Frame::Line(kind, line.to_vec()));
+            }
+            let start = *pos;
+            let end = start.checked_add(n as usize)?;
+            if buf.len() < end.checked_add(2)? {
+                return None;
+            }
+            *pos = end + 2;
+            Some(Frame::Blob(kind, buf[start..end].to_vec()))
+        }
+        b'*' | b'~' | b'>' | b'%' => {
+            let n = line_int(line)?;
+            if n < 0 {
+                return Some(Frame::Line(kind, line.to_vec()));
+            }
+            let count = if kind == b'%' { n.checked_mul(2)? } else { n };
+            let mut items = Vec::new();
+            for _ in 0..count {
+                items.push(frame_at(buf, pos)?);
+            }
+            Some(Frame::Agg(kind, items))
+        }
+        _ => Some(Frame::Line(kind, line.to_vec())),
+    }
+}
+
+/// Decodes one complete reply (as returned by `read_reply`) as it came over the wire.
+pub fn parse_frame(bytes: &[u8]) -> Frame {
+    Frame::parse(bytes).map(|(f, _)| f).unwrap_or_else(|| panic!("not a RESP reply: {}", show(bytes)))
+}
+
 /// A decoded reply, for tests that look inside (dataset comparison).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -416,40 +556,7 @@ pub enum Value {
 
 /// Decodes one complete reply (as returned by `read_reply`).
 pub fn parse_value(bytes: &[u8]) -> Value {
-    let mut pos = 0;
-    parse_at(bytes, &mut pos).unwrap_or_else(|| panic!("not a RESP reply: {}", show(bytes)))
-}
-
-fn parse_at(buf: &[u8], pos: &mut usize) -> Option<Value> {
-    let kind = *buf.get(*pos)?;
-    *pos += 1;
-    let line = read_line(buf, pos)?;
-    match kind {
-        b':' => Some(Value::Int(line_int(line)?)),
-        b'$' | b'=' | b'!' => {
-            let n = line_int(line)?;
-            if n < 0 {
-                return Some(Value::Bulk(None));
-            }
-            let start = *pos;
-            *pos += n as usize + 2;
-            Some(Value::Bulk(Some(buf.get(start..start + n as usize)?.to_vec())))
-        }
-        b'*' | b'~' | b'>' | b'%' => {
-            let n = line_int(line)?;
-            if n < 0 {
-                return Some(Value::Agg(kind, None));
-            }
-            let items = if kind == b'%' { n * 2 } else { n };
-            let mut v = Vec::new();
-            for _ in 0..items {
-                v.push(parse_at(buf, pos)?);
-            }
-            Some(Value::Agg(kind, Some(v)))
-        }
-        b'_' => Some(Value::Bulk(None)),
-        _ => Some(Value::Simple(kind, line.to_vec())),
-    }
+    Frame::parse(bytes).and_then(|(f, _)| f.into_value()).unwrap_or_else(|| panic!("not a RESP reply: {}", show(bytes)))
 }
 
 /// Bytes as a readable escaped string (like redis-cli's quoting), truncated when very long.
@@ -850,6 +957,36 @@ mod tests {
             m.assert_mostly_non_errors("t", 0.5, 0.0, 20, &["ZADD"]);
         });
         assert!(only_errors.is_err(), "an all-error mix fails overall");
+    }
+
+    #[test]
+    fn frames_write_back_and_decode() {
+        for wire in [
+            &b"*3\r\n$1\r\na\r\n:-7\r\n$-1\r\n"[..],
+            b"%2\r\n+k\r\n~1\r\n,1.5\r\n=8\r\ntxt:abcd\r\n_\r\n",
+            b"*-1\r\n",
+            b"!3\r\nERR\r\n",
+            b"$0\r\n\r\n",
+        ] {
+            let (f, n) = Frame::parse(wire).expect("complete");
+            assert_eq!((show(&f.bytes()), n), (show(wire), wire.len()));
+        }
+        assert_eq!(Frame::parse(b"*2\r\n:1\r\n"), None);
+        assert_eq!(Frame::parse(b"$3\r\nab"), None);
+        assert_eq!(Frame::parse(b"$x\r\n"), None);
+        assert_eq!(
+            parse_value(b"%1\r\n=8\r\ntxt:abcd\r\n*3\r\n_\r\n$-1\r\n*-1\r\n"),
+            Value::Agg(
+                b'%',
+                Some(vec![
+                    Value::Bulk(Some(b"txt:abcd".to_vec())),
+                    Value::Agg(b'*', Some(vec![Value::Bulk(None), Value::Bulk(None), Value::Agg(b'*', None)]))
+                ])
+            )
+        );
+        assert_eq!(parse_value(b":12\r\n"), Value::Int(12));
+        assert_eq!(parse_value(b"-ERR x\r\n"), Value::Simple(b'-', b"ERR x".to_vec()));
+        assert!(std::panic::catch_unwind(|| parse_value(b":x\r\n")).is_err());
     }
 
     #[test]
