@@ -24,17 +24,14 @@
 
 mod common;
 
-use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
-use std::collections::VecDeque;
+use common::seeded::{self, MixBounds, Run, Seeded};
+use common::{parse_value, Client, Value};
 
 const SEEDS: &[u64] = &[11, 303, 0xB175, 0x4859_4C4C];
 const STEPS: usize = 2000;
-/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
-/// generator must reach: both servers agreeing on errors alone would prove little.
-const MIX_OVERALL: f64 = 0.6;
-const MIX_PER_COMMAND: f64 = 0.1;
-/// HSET and RPUSH only make keys of another type, mostly refused by design.
-const MIX_EXEMPT: &[&str] = &["HSET", "RPUSH"];
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more); HSET and
+/// RPUSH only make keys of another type, mostly refused by design.
+const MIX: MixBounds = MixBounds { overall: 0.6, per_command: 0.1, min_samples: 20, exempt: &["HSET", "RPUSH"] };
 
 const BIT_KEYS: &[&str] = &["b0", "b1", "b2", "b3", "b4"];
 const HLL_KEYS: &[&str] = &["p0", "p1", "p2", "p3"];
@@ -50,15 +47,13 @@ struct Gen {
     rng: fastrand::Rng,
 }
 
+impl Seeded for Gen {
+    fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+}
+
 impl Gen {
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.rng.usize(..items.len())]
-    }
-
-    fn chance(&mut self, percent: u32) -> bool {
-        self.rng.u32(..100) < percent
-    }
-
     fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.rng.u8(..)).collect()
     }
@@ -537,75 +532,27 @@ impl Gen {
     }
 }
 
-/// A command line for the history, shortened when it is very long (big PFADDs, dense HLL values).
-fn brief(argv: &[Vec<u8>]) -> String {
-    let line = if argv.len() > 12 {
-        format!("{} ... ({} arguments)", show_argv(&argv[..12]), argv.len())
-    } else {
-        show_argv(argv)
-    };
-    if line.len() > 800 {
-        format!("{}... ({} bytes)", &line[..800], line.len())
-    } else {
-        line
-    }
-}
-
 fn run_seed(seed: u64) {
     run_seed_proto(seed, 2);
 }
 
 fn run_seed_proto(seed: u64, proto: u8) {
-    let redis = RedisServer::new();
-    let ferro = TestServer::new();
-    let mut rc = redis.client();
-    let mut fc = ferro.client();
-    if proto == 3 {
-        // HELLO's reply carries the client id, which differs; only its type is checked.
-        let r = rc.cmd(&["HELLO", "3"]);
-        let f = fc.cmd(&["HELLO", "3"]);
-        assert_eq!(f.first(), r.first(), "HELLO 3: ferrodis {} redis {}", show(&f), show(&r));
-    }
+    let mut run = Run::start("random bits", seed, proto, 1);
     let mut gen = Gen { rng: fastrand::Rng::with_seed(seed) };
-    let mut history: VecDeque<String> = VecDeque::new();
-    // Reply kinds seen (by first byte), printed at the end to show the mix is not all errors.
-    let mut kinds = std::collections::BTreeMap::<char, usize>::new();
-    let mut mix = common::ReplyMix::default();
     for step in 0..STEPS {
         let argv = gen.command();
         if (argv[0] == b"PFADD" || argv[0] == b"PFMERGE") && argv.len() > 1 {
-            if let Some(fix) = complete_dangling_xzero(&argv[1], &mut rc, &mut fc) {
-                history.push_back(fix);
-            }
+            complete_dangling_xzero(&argv[1], &mut run);
         }
-        history.push_back(brief(&argv));
-        if history.len() > 20 {
-            history.pop_front();
-        }
-        let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
-        *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
-        mix.record(&argv, &expected);
-        let actual = fc.try_cmd(&argv);
-        if !matches!(&actual, Ok(a) if *a == expected) {
-            let actual = match actual {
-                Ok(a) => show(&a),
-                Err(e) => format!("(no reply: {e})"),
-            };
-            panic!(
-                "random bits mismatch: seed {seed} (RESP{proto}), step {step}\nlast commands:\n  {}\n  redis:    {}\n  ferrodis: {}",
-                history.iter().cloned().collect::<Vec<_>>().join("\n  "),
-                show(&expected),
-                actual
-            );
-        }
+        run.step(step, &argv, seeded::exact);
         if step % 500 == 499 {
-            compare_dataset(&format!("seed {seed} step {step}"), &mut rc, &mut fc);
+            let (rc, fc) = run.clients(0);
+            compare_dataset(&format!("seed {seed} step {step}"), rc, fc);
         }
     }
-    eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
-    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
-    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
-    compare_dataset(&format!("seed {seed} end"), &mut rc, &mut fc);
+    run.finish(&MIX);
+    let (rc, fc) = run.clients(0);
+    compare_dataset(&format!("seed {seed} end"), rc, fc);
 }
 
 /// Whether `v` is a sparse HLL whose last opcode is the first byte of a two-byte XZERO cut off by the
@@ -634,16 +581,11 @@ fn dangling_xzero(v: &[u8]) -> bool {
 /// a later one, reads that hidden byte, which no GET shows and ferrodis cannot have. So before a
 /// PFADD or PFMERGE whose target holds such an HLL in Redis, both servers get `APPEND key "\x00"`,
 /// which spells out the byte Redis would read, and no write past the end happens.
-fn complete_dangling_xzero(key: &[u8], rc: &mut Client, fc: &mut Client) -> Option<String> {
-    let Value::Bulk(Some(v)) = parse_value(&rc.cmd(&[b"GET", key])) else { return None };
-    if !dangling_xzero(&v) {
-        return None;
+fn complete_dangling_xzero(key: &[u8], run: &mut Run) {
+    let Value::Bulk(Some(v)) = parse_value(&run.clients(0).0.cmd(&[b"GET", key])) else { return };
+    if dangling_xzero(&v) {
+        run.harness(0, &[b"APPEND", key, b"\x00"]);
     }
-    let argv: [&[u8]; 3] = [b"APPEND", key, b"\x00"];
-    let e = rc.cmd(&argv);
-    let a = fc.cmd(&argv);
-    assert_eq!(show(&a), show(&e), "`{}` (left ferrodis, right redis)", show_argv(&argv));
-    Some(format!("{} (added by the harness)", show_argv(&argv)))
 }
 
 /// An HGETALL reply (flat array or map) as sorted (field, value) pairs; other replies as they are.
@@ -659,14 +601,7 @@ fn sorted_pairs(reply: &[u8]) -> Result<Vec<(Value, Value)>, Vec<u8>> {
 }
 
 fn compare_dataset(when: &str, rc: &mut Client, fc: &mut Client) {
-    let rkeys = keys_sorted(rc);
-    let fkeys = keys_sorted(fc);
-    assert_eq!(
-        rkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-        fkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-        "{when}: KEYS * differ (left redis, right ferrodis)"
-    );
-    for key in &rkeys {
+    for key in &seeded::same_keys(when, rc, fc) {
         let k: &[u8] = key;
         let checks: [Vec<&[u8]>; 5] = [
             vec![b"TYPE", k],
@@ -676,11 +611,9 @@ fn compare_dataset(when: &str, rc: &mut Client, fc: &mut Client) {
             vec![b"HGETALL", k],
         ];
         for argv in &checks {
-            let e = rc.cmd(argv);
-            let a = fc.cmd(argv);
             // A hash in a hashtable has no defined order: HGETALL is compared as sorted pairs.
-            let same = if argv[0] == b"HGETALL" { sorted_pairs(&e) == sorted_pairs(&a) } else { e == a };
-            assert!(same, "{when}: `{}`\n  redis:    {}\n  ferrodis: {}", show_argv(argv), show(&e), show(&a));
+            let hash = argv[0] == b"HGETALL";
+            seeded::check(when, rc, fc, argv, |e, a| if hash { sorted_pairs(e) == sorted_pairs(a) } else { e == a });
         }
     }
 }
@@ -714,12 +647,10 @@ fn random_bits_seed_17_resp3() {
 /// The generator is deterministic per seed (a failure can be replayed).
 #[test]
 fn generator_is_deterministic() {
-    let run = |seed| {
+    seeded::assert_replayable(|seed| {
         let mut g = Gen { rng: fastrand::Rng::with_seed(seed) };
         (0..300).map(|_| g.command()).collect::<Vec<_>>()
-    };
-    assert_eq!(run(7), run(7));
-    assert_ne!(run(7), run(8));
+    });
 }
 
 /// Extra seeds from the environment, for longer hunts: `FERRODIS_BITS_SEEDS=100-400` (RESP2) or

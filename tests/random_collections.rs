@@ -28,17 +28,13 @@
 
 mod common;
 
-use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
-use std::collections::VecDeque;
+use common::seeded::{self, MixBounds, Run, Seeded};
+use common::{parse_value, show, Client, RedisServer, TestServer, Value};
 
 const SEEDS: &[u64] = &[3, 77, 0x0C01_1EC7];
 const STEPS: usize = 2000;
-/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
-/// generator must reach: both servers agreeing on errors alone would prove little.
-const MIX_OVERALL: f64 = 0.5;
-const MIX_PER_COMMAND: f64 = 0.1;
-/// Commands exempt from MIX_PER_COMMAND (none).
-const MIX_EXEMPT: &[&str] = &[];
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more).
+const MIX: MixBounds = MixBounds { overall: 0.5, per_command: 0.1, min_samples: 20, exempt: &[] };
 
 /// Thresholds set on both servers before a run: small enough that conversions happen often.
 const CONFIG: &[(&str, &str)] = &[
@@ -69,6 +65,12 @@ struct Gen {
     rng: fastrand::Rng,
 }
 
+impl Seeded for Gen {
+    fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+}
+
 const SHARED: &[&str] = &["x0", "x1"];
 const LISTS: &[&str] = &["l0", "l1", "l2"];
 const HASHES: &[&str] = &["h0", "h1", "h2"];
@@ -78,14 +80,6 @@ const ZSETS: &[&str] = &["z0", "z1", "z2", "z3"];
 const LEXES: &[&str] = &["lex0", "lex1"];
 
 impl Gen {
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.rng.usize(..items.len())]
-    }
-
-    fn chance(&mut self, percent: u32) -> bool {
-        self.rng.u32(..100) < percent
-    }
-
     /// A key from a type's pool, sometimes a shared key or a key of another type.
     fn key_of(&mut self, pool: &[&str]) -> Vec<u8> {
         let r = self.rng.u8(..100);
@@ -614,21 +608,14 @@ fn run_seed(seed: u64, proto: u8) {
 /// (`EVAL "redis.setresp(N) return redis.pcall(unpack(ARGV))" 0 cmd args...`, N alternating 2
 /// and 3), so each reply is converted into Lua and back, in both protocols.
 fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
-    let redis = RedisServer::new();
-    let ferro = TestServer::new();
-    let mut rc = redis.client();
-    let mut fc = ferro.client();
-    configure(&mut rc, "redis");
-    configure(&mut fc, "ferrodis");
-    if proto == 3 {
-        let r = rc.cmd(&["HELLO", "3"]);
-        let f = fc.cmd(&["HELLO", "3"]);
-        assert_eq!(f.first(), r.first(), "HELLO 3: ferrodis {} redis {}", show(&f), show(&r));
+    let mut run = Run::start("random collections", seed, proto, 1);
+    if scripted {
+        run = run.with_context("through scripts");
     }
+    let (rc, fc) = run.clients(0);
+    configure(rc, "redis");
+    configure(fc, "ferrodis");
     let mut gen = Gen { rng: fastrand::Rng::with_seed(seed) };
-    let mut history: VecDeque<String> = VecDeque::new();
-    let mut kinds = std::collections::BTreeMap::<char, usize>::new();
-    let mut mix = common::ReplyMix::default();
     let mut encodings = std::collections::BTreeMap::<String, usize>::new();
     let mut errors = std::collections::BTreeMap::<String, usize>::new();
     for step in 0..STEPS {
@@ -649,6 +636,7 @@ fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
             if argv[0].starts_with(b"BZPOP") {
                 // Never block: only sent when one of its keys holds a non-empty sorted set (or is
                 // of the wrong type, which errors at once) on the real server.
+                let rc = run.clients(0).0;
                 let busy = argv[1..3].iter().any(|k| rc.cmd(&[b"EXISTS".as_slice(), k]) == b":1\r\n");
                 if !busy {
                     continue;
@@ -665,58 +653,35 @@ fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
             } else {
                 argv
             };
-            history.push_back(show_argv(&argv));
-            if history.len() > 20 {
-                history.pop_front();
-            }
-            let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
-            *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
-            mix.record(&argv, &expected);
+            let key = if scripted && argv[0] == b"EVAL" { argv.get(4) } else { argv.get(1) };
+            let expected = run.step_on(step, 0, &format!(" ({order:?})"), &argv, |rc, e, a| {
+                let small = matches!(order, Order::SmallExact | Order::SmallExactPairs)
+                    && key.is_some_and(|k| small_encoding(rc, k));
+                agree(order, e, a, small)
+            });
             if expected.first() == Some(&b'-') {
                 let text = String::from_utf8_lossy(&expected);
                 *errors.entry(text.chars().take(24).collect::<String>()).or_default() += 1;
-            }
-            let actual = fc.try_cmd(&argv);
-            let key = if scripted && argv[0] == b"EVAL" { argv.get(4) } else { argv.get(1) };
-            let small = matches!(order, Order::SmallExact | Order::SmallExactPairs)
-                && key.is_some_and(|k| small_encoding(&mut rc, k));
-            let ok = matches!(&actual, Ok(a) if agree(order, &expected, a, small));
-            if !ok {
-                let actual = match actual {
-                    Ok(a) => show(&a),
-                    Err(e) => format!("(no reply: {e})"),
-                };
-                panic!(
-                "random collections mismatch: seed {seed} (RESP{proto}), step {step} ({order:?})\nlast commands:\n  {}\n  redis:    {}\n  ferrodis: {}",
-                history.iter().cloned().collect::<Vec<_>>().join("\n  "),
-                show(&expected),
-                actual
-            );
             }
             if argv[0] == b"OBJECT" {
                 *encodings.entry(String::from_utf8_lossy(&expected).into_owned()).or_default() += 1;
             }
         }
         if step % 500 == 499 {
-            compare_dataset(seed, &mut rc, &mut fc);
+            let (rc, fc) = run.clients(0);
+            compare_dataset(seed, rc, fc);
         }
     }
-    eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}; encodings seen {encodings:?}");
-    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
-    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
+    eprintln!("seed {seed}: encodings seen {encodings:?}");
+    run.finish(&MIX);
     eprintln!("seed {seed}: errors {errors:?}");
-    compare_dataset(seed, &mut rc, &mut fc);
+    let (rc, fc) = run.clients(0);
+    compare_dataset(seed, rc, fc);
 }
 
 fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client) {
-    let rkeys = keys_sorted(rc);
-    let fkeys = keys_sorted(fc);
-    assert_eq!(
-        rkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-        fkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-        "seed {seed}: KEYS * differ (left redis, right ferrodis)"
-    );
-    for key in &rkeys {
+    let what = format!("seed {seed}");
+    for key in &seeded::same_keys(&what, rc, fc) {
         let k = key.as_slice();
         let ty = rc.cmd(&[b"TYPE".as_slice(), k]);
         let mut checks: Vec<(Vec<&[u8]>, Order)> =
@@ -730,16 +695,8 @@ fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client) {
             other => panic!("seed {seed}: unexpected type {} for {}", show(other), show(k)),
         }
         for (argv, order) in checks {
-            let e = rc.cmd(&argv);
-            let a = fc.cmd(&argv);
             let small = small_encoding(rc, k);
-            assert!(
-                agree(order, &e, &a, small),
-                "seed {seed}: `{}`\n  redis:    {}\n  ferrodis: {}",
-                show_argv(&argv),
-                show(&e),
-                show(&a)
-            );
+            seeded::check(&what, rc, fc, &argv, |e, a| agree(order, e, a, small));
         }
     }
 }
@@ -780,12 +737,10 @@ fn random_collections_seed_5_resp3() {
 /// The generator is deterministic per seed (a failure can be replayed).
 #[test]
 fn generator_is_deterministic() {
-    let run = |seed| {
+    seeded::assert_replayable(|seed| {
         let mut g = Gen { rng: fastrand::Rng::with_seed(seed) };
         (0..300).map(|_| g.command().0).collect::<Vec<_>>()
-    };
-    assert_eq!(run(7), run(7));
-    assert_ne!(run(7), run(8));
+    });
 }
 
 /// Unordered replies compare equal when sorted, pairs stay pairs, and exact mode stays strict.

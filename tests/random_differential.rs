@@ -14,31 +14,25 @@
 
 mod common;
 
-use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
-use std::collections::VecDeque;
+use common::seeded::{self, MixBounds, Run, Seeded};
+use common::Client;
 
 const SEEDS: &[u64] = &[1, 42, 2024, 0xFE44_0D15];
 const STEPS: usize = 2500;
-/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
-/// generator must reach: both servers agreeing on errors alone would prove little.
-const MIX_OVERALL: f64 = 0.6;
-const MIX_PER_COMMAND: f64 = 0.05;
-/// Commands exempt from MIX_PER_COMMAND (none).
-const MIX_EXEMPT: &[&str] = &[];
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more).
+const MIX: MixBounds = MixBounds { overall: 0.6, per_command: 0.05, min_samples: 20, exempt: &[] };
 
 struct Gen {
     rng: fastrand::Rng,
 }
 
+impl Seeded for Gen {
+    fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+}
+
 impl Gen {
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.rng.usize(..items.len())]
-    }
-
-    fn chance(&mut self, percent: u32) -> bool {
-        self.rng.u32(..100) < percent
-    }
-
     fn key(&mut self) -> Vec<u8> {
         // Eight plain keys plus a few odd names.
         if self.chance(92) {
@@ -272,26 +266,11 @@ impl Gen {
     }
 }
 
-/// Tolerance for a reply that reads a clock-relative value, by command name.
-fn tolerance(cmd: &[u8]) -> Option<i64> {
-    match cmd.to_ascii_uppercase().as_slice() {
-        b"TTL" | b"EXPIRETIME" => Some(2),
-        b"PTTL" | b"PEXPIRETIME" => Some(2000),
-        _ => None,
-    }
-}
+/// Clock-relative reads, compared within a tolerance: the servers run each command a moment apart.
+const TOLERANCES: &[(&str, i64)] = &[("TTL", 2), ("EXPIRETIME", 2), ("PTTL", 2000), ("PEXPIRETIME", 2000)];
 
 fn agree(argv: &[Vec<u8>], expected: &[u8], actual: &[u8]) -> bool {
-    if expected == actual {
-        return true;
-    }
-    match tolerance(&argv[0]) {
-        Some(n) => match (parse_value(expected), parse_value(actual)) {
-            (Value::Int(a), Value::Int(b)) => a >= 0 && b >= 0 && (a - b).abs() <= n,
-            _ => false,
-        },
-        None => false,
-    }
+    seeded::within_tolerance(&argv[0], expected, actual, TOLERANCES)
 }
 
 fn run_seed(seed: u64) {
@@ -299,76 +278,29 @@ fn run_seed(seed: u64) {
 }
 
 fn run_seed_proto(seed: u64, proto: u8) {
-    let redis = RedisServer::new();
-    let ferro = TestServer::new();
-    let mut rc = redis.client();
-    let mut fc = ferro.client();
-    if proto == 3 {
-        // HELLO's reply carries the client id, which differs; only its type is checked.
-        let r = rc.cmd(&["HELLO", "3"]);
-        let f = fc.cmd(&["HELLO", "3"]);
-        assert_eq!(f.first(), r.first(), "HELLO 3: ferrodis {} redis {}", show(&f), show(&r));
-    }
+    let mut run = Run::start("random differential", seed, proto, 1);
     let mut gen = Gen { rng: fastrand::Rng::with_seed(seed) };
-    let mut history: VecDeque<String> = VecDeque::new();
-    // Reply kinds seen (by first byte), printed at the end to show the mix is not all errors.
-    let mut kinds = std::collections::BTreeMap::<char, usize>::new();
-    let mut mix = common::ReplyMix::default();
     for step in 0..STEPS {
         let argv = gen.command();
-        history.push_back(show_argv(&argv));
-        if history.len() > 20 {
-            history.pop_front();
-        }
-        let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
-        *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
-        mix.record(&argv, &expected);
-        let actual = fc.try_cmd(&argv);
-        let ok = matches!(&actual, Ok(a) if agree(&argv, &expected, a));
-        if !ok {
-            let actual = match actual {
-                Ok(a) => show(&a),
-                Err(e) => format!("(no reply: {e})"),
-            };
-            panic!(
-                "random differential mismatch: seed {seed} (RESP{proto}), step {step}\nlast commands:\n  {}\n  redis:    {}\n  ferrodis: {}",
-                history.iter().cloned().collect::<Vec<_>>().join("\n  "),
-                show(&expected),
-                actual
-            );
-        }
+        run.step(step, &argv, |_, e, a| agree(&argv, e, a));
     }
-    eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
-    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
-    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
-    compare_dataset(seed, &mut rc, &mut fc);
+    run.finish(&MIX);
+    let (rc, fc) = run.clients(0);
+    compare_dataset(seed, rc, fc);
 }
 
 fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client) {
     for db in ["0", "1"] {
-        assert_eq!(rc.cmd(&["SELECT", db]), b"+OK\r\n");
-        assert_eq!(fc.cmd(&["SELECT", db]), b"+OK\r\n", "seed {seed}: ferrodis SELECT {db}");
-        let rkeys = keys_sorted(rc);
-        let fkeys = keys_sorted(fc);
-        assert_eq!(
-            rkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-            fkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-            "seed {seed}: KEYS * differ in db {db} (left redis, right ferrodis)"
-        );
-        for key in &rkeys {
+        let what = format!("seed {seed}: db {db}");
+        seeded::select(&what, rc, fc, db);
+        for key in &seeded::same_keys(&what, rc, fc) {
             for cmd in ["TYPE", "GET", "TTL", "OBJECT"] {
-                let argv: Vec<&[u8]> =
-                    if cmd == "OBJECT" { vec![b"OBJECT", b"ENCODING", key] } else { vec![cmd.as_bytes(), key] };
-                let e = rc.cmd(&argv);
-                let a = fc.cmd(&argv);
-                let owned: Vec<Vec<u8>> = argv.iter().map(|s| s.to_vec()).collect();
-                assert!(
-                    agree(&owned, &e, &a),
-                    "seed {seed}: db {db} `{}`\n  redis:    {}\n  ferrodis: {}",
-                    show_argv(&argv),
-                    show(&e),
-                    show(&a)
-                );
+                let argv: Vec<Vec<u8>> = if cmd == "OBJECT" {
+                    vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), key.clone()]
+                } else {
+                    vec![cmd.as_bytes().to_vec(), key.clone()]
+                };
+                seeded::check(&what, rc, fc, &argv, |e, a| agree(&argv, e, a));
             }
         }
     }
@@ -403,10 +335,30 @@ fn random_seed_7_resp3() {
 /// The generator is deterministic per seed (a failure can be replayed).
 #[test]
 fn generator_is_deterministic() {
-    let run = |seed| {
+    seeded::assert_replayable(|seed| {
         let mut g = Gen { rng: fastrand::Rng::with_seed(seed) };
         (0..200).map(|_| g.command()).collect::<Vec<_>>()
+    });
+}
+
+/// The shared driver fails a step whose replies do not agree, naming the seed, the step and the
+/// command (every random_* test relies on that), and fails a harness command whose replies differ.
+#[test]
+fn driver_reports_a_mismatch() {
+    let refused = |f: &dyn Fn(&mut Run)| {
+        let mut run = Run::start("driver check", 99, 3, 2);
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut run))).expect_err("must fail");
+        err.downcast_ref::<String>().cloned().unwrap_or_default()
     };
-    assert_eq!(run(7), run(7));
-    assert_ne!(run(7), run(8));
+    let msg = refused(&|run| {
+        run.step(0, &["SET", "k", "v"], seeded::exact);
+        run.step_on(1, 1, " (note)", &["GET", "k"], |_, _, _| false);
+    });
+    assert!(msg.contains("driver check mismatch: seed 99 (RESP3), step 1 (note)"), "{msg}");
+    assert!(msg.contains("A: SET k v\n  B: GET k\n  redis:    \"$1\\r\\nv\\r\\n\""), "{msg}");
+    let msg = refused(&|run| {
+        run.clients(0).1.cmd(&["SET", "k", "ferrodis only"]);
+        run.harness(0, &["GET", "k"]);
+    });
+    assert!(msg.contains("a command of the harness"), "{msg}");
 }

@@ -6,11 +6,11 @@
 //! inside or outside a radius, and the order of ties under COUNT, depend on reproducing Redis's
 //! cell cover and sorting exactly; this is where a difference would show.
 //!
-//! On mismatch: the seed, the round, the query and both replies.
+//! On mismatch: the seed, the query's number and round, the last commands and both replies.
 
 mod common;
 
-use common::{show, show_argv, Client, RedisServer, TestServer};
+use common::seeded::{self, MixBounds, Run, Seeded};
 
 const LAT_MAX: f64 = 85.05112878;
 const ROUNDS: usize = 25;
@@ -18,6 +18,12 @@ const QUERIES: usize = 30;
 
 struct Gen {
     rng: fastrand::Rng,
+}
+
+impl Seeded for Gen {
+    fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
 }
 
 impl Gen {
@@ -112,61 +118,37 @@ impl Gen {
         cmd.extend(opts);
         cmd
     }
-
-    fn chance(&mut self, percent: u32) -> bool {
-        self.rng.u32(..100) < percent
-    }
 }
 
 /// Minimum percentage of queries that must find at least one member.
 const MIN_FOUND_PERCENT: usize = 30;
-
-fn both(rc: &mut Client, fc: &mut Client, argv: &[String], seed: u64, round: usize) -> Vec<u8> {
-    let expected = rc.try_cmd(argv).unwrap_or_else(|e| panic!("seed {seed} round {round}: redis: {e}"));
-    let actual = fc.try_cmd(argv).unwrap_or_else(|e| panic!("seed {seed} round {round}: ferrodis: {e}"));
-    assert!(
-        expected == actual,
-        "geo random differential mismatch: seed {seed}, round {round}\n  {}\n  redis:    {}\n  ferrodis: {}",
-        show_argv(argv),
-        show(&expected),
-        show(&actual)
-    );
-    expected
-}
+/// Minimum shares of non-error replies to the queries (overall, and per command seen 20 times).
+const MIX: MixBounds = MixBounds { overall: 0.9, per_command: 0.5, min_samples: 20, exempt: &[] };
 
 fn run_seed(seed: u64, proto: u8) {
-    let redis = RedisServer::new();
-    let ferro = TestServer::new();
-    let mut rc = redis.client();
-    let mut fc = ferro.client();
-    if proto == 3 {
-        rc.cmd(&["HELLO", "3"]);
-        fc.cmd(&["HELLO", "3"]);
-    }
+    let mut run = Run::start("geo random differential", seed, proto, 1);
     let mut gen = Gen { rng: fastrand::Rng::with_seed(seed) };
-    let mut mix = common::ReplyMix::default();
     // Queries that found at least one member: all-empty answers would agree trivially.
     let (mut queries, mut found) = (0usize, 0usize);
     for round in 0..ROUNDS {
-        both(&mut rc, &mut fc, &["DEL".into(), "k".into()], seed, round);
+        run.harness(0, &["DEL", "k"]);
         let pts = gen.points();
         let mut add: Vec<String> = vec!["GEOADD".into(), "k".into()];
         for (i, (x, y)) in pts.iter().enumerate() {
             add.extend([x.to_string(), y.to_string(), format!("m{i}")]);
         }
-        both(&mut rc, &mut fc, &add, seed, round);
+        run.harness(0, &add);
         for _ in 0..QUERIES {
             let q = gen.query(&pts);
-            let reply = both(&mut rc, &mut fc, &q, seed, round);
-            mix.record(&q, &reply);
+            let reply = run.step_on(queries, 0, &format!(" (round {round})"), &q, seeded::exact);
             queries += 1;
             if reply.first() == Some(&b'*') && !reply.starts_with(b"*0\r\n") {
                 found += 1;
             }
         }
     }
-    eprintln!("seed {seed}: {queries} queries, {found} found members; {}", mix.summary());
-    mix.assert_mostly_non_errors(&format!("seed {seed}"), 0.9, 0.5, 20, &[]);
+    eprintln!("seed {seed}: {queries} queries, {found} found members");
+    run.finish(&MIX);
     assert!(
         found * 100 >= queries * MIN_FOUND_PERCENT,
         "seed {seed}: only {found} of {queries} queries found a member"
@@ -186,4 +168,18 @@ fn random_geo_seed_2024() {
 #[test]
 fn random_geo_seed_77_resp3() {
     run_seed(77, 3);
+}
+
+/// The generator is deterministic per seed (a failure can be replayed).
+#[test]
+fn generator_is_deterministic() {
+    seeded::assert_replayable(|seed| {
+        let mut g = Gen { rng: fastrand::Rng::with_seed(seed) };
+        (0..20)
+            .map(|_| {
+                let pts = g.points();
+                (format!("{pts:?}"), g.query(&pts))
+            })
+            .collect::<Vec<_>>()
+    });
 }

@@ -15,31 +15,26 @@
 
 mod common;
 
-use common::{parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
-use std::collections::VecDeque;
+use common::seeded::{self, MixBounds, Run, Seeded};
+use common::{parse_value, Client, Value};
 
 const SEEDS: &[u64] = &[3, 77, 4096, 0x5EED_57AE];
 const STEPS: usize = 2500;
-/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
-/// generator must reach: both servers agreeing on errors alone would prove little.
-const MIX_OVERALL: f64 = 0.4;
-const MIX_PER_COMMAND: f64 = 0.1;
-/// RPUSH only makes keys of another type, mostly refused by design.
-const MIX_EXEMPT: &[&str] = &["RPUSH"];
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more); RPUSH
+/// only makes keys of another type, mostly refused by design.
+const MIX: MixBounds = MixBounds { overall: 0.4, per_command: 0.1, min_samples: 20, exempt: &["RPUSH"] };
 
 struct Gen {
     rng: fastrand::Rng,
 }
 
+impl Seeded for Gen {
+    fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+}
+
 impl Gen {
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.rng.usize(..items.len())]
-    }
-
-    fn chance(&mut self, percent: u32) -> bool {
-        self.rng.u32(..100) < percent
-    }
-
     /// Mostly the three streams; sometimes a missing key or a key of another type.
     fn key(&mut self) -> Vec<u8> {
         if self.chance(90) {
@@ -382,49 +377,18 @@ fn agree(argv: &[Vec<u8>], expected: &[u8], actual: &[u8]) -> bool {
 }
 
 fn run_seed(seed: u64, proto: u8) {
-    let redis = RedisServer::new();
-    let ferro = TestServer::new();
-    let mut rc = redis.client();
-    let mut fc = ferro.client();
     let mut gen = Gen { rng: fastrand::Rng::with_seed(seed) };
     let node_entries = ["1", "2", "3", "5", "8"][gen.rng.usize(..5)];
-    for c in [&mut rc, &mut fc] {
-        assert_eq!(c.cmd(&["CONFIG", "SET", "stream-node-max-entries", node_entries]), b"+OK\r\n");
-        if proto == 3 {
-            assert_eq!(c.cmd(&["HELLO", "3"]).first(), Some(&b'%'));
-        }
-    }
-    let mut history: VecDeque<String> = VecDeque::new();
-    let mut kinds = std::collections::BTreeMap::<char, usize>::new();
-    let mut mix = common::ReplyMix::default();
+    let mut run =
+        Run::start("random stream", seed, proto, 1).with_context(format!("stream-node-max-entries {node_entries}"));
+    assert_eq!(run.harness(0, &["CONFIG", "SET", "stream-node-max-entries", node_entries]), b"+OK\r\n");
     for step in 0..STEPS {
         let argv = gen.command(step);
-        history.push_back(show_argv(&argv));
-        if history.len() > 20 {
-            history.pop_front();
-        }
-        let expected = rc.try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
-        *kinds.entry(expected.first().map_or('?', |&b| b as char)).or_default() += 1;
-        mix.record(&argv, &expected);
-        let actual = fc.try_cmd(&argv);
-        let ok = matches!(&actual, Ok(a) if agree(&argv, &expected, a));
-        if !ok {
-            let actual = match actual {
-                Ok(a) => show(&a),
-                Err(e) => format!("(no reply: {e})"),
-            };
-            panic!(
-                "random stream mismatch: seed {seed} (RESP{proto}, stream-node-max-entries {node_entries}), step {step}\nlast commands:\n  {}\n  redis:    {}\n  ferrodis: {}",
-                history.iter().cloned().collect::<Vec<_>>().join("\n  "),
-                show(&expected),
-                actual
-            );
-        }
+        run.step(step, &argv, |_, e, a| agree(&argv, e, a));
     }
-    eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}");
-    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
-    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
-    compare_streams(seed, &mut rc, &mut fc);
+    run.finish(&MIX);
+    let (rc, fc) = run.clients(0);
+    compare_streams(seed, rc, fc);
 }
 
 /// The final state of every stream: all entries, the stream's metadata and its groups.
@@ -436,16 +400,8 @@ fn compare_streams(seed: u64, rc: &mut Client, fc: &mut Client) {
             vec!["XINFO", "GROUPS", key],
             vec!["XINFO", "STREAM", key, "FULL"],
         ] {
-            let e = rc.cmd(&argv);
-            let a = fc.cmd(&argv);
             let owned: Vec<Vec<u8>> = argv.iter().map(|s| s.as_bytes().to_vec()).collect();
-            assert!(
-                agree(&owned, &e, &a),
-                "seed {seed}: final `{}`\n  redis:    {}\n  ferrodis: {}",
-                show_argv(&argv),
-                show(&e),
-                show(&a)
-            );
+            seeded::check(&format!("seed {seed}: final"), rc, fc, &argv, |e, a| agree(&owned, e, a));
         }
     }
 }
@@ -479,12 +435,10 @@ fn random_streams_seed_11_resp3() {
 /// The generator is deterministic per seed (a failure can be replayed).
 #[test]
 fn generator_is_deterministic() {
-    let run = |seed| {
+    seeded::assert_replayable(|seed| {
         let mut g = Gen { rng: fastrand::Rng::with_seed(seed) };
         (0..300).map(|step| g.command(step)).collect::<Vec<_>>()
-    };
-    assert_eq!(run(7), run(7));
-    assert_ne!(run(7), run(8));
+    });
 }
 
 /// Extra seeds from the environment, for longer hunts: `FERRODIS_STREAM_SEEDS=100-400` (RESP2) or

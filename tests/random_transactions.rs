@@ -29,17 +29,13 @@
 
 mod common;
 
-use common::{keys_sorted, parse_value, show, show_argv, Client, RedisServer, TestServer, Value};
-use std::collections::VecDeque;
+use common::seeded::{self, MixBounds, Run, Seeded};
+use common::{show, Client};
 
 const SEEDS: &[u64] = &[5, 99, 0x7A_0C7E, 0xE7A1_5EED];
 const STEPS: usize = 1500;
-/// Minimum shares of non-error replies (overall, and per command seen 20 times or more) that the
-/// generator must reach: both servers agreeing on errors alone would prove little.
-const MIX_OVERALL: f64 = 0.6;
-const MIX_PER_COMMAND: f64 = 0.2;
-/// Commands exempt from MIX_PER_COMMAND (none).
-const MIX_EXEMPT: &[&str] = &[];
+/// Minimum shares of non-error replies (overall, and per command seen 20 times or more).
+const MIX: MixBounds = MixBounds { overall: 0.6, per_command: 0.2, min_samples: 20, exempt: &[] };
 
 const STRINGS: &[&str] = &["s0", "s1", "s2"];
 const LISTS: &[&str] = &["l0", "l1"];
@@ -183,6 +179,12 @@ struct Gen {
     shas: Vec<String>,
 }
 
+impl Seeded for Gen {
+    fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+}
+
 impl Gen {
     fn new(seed: u64) -> Gen {
         Gen {
@@ -191,14 +193,6 @@ impl Gen {
             watched: [Vec::new(), Vec::new()],
             shas: SCRIPTS.iter().map(|s| sha1_hex(s.body.as_bytes())).collect(),
         }
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.rng.usize(..items.len())]
-    }
-
-    fn chance(&mut self, percent: u32) -> bool {
-        self.rng.u32(..100) < percent
     }
 
     /// A key from `pool`, sometimes one the other client watches, sometimes any key.
@@ -579,62 +573,24 @@ impl Gen {
     }
 }
 
-/// Tolerance for a reply that reads a clock-relative value (only read outside MULTI).
-fn tolerance(cmd: &[u8]) -> Option<i64> {
-    match cmd.to_ascii_uppercase().as_slice() {
-        b"TTL" => Some(2),
-        b"PTTL" => Some(2000),
-        _ => None,
-    }
-}
+/// Clock-relative reads (only sent outside MULTI), compared within a tolerance: the servers run
+/// each command a moment apart.
+const TOLERANCES: &[(&str, i64)] = &[("TTL", 2), ("PTTL", 2000)];
 
 fn agree(argv: &[Vec<u8>], expected: &[u8], actual: &[u8]) -> bool {
-    if expected == actual {
-        return true;
-    }
-    match tolerance(&argv[0]) {
-        Some(n) => match (parse_value(expected), parse_value(actual)) {
-            (Value::Int(a), Value::Int(b)) => a >= 0 && b >= 0 && (a - b).abs() <= n,
-            _ => false,
-        },
-        None => false,
-    }
+    seeded::within_tolerance(&argv[0], expected, actual, TOLERANCES)
 }
 
-const CLIENT_NAMES: [&str; 2] = ["A", "B"];
-
 fn run_seed(seed: u64, proto: u8) {
-    let redis = RedisServer::new();
-    let ferro = TestServer::new();
-    let mut rcs = [redis.client(), redis.client()];
-    let mut fcs = [ferro.client(), ferro.client()];
-    if proto == 3 {
-        // HELLO's reply carries the client id, which differs; only its type is checked.
-        for (rc, fc) in rcs.iter_mut().zip(fcs.iter_mut()) {
-            let r = rc.cmd(&["HELLO", "3"]);
-            let f = fc.cmd(&["HELLO", "3"]);
-            assert_eq!(f.first(), r.first(), "HELLO 3: ferrodis {} redis {}", show(&f), show(&r));
-        }
-    }
-    let r = rcs[0].cmd(&["FUNCTION", "LOAD", LIBRARY]);
-    let f = fcs[0].cmd(&["FUNCTION", "LOAD", LIBRARY]);
-    assert_eq!(show(&r), show(&f), "seed {seed}: FUNCTION LOAD (left redis, right ferrodis)");
+    // Clients A and B on each server.
+    let mut run = Run::start("random transactions", seed, proto, 2);
+    run.harness(0, &["FUNCTION", "LOAD", LIBRARY]);
 
     let mut gen = Gen::new(seed);
-    let mut history: VecDeque<String> = VecDeque::new();
-    let mut kinds = std::collections::BTreeMap::<char, usize>::new();
-    let mut mix = common::ReplyMix::default();
     let mut execs = std::collections::BTreeMap::<&str, usize>::new();
     for step in 0..STEPS {
         let (c, argv) = gen.step();
-        history.push_back(format!("{}: {}", CLIENT_NAMES[c], show_argv(&argv)));
-        if history.len() > 20 {
-            history.pop_front();
-        }
-        let expected = rcs[c].try_cmd(&argv).unwrap_or_else(|e| panic!("seed {seed} step {step}: redis: {e}"));
-        let first = expected.first().map_or('?', |&b| b as char);
-        *kinds.entry(first).or_default() += 1;
-        mix.record(&argv, &expected);
+        let expected = run.step_on(step, c, "", &argv, |_, e, a| agree(&argv, e, a));
         if argv[0] == b"EXEC" {
             let outcome = match expected.as_slice() {
                 b"*-1\r\n" | b"_\r\n" => "watch-aborted",
@@ -644,52 +600,24 @@ fn run_seed(seed: u64, proto: u8) {
             };
             *execs.entry(outcome).or_default() += 1;
         }
-        let actual = fcs[c].try_cmd(&argv);
-        let ok = matches!(&actual, Ok(a) if agree(&argv, &expected, a));
-        if !ok {
-            let actual = match actual {
-                Ok(a) => show(&a),
-                Err(e) => format!("(no reply: {e})"),
-            };
-            panic!(
-                "random transactions mismatch: seed {seed} (RESP{proto}), step {step}\nlast commands:\n  {}\n  redis:    {}\n  ferrodis: {}",
-                history.iter().cloned().collect::<Vec<_>>().join("\n  "),
-                show(&expected),
-                actual
-            );
-        }
     }
-    eprintln!("seed {seed}: {STEPS} commands agreed; reply kinds {kinds:?}; EXEC replies {execs:?}");
-    eprintln!("seed {seed}: per command (replies/errors): {}", mix.summary());
-    mix.assert_mostly_non_errors(&format!("seed {seed}"), MIX_OVERALL, MIX_PER_COMMAND, 20, MIX_EXEMPT);
+    eprintln!("seed {seed}: EXEC replies {execs:?}");
+    run.finish(&MIX);
     // A third connection: A or B may still be inside MULTI.
-    compare_dataset(seed, &mut redis.client(), &mut ferro.client(), &gen.shas);
+    let (mut rc, mut fc) = run.fresh_clients();
+    compare_dataset(seed, &mut rc, &mut fc, &gen.shas);
 }
 
 fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client, shas: &[String]) {
+    let what = format!("seed {seed}: dataset");
     let same = |argv: &[&[u8]], rc: &mut Client, fc: &mut Client| {
-        let e = rc.cmd(argv);
-        let a = fc.cmd(argv);
         let owned: Vec<Vec<u8>> = argv.iter().map(|s| s.to_vec()).collect();
-        assert!(
-            agree(&owned, &e, &a),
-            "seed {seed}: dataset `{}`\n  redis:    {}\n  ferrodis: {}",
-            show_argv(argv),
-            show(&e),
-            show(&a)
-        );
+        seeded::check(&what, rc, fc, argv, |e, a| agree(&owned, e, a));
     };
     for db in ["0", "1"] {
-        assert_eq!(rc.cmd(&["SELECT", db]), b"+OK\r\n");
-        assert_eq!(fc.cmd(&["SELECT", db]), b"+OK\r\n", "seed {seed}: ferrodis SELECT {db}");
-        let rkeys = keys_sorted(rc);
-        let fkeys = keys_sorted(fc);
-        assert_eq!(
-            rkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-            fkeys.iter().map(|k| show(k)).collect::<Vec<_>>(),
-            "seed {seed}: KEYS * differ in db {db} (left redis, right ferrodis)"
-        );
-        for key in &rkeys {
+        let in_db = format!("seed {seed}: db {db}");
+        seeded::select(&in_db, rc, fc, db);
+        for key in &seeded::same_keys(&in_db, rc, fc) {
             let k = key.as_slice();
             let ty = rc.cmd(&[b"TYPE".as_slice(), k]);
             same(&[b"TYPE", k], rc, fc);
@@ -748,12 +676,10 @@ fn random_transactions_env_seeds() {
 /// The generator is deterministic per seed (a failure can be replayed).
 #[test]
 fn generator_is_deterministic() {
-    let run = |seed| {
+    seeded::assert_replayable(|seed| {
         let mut g = Gen::new(seed);
         (0..300).map(|_| g.step()).collect::<Vec<_>>()
-    };
-    assert_eq!(run(7), run(7));
-    assert_ne!(run(7), run(8));
+    });
 }
 
 /// The pool's digests are what Redis computes (EVALSHA of a pool script finds it after SCRIPT LOAD).

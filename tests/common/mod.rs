@@ -5,8 +5,12 @@
 //! The client parses only the framing (RESP2 and RESP3 type bytes) to know where one reply ends; it
 //! never interprets a reply, except through `parse_frame` (a reply kept close to the wire, which
 //! writes back byte for byte) and `parse_value` (its contents) for tests that look inside.
+//!
+//! `seeded` holds the driver of the seeded random differential tests.
 
 #![allow(dead_code)]
+
+pub mod seeded;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
