@@ -24,7 +24,7 @@
 
 mod common;
 
-use common::seeded::{self, MixBounds, Run, Seeded};
+use common::seeded::{self, Draws, MixBounds, Run};
 use common::{parse_value, Client, Value};
 
 const SEEDS: &[u64] = &[11, 303, 0xB175, 0x4859_4C4C];
@@ -47,12 +47,6 @@ struct Gen {
     rng: fastrand::Rng,
 }
 
-impl Seeded for Gen {
-    fn rng(&mut self) -> &mut fastrand::Rng {
-        &mut self.rng
-    }
-}
-
 impl Gen {
     fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.rng.u8(..)).collect()
@@ -60,16 +54,16 @@ impl Gen {
 
     /// A key of the bitmap family, sometimes any key.
     fn bkey(&mut self) -> Vec<u8> {
-        if self.chance(90) { self.pick(BIT_KEYS) } else { self.pick(ALL_KEYS) }.into()
+        if self.rng.chance(90) { self.rng.pick(BIT_KEYS) } else { self.rng.pick(ALL_KEYS) }.into()
     }
 
     /// A key of the HLL family, sometimes any key.
     fn pkey(&mut self) -> Vec<u8> {
-        if self.chance(85) { self.pick(HLL_KEYS) } else { self.pick(ALL_KEYS) }.into()
+        if self.rng.chance(85) { self.rng.pick(HLL_KEYS) } else { self.rng.pick(ALL_KEYS) }.into()
     }
 
     fn anykey(&mut self) -> Vec<u8> {
-        self.pick(ALL_KEYS).into()
+        self.rng.pick(ALL_KEYS).into()
     }
 
     /// A plain string value.
@@ -109,6 +103,7 @@ impl Gen {
     fn int(&mut self, lo: i64, hi: i64) -> Vec<u8> {
         match self.rng.u8(..20) {
             0 => self
+                .rng
                 .pick(&[
                     "abc",
                     "1.5",
@@ -129,8 +124,8 @@ impl Gen {
     /// A bit offset for SETBIT/GETBIT. `read` allows offsets near the 2^32 limit (no allocation).
     fn bit_offset(&mut self, read: bool) -> Vec<u8> {
         match self.rng.u8(..20) {
-            0 => self.pick(&["-1", "abc", "4294967296", "", "1.5", "99999999999999999999", "+3"]).into(),
-            1 if read => self.pick(&["4294967295", "4294967288", "100000000"]).into(),
+            0 => self.rng.pick(&["-1", "abc", "4294967296", "", "1.5", "99999999999999999999", "+3"]).into(),
+            1 if read => self.rng.pick(&["4294967295", "4294967288", "100000000"]).into(),
             2 => self.rng.u32(..4000).to_string().into_bytes(),
             _ => self.rng.u32(..400).to_string().into_bytes(),
         }
@@ -140,9 +135,10 @@ impl Gen {
     fn bf_type(&mut self) -> Vec<u8> {
         match self.rng.u8(..25) {
             0 => self
+                .rng
                 .pick(&["u64", "i65", "i0", "u0", "I8", "U8", "x8", "u08", "i", "", "u-1", "i 8", "u+8", "i128"])
                 .into(),
-            1 => self.pick(&["i64", "u63", "i1", "u1", "i63", "u32", "i32"]).into(),
+            1 => self.rng.pick(&["i64", "u63", "i1", "u1", "i63", "u32", "i32"]).into(),
             2..=12 => format!("i{}", self.rng.u32(1..=64)).into_bytes(),
             _ => format!("u{}", self.rng.u32(1..=63)).into_bytes(),
         }
@@ -151,8 +147,8 @@ impl Gen {
     /// A BITFIELD offset: plain bits or `#N` (N times the type's width). Big ones only for GET.
     fn bf_offset(&mut self, read: bool) -> Vec<u8> {
         match self.rng.u8(..40) {
-            0 => self.pick(&["-1", "abc", "#-1", "#abc", "#", "4294967296", "1.5", "", "#+1", "##1", "+1"]).into(),
-            1 if read => self.pick(&["4294967295", "4294967232", "#67108863", "#1000000", "#4294967295"]).into(),
+            0 => self.rng.pick(&["-1", "abc", "#-1", "#abc", "#", "4294967296", "1.5", "", "#+1", "##1", "+1"]).into(),
+            1 if read => self.rng.pick(&["4294967295", "4294967232", "#67108863", "#1000000", "#4294967295"]).into(),
             2..=9 => format!("#{}", self.rng.u32(..=20)).into_bytes(),
             _ => self.rng.u32(..=300).to_string().into_bytes(),
         }
@@ -161,8 +157,9 @@ impl Gen {
     /// A BITFIELD SET/INCRBY value.
     fn bf_value(&mut self) -> Vec<u8> {
         match self.rng.u8(..40) {
-            0 => self.pick(&["abc", "1.5", "", "9223372036854775808", "+5", "-0", "007", " 1"]).into(),
+            0 => self.rng.pick(&["abc", "1.5", "", "9223372036854775808", "+5", "-0", "007", " 1"]).into(),
             1..=3 => self
+                .rng
                 .pick(&[
                     "127",
                     "128",
@@ -218,7 +215,7 @@ impl Gen {
                 }
                 _ => {
                     let len = self.rng.usize(1..=4).min(left);
-                    let val = if self.chance(90) { self.rng.u8(1..=6) } else { self.rng.u8(1..=32) };
+                    let val = if self.rng.chance(90) { self.rng.u8(1..=6) } else { self.rng.u8(1..=32) };
                     out.push(0x80 | ((val - 1) << 2) | (len - 1) as u8);
                     idx += len;
                 }
@@ -230,19 +227,19 @@ impl Gen {
     /// A string that looks more or less like an HLL ("HYLL" header).
     fn hll_value(&mut self) -> Vec<u8> {
         let mut v = b"HYLL".to_vec();
-        if self.chance(4) {
+        if self.rng.chance(4) {
             let n = self.rng.usize(..12);
             v.extend(self.bytes(n));
             return v;
         }
-        let dense = self.chance(35);
+        let dense = self.rng.chance(35);
         let enc = match self.rng.u8(..20) {
             0 => self.rng.u8(2..),
             _ if dense => 0,
             _ => 1,
         };
         v.push(enc);
-        if self.chance(85) {
+        if self.rng.chance(85) {
             v.extend([0, 0, 0]);
         } else {
             v.extend(self.bytes(3));
@@ -305,6 +302,7 @@ impl Gen {
     fn range_index(&mut self) -> Vec<u8> {
         match self.rng.u8(..16) {
             0 => self
+                .rng
                 .pick(&["abc", "", "1.5", "9223372036854775807", "-9223372036854775808", "99999999999999999999"])
                 .into(),
             1 => self.rng.i64(-5000..5000).to_string().into_bytes(),
@@ -314,10 +312,10 @@ impl Gen {
     }
 
     fn unit(&mut self) -> Vec<u8> {
-        if self.chance(94) {
-            self.pick(&["BYTE", "BIT", "bit", "byte", "Bit"]).into()
+        if self.rng.chance(94) {
+            self.rng.pick(&["BYTE", "BIT", "bit", "byte", "Bit"]).into()
         } else {
-            self.pick(&["BITS", "x", ""]).into()
+            self.rng.pick(&["BITS", "x", ""]).into()
         }
     }
 
@@ -330,18 +328,18 @@ impl Gen {
             _ => self.rng.usize(3..=6),
         };
         for _ in 0..nops {
-            if self.chance(if ro { 8 } else { 20 }) {
-                a.push(self.pick(&["OVERFLOW", "overflow"]).into());
-                let kind = if self.chance(95) {
-                    self.pick(&["WRAP", "SAT", "FAIL", "wrap", "sat", "fail"])
+            if self.rng.chance(if ro { 8 } else { 20 }) {
+                a.push(self.rng.pick(&["OVERFLOW", "overflow"]).into());
+                let kind = if self.rng.chance(95) {
+                    self.rng.pick(&["WRAP", "SAT", "FAIL", "wrap", "sat", "fail"])
                 } else {
-                    self.pick(&["SATURATE", "x", ""])
+                    self.rng.pick(&["SATURATE", "x", ""])
                 };
                 a.push(kind.into());
             }
             let op = match self.rng.u8(..40) {
-                0 => self.pick(&["FOO", "get", "set", "incrby", "OVERFLOW"]),
-                _ if ro && self.chance(92) => "GET",
+                0 => self.rng.pick(&["FOO", "get", "set", "incrby", "OVERFLOW"]),
+                _ if ro && self.rng.chance(92) => "GET",
                 1..=13 => "GET",
                 14..=26 => "SET",
                 _ => "INCRBY",
@@ -354,7 +352,7 @@ impl Gen {
                 a.push(self.bf_value());
             }
         }
-        if self.chance(5) {
+        if self.rng.chance(5) {
             // Truncated trailing operation (syntax error).
             let n = self.rng.usize(1..=3);
             for part in ["SET", "u8", "0"].iter().take(n) {
@@ -370,8 +368,11 @@ impl Gen {
         }
         match self.rng.u8(..60) {
             0..=4 => {
-                let bit =
-                    if self.chance(93) { self.pick(&["0", "1", "1"]) } else { self.pick(&["2", "-1", "a", "", "01"]) };
+                let bit = if self.rng.chance(93) {
+                    self.rng.pick(&["0", "1", "1"])
+                } else {
+                    self.rng.pick(&["2", "-1", "a", "", "01"])
+                };
                 push!("SETBIT", self.bkey(), self.bit_offset(false), bit)
             }
             5..=7 => push!("GETBIT", self.bkey(), self.bit_offset(true)),
@@ -386,7 +387,8 @@ impl Gen {
                 }
             }
             12..=15 => {
-                let bit = if self.chance(92) { self.pick(&["0", "1"]) } else { self.pick(&["2", "-1", "a", ""]) };
+                let bit =
+                    if self.rng.chance(92) { self.rng.pick(&["0", "1"]) } else { self.rng.pick(&["2", "-1", "a", ""]) };
                 push!("BITPOS", self.bkey(), bit);
                 match self.rng.u8(..20) {
                     0..=3 => {}
@@ -398,12 +400,12 @@ impl Gen {
             }
             16..=19 => {
                 let op = match self.rng.u8(..12) {
-                    0 => self.pick(&["NAND", "and", "not", "xor", "or", ""]),
+                    0 => self.rng.pick(&["NAND", "and", "not", "xor", "or", ""]),
                     1..=3 => "NOT",
-                    _ => self.pick(&["AND", "OR", "XOR"]),
+                    _ => self.rng.pick(&["AND", "OR", "XOR"]),
                 };
                 push!("BITOP", op, self.bkey());
-                let n = if op.eq_ignore_ascii_case("NOT") && self.chance(80) { 1 } else { self.rng.usize(1..=4) };
+                let n = if op.eq_ignore_ascii_case("NOT") && self.rng.chance(80) { 1 } else { self.rng.usize(1..=4) };
                 for _ in 0..n {
                     push!(self.bkey());
                 }
@@ -418,7 +420,7 @@ impl Gen {
             }
             33 => {
                 // Many elements: sparse HLLs grow past hll-sparse-max-bytes and turn dense.
-                push!("PFADD", self.pick(HLL_KEYS));
+                push!("PFADD", self.rng.pick(HLL_KEYS));
                 let base = self.rng.u32(..1_000_000);
                 for _ in 0..self.rng.usize(200..1200) {
                     push!(format!("x{}", base + self.rng.u32(..100_000)));
@@ -437,17 +439,17 @@ impl Gen {
                 }
             }
             39..=42 => {
-                let (key, hll) = if self.chance(50) {
-                    (self.pick(HLL_KEYS).into(), self.chance(85))
+                let (key, hll) = if self.rng.chance(50) {
+                    (self.rng.pick(HLL_KEYS).into(), self.rng.chance(85))
                 } else {
-                    (self.bkey(), self.chance(15))
+                    (self.bkey(), self.rng.chance(15))
                 };
                 let v = if hll { self.hll_value() } else { self.value() };
                 push!("SET", key, v)
             }
             43 => push!("APPEND", self.bkey(), self.value()),
             44..=45 => {
-                if self.chance(30) {
+                if self.rng.chance(30) {
                     // Corrupt an HLL: the header, the first opcodes, or a register in a dense body.
                     let off = match self.rng.u8(..3) {
                         0 => self.rng.usize(..16),
@@ -457,12 +459,12 @@ impl Gen {
                     let n = self.rng.usize(1..=3);
                     push!("SETRANGE", self.pkey(), off.to_string(), self.bytes(n))
                 } else {
-                    let off = if self.chance(95) {
+                    let off = if self.rng.chance(95) {
                         self.int(0, 64)
                     } else {
-                        self.pick(&["-1", "536870912", "99999999999"]).into()
+                        self.rng.pick(&["-1", "536870912", "99999999999"]).into()
                     };
-                    let v = if off.len() >= 9 { self.pick(&["", "", "x"]).into() } else { self.value() };
+                    let v = if off.len() >= 9 { self.rng.pick(&["", "", "x"]).into() } else { self.value() };
                     push!("SETRANGE", self.bkey(), off, v)
                 }
             }
@@ -470,7 +472,7 @@ impl Gen {
             47 => push!("STRLEN", self.anykey()),
             48 => push!("GET", self.anykey()),
             49 => {
-                let first = if self.chance(50) { self.pick(HLL_KEYS).into() } else { self.anykey() };
+                let first = if self.rng.chance(50) { self.rng.pick(HLL_KEYS).into() } else { self.anykey() };
                 push!("DEL", first);
                 for _ in 0..self.rng.usize(..=1) {
                     push!(self.anykey());
@@ -479,10 +481,10 @@ impl Gen {
             50 => push!("TYPE", self.anykey()),
             51 => push!("OBJECT", "ENCODING", self.anykey()),
             52 | 53 => {
-                let (list, key) = if self.chance(50) {
-                    (true, if self.chance(75) { LIST_KEY.into() } else { self.anykey() })
+                let (list, key) = if self.rng.chance(50) {
+                    (true, if self.rng.chance(75) { LIST_KEY.into() } else { self.anykey() })
                 } else {
-                    (false, if self.chance(75) { HASH_KEY.into() } else { self.anykey() })
+                    (false, if self.rng.chance(75) { HASH_KEY.into() } else { self.anykey() })
                 };
                 if list {
                     push!("RPUSH", key);
@@ -497,12 +499,12 @@ impl Gen {
                 }
             }
             54 => {
-                if self.chance(30) {
+                if self.rng.chance(30) {
                     push!(
                         "CONFIG",
                         "SET",
                         "hll-sparse-max-bytes",
-                        self.pick(&["3000", "3000", "200", "700", "1500", "0"])
+                        self.rng.pick(&["3000", "3000", "200", "700", "1500", "0"])
                     )
                 } else {
                     push!("STRLEN", self.pkey())
@@ -510,7 +512,7 @@ impl Gen {
             }
             55 => push!("GETRANGE", self.pkey(), self.int(0, 20), self.int(-20, 40)),
             56 => push!("OBJECT", "ENCODING", self.pkey()),
-            57 => push!("PFCOUNT", self.pick(HLL_KEYS)),
+            57 => push!("PFCOUNT", self.rng.pick(HLL_KEYS)),
             58 => push!("GETBIT", self.pkey(), self.bit_offset(true)),
             _ => {
                 // Wrong arity.

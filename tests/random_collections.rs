@@ -28,7 +28,7 @@
 
 mod common;
 
-use common::seeded::{self, MixBounds, Run, Seeded};
+use common::seeded::{self, Draws, MixBounds, Run};
 use common::{parse_value, show, Client, RedisServer, TestServer, Value};
 
 const SEEDS: &[u64] = &[3, 77, 0x0C01_1EC7];
@@ -65,12 +65,6 @@ struct Gen {
     rng: fastrand::Rng,
 }
 
-impl Seeded for Gen {
-    fn rng(&mut self) -> &mut fastrand::Rng {
-        &mut self.rng
-    }
-}
-
 const SHARED: &[&str] = &["x0", "x1"];
 const LISTS: &[&str] = &["l0", "l1", "l2"];
 const HASHES: &[&str] = &["h0", "h1", "h2"];
@@ -84,13 +78,13 @@ impl Gen {
     fn key_of(&mut self, pool: &[&str]) -> Vec<u8> {
         let r = self.rng.u8(..100);
         let k = if r < 80 {
-            self.pick(pool)
+            self.rng.pick(pool)
         } else if r < 94 {
-            self.pick(SHARED)
+            self.rng.pick(SHARED)
         } else {
             let all: [&[&str]; 4] = [LISTS, HASHES, SETS, ZSETS];
             let p = all[self.rng.usize(..4)];
-            self.pick(p)
+            self.rng.pick(p)
         };
         k.as_bytes().to_vec()
     }
@@ -98,7 +92,7 @@ impl Gen {
     fn any_key(&mut self) -> Vec<u8> {
         let all: [&[&str]; 5] = [LISTS, HASHES, SETS, ZSETS, SHARED];
         let p = all[self.rng.usize(..5)];
-        self.pick(p).as_bytes().to_vec()
+        self.rng.pick(p).as_bytes().to_vec()
     }
 
     /// A member/field/element: mostly small integers (intset-friendly), some words, some long
@@ -106,13 +100,15 @@ impl Gen {
     fn member(&mut self) -> Vec<u8> {
         match self.rng.u8(..20) {
             0..=8 => self.rng.i64(-3..20).to_string().into_bytes(),
-            9..=14 => self.pick(&["a", "b", "c", "d", "e", "f", "g"]).as_bytes().to_vec(),
-            15 => self.pick(&["", "\x00z", "a b", "007", "+1", "1.5", "-0"]).as_bytes().to_vec(),
-            16 => {
-                self.pick(&["9223372036854775807", "-9223372036854775808", "9223372036854775808"]).as_bytes().to_vec()
-            }
+            9..=14 => self.rng.pick(&["a", "b", "c", "d", "e", "f", "g"]).as_bytes().to_vec(),
+            15 => self.rng.pick(&["", "\x00z", "a b", "007", "+1", "1.5", "-0"]).as_bytes().to_vec(),
+            16 => self
+                .rng
+                .pick(&["9223372036854775807", "-9223372036854775808", "9223372036854775808"])
+                .as_bytes()
+                .to_vec(),
             17 => format!("long-member-{}", self.rng.u8(..4)).into_bytes(),
-            _ => self.pick(&["h", "i", "j", "zz"]).as_bytes().to_vec(),
+            _ => self.rng.pick(&["h", "i", "j", "zz"]).as_bytes().to_vec(),
         }
     }
 
@@ -129,7 +125,7 @@ impl Gen {
             5 => format!("{}.{}", self.rng.i32(-10..10), self.rng.u32(..100)).into_bytes(),
             6 => b"a-value-longer-than-the-limit".to_vec(),
             7 => Vec::new(),
-            _ => self.pick(&["v", "w", "abc", "1e3", "inf", "9223372036854775807"]).as_bytes().to_vec(),
+            _ => self.rng.pick(&["v", "w", "abc", "1e3", "inf", "9223372036854775807"]).as_bytes().to_vec(),
         }
     }
 
@@ -137,19 +133,19 @@ impl Gen {
         match self.rng.u8(..20) {
             0..=9 => self.rng.i64(-5..10).to_string().into_bytes(),
             10..=12 => format!("{}.{}", self.rng.i32(-5..5), self.rng.u32(..10)).into_bytes(),
-            13 => self.pick(&["inf", "-inf", "+inf"]).as_bytes().to_vec(),
-            14 => self.pick(&["0.1", "1e-7", "-0", "1e300", "0.30000000000000004"]).as_bytes().to_vec(),
-            15 => self.pick(&["abc", "nan", "", "1 "]).as_bytes().to_vec(),
+            13 => self.rng.pick(&["inf", "-inf", "+inf"]).as_bytes().to_vec(),
+            14 => self.rng.pick(&["0.1", "1e-7", "-0", "1e300", "0.30000000000000004"]).as_bytes().to_vec(),
+            15 => self.rng.pick(&["abc", "nan", "", "1 "]).as_bytes().to_vec(),
             _ => "1".into(),
         }
     }
 
     fn score_bound(&mut self) -> Vec<u8> {
         let s = match self.rng.u8(..10) {
-            0 => return self.pick(&["-inf", "+inf", "(-inf", "inf", "abc", "(", "(1x"]).as_bytes().to_vec(),
+            0 => return self.rng.pick(&["-inf", "+inf", "(-inf", "inf", "abc", "(", "(1x"]).as_bytes().to_vec(),
             _ => self.rng.i64(-5..10).to_string(),
         };
-        if self.chance(30) {
+        if self.rng.chance(30) {
             format!("({s}").into_bytes()
         } else {
             s.into_bytes()
@@ -158,24 +154,24 @@ impl Gen {
 
     fn lex_bound(&mut self) -> Vec<u8> {
         match self.rng.u8(..10) {
-            0 => self.pick(&["-", "+", "x", "", "["]).as_bytes().to_vec(),
+            0 => self.rng.pick(&["-", "+", "x", "", "["]).as_bytes().to_vec(),
             _ => {
-                let m = self.pick(&["a", "b", "c", "d", "e", "f", "g", "bb", "1"]);
-                format!("{}{m}", self.pick(&["[", "("])).into_bytes()
+                let m = self.rng.pick(&["a", "b", "c", "d", "e", "f", "g", "bb", "1"]);
+                format!("{}{m}", self.rng.pick(&["[", "("])).into_bytes()
             }
         }
     }
 
     fn int(&mut self, lo: i64, hi: i64) -> Vec<u8> {
-        if self.chance(94) {
+        if self.rng.chance(94) {
             self.rng.i64(lo..=hi).to_string().into_bytes()
         } else {
-            self.pick(&["abc", "1.5", "", "9223372036854775807", "-9223372036854775808"]).as_bytes().to_vec()
+            self.rng.pick(&["abc", "1.5", "", "9223372036854775807", "-9223372036854775808"]).as_bytes().to_vec()
         }
     }
 
     fn limit(&mut self, a: &mut Vec<Vec<u8>>) {
-        if self.chance(25) {
+        if self.rng.chance(25) {
             a.push("LIMIT".into());
             a.push(self.int(-1, 4));
             a.push(self.int(-1, 4));
@@ -187,14 +183,14 @@ impl Gen {
         let k = self.key_of(LISTS);
         match self.rng.u8(..18) {
             0..=2 => {
-                push!(self.pick(&["LPUSH", "RPUSH", "LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]), k);
+                push!(self.rng.pick(&["LPUSH", "RPUSH", "LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]), k);
                 for _ in 0..self.rng.usize(1..5) {
                     push!(self.value());
                 }
             }
             3 | 4 => {
-                push!(self.pick(&["LPOP", "RPOP"]), k);
-                if self.chance(50) {
+                push!(self.rng.pick(&["LPOP", "RPOP"]), k);
+                if self.rng.chance(50) {
                     push!(self.int(0, 5));
                 }
             }
@@ -202,26 +198,28 @@ impl Gen {
             6 | 7 => push!("LRANGE", k, self.int(-6, 6), self.int(-6, 6)),
             8 => push!("LINDEX", k, self.int(-6, 6)),
             9 => push!("LSET", k, self.int(-5, 5), self.value()),
-            10 => push!("LINSERT", k, self.pick(&["BEFORE", "AFTER", "before", "MIDDLE"]), self.value(), self.value()),
+            10 => {
+                push!("LINSERT", k, self.rng.pick(&["BEFORE", "AFTER", "before", "MIDDLE"]), self.value(), self.value())
+            }
             11 => push!("LREM", k, self.int(-2, 2), self.value()),
             12 => push!("LTRIM", k, self.int(-6, 6), self.int(-6, 6)),
             13 => {
                 push!("LPOS", k, self.value());
-                if self.chance(40) {
+                if self.rng.chance(40) {
                     push!("RANK", self.int(-2, 2));
                 }
-                if self.chance(40) {
+                if self.rng.chance(40) {
                     push!("COUNT", self.int(0, 3));
                 }
             }
             14 => {
                 let d = self.key_of(LISTS);
-                push!("LMOVE", k, d, self.pick(&["LEFT", "RIGHT"]), self.pick(&["LEFT", "RIGHT", "UP"]));
+                push!("LMOVE", k, d, self.rng.pick(&["LEFT", "RIGHT"]), self.rng.pick(&["LEFT", "RIGHT", "UP"]));
             }
             15 => push!("RPOPLPUSH", k, self.key_of(LISTS)),
             16 => {
-                push!("LMPOP", "2", k, self.key_of(LISTS), self.pick(&["LEFT", "RIGHT"]));
-                if self.chance(50) {
+                push!("LMPOP", "2", k, self.key_of(LISTS), self.rng.pick(&["LEFT", "RIGHT"]));
+                if self.rng.chance(50) {
                     push!("COUNT", self.int(0, 4));
                 }
             }
@@ -235,7 +233,7 @@ impl Gen {
         let k = self.key_of(HASHES);
         match self.rng.u8(..17) {
             0..=3 => {
-                push!(self.pick(&["HSET", "HSET", "HMSET"]), k);
+                push!(self.rng.pick(&["HSET", "HSET", "HMSET"]), k);
                 for _ in 0..self.rng.usize(1..4) {
                     push!(self.member(), self.value());
                 }
@@ -254,21 +252,21 @@ impl Gen {
             9 => push!("HEXISTS", k, self.member()),
             10 => push!("HINCRBY", k, self.member(), self.int(-100, 100)),
             11 => {
-                let inc = if self.chance(85) {
+                let inc = if self.rng.chance(85) {
                     format!("{}.{}", self.rng.i32(-9..9), self.rng.u32(..100)).into_bytes()
                 } else {
-                    self.pick(&["abc", "inf", "1e400", "", "5"]).as_bytes().to_vec()
+                    self.rng.pick(&["abc", "inf", "1e400", "", "5"]).as_bytes().to_vec()
                 };
                 push!("HINCRBYFLOAT", k, self.member(), inc)
             }
             12 => push!("HSTRLEN", k, self.member()),
             13 | 14 => {
-                push!(self.pick(&["HKEYS", "HVALS", "HGETALL"]), k);
+                push!(self.rng.pick(&["HKEYS", "HVALS", "HGETALL"]), k);
                 return if a[0] == b"HGETALL" { Order::SmallExactPairs } else { Order::SmallExact };
             }
             15 => {
                 push!("HRANDFIELD", k, "100");
-                if self.chance(50) {
+                if self.rng.chance(50) {
                     push!("WITHVALUES");
                     return Order::SortedPairs;
                 }
@@ -288,7 +286,7 @@ impl Gen {
                 let ints = k == b"s0" || k == b"s1";
                 push!("SADD", k);
                 for _ in 0..self.rng.usize(1..=4) {
-                    let m = if ints && self.chance(95) {
+                    let m = if ints && self.rng.chance(95) {
                         self.rng.i64(-3..20).to_string().into_bytes()
                     } else {
                         self.member()
@@ -312,14 +310,14 @@ impl Gen {
             }
             12 => push!("SMOVE", k, self.key_of(SETS), self.member()),
             13 => {
-                push!(self.pick(&["SINTER", "SUNION", "SDIFF"]));
+                push!(self.rng.pick(&["SINTER", "SUNION", "SDIFF"]));
                 for _ in 0..self.rng.usize(1..4) {
                     push!(self.key_of(SETS));
                 }
                 return Order::Sorted;
             }
             14 | 15 => {
-                push!(self.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), self.key_of(SETS));
+                push!(self.rng.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), self.key_of(SETS));
                 for _ in 0..self.rng.usize(1..4) {
                     push!(self.key_of(SETS));
                 }
@@ -330,7 +328,7 @@ impl Gen {
                 for _ in 0..n {
                     push!(self.key_of(SETS));
                 }
-                if self.chance(40) {
+                if self.rng.chance(40) {
                     push!("LIMIT", self.int(0, 3));
                 }
             }
@@ -353,10 +351,10 @@ impl Gen {
         match self.rng.u8(..36) {
             0..=5 => {
                 push!("ZADD", k);
-                if self.chance(30) {
-                    push!(self.pick(&["NX", "XX", "GT", "LT", "CH", "CH", "INCR"]));
-                    if self.chance(30) {
-                        push!(self.pick(&["NX", "XX", "GT", "LT", "CH"]));
+                if self.rng.chance(30) {
+                    push!(self.rng.pick(&["NX", "XX", "GT", "LT", "CH", "CH", "INCR"]));
+                    if self.rng.chance(30) {
+                        push!(self.rng.pick(&["NX", "XX", "GT", "LT", "CH"]));
                     }
                 }
                 for _ in 0..self.rng.usize(1..4) {
@@ -374,32 +372,32 @@ impl Gen {
                 push!("ZMSCORE", k);
                 self.members(a, 3);
             }
-            12 => push!(self.pick(&["ZRANK", "ZREVRANK"]), k, self.member()),
+            12 => push!(self.rng.pick(&["ZRANK", "ZREVRANK"]), k, self.member()),
             13 | 14 => {
                 push!("ZRANGE", k, self.int(-6, 6), self.int(-6, 6));
-                if self.chance(30) {
+                if self.rng.chance(30) {
                     push!("REV");
                 }
-                if self.chance(50) {
+                if self.rng.chance(50) {
                     push!("WITHSCORES");
                 }
             }
             15 | 16 => {
                 push!("ZRANGE", k);
-                let rev = self.chance(30);
+                let rev = self.rng.chance(30);
                 let (lo, hi) = (self.score_bound(), self.score_bound());
                 push!(lo, hi, "BYSCORE");
                 if rev {
                     push!("REV");
                 }
                 self.limit(a);
-                if self.chance(50) {
+                if self.rng.chance(50) {
                     push!("WITHSCORES");
                 }
             }
             17 => {
-                push!(self.pick(&["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"]), k, self.score_bound(), self.score_bound());
-                if self.chance(40) {
+                push!(self.rng.pick(&["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"]), k, self.score_bound(), self.score_bound());
+                if self.rng.chance(40) {
                     push!("WITHSCORES");
                 }
                 self.limit(a);
@@ -409,28 +407,28 @@ impl Gen {
             20 => push!("ZREMRANGEBYRANK", k, self.int(-5, 5), self.int(-5, 5)),
             21 => push!("ZREMRANGEBYSCORE", k, self.score_bound(), self.score_bound()),
             22 | 23 => {
-                push!(self.pick(&["ZPOPMIN", "ZPOPMAX"]), k);
-                if self.chance(50) {
+                push!(self.rng.pick(&["ZPOPMIN", "ZPOPMAX"]), k);
+                if self.rng.chance(50) {
                     push!(self.int(0, 4));
                 }
             }
             24 => {
-                push!("ZMPOP", "2", k, self.key_of(ZSETS), self.pick(&["MIN", "MAX"]));
-                if self.chance(50) {
+                push!("ZMPOP", "2", k, self.key_of(ZSETS), self.rng.pick(&["MIN", "MAX"]));
+                if self.rng.chance(50) {
                     push!("COUNT", self.int(0, 4));
                 }
             }
             25 => {
-                push!(self.pick(&["BZPOPMIN", "BZPOPMAX"]), k, self.key_of(ZSETS), "0");
+                push!(self.rng.pick(&["BZPOPMIN", "BZPOPMAX"]), k, self.key_of(ZSETS), "0");
             }
             26 | 27 => {
-                push!(self.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]), self.key_of(ZSETS));
+                push!(self.rng.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]), self.key_of(ZSETS));
                 self.zset_sources(a);
             }
             28 => {
-                push!(self.pick(&["ZUNION", "ZINTER", "ZDIFF"]));
+                push!(self.rng.pick(&["ZUNION", "ZINTER", "ZDIFF"]));
                 self.zset_sources(a);
-                if self.chance(60) {
+                if self.rng.chance(60) {
                     push!("WITHSCORES");
                 }
             }
@@ -450,7 +448,7 @@ impl Gen {
             }
             32 => {
                 push!("ZRANDMEMBER", k, "100");
-                if self.chance(50) {
+                if self.rng.chance(50) {
                     push!("WITHSCORES");
                     return Order::SortedPairs;
                 }
@@ -466,46 +464,46 @@ impl Gen {
         let n = self.rng.usize(1..4);
         a.push(n.to_string().into_bytes());
         for _ in 0..n {
-            let k = if self.chance(15) { self.key_of(SETS) } else { self.key_of(ZSETS) };
+            let k = if self.rng.chance(15) { self.key_of(SETS) } else { self.key_of(ZSETS) };
             a.push(k);
         }
         let diff = a[0].starts_with(b"ZDIFF");
-        if !diff && self.chance(30) {
+        if !diff && self.rng.chance(30) {
             a.push("WEIGHTS".into());
             for _ in 0..n {
-                a.push(self.pick(&["1", "2", "-1", "0.5", "0", "inf"]).into());
+                a.push(self.rng.pick(&["1", "2", "-1", "0.5", "0", "inf"]).into());
             }
         }
-        if !diff && self.chance(30) {
+        if !diff && self.rng.chance(30) {
             a.push("AGGREGATE".into());
-            a.push(self.pick(&["SUM", "MIN", "MAX"]).into());
+            a.push(self.rng.pick(&["SUM", "MIN", "MAX"]).into());
         }
     }
 
     fn lex_cmd(&mut self, a: &mut Vec<Vec<u8>>) {
         macro_rules! push { ($($e:expr),*) => {{ $( a.push(Vec::from($e)); )* }}; }
-        let k = self.pick(LEXES);
+        let k = self.rng.pick(LEXES);
         match self.rng.u8(..8) {
             0 | 1 => {
                 push!("ZADD", k);
                 for _ in 0..self.rng.usize(1..4) {
-                    push!("0", self.pick(&["a", "b", "c", "d", "e", "f", "g", "bb", "1", "long-lex-member"]));
+                    push!("0", self.rng.pick(&["a", "b", "c", "d", "e", "f", "g", "bb", "1", "long-lex-member"]));
                 }
             }
             2 => {
                 push!("ZRANGE", k, self.lex_bound(), self.lex_bound(), "BYLEX");
-                if self.chance(30) {
+                if self.rng.chance(30) {
                     push!("REV");
                 }
                 self.limit(a);
             }
             3 => {
-                push!(self.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"]), k, self.lex_bound(), self.lex_bound());
+                push!(self.rng.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"]), k, self.lex_bound(), self.lex_bound());
                 self.limit(a);
             }
             4 => push!("ZLEXCOUNT", k, self.lex_bound(), self.lex_bound()),
             5 => push!("ZREMRANGEBYLEX", k, self.lex_bound(), self.lex_bound()),
-            6 => push!("ZRANGESTORE", self.pick(LEXES), k, self.lex_bound(), self.lex_bound(), "BYLEX"),
+            6 => push!("ZRANGESTORE", self.rng.pick(LEXES), k, self.lex_bound(), self.lex_bound(), "BYLEX"),
             _ => push!("ZRANGE", k, "0", "-1"),
         }
     }
@@ -516,7 +514,7 @@ impl Gen {
         // often enough for commands to do work; DEL recycles keys taken over by another type.
         match self.rng.u8(..13) {
             0 => {
-                let k = if self.chance(85) { self.pick(SHARED).as_bytes().to_vec() } else { self.any_key() };
+                let k = if self.rng.chance(85) { self.rng.pick(SHARED).as_bytes().to_vec() } else { self.any_key() };
                 push!("SET", k, self.value())
             }
             1 => push!("GET", self.any_key()),
@@ -525,15 +523,15 @@ impl Gen {
             7 | 8 => push!("OBJECT", "ENCODING", self.any_key()),
             9 => push!("EXISTS", self.any_key(), self.any_key()),
             10 => {
-                let dst = if self.chance(70) { self.pick(SHARED).as_bytes().to_vec() } else { self.any_key() };
-                push!(self.pick(&["RENAME", "COPY"]), self.any_key(), dst)
+                let dst = if self.rng.chance(70) { self.rng.pick(SHARED).as_bytes().to_vec() } else { self.any_key() };
+                push!(self.rng.pick(&["RENAME", "COPY"]), self.any_key(), dst)
             }
             11 => push!("DBSIZE"),
             _ => {
                 // Thresholds move under the data: later writes convert (never back) at new points.
                 let (name, _) = CONFIG[self.rng.usize(..CONFIG.len())];
                 let v = if name == "list-max-listpack-size" {
-                    self.pick(&["1", "2", "4", "-1", "-2"]).to_string()
+                    self.rng.pick(&["1", "2", "4", "-1", "-2"]).to_string()
                 } else {
                     self.rng.u8(0..10).to_string()
                 };
@@ -620,7 +618,7 @@ fn run_seed_with(seed: u64, proto: u8, scripted: bool) {
     let mut errors = std::collections::BTreeMap::<String, usize>::new();
     for step in 0..STEPS {
         let mut batch = Vec::new();
-        if gen.chance(3) {
+        if gen.rng.chance(3) {
             // A transaction of ordered-reply commands; blocking pops inside MULTI answer at once.
             batch.push((vec![b"MULTI".to_vec()], Order::Exact));
             let n = gen.rng.usize(2..5);

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::seeded::{self, MixBounds, Run, Seeded};
+use common::seeded::{self, Draws, MixBounds, Run};
 use common::Client;
 
 const SEEDS: &[u64] = &[1, 42, 2024, 0xFE44_0D15];
@@ -26,19 +26,13 @@ struct Gen {
     rng: fastrand::Rng,
 }
 
-impl Seeded for Gen {
-    fn rng(&mut self) -> &mut fastrand::Rng {
-        &mut self.rng
-    }
-}
-
 impl Gen {
     fn key(&mut self) -> Vec<u8> {
         // Eight plain keys plus a few odd names.
-        if self.chance(92) {
+        if self.rng.chance(92) {
             format!("k{}", self.rng.u8(..8)).into_bytes()
         } else {
-            self.pick(&["", "sp ace", "{tag}x", "\u{e9}t\u{e9}"]).as_bytes().to_vec()
+            self.rng.pick(&["", "sp ace", "{tag}x", "\u{e9}t\u{e9}"]).as_bytes().to_vec()
         }
     }
 
@@ -51,6 +45,7 @@ impl Gen {
             4 => vec![b'x'; self.rng.usize(30..120)],
             5 => Vec::new(),
             _ => self
+                .rng
                 .pick(&[
                     "0",
                     "1",
@@ -78,10 +73,11 @@ impl Gen {
 
     /// An integer argument: usually small and valid, sometimes out of range or not a number.
     fn int(&mut self, lo: i64, hi: i64) -> Vec<u8> {
-        if self.chance(90) {
+        if self.rng.chance(90) {
             self.rng.i64(lo..=hi).to_string().into_bytes()
         } else {
-            self.pick(&["abc", "1.5", "", "99999999999999999999", "-9223372036854775808", "9223372036854775807"])
+            self.rng
+                .pick(&["abc", "1.5", "", "99999999999999999999", "-9223372036854775808", "9223372036854775807"])
                 .as_bytes()
                 .to_vec()
         }
@@ -100,8 +96,8 @@ impl Gen {
     /// A TTL for EXPIRE-like commands: far, past (deletes), or invalid.
     fn ttl(&mut self, ms: bool) -> Vec<u8> {
         match self.rng.u8(..10) {
-            0 => self.pick(&["0", "-1", "-100"]).as_bytes().to_vec(),
-            1 => self.pick(&["abc", "1.5", "9223372036854775807", ""]).as_bytes().to_vec(),
+            0 => self.rng.pick(&["0", "-1", "-100"]).as_bytes().to_vec(),
+            1 => self.rng.pick(&["abc", "1.5", "9223372036854775807", ""]).as_bytes().to_vec(),
             _ => self.far_ttl(ms),
         }
     }
@@ -110,7 +106,7 @@ impl Gen {
     fn at(&mut self, ms: bool) -> Vec<u8> {
         let t = match self.rng.u8(..10) {
             0 => self.rng.i64(1..1_000_000),
-            1 => return self.pick(&["abc", "-5", "0"]).as_bytes().to_vec(),
+            1 => return self.rng.pick(&["abc", "-5", "0"]).as_bytes().to_vec(),
             _ => 4_102_444_800 + self.rng.i64(0..1_000_000),
         };
         (if ms { t * 1000 + self.rng.i64(0..1000) } else { t }).to_string().into_bytes()
@@ -128,11 +124,11 @@ impl Gen {
     }
 
     fn expire_flags(&mut self, argv: &mut Vec<Vec<u8>>) {
-        if self.chance(40) {
-            argv.push(self.pick(&["NX", "XX", "GT", "LT", "nx", "gt", "FOO"]).into());
+        if self.rng.chance(40) {
+            argv.push(self.rng.pick(&["NX", "XX", "GT", "LT", "nx", "gt", "FOO"]).into());
         }
-        if self.chance(5) {
-            argv.push(self.pick(&["NX", "XX", "GT", "LT"]).into());
+        if self.rng.chance(5) {
+            argv.push(self.rng.pick(&["NX", "XX", "GT", "LT"]).into());
         }
     }
 
@@ -154,7 +150,7 @@ impl Gen {
                         5 => push!("PX", self.ttl(true)),
                         6 => push!("EXAT", self.future_at(false)),
                         7 => push!("PXAT", self.future_at(true)),
-                        _ => push!(self.pick(&["ex", "FOO", "EX"])),
+                        _ => push!(self.rng.pick(&["ex", "FOO", "EX"])),
                     }
                 }
             }
@@ -172,7 +168,7 @@ impl Gen {
                     2 => push!("EXAT", self.at(false)),
                     3 => push!("PXAT", self.at(true)),
                     4 => push!("PERSIST"),
-                    5 => push!(self.pick(&["FOO", "EX"])),
+                    5 => push!(self.rng.pick(&["FOO", "EX"])),
                     _ => {}
                 }
             }
@@ -183,72 +179,72 @@ impl Gen {
                 }
             }
             14 | 15 => {
-                push!(self.pick(&["MSET", "MSETNX"]));
+                push!(self.rng.pick(&["MSET", "MSETNX"]));
                 for _ in 0..self.rng.usize(1..4) {
                     push!(self.key(), self.value());
                 }
-                if self.chance(5) {
+                if self.rng.chance(5) {
                     push!(self.key());
                 }
             }
             16 | 17 => push!("APPEND", self.key(), self.value()),
             18 => push!("STRLEN", self.key()),
             19 => push!("SETRANGE", self.key(), self.int(0, 64), self.value()),
-            20 => push!(self.pick(&["GETRANGE", "SUBSTR"]), self.key(), self.int(-20, 20), self.int(-20, 20)),
-            21 | 22 => push!(self.pick(&["INCR", "DECR"]), self.key()),
-            23 => push!(self.pick(&["INCRBY", "DECRBY"]), self.key(), self.int(-1000, 1000)),
+            20 => push!(self.rng.pick(&["GETRANGE", "SUBSTR"]), self.key(), self.int(-20, 20), self.int(-20, 20)),
+            21 | 22 => push!(self.rng.pick(&["INCR", "DECR"]), self.key()),
+            23 => push!(self.rng.pick(&["INCRBY", "DECRBY"]), self.key(), self.int(-1000, 1000)),
             24 => {
-                let inc = if self.chance(85) {
+                let inc = if self.rng.chance(85) {
                     format!("{}.{}", self.rng.i32(-50..50), self.rng.u32(..100)).into_bytes()
                 } else {
-                    self.pick(&["abc", "inf", "1e400", "", "5"]).as_bytes().to_vec()
+                    self.rng.pick(&["abc", "inf", "1e400", "", "5"]).as_bytes().to_vec()
                 };
                 push!("INCRBYFLOAT", self.key(), inc)
             }
             25 => push!("LCS", self.key(), self.key()),
             26 | 27 => {
-                push!(self.pick(&["DEL", "UNLINK", "EXISTS", "TOUCH"]));
+                push!(self.rng.pick(&["DEL", "UNLINK", "EXISTS", "TOUCH"]));
                 for _ in 0..self.rng.usize(1..4) {
                     push!(self.key());
                 }
             }
             28 => push!("TYPE", self.key()),
-            29 => push!(self.pick(&["RENAME", "RENAMENX"]), self.key(), self.key()),
+            29 => push!(self.rng.pick(&["RENAME", "RENAMENX"]), self.key(), self.key()),
             30 => {
                 push!("COPY", self.key(), self.key());
-                if self.chance(30) {
+                if self.rng.chance(30) {
                     push!("REPLACE");
                 }
-                if self.chance(15) {
-                    push!("DB", self.pick(&["0", "1", "16", "x"]));
+                if self.rng.chance(15) {
+                    push!("DB", self.rng.pick(&["0", "1", "16", "x"]));
                 }
             }
             31 | 32 => {
-                push!(self.pick(&["EXPIRE", "PEXPIRE"]));
+                push!(self.rng.pick(&["EXPIRE", "PEXPIRE"]));
                 let ms = a[0] == b"PEXPIRE";
                 push!(self.key(), self.ttl(ms));
                 self.expire_flags(&mut a);
             }
             33 => {
-                push!(self.pick(&["EXPIREAT", "PEXPIREAT"]));
+                push!(self.rng.pick(&["EXPIREAT", "PEXPIREAT"]));
                 let ms = a[0] == b"PEXPIREAT";
                 push!(self.key(), self.at(ms));
                 self.expire_flags(&mut a);
             }
-            34 | 35 => push!(self.pick(&["TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"]), self.key()),
+            34 | 35 => push!(self.rng.pick(&["TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"]), self.key()),
             36 => push!("PERSIST", self.key()),
             37 => push!("DBSIZE"),
             38 => push!("OBJECT", "ENCODING", self.key()),
-            39 => push!("SETBIT", self.key(), self.int(0, 200), self.pick(&["0", "1", "1", "2"])),
+            39 => push!("SETBIT", self.key(), self.int(0, 200), self.rng.pick(&["0", "1", "1", "2"])),
             40 => push!("GETBIT", self.key(), self.int(0, 200)),
             41 => {
                 push!("BITCOUNT", self.key());
-                if self.chance(50) {
+                if self.rng.chance(50) {
                     push!(self.int(-10, 10), self.int(-10, 10));
                 }
             }
-            42 => push!("SELECT", self.pick(&["0", "1", "0", "16"])),
-            43 => push!("MOVE", self.key(), self.pick(&["0", "1", "1", "x"])),
+            42 => push!("SELECT", self.rng.pick(&["0", "1", "0", "16"])),
+            43 => push!("MOVE", self.key(), self.rng.pick(&["0", "1", "1", "x"])),
             44 => push!("PFADD", self.key(), self.value(), self.value()),
             45 => push!("PFCOUNT", self.key()),
             46 => push!("SWAPDB", "0", "1"),

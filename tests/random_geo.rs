@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::seeded::{self, MixBounds, Run, Seeded};
+use common::seeded::{self, Draws, MixBounds, Run};
 
 const LAT_MAX: f64 = 85.05112878;
 const ROUNDS: usize = 25;
@@ -18,12 +18,6 @@ const QUERIES: usize = 30;
 
 struct Gen {
     rng: fastrand::Rng,
-}
-
-impl Seeded for Gen {
-    fn rng(&mut self) -> &mut fastrand::Rng {
-        &mut self.rng
-    }
 }
 
 impl Gen {
@@ -74,7 +68,7 @@ impl Gen {
     }
 
     fn query(&mut self, pts: &[(f64, f64)]) -> Vec<String> {
-        let (mut cx, mut cy) = if self.chance(50) {
+        let (mut cx, mut cy) = if self.rng.chance(50) {
             let (x, y) = pts[self.rng.usize(..pts.len())];
             let jitter = [0.0, 0.01, 1.0][self.rng.usize(..3)];
             (x + self.uniform(-0.5, 0.5) * jitter, y + self.uniform(-0.5, 0.5) * jitter)
@@ -88,27 +82,27 @@ impl Gen {
         let rad = scale * self.uniform(0.2, 1.5) / to_m;
         let mut opts: Vec<String> = Vec::new();
         for (p, o) in [(40, "WITHDIST"), (20, "WITHCOORD"), (20, "WITHHASH")] {
-            if self.chance(p) {
+            if self.rng.chance(p) {
                 opts.push(o.into());
             }
         }
-        if self.chance(50) {
-            opts.push(if self.chance(50) { "ASC" } else { "DESC" }.into());
+        if self.rng.chance(50) {
+            opts.push(if self.rng.chance(50) { "ASC" } else { "DESC" }.into());
         }
-        if self.chance(30) {
+        if self.rng.chance(30) {
             opts.push("COUNT".into());
             opts.push(self.rng.usize(1..=pts.len()).to_string());
-            if self.chance(30) {
+            if self.rng.chance(30) {
                 opts.push("ANY".into());
             }
         }
-        let mut cmd: Vec<String> = if self.chance(75) {
+        let mut cmd: Vec<String> = if self.rng.chance(75) {
             vec!["GEOSEARCH".into(), "k".into(), "FROMLONLAT".into(), cx.to_string(), cy.to_string()]
         } else {
             vec!["GEORADIUS".into(), "k".into(), cx.to_string(), cy.to_string(), rad.to_string(), unit.into()]
         };
         if cmd[0] == "GEOSEARCH" {
-            if self.chance(50) {
+            if self.rng.chance(50) {
                 cmd.extend(["BYRADIUS".into(), rad.to_string(), unit.into()]);
             } else {
                 let (w, h) = (rad * self.uniform(0.3, 2.0), rad * self.uniform(0.3, 2.0));

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::seeded::{self, MixBounds, Run, Seeded};
+use common::seeded::{self, Draws, MixBounds, Run};
 use common::{parse_value, Client, Value};
 
 const SEEDS: &[u64] = &[3, 77, 4096, 0x5EED_57AE];
@@ -28,24 +28,18 @@ struct Gen {
     rng: fastrand::Rng,
 }
 
-impl Seeded for Gen {
-    fn rng(&mut self) -> &mut fastrand::Rng {
-        &mut self.rng
-    }
-}
-
 impl Gen {
     /// Mostly the three streams; sometimes a missing key or a key of another type.
     fn key(&mut self) -> Vec<u8> {
-        if self.chance(90) {
+        if self.rng.chance(90) {
             format!("s{}", self.rng.u8(..3)).into_bytes()
         } else {
-            self.pick(&["nosuch", "str", "lst"]).as_bytes().to_vec()
+            self.rng.pick(&["nosuch", "str", "lst"]).as_bytes().to_vec()
         }
     }
 
     fn group(&mut self) -> Vec<u8> {
-        if self.chance(93) {
+        if self.rng.chance(93) {
             format!("g{}", self.rng.u8(..2)).into_bytes()
         } else {
             b"nog".to_vec()
@@ -65,7 +59,7 @@ impl Gen {
     fn add_id(&mut self, step: usize) -> Vec<u8> {
         let base = (step / 40) as u64;
         match self.rng.u8(..20) {
-            0 => self.pick(&["0-0", "0-1", "abc", "5-x", "-1", "18446744073709551615-18446744073709551615"]).into(),
+            0 => self.rng.pick(&["0-0", "0-1", "abc", "5-x", "-1", "18446744073709551615-18446744073709551615"]).into(),
             1..=5 => format!("{}-*", base + self.rng.u64(0..3)).into_bytes(),
             6 => format!("{}", base + self.rng.u64(0..3)).into_bytes(),
             _ => format!("{}-{}", base + self.rng.u64(0..3), self.rng.u64(0..4)).into_bytes(),
@@ -76,7 +70,7 @@ impl Gen {
     fn bound(&mut self, low: bool) -> Vec<u8> {
         match self.rng.u8(..12) {
             0..=2 => (if low { "-" } else { "+" }).into(),
-            3 => self.pick(&["-", "+", "abc", "(-", "(+", "18446744073709551615-18446744073709551615"]).into(),
+            3 => self.rng.pick(&["-", "+", "abc", "(-", "(+", "18446744073709551615-18446744073709551615"]).into(),
             4 => format!("({}", self.full_id()).into_bytes(),
             5 | 6 => self.rng.u64(0..60).to_string().into_bytes(),
             _ => self.full_id().into_bytes(),
@@ -84,10 +78,10 @@ impl Gen {
     }
 
     fn count(&mut self, a: &mut Vec<Vec<u8>>) {
-        if self.chance(50) {
+        if self.rng.chance(50) {
             a.push("COUNT".into());
             a.push(match self.rng.u8(..10) {
-                0 => self.pick(&["0", "-1", "abc"]).into(),
+                0 => self.rng.pick(&["0", "-1", "abc"]).into(),
                 _ => self.rng.u8(1..6).to_string().into_bytes(),
             });
         }
@@ -95,8 +89,8 @@ impl Gen {
 
     /// Trimming arguments shared by XADD and XTRIM.
     fn trim(&mut self, a: &mut Vec<Vec<u8>>, step: usize) {
-        let minid = self.chance(40);
-        a.push((if minid { "MINID" } else { self.pick(&["MAXLEN", "MAXLEN", "maxlen"]) }).into());
+        let minid = self.rng.chance(40);
+        a.push((if minid { "MINID" } else { self.rng.pick(&["MAXLEN", "MAXLEN", "maxlen"]) }).into());
         let approx = match self.rng.u8(..3) {
             0 => {
                 a.push("~".into());
@@ -111,14 +105,14 @@ impl Gen {
         if minid {
             let base = (step / 40) as u64;
             a.push(format!("{}-{}", base.saturating_sub(self.rng.u64(0..8)), self.rng.u64(0..3)).into_bytes());
-        } else if self.chance(95) {
+        } else if self.rng.chance(95) {
             a.push(self.rng.u64(0..25).to_string().into_bytes());
         } else {
-            a.push(self.pick(&["-1", "abc"]).into());
+            a.push(self.rng.pick(&["-1", "abc"]).into());
         }
-        if self.chance(if approx { 40 } else { 5 }) {
+        if self.rng.chance(if approx { 40 } else { 5 }) {
             a.push("LIMIT".into());
-            a.push(self.pick(&["0", "1", "2", "5", "100", "-1"]).into());
+            a.push(self.rng.pick(&["0", "1", "2", "5", "100", "-1"]).into());
         }
     }
 
@@ -140,9 +134,9 @@ impl Gen {
     }
 
     fn entries_read(&mut self, a: &mut Vec<Vec<u8>>) {
-        if self.chance(25) {
+        if self.rng.chance(25) {
             a.push("ENTRIESREAD".into());
-            a.push(self.pick(&["-1", "0", "1", "3", "10", "100", "-5", "x"]).into());
+            a.push(self.rng.pick(&["-1", "0", "1", "3", "10", "100", "-5", "x"]).into());
         }
     }
 
@@ -160,17 +154,17 @@ impl Gen {
         match self.rng.u8(..40) {
             0..=9 => {
                 push!("XADD", self.key());
-                if self.chance(10) {
+                if self.rng.chance(10) {
                     push!("NOMKSTREAM");
                 }
-                if self.chance(20) {
+                if self.rng.chance(20) {
                     self.trim(&mut a, step);
                 }
                 push!(self.add_id(step));
                 for _ in 0..self.rng.usize(1..3) {
-                    push!(self.pick(&["f", "g", "name"]), self.rng.u16(..1000).to_string());
+                    push!(self.rng.pick(&["f", "g", "name"]), self.rng.u16(..1000).to_string());
                 }
-                if self.chance(3) {
+                if self.rng.chance(3) {
                     push!("dangling");
                 }
             }
@@ -184,7 +178,7 @@ impl Gen {
             }
             14 => push!("XLEN", self.key()),
             15 | 16 => {
-                let rev = self.chance(40);
+                let rev = self.rng.chance(40);
                 push!(if rev { "XREVRANGE" } else { "XRANGE" }, self.key());
                 let (lo, hi) = (self.bound(true), self.bound(false));
                 if rev {
@@ -209,14 +203,14 @@ impl Gen {
             }
             18 => {
                 push!("XSETID", self.key(), self.full_id());
-                if self.chance(40) {
+                if self.rng.chance(40) {
                     push!("ENTRIESADDED", self.rng.u64(0..300).to_string());
                     push!("MAXDELETEDID", self.full_id());
                 }
             }
             19 | 20 => {
                 push!("XGROUP", "CREATE", self.key(), self.group(), self.group_start());
-                if self.chance(30) {
+                if self.rng.chance(30) {
                     push!("MKSTREAM");
                 }
                 self.entries_read(&mut a);
@@ -226,7 +220,7 @@ impl Gen {
                 self.entries_read(&mut a);
             }
             22 => {
-                let sub = self.pick(&["DESTROY", "CREATECONSUMER", "DELCONSUMER", "DESTROY"]);
+                let sub = self.rng.pick(&["DESTROY", "CREATECONSUMER", "DELCONSUMER", "DESTROY"]);
                 push!("XGROUP", sub, self.key(), self.group());
                 if sub != "DESTROY" {
                     push!(self.consumer());
@@ -235,7 +229,7 @@ impl Gen {
             23..=26 => {
                 push!("XREADGROUP", "GROUP", self.group(), self.consumer());
                 self.count(&mut a);
-                if self.chance(10) {
+                if self.rng.chance(10) {
                     push!("NOACK");
                 }
                 push!("STREAMS", self.key());
@@ -251,19 +245,25 @@ impl Gen {
             }
             29 => {
                 push!("XPENDING", self.key(), self.group());
-                if self.chance(60) {
-                    if self.chance(20) {
-                        push!("IDLE", self.pick(&["0", "100000000", "-1"]));
+                if self.rng.chance(60) {
+                    if self.rng.chance(20) {
+                        push!("IDLE", self.rng.pick(&["0", "100000000", "-1"]));
                     }
                     let (lo, hi) = (self.bound(true), self.bound(false));
-                    push!(lo, hi, self.pick(&["1", "3", "10", "0", "-1"]));
-                    if self.chance(40) {
+                    push!(lo, hi, self.rng.pick(&["1", "3", "10", "0", "-1"]));
+                    if self.rng.chance(40) {
                         push!(self.consumer());
                     }
                 }
             }
             30 | 31 => {
-                push!("XCLAIM", self.key(), self.group(), self.consumer(), self.pick(&["0", "0", "100000000", "-5"]));
+                push!(
+                    "XCLAIM",
+                    self.key(),
+                    self.group(),
+                    self.consumer(),
+                    self.rng.pick(&["0", "0", "100000000", "-5"])
+                );
                 self.ids(&mut a);
                 for _ in 0..self.rng.usize(..3) {
                     match self.rng.u8(..5) {
@@ -277,10 +277,10 @@ impl Gen {
             }
             32 => {
                 push!("XAUTOCLAIM", self.key(), self.group(), self.consumer(), "0", self.bound(true));
-                if self.chance(50) {
-                    push!("COUNT", self.pick(&["1", "2", "5", "0"]));
+                if self.rng.chance(50) {
+                    push!("COUNT", self.rng.pick(&["1", "2", "5", "0"]));
                 }
-                if self.chance(30) {
+                if self.rng.chance(30) {
                     push!("JUSTID");
                 }
             }
@@ -289,11 +289,11 @@ impl Gen {
             36 => push!("XINFO", "CONSUMERS", self.key(), self.group()),
             37 => {
                 push!("XINFO", "STREAM", self.key(), "FULL");
-                if self.chance(50) {
-                    push!("COUNT", self.pick(&["1", "3", "0"]));
+                if self.rng.chance(50) {
+                    push!("COUNT", self.rng.pick(&["1", "3", "0"]));
                 }
             }
-            38 => push!(self.pick(&["DEL", "TYPE", "EXISTS"]), self.key()),
+            38 => push!(self.rng.pick(&["DEL", "TYPE", "EXISTS"]), self.key()),
             _ => match self.rng.u8(..3) {
                 0 => push!("SET", "str", "x"),
                 1 => push!("RPUSH", "lst", "a"),

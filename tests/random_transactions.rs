@@ -29,7 +29,7 @@
 
 mod common;
 
-use common::seeded::{self, MixBounds, Run, Seeded};
+use common::seeded::{self, Draws, MixBounds, Run};
 use common::{show, Client};
 
 const SEEDS: &[u64] = &[5, 99, 0x7A_0C7E, 0xE7A1_5EED];
@@ -179,12 +179,6 @@ struct Gen {
     shas: Vec<String>,
 }
 
-impl Seeded for Gen {
-    fn rng(&mut self) -> &mut fastrand::Rng {
-        &mut self.rng
-    }
-}
-
 impl Gen {
     fn new(seed: u64) -> Gen {
         Gen {
@@ -198,12 +192,12 @@ impl Gen {
     /// A key from `pool`, sometimes one the other client watches, sometimes any key.
     fn key_of(&mut self, client: usize, pool: &[&str]) -> Vec<u8> {
         let n = self.watched[1 - client].len();
-        if n > 0 && self.chance(35) {
+        if n > 0 && self.rng.chance(35) {
             let i = self.rng.usize(..n);
             return self.watched[1 - client][i].clone();
         }
-        if self.chance(80) {
-            self.pick(pool).as_bytes().to_vec()
+        if self.rng.chance(80) {
+            self.rng.pick(pool).as_bytes().to_vec()
         } else {
             self.any_key()
         }
@@ -212,7 +206,7 @@ impl Gen {
     fn any_key(&mut self) -> Vec<u8> {
         let all: [&[&str]; 4] = [STRINGS, LISTS, HASHES, SHARED];
         let p = all[self.rng.usize(..all.len())];
-        self.pick(p).as_bytes().to_vec()
+        self.rng.pick(p).as_bytes().to_vec()
     }
 
     fn value(&mut self) -> Vec<u8> {
@@ -222,6 +216,7 @@ impl Gen {
             5 => (0..self.rng.usize(..8)).map(|_| self.rng.u8(..)).collect(),
             6 => Vec::new(),
             _ => self
+                .rng
                 .pick(&["v", "abc", "hello world", "9223372036854775807", "1e3", "inf", " 1", "-0"])
                 .as_bytes()
                 .to_vec(),
@@ -229,14 +224,14 @@ impl Gen {
     }
 
     fn field(&mut self) -> Vec<u8> {
-        self.pick(FIELDS).as_bytes().to_vec()
+        self.rng.pick(FIELDS).as_bytes().to_vec()
     }
 
     fn int(&mut self, lo: i64, hi: i64) -> Vec<u8> {
-        if self.chance(92) {
+        if self.rng.chance(92) {
             self.rng.i64(lo..=hi).to_string().into_bytes()
         } else {
-            self.pick(&["abc", "1.5", ""]).as_bytes().to_vec()
+            self.rng.pick(&["abc", "1.5", ""]).as_bytes().to_vec()
         }
     }
 
@@ -247,6 +242,7 @@ impl Gen {
             0..=2 => self.rng.i64(-1000..1000).to_string().into_bytes(),
             3 => format!("{}.{}", self.rng.i32(-100..100), self.rng.u32(..1000)).into_bytes(),
             4..=6 => self
+                .rng
                 .pick(&[
                     "[1,2,3]",
                     "{\"a\":[1,2]}",
@@ -264,6 +260,7 @@ impl Gen {
                 .as_bytes()
                 .to_vec(),
             _ => self
+                .rng
                 .pick(&["1", "-5", "3.7", "0.1", "1e3", "abc", "", "hello", "123456789012", "-0", "0x10", " 7"])
                 .as_bytes()
                 .to_vec(),
@@ -273,8 +270,8 @@ impl Gen {
     /// A far relative TTL, a TTL in the past (deletes the key) or an invalid one.
     fn ttl(&mut self) -> Vec<u8> {
         match self.rng.u8(..10) {
-            0..=2 => self.pick(&["0", "-1", "-100"]).as_bytes().to_vec(),
-            3 => self.pick(&["abc", ""]).as_bytes().to_vec(),
+            0..=2 => self.rng.pick(&["0", "-1", "-100"]).as_bytes().to_vec(),
+            3 => self.rng.pick(&["abc", ""]).as_bytes().to_vec(),
             _ => self.rng.i64(10_000..10_000_000).to_string().into_bytes(),
         }
     }
@@ -323,10 +320,10 @@ impl Gen {
                 a
             }
             23 | 24 => vec![b"UNWATCH".to_vec()],
-            25 => vec![self.pick(&["EXEC", "DISCARD"]).as_bytes().to_vec()],
+            25 => vec![self.rng.pick(&["EXEC", "DISCARD"]).as_bytes().to_vec()],
             26..=41 => self.script_command(),
             42..=45 => self.function_command(c),
-            46 => vec![b"SELECT".to_vec(), self.pick(&["0", "0", "1"]).as_bytes().to_vec()],
+            46 => vec![b"SELECT".to_vec(), self.rng.pick(&["0", "0", "1"]).as_bytes().to_vec()],
             _ => self.data_command(c, true),
         }
     }
@@ -338,12 +335,12 @@ impl Gen {
             17 | 18 => vec![b"MULTI".to_vec()],
             19 | 20 => vec![b"WATCH".to_vec(), self.any_key()],
             21 => vec![b"UNWATCH".to_vec()],
-            22..=24 => vec![b"SELECT".to_vec(), self.pick(&["0", "1", "0", "16", "x"]).as_bytes().to_vec()],
+            22..=24 => vec![b"SELECT".to_vec(), self.rng.pick(&["0", "1", "0", "16", "x"]).as_bytes().to_vec()],
             25..=36 => self.script_command(),
             37..=39 => self.function_command(c),
             40..=42 => {
                 // Blocking pops do not block inside MULTI.
-                let name = self.pick(&["BLPOP", "BRPOP"]);
+                let name = self.rng.pick(&["BLPOP", "BRPOP"]);
                 let key = self.key_of(c, LISTS);
                 vec![name.into(), key, b"0".to_vec()]
             }
@@ -366,21 +363,21 @@ impl Gen {
                 for _ in 0..self.rng.usize(1..=3) {
                     let j = self.rng.usize(..SCRIPTS.len());
                     let sha = self.shas[j].clone();
-                    a.push(if self.chance(90) { sha.into_bytes() } else { b"0000".to_vec() });
+                    a.push(if self.rng.chance(90) { sha.into_bytes() } else { b"0000".to_vec() });
                 }
                 return a;
             }
             93 => {
                 let mut a = vec![b"SCRIPT".to_vec(), b"FLUSH".to_vec()];
-                if self.chance(50) {
-                    a.push(self.pick(&["SYNC", "ASYNC", "sync", "BOGUS"]).into());
+                if self.rng.chance(50) {
+                    a.push(self.rng.pick(&["SYNC", "ASYNC", "sync", "BOGUS"]).into());
                 }
                 return a;
             }
             94 => return vec![b"SCRIPT".to_vec(), b"KILL".to_vec()],
             95..=97 => {
                 // Bad key counts.
-                let n = self.pick(&["-1", "abc", "3", "2"]);
+                let n = self.rng.pick(&["-1", "abc", "3", "2"]);
                 return vec![b"EVAL".to_vec(), script.body.into(), n.into(), b"k".to_vec()];
             }
             _ => {
@@ -414,8 +411,8 @@ impl Gen {
     fn function_command(&mut self, c: usize) -> Vec<Vec<u8>> {
         match self.rng.u8(..100) {
             0..=69 => {
-                let name = self.pick(&["FCALL", "FCALL", "FCALL_RO"]);
-                let f = self.pick(FUNCTIONS);
+                let name = self.rng.pick(&["FCALL", "FCALL", "FCALL_RO"]);
+                let f = self.rng.pick(FUNCTIONS);
                 let key = self.key_of(c, STRINGS);
                 let mut a = vec![name.into(), f.into()];
                 match self.rng.u8(..20) {
@@ -427,7 +424,7 @@ impl Gen {
             }
             70..=79 => {
                 let mut a = vec![b"FUNCTION".to_vec(), b"LOAD".to_vec()];
-                if self.chance(60) {
+                if self.rng.chance(60) {
                     a.push(b"REPLACE".to_vec());
                 }
                 let lib = match self.rng.u8(..10) {
@@ -439,7 +436,7 @@ impl Gen {
                 a
             }
             80..=84 => {
-                vec![b"FUNCTION".to_vec(), b"DELETE".to_vec(), self.pick(&["txlib", "txlib", "nolib"]).into()]
+                vec![b"FUNCTION".to_vec(), b"DELETE".to_vec(), self.rng.pick(&["txlib", "txlib", "nolib"]).into()]
             }
             85 | 86 => vec![b"FUNCTION".to_vec(), b"FLUSH".to_vec()],
             87..=92 => vec![b"FUNCTION".to_vec(), b"STATS".to_vec()],
@@ -466,7 +463,7 @@ impl Gen {
                 }
             }
             4 | 5 => push!("GET", self.key_of(c, STRINGS)),
-            6 | 7 => push!(self.pick(&["INCR", "DECR"]), self.key_of(c, STRINGS)),
+            6 | 7 => push!(self.rng.pick(&["INCR", "DECR"]), self.key_of(c, STRINGS)),
             8 => push!("INCRBY", self.key_of(c, STRINGS), self.int(-100, 100)),
             9 => push!("APPEND", self.key_of(c, STRINGS), self.value()),
             10 => {
@@ -478,14 +475,14 @@ impl Gen {
             11 => push!("MGET", self.key_of(c, STRINGS), self.key_of(c, STRINGS)),
             12 => push!("GETDEL", self.key_of(c, STRINGS)),
             13..=15 => {
-                push!(self.pick(&["LPUSH", "RPUSH"]), self.key_of(c, LISTS));
+                push!(self.rng.pick(&["LPUSH", "RPUSH"]), self.key_of(c, LISTS));
                 for _ in 0..self.rng.usize(1..=3) {
                     push!(self.value());
                 }
             }
             16 | 17 => {
-                push!(self.pick(&["LPOP", "RPOP"]), self.key_of(c, LISTS));
-                if self.chance(30) {
+                push!(self.rng.pick(&["LPOP", "RPOP"]), self.key_of(c, LISTS));
+                if self.rng.chance(30) {
                     push!(self.int(0, 3));
                 }
             }
@@ -497,8 +494,8 @@ impl Gen {
                 "LMOVE",
                 self.key_of(c, LISTS),
                 self.key_of(c, LISTS),
-                self.pick(&["LEFT", "RIGHT"]),
-                self.pick(&["LEFT", "RIGHT"])
+                self.rng.pick(&["LEFT", "RIGHT"]),
+                self.rng.pick(&["LEFT", "RIGHT"])
             ),
             23..=25 => {
                 push!("HSET", self.key_of(c, HASHES));
@@ -510,44 +507,48 @@ impl Gen {
             27 => push!("HDEL", self.key_of(c, HASHES), self.field()),
             28 => push!("HGETALL", self.key_of(c, HASHES)),
             29 => push!("HINCRBY", self.key_of(c, HASHES), self.field(), self.int(-10, 10)),
-            30 => push!(self.pick(&["HLEN", "HKEYS"]), self.key_of(c, HASHES)),
+            30 => push!(self.rng.pick(&["HLEN", "HKEYS"]), self.key_of(c, HASHES)),
             31 => push!("HMGET", self.key_of(c, HASHES), self.field(), self.field()),
             32..=34 => {
-                push!(self.pick(&["DEL", "UNLINK", "EXISTS"]));
+                push!(self.rng.pick(&["DEL", "UNLINK", "EXISTS"]));
                 for _ in 0..self.rng.usize(1..=3) {
                     push!(self.key_of(c, SHARED));
                 }
             }
             35 => push!("TYPE", self.key_of(c, SHARED)),
-            36 | 37 => push!(self.pick(&["RENAME", "RENAMENX"]), self.key_of(c, SHARED), self.key_of(c, SHARED)),
+            36 | 37 => push!(self.rng.pick(&["RENAME", "RENAMENX"]), self.key_of(c, SHARED), self.key_of(c, SHARED)),
             38 => {
                 push!("COPY", self.key_of(c, SHARED), self.key_of(c, SHARED));
-                if self.chance(40) {
-                    push!("DB", self.pick(&["0", "1"]));
+                if self.rng.chance(40) {
+                    push!("DB", self.rng.pick(&["0", "1"]));
                 }
-                if self.chance(40) {
+                if self.rng.chance(40) {
                     push!("REPLACE");
                 }
             }
-            39 => push!("MOVE", self.key_of(c, SHARED), self.pick(&["0", "1"])),
+            39 => push!("MOVE", self.key_of(c, SHARED), self.rng.pick(&["0", "1"])),
             40..=42 => {
-                push!(self.pick(&["EXPIRE", "PEXPIRE"]), self.key_of(c, SHARED), self.ttl());
-                if self.chance(20) {
-                    push!(self.pick(&["NX", "XX", "GT", "LT"]));
+                push!(self.rng.pick(&["EXPIRE", "PEXPIRE"]), self.key_of(c, SHARED), self.ttl());
+                if self.rng.chance(20) {
+                    push!(self.rng.pick(&["NX", "XX", "GT", "LT"]));
                 }
             }
-            43 => push!(self.pick(&["EXPIREAT", "PEXPIREAT"]), self.key_of(c, SHARED), self.pick(&["1", "1000", "0"])),
+            43 => push!(
+                self.rng.pick(&["EXPIREAT", "PEXPIREAT"]),
+                self.key_of(c, SHARED),
+                self.rng.pick(&["1", "1000", "0"])
+            ),
             44 => {
                 let t = 4_102_444_800 + self.rng.i64(0..1_000_000);
                 push!("EXPIREAT", self.key_of(c, SHARED), t.to_string());
             }
             45 => push!("PERSIST", self.key_of(c, SHARED)),
-            46 if top => push!(self.pick(&["TTL", "PTTL"]), self.key_of(c, SHARED)),
+            46 if top => push!(self.rng.pick(&["TTL", "PTTL"]), self.key_of(c, SHARED)),
             46 => push!("EXPIRETIME", self.key_of(c, SHARED)),
             47 => push!("DBSIZE"),
-            48 => push!("SWAPDB", self.pick(&["0", "1"]), self.pick(&["1", "0", "1", "16"])),
+            48 => push!("SWAPDB", self.rng.pick(&["0", "1"]), self.rng.pick(&["1", "0", "1", "16"])),
             49 => {
-                if self.chance(70) {
+                if self.rng.chance(70) {
                     push!("FLUSHDB")
                 } else {
                     push!("FLUSHALL")

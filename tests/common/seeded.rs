@@ -2,7 +2,7 @@
 //! and a ferrodis started side by side, each generated command sent to both, the two replies
 //! judged, and on a mismatch a panic naming the seed, the step, the last commands and both replies;
 //! the replies' types are counted, and a run whose generator mostly drew errors fails too. It also
-//! owns the draws every generator makes ([`Seeded`]), the replay check of a generator, and the
+//! owns the draws every generator makes ([`Draws`]), the replay check of a generator, and the
 //! dataset comparisons the tests end with.
 //!
 //! A test keeps its own command generator and its own rule for when two replies agree.
@@ -13,19 +13,22 @@ use std::collections::{BTreeMap, VecDeque};
 /// How many of the last commands a mismatch report shows.
 const HISTORY: usize = 20;
 
-/// The draws a generator makes from its seeded RNG. Everything a generator produces must come
-/// from that RNG, so that the seed alone replays a failure.
-pub trait Seeded {
-    fn rng(&mut self) -> &mut fastrand::Rng;
-
+/// The draws the generators make besides fastrand's own. Everything a generator produces must come
+/// from its seeded RNG, so that the seed alone replays a failure.
+pub trait Draws {
     /// One of `items`, each as likely.
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str;
+    /// True `percent` times in a hundred.
+    fn chance(&mut self, percent: u32) -> bool;
+}
+
+impl Draws for fastrand::Rng {
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.rng().usize(..items.len())]
+        items[self.usize(..items.len())]
     }
 
-    /// True `percent` times in a hundred.
     fn chance(&mut self, percent: u32) -> bool {
-        self.rng().u32(..100) < percent
+        self.u32(..100) < percent
     }
 }
 
