@@ -9,7 +9,7 @@
 //! what Redis 7.2 / 7.4 prints);
 //! an entry of either list that no longer holds fails the test too.
 //!
-//! A third test checks the generated data of src/commands/docs.rs for EVERY Redis 7.0 command,
+//! A third test checks the generated data of src/spec/docs_data.rs for EVERY Redis 7.0 command,
 //! whether or not it is in our table yet: tips and key specs byte for byte, docs structure.
 //!
 //! A fourth compares the two servers' COMMAND LIST (subcommands included): a Redis 7.0 command
