@@ -51,8 +51,13 @@ fn spec_key<H>(spec: &'static CommandSpec<H>) -> usize {
 
 static CATALOG: OnceLock<Catalog> = OnceLock::new();
 
+/// The installed catalog; an empty one (not stored, so a later install still takes effect)
+/// when users are built before the table is installed.
 fn catalog() -> &'static Catalog {
-    CATALOG.get_or_init(|| Catalog { entries: Vec::new(), by_spec: HashMap::new(), top: Vec::new() })
+    static EMPTY: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get().unwrap_or_else(|| {
+        EMPTY.get_or_init(|| Catalog { entries: Vec::new(), by_spec: HashMap::new(), top: Vec::new() })
+    })
 }
 
 /// Numbers every command and subcommand of the table for the permission bitmaps (once, when
