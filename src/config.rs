@@ -364,6 +364,17 @@ pub const LATER_ENUM_VALUES: &[(&str, &str)] = &[("loglevel", "nothing")];
 /// typed fields, e.g. `supervised`, because startup code reads them.)
 pub const IMPLEMENTED: &[&str] = &[
     "always-show-logo",
+    "replicaof",
+    "masterauth",
+    "masteruser",
+    "replica-read-only",
+    "replica-serve-stale-data",
+    "repl-backlog-size",
+    "repl-backlog-ttl",
+    "repl-ping-replica-period",
+    "repl-timeout",
+    "replica-announce-ip",
+    "replica-announce-port",
     "aclfile",
     "acl-pubsub-default",
     "acllog-max-len",
@@ -911,6 +922,19 @@ impl Config {
     }
 
     /// The CONFIG GET text of a directive (by canonical name).
+    /// A yes/no directive kept as text, with its default when unset.
+    fn other_flag(&self, name: &str, default: bool) -> bool {
+        self.other.get(name).map_or(default, |v| v == "yes")
+    }
+
+    pub fn replica_read_only(&self) -> bool {
+        self.other_flag("replica-read-only", true)
+    }
+
+    pub fn replica_serve_stale_data(&self) -> bool {
+        self.other_flag("replica-serve-stale-data", true)
+    }
+
     pub fn get(&self, desc: &Desc) -> String {
         match desc.name {
             "bind" => self.bind.join(" "),
@@ -1878,7 +1902,7 @@ mod tests {
         let mut st = LoadState { reading_file: true, ..Default::default() };
         c.load_string("locale-collate \"\"\nprimaryuser repl\nmax-new-connections-per-cycle 20\n", &mut st).unwrap();
         assert_eq!(c.get(lookup("masteruser").unwrap()), "repl");
-        assert_eq!(c.unimplemented_in_use(), vec!["masteruser", "max-new-connections-per-cycle"]);
+        assert_eq!(c.unimplemented_in_use(), vec!["max-new-connections-per-cycle"]);
         let e = c.load_string("locale-collate a b", &mut st).unwrap_err().0;
         assert!(e.ends_with(">>> 'locale-collate a b'\nwrong number of arguments\n"), "{e}");
         // CONFIG REWRITE keeps an empty locale-collate line, as 7.2 does (its empty string is a value).

@@ -358,7 +358,7 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("mem_fragmentation_ratio", format!("{:.2}", ratio(m.rss, m.used)));
     s.field("mem_fragmentation_bytes", m.rss as i64 - m.used as i64);
     s.field("mem_not_counted_for_evict", 0);
-    s.field("mem_replication_backlog", 0);
+    s.field("mem_replication_backlog", st.repl.backlog.as_ref().map_or(0, |b| b.size()));
     s.field("mem_total_replication_buffers", 0);
     s.field("mem_clients_slaves", 0);
     s.field("mem_clients_normal", m.clients_normal);
@@ -448,9 +448,9 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("instantaneous_input_repl_kbps", "0.00");
     s.field("instantaneous_output_repl_kbps", "0.00");
     s.field("rejected_connections", stats::load(&stats::REJECTED_CONNECTIONS));
-    s.field("sync_full", 0);
-    s.field("sync_partial_ok", 0);
-    s.field("sync_partial_err", 0);
+    s.field("sync_full", st.repl.sync_full);
+    s.field("sync_partial_ok", st.repl.sync_partial_ok);
+    s.field("sync_partial_err", st.repl.sync_partial_err);
     s.field("expired_keys", expired.max(x.expired_keys));
     s.field("expired_stale_perc", format!("{:.2}", stale * 100.0));
     s.field("expired_time_cap_reached_count", cap_reached);
@@ -492,21 +492,73 @@ fn stats_section(s: &mut Section, st: &State) {
 }
 
 fn replication(s: &mut Section, st: &State) {
+    use crate::executor::replication::{self, LinkState};
+    let now = crate::util::clock::unix_ms();
+    let r = &st.repl;
     s.title("Replication");
-    s.field("role", "master");
-    s.field("connected_slaves", 0);
-    if !crate::executor::call::good_replicas(st) {
-        s.field("min_slaves_good_slaves", 0);
+    match &r.master {
+        None => s.field("role", "master"),
+        Some(m) => {
+            s.field("role", "slave");
+            s.field("master_host", &m.host);
+            s.field("master_port", m.port);
+            let up = m.state == LinkState::Connected;
+            s.field("master_link_status", if up { "up" } else { "down" });
+            let syncing = m.state == LinkState::Transfer;
+            let link = &r.link;
+            let last_io = link.last_io_ms.load(std::sync::atomic::Ordering::Relaxed);
+            s.field("master_last_io_seconds_ago", if up { (now - last_io) / 1000 } else { -1 });
+            s.field("master_sync_in_progress", syncing as u8);
+            s.field("slave_read_repl_offset", r.offset);
+            s.field("slave_repl_offset", r.offset);
+            if syncing {
+                let total = link.transfer_size.load(std::sync::atomic::Ordering::Relaxed);
+                let read = link.transfer_read.load(std::sync::atomic::Ordering::Relaxed);
+                let left = if total >= 0 { total - read } else { -1 };
+                let perc = if total > 0 { read as f64 * 100.0 / total as f64 } else { 0.0 };
+                s.field("master_sync_total_bytes", total);
+                s.field("master_sync_read_bytes", read);
+                s.field("master_sync_left_bytes", left);
+                s.field("master_sync_perc", format!("{perc:.2}"));
+                s.field("master_sync_last_io_seconds_ago", (now - last_io) / 1000);
+            }
+            if !up {
+                let since = if m.down_since_ms > 0 { (now - m.down_since_ms) / 1000 } else { -1 };
+                s.field("master_link_down_since_seconds", since);
+            }
+            let other = |name: &str, default: &str| st.config.other.get(name).cloned().unwrap_or(default.into());
+            s.field("slave_priority", other("replica-priority", "100"));
+            s.field("slave_read_only", st.config.replica_read_only() as u8);
+            s.field("replica_announced", (other("replica-announced", "yes") == "yes") as u8);
+        }
+    }
+    s.field("connected_slaves", r.replicas.len());
+    if st.config.min_replicas_to_write > 0 && st.config.min_replicas_max_lag > 0 {
+        s.field("min_slaves_good_slaves", replication::good_replicas(st, now));
+    }
+    for (name, line) in replication::info_replicas(st, now) {
+        s.field(&name, line);
     }
     s.field("master_failover_state", "no-failover");
-    s.field("master_replid", &st.replid);
-    s.field("master_replid2", "0000000000000000000000000000000000000000");
-    s.field("master_repl_offset", 0);
-    s.field("second_repl_offset", -1);
-    s.field("repl_backlog_active", 0);
-    s.field("repl_backlog_size", 1048576);
-    s.field("repl_backlog_first_byte_offset", 0);
-    s.field("repl_backlog_histlen", 0);
+    s.field("master_replid", &r.replid);
+    s.field("master_replid2", &r.replid2);
+    s.field("master_repl_offset", r.offset);
+    s.field("second_repl_offset", r.second_offset);
+    match &r.backlog {
+        Some(b) => {
+            s.field("repl_backlog_active", 1);
+            s.field("repl_backlog_size", b.size());
+            s.field("repl_backlog_first_byte_offset", b.first_offset);
+            s.field("repl_backlog_histlen", b.histlen());
+        }
+        None => {
+            let size = st.config.other.get("repl-backlog-size").cloned().unwrap_or("1048576".into());
+            s.field("repl_backlog_active", 0);
+            s.field("repl_backlog_size", size);
+            s.field("repl_backlog_first_byte_offset", 0);
+            s.field("repl_backlog_histlen", 0);
+        }
+    }
 }
 
 fn cpu(s: &mut Section) {

@@ -109,8 +109,9 @@ fn framings_and_psync() {
     c.cmd(&[b"SET".as_slice(), b"k", b"v"]);
     c.cmd(&[b"RPUSH".as_slice(), b"l", b"a", b"b"]);
 
-    // No capa eof: `$<len>` then exactly that many bytes, then the server closes.
+    // No capa eof: `$<len>` then exactly that many bytes, then an rdb-only reader is closed.
     let mut c = s.client();
+    assert_eq!(c.cmd(&[b"REPLCONF".as_slice(), b"rdb-only", b"1"]), b"+OK\r\n");
     c.send_raw(b"SYNC\r\n").expect("send");
     let d = read_all(&mut c);
     let nl = d.windows(2).position(|w| w == b"\r\n").expect("header");
@@ -130,6 +131,7 @@ fn framings_and_psync() {
 
     // PSYNC: +FULLRESYNC <40 hex> 0, then the same framing.
     let mut c = s.client();
+    assert_eq!(c.cmd(&[b"REPLCONF".as_slice(), b"rdb-only", b"1"]), b"+OK\r\n");
     c.send_raw(&common::encode(&[b"PSYNC".as_slice(), b"?", b"-1"])).expect("send");
     let d = read_all(&mut c);
     let line_end = d.windows(2).position(|w| w == b"\r\n").expect("line");
@@ -145,6 +147,7 @@ fn framings_and_psync() {
     let mut c = s.client();
     assert_eq!(c.cmd(&[b"REPLCONF".as_slice(), b"capa", b"eof"]), b"+OK\r\n");
     assert_eq!(c.cmd(&[b"REPLCONF".as_slice(), b"rdb-filter-only", b"functions"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&[b"REPLCONF".as_slice(), b"rdb-only", b"1"]), b"+OK\r\n");
     c.send_raw(b"SYNC\r\n").expect("send");
     let d = read_all(&mut c);
     assert_eq!(&d[..5], b"$EOF:");

@@ -200,9 +200,14 @@ fn write_converted(out: &Path, version: u32, dbs: &[Db], libs: &Libraries) -> Re
         let file = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
         let ctime =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        let (mut file, n) =
-            save::write_snapshot(file, dbs, libs, &Aux { ctime, used_mem: 0, aof_base: false }, &Options::new(version))
-                .map_err(|e| format!("write {}: {e}", tmp.display()))?;
+        let (mut file, n) = save::write_snapshot(
+            file,
+            dbs,
+            libs,
+            &Aux { ctime, used_mem: 0, aof_base: false, repl: None },
+            &Options::new(version),
+        )
+        .map_err(|e| format!("write {}: {e}", tmp.display()))?;
         file.flush().and_then(|_| file.sync_all()).map_err(|e| format!("sync {}: {e}", tmp.display()))?;
         drop(file);
         std::fs::rename(&tmp, out).map_err(|e| format!("rename to {}: {e}", out.display()))?;

@@ -58,9 +58,14 @@ fn unknown_type(name: &[u8]) -> CmdError {
     CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(name)))
 }
 
-/// Redis's client classes: a subscribed client is pubsub (MONITOR clients stay normal).
+/// Redis's client classes: the master link, attached replicas, subscribed clients (MONITOR
+/// clients stay normal), the rest.
 fn client_type(st: &State, c: &Client) -> ClientType {
-    if st.pubsub.is_subscribed(c.id) {
+    if c.master {
+        ClientType::Master
+    } else if c.handle.is_replica() {
+        ClientType::Replica
+    } else if st.pubsub.is_subscribed(c.id) {
         ClientType::PubSub
     } else {
         ClientType::Normal

@@ -207,7 +207,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"mallctl", 3 | 4) => debug_mallctl(args, false),
         (b"mallctl-str", 3 | 4) => debug_mallctl(args, true),
         (b"change-repl-id", 2) => {
-            ctx.srv.replid = crate::util::clock::random_hex(40);
+            ctx.srv.repl.new_history();
             Ok(Reply::Ok)
         }
         _ => Err(sub_syntax_error(args)),

@@ -1,20 +1,21 @@
-//! The master side of a full synchronization, as far as `redis-cli --rdb` (and any other
-//! rdb-only reader) needs it: REPLCONF, SYNC and PSYNC; and WAIT and FAILOVER as a master
-//! without replicas answers them.
+//! Replication commands, both sides: SYNC/PSYNC/REPLCONF from a replica (or `redis-cli
+//! --replica/--rdb`), REPLICAOF/SLAVEOF and ROLE, WAIT, FAILOVER. The state they act on and the
+//! stream itself are `executor::replication`; the link to a master is `server::replica_link`.
 //!
-//! SYNC/PSYNC fork a child that writes the snapshot into a pipe, exactly as BGSAVE forks, so the
-//! dataset is serialized from a copy-on-write image and no other client waits for it. The
-//! handler only forks and hands the pipe to the connection (through `ClientHandle`); the
-//! connection task then streams it (`stream_rdb`): with the EOF-marker framing when the reader
-//! said `REPLCONF capa eof` (what redis-cli does), otherwise spooled to a temp file first so the
-//! `$<length>` header can be sent. After the transfer the connection closes: there is no
-//! replication stream to follow (every SYNC is served as rdb-only).
+//! A full sync forks a child that writes the snapshot into a pipe, exactly as BGSAVE forks, so
+//! the dataset is serialized from a copy-on-write image and no other client waits for it. The
+//! handler forks, attaches the replica (the stream from the fork on queues on its outbox) and
+//! hands the pipe to the connection (through `ClientHandle`), which sends `+FULLRESYNC`, then the
+//! snapshot (`stream_rdb`: with the EOF-marker framing when the replica said `REPLCONF capa
+//! eof`, otherwise spooled to a temp file first so the `$<length>` header can be sent), then the
+//! queued stream. An `rdb-only` reader (redis-cli --rdb) is closed after the snapshot.
 
 use std::os::fd::OwnedFd;
 
 use super::flags::*;
 use super::{acl, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::executor::clients::RdbTransfer;
+use crate::executor::replication::{self, LinkState, MasterLink};
 use crate::executor::State;
 use crate::rdb::save::{self, Aux, Options};
 use crate::resp::Reply;
@@ -24,15 +25,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, sync),
     spec("psync", -3, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, psync),
     spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, 0, replconf),
+    spec("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, 0, replicaof),
+    spec("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, 0, replicaof),
+    spec("role", 1, NOSCRIPT | LOADING | STALE | FAST, NO_KEYS, acl::ADMIN | acl::DANGEROUS, role),
     spec("wait", 3, NOSCRIPT, NO_KEYS, acl::CONNECTION, wait),
     spec("failover", -1, ADMIN | NOSCRIPT | STALE, NO_KEYS, 0, failover),
 ];
 
 /// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
 ///
-/// Checks the arguments as Redis does; a master without connected replicas (ferrodis has no
-/// replicas to hand over to) then answers that it needs them, and ABORT that none is running.
-pub fn failover(_ctx: &mut Ctx, args: &Args) -> CmdResult {
+/// Checks the arguments as Redis does; then a replica refuses, and a master without online
+/// replicas answers that it needs them (the coordinated failover itself is not implemented).
+pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if ctx.srv.repl.is_replica() {
+        return Err(CmdError::err("FAILOVER is not valid when server is a replica."));
+    }
     if args.len() == 2 && args.is(1, "abort") {
         return Err(CmdError::err("No failover in progress."));
     }
@@ -56,25 +63,38 @@ pub fn failover(_ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    Err(CmdError::err("FAILOVER requires connected replicas."))
+    if ctx.srv.repl.replicas.is_empty() {
+        return Err(CmdError::err("FAILOVER requires connected replicas."));
+    }
+    Err(CmdError::err("FAILOVER is not supported by this server yet."))
 }
 
 /// WAIT numreplicas timeout
 ///
-/// How many replicas acknowledged this client's writes. No replica receives a write stream from
-/// this server, so the count is 0: at once when none is asked for (or inside MULTI), otherwise
-/// once the timeout (milliseconds, 0 = forever) has passed, as Redis without replicas answers.
+/// How many replicas acknowledged this client's last write: at once when enough did (or the
+/// client may not block), otherwise when enough do or the timeout (milliseconds, 0 = forever)
+/// passes; the replicas are asked for an acknowledgement when the batch ends.
 pub fn wait(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if ctx.srv.repl.is_replica() {
+        return Err(CmdError::err(
+            "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is \
+             configured to be writable (which is not the default) writes to replicas are just local and are not \
+             propagated.",
+        ));
+    }
     let numreplicas = args.i64(1)?;
     let timeout = crate::util::num::parse_i64(args.get(2))
         .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
     if timeout < 0 {
         return Err(CmdError::err("timeout is negative"));
     }
-    if numreplicas <= 0 || !ctx.may_block() {
-        return Ok(Reply::Int(0));
+    let target = ctx.client.woff;
+    let acked = replication::acked(ctx.srv, target);
+    if acked >= numreplicas || !ctx.may_block() {
+        return Ok(Reply::Int(acked));
     }
     let deadline = if timeout == 0 { 0 } else { ctx.now_ms.saturating_add(timeout) };
+    replication::wait_for(ctx.srv, ctx.client.id, target, numreplicas);
     ctx.block(Vec::new(), deadline, Reply::Int(0), "")
 }
 
@@ -84,8 +104,9 @@ const EOF_MARK_LEN: usize = 40;
 /// REPLCONF [option value ...]
 ///
 /// Replication settings a replica (or redis-cli) declares before SYNC: `capa`, `rdb-only`,
-/// `rdb-filter-only`, `listening-port`, `ip-address`; `ack` and `getack` get no reply. Unknown
-/// options and an even argument count are errors, as in Redis.
+/// `rdb-filter-only`, `listening-port`, `ip-address`; `ack` (from an attached replica) and
+/// `getack` (from the master) get no reply. Unknown options and an even argument count are
+/// errors, as in Redis.
 pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
@@ -94,20 +115,42 @@ pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
     while j < args.len() {
         let value = args.get(j + 1);
         if args.is(j, "listening-port") {
-            args.i64(j + 1)?;
+            ctx.client.replconf.listening_port = args.i64(j + 1)? as u16;
         } else if args.is(j, "ip-address") {
+            if value.len() >= 46 {
+                return Err(CmdError::err(format!(
+                    "REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    value.len()
+                )));
+            }
+            ctx.client.replconf.ip_address = Some(String::from_utf8_lossy(value).into_owned());
         } else if args.is(j, "capa") {
             if value.eq_ignore_ascii_case(b"eof") {
                 ctx.client.replconf.capa_eof = true;
+            } else if value.eq_ignore_ascii_case(b"psync2") {
+                ctx.client.replconf.capa_psync2 = true;
             }
-        } else if args.is(j, "ack") || args.is(j, "getack") {
-            // Only meaningful on a master link; Redis answers nothing.
+        } else if args.is(j, "ack") {
+            if ctx.client.handle.is_replica() {
+                if let Some(offset) = crate::util::num::parse_i64(value) {
+                    replication::ack(ctx.srv, ctx.client.id, offset, ctx.now_ms);
+                }
+            }
+            return Ok(Reply::Raw(Vec::new()));
+        } else if args.is(j, "getack") {
+            if ctx.client.master {
+                let offset = ctx.srv.repl.offset.to_string();
+                let mut ack = Vec::new();
+                crate::aof::encode_command(&mut ack, &[&b"REPLCONF"[..], b"ACK", offset.as_bytes()]);
+                ctx.client.handle.push_output(ack);
+            }
             return Ok(Reply::Raw(Vec::new()));
         } else if args.is(j, "rdb-only") {
             let v = args.i64(j + 1)?;
             if !(0..=1).contains(&v) {
                 return Err(CmdError::err("value is out of range, value must between 0 and 1"));
             }
+            ctx.client.replconf.rdb_only = v == 1;
         } else if args.is(j, "rdb-filter-only") {
             if value.eq_ignore_ascii_case(b"functions") {
                 ctx.client.replconf.functions_only = true;
@@ -132,40 +175,211 @@ pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// SYNC
 ///
-/// Sends the whole dataset as an RDB file (`$<len>` or `$EOF:<mark>` framing), produced by a
-/// forked child so other clients are not held up, then closes the connection.
+/// The pre-PSYNC protocol: the snapshot (no `+FULLRESYNC` line), then the stream.
 pub fn sync(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    if let Some(refusal) = sync_refusal(ctx) {
+        return refusal;
+    }
     full_sync(ctx, Vec::new())
 }
 
 /// PSYNC replicationid offset
 ///
-/// Always a full resynchronization (`+FULLRESYNC <replid> 0`) followed by the snapshot, as
-/// SYNC sends it; there is no backlog to continue from.
-pub fn psync(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let head = format!("+FULLRESYNC {} 0\r\n", ctx.srv.replid).into_bytes();
-    full_sync(ctx, head)
+/// `+CONTINUE` with the missing stream when the ID is this server's current one (or its
+/// previous one, up to where that history ended) and the backlog still holds `offset`;
+/// otherwise `+FULLRESYNC <replid> <offset>` and a full sync.
+pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let from = args.i64(2)?;
+    if let Some(refusal) = sync_refusal(ctx) {
+        return refusal;
+    }
+    tracing::info!("Replica {} asks for synchronization", replica_name(ctx));
+    let replid = args.get(1);
+    let psync2 = ctx.client.replconf.capa_psync2;
+    if !ctx.client.replconf.rdb_only && replication::try_partial(ctx.srv, &ctx.client.handle, replid, from, psync2) {
+        ctx.srv.repl.sync_partial_ok += 1;
+        let (ip, port) = announced(ctx);
+        replication::attach(ctx.srv, ctx.client.id, ctx.client.handle.clone(), ip, port, true);
+        return Ok(Reply::Raw(Vec::new()));
+    }
+    if replid != b"?" {
+        ctx.srv.repl.sync_partial_err += 1;
+    }
+    full_sync(ctx, b"+FULLRESYNC".to_vec())
 }
 
+/// Why SYNC/PSYNC cannot be served now, as Redis checks it.
+fn sync_refusal(ctx: &mut Ctx) -> Option<CmdResult> {
+    if ctx.client.handle.is_replica() {
+        // Already a replica: ignored without a reply.
+        return Some(Ok(Reply::Raw(Vec::new())));
+    }
+    if ctx.srv.repl.is_replica() && !replication::link_up(ctx.srv) {
+        return Some(Err(CmdError::Raw("NOMASTERLINK Can't SYNC while not connected with my master".into())));
+    }
+    if ctx.client.handle.pending_output() > 0 {
+        return Some(Err(CmdError::err("SYNC and PSYNC are invalid with pending output")));
+    }
+    None
+}
+
+/// The address a replica announced (REPLCONF ip-address), else its peer IP; and its port.
+fn announced(ctx: &Ctx) -> (String, u16) {
+    let ip = ctx.client.replconf.ip_address.clone().unwrap_or_else(|| {
+        let addr = &ctx.client.info.addr;
+        addr.rsplit_once(':').map_or(addr.as_str(), |(ip, _)| ip).to_string()
+    });
+    (ip, ctx.client.replconf.listening_port)
+}
+
+fn replica_name(ctx: &Ctx) -> String {
+    let (ip, port) = announced(ctx);
+    format!("{ip}:{port}")
+}
+
+/// Forks the snapshot and attaches the replica; `head` is `+FULLRESYNC` (to be completed with
+/// the ID and offset the snapshot stands for) or empty for SYNC.
 fn full_sync(ctx: &mut Ctx, mut head: Vec<u8>) -> CmdResult {
+    let rdb_only = ctx.client.replconf.rdb_only;
+    replication::before_full_sync(ctx.srv);
     let (pipe, pid) = fork_snapshot(ctx.srv, ctx.client.replconf.functions_only)
         .map_err(|e| CmdError::err(format!("Can't fork the snapshot for SYNC: {e}")))?;
+    if !head.is_empty() {
+        head.extend_from_slice(format!(" {} {}\r\n", ctx.srv.repl.replid, ctx.srv.repl.offset).as_bytes());
+    }
     let mark = ctx.client.replconf.capa_eof.then(|| random_hex(EOF_MARK_LEN).into_bytes());
     if let Some(m) = &mark {
         head.extend_from_slice(b"$EOF:");
         head.extend_from_slice(m);
         head.extend_from_slice(b"\r\n");
     }
-    ctx.client.handle.start_rdb_transfer(RdbTransfer { pipe, pid, mark });
-    ctx.client.close_after_reply = true;
+    ctx.client.handle.start_rdb_transfer(RdbTransfer { pipe, pid, mark, rdb_only });
+    if !rdb_only {
+        let (ip, port) = announced(ctx);
+        replication::attach(ctx.srv, ctx.client.id, ctx.client.handle.clone(), ip, port, false);
+    }
     Ok(Reply::Raw(head))
+}
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF)
+pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if args.is(1, "no") && args.is(2, "one") {
+        if ctx.srv.repl.is_replica() {
+            unset_master(ctx.srv);
+            tracing::info!("MASTER MODE enabled (user request from 'id={}')", ctx.client.id);
+        }
+        return Ok(Reply::Ok);
+    }
+    if ctx.client.handle.is_replica() {
+        return Err(CmdError::err("Command is not valid when client is a replica."));
+    }
+    let port = crate::util::num::parse_i64(args.get(2))
+        .filter(|p| (0..=65535).contains(p))
+        .ok_or_else(|| CmdError::err("Invalid master port"))? as u16;
+    let host = String::from_utf8_lossy(args.get(1)).into_owned();
+    if let Some(m) = &ctx.srv.repl.master {
+        if m.host.eq_ignore_ascii_case(&host) && m.port == port {
+            tracing::info!(
+                "REPLICAOF would result into synchronization with the master we are already connected with. No \
+                 operation performed."
+            );
+            return Ok(Reply::Status("OK Already connected to specified master"));
+        }
+    }
+    set_master(ctx.srv, host, port);
+    let host = &ctx.srv.repl.master.as_ref().map_or(String::new(), |m| m.host.clone());
+    tracing::info!("REPLICAOF {host}:{port} enabled (user request from 'id={}')", ctx.client.id);
+    Ok(Reply::Ok)
+}
+
+/// Makes this server a replica of `host:port` (Redis's replicationSetMaster): the link task
+/// connects; replicas of this server stay, to continue with the new history if they can.
+pub fn set_master(st: &mut State, host: String, port: u16) {
+    if let Some(old) = st.repl.master.take() {
+        drop_master_client(st, &old);
+    }
+    st.config.other.insert("replicaof", format!("{host} {port}"));
+    crate::log::set_role('S');
+    tracing::info!("Connecting to MASTER {host}:{port}");
+    st.repl.master = Some(MasterLink { host, port, state: LinkState::Connect, client_id: None, down_since_ms: 0 });
+    st.repl.link.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    st.repl.link.changed.notify_one();
+}
+
+/// REPLICAOF NO ONE (Redis's replicationUnsetMaster): the inherited ID becomes the previous
+/// one up to here, a new history starts, and replicas reconnect to learn of it (they continue
+/// partially).
+fn unset_master(st: &mut State) {
+    let Some(old) = st.repl.master.take() else { return };
+    drop_master_client(st, &old);
+    st.config.other.insert("replicaof", String::new());
+    crate::log::set_role('M');
+    let new_id = random_hex(40);
+    st.repl.shift_replid(&new_id);
+    for r in &st.repl.replicas {
+        r.handle.request_close();
+    }
+    replication::ensure_backlog(st);
+    st.repl.mark_no_replicas_since(unix_ms());
+    st.repl.link.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    st.repl.link.changed.notify_one();
+}
+
+fn drop_master_client(st: &mut State, old: &MasterLink) {
+    if let Some(id) = old.client_id {
+        if let Some(c) = st.clients.get(&id) {
+            c.handle.request_close();
+        }
+    }
+}
+
+/// ROLE
+///
+/// `master`, its offset and its online replicas (ip, port, acknowledged offset as strings), or
+/// `slave`, its master, the link state and the offset applied.
+pub fn role(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let r = &ctx.srv.repl;
+    match &r.master {
+        None => {
+            let replicas = r
+                .replicas
+                .iter()
+                .filter(|x| x.state == replication::ReplicaState::Online)
+                .map(|x| {
+                    Reply::Array(vec![
+                        Reply::bulk(x.ip.as_bytes()),
+                        Reply::bulk(x.port.to_string().into_bytes()),
+                        Reply::bulk(x.ack_offset.to_string().into_bytes()),
+                    ])
+                })
+                .collect();
+            Ok(Reply::Array(vec![Reply::bulk("master"), Reply::Int(r.offset), Reply::Array(replicas)]))
+        }
+        Some(m) => {
+            let state = match m.state {
+                LinkState::Connect => "connect",
+                LinkState::Handshake => "handshake",
+                LinkState::Transfer => "sync",
+                LinkState::Connected => "connected",
+            };
+            let offset = if m.client_id.is_some() { r.offset } else { -1 };
+            Ok(Reply::Array(vec![
+                Reply::bulk("slave"),
+                Reply::bulk(m.host.as_bytes()),
+                Reply::Int(m.port as i64),
+                Reply::bulk(state),
+                Reply::Int(offset),
+            ]))
+        }
+    }
 }
 
 /// Forks a child that writes the snapshot into a pipe and exits; returns the read end and the
 /// child's pid.
 fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32), String> {
     let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
-    let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false };
+    let repl = replication::rdb_info(st);
+    let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false, repl };
     let version = save::required_version(&st.dbs);
     let opts = Options {
         compress: st.config.rdbcompression,

@@ -21,7 +21,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("time", 1, LOADING | STALE | FAST, NO_KEYS, 0, time),
     container("memory", -2, 0, super::memory::SUBCOMMANDS),
     container("latency", -2, 0, super::latency::SUBCOMMANDS),
-    spec("role", 1, NOSCRIPT | LOADING | STALE | FAST, NO_KEYS, acl::ADMIN | acl::DANGEROUS, role),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -113,13 +112,6 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn time(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let us = crate::util::clock::unix_us();
     Ok(Reply::bulks([(us / 1_000_000).to_string(), (us % 1_000_000).to_string()]))
-}
-
-/// ROLE
-///
-/// Always a master with replication offset 0 and no replicas.
-pub fn role(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Array(vec![Reply::bulk("master"), Reply::Int(0), Reply::Array(vec![])]))
 }
 
 #[cfg(test)]

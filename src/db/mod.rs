@@ -95,6 +95,9 @@ pub struct Db {
     pub keep_expired: bool,
     /// The AOF is being replayed: nothing expires (every key reads as live), as in Redis.
     pub loading: bool,
+    /// The master's link runs the command on a replica: expired keys are still there until the
+    /// master deletes them.
+    pub master_view: bool,
 }
 
 /// What a key's 24-bit access field holds, by maxmemory-policy: the LRU clock of the last access,
@@ -196,7 +199,7 @@ impl Db {
 
     /// Whether `key`'s time has passed; it is deleted then, unless expired keys are kept.
     fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
-        if self.expires.is_empty() {
+        if self.expires.is_empty() || self.master_view {
             return false;
         }
         match self.expires.get(key) {
@@ -223,6 +226,9 @@ impl Db {
     /// Removes the expired fields of the hash under `key`, and the key with its last field.
     /// Returns whether the key was deleted.
     fn expire_fields_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
+        if self.master_view {
+            return false;
+        }
         let Some(Value::Hash(h)) = self.keys.get_mut(key) else {
             return false;
         };
@@ -255,7 +261,7 @@ impl Db {
     /// Applies key expiry and then field expiry to `key` (every typed lookup goes through
     /// here). Returns whether the key has expired (deleted, or kept while writes are paused).
     fn expire_key_and_fields(&mut self, key: &[u8], now_ms: i64) -> bool {
-        if self.loading {
+        if self.loading || self.master_view {
             return false;
         }
         if self.expire_if_needed(key, now_ms) {

@@ -464,6 +464,7 @@ fn load_in_background(st: &mut State) {
             keys_expired: p.last_load_keys_expired,
             dbs: std::mem::take(&mut replay.dbs),
             functions: std::mem::take(&mut replay.functions),
+            repl: None,
         });
     });
     if let Err(e) = spawned {
@@ -1128,7 +1129,7 @@ pub fn config_changed(st: &mut State, in_exec: bool) {
                     "Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error."
                 );
                 st.aof.status = Status::Off;
-                st.prop.active = false;
+                st.prop.active = st.repl.backlog.is_some();
                 st.config.appendonly = false;
             }
         }
@@ -1167,7 +1168,8 @@ fn stop(st: &mut State) {
     st.aof.buf.clear();
     st.aof.status = Status::Off;
     st.aof.rewrite_scheduled = false;
-    st.prop.active = false;
+    // Replicas still consume what commands propagate.
+    st.prop.active = st.repl.backlog.is_some();
 }
 
 /// SHUTDOWN and signals: everything buffered reaches the disk.

@@ -68,7 +68,13 @@ pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>,
     client.reply_skip_now = skip;
     let mark = out.len();
     client.reply_span = None;
+    // On a replica, the master's commands go on to its own replicas byte for byte, and count
+    // in the offset once run.
+    let relayed = client.master.then(|| super::replication::relay_from_master(st, &cmd.argv));
     call(st, client, cmd, out, clock);
+    if let Some(len) = relayed {
+        super::replication::master_applied(st, len);
+    }
     let skip = skip && std::mem::take(&mut client.reply_skip_now);
     if client.postponed {
         // CLIENT PAUSE held the command: a SKIP still applies to it when it runs.
@@ -208,8 +214,10 @@ pub fn expire_deadlines(st: &mut State) {
             unpark(st, id, &blocked);
             super::call::blocked_ended(st, &blocked, super::call::BlockEnd::Deadline);
             let mut out = Vec::new();
+            // WAIT answers how many replicas acknowledged by now.
+            let reply = super::replication::end_wait(st, id).unwrap_or_else(|| blocked.request.timeout_reply.clone());
             if !client.reply_off {
-                write_reply(&mut out, &blocked.request.timeout_reply, client.proto);
+                write_reply(&mut out, &reply, client.proto);
             }
             run_pending(st, &mut client, &mut out, &mut clock);
             deliver(&client, out);
@@ -230,10 +238,11 @@ pub fn unblock(st: &mut State, id: u64, with_error: bool) -> bool {
     let how = if with_error { super::call::BlockEnd::UnblockError } else { super::call::BlockEnd::UnblockTimeout };
     super::call::blocked_ended(st, &blocked, how);
     let mut out = Vec::new();
+    let acked = super::replication::end_wait(st, id);
     let reply = if with_error {
         crate::resp::Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
     } else {
-        blocked.request.timeout_reply.clone()
+        acked.unwrap_or_else(|| blocked.request.timeout_reply.clone())
     };
     write_reply(&mut out, &reply, client.proto);
     let mut clock = Clock::new(unix_ms());
@@ -241,4 +250,22 @@ pub fn unblock(st: &mut State, id: u64, with_error: bool) -> bool {
     deliver(&client, out);
     st.clients.insert(id, client);
     true
+}
+
+/// Ends client `id`'s block with `reply` (a WAIT whose replicas acknowledged), then runs what it
+/// queued meanwhile.
+pub fn finish(st: &mut State, id: u64, reply: crate::resp::Reply) {
+    let Some(mut client) = st.clients.remove(&id) else { return };
+    if let Some(blocked) = client.blocked.take() {
+        unpark(st, id, &blocked);
+        super::call::blocked_ended(st, &blocked, super::call::BlockEnd::Served);
+        let mut out = Vec::new();
+        if !client.reply_off {
+            write_reply(&mut out, &reply, client.proto);
+        }
+        let mut clock = Clock::new(unix_ms());
+        run_pending(st, &mut client, &mut out, &mut clock);
+        deliver(&client, out);
+    }
+    st.clients.insert(id, client);
 }

@@ -69,9 +69,19 @@ const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it
 /// Refusal of a write while min-replicas-to-write is not met.
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
-/// Redis's checkGoodReplicasStatus: met when either setting is 0, as this server has no replicas.
+/// Refusal of a write on a read-only replica.
+const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
+
+/// Refusal while the master link is down and replica-serve-stale-data is no.
+const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// Redis's checkGoodReplicasStatus: met on a replica, when either setting is 0, or when enough
+/// replicas acknowledged within min-replicas-max-lag.
 pub fn good_replicas(st: &State) -> bool {
-    st.config.min_replicas_to_write == 0 || st.config.min_replicas_max_lag == 0
+    st.repl.is_replica()
+        || st.config.min_replicas_to_write == 0
+        || st.config.min_replicas_max_lag == 0
+        || super::replication::good_replicas(st, unix_ms()) >= st.config.min_replicas_to_write
 }
 
 /// Time for a batch of commands: the wall-clock snapshot commands see, and the monotonic instant
@@ -148,7 +158,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     // ACL; a script's commands were checked with the script's own wording
     // (scripting::run_command).
-    if client.id != crate::executor::scripting::SCRIPT_CLIENT_ID {
+    // The master's commands are obeyed: no ACL, memory, persistence or read-only refusal.
+    let obey = client.master;
+    if client.id != crate::executor::scripting::SCRIPT_CLIENT_ID && !obey {
         if let Err(refusal) = crate::executor::access::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             let text = crate::executor::access::noperm_text(refusal, spec, parent, client.in_exec);
@@ -160,7 +172,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // memory are refused, and inside MULTI everything but EXEC/DISCARD/QUIT/RESET (a queue may
     // grow without bound), as Redis's processCommand does. Commands inside EXEC and woken
     // blocked commands were admitted already.
-    if st.config.maxmemory > 0 && !client.in_exec && !client.woken {
+    if st.config.maxmemory > 0 && !client.in_exec && !client.woken && !obey {
         let out_of_memory = super::evict::perform(st, Some(client), clock.now_ms) == super::evict::Outcome::Fail;
         st.pre_command_oom = out_of_memory;
         // Keys evicted before the command runs: their invalidations precede its reply (Redis
@@ -176,7 +188,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     // stop-writes-on-bgsave-error and AOF write errors: while persistence fails, writes (and
     // PING, as in Redis) are refused; inside MULTI this also dooms the transaction.
-    if let Some(error) = super::snapshot::disk_error(st) {
+    if let Some(error) = super::snapshot::disk_error(st).filter(|_| !obey) {
         // EXEC is not checked: its queued writes were refused while queueing, dooming it.
         if flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping" {
             let text = match error {
@@ -189,10 +201,22 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         }
     }
     // min-replicas-to-write: there are no replicas, so with the check on every write is refused.
-    if flags_now & flags::WRITE != 0 && !good_replicas(st) {
+    if flags_now & flags::WRITE != 0 && !obey && !good_replicas(st) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         refuse(st, client, spec, parent, CmdError::Raw(NOREPLICAS.into()), out, proto);
         return;
+    }
+    if st.repl.is_replica() && !obey {
+        if flags_now & flags::WRITE != 0 && st.config.replica_read_only() {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            refuse(st, client, spec, parent, CmdError::Raw(READONLY_REPLICA.into()), out, proto);
+            return;
+        }
+        if !spec.has_flag(flags::STALE) && !super::replication::link_up(st) && !st.config.replica_serve_stale_data() {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            refuse(st, client, spec, parent, CmdError::Raw(MASTERDOWN.into()), out, proto);
+            return;
+        }
     }
     // pub/sub hook: RESP2 subscribed mode allows only a few commands (PING answers differently).
     let subscribed_ping = match crate::executor::pubsub::subscribed_mode_check(st, client, spec, parent) {
@@ -227,8 +251,12 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     // CLIENT PAUSE: the command (and everything after it) waits for the pause to end; commands
     // that do run meanwhile see expired keys as gone without deleting them.
-    st.dbs[client.db].keep_expired = st.pause_end_ms > clock.now_ms;
-    if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec, flags_now) {
+    // A replica expires nothing itself: other clients see expired keys as gone, the master
+    // still finds them, until its DEL comes.
+    let db = &mut st.dbs[client.db];
+    db.keep_expired = st.pause_end_ms > clock.now_ms || st.repl.master.is_some();
+    db.master_view = obey;
+    if st.pause_end_ms > clock.now_ms && !client.in_exec && !obey && paused_for(st, client, spec, flags_now) {
         client.pending.push_front(cmd);
         if !client.postponed {
             client.postponed = true;
@@ -256,6 +284,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     let now_ms = clock.now_ms;
     let args = Args::new(cmd.argv);
     let frame = super::propagate::enter(st);
+    let stream_before = st.repl.offset;
     let result = {
         let mut ctx = Ctx { srv: st, client, now_ms, spec };
         if subscribed_ping {
@@ -275,6 +304,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     if let Some(frame) = frame {
         super::propagate::leave(st, frame, client.db, spec.name, &args.argv);
+        if st.repl.offset != stream_before {
+            client.woff = st.repl.offset;
+        }
     }
     if !st.pubsub.self_out.is_empty() {
         out.append(&mut st.pubsub.self_out);
@@ -344,6 +376,8 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
 pub enum BlockEnd {
     /// Its timeout passed.
     Deadline,
+    /// What it waited for happened without it running again (WAIT's acknowledgements).
+    Served,
     /// CLIENT UNBLOCK id TIMEOUT.
     UnblockTimeout,
     /// CLIENT UNBLOCK id ERROR: the client got an UNBLOCKED error.
@@ -363,7 +397,7 @@ pub fn blocked_ended(st: &mut State, blocked: &super::blocking::Blocked, how: Bl
     let stat = st.stats.commands.entry(stat_key(spec, parent)).or_default();
     stat.calls += 1;
     stat.usec += us;
-    if how != BlockEnd::Deadline {
+    if matches!(how, BlockEnd::UnblockTimeout | BlockEnd::UnblockError) {
         stat.failed_calls += 1;
         stat.usec += us;
         if track {

@@ -49,6 +49,8 @@ pub struct ClientHandle {
     in_flight: AtomicUsize,
     /// The client has subscriptions: the pubsub class of client-output-buffer-limit applies.
     pubsub: AtomicBool,
+    /// The client is an attached replica: the replica class applies (it wins over pubsub).
+    replica: AtomicBool,
     /// Unix seconds since the pending output has been over the soft limit; 0 when under it.
     soft_since: AtomicI64,
     /// Set when the output buffer limit closed the client, until the executor logs it.
@@ -73,16 +75,28 @@ pub struct ClientHandle {
     qbuf_trim: AtomicUsize,
 }
 
-/// client-output-buffer-limit for normal (0) and pubsub (1) clients: hard bytes, soft bytes,
-/// soft seconds, as the executor last parsed them from the configuration (0 = no limit).
-static OBUF_LIMITS: [AtomicU64; 6] = [
+/// client-output-buffer-limit for normal (0), pubsub (1) and replica (2) clients: hard bytes,
+/// soft bytes, soft seconds, as the executor last parsed them from the configuration (0 = no
+/// limit).
+static OBUF_LIMITS: [AtomicU64; 9] = [
     AtomicU64::new(0),
     AtomicU64::new(0),
     AtomicU64::new(0),
     AtomicU64::new(32 << 20),
     AtomicU64::new(8 << 20),
     AtomicU64::new(60),
+    AtomicU64::new(256 << 20),
+    AtomicU64::new(64 << 20),
+    AtomicU64::new(60),
 ];
+
+/// The classes of client-output-buffer-limit, as indexes into `OBUF_LIMITS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObufClass {
+    Normal = 0,
+    Pubsub = 1,
+    Replica = 2,
+}
 
 /// Wake-ups issued by `push_slice` (a connection that just woke others yields to them).
 static WAKEUPS: AtomicU64 = AtomicU64::new(0);
@@ -92,15 +106,16 @@ pub fn wakeups() -> u64 {
     WAKEUPS.load(Ordering::Relaxed)
 }
 
-/// Publishes new normal/pubsub limits (called by the executor when the configuration changes).
-pub fn set_obuf_limits(normal: (u64, u64, u64), pubsub: (u64, u64, u64)) {
-    for (i, v) in [normal.0, normal.1, normal.2, pubsub.0, pubsub.1, pubsub.2].into_iter().enumerate() {
-        OBUF_LIMITS[i].store(v, Ordering::Relaxed);
+/// Publishes a class's limits (called by the executor when the configuration changes).
+pub fn set_obuf_limits(class: ObufClass, (hard, soft, secs): (u64, u64, u64)) {
+    let base = class as usize * 3;
+    for (i, v) in [hard, soft, secs].into_iter().enumerate() {
+        OBUF_LIMITS[base + i].store(v, Ordering::Relaxed);
     }
 }
 
-fn obuf_limits(pubsub: bool) -> (u64, u64, u64) {
-    let base = if pubsub { 3 } else { 0 };
+fn obuf_limits(class: ObufClass) -> (u64, u64, u64) {
+    let base = class as usize * 3;
     let get = |i: usize| OBUF_LIMITS[base + i].load(Ordering::Relaxed);
     (get(0), get(1), get(2))
 }
@@ -160,7 +175,14 @@ impl ClientHandle {
 
     /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
     fn over_limit(&self, pending: usize) -> bool {
-        let (hard, soft, secs) = obuf_limits(self.pubsub.load(Ordering::Relaxed));
+        let class = if self.replica.load(Ordering::Relaxed) {
+            ObufClass::Replica
+        } else if self.pubsub.load(Ordering::Relaxed) {
+            ObufClass::Pubsub
+        } else {
+            ObufClass::Normal
+        };
+        let (hard, soft, secs) = obuf_limits(class);
         let pending = pending as u64;
         if hard > 0 && pending >= hard {
             return true;
@@ -212,6 +234,14 @@ impl ClientHandle {
 
     pub fn set_pubsub(&self, yes: bool) {
         self.pubsub.store(yes, Ordering::Relaxed);
+    }
+
+    pub fn set_replica(&self, yes: bool) {
+        self.replica.store(yes, Ordering::Relaxed);
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::Relaxed)
     }
 
     /// True once after the output buffer limit closed the client (for the log line).
@@ -383,6 +413,10 @@ pub struct Client {
     pub reply_span: Option<(usize, usize)>,
     /// What the client declared with REPLCONF (SYNC's framing and filter).
     pub replconf: ReplConf,
+    /// This is the master's link on a replica: its commands are obeyed and answered to nobody.
+    pub master: bool,
+    /// The stream offset right after this client's last propagated write (WAIT waits for it).
+    pub woff: i64,
 }
 
 /// What CLIENT TRACKING set for one client.
@@ -453,6 +487,8 @@ impl Client {
             postponed: false,
             reply_span: None,
             replconf: Default::default(),
+            master: false,
+            woff: 0,
         }
     }
 
@@ -507,18 +543,16 @@ pub fn refresh_limits(st: &mut super::State) {
         return;
     }
     let words: Vec<&str> = text.split(' ').collect();
-    let mut normal = (0, 0, 0);
-    let mut pubsub = (32 << 20, 8 << 20, 60);
     for c in words.chunks(4).filter(|c| c.len() == 4) {
         let n = |s: &str| s.parse::<u64>().unwrap_or(0);
         let limits = (n(c[1]), n(c[2]), n(c[3]));
         match c[0] {
-            "normal" => normal = limits,
-            "pubsub" => pubsub = limits,
+            "normal" => set_obuf_limits(ObufClass::Normal, limits),
+            "pubsub" => set_obuf_limits(ObufClass::Pubsub, limits),
+            "replica" | "slave" => set_obuf_limits(ObufClass::Replica, limits),
             _ => {}
         }
     }
-    set_obuf_limits(normal, pubsub);
     *last = text;
 }
 
@@ -643,6 +677,11 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
     let mut flags = String::new();
     if st.pubsub.monitors.contains(&c.id) {
         flags.push('O');
+    } else if c.handle.is_replica() {
+        flags.push('S');
+    }
+    if c.master {
+        flags.push('M');
     }
     if st.pubsub.is_subscribed(c.id) {
         flags.push('P');
@@ -741,10 +780,17 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
 }
 
 /// What a client declared with REPLCONF.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct ReplConf {
     /// `capa eof`: it reads the `$EOF:<mark>` framing.
     pub capa_eof: bool,
+    /// `capa psync2`: it understands `+CONTINUE <replid>`.
+    pub capa_psync2: bool,
+    /// `listening-port` and `ip-address`, for INFO's slave lines.
+    pub listening_port: u16,
+    pub ip_address: Option<String>,
+    /// `rdb-only 1`: it wants the snapshot and no stream (redis-cli --rdb).
+    pub rdb_only: bool,
     /// `rdb-filter-only functions`: the snapshot holds the functions and no keys.
     pub functions_only: bool,
 }
@@ -757,6 +803,8 @@ pub struct RdbTransfer {
     pub pid: i32,
     /// The EOF marker already announced to the client (`$EOF:<mark>`); None for `$<len>`.
     pub mark: Option<Vec<u8>>,
+    /// The client wants the snapshot only: close it afterwards.
+    pub rdb_only: bool,
 }
 
 #[cfg(test)]
@@ -765,7 +813,8 @@ mod tests {
 
     #[test]
     fn pubsub_hard_limit_drops_the_outbox_and_closes() {
-        set_obuf_limits((0, 0, 0), (100, 0, 0));
+        set_obuf_limits(ObufClass::Normal, (0, 0, 0));
+        set_obuf_limits(ObufClass::Pubsub, (100, 0, 0));
         let h = ClientHandle::default();
         h.push_slice(&[b'x'; 60]);
         assert_eq!(h.pending_output(), 60, "normal clients have no limit by default");
@@ -782,6 +831,6 @@ mod tests {
         assert!(!h.take_obuf_exceeded());
         h.push_slice(b"more");
         assert_eq!(h.take_output().len(), 0, "a closing client's output is dropped");
-        set_obuf_limits((0, 0, 0), (32 << 20, 8 << 20, 60));
+        set_obuf_limits(ObufClass::Pubsub, (32 << 20, 8 << 20, 60));
     }
 }

@@ -20,6 +20,7 @@ pub mod multi;
 pub mod propagate;
 pub mod pubsub;
 pub mod registry;
+pub mod replication;
 pub mod scripting;
 pub mod snapshot;
 pub mod tracking;
@@ -91,8 +92,8 @@ pub struct State {
     pub watched: std::collections::HashMap<(usize, Vec<u8>), Vec<u64>>,
     /// Woken when a blocked client's deadline is earlier than the timer's next wake-up.
     pub timer: Arc<tokio::sync::Notify>,
-    /// Replication id (INFO master_replid; DEBUG CHANGE-REPL-ID renews it).
-    pub replid: String,
+    /// Replication: IDs and offset, backlog, replicas, the master link (see `replication`).
+    pub repl: replication::ReplState,
     /// CLIENT PAUSE: until when (unix ms) and whether all commands or only writes wait.
     pub pause_end_ms: i64,
     pub pause_all: bool,
@@ -160,7 +161,7 @@ impl State {
             blocked_clients: 0,
             watched: std::collections::HashMap::new(),
             timer: Arc::new(tokio::sync::Notify::new()),
-            replid: random_hex(40),
+            repl: replication::ReplState::default(),
             pause_end_ms: 0,
             pause_all: false,
             pubsub: crate::pubsub::PubSub::default(),
@@ -210,6 +211,7 @@ impl State {
         evict::apply_access_clock(self);
         self.functions = done.functions;
         crate::executor::scripting::host::reload_all(self);
+        replication::after_load(self, done.repl);
         self.stats.persistence.last_load_keys_loaded = done.keys_loaded;
         self.stats.persistence.last_load_keys_expired = done.keys_expired;
         self.stats.persistence.loading = false;
@@ -294,7 +296,9 @@ impl Executor {
             crate::executor::multi::unwatch_client(&mut self.state, &mut client);
             if let Some(blocked) = client.blocked.take() {
                 blocking::unpark(&mut self.state, id, &blocked);
+                replication::end_wait(&mut self.state, id);
             }
+            replication::client_gone(&mut self.state, &client);
         }
         // pub/sub hook: drop the client's subscriptions and monitor mode.
         crate::executor::pubsub::forget_client(&mut self.state, id);
@@ -353,8 +357,10 @@ impl Executor {
         if !st.postponed.is_empty() {
             call::resume_postponed(st);
         }
-        // What this batch changed is in the AOF before its replies go out.
+        // What this batch changed is in the AOF before its replies go out, and queued to the
+        // replicas (before the replies too, as Redis's beforeSleep order).
         aof::flush(st);
+        replication::flush(st);
         end
     }
 
@@ -383,6 +389,7 @@ impl Executor {
             call::resume_postponed(&mut self.state);
         }
         aof::flush(&mut self.state);
+        replication::flush(&mut self.state);
     }
 
     /// Periodic work, called `hz` times a second.
@@ -405,8 +412,9 @@ impl Executor {
         }
         clients::cron(st, now);
         crate::executor::tracking::broadcast(st, None);
-        // Keys do not expire actively while clients are paused (Redis 7.0).
-        if st.active_expire_enabled && st.pause_end_ms <= now {
+        // Keys do not expire actively while clients are paused (Redis 7.0), nor on a replica,
+        // whose master sends the deletions.
+        if st.active_expire_enabled && st.pause_end_ms <= now && st.repl.master.is_none() {
             // Redis's slow cycle: at most 25% of a cron period's CPU.
             let hz = st.config.hz.clamp(1, 500) as u64;
             let budget = Duration::from_micros(1_000_000 / hz / 4);
@@ -443,6 +451,7 @@ impl Executor {
         // Persistence: reap a finished BGSAVE child, start scheduled saves and save points.
         snapshot::cron(st);
         aof::cron(st);
+        replication::cron(st, now);
         if !st.migrate.is_empty() {
             st.migrate.close_idle(now);
         }
@@ -475,8 +484,9 @@ pub enum Msg {
     Connect(ConnInfo, Arc<ClientHandle>, tokio::sync::oneshot::Sender<u64>),
     Batch(u64, Vec<Cmd>, Vec<u8>, tokio::sync::oneshot::Sender<(Vec<u8>, BatchEnd)>),
     Disconnect(u64),
-    /// Runs a closure on the executor (a shutdown by signal) and sends back its answer.
-    Run(Box<dyn FnOnce(&mut Executor) -> SignalShutdown + Send>, tokio::sync::oneshot::Sender<SignalShutdown>),
+    /// Runs a closure on the executor (a shutdown by signal, the replica link's steps); the
+    /// closure sends back its own answer.
+    Run(Box<dyn FnOnce(&mut Executor) + Send>),
 }
 
 /// What became of a shutdown asked for by a signal.
@@ -536,9 +546,7 @@ impl Executor {
                 let _ = reply.send((out, end));
             }
             Msg::Disconnect(id) => self.disconnect(id),
-            Msg::Run(f, reply) => {
-                let _ = reply.send(f(self));
-            }
+            Msg::Run(f) => f(self),
         }
     }
 }

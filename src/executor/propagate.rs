@@ -1,5 +1,5 @@
-//! Command propagation: what each change to the dataset sends to the append-only file (and, one
-//! day, to replicas), as Redis 7.0 propagates it.
+//! Command propagation: what each change to the dataset sends to the append-only file and to
+//! replicas, as Redis 7.0 propagates it.
 //!
 //! A command that changed the dataset (it moved `dirty`) is propagated as the client sent it,
 //! unless its handler rewrote it (`Ctx::propagate_as`: SET ... EX becomes SET ... PXAT, SPOP
@@ -24,8 +24,8 @@ struct Op {
 /// Propagation state kept in the executor's `State`.
 #[derive(Debug, Default)]
 pub struct Propagation {
-    /// Whether anything consumes propagated commands (the AOF is on or being started). When off,
-    /// nothing is collected.
+    /// Whether anything consumes propagated commands (the AOF is on or being started, or a
+    /// replication backlog exists). When off, nothing is collected.
     pub active: bool,
     /// Operations of the running execution unit.
     ops: Vec<Op>,
@@ -145,15 +145,22 @@ fn flush_unit(st: &mut State) {
     }
     let ops = std::mem::take(&mut st.prop.ops);
     let wrap = ops.len() > 1;
+    let stream = st.repl.streams_own_writes();
+    let emit = |st: &mut State, db: usize, argv: &[Bytes]| {
+        super::aof::feed(st, db, argv);
+        if stream {
+            super::replication::feed(st, db, argv);
+        }
+    };
     if wrap {
-        super::aof::feed(st, ops[0].db, &[Bytes::from_static(b"MULTI")]);
+        emit(st, ops[0].db, &[Bytes::from_static(b"MULTI")]);
     }
     let last_db = ops[ops.len() - 1].db;
     for op in &ops {
-        super::aof::feed(st, op.db, &op.argv);
+        emit(st, op.db, &op.argv);
     }
     if wrap {
-        super::aof::feed(st, last_db, &[Bytes::from_static(b"EXEC")]);
+        emit(st, last_db, &[Bytes::from_static(b"EXEC")]);
     }
     // Keep the allocation for the next unit.
     let mut ops = ops;

@@ -88,7 +88,8 @@ fn options(st: &State, version: u32) -> Options {
 }
 
 fn aux(st: &mut State) -> Aux {
-    Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false }
+    let repl = super::replication::rdb_info(st);
+    Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false, repl }
 }
 
 /// What an AOF base file is written with: an RDB of `version` marked `aof-base`.

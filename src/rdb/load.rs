@@ -1222,6 +1222,8 @@ pub struct Loaded {
     pub functions: Libraries,
     pub keys_loaded: u64,
     pub keys_expired: u64,
+    /// The replication position the file recorded (all three aux fields present).
+    pub repl: Option<crate::rdb::save::ReplInfo>,
 }
 
 /// A load running on its own thread.
@@ -1264,6 +1266,11 @@ pub struct DbSink {
     pub dbs: Vec<Db>,
     cur: usize,
     now_ms: i64,
+    /// Keys already expired are kept (a replica loading its master's snapshot: the master
+    /// sends the deletions), instead of being dropped as a master drops them.
+    pub keep_expired: bool,
+    /// repl-stream-db, repl-id, repl-offset as read.
+    repl_fields: (Option<usize>, Option<String>, Option<i64>),
     lfu: bool,
     pub functions: Libraries,
     pub keys_loaded: u64,
@@ -1385,6 +1392,8 @@ impl DbSink {
             dbs: (0..databases.max(1)).map(|_| Db::new()).collect(),
             cur: 0,
             now_ms,
+            keep_expired: false,
+            repl_fields: (None, None, None),
             lfu,
             functions: Libraries::default(),
             keys_loaded: 0,
@@ -1411,6 +1420,9 @@ impl Sink for DbSink {
                 let age = (self.now_ms / 1000 - ctime).max(0);
                 tracing::info!("RDB age {age} seconds");
             }
+            b"repl-stream-db" => self.repl_fields.0 = v.parse().ok(),
+            b"repl-id" if value.len() == 40 => self.repl_fields.1 = Some(v.into_owned()),
+            b"repl-offset" => self.repl_fields.2 = v.parse().ok(),
             b"used-mem" => {
                 let mem: u64 = v.parse().unwrap_or(0);
                 if let Some(p) = &self.progress {
@@ -1466,7 +1478,7 @@ impl Sink for DbSink {
             self.empty_skipped += 1;
             return Ok(());
         }
-        if meta.expire_ms.is_some_and(|at| at < self.now_ms) {
+        if !self.keep_expired && meta.expire_ms.is_some_and(|at| at < self.now_ms) {
             self.keys_expired += 1;
             return Ok(());
         }
@@ -1534,10 +1546,26 @@ pub fn load_path(
     cfg: &crate::config::Config,
     job: Option<Arc<LoadJob>>,
 ) -> Result<Loaded, LoadError> {
+    load_file(path, cfg, job, false)
+}
+
+/// `load_path` for a replica's snapshot from its master: expired keys and fields are kept.
+pub fn load_for_replica(path: &std::path::Path, cfg: &crate::config::Config) -> Result<Loaded, LoadError> {
+    load_file(path, cfg, None, true)
+}
+
+fn load_file(
+    path: &std::path::Path,
+    cfg: &crate::config::Config,
+    job: Option<Arc<LoadJob>>,
+    keep_expired: bool,
+) -> Result<Loaded, LoadError> {
     let started = std::time::Instant::now();
     let file = std::fs::File::open(path).map_err(|e| LoadError { offset: 0, reason: format!("{OPEN_FAILED}{e}") })?;
     let now = crate::util::clock::unix_ms();
-    let mut sink = DbSink::new(cfg.databases, now, cfg.maxmemory_policy.contains("lfu")).pipelined();
+    let mut sink = DbSink::new(cfg.databases, now, cfg.maxmemory_policy.contains("lfu"));
+    sink.keep_expired = keep_expired;
+    let mut sink = sink.pipelined();
     if let Some(j) = &job {
         let total = j.progress.total_bytes;
         if total >= 64 << 20 {
@@ -1547,7 +1575,10 @@ pub fn load_path(
     }
     sink.progress = job;
     sink.key_delay_us = cfg.other.get("key-load-delay").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let opts = DecodeOpts::for_load(cfg, now);
+    let mut opts = DecodeOpts::for_load(cfg, now);
+    if keep_expired {
+        opts.drop_fields_expired_before = None;
+    }
     let read = read_file(file, &mut sink, &opts);
     // The inserter's error (a duplicate key) comes first: the reader only stopped because of it.
     sink.finish()?;
@@ -1563,11 +1594,16 @@ pub fn load_path(
         tracing::info!("Done loading RDB, keys loaded: {}, keys expired: {}.", sink.keys_loaded, sink.keys_expired);
     }
     tracing::info!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
+    let repl = match std::mem::take(&mut sink.repl_fields) {
+        (Some(stream_db), Some(id), Some(offset)) => Some(crate::rdb::save::ReplInfo { stream_db, id, offset }),
+        _ => None,
+    };
     Ok(Loaded {
         dbs: sink.dbs,
         functions: sink.functions,
         keys_loaded: sink.keys_loaded,
         keys_expired: sink.keys_expired,
+        repl,
     })
 }
 

@@ -75,13 +75,24 @@ impl Options {
 }
 
 /// AUX values of the header.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Aux {
     /// Unix seconds the snapshot was taken.
     pub ctime: i64,
     pub used_mem: u64,
     /// The file is the base of an AOF (aux field `aof-base`).
     pub aof_base: bool,
+    /// Replication info (aux fields `repl-stream-db`, `repl-id`, `repl-offset`): where in
+    /// which history the dataset stands, for a partial resync after a restart.
+    pub repl: Option<ReplInfo>,
+}
+
+/// The replication position a snapshot stands at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplInfo {
+    pub stream_db: usize,
+    pub id: String,
+    pub offset: i64,
 }
 
 /// The oldest version (10 or newer) that expresses every value of `dbs`: 12 when a hash has
@@ -607,6 +618,11 @@ pub fn write_snapshot<W: Write>(
     aux(&mut buf, "redis-bits", b"64");
     aux(&mut buf, "ctime", info.ctime.to_string().as_bytes());
     aux(&mut buf, "used-mem", info.used_mem.to_string().as_bytes());
+    if let Some(r) = &info.repl {
+        aux(&mut buf, "repl-stream-db", r.stream_db.to_string().as_bytes());
+        aux(&mut buf, "repl-id", r.id.as_bytes());
+        aux(&mut buf, "repl-offset", r.offset.to_string().as_bytes());
+    }
     aux(&mut buf, "aof-base", if info.aof_base { b"1" } else { b"0" });
     for lib in &functions.libs {
         buf.push(op::FUNCTION2);

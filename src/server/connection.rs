@@ -119,6 +119,19 @@ where
             let woken_before = crate::executor::clients::wakeups();
             let end = shared.exec.batch(id, &mut cmds, &mut out).await;
             parser.unauthenticated = !handle.authenticated();
+            // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
+            // the outbox meanwhile goes after it. An rdb-only reader is closed once it has it.
+            if let Some(t) = handle.take_rdb_transfer() {
+                let rdb_only = t.rdb_only;
+                if !write_out(&mut stream, &handle, &out).await {
+                    break;
+                }
+                out.clear();
+                if !crate::server::rdb_transfer::stream_rdb(&mut stream, t).await || rdb_only {
+                    break;
+                }
+                continue;
+            }
             // Replies the executor pushed earlier (a served blocking command) go first.
             handle.take_output_into(&mut pushed);
             handle.report_out_held(out.capacity() + pushed.capacity());
@@ -138,11 +151,6 @@ where
                     break;
                 }
                 out.clear();
-            }
-            // SYNC/PSYNC: the snapshot follows the reply, then the connection closes.
-            if let Some(t) = handle.take_rdb_transfer() {
-                crate::server::rdb_transfer::stream_rdb(&mut stream, t).await;
-                break;
             }
             match end {
                 BatchEnd::Continue => {

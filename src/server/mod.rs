@@ -5,6 +5,7 @@ mod coalesce;
 pub mod connection;
 pub mod listener;
 pub mod rdb_transfer;
+mod replica_link;
 
 use std::sync::{Arc, Mutex};
 
@@ -110,14 +111,24 @@ impl ExecHandle {
                 }
             }
         };
+        self.run(run).await.unwrap_or(SignalShutdown::Exit)
+    }
+
+    /// Runs `f` on the executor and returns its answer; None once the executor is gone.
+    pub async fn run<R, F>(&self, f: F) -> Option<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Executor) -> R + Send + 'static,
+    {
         match self {
-            ExecHandle::Local(e) => run(&mut Self::local(e)),
+            ExecHandle::Local(e) => Some(f(&mut Self::local(e))),
             ExecHandle::Remote(tx) => {
                 let (rtx, rrx) = tokio::sync::oneshot::channel();
-                if tx.send(Msg::Run(Box::new(run), rtx)).is_err() {
-                    return SignalShutdown::Exit;
-                }
-                rrx.await.unwrap_or(SignalShutdown::Exit)
+                let job = move |e: &mut Executor| {
+                    let _ = rtx.send(f(e));
+                };
+                tx.send(Msg::Run(Box::new(job))).ok()?;
+                rrx.await.ok()
             }
         }
     }
@@ -148,6 +159,13 @@ pub fn run(config: Config) -> i32 {
     if let Err(e) = crate::commands::users::load_at_startup(&mut exec.state) {
         tracing::warn!("{e}");
         return 1;
+    }
+    // `replicaof host port` in the configuration: the link task connects once serving.
+    if let Some((host, port)) = config.other.get("replicaof").and_then(|v| v.split_once(' ')) {
+        if let Ok(port) = port.parse() {
+            crate::commands::replication::set_master(&mut exec.state, host.to_string(), port);
+            exec.state.repl.psync_fresh = true;
+        }
     }
     // With appendonly yes the AOF is the dataset (dump.rdb is not read, as in Redis), else the
     // RDB file; either loads on its own thread while the listener answers LOADING.
@@ -225,6 +243,7 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
         tracing::warn!("{e}");
         return 1;
     }
+    tokio::spawn(replica_link::run(shared.clone()));
     tracing::info!("Ready to accept connections tcp");
     if shared.config.notify_systemd {
         crate::daemon::notify_systemd_ready();

@@ -1,6 +1,7 @@
 //! Sending a forked child's snapshot to a SYNC/PSYNC client: the connection task streams the
 //! pipe the child writes into (with the `$EOF:<mark>` framing or a length header), then reaps
-//! the child. The executor side (forking, the reply header) is `commands::replication`.
+//! the child; the replication stream queued meanwhile follows. The executor side (forking, the
+//! reply header, attaching the replica) is `commands::replication`.
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -28,9 +29,9 @@ async fn reap(pid: i32, kill: bool) -> bool {
 }
 
 /// Sends the snapshot of `t` to the client (the framing header, if any, went with the reply),
-/// then reaps the child. Called by the connection task, which closes the connection afterwards.
-pub async fn stream_rdb<S: AsyncWrite + Unpin>(stream: &mut S, t: RdbTransfer) {
-    let RdbTransfer { pipe, pid, mark } = t;
+/// then reaps the child. True when the whole snapshot went out.
+pub async fn stream_rdb<S: AsyncWrite + Unpin>(stream: &mut S, t: RdbTransfer) -> bool {
+    let RdbTransfer { pipe, pid, mark, .. } = t;
     let sent = match mark {
         Some(mark) => send_with_mark(stream, pipe, &mark).await,
         None => send_with_length(stream, pipe, pid).await,
@@ -40,9 +41,16 @@ pub async fn stream_rdb<S: AsyncWrite + Unpin>(stream: &mut S, t: RdbTransfer) {
         Ok(n) if clean => {
             crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, n);
             tracing::info!("Synchronization with replica succeeded ({n} bytes)");
+            true
         }
-        Ok(_) => tracing::warn!("SYNC snapshot child {pid} failed"),
-        Err(e) => tracing::warn!("SYNC transfer aborted: {e}"),
+        Ok(_) => {
+            tracing::warn!("SYNC snapshot child {pid} failed");
+            false
+        }
+        Err(e) => {
+            tracing::warn!("SYNC transfer aborted: {e}");
+            false
+        }
     }
 }
 

@@ -1,0 +1,807 @@
+//! Replication state, both sides, as Redis 7.0 keeps it.
+//!
+//! Master side: the replication ID pair and offset, the backlog, the attached replicas and what
+//! each acknowledged, and the clients waiting in WAIT. Every execution unit's propagated
+//! commands (see `propagate`) are encoded once into `pending` (with a `SELECT` when the database
+//! changes) and, when the batch ends (`flush`), appended to the backlog and queued on every
+//! replica's outbox: one copy per replica per batch, whatever the batch size. A replica that
+//! asked for a full sync is attached at the moment its snapshot child forks, so what it misses
+//! from the snapshot is exactly what is queued after; its connection sends the snapshot first
+//! and the queue after it (`server::connection`).
+//!
+//! Replica side: where the master is, the link's state as the link task (`server::replica_link`)
+//! reports it, and which client is the master. Commands from the master run as that client: no
+//! replies, no expiry of their own, and their exact bytes go on to this server's own replicas
+//! under the master's replication ID, so a chain of replicas shares one offset space.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::clients::ClientHandle;
+use super::State;
+use crate::resp::Reply;
+
+/// The all-zeros ID of `master_replid2` when there is no previous history.
+pub const NULL_REPLID: &str = "0000000000000000000000000000000000000000";
+
+/// The replication backlog: the last `size` bytes of the stream, in a ring.
+#[derive(Debug)]
+pub struct Backlog {
+    buf: Vec<u8>,
+    /// Where the next byte goes.
+    write: usize,
+    /// Bytes held (at most `buf.len()`).
+    histlen: usize,
+    /// Offset of the first byte held (Redis's repl_backlog->offset).
+    pub first_offset: i64,
+}
+
+impl Backlog {
+    /// An empty backlog whose next byte has offset `next_offset`.
+    fn new(size: usize, next_offset: i64) -> Backlog {
+        Backlog { buf: vec![0; size.max(1)], write: 0, histlen: 0, first_offset: next_offset }
+    }
+
+    pub fn size(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn histlen(&self) -> usize {
+        self.histlen
+    }
+
+    fn append(&mut self, mut data: &[u8]) {
+        let size = self.buf.len();
+        if data.len() > size {
+            let skip = data.len() - size;
+            self.first_offset += (self.histlen + skip) as i64;
+            self.histlen = 0;
+            self.write = 0;
+            data = &data[skip..];
+        }
+        let first = (size - self.write).min(data.len());
+        self.buf[self.write..self.write + first].copy_from_slice(&data[..first]);
+        self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+        self.write = (self.write + data.len()) % size;
+        let held = self.histlen + data.len();
+        if held > size {
+            self.first_offset += (held - size) as i64;
+        }
+        self.histlen = held.min(size);
+    }
+
+    /// The bytes from stream offset `from` to the end; None when `from` is not held (nor the
+    /// next byte to come).
+    fn since(&self, from: i64) -> Option<Vec<u8>> {
+        let end = self.first_offset + self.histlen as i64;
+        if from < self.first_offset || from > end {
+            return None;
+        }
+        let skip = (from - self.first_offset) as usize;
+        let len = self.histlen - skip;
+        let size = self.buf.len();
+        let start = (self.write + size - self.histlen + skip) % size;
+        let mut out = Vec::with_capacity(len);
+        let first = (size - start).min(len);
+        out.extend_from_slice(&self.buf[start..start + first]);
+        out.extend_from_slice(&self.buf[..len - first]);
+        Some(out)
+    }
+
+    /// CONFIG SET repl-backlog-size: keeps the newest bytes that fit.
+    fn resize(&mut self, size: usize) {
+        if size == self.buf.len() {
+            return;
+        }
+        let keep = self.histlen.min(size);
+        let end = self.first_offset + self.histlen as i64;
+        let data = self.since(end - keep as i64).unwrap_or_default();
+        *self = Backlog::new(size, end - keep as i64);
+        self.append(&data);
+    }
+}
+
+/// Where an attached replica is in its synchronization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaState {
+    /// Its snapshot is being produced and sent; the stream queues behind it.
+    SendBulk,
+    /// It acknowledged: it follows the stream.
+    Online,
+}
+
+impl ReplicaState {
+    fn name(self) -> &'static str {
+        match self {
+            ReplicaState::SendBulk => "send_bulk",
+            ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// A replica attached to this server.
+#[derive(Debug)]
+pub struct Replica {
+    pub id: u64,
+    pub handle: Arc<ClientHandle>,
+    pub state: ReplicaState,
+    /// The offset it last acknowledged (REPLCONF ACK), 0 before any.
+    pub ack_offset: i64,
+    /// When it last acknowledged (unix ms).
+    pub ack_ms: i64,
+    /// The address it announced (REPLCONF ip-address, else its peer address) and listening-port.
+    pub ip: String,
+    pub port: u16,
+}
+
+/// The replica side's link to its master, as the link task reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Not connected; the link task (re)connects.
+    Connect,
+    /// Connected, in the handshake.
+    Handshake,
+    /// Receiving the snapshot.
+    Transfer,
+    /// Following the stream.
+    Connected,
+}
+
+/// The master this server replicates (REPLICAOF host port).
+#[derive(Debug)]
+pub struct MasterLink {
+    pub host: String,
+    pub port: u16,
+    pub state: LinkState,
+    /// The master client while the link follows the stream.
+    pub client_id: Option<u64>,
+    /// When the link last went down (unix ms), for master_link_down_since_seconds.
+    pub down_since_ms: i64,
+}
+
+/// What the link task needs to connect and ask for the stream.
+#[derive(Debug, Clone)]
+pub struct LinkTarget {
+    pub epoch: i64,
+    pub host: String,
+    pub port: u16,
+    /// The history to continue: this server's replication ID and the next offset it wants.
+    pub replid: String,
+    pub next_offset: i64,
+    pub masteruser: Option<String>,
+    pub masterauth: Option<String>,
+    /// What REPLCONF announces: listening-port (replica-announce-port, else port) and
+    /// ip-address (replica-announce-ip, if set).
+    pub announce_port: u16,
+    pub announce_ip: Option<String>,
+    pub timeout_s: u64,
+    pub config: crate::config::Config,
+}
+
+/// What the replica link task needs to know, shared with it.
+#[derive(Debug, Default)]
+pub struct LinkShared {
+    /// Snapshot bytes received so far and expected (-1: EOF-marked, size unknown).
+    pub transfer_read: AtomicI64,
+    pub transfer_size: AtomicI64,
+    /// When the master last sent something (unix ms).
+    pub last_io_ms: AtomicI64,
+    /// The applied offset, for the link task's REPLCONF ACK.
+    pub applied: AtomicI64,
+    /// Bumped by every REPLICAOF: a link task working for an older one gives up.
+    pub epoch: AtomicI64,
+    /// Woken when the master changes.
+    pub changed: tokio::sync::Notify,
+}
+
+/// Replication state kept in the executor's `State`.
+#[derive(Debug)]
+pub struct ReplState {
+    pub replid: String,
+    pub replid2: String,
+    /// master_repl_offset: bytes of stream produced (or, on a replica, applied) so far.
+    pub offset: i64,
+    /// The first offset that replid2 no longer covers (-1 without a replid2).
+    pub second_offset: i64,
+    pub backlog: Option<Backlog>,
+    /// Stream bytes of this batch, not yet in the backlog nor queued to the replicas.
+    pending: Vec<u8>,
+    /// The database the stream last selected (None: the next command selects).
+    selected_db: Option<usize>,
+    pub replicas: Vec<Replica>,
+    last_ping_ms: i64,
+    /// When the last replica went away (unix ms; 0 while some are attached), for repl-backlog-ttl.
+    no_replicas_since_ms: i64,
+    /// A WAIT asked the replicas for an acknowledgement.
+    getack_wanted: bool,
+    /// Clients blocked in WAIT: (client id, offset to reach, replicas wanted).
+    pub waiting: Vec<(u64, i64, i64)>,
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+    /// The master, on a replica.
+    pub master: Option<MasterLink>,
+    /// The database the master's stream has selected, kept across links (Redis's cached
+    /// master): a partial resync continues in it without a new SELECT.
+    pub master_stream_db: usize,
+    /// No history to offer the master: the first PSYNC asks `? -1` (a replica started with
+    /// `replicaof` and no replication info in its dump).
+    pub psync_fresh: bool,
+    pub link: Arc<LinkShared>,
+}
+
+impl Default for ReplState {
+    fn default() -> Self {
+        ReplState {
+            replid: crate::util::clock::random_hex(40),
+            replid2: NULL_REPLID.to_string(),
+            offset: 0,
+            second_offset: -1,
+            backlog: None,
+            pending: Vec::new(),
+            selected_db: None,
+            replicas: Vec::new(),
+            last_ping_ms: 0,
+            no_replicas_since_ms: 0,
+            getack_wanted: false,
+            waiting: Vec::new(),
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
+            master: None,
+            master_stream_db: 0,
+            psync_fresh: false,
+            link: Arc::default(),
+        }
+    }
+}
+
+impl ReplState {
+    pub fn is_replica(&self) -> bool {
+        self.master.is_some()
+    }
+
+    /// Whether this server's own writes go to the stream: on a master with a backlog. A
+    /// replica's stream is its master's, byte for byte; its own writes (a writable replica) go
+    /// nowhere but its AOF, as in Redis 4.0 and later.
+    #[inline]
+    pub fn streams_own_writes(&self) -> bool {
+        self.backlog.is_some() && self.master.is_none()
+    }
+
+    /// A new history: a new replication ID, the old one forgotten (Redis's changeReplicationId
+    /// plus clearReplicationId2).
+    pub fn new_history(&mut self) {
+        self.replid = crate::util::clock::random_hex(40);
+        self.clear_replid2();
+    }
+
+    pub fn mark_no_replicas_since(&mut self, now_ms: i64) {
+        self.no_replicas_since_ms = now_ms;
+    }
+
+    pub fn clear_replid2(&mut self) {
+        self.replid2 = NULL_REPLID.to_string();
+        self.second_offset = -1;
+    }
+
+    /// The master's ID takes over (a promotion or a master's new history): the current one
+    /// becomes replid2, valid up to the current offset (Redis's shiftReplicationId).
+    pub fn shift_replid(&mut self, new_id: &str) {
+        self.replid2 = std::mem::replace(&mut self.replid, new_id.to_string());
+        self.second_offset = self.offset + 1;
+    }
+}
+
+fn config_i64(st: &State, name: &str, default: i64) -> i64 {
+    st.config.other.get(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn backlog_size(st: &State) -> usize {
+    config_i64(st, "repl-backlog-size", 1 << 20).max(16 * 1024) as usize
+}
+
+/// Creates the backlog if there is none (the first replica attaching), starting at the current
+/// offset; propagation is switched on for it.
+pub fn ensure_backlog(st: &mut State) {
+    if st.repl.backlog.is_none() {
+        let size = backlog_size(st);
+        st.repl.backlog = Some(Backlog::new(size, st.repl.offset + 1));
+        st.prop.active = true;
+        // Keys that expire on the way are deleted in the stream too.
+        for db in &mut st.dbs {
+            db.log_expired = true;
+        }
+    }
+}
+
+/// Queues one command of this server's own stream (see `propagate::flush_unit`).
+#[inline]
+pub fn feed(st: &mut State, db: usize, argv: &[Bytes]) {
+    let r = &mut st.repl;
+    let before = r.pending.len();
+    if r.selected_db != Some(db) {
+        let n = db.to_string();
+        crate::aof::encode_command(&mut r.pending, &[&b"SELECT"[..], n.as_bytes()]);
+        r.selected_db = Some(db);
+    }
+    crate::aof::encode_command(&mut r.pending, argv);
+    r.offset += (r.pending.len() - before) as i64;
+}
+
+/// Queues a command outside any database (PING, REPLCONF GETACK).
+fn feed_dbless(st: &mut State, argv: &[&[u8]]) {
+    let r = &mut st.repl;
+    let before = r.pending.len();
+    crate::aof::encode_command(&mut r.pending, argv);
+    r.offset += (r.pending.len() - before) as i64;
+}
+
+/// A command the master client is about to run: its bytes, exactly as the master sent them
+/// (commands arrive canonically encoded), go on to this server's replicas. The offset moves
+/// once it has run (`master_applied`).
+pub fn relay_from_master(st: &mut State, argv: &[Bytes]) -> i64 {
+    let r = &mut st.repl;
+    let before = r.pending.len();
+    crate::aof::encode_command(&mut r.pending, argv);
+    let len = (r.pending.len() - before) as i64;
+    if r.backlog.is_none() {
+        // Nobody to relay to and no backlog to keep: only the offset counts.
+        r.pending.truncate(before);
+    }
+    len
+}
+
+/// The master client ran a command of `len` stream bytes.
+pub fn master_applied(st: &mut State, len: i64) {
+    st.repl.offset += len;
+    st.repl.link.applied.store(st.repl.offset, Ordering::Relaxed);
+}
+
+/// Appends the batch's stream to the backlog and queues it on every replica's outbox.
+#[inline]
+pub fn flush(st: &mut State) {
+    if !st.repl.pending.is_empty() {
+        flush_pending(st);
+    }
+    if st.repl.getack_wanted {
+        st.repl.getack_wanted = false;
+        if !st.repl.replicas.is_empty() {
+            feed_dbless(st, &[b"REPLCONF", b"GETACK", b"*"]);
+            flush_pending(st);
+        }
+    }
+}
+
+fn flush_pending(st: &mut State) {
+    let r = &mut st.repl;
+    match r.backlog.as_mut() {
+        Some(b) => b.append(&r.pending),
+        None => {
+            r.pending.clear();
+            return;
+        }
+    }
+    for replica in &r.replicas {
+        replica.handle.push_slice(&r.pending);
+    }
+    r.pending.clear();
+}
+
+/// PSYNC's partial resynchronization, if the backlog allows it: `+CONTINUE` and the missing
+/// stream, queued on the client's outbox ahead of what follows. Returns false when a full
+/// resynchronization is needed (and says why in the log, as Redis does).
+pub fn try_partial(st: &mut State, handle: &Arc<ClientHandle>, replid: &[u8], from: i64, psync2: bool) -> bool {
+    flush(st);
+    let r = &st.repl;
+    let ours = replid == r.replid.as_bytes();
+    let previous = replid == r.replid2.as_bytes() && from <= r.second_offset;
+    if !ours && !previous {
+        if replid != b"?" {
+            tracing::info!(
+                "Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{}', my \
+                 replication IDs are '{}' and '{}')",
+                String::from_utf8_lossy(replid),
+                r.replid,
+                r.replid2
+            );
+        } else {
+            tracing::info!("Full resync requested by replica");
+        }
+        return false;
+    }
+    let Some(data) = r.backlog.as_ref().and_then(|b| b.since(from)) else {
+        tracing::info!("Unable to partial resync with replica: lack of backlog (Replica request was: {from}).");
+        return false;
+    };
+    let mut head = if psync2 { format!("+CONTINUE {}\r\n", r.replid).into_bytes() } else { b"+CONTINUE\r\n".to_vec() };
+    head.extend_from_slice(&data);
+    handle.push_output(head);
+    tracing::info!(
+        "Partial resynchronization request accepted. Sending {} bytes of backlog starting from offset {from}.",
+        data.len()
+    );
+    true
+}
+
+/// Attaches a replica; `online` for a partial resync, else it waits for its snapshot.
+pub fn attach(st: &mut State, id: u64, handle: Arc<ClientHandle>, ip: String, port: u16, online: bool) {
+    st.repl.replicas.retain(|r| r.id != id);
+    if st.repl.replicas.is_empty() {
+        // The first PING comes a period after the first replica, not at once.
+        st.repl.last_ping_ms = crate::util::clock::unix_ms();
+    }
+    handle.set_replica(true);
+    st.repl.replicas.push(Replica {
+        id,
+        handle,
+        state: if online { ReplicaState::Online } else { ReplicaState::SendBulk },
+        ack_offset: 0,
+        ack_ms: crate::util::clock::unix_ms(),
+        ip,
+        port,
+    });
+    st.repl.no_replicas_since_ms = 0;
+}
+
+/// Before a full sync's fork: what is pending belongs to the snapshot, and the stream selects
+/// its database again for the new replica (whose snapshot says nothing of it).
+pub fn before_full_sync(st: &mut State) {
+    flush(st);
+    if st.repl.backlog.is_none() {
+        // A backlog created from scratch starts a new history (Redis's syncCommand).
+        if st.repl.master.is_none() {
+            st.repl.new_history();
+        }
+        ensure_backlog(st);
+    }
+    st.repl.selected_db = None;
+    st.repl.sync_full += 1;
+}
+
+/// A replica went away.
+pub fn detach(st: &mut State, id: u64) {
+    let before = st.repl.replicas.len();
+    st.repl.replicas.retain(|r| r.id != id);
+    if before != st.repl.replicas.len() && st.repl.replicas.is_empty() {
+        st.repl.no_replicas_since_ms = crate::util::clock::unix_ms();
+    }
+}
+
+/// REPLCONF ACK from replica `id`: records its offset, puts it online, serves WAITs.
+pub fn ack(st: &mut State, id: u64, offset: i64, now_ms: i64) {
+    if let Some(r) = st.repl.replicas.iter_mut().find(|r| r.id == id) {
+        r.ack_offset = r.ack_offset.max(offset);
+        r.ack_ms = now_ms;
+        r.state = ReplicaState::Online;
+    }
+    if !st.repl.waiting.is_empty() {
+        serve_waits(st);
+    }
+}
+
+/// A client disconnected: a replica is detached; the master's link goes down.
+pub fn client_gone(st: &mut State, client: &super::clients::Client) {
+    if client.handle.is_replica() {
+        detach(st, client.id);
+    }
+    if client.master {
+        st.repl.master_stream_db = client.db;
+        if let Some(m) = st.repl.master.as_mut() {
+            if m.client_id == Some(client.id) {
+                m.client_id = None;
+                m.state = LinkState::Connect;
+                m.down_since_ms = crate::util::clock::unix_ms();
+                tracing::info!("Connection with master lost.");
+            }
+        }
+    }
+}
+
+/// Whether a replica follows its master's stream now.
+pub fn link_up(st: &State) -> bool {
+    st.repl.master.as_ref().is_some_and(|m| m.state == LinkState::Connected)
+}
+
+/// How many replicas acknowledged `offset`.
+pub fn acked(st: &State, offset: i64) -> i64 {
+    st.repl.replicas.iter().filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset).count() as i64
+}
+
+/// A WAIT parks: the replicas are asked for an acknowledgement when the batch ends.
+pub fn wait_for(st: &mut State, id: u64, offset: i64, wanted: i64) {
+    st.repl.waiting.push((id, offset, wanted));
+    st.repl.getack_wanted = true;
+}
+
+fn serve_waits(st: &mut State) {
+    let waiting = std::mem::take(&mut st.repl.waiting);
+    let mut still = Vec::with_capacity(waiting.len());
+    for (id, offset, wanted) in waiting {
+        let n = acked(st, offset);
+        if n >= wanted {
+            super::blocking::finish(st, id, Reply::Int(n));
+        } else {
+            still.push((id, offset, wanted));
+        }
+    }
+    // Clients that blocked meanwhile (none can: this runs between batches) keep their place.
+    still.append(&mut st.repl.waiting);
+    st.repl.waiting = still;
+}
+
+/// A WAIT ended another way (timeout, CLIENT UNBLOCK): its reply, the replicas acknowledged
+/// so far; None when `id` was not waiting in WAIT.
+pub fn end_wait(st: &mut State, id: u64) -> Option<Reply> {
+    if st.repl.waiting.is_empty() {
+        return None;
+    }
+    let at = st.repl.waiting.iter().position(|w| w.0 == id)?;
+    let (_, offset, _) = st.repl.waiting.remove(at);
+    Some(Reply::Int(acked(st, offset)))
+}
+
+/// The number of replicas lagging at most min-replicas-max-lag seconds (min_slaves_good_slaves).
+pub fn good_replicas(st: &State, now_ms: i64) -> i64 {
+    let max_lag = st.config.min_replicas_max_lag;
+    st.repl.replicas.iter().filter(|r| r.state == ReplicaState::Online && (now_ms - r.ack_ms) / 1000 <= max_lag).count()
+        as i64
+}
+
+/// Once a second or so: PING the replicas every repl-ping-replica-period, drop those silent
+/// for repl-timeout, let the backlog go after repl-backlog-ttl without replicas, follow
+/// CONFIG SET repl-backlog-size.
+pub fn cron(st: &mut State, now_ms: i64) {
+    if st.repl.backlog.is_none() {
+        return;
+    }
+    let size = backlog_size(st);
+    if let Some(b) = st.repl.backlog.as_mut() {
+        b.resize(size);
+    }
+    if st.repl.master.is_none() && !st.repl.replicas.is_empty() {
+        let period = config_i64(st, "repl-ping-replica-period", 10).max(1) * 1000;
+        if now_ms - st.repl.last_ping_ms >= period {
+            st.repl.last_ping_ms = now_ms;
+            feed_dbless(st, &[b"PING"]);
+        }
+    }
+    let timeout = config_i64(st, "repl-timeout", 60).max(1) * 1000;
+    for r in &st.repl.replicas {
+        if r.state == ReplicaState::Online && now_ms - r.ack_ms > timeout {
+            tracing::warn!("Disconnecting timedout replica (streaming sync): {}:{}", r.ip, r.port);
+            r.handle.request_close();
+        }
+    }
+    let ttl = config_i64(st, "repl-backlog-ttl", 3600);
+    if st.repl.master.is_none()
+        && st.repl.replicas.is_empty()
+        && ttl > 0
+        && st.repl.no_replicas_since_ms > 0
+        && now_ms - st.repl.no_replicas_since_ms > ttl * 1000
+    {
+        // As Redis: a new ID, so no replica continues from a history this server forgot.
+        st.repl.new_history();
+        st.repl.backlog = None;
+        st.prop.active = st.aof.status != super::aof::Status::Off;
+        tracing::info!("Replication backlog freed after {ttl} seconds without connected replicas.");
+    }
+    flush(st);
+}
+
+/// INFO replication's lines for the attached replicas (`slaveN:`) and the backlog figures.
+pub fn info_replicas(st: &State, now_ms: i64) -> Vec<(String, String)> {
+    st.repl
+        .replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let lag = (now_ms - r.ack_ms) / 1000;
+            (
+                format!("slave{i}"),
+                format!("ip={},port={},state={},offset={},lag={}", r.ip, r.port, r.state.name(), r.ack_offset, lag),
+            )
+        })
+        .collect()
+}
+
+/// The link task's view of what to do: None when this server is no replica.
+pub fn link_target(st: &State) -> Option<LinkTarget> {
+    let m = st.repl.master.as_ref()?;
+    let text = |name: &str| st.config.other.get(name).filter(|v| !v.is_empty()).cloned();
+    let announce_port =
+        text("replica-announce-port").and_then(|p| p.parse::<u16>().ok()).filter(|&p| p != 0).unwrap_or(st.config.port);
+    Some(LinkTarget {
+        epoch: st.repl.link.epoch.load(Ordering::Acquire),
+        host: m.host.clone(),
+        port: m.port,
+        replid: if st.repl.psync_fresh { "?".into() } else { st.repl.replid.clone() },
+        next_offset: if st.repl.psync_fresh { -1 } else { st.repl.offset + 1 },
+        masteruser: text("masteruser"),
+        masterauth: text("masterauth"),
+        announce_port,
+        announce_ip: text("replica-announce-ip"),
+        timeout_s: config_i64(st, "repl-timeout", 60).max(1) as u64,
+        config: st.config.clone(),
+    })
+}
+
+/// The link for REPLICAOF `epoch`, if that is still the master wanted.
+fn current_link(st: &mut State, epoch: i64) -> Option<&mut MasterLink> {
+    if st.repl.link.epoch.load(Ordering::Acquire) != epoch {
+        return None;
+    }
+    st.repl.master.as_mut()
+}
+
+/// The link task moved on (connecting, handshake, transfer); false when its REPLICAOF is stale.
+pub fn link_state(st: &mut State, epoch: i64, state: LinkState) -> bool {
+    match current_link(st, epoch) {
+        Some(m) => {
+            m.state = state;
+            if state == LinkState::Connect && m.down_since_ms == 0 {
+                m.down_since_ms = crate::util::clock::unix_ms();
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+/// Disconnects this server's own replicas: their history changed under them.
+fn disconnect_replicas(st: &mut State) {
+    for r in &st.repl.replicas {
+        r.handle.request_close();
+    }
+}
+
+/// A full sync's snapshot is loaded: it replaces the dataset, and this server continues the
+/// master's history `replid` from `offset` (its replicas must sync again). False when its
+/// REPLICAOF is stale (the loaded data is dropped).
+pub fn full_sync_loaded(
+    st: &mut State,
+    epoch: i64,
+    loaded: crate::rdb::load::Loaded,
+    replid: &str,
+    offset: i64,
+) -> bool {
+    if current_link(st, epoch).is_none() {
+        return false;
+    }
+    // Clients watching keys of the old dataset see their EXEC fail; waiters and tracking
+    // clients learn that everything changed, as for FLUSHALL.
+    let hit: Vec<u64> = st
+        .watched
+        .iter()
+        .filter(|((d, key), _)| st.dbs.get(*d).is_some_and(|db| db.get_ref(key).is_some()))
+        .flat_map(|(_, ids)| ids.iter().copied())
+        .collect();
+    for id in hit {
+        if let Some(c) = st.clients.get_mut(&id) {
+            c.dirty_cas = true;
+        }
+    }
+    for idx in 0..st.dbs.len() {
+        st.signal_db_waiters(idx);
+    }
+    crate::executor::tracking::on_flush(st);
+    let mut dbs = loaded.dbs;
+    dbs.resize_with(st.dbs.len(), crate::db::Db::new);
+    let old = std::mem::replace(&mut st.dbs, dbs);
+    // Freed off the executor: a large old dataset must not stall the clients.
+    std::thread::spawn(move || drop(old));
+    super::evict::apply_access_clock(st);
+    st.functions = loaded.functions;
+    super::scripting::host::reload_all(st);
+    st.dirty += 1;
+    disconnect_replicas(st);
+    st.repl.replid = replid.to_string();
+    st.repl.clear_replid2();
+    st.repl.offset = offset;
+    st.repl.psync_fresh = false;
+    st.repl.master_stream_db = 0;
+    st.repl.link.applied.store(offset, Ordering::Relaxed);
+    st.repl.backlog = None;
+    ensure_backlog(st);
+    st.repl.selected_db = None;
+    true
+}
+
+/// PSYNC continued; `new_id` is the master's ID when it announced one. A changed ID is
+/// adopted (the old one kept as replid2) and this server's replicas reconnect to learn it.
+pub fn continued(st: &mut State, epoch: i64, new_id: Option<&str>) -> bool {
+    if current_link(st, epoch).is_none() {
+        return false;
+    }
+    if let Some(id) = new_id.filter(|id| *id != st.repl.replid) {
+        st.repl.shift_replid(id);
+        disconnect_replicas(st);
+    }
+    ensure_backlog(st);
+    true
+}
+
+/// The link follows the stream as client `id`.
+pub fn master_connected(st: &mut State, epoch: i64, id: u64) -> bool {
+    let Some(m) = current_link(st, epoch) else { return false };
+    m.state = LinkState::Connected;
+    m.client_id = Some(id);
+    m.down_since_ms = 0;
+    st.repl.link.applied.store(st.repl.offset, Ordering::Relaxed);
+    let db = st.repl.master_stream_db.min(st.dbs.len().saturating_sub(1));
+    if let Some(c) = st.clients.get_mut(&id) {
+        c.master = true;
+        c.db = db;
+        c.authenticated = true;
+        c.handle.set_authenticated(true);
+    }
+    tracing::info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization or finished a full one.");
+    true
+}
+
+/// The replication position a snapshot records (Redis's rdbPopulateSaveInfo): a master with a
+/// backlog stands at its own offset in the database its stream selected; a replica at what it
+/// applied, in its master's database. None when there is no history to continue.
+pub fn rdb_info(st: &State) -> Option<crate::rdb::save::ReplInfo> {
+    let stream_db = match &st.repl.master {
+        None if st.repl.backlog.is_some() => st.repl.selected_db.unwrap_or(0),
+        None => return None,
+        Some(m) => match m.client_id.and_then(|id| st.clients.get(&id)) {
+            Some(c) => c.db,
+            None => st.repl.master_stream_db,
+        },
+    };
+    Some(crate::rdb::save::ReplInfo { stream_db, id: st.repl.replid.clone(), offset: st.repl.offset })
+}
+
+/// The dump loaded at startup recorded a replication position: a replica continues that
+/// history with its master; a master keeps it as its previous history, so its replicas can
+/// continue after its restart.
+pub fn after_load(st: &mut State, info: Option<crate::rdb::save::ReplInfo>) {
+    let Some(info) = info else { return };
+    if st.repl.master.is_some() {
+        st.repl.replid = info.id;
+        st.repl.offset = info.offset;
+        st.repl.master_stream_db = info.stream_db;
+        st.repl.psync_fresh = false;
+        st.repl.link.applied.store(info.offset, Ordering::Relaxed);
+    } else {
+        st.repl.replid2 = info.id;
+        st.repl.second_offset = info.offset + 1;
+        st.repl.offset = info.offset;
+        ensure_backlog(st);
+        st.repl.selected_db = None;
+        st.repl.mark_no_replicas_since(crate::util::clock::unix_ms());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backlog_wraps_and_answers_from_any_held_offset() {
+        let mut b = Backlog::new(8, 1);
+        b.append(b"abcde");
+        assert_eq!(b.since(1).as_deref(), Some(&b"abcde"[..]));
+        assert_eq!(b.since(6).as_deref(), Some(&b""[..]));
+        assert_eq!(b.since(7), None);
+        b.append(b"fghij");
+        assert_eq!(b.first_offset, 3);
+        assert_eq!(b.histlen(), 8);
+        assert_eq!(b.since(3).as_deref(), Some(&b"cdefghij"[..]));
+        assert_eq!(b.since(2), None);
+        assert_eq!(b.since(9).as_deref(), Some(&b"ij"[..]));
+        b.append(b"0123456789xy");
+        assert_eq!(b.first_offset, 15);
+        assert_eq!(b.since(15).as_deref(), Some(&b"456789xy"[..]));
+        b.resize(4);
+        assert_eq!(b.since(19).as_deref(), Some(&b"89xy"[..]));
+        assert_eq!(b.since(18), None);
+        b.resize(16);
+        b.append(b"z");
+        assert_eq!(b.since(19).as_deref(), Some(&b"89xyz"[..]));
+    }
+}

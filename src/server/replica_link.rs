@@ -1,0 +1,405 @@
+//! The replica side's link to its master: one task for the server's life. While REPLICAOF names
+//! a master it connects, does Redis 7.0's handshake (PING, AUTH, REPLCONF listening-port /
+//! ip-address / capa eof psync2, PSYNC <replid> <offset>), takes the snapshot of a full sync
+//! into a temp file that becomes the dump file, has it loaded off the executor and swapped in,
+//! then hands the stream to the executor as the master client, batch by batch, and sends
+//! `REPLCONF ACK <offset>` every second. A link that fails or goes silent for repl-timeout is
+//! retried a second later; REPLICAOF to another master (or NO ONE) abandons it. What the
+//! executor keeps of all this is `executor::replication`.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::Shared;
+use crate::executor::clients::{ClientHandle, ConnInfo};
+use crate::executor::replication::{self, LinkShared, LinkState, LinkTarget};
+use crate::executor::{BatchEnd, Cmd};
+use crate::resp::Parser;
+use crate::util::clock::unix_ms;
+
+/// Why a link attempt ended.
+type LinkResult = Result<(), String>;
+
+/// Runs for the server's life.
+pub async fn run(shared: Arc<Shared>) {
+    let Some(link) = shared.exec.run(|e| e.state.repl.link.clone()).await else { return };
+    loop {
+        // The dump loading at startup may hold the history to continue: wait for it.
+        let loading = |e: &mut crate::executor::Executor| {
+            e.state.poll_loading();
+            e.state.loading.is_some()
+        };
+        while shared.exec.run(loading).await == Some(true) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let Some(target) = shared.exec.run(|e| replication::link_target(&e.state)).await else { return };
+        let Some(target) = target else {
+            link.changed.notified().await;
+            continue;
+        };
+        if let Err(e) = follow(&shared, &link, &target).await {
+            tracing::warn!("Master link to {}:{}: {e}", target.host, target.port);
+        }
+        let epoch = target.epoch;
+        let _ = shared.exec.run(move |e| replication::link_state(&mut e.state, epoch, LinkState::Connect)).await;
+        // Retried after a second, or at once for a new master.
+        tokio::select! {
+            _ = link.changed.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+/// Whether REPLICAOF still names the master this attempt is for.
+fn current(link: &LinkShared, target: &LinkTarget) -> LinkResult {
+    if link.epoch.load(Ordering::Acquire) == target.epoch {
+        Ok(())
+    } else {
+        Err("the master changed".into())
+    }
+}
+
+/// The stream with the bytes read but not consumed yet.
+struct Conn {
+    stream: TcpStream,
+    buf: BytesMut,
+    timeout: Duration,
+}
+
+impl Conn {
+    async fn fill(&mut self) -> LinkResult {
+        self.buf.reserve(16 * 1024);
+        match tokio::time::timeout(self.timeout, self.stream.read_buf(&mut self.buf)).await {
+            Err(_) => Err("Timeout connecting to the MASTER...".into()),
+            Ok(Ok(0)) => Err("the master closed the connection".into()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Ok(n)) => {
+                crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+                Ok(())
+            }
+        }
+    }
+
+    /// One reply line, without its CRLF; the lone newlines a master sends to keep the link
+    /// alive while it prepares the snapshot are skipped.
+    async fn line(&mut self) -> Result<String, String> {
+        loop {
+            while self.buf.first() == Some(&b'\n') {
+                let _ = self.buf.split_to(1);
+            }
+            if let Some(at) = self.buf.iter().position(|&b| b == b'\n') {
+                let line = self.buf.split_to(at + 1);
+                let text = String::from_utf8_lossy(&line[..at]).trim_end_matches('\r').to_string();
+                return Ok(text);
+            }
+            if self.buf.len() > 64 * 1024 {
+                return Err("Protocol error: reply line too long".into());
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn send(&mut self, argv: &[&[u8]]) -> LinkResult {
+        let mut out = Vec::new();
+        crate::aof::encode_command(&mut out, argv);
+        self.stream.write_all(&out).await.map_err(|e| e.to_string())
+    }
+
+    async fn command(&mut self, argv: &[&[u8]]) -> Result<String, String> {
+        self.send(argv).await?;
+        self.line().await
+    }
+}
+
+async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarget) -> LinkResult {
+    let timeout = Duration::from_secs(target.timeout_s);
+    let addr = format!("{}:{}", target.host, target.port);
+    let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("Error condition on socket for SYNC: {e}")),
+        Err(_) => return Err("Timeout connecting to the MASTER...".into()),
+    };
+    let _ = stream.set_nodelay(true);
+    tracing::info!("MASTER <-> REPLICA sync started");
+    let epoch = target.epoch;
+    step(shared, epoch, LinkState::Handshake).await?;
+    let mut conn = Conn { stream, buf: BytesMut::new(), timeout };
+    handshake(&mut conn, target).await?;
+    let next = target.next_offset.to_string();
+    let reply = conn.command(&[b"PSYNC", target.replid.as_bytes(), next.as_bytes()]).await?;
+    link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
+        let mut words = rest.split_whitespace();
+        let (Some(replid), Some(offset)) = (words.next(), words.next().and_then(|o| o.parse::<i64>().ok())) else {
+            return Err(format!("Master replied with wrong +FULLRESYNC syntax: {reply}"));
+        };
+        tracing::info!("Full resync from master: {replid}:{offset}");
+        step(shared, epoch, LinkState::Transfer).await?;
+        let path = receive_snapshot(&mut conn, link).await?;
+        current(link, target)?;
+        let loaded = load_snapshot(path, target).await?;
+        let replid = replid.to_string();
+        let swapped =
+            shared.exec.run(move |e| replication::full_sync_loaded(&mut e.state, epoch, loaded, &replid, offset)).await;
+        if swapped != Some(true) {
+            return Err("the master changed".into());
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Finished with success");
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let new_id = rest.split_whitespace().next().map(str::to_string);
+        tracing::info!("Successful partial resynchronization with master.");
+        let ok = shared.exec.run(move |e| replication::continued(&mut e.state, epoch, new_id.as_deref())).await;
+        if ok != Some(true) {
+            return Err("the master changed".into());
+        }
+    } else {
+        return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+    }
+    stream_commands(shared, link, target, conn).await
+}
+
+async fn step(shared: &Arc<Shared>, epoch: i64, state: LinkState) -> LinkResult {
+    match shared.exec.run(move |e| replication::link_state(&mut e.state, epoch, state)).await {
+        Some(true) => Ok(()),
+        _ => Err("the master changed".into()),
+    }
+}
+
+/// PING, AUTH, REPLCONF, as replicationSyncHandshake sends them.
+async fn handshake(conn: &mut Conn, target: &LinkTarget) -> LinkResult {
+    let pong = conn.command(&[b"PING"]).await?;
+    // An authentication error is fine here: AUTH comes next.
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    if let Some(pass) = &target.masterauth {
+        let reply = match &target.masteruser {
+            Some(user) => conn.command(&[b"AUTH", user.as_bytes(), pass.as_bytes()]).await?,
+            None => conn.command(&[b"AUTH", pass.as_bytes()]).await?,
+        };
+        if reply.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let port = target.announce_port.to_string();
+    let reply = conn.command(&[b"REPLCONF", b"listening-port", port.as_bytes()]).await?;
+    if reply.starts_with('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF listening-port: {reply}");
+    }
+    if let Some(ip) = &target.announce_ip {
+        let reply = conn.command(&[b"REPLCONF", b"ip-address", ip.as_bytes()]).await?;
+        if reply.starts_with('-') {
+            tracing::info!("(Non critical) Master does not understand REPLCONF ip-address: {reply}");
+        }
+    }
+    let reply = conn.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]).await?;
+    if reply.starts_with('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
+    }
+    Ok(())
+}
+
+/// Receives the snapshot (`$<len>` or `$EOF:<mark>` framing) into a temp file in the working
+/// directory; returns its path. Bytes after it stay in the buffer: they are the stream.
+async fn receive_snapshot(conn: &mut Conn, link: &LinkShared) -> Result<std::path::PathBuf, String> {
+    let header = conn.line().await?;
+    if let Some(err) = header.strip_prefix('-') {
+        return Err(format!("MASTER aborted replication with an error: {err}"));
+    }
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}')"));
+    };
+    let mark = spec.strip_prefix("EOF:").map(|m| m.as_bytes().to_vec());
+    let size = match &mark {
+        Some(m) if m.len() == 40 => -1,
+        Some(_) => return Err("Bad EOF mark from MASTER".into()),
+        None => spec.parse::<i64>().map_err(|_| format!("Bad snapshot length from MASTER: {spec}"))?,
+    };
+    tracing::info!(
+        "MASTER <-> REPLICA sync: receiving {} from master to disk",
+        if size < 0 { "streamed RDB".to_string() } else { format!("{size} bytes") }
+    );
+    link.transfer_size.store(size, Ordering::Relaxed);
+    link.transfer_read.store(0, Ordering::Relaxed);
+    let path = std::path::PathBuf::from(format!("temp-{}.{}.rdb", unix_ms() / 1000, std::process::id()));
+    // Plain writes: they land in the page cache, and one fsync at the end makes them durable.
+    let mut file = std::fs::File::create(&path).map_err(|e| format!("Opening the temp file: {e}"))?;
+    let mut read: i64 = 0;
+    let result: LinkResult = async {
+        match mark {
+            None => {
+                while read < size {
+                    if conn.buf.is_empty() {
+                        conn.fill().await?;
+                    }
+                    let take = conn.buf.len().min((size - read) as usize);
+                    let chunk = conn.buf.split_to(take);
+                    file.write_all(&chunk).map_err(|e| e.to_string())?;
+                    read += take as i64;
+                    link.transfer_read.store(read, Ordering::Relaxed);
+                    link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
+                }
+            }
+            Some(mark) => loop {
+                // Everything but the last 40 bytes is surely data; the mark ends the payload.
+                if let Some(at) = find(&conn.buf, &mark) {
+                    let chunk = conn.buf.split_to(at);
+                    let _ = conn.buf.split_to(mark.len());
+                    file.write_all(&chunk).map_err(|e| e.to_string())?;
+                    read += chunk.len() as i64;
+                    link.transfer_read.store(read, Ordering::Relaxed);
+                    break;
+                }
+                if conn.buf.len() > mark.len() {
+                    let chunk = conn.buf.split_to(conn.buf.len() - mark.len());
+                    file.write_all(&chunk).map_err(|e| e.to_string())?;
+                    read += chunk.len() as i64;
+                    link.transfer_read.store(read, Ordering::Relaxed);
+                }
+                conn.fill().await?;
+                link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
+            },
+        }
+        file.sync_all().map_err(|e| e.to_string())
+    }
+    .await;
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&path);
+        return Err(e);
+    }
+    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    Ok(path)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Makes the temp file the dump file (as Redis renames it), then loads it on a blocking thread.
+async fn load_snapshot(tmp: std::path::PathBuf, target: &LinkTarget) -> Result<crate::rdb::load::Loaded, String> {
+    let cfg = target.config.clone();
+    tokio::task::spawn_blocking(move || {
+        let dump = std::path::PathBuf::from(&cfg.dbfilename);
+        let path = match std::fs::rename(&tmp, &dump) {
+            Ok(()) => dump,
+            Err(e) => {
+                tracing::warn!("Failed trying to rename the temp DB into {}: {e}", cfg.dbfilename);
+                tmp.clone()
+            }
+        };
+        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+        let loaded = crate::rdb::load::load_for_replica(&path, &cfg)
+            .map_err(|e| format!("Failed trying to load the MASTER synchronization DB from disk: {e}"));
+        if path == tmp {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        loaded
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// Follows the stream: every read is one batch for the master client; its replies are dropped,
+/// what it pushes (REPLCONF ACK answers to GETACK) goes to the master, and an ACK goes every
+/// second.
+async fn stream_commands(shared: &Arc<Shared>, link: &LinkShared, target: &LinkTarget, conn: Conn) -> LinkResult {
+    let Conn { mut stream, buf: mut rbuf, timeout } = conn;
+    let handle = Arc::new(ClientHandle::default());
+    let (laddr, addr) = (
+        stream.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        stream.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+    );
+    let info = ConnInfo { addr, laddr, fd: -1, unix: false, local: false };
+    let Some(id) = shared.exec.connect(info, handle.clone()).await else { return Err("the server is stopping".into()) };
+    let epoch = target.epoch;
+    let ok = shared.exec.run(move |e| replication::master_connected(&mut e.state, epoch, id)).await;
+    let result = if ok == Some(true) {
+        apply_stream(shared, link, &handle, id, &mut stream, &mut rbuf, timeout).await
+    } else {
+        Err("the master changed".into())
+    };
+    shared.exec.disconnect(id);
+    result
+}
+
+async fn apply_stream(
+    shared: &Arc<Shared>,
+    link: &LinkShared,
+    handle: &Arc<ClientHandle>,
+    id: u64,
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+    timeout: Duration,
+) -> LinkResult {
+    let mut parser = Parser::new(i64::MAX);
+    let mut cmds: Vec<Cmd> = Vec::new();
+    let mut out = Vec::new();
+    let mut pushed = Vec::new();
+    let mut last_spec = None;
+    let mut ack = tokio::time::interval(Duration::from_secs(1));
+    let mut last_io = tokio::time::Instant::now();
+    send_ack(stream, link).await?;
+    loop {
+        if !rbuf.is_empty() {
+            cmds.clear();
+            let parsed = parser.parse_into(rbuf, |argv| {
+                cmds.push(Cmd { spec: crate::commands::lookup_cached(&argv[0], &mut last_spec), argv })
+            });
+            if !cmds.is_empty() {
+                out.clear();
+                if shared.exec.batch(id, &mut cmds, &mut out).await == BatchEnd::Shutdown {
+                    shared.shutdown.notify_one();
+                }
+            }
+            if let Some(err) = parsed.error {
+                return Err(format!("Protocol error from MASTER: {}", err.reply_text()));
+            }
+            if parsed.stopped_early {
+                continue;
+            }
+        }
+        handle.take_output_into(&mut pushed);
+        if !pushed.is_empty() {
+            stream.write_all(&pushed).await.map_err(|e| e.to_string())?;
+        }
+        if handle.close_requested() {
+            return Err("the master client was closed".into());
+        }
+        rbuf.reserve(16 * 1024);
+        tokio::select! {
+            r = stream.read_buf(rbuf) => match r {
+                Ok(0) => return Err("the master closed the connection".into()),
+                Err(e) => return Err(e.to_string()),
+                Ok(n) => {
+                    crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+                    last_io = tokio::time::Instant::now();
+                    link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
+                }
+            },
+            _ = handle.notify.wait() => {}
+            _ = ack.tick() => {
+                if last_io.elapsed() > timeout {
+                    return Err("MASTER timeout: no data nor PING received...".into());
+                }
+                send_ack(stream, link).await?;
+            }
+        }
+    }
+}
+
+async fn send_ack(stream: &mut TcpStream, link: &LinkShared) -> LinkResult {
+    let offset = link.applied.load(Ordering::Relaxed).to_string();
+    let mut out = Vec::new();
+    crate::aof::encode_command(&mut out, &[&b"REPLCONF"[..], b"ACK", offset.as_bytes()]);
+    stream.write_all(&out).await.map_err(|e| e.to_string())
+}

@@ -1,0 +1,304 @@
+//! Replication with the real Redis 7.0 in both roles: a real replica of ferrodis, ferrodis as the
+//! replica of a real master, and a chain through ferrodis; after writes of every type (and
+//! expiring keys, a transaction, a script, a stream group) the datasets agree by DEBUG DIGEST
+//! and the offsets meet. A dropped link and a restarted replica continue with `+CONTINUE`
+//! (sync_partial_ok grows, sync_full does not). ROLE, INFO replication, WAIT, READONLY and
+//! REPLCONF/REPLICAOF errors are compared with what the real Redis answers.
+
+mod common;
+
+use common::{info_field, show, wait_until, Client, RedisServer, Server, TestServer, Watchdog};
+use std::time::Duration;
+
+const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
+
+fn replica_args(master: &Server) -> Vec<String> {
+    let mut args: Vec<String> = DEBUG.iter().map(|s| s.to_string()).collect();
+    args.extend(["--replicaof".into(), "127.0.0.1".into(), master.port.to_string()]);
+    args
+}
+
+fn start_replica(real: bool, master: &Server, extra: &[&str]) -> Server {
+    let mut args = replica_args(master);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    if real {
+        RedisServer::with_args(&args)
+    } else {
+        TestServer::with_args(&args)
+    }
+}
+
+fn link_up(s: &Server) -> bool {
+    info_field(&mut s.client(), "replication", "master_link_status") == "up"
+}
+
+fn offset(s: &Server) -> i64 {
+    info_field(&mut s.client(), "replication", "master_repl_offset").parse().unwrap_or(-1)
+}
+
+fn stat(s: &Server, name: &str) -> i64 {
+    info_field(&mut s.client(), "stats", name).parse().unwrap_or(-1)
+}
+
+fn digest(s: &Server) -> Vec<u8> {
+    s.client().cmd(&["DEBUG", "DIGEST"])
+}
+
+/// Writes of every type, expiring keys, a transaction, a script and a stream group.
+fn write_mix(c: &mut Client, rounds: usize) {
+    for i in 0..rounds {
+        let k = |p: &str| format!("{p}:{}", i % 97);
+        c.cmd(&["SET", &k("s"), &i.to_string()]);
+        c.cmd(&["INCR", "counter"]);
+        c.cmd(&["RPUSH", &k("l"), "a", "b"]);
+        c.cmd(&["LPOP", &k("l")]);
+        c.cmd(&["SADD", &k("set"), &i.to_string()]);
+        c.cmd(&["HSET", &k("h"), "f", &i.to_string(), "g", "x"]);
+        c.cmd(&["ZADD", &k("z"), &i.to_string(), &format!("m{i}")]);
+        c.cmd(&["XADD", "stream", "*", "i", &i.to_string()]);
+        c.cmd(&["SET", &k("ttl"), "v", "PX", "1"]);
+        c.cmd(&["SET", &k("keep"), "v", "EX", "1000"]);
+        if i % 10 == 0 {
+            c.cmd(&["SELECT", "3"]);
+            c.cmd(&["SET", &k("db3"), "x"]);
+            c.cmd(&["SELECT", "0"]);
+        }
+    }
+    c.cmd(&["MULTI"]);
+    c.cmd(&["INCR", "tx"]);
+    c.cmd(&["LPUSH", "txl", "a"]);
+    c.cmd(&["EXPIRE", "txl", "100"]);
+    assert_eq!(c.cmd(&["EXEC"]), b"*3\r\n:1\r\n:1\r\n:1\r\n");
+    c.cmd(&["EVAL", "for i=1,20 do redis.call('set','ev'..i,i) end return 1", "0"]);
+    c.cmd(&["XGROUP", "CREATE", "stream", "g", "0"]);
+    c.cmd(&["XREADGROUP", "GROUP", "g", "c1", "COUNT", "3", "STREAMS", "stream", ">"]);
+    c.cmd(&["SPOP", "set:1"]);
+}
+
+/// Waits until every replica's offset equals the master's and the digests agree.
+fn assert_converged(master: &Server, replicas: &[&Server]) {
+    wait_until("replica offsets to meet the master's", || {
+        let m = offset(master);
+        replicas.iter().all(|r| offset(r) == m)
+    });
+    // Expired keys are deleted on the master (its DEL goes down the stream) by access or by its
+    // active cycle; touch them so the digest compares what the master holds.
+    let mut c = master.client();
+    for i in 0..97 {
+        c.cmd(&["EXISTS", &format!("ttl:{i}")]);
+    }
+    wait_until("replica offsets to meet the master's after the expiries", || {
+        let m = offset(master);
+        replicas.iter().all(|r| offset(r) == m)
+    });
+    let want = digest(master);
+    for r in replicas {
+        assert_eq!(show(&digest(r)), show(&want), "{} replica of {} differs", r.name, master.name);
+    }
+}
+
+#[test]
+fn real_replica_follows_ferrodis_and_a_chain_through_ferrodis() {
+    let _w = Watchdog::new("real_replica_follows_ferrodis", Duration::from_secs(120));
+    let master = TestServer::with_args(&DEBUG);
+    master.client().cmd(&["SET", "before", "sync"]);
+    let real = start_replica(true, &master, &[]);
+    let middle = start_replica(false, &master, &[]);
+    wait_until("both replicas up", || link_up(&real) && link_up(&middle));
+    let end = start_replica(true, &middle, &[]);
+    wait_until("the chained real replica up", || link_up(&end));
+    write_mix(&mut master.client(), 300);
+    assert_converged(&master, &[&real, &middle, &end]);
+    assert_eq!(master.client().cmd(&["GET", "before"]), b"$4\r\nsync\r\n");
+    assert_eq!(info_field(&mut master.client(), "replication", "connected_slaves"), "2");
+}
+
+#[test]
+fn ferrodis_follows_a_real_master() {
+    let _w = Watchdog::new("ferrodis_follows_a_real_master", Duration::from_secs(120));
+    let master = RedisServer::with_args(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
+    master.client().cmd(&["DEBUG", "POPULATE", "2000"]);
+    let replica = start_replica(false, &master, &[]);
+    wait_until("the ferrodis replica up", || link_up(&replica));
+    write_mix(&mut master.client(), 300);
+    assert_converged(&master, &[&replica]);
+    // A read-only replica refuses writes as Redis does; expired keys read as gone there.
+    let mut c = replica.client();
+    assert_eq!(show(&c.cmd(&["SET", "x", "y"])), show(b"-READONLY You can't write against a read only replica.\r\n"));
+    assert_eq!(c.cmd(&["GET", "ttl:1"]), b"$-1\r\n");
+    let role = show(&c.cmd(&["ROLE"]));
+    assert!(role.contains("slave") && role.contains("connected"), "ROLE on the replica: {role}");
+}
+
+#[test]
+fn partial_resync_after_a_dropped_link_and_after_a_restart() {
+    let _w = Watchdog::new("partial_resync", Duration::from_secs(120));
+    for master_real in [true, false] {
+        let master = if master_real {
+            RedisServer::with_args(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"])
+        } else {
+            TestServer::with_args(&DEBUG)
+        };
+        let replica = start_replica(!master_real, &master, &[]);
+        wait_until("replica up", || link_up(&replica));
+        write_mix(&mut master.client(), 50);
+        assert_converged(&master, &[&replica]);
+        let full = stat(&master, "sync_full");
+        let partial = stat(&master, "sync_partial_ok");
+        // The link drops; the stream goes on meanwhile, in another database.
+        assert_eq!(replica.client().cmd(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
+        let mut m = master.client();
+        m.cmd(&["SELECT", "5"]);
+        m.cmd(&["SET", "while-down", "1"]);
+        wait_until("the link back", || stat(&master, "sync_partial_ok") == partial + 1 && link_up(&replica));
+        m.cmd(&["SET", "after", "2"]);
+        assert_converged(&master, &[&replica]);
+        assert_eq!(stat(&master, "sync_full"), full, "master real={master_real}: a full sync after a link drop");
+        let mut r = replica.client();
+        r.cmd(&["SELECT", "5"]);
+        assert_eq!(r.cmd(&["GET", "after"]), b"$1\r\n2\r\n");
+    }
+}
+
+#[test]
+fn ferrodis_replica_restart_continues_from_its_dump() {
+    let _w = Watchdog::new("replica_restart", Duration::from_secs(120));
+    let master = RedisServer::with_args(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"]);
+    write_mix(&mut master.client(), 30);
+    let dir = std::env::temp_dir().join(format!("ferrodis-repl-restart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let port = master.port.to_string();
+    let args =
+        ["--replicaof", "127.0.0.1", &port, "--dir", &dir_arg, "--save", "3600 1", "--enable-debug-command", "yes"];
+    {
+        let replica = TestServer::with_args(&args);
+        wait_until("replica up", || link_up(&replica));
+        assert_converged(&master, &[&replica]);
+        let _ = replica.client().try_cmd(&["SHUTDOWN", "SAVE"]);
+    }
+    master.client().cmd(&["SET", "while-down", "1"]);
+    let full = stat(&master, "sync_full");
+    let partial = stat(&master, "sync_partial_ok");
+    let replica = TestServer::with_args(&args);
+    wait_until("replica up again", || link_up(&replica));
+    assert_converged(&master, &[&replica]);
+    assert_eq!(stat(&master, "sync_full"), full, "the restarted replica needed a full sync");
+    assert_eq!(stat(&master, "sync_partial_ok"), partial + 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn wait_counts_acknowledging_replicas() {
+    let _w = Watchdog::new("wait", Duration::from_secs(60));
+    let master = TestServer::new();
+    let mut c = master.client();
+    assert_eq!(c.cmd(&["WAIT", "1", "50"]), b":0\r\n");
+    let replica = start_replica(true, &master, &[]);
+    wait_until("replica up", || link_up(&replica));
+    c.cmd(&["SET", "k", "v"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), b":1\r\n");
+    assert_eq!(c.cmd(&["WAIT", "2", "100"]), b":1\r\n");
+    assert_eq!(c.cmd(&["WAIT", "0", "0"]), b":1\r\n");
+}
+
+/// Replies that need no replica at all, byte for byte against Redis.
+#[test]
+fn replication_commands_answer_as_redis() {
+    let redis = RedisServer::new();
+    let ours = TestServer::new();
+    let cases: &[&[&str]] = &[
+        &["REPLICAOF", "127.0.0.1", "notaport"],
+        &["REPLICAOF", "127.0.0.1", "70000"],
+        &["REPLICAOF", "no", "one"],
+        &["SLAVEOF", "NO", "ONE"],
+        &["REPLICAOF", "a"],
+        &["REPLCONF", "listening-port"],
+        &["REPLCONF", "bogus", "1"],
+        &["REPLCONF", "listening-port", "x"],
+        &["REPLCONF", "capa", "eof", "capa", "psync2"],
+        &["PSYNC", "?", "notanumber"],
+        &["WAIT", "1", "notanumber"],
+        &["WAIT", "x", "0"],
+        &["WAIT", "0", "-1"],
+        &["ROLE"],
+    ];
+    let (mut r, mut o) = (redis.client(), ours.client());
+    for argv in cases {
+        let (want, got) = (r.cmd(argv), o.cmd(argv));
+        // ROLE's offset is 0 on both fresh masters; everything else is compared as is.
+        assert_eq!(show(&got), show(&want), "{argv:?}");
+    }
+}
+
+/// The command stream a master sends after the snapshot, byte for byte against Redis: SELECT
+/// when the database changes, MULTI/EXEC around a transaction, a script's effects, a rewritten
+/// INCRBYFLOAT and SPOP's SREM, nothing for commands that changed nothing.
+#[test]
+fn the_stream_after_sync_matches_redis() {
+    let _w = Watchdog::new("the_stream_after_sync_matches_redis", Duration::from_secs(60));
+    let redis = RedisServer::with_args(&["--repl-diskless-sync", "no"]);
+    let ours = TestServer::new();
+    let mut streams = Vec::new();
+    for s in [&redis, &ours] {
+        let mut replica = s.client();
+        replica.send_raw(b"SYNC\r\n").expect("send SYNC");
+        // Skip the keepalive newlines, read the `$<len>` header and the snapshot.
+        let mut buf = Vec::new();
+        wait_until("the snapshot", || {
+            buf.extend(replica.drain(Duration::from_millis(50)).bytes);
+            while buf.first() == Some(&b'\n') {
+                buf.remove(0);
+            }
+            let Some(nl) = buf.windows(2).position(|w| w == b"\r\n") else { return false };
+            let len: usize = std::str::from_utf8(&buf[1..nl]).ok().and_then(|t| t.parse().ok()).unwrap_or(usize::MAX);
+            buf.len() >= nl + 2 + len && {
+                buf.drain(..nl + 2 + len);
+                true
+            }
+        });
+        let mut c = s.client();
+        for argv in [
+            &["SET", "a", "1"][..],
+            &["INCR", "a"],
+            &["DEL", "missing"],
+            &["SELECT", "2"],
+            &["HSET", "h", "f", "v"],
+            &["INCRBYFLOAT", "fl", "1.5"],
+            &["SADD", "s", "only"],
+            &["SPOP", "s"],
+            &["MULTI"],
+            &["LPUSH", "l", "x"],
+            &["RPUSH", "l", "y"],
+            &["EXEC"],
+            &["EVAL", "redis.call('set','e','1') redis.call('incr','e') return 1", "0"],
+            &["SELECT", "0"],
+            &["FLUSHDB"],
+        ] {
+            c.cmd(argv);
+        }
+        let deadline = std::time::Instant::now() + common::WAIT_LIMIT;
+        // PINGs come on the master's own clock (every repl-ping-replica-period): not compared.
+        let ping = b"*1\r\n$4\r\nPING\r\n";
+        let strip = |b: &[u8]| {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < b.len() {
+                if b[i..].starts_with(ping) {
+                    i += ping.len();
+                } else {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            }
+            out
+        };
+        while !strip(&buf).ends_with(b"FLUSHDB\r\n") {
+            assert!(std::time::Instant::now() < deadline, "{}: the stream stopped at {}", s.name, show(&buf));
+            buf.extend(replica.drain(Duration::from_millis(100)).bytes);
+        }
+        streams.push(strip(&buf));
+    }
+    assert_eq!(show(&streams[1]), show(&streams[0]));
+}
