@@ -374,8 +374,9 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     let p = &st.stats.persistence;
     let current_bgsave = if p.bgsave_in_progress { now_ms / 1000 - p.bgsave_started_unix } else { -1 };
     s.title("Persistence");
-    s.field("loading", p.loading as u8);
-    s.field("async_loading", 0);
+    let sync_loading = st.repl.sync_loading;
+    s.field("loading", (p.loading || sync_loading == Some(false)) as u8);
+    s.field("async_loading", (sync_loading == Some(true)) as u8);
     s.field("current_cow_peak", 0);
     s.field("current_cow_size", 0);
     s.field("current_cow_size_age", 0);
@@ -383,7 +384,9 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("current_save_keys_processed", 0);
     s.field("current_save_keys_total", 0);
     s.field("rdb_changes_since_last_save", st.dirty);
-    s.field("rdb_bgsave_in_progress", p.bgsave_in_progress as u8);
+    // A replica's snapshot child counts too (Redis forks the same RDB child for it).
+    let syncing = st.repl.replicas.iter().any(|r| r.state == crate::executor::replication::ReplicaState::SendBulk);
+    s.field("rdb_bgsave_in_progress", (p.bgsave_in_progress || syncing) as u8);
     s.field("rdb_last_save_time", st.lastsave_unix);
     s.field("rdb_last_bgsave_status", if p.last_bgsave_ok { "ok" } else { "err" });
     s.field("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);
@@ -532,7 +535,7 @@ fn replication(s: &mut Section, st: &State) {
             s.field("replica_announced", (other("replica-announced", "yes") == "yes") as u8);
         }
     }
-    s.field("connected_slaves", r.replicas.len());
+    s.field("connected_slaves", replication::replica_count(st));
     if st.config.min_replicas_to_write > 0 && st.config.min_replicas_max_lag > 0 {
         s.field("min_slaves_good_slaves", replication::good_replicas(st, now));
     }

@@ -11,6 +11,8 @@ use common::{info_field, show, wait_until, Client, RedisServer, Server, TestServ
 use std::time::Duration;
 
 const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
+/// A master that starts a diskless full sync at once (the default waits 5 s for more replicas).
+const MASTER: [&str; 4] = ["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"];
 
 fn replica_args(master: &Server) -> Vec<String> {
     let mut args: Vec<String> = DEBUG.iter().map(|s| s.to_string()).collect();
@@ -101,7 +103,7 @@ fn assert_converged(master: &Server, replicas: &[&Server]) {
 #[test]
 fn real_replica_follows_ferrodis_and_a_chain_through_ferrodis() {
     let _w = Watchdog::new("real_replica_follows_ferrodis", Duration::from_secs(120));
-    let master = TestServer::with_args(&DEBUG);
+    let master = TestServer::with_args(&MASTER);
     master.client().cmd(&["SET", "before", "sync"]);
     let real = start_replica(true, &master, &[]);
     let middle = start_replica(false, &master, &[]);
@@ -138,7 +140,7 @@ fn partial_resync_after_a_dropped_link_and_after_a_restart() {
         let master = if master_real {
             RedisServer::with_args(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"])
         } else {
-            TestServer::with_args(&DEBUG)
+            TestServer::with_args(&MASTER)
         };
         let replica = start_replica(!master_real, &master, &[]);
         wait_until("replica up", || link_up(&replica));
@@ -192,7 +194,7 @@ fn ferrodis_replica_restart_continues_from_its_dump() {
 #[test]
 fn wait_counts_acknowledging_replicas() {
     let _w = Watchdog::new("wait", Duration::from_secs(60));
-    let master = TestServer::new();
+    let master = TestServer::with_args(&MASTER);
     let mut c = master.client();
     assert_eq!(c.cmd(&["WAIT", "1", "50"]), b":0\r\n");
     let replica = start_replica(true, &master, &[]);
@@ -301,4 +303,20 @@ fn the_stream_after_sync_matches_redis() {
         streams.push(strip(&buf));
     }
     assert_eq!(show(&streams[1]), show(&streams[0]));
+}
+
+/// repl-diskless-sync-delay: a diskless replica waits (INFO shows it as wait_bgsave, with
+/// keepalive newlines) and all that arrive within the delay start together.
+#[test]
+fn diskless_sync_waits_for_its_delay() {
+    let _w = Watchdog::new("diskless_sync_waits_for_its_delay", Duration::from_secs(60));
+    let master = TestServer::with_args(&["--repl-diskless-sync-delay", "2"]);
+    let started = std::time::Instant::now();
+    let replica = start_replica(true, &master, &[]);
+    wait_until("the replica waiting for the delay", || {
+        String::from_utf8_lossy(&master.client().cmd(&["INFO", "replication"])).contains("state=wait_bgsave")
+    });
+    assert_eq!(info_field(&mut master.client(), "replication", "connected_slaves"), "1");
+    wait_until("replica up", || link_up(&replica));
+    assert!(started.elapsed() >= Duration::from_millis(1500), "the sync started before its delay");
 }

@@ -80,7 +80,8 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return refuse("can't set protected config");
         }
         // Redis's DENY_LOADING_CONFIG: these wait for a load in progress to end.
-        if matches!(desc.name, "dir" | "appendonly") && ctx.srv.stats.persistence.loading {
+        let loading = ctx.srv.stats.persistence.loading || ctx.srv.repl.sync_loading.is_some();
+        if matches!(desc.name, "dir" | "appendonly") && loading {
             return Err(CmdError::Raw("LOADING Redis is loading the dataset in memory".into()));
         }
         let lower = name.to_ascii_lowercase();

@@ -524,6 +524,8 @@ fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) -> CmdResult {
 /// DEBUG POPULATE count [prefix] [size]: creates `prefix:N` keys holding `value:N` (cut or
 /// zero-padded to `size`), skipping names that exist.
 fn debug_populate(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    // Test data of this server alone: Redis neither logs nor replicates it.
+    ctx.no_propagate();
     let positive = || CmdError::err("value is out of range, must be positive");
     let count = crate::util::num::parse_i64(args.get(2)).filter(|&n| n >= 0).ok_or_else(positive)?;
     let prefix: &[u8] = if args.len() >= 4 { args.get(3) } else { b"key" };

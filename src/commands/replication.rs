@@ -10,14 +10,10 @@
 //! eof`, otherwise spooled to a temp file first so the `$<length>` header can be sent), then the
 //! queued stream. An `rdb-only` reader (redis-cli --rdb) is closed after the snapshot.
 
-use std::os::fd::OwnedFd;
-
 use super::flags::*;
 use super::{acl, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::executor::clients::RdbTransfer;
 use crate::executor::replication::{self, LinkState, MasterLink};
 use crate::executor::State;
-use crate::rdb::save::{self, Aux, Options};
 use crate::resp::Reply;
 use crate::util::clock::{random_hex, unix_ms};
 
@@ -98,9 +94,6 @@ pub fn wait(ctx: &mut Ctx, args: &Args) -> CmdResult {
     ctx.block(Vec::new(), deadline, Reply::Int(0), "")
 }
 
-/// Length of the random EOF marker of the diskless framing (Redis's RDB_EOF_MARK_SIZE).
-const EOF_MARK_LEN: usize = 40;
-
 /// REPLCONF [option value ...]
 ///
 /// Replication settings a replica (or redis-cli) declares before SYNC: `capa`, `rdb-only`,
@@ -180,7 +173,7 @@ pub fn sync(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     if let Some(refusal) = sync_refusal(ctx) {
         return refusal;
     }
-    full_sync(ctx, Vec::new())
+    full_sync(ctx, false)
 }
 
 /// PSYNC replicationid offset
@@ -205,7 +198,7 @@ pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if replid != b"?" {
         ctx.srv.repl.sync_partial_err += 1;
     }
-    full_sync(ctx, b"+FULLRESYNC".to_vec())
+    full_sync(ctx, true)
 }
 
 /// Why SYNC/PSYNC cannot be served now, as Redis checks it.
@@ -237,28 +230,31 @@ fn replica_name(ctx: &Ctx) -> String {
     format!("{ip}:{port}")
 }
 
-/// Forks the snapshot and attaches the replica; `head` is `+FULLRESYNC` (to be completed with
-/// the ID and offset the snapshot stands for) or empty for SYNC.
-fn full_sync(ctx: &mut Ctx, mut head: Vec<u8>) -> CmdResult {
-    let rdb_only = ctx.client.replconf.rdb_only;
+/// A full sync: at once, or, for a diskless replica (`capa eof`) under repl-diskless-sync with
+/// a delay, once the delay has passed so that replicas arriving meanwhile share the moment
+/// (the cron starts it). `psync` says whether the replica gets a `+FULLRESYNC` line.
+fn full_sync(ctx: &mut Ctx, psync: bool) -> CmdResult {
     replication::before_full_sync(ctx.srv);
-    let (pipe, pid) = fork_snapshot(ctx.srv, ctx.client.replconf.functions_only)
+    let (ip, port) = announced(ctx);
+    let replica = replication::Waiting {
+        id: ctx.client.id,
+        handle: ctx.client.handle.clone(),
+        conf: ctx.client.replconf.clone(),
+        psync,
+        ip,
+        port,
+        since_ms: ctx.now_ms,
+    };
+    let conf = &ctx.srv.config.other;
+    let diskless = conf.get("repl-diskless-sync").is_none_or(|v| v == "yes") && replica.conf.capa_eof;
+    let delay: i64 = conf.get("repl-diskless-sync-delay").and_then(|v| v.parse().ok()).unwrap_or(5);
+    if diskless && delay > 0 && !replica.conf.rdb_only {
+        replication::wait_for_start(ctx.srv, replica);
+        return Ok(Reply::Raw(Vec::new()));
+    }
+    replication::start_full_sync(ctx.srv, replica)
         .map_err(|e| CmdError::err(format!("Can't fork the snapshot for SYNC: {e}")))?;
-    if !head.is_empty() {
-        head.extend_from_slice(format!(" {} {}\r\n", ctx.srv.repl.replid, ctx.srv.repl.offset).as_bytes());
-    }
-    let mark = ctx.client.replconf.capa_eof.then(|| random_hex(EOF_MARK_LEN).into_bytes());
-    if let Some(m) = &mark {
-        head.extend_from_slice(b"$EOF:");
-        head.extend_from_slice(m);
-        head.extend_from_slice(b"\r\n");
-    }
-    ctx.client.handle.start_rdb_transfer(RdbTransfer { pipe, pid, mark, rdb_only });
-    if !rdb_only {
-        let (ip, port) = announced(ctx);
-        replication::attach(ctx.srv, ctx.client.id, ctx.client.handle.clone(), ip, port, false);
-    }
-    Ok(Reply::Raw(head))
+    Ok(Reply::Raw(Vec::new()))
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF)
@@ -371,48 +367,5 @@ pub fn role(ctx: &mut Ctx, _args: &Args) -> CmdResult {
                 Reply::Int(offset),
             ]))
         }
-    }
-}
-
-/// Forks a child that writes the snapshot into a pipe and exits; returns the read end and the
-/// child's pid.
-fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32), String> {
-    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
-    let repl = replication::rdb_info(st);
-    let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false, repl };
-    let version = save::required_version(&st.dbs);
-    let opts = Options {
-        compress: st.config.rdbcompression,
-        checksum: st.config.rdbchecksum,
-        list_fill: st.config.list_max_listpack_size,
-        ..Options::new(version)
-    };
-    // SAFETY: the child only serializes the (copy-on-write) dataset into the pipe and leaves
-    // with `_exit`; it never returns into the server, never touches the runtime and logs nothing,
-    // so no lock held by another thread at fork time is taken (as BGSAVE's child).
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
-            drop(rd);
-            let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
-            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
-                let out = std::fs::File::from(wr);
-                // The writer flushes its buffer before handing the file back.
-                match save::write_snapshot(out, dbs, &st.functions, &info, &opts) {
-                    Ok(_) => 0,
-                    Err(_) => 1,
-                }
-            }))
-            .unwrap_or(1);
-            // SAFETY: ends the child without running the parent's atexit handlers or destructors.
-            unsafe { libc::_exit(code) }
-        }
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            drop(wr);
-            st.stats.persistence.total_forks += 1;
-            tracing::info!("Replica asked for synchronization: snapshot streamed by pid {child}");
-            Ok((rd, child.as_raw()))
-        }
-        Err(e) => Err(e.to_string()),
     }
 }

@@ -236,7 +236,17 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         refuse(st, client, spec, parent, CmdError::err("Replica can't interact with the keyspace"), out, proto);
         return;
     }
-    if st.loading.is_some() && !spec.has_flag(flags::LOADING) {
+    // A replica loading its master's snapshot: -LOADING, or, while it still serves the old
+    // data (async loading), only for commands flagged no-async-loading.
+    let sync_loading = st.repl.sync_loading.filter(|_| !obey);
+    let loading_refused = match sync_loading {
+        Some(true) => {
+            spec.has_flag(flags::NO_ASYNC_LOADING) || parent.is_some_and(|p| p.has_flag(flags::NO_ASYNC_LOADING))
+        }
+        Some(false) => !spec.has_flag(flags::LOADING),
+        None => false,
+    };
+    if (st.loading.is_some() && !spec.has_flag(flags::LOADING)) || loading_refused {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         refuse(
             st,

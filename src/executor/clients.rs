@@ -319,9 +319,26 @@ impl ClientHandle {
         self.authenticated.load(Ordering::Relaxed)
     }
 
-    pub fn start_rdb_transfer(&self, t: RdbTransfer) {
+    /// Hands the connection a snapshot to send. What the outbox held (keepalive newlines sent
+    /// while the replica waited) goes first, ahead of the transfer's head, so everything queued
+    /// from now on (the stream) follows the snapshot.
+    pub fn start_rdb_transfer(&self, mut t: RdbTransfer) {
+        {
+            let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+            if !outbox.is_empty() {
+                outbox.append(&mut t.head);
+                t.head = std::mem::take(&mut *outbox);
+                self.queued.store(0, Ordering::Release);
+            }
+        }
         *self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
         self.has_rdb_transfer.store(true, Ordering::Release);
+        self.notify.raise();
+    }
+
+    /// Whether a snapshot waits to be sent (checked before the outbox is written).
+    pub fn has_rdb_transfer(&self) -> bool {
+        self.has_rdb_transfer.load(Ordering::Acquire)
     }
 
     pub fn take_rdb_transfer(&self) -> Option<RdbTransfer> {
@@ -805,6 +822,8 @@ pub struct RdbTransfer {
     pub mark: Option<Vec<u8>>,
     /// The client wants the snapshot only: close it afterwards.
     pub rdb_only: bool,
+    /// What goes before the snapshot: `+FULLRESYNC <replid> <offset>` and the `$EOF:` header.
+    pub head: Vec<u8>,
 }
 
 #[cfg(test)]

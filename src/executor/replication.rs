@@ -14,6 +14,7 @@
 //! replies, no expiry of their own, and their exact bytes go on to this server's own replicas
 //! under the master's replication ID, so a chain of replicas shares one offset space.
 
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -21,7 +22,9 @@ use bytes::Bytes;
 
 use super::clients::ClientHandle;
 use super::State;
+use crate::rdb::save::{self, Aux};
 use crate::resp::Reply;
+use crate::util::clock::unix_ms;
 
 /// The all-zeros ID of `master_replid2` when there is no previous history.
 pub const NULL_REPLID: &str = "0000000000000000000000000000000000000000";
@@ -115,7 +118,8 @@ pub enum ReplicaState {
 impl ReplicaState {
     fn name(self) -> &'static str {
         match self {
-            ReplicaState::SendBulk => "send_bulk",
+            // As Redis names a replica whose snapshot child is still writing.
+            ReplicaState::SendBulk => "wait_bgsave",
             ReplicaState::Online => "online",
         }
     }
@@ -178,6 +182,8 @@ pub struct LinkTarget {
     pub announce_ip: Option<String>,
     pub timeout_s: u64,
     pub config: crate::config::Config,
+    /// No key in any database (repl-diskless-load on-empty-db loads from the socket then).
+    pub dataset_empty: bool,
 }
 
 /// What the replica link task needs to know, shared with it.
@@ -221,6 +227,14 @@ pub struct ReplState {
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
+    /// A full sync from the master is being loaded: Some(true) while the old data is still
+    /// served (async_loading: repl-diskless-load swapdb with the same history), Some(false)
+    /// while clients get -LOADING.
+    pub sync_loading: Option<bool>,
+    /// Replicas waiting for their delayed diskless full sync to start.
+    pub wait_start: Vec<Waiting>,
+    /// The second the waiting replicas last got a keepalive newline.
+    last_newline_s: i64,
     /// The master, on a replica.
     pub master: Option<MasterLink>,
     /// The database the master's stream has selected, kept across links (Redis's cached
@@ -250,6 +264,9 @@ impl Default for ReplState {
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
+            sync_loading: None,
+            wait_start: Vec::new(),
+            last_newline_s: 0,
             master: None,
             master_stream_db: 0,
             psync_fresh: false,
@@ -457,12 +474,12 @@ pub fn before_full_sync(st: &mut State) {
         }
         ensure_backlog(st);
     }
-    st.repl.selected_db = None;
     st.repl.sync_full += 1;
 }
 
 /// A replica went away.
 pub fn detach(st: &mut State, id: u64) {
+    st.repl.wait_start.retain(|w| w.id != id);
     let before = st.repl.replicas.len();
     st.repl.replicas.retain(|r| r.id != id);
     if before != st.repl.replicas.len() && st.repl.replicas.is_empty() {
@@ -484,7 +501,7 @@ pub fn ack(st: &mut State, id: u64, offset: i64, now_ms: i64) {
 
 /// A client disconnected: a replica is detached; the master's link goes down.
 pub fn client_gone(st: &mut State, client: &super::clients::Client) {
-    if client.handle.is_replica() {
+    if client.handle.is_replica() || !st.repl.wait_start.is_empty() {
         detach(st, client.id);
     }
     if client.master {
@@ -554,6 +571,9 @@ pub fn good_replicas(st: &State, now_ms: i64) -> i64 {
 /// for repl-timeout, let the backlog go after repl-backlog-ttl without replicas, follow
 /// CONFIG SET repl-backlog-size.
 pub fn cron(st: &mut State, now_ms: i64) {
+    if !st.repl.wait_start.is_empty() {
+        start_waiting(st, now_ms);
+    }
     if st.repl.backlog.is_none() {
         return;
     }
@@ -593,18 +613,21 @@ pub fn cron(st: &mut State, now_ms: i64) {
 
 /// INFO replication's lines for the attached replicas (`slaveN:`) and the backlog figures.
 pub fn info_replicas(st: &State, now_ms: i64) -> Vec<(String, String)> {
-    st.repl
-        .replicas
-        .iter()
+    let attached = st.repl.replicas.iter().map(|r| (&r.ip, r.port, r.state.name(), r.ack_offset, r.ack_ms));
+    let waiting = st.repl.wait_start.iter().map(|w| (&w.ip, w.port, "wait_bgsave", 0, w.since_ms));
+    attached
+        .chain(waiting)
         .enumerate()
-        .map(|(i, r)| {
-            let lag = (now_ms - r.ack_ms) / 1000;
-            (
-                format!("slave{i}"),
-                format!("ip={},port={},state={},offset={},lag={}", r.ip, r.port, r.state.name(), r.ack_offset, lag),
-            )
+        .map(|(i, (ip, port, state, offset, ack_ms))| {
+            let lag = (now_ms - ack_ms) / 1000;
+            (format!("slave{i}"), format!("ip={ip},port={port},state={state},offset={offset},lag={lag}"))
         })
         .collect()
+}
+
+/// Replicas attached or waiting for their sync to start (connected_slaves).
+pub fn replica_count(st: &State) -> usize {
+    st.repl.replicas.len() + st.repl.wait_start.len()
 }
 
 /// The link task's view of what to do: None when this server is no replica.
@@ -625,6 +648,7 @@ pub fn link_target(st: &State) -> Option<LinkTarget> {
         announce_ip: text("replica-announce-ip"),
         timeout_s: config_i64(st, "repl-timeout", 60).max(1) as u64,
         config: st.config.clone(),
+        dataset_empty: st.dbs.iter().all(|d| d.is_empty()),
     })
 }
 
@@ -638,6 +662,9 @@ fn current_link(st: &mut State, epoch: i64) -> Option<&mut MasterLink> {
 
 /// The link task moved on (connecting, handshake, transfer); false when its REPLICAOF is stale.
 pub fn link_state(st: &mut State, epoch: i64, state: LinkState) -> bool {
+    if state != LinkState::Transfer {
+        st.repl.sync_loading = None;
+    }
     match current_link(st, epoch) {
         Some(m) => {
             m.state = state;
@@ -700,6 +727,7 @@ pub fn full_sync_loaded(
     st.repl.replid = replid.to_string();
     st.repl.clear_replid2();
     st.repl.offset = offset;
+    st.repl.sync_loading = None;
     st.repl.psync_fresh = false;
     st.repl.master_stream_db = 0;
     st.repl.link.applied.store(offset, Ordering::Relaxed);
@@ -775,6 +803,132 @@ pub fn after_load(st: &mut State, info: Option<crate::rdb::save::ReplInfo>) {
         st.repl.selected_db = None;
         st.repl.mark_no_replicas_since(crate::util::clock::unix_ms());
     }
+}
+
+/// Length of the random EOF marker of the diskless framing (Redis's RDB_EOF_MARK_SIZE).
+const EOF_MARK_LEN: usize = 40;
+
+/// A replica whose full sync has not started yet (diskless, within repl-diskless-sync-delay).
+#[derive(Debug)]
+pub struct Waiting {
+    pub id: u64,
+    pub handle: Arc<ClientHandle>,
+    pub conf: super::clients::ReplConf,
+    /// It asked with PSYNC: it gets `+FULLRESYNC <replid> <offset>` first.
+    pub psync: bool,
+    pub ip: String,
+    pub port: u16,
+    pub since_ms: i64,
+}
+
+/// Parks a replica until its delayed full sync starts (`cron`).
+pub fn wait_for_start(st: &mut State, replica: Waiting) {
+    st.repl.wait_start.push(replica);
+    st.repl.no_replicas_since_ms = 0;
+}
+
+/// Starts the full syncs whose repl-diskless-sync-delay has passed (or as soon as
+/// repl-diskless-sync-max-replicas are waiting), all at one moment; sends the waiting ones a
+/// newline every second meanwhile, which keeps their link alive (as Redis's replicationCron).
+fn start_waiting(st: &mut State, now_ms: i64) {
+    st.repl.wait_start.retain(|w| !w.handle.close_requested());
+    let Some(first) = st.repl.wait_start.iter().map(|w| w.since_ms).min() else { return };
+    let delay = config_i64(st, "repl-diskless-sync-delay", 5) * 1000;
+    let max = config_i64(st, "repl-diskless-sync-max-replicas", 0);
+    let full = max > 0 && st.repl.wait_start.len() as i64 >= max;
+    if now_ms - first < delay && !full {
+        if now_ms / 1000 != st.repl.last_newline_s {
+            st.repl.last_newline_s = now_ms / 1000;
+            for w in &st.repl.wait_start {
+                w.handle.push_slice(b"\n");
+            }
+        }
+        return;
+    }
+    for w in std::mem::take(&mut st.repl.wait_start) {
+        let handle = w.handle.clone();
+        if let Err(e) = start_full_sync(st, w) {
+            tracing::warn!("Can't fork the snapshot for SYNC: {e}");
+            handle.request_close();
+        }
+    }
+}
+
+/// Forks the snapshot for `replica` and attaches it: the stream from this moment on queues on
+/// its outbox, behind the snapshot its connection sends first.
+pub fn start_full_sync(st: &mut State, replica: Waiting) -> Result<(), String> {
+    flush(st);
+    st.repl.selected_db = None;
+    let to_socket = replica.conf.capa_eof;
+    tracing::info!("Starting BGSAVE for SYNC with target: {}", if to_socket { "replicas sockets" } else { "disk" });
+    let (pipe, pid) = fork_snapshot(st, replica.conf.functions_only)?;
+    if to_socket {
+        tracing::info!("Background RDB transfer started by pid {pid}");
+    } else {
+        tracing::info!("Background saving started by pid {pid}");
+    }
+    let mut head = Vec::new();
+    if replica.psync {
+        head.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", st.repl.replid, st.repl.offset).as_bytes());
+    }
+    let mark = replica.conf.capa_eof.then(|| crate::util::clock::random_hex(EOF_MARK_LEN).into_bytes());
+    if let Some(m) = &mark {
+        head.extend_from_slice(b"$EOF:");
+        head.extend_from_slice(m);
+        head.extend_from_slice(b"\r\n");
+    }
+    let rdb_only = replica.conf.rdb_only;
+    replica.handle.start_rdb_transfer(super::clients::RdbTransfer { pipe, pid, mark, rdb_only, head });
+    if !rdb_only {
+        attach(st, replica.id, replica.handle, replica.ip, replica.port, false);
+    }
+    Ok(())
+}
+
+/// Forks a child that writes the snapshot into a pipe and exits; returns the read end and the
+/// child's pid.
+fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32), String> {
+    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
+    let repl = rdb_info(st);
+    let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false, repl };
+    // The same options as BGSAVE (rdb-key-save-delay included, which tests use to slow it).
+    let opts = super::snapshot::options(st, save::required_version(&st.dbs));
+    // SAFETY: the child only serializes the (copy-on-write) dataset into the pipe and leaves
+    // with `_exit`; it never returns into the server, never touches the runtime and logs nothing,
+    // so no lock held by another thread at fork time is taken (as BGSAVE's child).
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(rd);
+            let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
+                let out = std::fs::File::from(wr);
+                // The writer flushes its buffer before handing the file back.
+                match save::write_snapshot(out, dbs, &st.functions, &info, &opts) {
+                    Ok(_) => 0,
+                    Err(_) => 1,
+                }
+            }))
+            .unwrap_or(1);
+            // SAFETY: ends the child without running the parent's atexit handlers or destructors.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(wr);
+            st.stats.persistence.total_forks += 1;
+            Ok((rd, child.as_raw()))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A full sync's loading phase begins or ends (see `ReplState::sync_loading`).
+pub fn set_sync_loading(st: &mut State, epoch: i64, loading: Option<bool>) -> bool {
+    if current_link(st, epoch).is_none() {
+        return false;
+    }
+    st.repl.sync_loading = loading;
+    true
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ fn version_setting(st: &State) -> Option<u32> {
     st.config.other.get("rdb-version").and_then(|v| v.parse().ok())
 }
 
-fn options(st: &State, version: u32) -> Options {
+pub fn options(st: &State, version: u32) -> Options {
     Options {
         version,
         compress: st.config.rdbcompression,

@@ -1554,14 +1554,28 @@ pub fn load_for_replica(path: &std::path::Path, cfg: &crate::config::Config) -> 
     load_file(path, cfg, None, true)
 }
 
+/// A replica's snapshot read as it arrives (repl-diskless-load): from `src`, expired keys kept.
+pub fn load_stream_for_replica<R: Read>(src: R, cfg: &crate::config::Config) -> Result<Loaded, LoadError> {
+    load_from(src, cfg, None, true)
+}
+
 fn load_file(
     path: &std::path::Path,
     cfg: &crate::config::Config,
     job: Option<Arc<LoadJob>>,
     keep_expired: bool,
 ) -> Result<Loaded, LoadError> {
-    let started = std::time::Instant::now();
     let file = std::fs::File::open(path).map_err(|e| LoadError { offset: 0, reason: format!("{OPEN_FAILED}{e}") })?;
+    load_from(file, cfg, job, keep_expired)
+}
+
+fn load_from<R: Read>(
+    file: R,
+    cfg: &crate::config::Config,
+    job: Option<Arc<LoadJob>>,
+    keep_expired: bool,
+) -> Result<Loaded, LoadError> {
+    let started = std::time::Instant::now();
     let now = crate::util::clock::unix_ms();
     let mut sink = DbSink::new(cfg.databases, now, cfg.maxmemory_policy.contains("lfu"));
     sink.keep_expired = keep_expired;

@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::Shared;
 use crate::commands;
 use crate::config::live;
-use crate::executor::clients::{ClientHandle, ConnInfo};
+use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer};
 use crate::executor::{BatchEnd, Cmd};
 use crate::resp::Parser;
 
@@ -73,6 +73,13 @@ where
             let n = tokio::select! {
                 biased;
                 _ = handle.notify.wait() => {
+                    // A full sync the cron started (after repl-diskless-sync-delay).
+                    if let Some(t) = handle.take_rdb_transfer() {
+                        if !send_snapshot(&mut stream, &handle, t).await {
+                            break 'conn;
+                        }
+                        continue 'conn;
+                    }
                     if let Some(to) = handle.take_qbuf_trim() {
                         let to = to.max(rbuf.len());
                         if rbuf.capacity() > to {
@@ -122,12 +129,11 @@ where
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
             // the outbox meanwhile goes after it. An rdb-only reader is closed once it has it.
             if let Some(t) = handle.take_rdb_transfer() {
-                let rdb_only = t.rdb_only;
                 if !write_out(&mut stream, &handle, &out).await {
                     break;
                 }
                 out.clear();
-                if !crate::server::rdb_transfer::stream_rdb(&mut stream, t).await || rdb_only {
+                if !send_snapshot(&mut stream, &handle, t).await {
                     break;
                 }
                 continue;
@@ -180,6 +186,21 @@ where
     }
     let _ = stream.shutdown().await;
     shared.exec.disconnect(id);
+}
+
+/// Sends a replica its snapshot (`+FULLRESYNC`, the framing, the RDB); the stream queued on the
+/// outbox meanwhile follows. False when the connection must close (a failed transfer, or an
+/// rdb-only reader served).
+async fn send_snapshot<S>(stream: &mut S, handle: &ClientHandle, mut t: RdbTransfer) -> bool
+where
+    S: AsyncWrite + Unpin,
+{
+    let rdb_only = t.rdb_only;
+    let head = std::mem::take(&mut t.head);
+    if !write_out(stream, handle, &head).await {
+        return false;
+    }
+    crate::server::rdb_transfer::stream_rdb(stream, t, handle).await && !rdb_only
 }
 
 /// Writes `buf` in full unless the executor asks to close the connection first; returns false

@@ -8,7 +8,7 @@ use std::os::fd::OwnedFd;
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use crate::executor::clients::RdbTransfer;
+use crate::executor::clients::{ClientHandle, RdbTransfer};
 
 /// Waits for the snapshot child; SIGKILLs it first when the transfer was abandoned. True when it
 /// exited cleanly.
@@ -30,11 +30,23 @@ async fn reap(pid: i32, kill: bool) -> bool {
 
 /// Sends the snapshot of `t` to the client (the framing header, if any, went with the reply),
 /// then reaps the child. True when the whole snapshot went out.
-pub async fn stream_rdb<S: AsyncWrite + Unpin>(stream: &mut S, t: RdbTransfer) -> bool {
+/// A CLIENT KILL (or the replica's output limit) abandons the transfer.
+pub async fn stream_rdb<S: AsyncWrite + Unpin>(stream: &mut S, t: RdbTransfer, handle: &ClientHandle) -> bool {
     let RdbTransfer { pipe, pid, mark, .. } = t;
-    let sent = match mark {
-        Some(mark) => send_with_mark(stream, pipe, &mark).await,
-        None => send_with_length(stream, pipe, pid).await,
+    let send = async {
+        match mark {
+            Some(mark) => send_with_mark(stream, pipe, &mark).await,
+            None => send_with_length(stream, pipe, pid).await,
+        }
+    };
+    let killed = async {
+        while !handle.close_requested() {
+            handle.killed.wait().await;
+        }
+    };
+    let sent = tokio::select! {
+        r = send => r,
+        _ = killed => Err(std::io::Error::other("the replica was disconnected")),
     };
     let clean = reap(pid, sent.is_err()).await;
     match sent {

@@ -141,9 +141,25 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
         };
         tracing::info!("Full resync from master: {replid}:{offset}");
         step(shared, epoch, LinkState::Transfer).await?;
-        let path = receive_snapshot(&mut conn, link).await?;
+        // repl-diskless-load swapdb keeps serving the old data while the snapshot arrives when
+        // it continues the same history (async loading), else answers -LOADING meanwhile; the
+        // old data stays until the new is loaded, so a failed transfer leaves it in place.
+        let mode = target.config.other.get("repl-diskless-load").cloned().unwrap_or_default();
+        let same_history = replid == target.replid;
+        let diskless = mode == "swapdb" || (mode == "on-empty-db" && target.dataset_empty);
+        if diskless {
+            let how = Some(mode == "swapdb" && same_history);
+            shared.exec.run(move |e| replication::set_sync_loading(&mut e.state, epoch, how)).await;
+        }
+        let loaded = if diskless {
+            load_while_receiving(&mut conn, link, target).await?
+        } else {
+            let path = receive_snapshot(&mut conn, link, None).await?.unwrap_or_default();
+            current(link, target)?;
+            shared.exec.run(move |e| replication::set_sync_loading(&mut e.state, epoch, Some(false))).await;
+            load_snapshot(path, target).await?
+        };
         current(link, target)?;
-        let loaded = load_snapshot(path, target).await?;
         let replid = replid.to_string();
         let swapped =
             shared.exec.run(move |e| replication::full_sync_loaded(&mut e.state, epoch, loaded, &replid, offset)).await;
@@ -209,9 +225,32 @@ async fn handshake(conn: &mut Conn, target: &LinkTarget) -> LinkResult {
     Ok(())
 }
 
-/// Receives the snapshot (`$<len>` or `$EOF:<mark>` framing) into a temp file in the working
-/// directory; returns its path. Bytes after it stay in the buffer: they are the stream.
-async fn receive_snapshot(conn: &mut Conn, link: &LinkShared) -> Result<std::path::PathBuf, String> {
+/// Where the snapshot's bytes go: a temp file (disk load) or the pipe a loader reads from
+/// (diskless load).
+enum Dest {
+    File(std::fs::File),
+    Pipe(tokio::net::unix::pipe::Sender),
+}
+
+impl Dest {
+    async fn write(&mut self, bytes: &[u8]) -> LinkResult {
+        match self {
+            // Plain writes: they land in the page cache, and one fsync at the end makes them
+            // durable.
+            Dest::File(f) => f.write_all(bytes).map_err(|e| e.to_string()),
+            Dest::Pipe(p) => p.write_all(bytes).await.map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// Receives the snapshot (`$<len>` or `$EOF:<mark>` framing): into `pipe` when given, else
+/// into a temp file in the working directory, whose path it returns. Bytes after it stay in
+/// the buffer: they are the stream.
+async fn receive_snapshot(
+    conn: &mut Conn,
+    link: &LinkShared,
+    pipe: Option<tokio::net::unix::pipe::Sender>,
+) -> Result<Option<std::path::PathBuf>, String> {
     let header = conn.line().await?;
     if let Some(err) = header.strip_prefix('-') {
         return Err(format!("MASTER aborted replication with an error: {err}"));
@@ -225,15 +264,21 @@ async fn receive_snapshot(conn: &mut Conn, link: &LinkShared) -> Result<std::pat
         Some(_) => return Err("Bad EOF mark from MASTER".into()),
         None => spec.parse::<i64>().map_err(|_| format!("Bad snapshot length from MASTER: {spec}"))?,
     };
-    tracing::info!(
-        "MASTER <-> REPLICA sync: receiving {} from master to disk",
-        if size < 0 { "streamed RDB".to_string() } else { format!("{size} bytes") }
-    );
+    let what = if size < 0 { "streamed RDB".to_string() } else { format!("{size} bytes") };
     link.transfer_size.store(size, Ordering::Relaxed);
     link.transfer_read.store(0, Ordering::Relaxed);
-    let path = std::path::PathBuf::from(format!("temp-{}.{}.rdb", unix_ms() / 1000, std::process::id()));
-    // Plain writes: they land in the page cache, and one fsync at the end makes them durable.
-    let mut file = std::fs::File::create(&path).map_err(|e| format!("Opening the temp file: {e}"))?;
+    let (mut dest, path) = match pipe {
+        Some(p) => {
+            tracing::info!("MASTER <-> REPLICA sync: receiving {what} from master to memory");
+            (Dest::Pipe(p), None)
+        }
+        None => {
+            tracing::info!("MASTER <-> REPLICA sync: receiving {what} from master to disk");
+            let path = std::path::PathBuf::from(format!("temp-{}.{}.rdb", unix_ms() / 1000, std::process::id()));
+            let file = std::fs::File::create(&path).map_err(|e| format!("Opening the temp file: {e}"))?;
+            (Dest::File(file), Some(path))
+        }
+    };
     let mut read: i64 = 0;
     let result: LinkResult = async {
         match mark {
@@ -244,7 +289,7 @@ async fn receive_snapshot(conn: &mut Conn, link: &LinkShared) -> Result<std::pat
                     }
                     let take = conn.buf.len().min((size - read) as usize);
                     let chunk = conn.buf.split_to(take);
-                    file.write_all(&chunk).map_err(|e| e.to_string())?;
+                    dest.write(&chunk).await?;
                     read += take as i64;
                     link.transfer_read.store(read, Ordering::Relaxed);
                     link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
@@ -255,14 +300,14 @@ async fn receive_snapshot(conn: &mut Conn, link: &LinkShared) -> Result<std::pat
                 if let Some(at) = find(&conn.buf, &mark) {
                     let chunk = conn.buf.split_to(at);
                     let _ = conn.buf.split_to(mark.len());
-                    file.write_all(&chunk).map_err(|e| e.to_string())?;
+                    dest.write(&chunk).await?;
                     read += chunk.len() as i64;
                     link.transfer_read.store(read, Ordering::Relaxed);
                     break;
                 }
                 if conn.buf.len() > mark.len() {
                     let chunk = conn.buf.split_to(conn.buf.len() - mark.len());
-                    file.write_all(&chunk).map_err(|e| e.to_string())?;
+                    dest.write(&chunk).await?;
                     read += chunk.len() as i64;
                     link.transfer_read.store(read, Ordering::Relaxed);
                 }
@@ -270,15 +315,50 @@ async fn receive_snapshot(conn: &mut Conn, link: &LinkShared) -> Result<std::pat
                 link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
             },
         }
-        file.sync_all().map_err(|e| e.to_string())
+        match &dest {
+            Dest::File(f) => f.sync_all().map_err(|e| e.to_string()),
+            Dest::Pipe(_) => Ok(()),
+        }
     }
     .await;
     if let Err(e) = result {
-        let _ = std::fs::remove_file(&path);
+        if let Some(p) = &path {
+            let _ = std::fs::remove_file(p);
+        }
         return Err(e);
     }
-    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    if path.is_some() {
+        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    }
     Ok(path)
+}
+
+/// Diskless load: the snapshot is parsed as it arrives, on a blocking thread reading a pipe the
+/// link fills. A transfer cut short ends the loader's input early: the load fails and the old
+/// data stays.
+async fn load_while_receiving(
+    conn: &mut Conn,
+    link: &LinkShared,
+    target: &LinkTarget,
+) -> Result<crate::rdb::load::Loaded, String> {
+    let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
+    let tx = tokio::net::unix::pipe::Sender::from_owned_fd(wr).map_err(|e| e.to_string())?;
+    let cfg = target.config.clone();
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let loader = tokio::task::spawn_blocking(move || {
+        let src = std::io::BufReader::with_capacity(1 << 16, std::fs::File::from(rd));
+        crate::rdb::load::load_stream_for_replica(src, &cfg)
+    });
+    let received = receive_snapshot(conn, link, Some(tx)).await;
+    let loaded = loader.await.map_err(|e| e.to_string())?;
+    match (received, loaded) {
+        (Ok(_), Ok(l)) => Ok(l),
+        (_, Err(e)) => {
+            tracing::warn!("Internal error in RDB reading offset {}, function at rdb.c:0 -> {}", e.offset, e.reason);
+            Err("Failed trying to load the MASTER synchronization DB from socket, check server logs.".into())
+        }
+        (Err(e), Ok(_)) => Err(e),
+    }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
