@@ -30,7 +30,9 @@ SUITE_SLICE ?= unit/printver unit/protocol unit/keyspace unit/scan unit/info-com
 	unit/bitops unit/bitfield unit/pubsub unit/pubsubshard unit/pause unit/slowlog unit/dump unit/auth \
 	unit/acl unit/acl-v2 unit/introspection-2 unit/limits unit/violations integration/redis-cli \
 	integration/redis-benchmark integration/logging integration/convert-zipmap-hash-on-load \
-	integration/convert-ziplist-hash-on-load integration/convert-ziplist-zset-on-load
+	integration/convert-ziplist-hash-on-load integration/convert-ziplist-zset-on-load \
+	unit/wait integration/replication-3 integration/replication-4 integration/block-repl \
+	integration/psync2-reg integration/psync2-pingoff
 CONFORMANCE_FLAGS ?= --server $(BIN)
 
 test: deps

@@ -7,9 +7,10 @@
 #   tools/redis-suite.sh [--redis] [--server BIN] [--jobs N] [--timeout S] [--out DIR] [UNIT...]
 #
 # Units default to tests/redis-suite/units.txt (every unit of ::all_tests that needs no
-# replication, cluster or TLS; the file says why each other one is left out). Tests that need
-# the replication stream or REPLICAOF are skipped by name through tests/redis-suite/skip.txt
-# (issue 18 adds replication), for ferrodis and the baseline alike, so the two columns compare.
+# replication, cluster or TLS; the file says why each other one is left out) plus
+# tests/redis-suite/repl-units.txt (replication units, run whole). In the units.txt ones, tests
+# that need the replication stream or REPLICAOF are still skipped by name through
+# tests/redis-suite/skip.txt, for ferrodis and the baseline alike, so the two columns compare.
 # Exit status: 0 when every unit finished with no [err], 1 otherwise.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,9 +29,13 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -f $RUN ]] || { echo "redis-suite: $RUN not found" >&2; exit 2; }
+units_of() { sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$1" | grep -v '^$'; }
 if [[ ${#UNITS[@]} -eq 0 ]]; then
-  mapfile -t UNITS < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' "$HERE/tests/redis-suite/units.txt" | grep -v '^$')
+  mapfile -t UNITS < <(units_of "$HERE/tests/redis-suite/units.txt"; units_of "$HERE/tests/redis-suite/repl-units.txt")
 fi
+# Replication units run whole: their `repl` tests too, and no skip list.
+REPL_UNITS=" $(units_of "$HERE/tests/redis-suite/repl-units.txt" | tr '\n' ' ') "
+export REPL_UNITS
 [[ -n $OUT ]] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/redis-suite-XXXXXX")
 mkdir -p "$OUT"
 SKIP=$HERE/tests/redis-suite/skip.txt
@@ -50,12 +55,13 @@ run_unit() {
   local port=$((BASE + (n % 40) * 500)) start=$SECONDS target
   if [[ $SERVER == redis ]]; then target=(--redis); else target=(--server "$SERVER"); fi
   # Blocks tagged `repl` start replicas, except in unit/dump, where they are MIGRATE's targets.
-  local tags=(--tags -needs:repl)
+  local tags=(--tags -needs:repl --skipfile "$SKIP")
   [[ $unit == unit/dump ]] || tags+=(--tags -repl)
+  [[ $REPL_UNITS == *" $unit "* ]] && tags=()
   local attempt rc
   for attempt in 1 2 3; do
     timeout $((TIMEOUT * 10)) bash "$RUN" "${target[@]}" "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
-      --skipfile "$SKIP" "${tags[@]}" >"$OUT/$name.log" 2>&1
+      "${tags[@]}" >"$OUT/$name.log" 2>&1
     rc=$?
     # Another program held the suite's ports before any test ran: again, elsewhere.
     grep -q "couldn't open socket: address already in use" "$OUT/$name.log" && ! grep -q '^\[' "$OUT/$name.log" || break

@@ -210,6 +210,12 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.srv.repl.new_history();
             Ok(Reply::Ok)
         }
+        // Sends the arguments to the replicas as a command of the stream (tests use it to make
+        // a replica fail a command).
+        (b"replicate", n) if n >= 3 => {
+            crate::executor::replication::feed_raw(ctx.srv, &args.argv[2..]);
+            Ok(Reply::Ok)
+        }
         _ => Err(sub_syntax_error(args)),
     }
 }

@@ -74,6 +74,9 @@ pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>,
     call(st, client, cmd, out, clock);
     if let Some(len) = relayed {
         super::replication::master_applied(st, len);
+        if out.get(mark) == Some(&b'-') {
+            super::replication::master_command_failed(st, &out[mark..], client.last_cmd);
+        }
     }
     let skip = skip && std::mem::take(&mut client.reply_skip_now);
     if client.postponed {

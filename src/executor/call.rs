@@ -318,6 +318,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             client.woff = st.repl.offset;
         }
     }
+    if st.repl.master.is_some() && !obey && flags_now & flags::WRITE != 0 {
+        super::replication::note_local_write(st, client.db, spec.key_positions(args.argv.len()), &args.argv);
+    }
     if !st.pubsub.self_out.is_empty() {
         out.append(&mut st.pubsub.self_out);
     }

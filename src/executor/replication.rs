@@ -231,6 +231,9 @@ pub struct ReplState {
     /// served (async_loading: repl-diskless-load swapdb with the same history), Some(false)
     /// while clients get -LOADING.
     pub sync_loading: Option<bool>,
+    /// Keys a client (not the master) gave a TTL on this writable replica: the replica expires
+    /// these itself, as nobody else will (Redis's slaveKeysWithExpire).
+    local_expires: std::collections::HashSet<(usize, Vec<u8>)>,
     /// Replicas waiting for their delayed diskless full sync to start.
     pub wait_start: Vec<Waiting>,
     /// The second the waiting replicas last got a keepalive newline.
@@ -265,6 +268,7 @@ impl Default for ReplState {
             sync_partial_ok: 0,
             sync_partial_err: 0,
             sync_loading: None,
+            local_expires: Default::default(),
             wait_start: Vec::new(),
             last_newline_s: 0,
             master: None,
@@ -346,6 +350,32 @@ pub fn feed(st: &mut State, db: usize, argv: &[Bytes]) {
     }
     crate::aof::encode_command(&mut r.pending, argv);
     r.offset += (r.pending.len() - before) as i64;
+}
+
+/// DEBUG REPLICATE: `argv` goes to the replicas as it is, in no database of its own.
+pub fn feed_raw(st: &mut State, argv: &[Bytes]) {
+    if st.repl.streams_own_writes() {
+        let r = &mut st.repl;
+        let before = r.pending.len();
+        crate::aof::encode_command(&mut r.pending, argv);
+        r.offset += (r.pending.len() - before) as i64;
+    }
+}
+
+/// The master client's command failed here: the datasets may have diverged. Logged as Redis
+/// logs it, and with propagation-error-behavior panic the replica stops.
+pub fn master_command_failed(st: &State, reply: &[u8], command: &str) {
+    let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
+    let text = String::from_utf8_lossy(line.strip_prefix(b"-").unwrap_or(line));
+    let command = if command == "NULL" { "<unknown>" } else { command };
+    tracing::warn!(
+        "== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{command}'"
+    );
+    let behavior = st.config.other.get("propagation-error-behavior").map_or("ignore", String::as_str);
+    if behavior.starts_with("panic") {
+        tracing::warn!("This replica panicked sending an error to its master after processing the command '{command}'");
+        std::process::exit(1);
+    }
 }
 
 /// Queues a command outside any database (PING, REPLCONF GETACK).
@@ -571,6 +601,9 @@ pub fn good_replicas(st: &State, now_ms: i64) -> i64 {
 /// for repl-timeout, let the backlog go after repl-backlog-ttl without replicas, follow
 /// CONFIG SET repl-backlog-size.
 pub fn cron(st: &mut State, now_ms: i64) {
+    if !st.repl.local_expires.is_empty() {
+        expire_local_keys(st, now_ms);
+    }
     if !st.repl.wait_start.is_empty() {
         start_waiting(st, now_ms);
     }
@@ -728,6 +761,7 @@ pub fn full_sync_loaded(
     st.repl.clear_replid2();
     st.repl.offset = offset;
     st.repl.sync_loading = None;
+    st.repl.local_expires.clear();
     st.repl.psync_fresh = false;
     st.repl.master_stream_db = 0;
     st.repl.link.applied.store(offset, Ordering::Relaxed);
@@ -919,6 +953,39 @@ fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32),
             Ok((rd, child.as_raw()))
         }
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A write by a client other than the master on a (writable) replica: its keys with a TTL are
+/// remembered, to be expired here.
+pub fn note_local_write(st: &mut State, db: usize, positions: Vec<usize>, argv: &[Bytes]) {
+    for key in positions.into_iter().filter_map(|i| argv.get(i)) {
+        // A time of 0 sees every TTL, past or not, and expires nothing.
+        if st.dbs[db].expire_at(key, 0).is_some() {
+            st.repl.local_expires.insert((db, key.to_vec()));
+        }
+    }
+}
+
+/// Deletes the replica-written keys whose TTL has passed (Redis's expireSlaveKeys); forgets
+/// those that lost their TTL or went away.
+fn expire_local_keys(st: &mut State, now_ms: i64) {
+    let keys: Vec<(usize, Vec<u8>)> = st.repl.local_expires.iter().cloned().collect();
+    for (idx, key) in keys {
+        let Some(db) = st.dbs.get_mut(idx) else { continue };
+        let (keep, view) = (std::mem::take(&mut db.keep_expired), std::mem::take(&mut db.master_view));
+        match db.expire_at(&key, 0) {
+            Some(at) if at <= now_ms => {
+                db.remove(&key, now_ms);
+                st.repl.local_expires.remove(&(idx, key));
+            }
+            Some(_) => {}
+            None => {
+                st.repl.local_expires.remove(&(idx, key));
+            }
+        }
+        let db = &mut st.dbs[idx];
+        (db.keep_expired, db.master_view) = (keep, view);
     }
 }
 
