@@ -260,3 +260,46 @@ fn process_title_follows_the_template_like_redis() {
     let got = proc_title_scenario(&ours);
     assert_eq!(got, expected);
 }
+
+/// LOLWUT VERSION 5 and 6 draw random art; the layout is Redis's: the same number of rows and
+/// characters per row, the same unrotated first row of Schotter's squares, the same cell grid of
+/// the skyline once its colours are masked, and the same closing lines.
+#[test]
+fn lolwut_art_has_redis_layout() {
+    fn layout(server: &Server) -> Vec<String> {
+        let mut c = server.client();
+        let mut out = Vec::new();
+        for argv in [
+            &["LOLWUT", "VERSION", "5"][..],
+            &["LOLWUT", "VERSION", "5", "30", "3", "5"],
+            &["LOLWUT", "VERSION", "5", "5000", "300", "1"],
+            &["LOLWUT", "VERSION", "6"],
+            &["LOLWUT", "VERSION", "6", "7", "3", "junk"],
+            &["LOLWUT", "VERSION", "6", "0", "-5"],
+        ] {
+            let reply = c.cmd(argv);
+            let text = String::from_utf8(reply).expect("utf-8 art");
+            let body = text.split_once("\r\n").map(|(_, b)| b).unwrap_or("").trim_end_matches("\r\n");
+            let mut lines: Vec<&str> = body.split('\n').collect();
+            let first = lines.remove(0).to_string();
+            let colours_masked = |l: &str| {
+                let mut masked = String::new();
+                let mut rest = l;
+                while let Some(start) = rest.find("\x1b[") {
+                    masked.push_str(&rest[..start]);
+                    let end = rest[start..].find('m').map_or(rest.len(), |e| start + e + 1);
+                    masked.push('#');
+                    rest = &rest[end..];
+                }
+                masked.push_str(rest);
+                masked
+            };
+            let shape: Vec<usize> = lines.iter().map(|l| colours_masked(l).chars().count()).collect();
+            out.push(format!("{argv:?} first={} rows={} shape={shape:?}", colours_masked(&first), lines.len()));
+        }
+        out
+    }
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(layout(&ferrodis), layout(&redis));
+}

@@ -22,6 +22,7 @@ pub mod hyperloglog;
 pub mod keys;
 pub mod latency;
 pub mod lists;
+pub mod lolwut;
 pub mod memory;
 pub mod migrate;
 pub mod persistence;
@@ -57,6 +58,7 @@ static FAMILIES: &[&[CommandSpec]] = &[
     hyperloglog::COMMANDS,
     keys::COMMANDS,
     server::COMMANDS,
+    lolwut::COMMANDS,
     config::COMMANDS,
     command::COMMANDS,
     connection::COMMANDS,
