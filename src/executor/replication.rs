@@ -933,7 +933,8 @@ fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32),
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
-            let _ = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::BgChild);
+            // Closes the listeners too: a child outliving a killed master must not hold its port.
+            super::snapshot::become_child(st, "redis-rdb-to-slaves");
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
                 let out = std::fs::File::from(wr);

@@ -232,7 +232,7 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
 /// What a fork child does first, as Redis's child setup: it stops listening (the listening
 /// sockets are the parent's; a child outliving a killed parent must not hold the port), takes the
 /// background child's OOM score and its process title.
-fn become_child(st: &State, title: &str) {
+pub(super) fn become_child(st: &State, title: &str) {
     for (fd, _) in super::handoff::listeners() {
         // SAFETY: the child's copies of the listening descriptors; nothing in the child uses them.
         unsafe { libc::close(fd) };

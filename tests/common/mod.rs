@@ -160,8 +160,10 @@ impl Server {
     fn start(name: &'static str, bin: &str, config: Option<&Path>, extra: &[&str]) -> Server {
         // The port can be taken between free_port() and the server's bind: retry with another one.
         let mut last_err = String::new();
+        // A `--port` among the extra arguments (a restart on the same port) is the port to use.
+        let fixed_port = extra.iter().position(|a| *a == "--port").and_then(|i| extra.get(i + 1)?.parse::<u16>().ok());
         for _ in 0..5 {
-            let port = free_port();
+            let port = fixed_port.unwrap_or_else(free_port);
             let dir = fresh_dir(name);
             let mut args: Vec<String> = config.map(|c| c.to_string_lossy().into_owned()).into_iter().collect();
             args.extend::<Vec<String>>(vec![
