@@ -140,7 +140,7 @@ pub static TABLE: &[Desc] = &[
     en("rdb-version", M, &["auto", "9", "10", "11", "12"], "auto"),
     // Ours: the nap before the one-thread runtime sleeps while that raises throughput
     // (server::coalesce); 0 = never.
-    uint("wakeup-coalescing-us", M, 0, 1000, "25"),
+    uint("wakeup-coalescing-us", M, 0, 1000, "0"),
     yn("activerehashing", M, "yes"),
     yn("stop-writes-on-bgsave-error", M, "yes"),
     yn("set-proc-title", IMMUTABLE, "yes"),
@@ -646,7 +646,7 @@ impl Default for Config {
             dynamic_hz: true,
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
-            wakeup_coalescing_us: 25,
+            wakeup_coalescing_us: 0,
             other: BTreeMap::new(),
             config_file: None,
             renamed_commands: Vec::new(),

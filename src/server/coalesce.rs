@@ -1,5 +1,7 @@
 //! Wake-up coalescing for the one-thread runtime (`io-threads 1`): a short timed nap before the
-//! runtime parks, while it measurably raises throughput (`wakeup-coalescing-us`, ours).
+//! runtime parks, while it measurably raises throughput (`wakeup-coalescing-us`, ours; off by
+//! default: it won on the development VM, whose halted CPUs wake slowly, but not on a second
+//! machine with guest halt-polling, so it is opt-in).
 //!
 //! A client whose request reaches a sleeping server pays for waking it: the write that delivers
 //! the request also runs the scheduler's wake-up of the server's thread on the other CPU, an
