@@ -320,6 +320,9 @@ impl Stats {
     /// Counts an error reply under its code (`ERR`, `WRONGTYPE`, ...), as errorstats does.
     pub fn count_error(&mut self, line: &str) {
         self.total_error_replies += 1;
+        // A line may carry the `-` of its own code (a script's `-CODE msg`): the writer sends one
+        // `-` either way, and the code is what follows it.
+        let line = line.strip_prefix('-').unwrap_or(line);
         // The code is the first word, looked for in the first 32 bytes; without a space there
         // (`DEBUG ERROR foo`) Redis falls back to ERR.
         let head = &line.as_bytes()[..line.len().min(32)];
@@ -416,9 +419,11 @@ mod tests {
         st.count_error("WRONGTYPE Operation against a key");
         st.count_error("foo");
         st.count_error("ERR x");
+        st.count_error("-OOM command not allowed");
         assert_eq!(st.errors.get("WRONGTYPE"), Some(&1));
         assert_eq!(st.errors.get("ERR"), Some(&2));
-        assert_eq!(st.total_error_replies, 3);
+        assert_eq!(st.errors.get("OOM"), Some(&1));
+        assert_eq!(st.total_error_replies, 4);
     }
 
     #[test]
