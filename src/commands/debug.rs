@@ -112,7 +112,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
                     let db = ctx.db();
                     let expires = db.expire_at(key, now).is_some();
                     let d = db.peek(key, now).map_or([0u8; 20], |v| value_digest(v, expires));
-                    Reply::bulk(hex(&d))
+                    Reply::StatusOwned(hex(&d))
                 })
                 .collect();
             Ok(Reply::Array(digests))
