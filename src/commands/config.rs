@@ -137,7 +137,8 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let oom = |c: &Config| ["oom-score-adj", "oom-score-adj-values"].map(|n| config::lookup(n).map(|d| c.get(d)));
     if oom(&next) != oom(&ctx.srv.config) {
-        if let Err(why) = crate::daemon::apply_oom_score_adj(&next, OomClass::Master) {
+        let class = if ctx.srv.repl.is_replica() { OomClass::Replica } else { OomClass::Master };
+        if let Err(why) = crate::daemon::apply_oom_score_adj(&next, class) {
             let name =
                 pairs.iter().find(|(d, _, _)| d.name.starts_with("oom-score-adj")).map_or("oom-score-adj", |p| p.1);
             tracing::warn!("{why}");
@@ -145,7 +146,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
             );
             // Redis's rollback re-applies the old settings (which restores the old score).
-            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.srv.config, OomClass::Master) {
+            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.srv.config, class) {
                 tracing::warn!("{why}");
             }
             if let Some(d) = &old_dir {
