@@ -182,6 +182,10 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // (scripting::run_command).
     // The master's commands are obeyed: no ACL, memory, persistence or read-only refusal.
     let obey = client.master;
+    // A script's commands run with in_exec set too, but are checked as Redis's scriptCall
+    // checks them; only a transaction's commands skip what EXEC was checked for.
+    let script = client.id == crate::executor::scripting::SCRIPT_CLIENT_ID;
+    let exec_body = client.in_exec && !script;
     if client.id != crate::executor::scripting::SCRIPT_CLIENT_ID && !obey {
         if let Err(refusal) = crate::executor::access::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
@@ -210,7 +214,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     // stop-writes-on-bgsave-error and AOF write errors: while persistence fails, writes (and
     // PING, as in Redis) are refused; inside MULTI this also dooms the transaction.
-    if let Some(error) = super::snapshot::disk_error(st).filter(|_| !obey && !client.in_exec) {
+    if let Some(error) = super::snapshot::disk_error(st).filter(|_| !obey && !exec_body) {
         if flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping" {
             let text = match error {
                 super::snapshot::DiskError::Rdb => MISCONF.to_string(),
@@ -222,14 +226,13 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         }
     }
     // min-replicas-to-write: there are no replicas, so with the check on every write is refused.
-    if flags_now & flags::WRITE != 0 && !obey && !client.in_exec && !good_replicas(st) {
+    if flags_now & flags::WRITE != 0 && !obey && !exec_body && !good_replicas(st) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         refuse(st, client, spec, parent, CmdError::Raw(NOREPLICAS.into()), out, proto);
         return;
     }
     // A script's commands are checked for staleness by the script (scripting::run_command).
-    let script = client.id == crate::executor::scripting::SCRIPT_CLIENT_ID;
-    if st.repl.is_replica() && !obey && !client.in_exec {
+    if st.repl.is_replica() && !obey && !exec_body {
         if flags_now & flags::WRITE != 0 && st.config.replica_read_only() {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             refuse(st, client, spec, parent, CmdError::Raw(READONLY_REPLICA.into()), out, proto);
