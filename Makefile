@@ -13,13 +13,13 @@ FUZZ_SECONDS ?= 60
 build:
 	$(CARGO) build --release
 
-# The differential tests compare against the real redis-server (Debian's redis 7.0); install it
-# when missing. They run against an optimized build (profile ci: release without fat LTO, quick to
-# link); --no-fail-fast so one
-# failing suite does not hide the others.
+# The differential tests compare against the real redis-server (Debian's redis 7.0), and
+# tests/sentinel.rs runs Debian's redis-sentinel over ferrodis; install them when missing. They
+# run against an optimized build (profile ci: release without fat LTO, quick to link);
+# --no-fail-fast so one failing suite does not hide the others.
 deps:
-	@(command -v redis-server && command -v redis-check-rdb && command -v redis-benchmark && command -v python3 && command -v tclsh) >/dev/null || \
-		($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools python3 tcl)
+	@(command -v redis-server && command -v redis-check-rdb && command -v redis-benchmark && command -v redis-sentinel && command -v python3 && command -v tclsh) >/dev/null || \
+		($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools redis-sentinel python3 tcl)
 
 # Redis 7.0.15's own test suite (../shared/redis-tests, see tests/redis-suite/README.md). CI runs
 # the slice below (units that finish in seconds each); `make conformance` runs every unit of
@@ -32,7 +32,7 @@ SUITE_SLICE ?= unit/printver unit/protocol unit/keyspace unit/scan unit/info-com
 	integration/redis-benchmark integration/logging integration/convert-zipmap-hash-on-load \
 	integration/convert-ziplist-hash-on-load integration/convert-ziplist-zset-on-load \
 	unit/wait integration/replication-3 integration/replication-4 integration/block-repl \
-	integration/psync2-reg integration/psync2-pingoff
+	integration/psync2-reg integration/psync2-pingoff integration/psync2-master-restart
 CONFORMANCE_FLAGS ?= --server $(BIN)
 
 test: deps

@@ -376,6 +376,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "replica-announce-ip",
     "replica-announce-port",
     "replica-priority",
+    "replica-announced",
     "repl-diskless-sync",
     "repl-diskless-sync-delay",
     "repl-diskless-sync-max-replicas",

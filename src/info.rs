@@ -512,7 +512,7 @@ fn replication(s: &mut Section, st: &State) {
             let last_io = link.last_io_ms.load(std::sync::atomic::Ordering::Relaxed);
             s.field("master_last_io_seconds_ago", if up { (now - last_io) / 1000 } else { -1 });
             s.field("master_sync_in_progress", syncing as u8);
-            s.field("slave_read_repl_offset", r.offset);
+            s.field("slave_read_repl_offset", r.offset + crate::executor::replication::unapplied(st));
             s.field("slave_repl_offset", r.offset);
             if syncing {
                 let total = link.transfer_size.load(std::sync::atomic::Ordering::Relaxed);

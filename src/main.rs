@@ -131,7 +131,9 @@ fn main() {
         );
     }
     cfg.notify_systemd = supervisor == daemon::Supervisor::Systemd;
-    if let Err(why) = daemon::apply_oom_score_adj(&cfg, daemon::OomClass::Master) {
+    let replica = cfg.other.get("replicaof").is_some_and(|m| !m.is_empty());
+    let class = if replica { daemon::OomClass::Replica } else { daemon::OomClass::Master };
+    if let Err(why) = daemon::apply_oom_score_adj(&cfg, class) {
         tracing::warn!("{why}");
     }
     std::process::exit(ferrodis::server::run(cfg));

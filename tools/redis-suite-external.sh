@@ -7,8 +7,9 @@
 #
 #   tools/redis-suite-external.sh [--redis] [--server BIN] [--port P] [--out DIR] [UNIT...]
 #
-# Units default to tests/redis-suite/units.txt; skip.txt and the replication tags apply as in
-# tools/redis-suite.sh. Prints one line per unit (ok, err, exit status) and exits 1 on any err.
+# Units default to tests/redis-suite/units.txt; skip.txt applies as in tools/redis-suite.sh, and
+# tests tagged `repl` / `needs:repl` are still left out here (they were not checked against one
+# long-lived server). Prints one line per unit (ok, err, exit status) and exits 1 on any err.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RUN=${REDIS_TESTS:-$HERE/../shared/redis-tests}/run.sh

@@ -4,19 +4,20 @@
 # per-unit table: ok, err, and whether the unit finished (a unit that hangs is stopped by the
 # per-test timeout and shows as "timeout").
 #
-#   tools/redis-suite.sh [--redis] [--server BIN] [--jobs N] [--timeout S] [--out DIR] [UNIT...]
+#   tools/redis-suite.sh [--redis] [--server BIN] [--jobs N] [--timeout S] [--out DIR] [--whole] [UNIT...]
 #
 # Units default to tests/redis-suite/units.txt (every unit of ::all_tests that needs no
 # replication, cluster or TLS; the file says why each other one is left out) plus
 # tests/redis-suite/repl-units.txt (replication units, run whole). In the units.txt ones, tests
 # that need the replication stream or REPLICAOF are still skipped by name through
 # tests/redis-suite/skip.txt, for ferrodis and the baseline alike, so the two columns compare.
+# --whole runs every unit given as the replication units are run: no tag left out, no skip list.
 # Exit status: 0 when every unit finished with no [err], 1 otherwise.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RUN=${REDIS_TESTS:-$HERE/../shared/redis-tests}/run.sh
 SERVER=$HERE/target/release/ferrodis-server
-JOBS=1 TIMEOUT=120 OUT="" UNITS=()
+JOBS=1 TIMEOUT=120 OUT="" WHOLE=0 UNITS=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --redis) SERVER=redis; shift ;;
@@ -24,7 +25,8 @@ while [[ $# -gt 0 ]]; do
     --jobs) JOBS=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --whole) WHOLE=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) UNITS+=("$1"); shift ;;
   esac
 done
@@ -35,6 +37,7 @@ if [[ ${#UNITS[@]} -eq 0 ]]; then
 fi
 # Replication units run whole: their `repl` tests too, and no skip list.
 REPL_UNITS=" $(units_of "$HERE/tests/redis-suite/repl-units.txt" | tr '\n' ' ') "
+[[ $WHOLE == 1 ]] && REPL_UNITS=" ${UNITS[*]} "
 export REPL_UNITS
 [[ -n $OUT ]] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/redis-suite-XXXXXX")
 mkdir -p "$OUT"
@@ -54,9 +57,7 @@ run_unit() {
   local n=$1 unit=$2 name=${2//\//_}
   local port=$((BASE + (n % 40) * 500)) start=$SECONDS target
   if [[ $SERVER == redis ]]; then target=(--redis); else target=(--server "$SERVER"); fi
-  # Blocks tagged `repl` start replicas, except in unit/dump, where they are MIGRATE's targets.
-  local tags=(--tags -needs:repl --skipfile "$SKIP")
-  [[ $unit == unit/dump ]] || tags+=(--tags -repl)
+  local tags=(--skipfile "$SKIP")
   [[ $REPL_UNITS == *" $unit "* ]] && tags=()
   local attempt rc
   for attempt in 1 2 3; do

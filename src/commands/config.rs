@@ -137,7 +137,8 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let oom = |c: &Config| ["oom-score-adj", "oom-score-adj-values"].map(|n| config::lookup(n).map(|d| c.get(d)));
     if oom(&next) != oom(&ctx.srv.config) {
-        if let Err(why) = crate::daemon::apply_oom_score_adj(&next, OomClass::Master) {
+        let class = if ctx.srv.repl.is_replica() { OomClass::Replica } else { OomClass::Master };
+        if let Err(why) = crate::daemon::apply_oom_score_adj(&next, class) {
             let name =
                 pairs.iter().find(|(d, _, _)| d.name.starts_with("oom-score-adj")).map_or("oom-score-adj", |p| p.1);
             tracing::warn!("{why}");
@@ -145,7 +146,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
             );
             // Redis's rollback re-applies the old settings (which restores the old score).
-            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.srv.config, OomClass::Master) {
+            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.srv.config, class) {
                 tracing::warn!("{why}");
             }
             if let Some(d) = &old_dir {
@@ -193,6 +194,9 @@ fn split_spaces(v: &str) -> Vec<String> {
 /// Resets the INFO counters, command and error statistics. The slowlog is kept, as in Redis.
 pub fn resetstat(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     ctx.srv.stats.reset();
+    // The sync counters live with the replication state; Redis's resetServerStats clears them too.
+    let r = &mut ctx.srv.repl;
+    (r.sync_full, r.sync_partial_ok, r.sync_partial_err) = (0, 0, 0);
     Ok(Reply::Ok)
 }
 

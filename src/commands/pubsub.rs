@@ -130,6 +130,8 @@ pub fn sunsubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// subscription; replies with the number of deliveries.
 pub fn publish(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Channel, args.get(1), args.get(2));
+    // Replicas publish it to their own subscribers (the AOF does not keep it).
+    ctx.force_replicate();
     Ok(Reply::Int(n))
 }
 
@@ -138,6 +140,7 @@ pub fn publish(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// PUBLISH for shard channels (no pattern matching).
 pub fn spublish(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Shard, args.get(1), args.get(2));
+    ctx.force_replicate();
     Ok(Reply::Int(n))
 }
 

@@ -262,7 +262,7 @@ pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.is(1, "no") && args.is(2, "one") {
         if ctx.srv.repl.is_replica() {
             unset_master(ctx.srv);
-            tracing::info!("MASTER MODE enabled (user request from 'id={}')", ctx.client.id);
+            tracing::info!("MASTER MODE enabled (user request from '{}')", requester(ctx));
         }
         return Ok(Reply::Ok);
     }
@@ -284,8 +284,13 @@ pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     set_master(ctx.srv, host, port);
     let host = &ctx.srv.repl.master.as_ref().map_or(String::new(), |m| m.host.clone());
-    tracing::info!("REPLICAOF {host}:{port} enabled (user request from 'id={}')", ctx.client.id);
+    tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{}')", requester(ctx));
     Ok(Reply::Ok)
+}
+
+/// Who asked, as Redis's log names the client: its CLIENT LIST line.
+fn requester(ctx: &Ctx) -> String {
+    crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None)
 }
 
 /// Makes this server a replica of `host:port` (Redis's replicationSetMaster): the link task
@@ -298,6 +303,10 @@ pub fn set_master(st: &mut State, host: String, port: u16) {
     crate::log::set_role('S');
     tracing::info!("Connecting to MASTER {host}:{port}");
     st.repl.master = Some(MasterLink { host, port, state: LinkState::Connect, client_id: None, down_since_ms: 0 });
+    // The replica class of oom-score-adj-values from now on (Redis's setOOMScoreAdj(-1)).
+    if let Err(why) = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::Replica) {
+        tracing::warn!("{why}");
+    }
     st.repl.link.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     st.repl.link.changed.notify_one();
 }
@@ -310,8 +319,17 @@ fn unset_master(st: &mut State) {
     drop_master_client(st, &old);
     st.config.other.insert("replicaof", String::new());
     crate::log::set_role('M');
+    if let Err(why) = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::Master) {
+        tracing::warn!("{why}");
+    }
     let new_id = random_hex(40);
     st.repl.shift_replid(&new_id);
+    tracing::warn!(
+        "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
+        st.repl.replid2,
+        st.repl.second_offset,
+        st.repl.replid
+    );
     for r in &st.repl.replicas {
         r.handle.request_close();
     }

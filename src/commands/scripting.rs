@@ -96,6 +96,11 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
     let no_writes = flags & script_flags::NO_WRITES != 0;
     let allow_oom = flags & script_flags::ALLOW_OOM != 0;
     let oom = st.config.maxmemory > 0 && st.pre_command_oom;
+    // A script without a shebang may not start on a stale replica at all; one with flags got
+    // here only with allow-stale, and its commands are checked one by one.
+    if compat && crate::executor::call::running_stale(st) {
+        return Err(CmdError::Raw(crate::executor::call::MASTERDOWN.into()));
+    }
     if !compat {
         if !allow_oom && oom && !no_writes {
             return Err(CmdError::Raw(

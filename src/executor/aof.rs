@@ -465,6 +465,7 @@ fn load_in_background(st: &mut State) {
             dbs: std::mem::take(&mut replay.dbs),
             functions: std::mem::take(&mut replay.functions),
             repl: None,
+            expired: Vec::new(),
         });
     });
     if let Err(e) = spawned {

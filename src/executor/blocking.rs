@@ -73,6 +73,11 @@ pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>,
     let relayed = client.master.then(|| super::replication::relay_from_master(st, &cmd.argv));
     call(st, client, cmd, out, clock);
     if let Some(len) = relayed {
+        if client.postponed {
+            // CLIENT PAUSE held it: it is relayed and counted when it runs.
+            super::replication::unrelay(st, len);
+            return;
+        }
         super::replication::master_applied(st, len);
         if out.get(mark) == Some(&b'-') {
             super::replication::master_command_failed(st, &out[mark..], client.last_cmd);

@@ -73,10 +73,16 @@ pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
 
 /// Refusal while the master link is down and replica-serve-stale-data is no.
-const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+pub const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 /// Redis's checkGoodReplicasStatus: met on a replica, when either setting is 0, or when enough
 /// replicas acknowledged within min-replicas-max-lag.
+/// A replica whose master link is down, with replica-serve-stale-data no: only commands flagged
+/// stale run.
+pub fn running_stale(st: &State) -> bool {
+    st.repl.is_replica() && !super::replication::link_up(st) && !st.config.replica_serve_stale_data()
+}
+
 pub fn good_replicas(st: &State) -> bool {
     st.repl.is_replica()
         || st.config.min_replicas_to_write == 0
@@ -134,7 +140,23 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // As processCommand sets lastcmd at lookup: a refused or blocked command shows in CLIENT LIST.
     client.last_cmd = spec.name;
     client.last_cmd_parent = parent.map_or("", |p| p.name);
-    let flags_now = effective_flags(st, spec, &cmd.argv);
+    let mut flags_now = effective_flags(st, spec, &cmd.argv);
+    // EXEC is checked as a write, a command refused while stale, ... when a queued command is
+    // (Redis's mstate.cmd_flags and cmd_inv_flags): a state that changed since the queueing
+    // (the server became a read-only or stale replica, replicas went missing) refuses the whole
+    // transaction, and nothing inside it is checked again.
+    if spec.name == "exec" && parent.is_none() {
+        if let Some(queue) = &client.multi {
+            for c in queue {
+                let Some(s) = c.spec else { continue };
+                let f = effective_flags(st, s, &c.argv);
+                flags_now |= f & (flags::WRITE | flags::DENYOOM | flags::MAY_REPLICATE);
+                if f & flags::STALE == 0 {
+                    flags_now &= !flags::STALE;
+                }
+            }
+        }
+    }
     // Protected commands (DEBUG, MODULE LOAD) come before authentication, as in Redis's
     // processCommand, each behind its own enable-*-command switch.
     if spec.has_flag(flags::PROTECTED) {
@@ -160,6 +182,10 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // (scripting::run_command).
     // The master's commands are obeyed: no ACL, memory, persistence or read-only refusal.
     let obey = client.master;
+    // A script's commands run with in_exec set too, but are checked as Redis's scriptCall
+    // checks them; only a transaction's commands skip what EXEC was checked for.
+    let script = client.id == crate::executor::scripting::SCRIPT_CLIENT_ID;
+    let exec_body = client.in_exec && !script;
     if client.id != crate::executor::scripting::SCRIPT_CLIENT_ID && !obey {
         if let Err(refusal) = crate::executor::access::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
@@ -188,8 +214,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
     // stop-writes-on-bgsave-error and AOF write errors: while persistence fails, writes (and
     // PING, as in Redis) are refused; inside MULTI this also dooms the transaction.
-    if let Some(error) = super::snapshot::disk_error(st).filter(|_| !obey) {
-        // EXEC is not checked: its queued writes were refused while queueing, dooming it.
+    if let Some(error) = super::snapshot::disk_error(st).filter(|_| !obey && !exec_body) {
         if flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping" {
             let text = match error {
                 super::snapshot::DiskError::Rdb => MISCONF.to_string(),
@@ -201,18 +226,19 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         }
     }
     // min-replicas-to-write: there are no replicas, so with the check on every write is refused.
-    if flags_now & flags::WRITE != 0 && !obey && !good_replicas(st) {
+    if flags_now & flags::WRITE != 0 && !obey && !exec_body && !good_replicas(st) {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         refuse(st, client, spec, parent, CmdError::Raw(NOREPLICAS.into()), out, proto);
         return;
     }
-    if st.repl.is_replica() && !obey {
+    // A script's commands are checked for staleness by the script (scripting::run_command).
+    if st.repl.is_replica() && !obey && !exec_body {
         if flags_now & flags::WRITE != 0 && st.config.replica_read_only() {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             refuse(st, client, spec, parent, CmdError::Raw(READONLY_REPLICA.into()), out, proto);
             return;
         }
-        if !spec.has_flag(flags::STALE) && !super::replication::link_up(st) && !st.config.replica_serve_stale_data() {
+        if flags_now & flags::STALE == 0 && !script && running_stale(st) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             refuse(st, client, spec, parent, CmdError::Raw(MASTERDOWN.into()), out, proto);
             return;
@@ -266,7 +292,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     let db = &mut st.dbs[client.db];
     db.keep_expired = st.pause_end_ms > clock.now_ms || st.repl.master.is_some();
     db.master_view = obey;
-    if st.pause_end_ms > clock.now_ms && !client.in_exec && !obey && paused_for(st, client, spec, flags_now) {
+    // The master's commands wait too (its stream is read, not applied: slave_repl_offset stays),
+    // as Redis pauses every client but its own replicas.
+    if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec, flags_now) {
         client.pending.push_front(cmd);
         if !client.postponed {
             client.postponed = true;

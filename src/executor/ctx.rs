@@ -97,7 +97,12 @@ impl Ctx<'_> {
 
     /// The running command is not propagated itself (what it added with `also_propagate` is).
     pub fn force_propagate(&mut self) {
-        crate::executor::propagate::force(self.srv);
+        crate::executor::propagate::force(self.srv, crate::executor::propagate::ALL);
+    }
+
+    /// The command goes to the replicas (not the AOF) even though it changed nothing (PUBLISH).
+    pub fn force_replicate(&mut self) {
+        crate::executor::propagate::force(self.srv, crate::executor::propagate::REPL);
     }
 
     pub fn no_propagate(&mut self) {

@@ -211,7 +211,7 @@ impl State {
         evict::apply_access_clock(self);
         self.functions = done.functions;
         crate::executor::scripting::host::reload_all(self);
-        replication::after_load(self, done.repl);
+        replication::after_load(self, done.repl, done.expired);
         self.stats.persistence.last_load_keys_loaded = done.keys_loaded;
         self.stats.persistence.last_load_keys_expired = done.keys_expired;
         self.stats.persistence.loading = false;

@@ -14,15 +14,21 @@ use bytes::Bytes;
 
 use super::State;
 
-/// One operation to propagate: the database it ran in and its argv.
+/// Where an operation goes (Redis's PROPAGATE_AOF and PROPAGATE_REPL).
+pub const AOF: u8 = 1;
+pub const REPL: u8 = 2;
+pub const ALL: u8 = AOF | REPL;
+
+/// One operation to propagate: the database it ran in, its argv, and where it goes.
 #[derive(Debug)]
 struct Op {
     db: usize,
     argv: Vec<Bytes>,
+    targets: u8,
 }
 
 /// Propagation state kept in the executor's `State`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Propagation {
     /// Whether anything consumes propagated commands (the AOF is on or being started, or a
     /// replication backlog exists). When off, nothing is collected.
@@ -33,14 +39,27 @@ pub struct Propagation {
     rewrite: Option<Vec<Bytes>>,
     /// The running command asked not to be propagated itself.
     prevent: bool,
-    /// The running command propagates even without a change (FLUSHALL of an empty dataset,
-    /// Redis's forceCommandPropagation).
-    force: bool,
+    /// Where the running command propagates even without a change (FLUSHALL of an empty
+    /// dataset to both, PUBLISH to replicas only: Redis's forceCommandPropagation).
+    force: u8,
     /// Depth of nested `call()`s (EXEC and scripts run commands inside a command).
     depth: u32,
-    /// A script turned AOF propagation off (`redis.set_repl` without REPL_AOF): what its
-    /// commands do is not propagated until it turns it back on or ends.
-    pub script_suppressed: bool,
+    /// Where a running script's commands propagate (`redis.set_repl`): `ALL` outside scripts.
+    pub script_targets: u8,
+}
+
+impl Default for Propagation {
+    fn default() -> Self {
+        Propagation {
+            active: false,
+            ops: Vec::new(),
+            rewrite: None,
+            prevent: false,
+            force: 0,
+            depth: 0,
+            script_targets: ALL,
+        }
+    }
 }
 
 /// What `enter` saved, for `leave`.
@@ -48,7 +67,7 @@ pub struct Frame {
     dirty: u64,
     rewrite: Option<Vec<Bytes>>,
     prevent: bool,
-    force: bool,
+    force: u8,
 }
 
 /// Called by `call()` before the handler runs; None (one load and a branch, what every command
@@ -73,22 +92,27 @@ pub fn enter(st: &mut State) -> Option<Frame> {
 pub fn leave(st: &mut State, frame: Frame, db: usize, name: &str, argv: &[Bytes]) {
     // A command that reset the counter (DEBUG LOADAOF, DEBUG RELOAD) changed nothing to replay,
     // as Redis clamps a negative difference to zero.
-    let changed = st.dirty > frame.dirty;
+    let dirty = st.dirty > frame.dirty;
     let p = &mut st.prop;
     p.depth -= 1;
     let rewrite = std::mem::replace(&mut p.rewrite, frame.rewrite);
     let prevent = std::mem::replace(&mut p.prevent, frame.prevent);
-    let changed = changed || std::mem::replace(&mut p.force, frame.force);
+    let forced = std::mem::replace(&mut p.force, frame.force);
+    let targets = (if dirty { ALL } else { 0 } | forced) & p.script_targets;
     // The AOF may have been turned off by this very command (CONFIG SET inside EXEC).
     if !p.active {
         p.ops.clear();
         return;
     }
-    if changed && !prevent && !p.script_suppressed && !never_propagated(name) {
-        p.ops.push(Op { db, argv: rewrite.unwrap_or_else(|| argv.to_vec()) });
+    if targets != 0 && !prevent && !never_propagated(name) {
+        p.ops.push(Op { db, argv: rewrite.unwrap_or_else(|| argv.to_vec()), targets });
     }
     if p.depth == 0 {
-        flush_unit(st);
+        // SCAN and RANDOMKEY may meet any number of expired keys: their DELs go out one by one,
+        // as the active expiry cycle's do (Redis 7.0's CMD_TOUCHES_ARBITRARY_KEYS, a flag
+        // COMMAND INFO does not show).
+        let atomic = !matches!(name, "scan" | "randomkey");
+        flush_unit(st, atomic);
     }
 }
 
@@ -104,10 +128,10 @@ pub fn rewrite(st: &mut State, argv: Vec<Bytes>) {
     }
 }
 
-/// The running command is propagated even if it changed nothing.
-pub fn force(st: &mut State) {
+/// The running command is propagated to `targets` even if it changed nothing.
+pub fn force(st: &mut State, targets: u8) {
     if st.prop.active {
-        st.prop.force = true;
+        st.prop.force |= targets;
     }
 }
 
@@ -120,12 +144,13 @@ pub fn prevent(st: &mut State) {
 
 /// Adds an operation to the running execution unit (or emits it at once outside one).
 pub fn also(st: &mut State, db: usize, argv: Vec<Bytes>) {
-    if !st.prop.active || st.prop.script_suppressed {
+    if !st.prop.active || st.prop.script_targets == 0 {
         return;
     }
-    st.prop.ops.push(Op { db, argv });
+    let targets = st.prop.script_targets;
+    st.prop.ops.push(Op { db, argv, targets });
     if st.prop.depth == 0 {
-        flush_unit(st);
+        flush_unit(st, true);
     }
 }
 
@@ -138,29 +163,32 @@ pub fn deletion(st: &mut State, db: usize, key: &[u8], lazy: bool) {
     also(st, db, vec![verb, Bytes::copy_from_slice(key)]);
 }
 
-/// Emits the collected operations: one alone, several inside MULTI/EXEC.
-fn flush_unit(st: &mut State) {
+/// Emits the collected operations: one alone, several inside MULTI/EXEC when `atomic`.
+fn flush_unit(st: &mut State, atomic: bool) {
     if st.prop.ops.is_empty() {
         return;
     }
     let ops = std::mem::take(&mut st.prop.ops);
-    let wrap = ops.len() > 1;
+    let wrap = atomic && ops.len() > 1;
     let stream = st.repl.streams_own_writes();
-    let emit = |st: &mut State, db: usize, argv: &[Bytes]| {
-        super::aof::feed(st, db, argv);
-        if stream {
+    let emit = |st: &mut State, db: usize, argv: &[Bytes], targets: u8| {
+        if targets & AOF != 0 {
+            super::aof::feed(st, db, argv);
+        }
+        if stream && targets & REPL != 0 {
             super::replication::feed(st, db, argv);
         }
     };
+    // MULTI and EXEC go to both, whatever the operations' own targets, as in Redis.
     if wrap {
-        emit(st, ops[0].db, &[Bytes::from_static(b"MULTI")]);
+        emit(st, ops[0].db, &[Bytes::from_static(b"MULTI")], ALL);
     }
     let last_db = ops[ops.len() - 1].db;
     for op in &ops {
-        emit(st, op.db, &op.argv);
+        emit(st, op.db, &op.argv, op.targets);
     }
     if wrap {
-        emit(st, last_db, &[Bytes::from_static(b"EXEC")]);
+        emit(st, last_db, &[Bytes::from_static(b"EXEC")], ALL);
     }
     // Keep the allocation for the next unit.
     let mut ops = ops;
@@ -173,5 +201,5 @@ pub fn discard(st: &mut State) {
     st.prop.ops.clear();
     st.prop.rewrite = None;
     st.prop.prevent = false;
-    st.prop.force = false;
+    st.prop.force = 0;
 }

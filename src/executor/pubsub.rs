@@ -179,7 +179,8 @@ pub fn feed_monitor_line(st: &mut State, client: &Client, name: &str, argv: &[by
         line.extend_from_slice(client.info.addr.as_bytes());
     }
     line.push(b']');
-    let redacted = redacted_positions(name, argv);
+    // What the handler redacted (AUTH, HELLO AUTH, MIGRATE AUTH/AUTH2), as the slowlog shows it.
+    let redacted = crate::slowlog::redacted_positions(name, argv);
     for (i, a) in argv.iter().enumerate() {
         line.push(b' ');
         if redacted.contains(&i) {
@@ -195,29 +196,6 @@ pub fn feed_monitor_line(st: &mut State, client: &Client, name: &str, argv: &[by
         } else if let Some(c) = st.clients.get(&id) {
             c.handle.push_output(line.clone());
         }
-    }
-}
-
-/// Argument positions Redis hides from MONITOR (AUTH's, and HELLO's AUTH user and password).
-fn redacted_positions(name: &str, argv: &[bytes::Bytes]) -> Vec<usize> {
-    match name {
-        "auth" => (1..argv.len()).collect(),
-        "hello" => {
-            let mut out = Vec::new();
-            let mut i = 2;
-            while i < argv.len() {
-                if argv[i].eq_ignore_ascii_case(b"auth") && i + 2 < argv.len() {
-                    out.extend([i + 1, i + 2]);
-                    i += 3;
-                } else if argv[i].eq_ignore_ascii_case(b"setname") {
-                    i += 2;
-                } else {
-                    break;
-                }
-            }
-            out
-        }
-        _ => Vec::new(),
     }
 }
 
@@ -325,6 +303,6 @@ mod tests {
     fn hello_redaction() {
         let argv: Vec<bytes::Bytes> =
             ["hello", "3", "auth", "u", "p", "setname", "n"].iter().map(|s| bytes::Bytes::from(*s)).collect();
-        assert_eq!(redacted_positions("hello", &argv), vec![3, 4]);
+        assert_eq!(crate::slowlog::redacted_positions("hello", &argv), vec![3, 4]);
     }
 }

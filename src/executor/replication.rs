@@ -200,6 +200,8 @@ pub struct LinkShared {
     pub epoch: AtomicI64,
     /// Woken when the master changes.
     pub changed: tokio::sync::Notify,
+    /// The link reached the master's stream (the link task reconnects at once when it breaks).
+    pub streamed: std::sync::atomic::AtomicBool,
 }
 
 /// Replication state kept in the executor's `State`.
@@ -399,6 +401,27 @@ pub fn relay_from_master(st: &mut State, argv: &[Bytes]) -> i64 {
         r.pending.truncate(before);
     }
     len
+}
+
+/// Takes back the last `relay_from_master` (of `len` bytes): the command was held, not run.
+pub fn unrelay(st: &mut State, len: i64) {
+    if st.repl.backlog.is_some() {
+        let keep = st.repl.pending.len().saturating_sub(len as usize);
+        st.repl.pending.truncate(keep);
+    }
+}
+
+/// Stream bytes received from the master but not applied yet: its commands held by CLIENT
+/// PAUSE (INFO's slave_read_repl_offset counts them, slave_repl_offset does not).
+pub fn unapplied(st: &State) -> i64 {
+    let Some(c) = st.repl.master.as_ref().and_then(|m| m.client_id).and_then(|id| st.clients.get(&id)) else {
+        return 0;
+    };
+    let mut buf = Vec::new();
+    for cmd in &c.pending {
+        crate::aof::encode_command(&mut buf, &cmd.argv);
+    }
+    buf.len() as i64
 }
 
 /// The master client ran a command of `len` stream bytes.
@@ -820,22 +843,41 @@ pub fn rdb_info(st: &State) -> Option<crate::rdb::save::ReplInfo> {
 
 /// The dump loaded at startup recorded a replication position: a replica continues that
 /// history with its master; a master keeps it as its previous history, so its replicas can
-/// continue after its restart.
-pub fn after_load(st: &mut State, info: Option<crate::rdb::save::ReplInfo>) {
-    let Some(info) = info else { return };
+/// continue after its restart. A master also streams a DEL (UNLINK under lazyfree-lazy-expire)
+/// for each key it dropped as expired while loading, after that position: its replicas, which
+/// kept those keys, delete them too, and a partial resync hands them the DELs. As Redis 7.0's
+/// loadDataFromDisk, without a position the backlog is dropped again, the offset moved.
+pub fn after_load(st: &mut State, info: Option<crate::rdb::save::ReplInfo>, expired: Vec<(usize, Vec<u8>)>) {
     if st.repl.master.is_some() {
+        let Some(info) = info else { return };
         st.repl.replid = info.id;
         st.repl.offset = info.offset;
         st.repl.master_stream_db = info.stream_db;
         st.repl.psync_fresh = false;
         st.repl.link.applied.store(info.offset, Ordering::Relaxed);
-    } else {
-        st.repl.replid2 = info.id;
+        return;
+    }
+    if let Some(info) = &info {
+        st.repl.replid2 = info.id.clone();
         st.repl.second_offset = info.offset + 1;
         st.repl.offset = info.offset;
-        ensure_backlog(st);
-        st.repl.selected_db = None;
+    }
+    if info.is_none() && expired.is_empty() {
+        return;
+    }
+    ensure_backlog(st);
+    st.repl.selected_db = None;
+    let verb = Bytes::from_static(if st.config.lazyfree_lazy_expire { b"UNLINK" } else { b"DEL" });
+    for (db, key) in expired {
+        feed(st, db, &[verb.clone(), Bytes::from(key)]);
+    }
+    flush(st);
+    if info.is_some() {
         st.repl.mark_no_replicas_since(crate::util::clock::unix_ms());
+    } else {
+        st.repl.backlog = None;
+        st.repl.selected_db = None;
+        st.prop.active = st.aof.status != super::aof::Status::Off;
     }
 }
 

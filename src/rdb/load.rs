@@ -1224,6 +1224,9 @@ pub struct Loaded {
     pub keys_expired: u64,
     /// The replication position the file recorded (all three aux fields present).
     pub repl: Option<crate::rdb::save::ReplInfo>,
+    /// The keys dropped as expired, by database, in file order, when the load recorded them (a
+    /// master's startup load: its replicas get a DEL for each, see `replication::after_load`).
+    pub expired: Vec<(usize, Vec<u8>)>,
 }
 
 /// A load running on its own thread.
@@ -1269,6 +1272,8 @@ pub struct DbSink {
     /// Keys already expired are kept (a replica loading its master's snapshot: the master
     /// sends the deletions), instead of being dropped as a master drops them.
     pub keep_expired: bool,
+    /// The keys dropped as expired, recorded when this is Some.
+    pub expired_keys: Option<Vec<(usize, Vec<u8>)>>,
     /// repl-stream-db, repl-id, repl-offset as read.
     repl_fields: (Option<usize>, Option<String>, Option<i64>),
     lfu: bool,
@@ -1393,6 +1398,7 @@ impl DbSink {
             cur: 0,
             now_ms,
             keep_expired: false,
+            expired_keys: None,
             repl_fields: (None, None, None),
             lfu,
             functions: Libraries::default(),
@@ -1480,6 +1486,9 @@ impl Sink for DbSink {
         }
         if !self.keep_expired && meta.expire_ms.is_some_and(|at| at < self.now_ms) {
             self.keys_expired += 1;
+            if let Some(keys) = &mut self.expired_keys {
+                keys.push((self.cur, key.to_vec()));
+            }
             return Ok(());
         }
         let clock = if self.lfu {
@@ -1546,39 +1555,55 @@ pub fn load_path(
     cfg: &crate::config::Config,
     job: Option<Arc<LoadJob>>,
 ) -> Result<Loaded, LoadError> {
-    load_file(path, cfg, job, false)
+    load_file(path, cfg, job, Expired::Drop)
 }
 
 /// `load_path` for a replica's snapshot from its master: expired keys and fields are kept.
 pub fn load_for_replica(path: &std::path::Path, cfg: &crate::config::Config) -> Result<Loaded, LoadError> {
-    load_file(path, cfg, None, true)
+    load_file(path, cfg, None, Expired::Keep)
 }
 
 /// A replica's snapshot read as it arrives (repl-diskless-load): from `src`, expired keys kept.
 pub fn load_stream_for_replica<R: Read>(src: R, cfg: &crate::config::Config) -> Result<Loaded, LoadError> {
-    load_from(src, cfg, None, true)
+    load_from(src, cfg, None, Expired::Keep)
+}
+
+/// What a load does with keys whose time has passed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Expired {
+    /// Dropped (a master loading its dump; DEBUG RELOAD).
+    Drop,
+    /// Dropped, and named in `Loaded::expired` (a master's startup load, whose replicas must
+    /// hear of them).
+    Record,
+    /// Kept (a replica: its master sends the deletions).
+    Keep,
 }
 
 fn load_file(
     path: &std::path::Path,
     cfg: &crate::config::Config,
     job: Option<Arc<LoadJob>>,
-    keep_expired: bool,
+    expired: Expired,
 ) -> Result<Loaded, LoadError> {
     let file = std::fs::File::open(path).map_err(|e| LoadError { offset: 0, reason: format!("{OPEN_FAILED}{e}") })?;
-    load_from(file, cfg, job, keep_expired)
+    load_from(file, cfg, job, expired)
 }
 
 fn load_from<R: Read>(
     file: R,
     cfg: &crate::config::Config,
     job: Option<Arc<LoadJob>>,
-    keep_expired: bool,
+    expired: Expired,
 ) -> Result<Loaded, LoadError> {
+    let keep_expired = expired == Expired::Keep;
     let started = std::time::Instant::now();
     let now = crate::util::clock::unix_ms();
     let mut sink = DbSink::new(cfg.databases, now, cfg.maxmemory_policy.contains("lfu"));
     sink.keep_expired = keep_expired;
+    if expired == Expired::Record {
+        sink.expired_keys = Some(Vec::new());
+    }
     let mut sink = sink.pipelined();
     if let Some(j) = &job {
         let total = j.progress.total_bytes;
@@ -1618,6 +1643,7 @@ fn load_from<R: Read>(
         keys_loaded: sink.keys_loaded,
         keys_expired: sink.keys_expired,
         repl,
+        expired: sink.expired_keys.take().unwrap_or_default(),
     })
 }
 
@@ -1636,8 +1662,12 @@ pub fn start_background(cfg: &crate::config::Config) -> Option<Arc<LoadJob>> {
     });
     let cfg = cfg.clone();
     let j = job.clone();
+    // As Redis's rdbLoad: a master drops the keys whose time has passed (and its replicas hear of
+    // each, so it records them); a replica keeps them for its master's DELs.
+    let replica = cfg.other.get("replicaof").is_some_and(|m| !m.is_empty());
+    let expired = if replica { Expired::Keep } else { Expired::Record };
     let spawned = std::thread::Builder::new().name("rdb-load".into()).spawn(move || {
-        match load_path(&path, &cfg, Some(j.clone())) {
+        match load_file(&path, &cfg, Some(j.clone()), expired) {
             Ok(loaded) => {
                 *j.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(loaded);
                 j.progress.done.store(true, Ordering::Release);

@@ -48,7 +48,13 @@ pub async fn run(shared: Arc<Shared>) {
         }
         let epoch = target.epoch;
         let _ = shared.exec.run(move |e| replication::link_state(&mut e.state, epoch, LinkState::Connect)).await;
-        // Retried after a second, or at once for a new master.
+        // A link that was streaming is tried again at once, as Redis does (a second's wait may
+        // cost the backlog the history to continue); a failed attempt after a second, or at
+        // once for a new master.
+        if link.streamed.swap(false, Ordering::AcqRel) && current(&link, &target).is_ok() {
+            tracing::info!("Reconnecting to MASTER {}:{}", target.host, target.port);
+            continue;
+        }
         tokio::select! {
             _ = link.changed.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -117,10 +123,29 @@ impl Conn {
     }
 }
 
+/// Connects to `addr` (host:port), from `source` when bind-source-addr names an address.
+async fn connect(addr: &str, source: Option<&str>) -> std::io::Result<TcpStream> {
+    use std::io::{Error, ErrorKind};
+    let Some(source) = source else { return TcpStream::connect(addr).await };
+    let ip: std::net::IpAddr =
+        source.parse().map_err(|_| Error::new(ErrorKind::InvalidInput, format!("bad bind-source-addr {source}")))?;
+    let mut last = Error::new(ErrorKind::AddrNotAvailable, "no address of the master's family");
+    for to in tokio::net::lookup_host(addr).await?.filter(|a| a.is_ipv4() == ip.is_ipv4()) {
+        let socket = if to.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        socket.bind(std::net::SocketAddr::new(ip, 0))?;
+        match socket.connect(to).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarget) -> LinkResult {
     let timeout = Duration::from_secs(target.timeout_s);
     let addr = format!("{}:{}", target.host, target.port);
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
+    let source = target.config.other.get("bind-source-addr").filter(|s| !s.is_empty());
+    let stream = match tokio::time::timeout(timeout, connect(&addr, source.map(String::as_str))).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(format!("Error condition on socket for SYNC: {e}")),
         Err(_) => return Err("Timeout connecting to the MASTER...".into()),
@@ -404,6 +429,7 @@ async fn stream_commands(shared: &Arc<Shared>, link: &LinkShared, target: &LinkT
     let epoch = target.epoch;
     let ok = shared.exec.run(move |e| replication::master_connected(&mut e.state, epoch, id)).await;
     let result = if ok == Some(true) {
+        link.streamed.store(true, Ordering::Release);
         apply_stream(shared, link, &handle, id, &mut stream, &mut rbuf, timeout).await
     } else {
         Err("the master changed".into())

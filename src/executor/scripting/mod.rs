@@ -372,7 +372,7 @@ pub fn run(
 
     let clock = Clock::new(now_ms);
     let busy = busy::Busy::new(matches!(what, Callable::Function(_)), clock.last_us);
-    st.prop.script_suppressed = false;
+    st.prop.script_targets = crate::executor::propagate::ALL;
     let mut run = Run { st: &mut *st, client: &mut client, clock, rules, wrote: false, reply_buf: Vec::new(), busy };
     let result = {
         let _current = CurrentRun::enter(&mut run);
@@ -382,7 +382,7 @@ pub fn run(
         };
         outcome.map(|result| result.unwrap_or_else(|error| script_error(&error, name)))
     };
-    run.st.prop.script_suppressed = false;
+    run.st.prop.script_targets = crate::executor::propagate::ALL;
     collect_garbage_now_and_then(&vm.lua);
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
@@ -746,6 +746,9 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     if spec.has_flag(flags::NOSCRIPT) && !run.st.scripts_may_call_noscript {
         return Err("This Redis command is not allowed from script");
     }
+    if !spec.has_flag(flags::STALE) && crate::executor::call::running_stale(run.st) {
+        return Err("Can not execute the command on a stale replica");
+    }
     let parent = (!std::ptr::eq(spec, top)).then_some(top);
     crate::executor::access::check(run.st, run.client, spec, parent, &argv)
         .map_err(crate::executor::access::script_refusal_text)?;
@@ -850,8 +853,8 @@ fn prim_status_reply(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     Ok(success(Value::Table(t)))
 }
 
-/// redis.set_repl(flags): which targets the script's following commands propagate to. There
-/// are no replicas; without REPL_AOF (bit 1) they stay out of the AOF.
+/// redis.set_repl(flags): which targets the script's following commands propagate to: the AOF
+/// (REPL_AOF, 1), the replicas (REPL_REPLICA, 2), both or neither.
 fn prim_set_repl(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() != 1 {
         return failure(lua, "redis.set_repl() requires one argument.");
@@ -864,7 +867,7 @@ fn prim_set_repl(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if !(0..=3).contains(&flags) {
         return failure(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
     }
-    with_run(|run| run.st.prop.script_suppressed = flags & 1 == 0);
+    with_run(|run| run.st.prop.script_targets = flags as u8);
     Ok(success(Value::Nil))
 }
 
