@@ -47,6 +47,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::{NoServerSessionStorage, StoresServerSessions, WebPkiClientVerifier};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme,
     SupportedCipherSuite, SupportedProtocolVersion,
@@ -252,6 +253,12 @@ fn build(cfg: &Config) -> Result<Contexts, Vec<String>> {
             .map_err(|e| one(format!("Failed to load private key: {client_key_file}: {e}")))?;
         (c, k)
     };
+    let server_key =
+        certified(&provider, certs, key).map_err(|e| one(format!("Failed to load private key: {key_file}: {e}")))?;
+    let client_key = certified(&provider, client_certs, client_key).map_err(|e| {
+        let file = if client_key_file.is_empty() { &key_file } else { &client_key_file };
+        one(format!("Failed to load private key: {file}: {e}"))
+    })?;
     let dh = opt(cfg, "tls-dh-params-file");
     if !dh.is_empty() {
         let text = std::fs::read(&dh).map_err(|e| one(format!("Failed to load {dh}: {}", io_reason(&e))))?;
@@ -277,8 +284,7 @@ fn build(cfg: &Config) -> Result<Contexts, Vec<String>> {
         .with_protocol_versions(&versions)
         .map_err(|e| one(format!("Failed to configure TLS protocols: {e}")))?
         .with_client_cert_verifier(client_auth)
-        .with_single_cert(certs, key)
-        .map_err(|e| one(format!("Failed to load private key: {key_file}: {}", key_error(&e))))?;
+        .with_cert_resolver(Arc::new(SingleCertAndKey::from(server_key)));
     server.ignore_client_order = opt(cfg, "tls-prefer-server-ciphers") == "yes";
     if opt(cfg, "tls-session-caching") == "yes" {
         let size = opt(cfg, "tls-session-cache-size").parse().unwrap_or(20480);
@@ -297,8 +303,7 @@ fn build(cfg: &Config) -> Result<Contexts, Vec<String>> {
         .map_err(|e| one(format!("Failed to configure TLS protocols: {e}")))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(ChainOnly(verifier)))
-        .with_client_auth_cert(client_certs, client_key)
-        .map_err(|e| one(format!("Failed to load private key: {client_key_file}: {}", key_error(&e))))?;
+        .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(client_key)));
     Ok(Contexts {
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
         connector: tokio_rustls::TlsConnector::from(Arc::new(client)),
@@ -313,11 +318,20 @@ fn ring_provider(suites: Vec<SupportedCipherSuite>) -> CryptoProvider {
     CryptoProvider { cipher_suites: suites, ..rustls::crypto::ring::default_provider() }
 }
 
-fn key_error(e: &rustls::Error) -> String {
-    match e {
-        rustls::Error::InconsistentKeys(_) => "key values mismatch".into(),
-        other => other.to_string(),
+/// A certificate chain with its key, checked to belong together where webpki can read the
+/// certificate. (rustls's own builders refuse a certificate webpki cannot parse, an X.509 v1 one
+/// for instance, which OpenSSL serves; so the pair is built here and handed over as a resolver.)
+fn certified(
+    provider: &CryptoProvider,
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<Arc<CertifiedKey>, String> {
+    let signing = provider.key_provider.load_private_key(key).map_err(|e| e.to_string())?;
+    let pair = CertifiedKey::new(certs, signing);
+    if let Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) = pair.keys_match() {
+        return Err("key values mismatch".into());
     }
+    Ok(Arc::new(pair))
 }
 
 /// `tls-protocols`: Redis's words (case-insensitive, space-separated); empty means TLSv1.2 and
