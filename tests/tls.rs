@@ -284,3 +284,38 @@ fn tls_bad_input_is_refused_or_timed_out_like_redis() {
     let got = bad_input("ferrodis", 100);
     assert_eq!(got, expected);
 }
+
+/// `tls-replication yes`: a replica dials its master over TLS, presenting its client
+/// certificate; the full sync and the command stream then flow over TLS. Ferrodis as replica of
+/// Redis, and Redis as replica of Ferrodis.
+#[test]
+fn tls_replication_both_ways_with_redis() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let certs = Certs::new();
+    let client_files =
+        ["--tls-client-cert-file", &certs.path("client.crt"), "--tls-client-key-file", &certs.path("client.key")]
+            .map(str::to_string);
+    let mut extra: Vec<String> = vec!["--tls-replication".into(), "yes".into()];
+    extra.extend(["--repl-diskless-sync-delay".to_string(), "0".to_string()]);
+    extra.extend(client_files);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    for (master_kind, replica_kind) in [("redis", "ferrodis"), ("ferrodis", "redis")] {
+        let master_tls = common::free_port();
+        let master = start(master_kind, &certs, master_tls, &extra);
+        let replica = start(replica_kind, &certs, common::free_port(), &extra);
+        let mut m = master.client();
+        let mut r = replica.client();
+        m.cmd(&["SET", "before", "sync"]);
+        assert_eq!(show(&r.cmd(&["REPLICAOF", "127.0.0.1", &master_tls.to_string()])), "\"+OK\\r\\n\"");
+        common::wait_until(&format!("{replica_kind} synced from {master_kind} over TLS"), || {
+            r.cmd(&["GET", "before"]) == b"$4\r\nsync\r\n"
+        });
+        m.cmd(&["SET", "after", "stream"]);
+        common::wait_until(&format!("the stream of {master_kind} reaching {replica_kind}"), || {
+            r.cmd(&["GET", "after"]) == b"$6\r\nstream\r\n"
+        });
+        let info = String::from_utf8_lossy(&m.cmd(&["INFO", "replication"])).into_owned();
+        assert!(info.contains("connected_slaves:1"), "{master_kind}: {info}");
+    }
+}
