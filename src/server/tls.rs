@@ -79,11 +79,6 @@ pub fn wanted(cfg: &Config) -> bool {
     port(cfg) != 0 || opt(cfg, "tls-replication") == "yes" || opt(cfg, "tls-cluster") == "yes"
 }
 
-/// Whether the contexts were built at least once.
-pub fn configured() -> bool {
-    CURRENT.read().unwrap_or_else(|p| p.into_inner()).is_some()
-}
-
 /// Builds the contexts from `cfg` and makes them current. On failure the old ones stay, the
 /// reason is logged as Redis logs it, and Err carries it.
 pub fn configure(cfg: &Config) -> Result<(), String> {
@@ -112,7 +107,7 @@ pub fn connector() -> Option<tokio_rustls::TlsConnector> {
 }
 
 /// The server name a TLS client presents: the host as given (an IP address or a DNS name).
-pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+fn server_name(host: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(host.to_string()).map_err(|e| format!("invalid host name {host}: {e}"))
 }
 
