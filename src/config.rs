@@ -464,6 +464,25 @@ pub const IMPLEMENTED: &[&str] = &[
     "shutdown-on-sigterm",
     "tracking-table-max-keys",
     "wakeup-coalescing-us",
+    "tls-port",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-key-file-pass",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-client-key-file-pass",
+    "tls-dh-params-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+    "tls-auth-clients",
+    "tls-protocols",
+    "tls-ciphers",
+    "tls-ciphersuites",
+    "tls-prefer-server-ciphers",
+    "tls-session-caching",
+    "tls-session-cache-size",
+    "tls-session-cache-timeout",
+    "tls-replication",
 ];
 
 struct Index {
@@ -1753,6 +1772,8 @@ pub mod live {
     pub static CLIENT_QUERY_BUFFER_LIMIT: AtomicU64 = AtomicU64::new(1024 * 1024 * 1024);
     pub static TCP_KEEPALIVE: AtomicU64 = AtomicU64::new(300);
     pub static WAKEUP_COALESCING_US: AtomicU64 = AtomicU64::new(25);
+    /// tls-replication: the replica link dials its master over TLS.
+    pub static TLS_REPLICATION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     /// protected-mode is on and the default user has no password: non-local clients are refused.
     pub static PROTECTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
@@ -1763,6 +1784,7 @@ pub mod live {
         CLIENT_QUERY_BUFFER_LIMIT.store(cfg.client_query_buffer_limit as u64, Ordering::Relaxed);
         TCP_KEEPALIVE.store(cfg.tcp_keepalive, Ordering::Relaxed);
         WAKEUP_COALESCING_US.store(cfg.wakeup_coalescing_us, Ordering::Relaxed);
+        TLS_REPLICATION.store(cfg.other.get("tls-replication").is_some_and(|v| v == "yes"), Ordering::Relaxed);
         // The default user's password decides with protected-mode (users::acl_changed keeps it
         // current when ACL SETUSER changes that user).
         PROTECTED.store(cfg.protected_mode && cfg.requirepass.is_none(), Ordering::Relaxed);
@@ -1782,6 +1804,31 @@ pub mod live {
     pub fn rebind_tcp(cfg: &super::Config) -> Result<(), String> {
         match REBINDER.get() {
             Some(rebind) => rebind(cfg),
+            None => Err("the listeners are not running".into()),
+        }
+    }
+
+    /// What builds the TLS contexts from a config, and what rebinds the TLS listeners to its
+    /// tls-port and bind list, installed by the server once its accept loops run.
+    static TLS: std::sync::OnceLock<(Rebinder, Rebinder)> = std::sync::OnceLock::new();
+
+    pub fn install_tls(configure: Rebinder, rebind: Rebinder) {
+        let _ = TLS.set((configure, rebind));
+    }
+
+    /// Rebuilds the TLS contexts (certificates, CA, protocols, ciphers) for new connections; on
+    /// an error the current contexts stay.
+    pub fn configure_tls(cfg: &super::Config) -> Result<(), String> {
+        match TLS.get() {
+            Some((configure, _)) => configure(cfg),
+            None => Err("the listeners are not running".into()),
+        }
+    }
+
+    /// Listens on `cfg`'s tls-port and bind addresses instead of the current ones.
+    pub fn rebind_tls(cfg: &super::Config) -> Result<(), String> {
+        match TLS.get() {
+            Some((_, rebind)) => rebind(cfg),
             None => Err("the listeners are not running".into()),
         }
     }

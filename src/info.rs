@@ -691,7 +691,7 @@ mod tests {
         st.dbs[0].set(b"b", Value::Str(RStr::from_bytes(b"2")), now);
         st.dbs[0].set_expire(b"a", now + 5000);
         st.dbs[2].set(b"c", Value::Str(RStr::from_bytes(b"3")), now);
-        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true };
+        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true, tls: false };
         let me = Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true);
         let text = render(&mut st, &me, now, &select_sections(&[b"keyspace", b"cluster"]));
         assert_eq!(

@@ -20,12 +20,13 @@ fn usage() -> String {
 fn show_logo_or_mode(cfg: &Config) {
     use std::io::IsTerminal;
     let to_terminal = cfg.logfile.is_empty() && std::io::stdout().is_terminal();
+    // Redis shows the TCP port, or the TLS port when it listens on TLS only.
+    let port = if cfg.port != 0 { cfg.port } else { ferrodis::server::tls::port(cfg) };
     if !(cfg.always_show_logo || to_terminal) {
-        tracing::info!("Running mode=standalone, port={}.", cfg.port);
+        tracing::info!("Running mode=standalone, port={port}.");
         return;
     }
     let pid = std::process::id();
-    let port = cfg.port;
     let banner = format!(
         "\n\
          \x20   .-----------------------------.\n\
@@ -114,6 +115,11 @@ fn main() {
     }
     if let Some(p) = &cfg.pidfile {
         daemon::write_pidfile(p);
+    }
+    // TLS contexts before the listeners, as Redis's main runs tlsConfigure before initServer.
+    if ferrodis::server::tls::wanted(&cfg) && ferrodis::server::tls::configure(&cfg).is_err() {
+        tracing::warn!("Failed to configure TLS. Check logs for more info.");
+        std::process::exit(1);
     }
     // Listening before the banner, as Redis (initServer binds before the logo and the load).
     if let Err(e) = ferrodis::server::listener::prebind(&cfg) {

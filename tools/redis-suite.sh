@@ -4,7 +4,10 @@
 # per-unit table: ok, err, and whether the unit finished (a unit that hangs is stopped by the
 # per-test timeout and shows as "timeout").
 #
-#   tools/redis-suite.sh [--redis] [--server BIN] [--jobs N] [--timeout S] [--out DIR] [--whole] [UNIT...]
+#   tools/redis-suite.sh [--redis] [--server BIN] [--tls] [--jobs N] [--timeout S] [--out DIR] [--whole] [UNIT...]
+#
+# --tls runs the units over TLS (run.sh --tls: test certificates made with openssl, every server
+# on a tls-port only, the suite's clients speaking TLS; needs the tcl-tls package).
 #
 # Units default to tests/redis-suite/units.txt (every unit of ::all_tests that needs no
 # replication, cluster or TLS; the file says why each other one is left out) plus
@@ -17,16 +20,17 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RUN=${REDIS_TESTS:-$HERE/../shared/redis-tests}/run.sh
 SERVER=$HERE/target/release/ferrodis-server
-JOBS=1 TIMEOUT=120 OUT="" WHOLE=0 UNITS=()
+JOBS=1 TIMEOUT=120 OUT="" WHOLE=0 UNITS=() TLS_FLAG=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --redis) SERVER=redis; shift ;;
     --server) SERVER=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
+    --tls) TLS_FLAG=--tls; shift ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --whole) WHOLE=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) UNITS+=("$1"); shift ;;
   esac
 done
@@ -51,7 +55,7 @@ if [[ $SERVER != redis ]]; then
 fi
 # Each run picks its own port range (units are 500 ports apart), so two runs can share a machine.
 BASE=$((12000 + (RANDOM % 16) * 1000))
-export RUN SERVER TIMEOUT OUT SKIP BASE
+export RUN SERVER TIMEOUT OUT SKIP BASE TLS_FLAG
 
 run_unit() {
   local n=$1 unit=$2 name=${2//\//_}
@@ -61,7 +65,7 @@ run_unit() {
   [[ $REPL_UNITS == *" $unit "* ]] && tags=()
   local attempt rc
   for attempt in 1 2 3; do
-    timeout $((TIMEOUT * 10)) bash "$RUN" "${target[@]}" "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
+    timeout $((TIMEOUT * 10)) bash "$RUN" "${target[@]}" ${TLS_FLAG:+--tls} "$unit" -- --timeout "$TIMEOUT" --baseport "$port" \
       "${tags[@]}" >"$OUT/$name.log" 2>&1
     rc=$?
     # Another program held the suite's ports before any test ran: again, elsewhere.

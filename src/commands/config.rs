@@ -123,6 +123,12 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")));
         }
     }
+    if let Err(e) = apply_tls(&ctx.srv.config, &next, &pairs, bind_changed) {
+        if let Some(d) = &old_dir {
+            let _ = std::env::set_current_dir(d);
+        }
+        return Err(e);
+    }
     if pairs.iter().any(|(d, _, _)| d.name == "maxclients") && next.maxclients != ctx.srv.config.maxclients {
         let wanted = next.maxclients;
         let granted = crate::daemon::adjust_open_files_limit(wanted);
@@ -174,6 +180,44 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     config::live::publish(&ctx.srv.config);
     super::users::acl_changed(ctx.srv);
     Ok(Reply::Ok)
+}
+
+/// TLS directives, as Redis's applyTlsCfg and applyTLSPort: a changed TLS setting rebuilds the
+/// contexts new connections get (when TLS is in use: a TLS port, tls-replication or tls-cluster);
+/// a new tls-port, or bind list, is listened on. Either failing fails the CONFIG SET, the old
+/// contexts and listeners staying.
+fn apply_tls(
+    old: &Config,
+    next: &Config,
+    pairs: &[(&'static Desc, &'static str, String)],
+    bind_changed: bool,
+) -> Result<(), CmdError> {
+    let value = |c: &Config, n: &str| config::lookup(n).map(|d| c.get(d)).unwrap_or_default();
+    let changed = |n: &str| value(old, n) != value(next, n);
+    let refuse = |name: &str, why: &str| {
+        tracing::warn!(
+            "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+        );
+        CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"))
+    };
+    let port_changed = changed("tls-port");
+    let new_port = value(next, "tls-port") != "0";
+    let in_use = new_port || value(next, "tls-replication") == "yes" || value(next, "tls-cluster") == "yes";
+    let ctx_name = pairs.iter().find(|(d, _, _)| d.name.starts_with("tls-") && d.name != "tls-port" && changed(d.name));
+    if let Some((_, name, _)) = ctx_name.filter(|_| in_use) {
+        if config::live::configure_tls(next).is_err() {
+            return Err(refuse(name, "Unable to update TLS configuration. Check server logs."));
+        }
+    } else if port_changed && new_port && config::live::configure_tls(next).is_err() {
+        return Err(refuse("tls-port", "Unable to update TLS configuration. Check server logs."));
+    }
+    if port_changed || (bind_changed && new_port) {
+        if let Err(e) = config::live::rebind_tls(next) {
+            tracing::warn!("{e}");
+            return Err(refuse("tls-port", "Unable to listen on this port. Check server logs."));
+        }
+    }
+    Ok(())
 }
 
 /// Whether protected directives (dir, dbfilename) may be changed by this client.

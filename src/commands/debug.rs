@@ -697,7 +697,7 @@ mod tests {
         assert_eq!(hex(&value_digest(&v, false)), "68467c70ae30376e7ce005bcc8827f5ba7fd67dc");
         assert_eq!(hex(&value_digest(&v, true)), "8ec3828f7209dd3abdf6ee448de8b0c0bd53265f");
         let mut st = crate::executor::State::new(crate::config::Config::default());
-        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true };
+        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true, tls: false };
         let mut client =
             crate::executor::clients::Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true);
         let far = i64::MAX / 2;

@@ -27,6 +27,7 @@ pub fn client(id: u64, port: u16) -> Client {
         fd: id as i32 + 7,
         unix: false,
         local: true,
+        tls: false,
     };
     Client::new(id, info, Arc::new(ClientHandle::default()), 0, true)
 }

@@ -744,7 +744,7 @@ fn load_file(st: &mut State, d: &Path, name: &str, last: bool) -> Result<(), ()>
 /// The client AOF commands run as.
 fn loader_client() -> super::clients::Client {
     use super::clients::{Client, ClientHandle, ConnInfo};
-    let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: -1, unix: false, local: true };
+    let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: -1, unix: false, local: true, tls: false };
     let mut c = Client::new(u64::MAX - 1, info, Arc::new(ClientHandle::default()), unix_ms(), true);
     // Blocking commands answer as their non-blocking forms, as inside MULTI.
     c.in_exec = true;

@@ -690,8 +690,10 @@ pub fn replica_count(st: &State) -> usize {
 pub fn link_target(st: &State) -> Option<LinkTarget> {
     let m = st.repl.master.as_ref()?;
     let text = |name: &str| st.config.other.get(name).filter(|v| !v.is_empty()).cloned();
-    let announce_port =
-        text("replica-announce-port").and_then(|p| p.parse::<u16>().ok()).filter(|&p| p != 0).unwrap_or(st.config.port);
+    // As Redis: the announced port, else the TLS port when replicating over TLS, else the port.
+    let port = |name: &str| text(name).and_then(|p| p.parse::<u16>().ok()).filter(|&p| p != 0);
+    let tls_port = port("tls-port").filter(|_| text("tls-replication").is_some_and(|v| v == "yes"));
+    let announce_port = port("replica-announce-port").or(tls_port).unwrap_or(st.config.port);
     Some(LinkTarget {
         epoch: st.repl.link.epoch.load(Ordering::Acquire),
         host: m.host.clone(),

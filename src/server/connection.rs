@@ -177,6 +177,7 @@ where
         if let Some(err) = parsed.error {
             let line = format!("-{}\r\n", err.reply_text());
             let _ = stream.write_all(line.as_bytes()).await;
+            let _ = stream.flush().await;
             crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, line.len() as u64);
             break;
         }
@@ -236,8 +237,24 @@ where
             }
         }
     }
-    if !buf.is_empty() {
-        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, buf.len() as u64);
+    if buf.is_empty() {
+        return true;
     }
+    // A TLS stream may keep records it could not send yet; a TCP stream's flush is a no-op.
+    let flushed = poll_fn(|cx| match Pin::new(&mut *stream).poll_flush(cx) {
+        Poll::Ready(r) => Poll::Ready(r.is_ok()),
+        Poll::Pending => loop {
+            match handle.killed.poll_take(cx) {
+                Poll::Ready(()) if handle.close_requested() => break Poll::Ready(false),
+                Poll::Ready(()) => continue,
+                Poll::Pending => break Poll::Pending,
+            }
+        },
+    })
+    .await;
+    if !flushed {
+        return false;
+    }
+    crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, buf.len() as u64);
     true
 }

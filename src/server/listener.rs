@@ -1,6 +1,9 @@
-//! Accept loops: every bind address (IPv4 and IPv6, `-` prefix = optional) and the unix socket.
-//! Applies maxclients, TCP_NODELAY and keepalive, and hands each socket to a connection task.
-//! Sockets a busy script accepted (`executor::handoff`) join here as if just accepted.
+//! Accept loops: every bind address (IPv4 and IPv6, `-` prefix = optional) on the TCP port and
+//! on the TLS port (`tls-port`), and the unix socket. Applies maxclients, TCP_NODELAY and
+//! keepalive, and hands each socket to a connection task; a TLS socket's task does the handshake
+//! (`tls`) first. Sockets a busy script accepted (`executor::handoff`) join here as if just
+//! accepted; TLS listeners are not handed to a busy script (it could not speak TLS), so their
+//! new connections wait in the backlog until the script ends.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
@@ -19,6 +22,7 @@ use crate::executor::clients::ConnInfo;
 /// A socket bound and listening, not yet accepted on.
 enum Bound {
     Tcp(std::net::TcpListener),
+    Tls(std::net::TcpListener),
     Unix(std::os::unix::net::UnixListener),
 }
 
@@ -44,6 +48,15 @@ fn tcp_generation() -> &'static tokio::sync::watch::Sender<u64> {
     GENERATION.get_or_init(|| tokio::sync::watch::Sender::new(0))
 }
 
+/// The same for the TLS listeners.
+fn tls_generation() -> &'static tokio::sync::watch::Sender<u64> {
+    static GENERATION: std::sync::OnceLock<tokio::sync::watch::Sender<u64>> = std::sync::OnceLock::new();
+    GENERATION.get_or_init(|| tokio::sync::watch::Sender::new(0))
+}
+
+/// The descriptors of the TLS listeners now accepting (for CONFIG SET tls-port to retire them).
+static TLS_FDS: std::sync::Mutex<Vec<RawFd>> = std::sync::Mutex::new(Vec::new());
+
 /// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
 pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     let prebound = PREBOUND.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -53,10 +66,13 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     };
     *ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()) = Some((tokio::runtime::Handle::current(), shared.clone()));
     live::install_rebinder(rebind_tcp);
+    live::install_tls(super::tls::configure, rebind_tls);
     let mut tcp = Vec::new();
+    let mut tls = Vec::new();
     for b in bound {
         match b {
             Bound::Tcp(l) => tcp.push(l),
+            Bound::Tls(l) => tls.push(l),
             Bound::Unix(l) => {
                 crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), true);
                 let l = UnixListener::from_std(l).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
@@ -64,7 +80,37 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
             }
         }
     }
+    spawn_tls(tls, &shared, 0).map_err(|e| format!("Failed listening on port (TLS): {e}"))?;
     spawn_tcp(tcp, &shared, 0).map(drop).map_err(|e| format!("Failed listening on port (tcp): {e}"))
+}
+
+/// Starts a TLS accept loop on each listener, as generation `mine`; returns the descriptors of
+/// the listeners they replace.
+fn spawn_tls(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: u64) -> std::io::Result<Vec<RawFd>> {
+    let fds: Vec<_> = listeners.iter().map(AsRawFd::as_raw_fd).collect();
+    let generation = tls_generation().subscribe();
+    for l in listeners {
+        tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine, true));
+    }
+    Ok(std::mem::replace(&mut *TLS_FDS.lock().unwrap_or_else(|p| p.into_inner()), fds))
+}
+
+/// CONFIG SET tls-port (or bind): as `rebind_tcp` for the TLS port. Port 0 closes TLS.
+fn rebind_tls(cfg: &crate::config::Config) -> Result<(), String> {
+    let Some((handle, shared)) = ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return Err("the listeners are not running".into());
+    };
+    let bound = bind_port_all(cfg, super::tls::port(cfg))?;
+    let _entered = handle.enter();
+    let next = *tls_generation().borrow() + 1;
+    let old = spawn_tls(bound, &shared, next).map_err(|e| format!("Failed listening on port (TLS): {e}"))?;
+    for fd in old {
+        // SAFETY: as in rebind_tcp: a listener of the old generation, open until it sees the
+        // generation change below.
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+    }
+    tls_generation().send_replace(next);
+    Ok(())
 }
 
 /// Starts an accept loop on each listener, as generation `mine`; returns the descriptors of the
@@ -73,7 +119,7 @@ fn spawn_tcp(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: 
     let fds: Vec<_> = listeners.iter().map(AsRawFd::as_raw_fd).collect();
     let generation = tcp_generation().subscribe();
     for l in listeners {
-        tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine));
+        tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine, false));
     }
     Ok(crate::executor::handoff::replace_tcp_listeners(&fds))
 }
@@ -102,6 +148,7 @@ fn rebind_tcp(cfg: &crate::config::Config) -> Result<(), String> {
 
 fn bind_all(cfg: &crate::config::Config) -> Result<Vec<Bound>, String> {
     let mut out: Vec<Bound> = bind_tcp_all(cfg)?.into_iter().map(Bound::Tcp).collect();
+    out.extend(bind_port_all(cfg, super::tls::port(cfg))?.into_iter().map(Bound::Tls));
     if let Some(path) = &cfg.unixsocket {
         let _ = std::fs::remove_file(path);
         let l = std::os::unix::net::UnixListener::bind(path).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
@@ -121,8 +168,13 @@ fn bind_all(cfg: &crate::config::Config) -> Result<Vec<Bound>, String> {
 /// Binds the TCP port on every bind address (none when the port is 0); an address with a `-`
 /// prefix may fail, the others may not, and at least one of a non-empty list must succeed.
 fn bind_tcp_all(cfg: &crate::config::Config) -> Result<Vec<std::net::TcpListener>, String> {
+    bind_port_all(cfg, cfg.port)
+}
+
+/// `bind_tcp_all` for any port (the TLS port shares the bind addresses).
+fn bind_port_all(cfg: &crate::config::Config, port: u16) -> Result<Vec<std::net::TcpListener>, String> {
     let mut out = Vec::new();
-    if cfg.port == 0 {
+    if port == 0 {
         return Ok(out);
     }
     for spec in &cfg.bind {
@@ -138,13 +190,13 @@ fn bind_tcp_all(cfg: &crate::config::Config) -> Result<Vec<std::net::TcpListener
                 Err(_) => return Err(format!("Invalid bind address '{other}'")),
             },
         };
-        match bind_tcp(SocketAddr::new(ip, cfg.port), cfg.tcp_backlog) {
+        match bind_tcp(SocketAddr::new(ip, port), cfg.tcp_backlog) {
             Ok(l) => out.push(l),
             Err(e) if optional => {
-                tracing::debug!("Skipping optional bind {addr}:{}: {e}", cfg.port);
+                tracing::debug!("Skipping optional bind {addr}:{port}: {e}");
             }
             Err(e) => {
-                return Err(format!("Warning: Could not create server TCP listening socket {addr}:{}: {e}", cfg.port));
+                return Err(format!("Warning: Could not create server TCP listening socket {addr}:{port}: {e}"));
             }
         }
     }
@@ -210,11 +262,13 @@ fn adopted<T>(unix: bool, convert: impl Fn(OwnedFd) -> std::io::Result<T>) -> Ve
     crate::executor::handoff::take(unix).into_iter().filter_map(|fd| convert(fd).ok()).collect()
 }
 
+/// Accepts on a TCP listener; with `tls`, each connection does its TLS handshake first.
 async fn accept_tcp(
     listener: TcpListener,
     shared: Arc<Shared>,
     mut generation: tokio::sync::watch::Receiver<u64>,
     mine: u64,
+    tls: bool,
 ) {
     let mut pending: Vec<TcpStream> = Vec::new();
     loop {
@@ -233,7 +287,7 @@ async fn accept_tcp(
                         }
                         continue;
                     }
-                    _ = crate::executor::handoff::handed_over() => {
+                    _ = crate::executor::handoff::handed_over(), if !tls => {
                         pending = adopted(false, |fd| {
                             let std = std::net::TcpStream::from(fd);
                             std.set_nonblocking(true)?;
@@ -256,12 +310,21 @@ async fn accept_tcp(
             }
         };
         if !admit(&shared) {
-            tokio::spawn(async move {
-                let _ = stream.write_all(MAX_CLIENTS_ERR).await;
-            });
+            // Over TLS the refusal cannot be read before a handshake: the socket just closes.
+            if !tls {
+                tokio::spawn(async move {
+                    let _ = stream.write_all(MAX_CLIENTS_ERR).await;
+                });
+            }
             continue;
         }
         let local = peer.ip().is_loopback() || is_mapped_loopback(&peer.ip());
+        if tls {
+            // The handshake first; protected mode then answers over TLS, as in Redis.
+            configure_tcp(&stream, live::get_u64(&live::TCP_KEEPALIVE));
+            tokio::spawn(serve_tls(stream, peer, local, shared.clone()));
+            continue;
+        }
         if !local && live::protected() {
             shared.connections.fetch_sub(1, Ordering::AcqRel);
             crate::stats::add(&crate::stats::REJECTED_CONNECTIONS, 1);
@@ -277,6 +340,7 @@ async fn accept_tcp(
             fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
             unix: false,
             local,
+            tls: false,
         };
         let shared = shared.clone();
         let handle = Arc::new(crate::executor::clients::ClientHandle::default());
@@ -328,6 +392,7 @@ async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
             fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
             unix: true,
             local: true,
+            tls: false,
         };
         let shared = shared.clone();
         let handle = Arc::new(crate::executor::clients::ClientHandle::default());
@@ -337,6 +402,67 @@ async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
             shared.connections.fetch_sub(1, Ordering::AcqRel);
         });
     }
+}
+
+/// A connection on the TLS port: registered as a client at once (as Redis creates the client
+/// before the handshake: it counts in CLIENT LIST and maxclients, and `timeout` or CLIENT KILL
+/// end a handshake that never completes), then the handshake, then the usual connection task.
+/// A failed handshake (a plain-text client, an unknown certificate) closes the socket and is
+/// logged as Redis logs it.
+async fn serve_tls(stream: TcpStream, peer: SocketAddr, local: bool, shared: Arc<Shared>) {
+    let info = ConnInfo {
+        addr: fmt_addr(&peer),
+        laddr: stream.local_addr().map(|a| fmt_addr(&a)).unwrap_or_default(),
+        fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+        unix: false,
+        local,
+        tls: true,
+    };
+    let handle = Arc::new(crate::executor::clients::ClientHandle::default());
+    let registered = shared.exec.connect_now(&info, &handle).map(|id| (id, handle.clone()));
+    let accepted = match super::tls::acceptor() {
+        Some(acceptor) => {
+            let killed = std::future::poll_fn(|cx| loop {
+                match handle.killed.poll_take(cx) {
+                    std::task::Poll::Ready(()) if handle.close_requested() => break std::task::Poll::Ready(()),
+                    std::task::Poll::Ready(()) => continue,
+                    std::task::Poll::Pending => break std::task::Poll::Pending,
+                }
+            });
+            let handshake = async {
+                if !super::tls::starts_handshake(&stream).await {
+                    return Err("wrong version number (not a TLS handshake)".to_string());
+                }
+                acceptor.accept(stream).await.map_err(|e| e.to_string())
+            };
+            tokio::select! {
+                r = handshake => r,
+                _ = killed => Err("the client was closed during the handshake".into()),
+            }
+        }
+        None => Err("TLS is not configured".into()),
+    };
+    match accepted {
+        Ok(mut stream) => {
+            if !local && live::protected() {
+                crate::stats::add(&crate::stats::REJECTED_CONNECTIONS, 1);
+                let _ = stream.write_all(PROTECTED_MODE_ERR).await;
+                let _ = stream.shutdown().await;
+                if let Some((id, _)) = registered {
+                    shared.exec.disconnect(id);
+                }
+            } else {
+                connection::serve(stream, info, registered, &shared).await;
+            }
+        }
+        Err(e) => {
+            tracing::warn!("Error accepting a client connection: {e} (addr={} laddr={})", info.addr, info.laddr);
+            if let Some((id, _)) = registered {
+                shared.exec.disconnect(id);
+            }
+        }
+    }
+    shared.connections.fetch_sub(1, Ordering::AcqRel);
 }
 
 fn configure_tcp(stream: &TcpStream, keepalive_secs: u64) {

@@ -6,6 +6,7 @@ pub mod connection;
 pub mod listener;
 pub mod rdb_transfer;
 mod replica_link;
+pub mod tls;
 
 use std::sync::{Arc, Mutex};
 

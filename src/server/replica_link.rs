@@ -16,6 +16,7 @@ use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::tls::ClientStream;
 use super::Shared;
 use crate::executor::clients::{ClientHandle, ConnInfo};
 use crate::executor::replication::{self, LinkShared, LinkState, LinkTarget};
@@ -73,7 +74,7 @@ fn current(link: &LinkShared, target: &LinkTarget) -> LinkResult {
 
 /// The stream with the bytes read but not consumed yet.
 struct Conn {
-    stream: TcpStream,
+    stream: ClientStream,
     buf: BytesMut,
     timeout: Duration,
 }
@@ -114,7 +115,8 @@ impl Conn {
     async fn send(&mut self, argv: &[&[u8]]) -> LinkResult {
         let mut out = Vec::new();
         crate::aof::encode_command(&mut out, argv);
-        self.stream.write_all(&out).await.map_err(|e| e.to_string())
+        self.stream.write_all(&out).await.map_err(|e| e.to_string())?;
+        self.stream.flush().await.map_err(|e| e.to_string())
     }
 
     async fn command(&mut self, argv: &[&[u8]]) -> Result<String, String> {
@@ -153,6 +155,13 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
     let _ = stream.set_nodelay(true);
     tracing::info!("MASTER <-> REPLICA sync started");
     let epoch = target.epoch;
+    // tls-replication: the TLS handshake happens while Redis's link is in its CONNECTING state.
+    let tls = crate::config::live::TLS_REPLICATION.load(Ordering::Relaxed);
+    let stream = match tokio::time::timeout(timeout, ClientStream::start(stream, &target.host, tls)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("Error condition on socket for SYNC: {e}")),
+        Err(_) => return Err("Timeout connecting to the MASTER...".into()),
+    };
     step(shared, epoch, LinkState::Handshake).await?;
     let mut conn = Conn { stream, buf: BytesMut::new(), timeout };
     handshake(&mut conn, target).await?;
@@ -421,10 +430,10 @@ async fn stream_commands(shared: &Arc<Shared>, link: &LinkShared, target: &LinkT
     let Conn { mut stream, buf: mut rbuf, timeout } = conn;
     let handle = Arc::new(ClientHandle::default());
     let (laddr, addr) = (
-        stream.local_addr().map(|a| a.to_string()).unwrap_or_default(),
-        stream.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+        stream.tcp().local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        stream.tcp().peer_addr().map(|a| a.to_string()).unwrap_or_default(),
     );
-    let info = ConnInfo { addr, laddr, fd: -1, unix: false, local: false };
+    let info = ConnInfo { addr, laddr, fd: -1, unix: false, local: false, tls: false };
     let Some(id) = shared.exec.connect(info, handle.clone()).await else { return Err("the server is stopping".into()) };
     let epoch = target.epoch;
     let ok = shared.exec.run(move |e| replication::master_connected(&mut e.state, epoch, id)).await;
@@ -443,7 +452,7 @@ async fn apply_stream(
     link: &LinkShared,
     handle: &Arc<ClientHandle>,
     id: u64,
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     rbuf: &mut BytesMut,
     timeout: Duration,
 ) -> LinkResult {
@@ -477,6 +486,7 @@ async fn apply_stream(
         handle.take_output_into(&mut pushed);
         if !pushed.is_empty() {
             stream.write_all(&pushed).await.map_err(|e| e.to_string())?;
+            stream.flush().await.map_err(|e| e.to_string())?;
         }
         if handle.close_requested() {
             return Err("the master client was closed".into());
@@ -503,9 +513,10 @@ async fn apply_stream(
     }
 }
 
-async fn send_ack(stream: &mut TcpStream, link: &LinkShared) -> LinkResult {
+async fn send_ack(stream: &mut ClientStream, link: &LinkShared) -> LinkResult {
     let offset = link.applied.load(Ordering::Relaxed).to_string();
     let mut out = Vec::new();
     crate::aof::encode_command(&mut out, &[&b"REPLCONF"[..], b"ACK", offset.as_bytes()]);
-    stream.write_all(&out).await.map_err(|e| e.to_string())
+    stream.write_all(&out).await.map_err(|e| e.to_string())?;
+    stream.flush().await.map_err(|e| e.to_string())
 }

@@ -105,7 +105,8 @@ pub(super) fn tick(run: &mut Run) -> bool {
             continue;
         }
         let (fd, handle, authenticated) = (client.info.fd, client.handle.clone(), client.authenticated);
-        if fd < 0 || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
+        // A TLS client's socket carries ciphertext: it waits for the script to end.
+        if fd < 0 || client.info.tls || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
             continue;
         }
         if let Some(unsent) = serve_socket(run, fd, authenticated, Some(id)) {

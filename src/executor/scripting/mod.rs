@@ -581,7 +581,7 @@ fn with_run<R>(f: impl FnOnce(&mut Run<'_>) -> R) -> Option<R> {
 /// The client scripts run their commands as: authenticated, never connected.
 fn script_client(now_ms: i64) -> Client {
     // MONITOR shows the script's commands as coming from `lua`, as Redis does.
-    let info = ConnInfo { addr: "lua".into(), laddr: String::new(), fd: -1, unix: false, local: true };
+    let info = ConnInfo { addr: "lua".into(), laddr: String::new(), fd: -1, unix: false, local: true, tls: false };
     Client::new(SCRIPT_CLIENT_ID, info, std::sync::Arc::new(ClientHandle::default()), now_ms, true)
 }
 

@@ -1,0 +1,321 @@
+//! TLS (the `tls-*` directives) against real Redis side by side: certificates made with openssl
+//! in a temp dir, `redis-cli --tls` as the client. What each server does is recorded as text and
+//! compared: PING with and without a client certificate under `tls-auth-clients yes|no|optional`,
+//! a certificate from another CA, a plain-text client on the TLS port, CONFIG SET of a bad file
+//! (Redis's error, the old context kept), of tls-protocols and tls-ciphers, and CONFIG SET
+//! tls-port moving or closing the TLS listener. Then bad input: truncated and half-open handshakes
+//! that `timeout` ends, while other clients are served. Ports are masked.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{show, RedisServer, Server, TestServer};
+
+/// Runs openssl with `args` in `dir`; panics with its output when it fails.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl is needed (apt-get install openssl)");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+struct Certs {
+    dir: PathBuf,
+}
+
+impl Certs {
+    fn new() -> Certs {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!("ferrodis-tls-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(dir.join("ext.cnf"), "[leaf]\nkeyUsage = digitalSignature, keyEncipherment\n").expect("ext.cnf");
+        for (ca, leaves) in [("ca", &["server", "client"][..]), ("other-ca", &["stranger"][..])] {
+            let subj = format!("/O=Ferrodis Test/CN={ca}");
+            let (key, crt) = (format!("{ca}.key"), format!("{ca}.crt"));
+            openssl(
+                &dir,
+                &[
+                    "req", "-x509", "-new", "-nodes", "-newkey", "rsa:2048", "-sha256", "-days", "3650", "-subj",
+                    &subj, "-keyout", &key, "-out", &crt,
+                ],
+            );
+            for leaf in leaves {
+                let subj = format!("/O=Ferrodis Test/CN={leaf}");
+                let (lkey, csr, lcrt) = (format!("{leaf}.key"), format!("{leaf}.csr"), format!("{leaf}.crt"));
+                openssl(
+                    &dir,
+                    &[
+                        "req", "-new", "-nodes", "-newkey", "rsa:2048", "-sha256", "-subj", &subj, "-keyout", &lkey,
+                        "-out", &csr,
+                    ],
+                );
+                openssl(
+                    &dir,
+                    &[
+                        "x509",
+                        "-req",
+                        "-in",
+                        &csr,
+                        "-CA",
+                        &crt,
+                        "-CAkey",
+                        &key,
+                        "-CAcreateserial",
+                        "-days",
+                        "365",
+                        "-sha256",
+                        "-extfile",
+                        "ext.cnf",
+                        "-extensions",
+                        "leaf",
+                        "-out",
+                        &lcrt,
+                    ],
+                );
+            }
+        }
+        Certs { dir }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+
+    /// The server's TLS directives, listening on `tls_port` beside the plain port.
+    fn server_args(&self, tls_port: u16) -> Vec<String> {
+        let mut v = vec!["--tls-port".to_string(), tls_port.to_string()];
+        for (k, f) in
+            [("--tls-cert-file", "server.crt"), ("--tls-key-file", "server.key"), ("--tls-ca-cert-file", "ca.crt")]
+        {
+            v.push(k.into());
+            v.push(self.path(f));
+        }
+        v
+    }
+}
+
+impl Drop for Certs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `redis-cli --tls` PING on `port`, with the client certificate `cert` (a file stem) or none:
+/// "PONG", or "refused" when the connection failed.
+fn tls_ping(certs: &Certs, port: u16, cert: Option<&str>) -> String {
+    let mut cmd = Command::new("redis-cli");
+    cmd.args(["--tls", "--cacert", &certs.path("ca.crt"), "-p", &port.to_string()]);
+    if let Some(c) = cert {
+        cmd.args(["--cert", &certs.path(&format!("{c}.crt")), "--key", &certs.path(&format!("{c}.key"))]);
+    }
+    let out = cmd.arg("ping").output().expect("redis-cli is needed (apt-get install redis-tools)");
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if out.status.success() && text == "PONG" {
+        text
+    } else {
+        "refused".into()
+    }
+}
+
+/// What a plain-text client sees on the TLS port: bytes read before the connection ends.
+fn plain_text_on(port: u16) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return "connect refused".into() };
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(b"PING\r\n");
+    let mut buf = Vec::new();
+    match s.read_to_end(&mut buf) {
+        Ok(_) => format!("closed after {} bytes", buf.len()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => format!("reset after {} bytes", buf.len()),
+        Err(e) => format!("error {:?} after {} bytes", e.kind(), buf.len()),
+    }
+}
+
+fn start(which: &str, certs: &Certs, tls_port: u16, extra: &[&str]) -> Server {
+    let mut args = certs.server_args(tls_port);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    if which == "redis" {
+        RedisServer::with_args(&args)
+    } else {
+        TestServer::with_args(&args)
+    }
+}
+
+fn scenario(which: &str) -> Vec<String> {
+    let certs = Certs::new();
+    let tls_port = common::free_port();
+    let server = start(which, &certs, tls_port, &[]);
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let set = |c: &mut common::Client, name: &str, value: &str| show(&c.cmd(&["CONFIG", "SET", name, value]));
+
+    out.push(format!("client cert: {}", tls_ping(&certs, tls_port, Some("client"))));
+    out.push(format!("no client cert: {}", tls_ping(&certs, tls_port, None)));
+    out.push(format!("other CA's cert: {}", tls_ping(&certs, tls_port, Some("stranger"))));
+    for mode in ["optional", "no"] {
+        out.push(set(&mut c, "tls-auth-clients", mode));
+        out.push(format!("{mode}, no client cert: {}", tls_ping(&certs, tls_port, None)));
+        out.push(format!("{mode}, client cert: {}", tls_ping(&certs, tls_port, Some("client"))));
+    }
+    out.push(set(&mut c, "tls-auth-clients", "yes"));
+    out.push(format!("yes again, no client cert: {}", tls_ping(&certs, tls_port, None)));
+    out.push(format!("plain text: {}", plain_text_on(tls_port)));
+
+    // A file that cannot be loaded fails the CONFIG SET; the old context stays.
+    out.push(set(&mut c, "tls-cert-file", "/nonexistent/server.crt"));
+    out.push(set(&mut c, "tls-key-file", &certs.path("client.key")));
+    out.push(show(&c.cmd(&["CONFIG", "GET", "tls-cert-file"])).replace(&certs.path(""), "DIR/"));
+    out.push(format!("after bad files: {}", tls_ping(&certs, tls_port, Some("client"))));
+    out.push(set(&mut c, "tls-protocols", "TLSv1.4"));
+    out.push(set(&mut c, "tls-protocols", "TLSv1.2"));
+    out.push(format!("TLSv1.2 only: {}", tls_ping(&certs, tls_port, Some("client"))));
+    out.push(set(&mut c, "tls-ciphers", "DEFAULT:-AES128-SHA256"));
+    out.push(format!("ciphers: {}", tls_ping(&certs, tls_port, Some("client"))));
+    out.push(set(&mut c, "tls-protocols", ""));
+    // A reload from the same files: new connections get the new context.
+    out.push(set(&mut c, "tls-cert-file", &certs.path("server.crt")));
+    out.push(format!("reloaded: {}", tls_ping(&certs, tls_port, Some("client"))));
+
+    // CONFIG SET tls-port moves the listener, 0 closes it.
+    let moved = common::free_port();
+    out.push(set(&mut c, "tls-port", &moved.to_string()));
+    out.push(format!("moved: {} / old port: {}", tls_ping(&certs, moved, Some("client")), plain_text_on(tls_port)));
+    out.push(set(&mut c, "tls-port", "0"));
+    out.push(format!("closed: {}", plain_text_on(moved)));
+    out.push(set(&mut c, "tls-port", &tls_port.to_string()));
+    out.push(format!("back: {}", tls_ping(&certs, tls_port, Some("client"))));
+    // Redis lists CONFIG GET tls-* in its dict's order: each by name instead.
+    for name in [
+        "tls-port",
+        "tls-cert-file",
+        "tls-key-file",
+        "tls-key-file-pass",
+        "tls-client-cert-file",
+        "tls-client-key-file",
+        "tls-client-key-file-pass",
+        "tls-dh-params-file",
+        "tls-ca-cert-file",
+        "tls-ca-cert-dir",
+        "tls-auth-clients",
+        "tls-protocols",
+        "tls-ciphers",
+        "tls-ciphersuites",
+        "tls-prefer-server-ciphers",
+        "tls-session-caching",
+        "tls-session-cache-size",
+        "tls-session-cache-timeout",
+        "tls-replication",
+        "tls-cluster",
+    ] {
+        let v = show(&c.cmd(&["CONFIG", "GET", name]));
+        out.push(v.replace(&certs.path(""), "DIR/").replace(&tls_port.to_string(), "TLSPORT"));
+    }
+    out
+}
+
+#[test]
+fn tls_port_and_directives_like_redis() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let expected = scenario("redis");
+    let got = scenario("ferrodis");
+    assert_eq!(got, expected);
+}
+
+/// Connections that never finish a handshake (nothing sent, a truncated ClientHello) are closed
+/// by `timeout` as any idle client is; meanwhile other clients are served and memory stays bounded.
+fn bad_input(which: &str, half_open: usize) -> Vec<String> {
+    let certs = Certs::new();
+    let tls_port = common::free_port();
+    let server = start(which, &certs, tls_port, &["--timeout", "1"]);
+    let rss_before = server.rss_kb().unwrap_or(0);
+    let mut out = Vec::new();
+    let mut stalled = Vec::new();
+    for i in 0..half_open {
+        let mut s = TcpStream::connect(("127.0.0.1", tls_port)).expect("connect");
+        if i % 2 == 1 {
+            // The start of a TLS record header, then nothing.
+            let _ = s.write_all(&[0x16, 0x03, 0x01]);
+        }
+        stalled.push(s);
+    }
+    out.push(format!("served meanwhile: {}", tls_ping(&certs, tls_port, Some("client"))));
+    let grew_mb = server.rss_kb().unwrap_or(0).saturating_sub(rss_before) / 1024;
+    // Redis spends about 30 KB per half-open TLS client; allow that much.
+    out.push(format!("rss bounded: {}", grew_mb < (half_open as u64 * 40 / 1024).max(8)));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut closed = 0;
+    for s in &mut stalled {
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
+        s.set_read_timeout(Some(left)).unwrap();
+        let mut buf = [0u8; 64];
+        if matches!(s.read(&mut buf), Ok(0) | Err(_)) && Instant::now() < deadline {
+            closed += 1;
+        }
+    }
+    out.push(format!("half-open closed by timeout: {closed}/{half_open}"));
+    out.push(format!("a truncated handshake, closed: {}", {
+        let mut s = TcpStream::connect(("127.0.0.1", tls_port)).expect("connect");
+        let _ = s.write_all(&[0x16, 0x03, 0x01, 0x00, 0x40, 0x01]);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = Vec::new();
+        match s.read_to_end(&mut buf) {
+            Ok(_) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    }));
+    out.push(format!("served after: {}", tls_ping(&certs, tls_port, Some("client"))));
+    out
+}
+
+#[test]
+fn tls_bad_input_is_refused_or_timed_out_like_redis() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let expected = bad_input("redis", 100);
+    let got = bad_input("ferrodis", 100);
+    assert_eq!(got, expected);
+}
+
+/// `tls-replication yes`: a replica dials its master over TLS, presenting its client
+/// certificate; the full sync and the command stream then flow over TLS. Ferrodis as replica of
+/// Redis, and Redis as replica of Ferrodis.
+#[test]
+fn tls_replication_both_ways_with_redis() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let certs = Certs::new();
+    let client_files =
+        ["--tls-client-cert-file", &certs.path("client.crt"), "--tls-client-key-file", &certs.path("client.key")]
+            .map(str::to_string);
+    let mut extra: Vec<String> = vec!["--tls-replication".into(), "yes".into()];
+    extra.extend(["--repl-diskless-sync-delay".to_string(), "0".to_string()]);
+    extra.extend(client_files);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    for (master_kind, replica_kind) in [("redis", "ferrodis"), ("ferrodis", "redis")] {
+        let master_tls = common::free_port();
+        let master = start(master_kind, &certs, master_tls, &extra);
+        let replica = start(replica_kind, &certs, common::free_port(), &extra);
+        let mut m = master.client();
+        let mut r = replica.client();
+        m.cmd(&["SET", "before", "sync"]);
+        assert_eq!(show(&r.cmd(&["REPLICAOF", "127.0.0.1", &master_tls.to_string()])), "\"+OK\\r\\n\"");
+        common::wait_until(&format!("{replica_kind} synced from {master_kind} over TLS"), || {
+            r.cmd(&["GET", "before"]) == b"$4\r\nsync\r\n"
+        });
+        m.cmd(&["SET", "after", "stream"]);
+        common::wait_until(&format!("the stream of {master_kind} reaching {replica_kind}"), || {
+            r.cmd(&["GET", "after"]) == b"$6\r\nstream\r\n"
+        });
+        let info = String::from_utf8_lossy(&m.cmd(&["INFO", "replication"])).into_owned();
+        assert!(info.contains("connected_slaves:1"), "{master_kind}: {info}");
+    }
+}
