@@ -358,7 +358,12 @@ fn failover_to_a_real_replica_and_back() {
         assert_eq!(role(to), "master", "{} after the failover to it", to.name);
         assert_eq!(stat(to, "sync_partial_ok"), partial + 1, "{} continued {}'s history", to.name, from.name);
         assert_eq!(stat(to, "sync_full"), full, "a full sync during the failover to {}", to.name);
-        write_mix(&mut to.client(), 20);
+        let mut c = to.client();
+        for i in 0..50 {
+            c.cmd(&["SET", &format!("after:{}:{i}", to.name), "v"]);
+            c.cmd(&["INCR", "counter"]);
+            c.cmd(&["LPUSH", "l:1", &i.to_string()]);
+        }
         assert_converged(to, &[from]);
     }
     assert!(ours.log().contains("MASTER MODE enabled (failover request from '"), "{}", ours.log());
