@@ -421,7 +421,9 @@ pub fn master_command_failed(st: &State, reply: &[u8], command: &str) {
         "== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{command}'"
     );
     let behavior = st.config.other.get("propagation-error-behavior").map_or("ignore", String::as_str);
-    if behavior.starts_with("panic") {
+    // A writable replica may hold data its master does not know of (a library loaded on it, say):
+    // an error there is no sign of divergence, and Redis panics only on a read-only one.
+    if behavior.starts_with("panic") && st.config.replica_read_only() {
         tracing::warn!("This replica panicked sending an error to its master after processing the command '{command}'");
         std::process::exit(1);
     }

@@ -137,6 +137,11 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
     let mut conn = Conn { stream, buf: BytesMut::new(), timeout };
     handshake(&mut conn, target).await?;
     let next = target.next_offset.to_string();
+    if target.replid == "?" {
+        tracing::info!("Partial resynchronization not possible (no cached master)");
+    } else {
+        tracing::info!("Trying a partial resynchronization (request {}:{next}).", target.replid);
+    }
     let mut psync: Vec<&[u8]> = vec![b"PSYNC", target.replid.as_bytes(), next.as_bytes()];
     if target.failover {
         // This master is handing over to its replica: the PSYNC asks it to take over.
