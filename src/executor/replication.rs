@@ -1048,7 +1048,7 @@ fn failover_progress(st: &mut State) {
     let offset = st.repl.offset;
     let (host, port) = match f.target.clone() {
         Some((host, port)) => {
-            if !find_replica(st, &host, port).is_some_and(|r| r.ack_offset == offset) {
+            if find_replica(st, &host, port).is_none_or(|r| r.ack_offset != offset) {
                 return;
             }
             (host, port)
