@@ -218,11 +218,13 @@ pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() > 3 && args.is(3, "failover") {
         failover_request(ctx, args)?;
     }
-    let from = args.i64(2)?;
     if let Some(refusal) = sync_refusal(ctx) {
         return refusal;
     }
     tracing::info!("Replica {} asks for synchronization", replica_name(ctx));
+    let from = args.i64(2).inspect_err(|_| {
+        tracing::warn!("Replica {} asks for synchronization but with a wrong offset", replica_name(ctx));
+    })?;
     let replid = args.get(1);
     let psync2 = ctx.client.replconf.capa_psync2;
     if !ctx.client.replconf.rdb_only && replication::try_partial(ctx.srv, &ctx.client.handle, replid, from, psync2) {
@@ -284,8 +286,11 @@ fn announced(ctx: &Ctx) -> (String, u16) {
 }
 
 fn replica_name(ctx: &Ctx) -> String {
-    let (ip, port) = announced(ctx);
-    format!("{ip}:{port}")
+    match announced(ctx) {
+        // REPLCONF listening-port never came (redis-cli, a bare SYNC), as Redis words it.
+        (ip, 0) => format!("{ip}:<unknown-replica-port>"),
+        (ip, port) => format!("{ip}:{port}"),
+    }
 }
 
 /// A full sync: at once, or, for a diskless replica (`capa eof`) under repl-diskless-sync with
