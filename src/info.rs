@@ -233,11 +233,15 @@ fn server(s: &mut Section, st: &State, now_ms: i64) {
     s.field("executable", exe);
     s.field("config_file", config_file);
     s.field("io_threads_active", 0);
+    if let Some(ms) = crate::executor::shutdown::remaining_ms(st, now_ms) {
+        s.field("shutdown_in_milliseconds", ms);
+    }
 }
 
-/// Clients counted as connected: the caller plus the others not already being closed.
+/// Clients counted as connected: the caller plus the others not already being closed, less
+/// the replicas (Redis counts its clients less its replicas).
 pub fn connected_clients(st: &State) -> usize {
-    1 + st.clients.values().filter(|c| !c.handle.close_requested()).count()
+    1 + st.clients.values().filter(|c| !c.handle.close_requested() && !c.handle.is_replica()).count()
 }
 
 fn clients(s: &mut Section, st: &State, caller: &Client) {
@@ -359,7 +363,7 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("mem_fragmentation_bytes", m.rss as i64 - m.used as i64);
     s.field("mem_not_counted_for_evict", 0);
     s.field("mem_replication_backlog", st.repl.backlog.as_ref().map_or(0, |b| b.size()));
-    s.field("mem_total_replication_buffers", 0);
+    s.field("mem_total_replication_buffers", crate::executor::replication::buffers_memory(st));
     s.field("mem_clients_slaves", 0);
     s.field("mem_clients_normal", m.clients_normal);
     s.field("mem_cluster_links", 0);
@@ -542,7 +546,7 @@ fn replication(s: &mut Section, st: &State) {
     for (name, line) in replication::info_replicas(st, now) {
         s.field(&name, line);
     }
-    s.field("master_failover_state", "no-failover");
+    s.field("master_failover_state", r.failover.state.name());
     s.field("master_replid", &r.replid);
     s.field("master_replid2", &r.replid2);
     s.field("master_repl_offset", r.offset);

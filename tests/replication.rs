@@ -394,3 +394,168 @@ fn a_restarted_master_streams_the_dels_of_keys_expired_while_down() {
     assert_eq!(ours, figures(true));
     assert_eq!(ours.2, "2");
 }
+
+fn failover_state(s: &Server) -> String {
+    info_field(&mut s.client(), "replication", "master_failover_state")
+}
+
+fn role(s: &Server) -> String {
+    info_field(&mut s.client(), "replication", "role")
+}
+
+/// Stops (SIGSTOP) or resumes (SIGCONT) a server process: a stopped replica acknowledges
+/// nothing, so a failover to it waits.
+fn freeze(s: &Server, stop: bool) {
+    let sig = if stop { libc::SIGSTOP } else { libc::SIGCONT };
+    // SAFETY: signals a child process this test started and still owns.
+    assert_eq!(unsafe { libc::kill(s.pid() as i32, sig) }, 0, "signal {} to {}", sig, s.name);
+}
+
+/// FAILOVER from a ferrodis master to a real Redis replica, then back from the real Redis
+/// (now master) to ferrodis: each time the old master turns replica of the new one with a
+/// partial resync (`PSYNC <replid> <offset> FAILOVER` answered `+CONTINUE`), no full sync, and
+/// the datasets agree before and after.
+#[test]
+fn failover_to_a_real_replica_and_back() {
+    let _w = Watchdog::new("failover_to_a_real_replica_and_back", Duration::from_secs(120));
+    let ours = TestServer::with_args(&MASTER);
+    let real = start_replica(true, &ours, &["--repl-diskless-sync-delay", "0"]);
+    wait_until("the real replica up", || link_up(&real));
+    write_mix(&mut ours.client(), 50);
+    assert_converged(&ours, &[&real]);
+    for (from, to) in [(&ours, &real), (&real, &ours)] {
+        let (full, partial) = (stat(to, "sync_full"), stat(to, "sync_partial_ok"));
+        let port = to.port.to_string();
+        assert_eq!(from.client().cmd(&["FAILOVER", "TO", "127.0.0.1", &port]), b"+OK\r\n", "{} fails over", from.name);
+        wait_until("the failover to finish", || failover_state(from) == "no-failover" && link_up(from));
+        assert_eq!(role(from), "slave", "{} after its failover", from.name);
+        assert_eq!(role(to), "master", "{} after the failover to it", to.name);
+        assert_eq!(stat(to, "sync_partial_ok"), partial + 1, "{} continued {}'s history", to.name, from.name);
+        assert_eq!(stat(to, "sync_full"), full, "a full sync during the failover to {}", to.name);
+        let mut c = to.client();
+        for i in 0..50 {
+            c.cmd(&["SET", &format!("after:{}:{i}", to.name), "v"]);
+            c.cmd(&["INCR", "counter"]);
+            c.cmd(&["LPUSH", "l:1", &i.to_string()]);
+        }
+        assert_converged(to, &[from]);
+    }
+    assert!(ours.log().contains("MASTER MODE enabled (failover request from '"), "{}", ours.log());
+}
+
+/// FAILOVER's argument and state errors, byte for byte against Redis: on a master without
+/// replicas, then on a master with a replica (and on that replica), then while a failover
+/// waits for a stopped replica (FAILOVER again, REPLICAOF, reads still served); then ABORT,
+/// after which the write held meanwhile runs; then TIMEOUT without FORCE gives up, with
+/// Redis's log line.
+#[test]
+fn failover_errors_timeout_and_abort_answer_as_redis() {
+    let _w = Watchdog::new("failover_errors_timeout_and_abort", Duration::from_secs(120));
+    let mut transcripts = Vec::new();
+    for master_real in [true, false] {
+        let master = if master_real {
+            RedisServer::with_args(&["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"])
+        } else {
+            TestServer::with_args(&MASTER)
+        };
+        let mut t: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut m = master.client();
+        fn run(c: &mut Client, argv: &[&str], t: &mut Vec<(String, Vec<u8>)>) {
+            t.push((argv.join(" "), c.cmd(argv)));
+        }
+        for argv in [
+            &["FAILOVER"][..],
+            &["FAILOVER", "ABORT"],
+            &["FAILOVER", "TO", "127.0.0.1"],
+            &["FAILOVER", "bogus"],
+            &["FAILOVER", "TIMEOUT", "0"],
+            &["FAILOVER", "TIMEOUT", "-5"],
+            &["FAILOVER", "TIMEOUT", "abc"],
+            &["FAILOVER", "TIMEOUT", "10", "TIMEOUT", "10"],
+            &["FAILOVER", "TO", "h", "abc"],
+            &["FAILOVER", "TO", "h", "1", "TO", "h", "2"],
+            &["FAILOVER", "FORCE", "FORCE"],
+            &["FAILOVER", "ABORT", "ABORT"],
+            &["FAILOVER", "FORCE"],
+            &["PSYNC", "?", "-1", "FAILOVER"],
+        ] {
+            run(&mut m, argv, &mut t);
+        }
+        let replica = start_replica(true, &master, &["--repl-diskless-sync-delay", "0"]);
+        wait_until("replica up", || link_up(&replica));
+        let rport = replica.port.to_string();
+        let mut r = replica.client();
+        for argv in [
+            &["FAILOVER", "FORCE", "TIMEOUT", "100"][..],
+            &["FAILOVER", "TO", "127.0.0.1", &rport, "FORCE"],
+            &["FAILOVER", "TO", "127.0.0.1", "1"],
+            &["FAILOVER", "TO", "127.0.0.1", "70000"],
+            &["FAILOVER", "TO", "nohost", &rport],
+        ] {
+            run(&mut m, argv, &mut t);
+        }
+        run(&mut r, &["FAILOVER"], &mut t);
+        run(&mut r, &["PSYNC", "0123456789012345678901234567890123456789", "1", "FAILOVER"], &mut t);
+        // The replica stops: the failover waits for it, writes held, reads served.
+        m.cmd(&["SET", "k", "1"]);
+        freeze(&replica, true);
+        m.cmd(&["SET", "k", "2"]);
+        run(&mut m, &["FAILOVER", "TO", "127.0.0.1", &rport, "TIMEOUT", "60000"], &mut t);
+        t.push(("state".into(), failover_state(&master).into_bytes()));
+        let mut writer = master.client();
+        writer.send_raw(b"*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n").expect("send INCR");
+        common::wait_blocked(&mut m, 1, "INCR while the failover waits");
+        run(&mut m, &["GET", "k"], &mut t);
+        run(&mut m, &["FAILOVER"], &mut t);
+        run(&mut m, &["REPLICAOF", "127.0.0.1", &rport], &mut t);
+        run(&mut m, &["REPLICAOF", "NO", "ONE"], &mut t);
+        run(&mut m, &["FAILOVER", "ABORT"], &mut t);
+        t.push(("state".into(), failover_state(&master).into_bytes()));
+        t.push(("held INCR".into(), writer.read_reply().expect("the held INCR's reply")));
+        // TIMEOUT without FORCE: given up once it passes.
+        run(&mut m, &["FAILOVER", "TO", "127.0.0.1", &rport, "TIMEOUT", "200"], &mut t);
+        wait_until("the failover to give up", || failover_state(&master) == "no-failover");
+        t.push(("role".into(), role(&master).into_bytes()));
+        freeze(&replica, false);
+        assert_converged(&master, &[&replica]);
+        let log = master.log();
+        assert!(
+            log.contains(&format!("FAILOVER to 127.0.0.1:{rport} aborted: Replica never caught up before timeout")),
+            "{}: {log}",
+            master.name
+        );
+        assert!(log.contains("aborted: Failover manually aborted"), "{}: {log}", master.name);
+        transcripts.push(t);
+    }
+    let (redis, ours) = (&transcripts[0], &transcripts[1]);
+    assert_eq!(redis.len(), ours.len());
+    for ((what, want), (_, got)) in redis.iter().zip(ours) {
+        assert_eq!(show(got), show(want), "{what}");
+    }
+}
+
+/// FAILOVER ... TIMEOUT ms FORCE from ferrodis to a real replica that stopped: at the timeout
+/// ferrodis turns replica anyway (failover-in-progress until the target answers); once the
+/// target runs again it takes over, with what it had received, and both agree.
+#[test]
+fn failover_force_to_a_stopped_real_replica() {
+    let _w = Watchdog::new("failover_force_to_a_stopped_real_replica", Duration::from_secs(120));
+    let ours = TestServer::with_args(&MASTER);
+    let real = start_replica(true, &ours, &["--repl-diskless-sync-delay", "0"]);
+    wait_until("the real replica up", || link_up(&real));
+    write_mix(&mut ours.client(), 20);
+    assert_converged(&ours, &[&real]);
+    freeze(&real, true);
+    ours.client().cmd(&["SET", "late", "1"]);
+    let port = real.port.to_string();
+    let reply = ours.client().cmd(&["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "100", "FORCE"]);
+    assert_eq!(reply, b"+OK\r\n");
+    wait_until("the forced failover to start", || failover_state(&ours) == "failover-in-progress");
+    assert_eq!(role(&ours), "slave");
+    freeze(&real, false);
+    wait_until("the failover to finish", || failover_state(&ours) == "no-failover" && link_up(&ours));
+    assert_eq!(role(&real), "master");
+    assert_eq!(real.client().cmd(&["GET", "late"]), b"$1\r\n1\r\n");
+    assert_converged(&real, &[&ours]);
+    assert!(ours.log().contains(&format!("FAILOVER to 127.0.0.1:{port} time out exceeded, failing over.")));
+}

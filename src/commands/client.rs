@@ -275,8 +275,11 @@ pub fn client_pause(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// CLIENT UNPAUSE
 pub fn client_unpause(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    ctx.srv.pause_end_ms = 0;
-    ctx.srv.pause_all = false;
+    // Ended now rather than forgotten: the clients it held run when this batch ends, even
+    // those held under ALL while FAILOVER or a shutdown still holds writes (see
+    // `call::resume_postponed`). Those pauses are not CLIENT UNPAUSE's to lift.
+    let srv = &mut *ctx.srv;
+    srv.pause_end_ms = srv.pause_end_ms.min(ctx.now_ms);
     Ok(Reply::Ok)
 }
 

@@ -390,22 +390,21 @@ fn value_digest(v: &Value, expires: bool) -> [u8; 20] {
 }
 
 /// DEBUG DIGEST: per non-empty database (in order) its index mixed in, then each key's digest
-/// (name, then value) xored in, so key order does not matter. All zeros when empty.
+/// (name, then value) xored in, so key order does not matter. All zeros when empty. As Redis,
+/// it reads the table as it is: keys past their TTL but not yet deleted count, and nothing is
+/// expired by looking (a replica holding such a key until its master's DEL agrees with the
+/// master meanwhile).
 fn dataset_digest(ctx: &mut Ctx) -> [u8; 20] {
-    let now = ctx.now_ms;
     let mut total = [0u8; 20];
-    for (i, db) in ctx.srv.dbs.iter_mut().enumerate() {
+    for (i, db) in ctx.srv.dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
         }
         mix_digest(&mut total, &(i as u32).to_be_bytes());
-        let keys: Vec<Vec<u8>> = db.keys(now).map(|(k, _)| k.to_vec()).collect();
-        for k in keys {
-            let expires = db.expire_at(&k, now).is_some();
-            let Some(v) = db.peek(&k, now) else { continue };
+        for (k, v, expire) in db.iter_all() {
             let mut d = [0u8; 20];
-            mix_digest(&mut d, &k);
-            object_digest(&mut d, v, expires);
+            mix_digest(&mut d, k);
+            object_digest(&mut d, v, expire.is_some());
             xor_digest(&mut total, &d);
         }
     }

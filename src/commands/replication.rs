@@ -12,10 +12,8 @@
 
 use super::flags::*;
 use super::{acl, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::executor::replication::{self, LinkState, MasterLink};
-use crate::executor::State;
+use crate::executor::replication::{self, FailoverState, LinkState};
 use crate::resp::Reply;
-use crate::util::clock::{random_hex, unix_ms};
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("sync", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, NO_KEYS, 0, sync),
@@ -30,16 +28,22 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
 ///
-/// Checks the arguments as Redis does; then a replica refuses, and a master without online
-/// replicas answers that it needs them (the coordinated failover itself is not implemented).
+/// A coordinated switch of roles with a replica: writes pause until the target (given with
+/// TO, else the first replica in sync) acknowledges the whole stream, then this server
+/// becomes its replica and asks it, with `PSYNC <replid> <offset> FAILOVER`, to take over
+/// (`executor::replication::failover_cron`). TIMEOUT bounds the wait: the failover is then
+/// given up, or with FORCE carried out anyway. ABORT, alone, gives up a failover under way.
+/// The reply comes at once; INFO's master_failover_state follows the progress. Arguments are
+/// checked first, then the server's state, in Redis's order.
 pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if ctx.srv.repl.is_replica() {
-        return Err(CmdError::err("FAILOVER is not valid when server is a replica."));
-    }
     if args.len() == 2 && args.is(1, "abort") {
-        return Err(CmdError::err("No failover in progress."));
+        if ctx.srv.repl.failover.state == FailoverState::None {
+            return Err(CmdError::err("No failover in progress."));
+        }
+        replication::abort_failover(ctx.srv, "Failover manually aborted");
+        return Ok(Reply::Ok);
     }
-    let (mut timeout, mut host, mut force) = (0i64, false, false);
+    let (mut timeout, mut target, mut force) = (0i64, None, false);
     let mut j = 1;
     while j < args.len() {
         if args.is(j, "timeout") && j + 1 < args.len() && timeout == 0 {
@@ -48,9 +52,9 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 return Err(CmdError::err("FAILOVER timeout must be greater than 0"));
             }
             j += 2;
-        } else if args.is(j, "to") && j + 2 < args.len() && !host {
-            args.i64(j + 2)?;
-            host = true;
+        } else if args.is(j, "to") && j + 2 < args.len() && target.is_none() {
+            let port = args.i64(j + 2)?;
+            target = Some((String::from_utf8_lossy(args.get(j + 1)).into_owned(), port));
             j += 3;
         } else if args.is(j, "force") && !force {
             force = true;
@@ -59,10 +63,35 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    if ctx.srv.repl.replicas.is_empty() {
+    let st = &mut *ctx.srv;
+    if st.repl.failover.state != FailoverState::None {
+        return Err(CmdError::err("FAILOVER already in progress."));
+    }
+    if st.repl.is_replica() {
+        return Err(CmdError::err("FAILOVER is not valid when server is a replica."));
+    }
+    if st.repl.replicas.is_empty() {
         return Err(CmdError::err("FAILOVER requires connected replicas."));
     }
-    Err(CmdError::err("FAILOVER is not supported by this server yet."))
+    if force && (timeout == 0 || target.is_none()) {
+        return Err(CmdError::err("FAILOVER with force option requires both a timeout and target HOST and IP."));
+    }
+    let target = match target {
+        Some((host, port)) => {
+            // A port no replica can listen on matches none.
+            let replica = u16::try_from(port).ok().and_then(|p| replication::find_replica(st, &host, p));
+            let Some(replica) = replica else {
+                return Err(CmdError::err("FAILOVER target HOST and PORT is not a replica."));
+            };
+            if replica.state != replication::ReplicaState::Online {
+                return Err(CmdError::err("FAILOVER target replica is not online."));
+            }
+            Some((host, replica.port))
+        }
+        None => None,
+    };
+    replication::start_failover(st, target, timeout, force, ctx.now_ms);
+    Ok(Reply::Ok)
 }
 
 /// WAIT numreplicas timeout
@@ -182,11 +211,20 @@ pub fn sync(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// previous one, up to where that history ended) and the backlog still holds `offset`;
 /// otherwise `+FULLRESYNC <replid> <offset>` and a full sync.
 pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let from = args.i64(2)?;
+    if ctx.client.handle.is_replica() {
+        // Already a replica: ignored without a reply.
+        return Ok(Reply::Raw(Vec::new()));
+    }
+    if args.len() > 3 && args.is(3, "failover") {
+        failover_request(ctx, args)?;
+    }
     if let Some(refusal) = sync_refusal(ctx) {
         return refusal;
     }
     tracing::info!("Replica {} asks for synchronization", replica_name(ctx));
+    let from = args.i64(2).inspect_err(|_| {
+        tracing::warn!("Replica {} asks for synchronization but with a wrong offset", replica_name(ctx));
+    })?;
     let replid = args.get(1);
     let psync2 = ctx.client.replconf.capa_psync2;
     if !ctx.client.replconf.rdb_only && replication::try_partial(ctx.srv, &ctx.client.handle, replid, from, psync2) {
@@ -201,11 +239,33 @@ pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
     full_sync(ctx, true)
 }
 
+/// `PSYNC <replid> <offset> FAILOVER`: this replica's master hands over (its FAILOVER). The
+/// replica becomes a master, its master's history now its previous one, so the PSYNC that
+/// follows continues partially from the old master's offset; the answer `+CONTINUE <new
+/// replid>` tells the old master, now a replica, that the failover is done.
+fn failover_request(ctx: &mut Ctx, args: &Args) -> Result<(), CmdError> {
+    let replid = String::from_utf8_lossy(args.get(1)).into_owned();
+    tracing::warn!("Failover request received for replid {replid}.");
+    if !ctx.srv.repl.is_replica() {
+        return Err(CmdError::err("PSYNC FAILOVER can't be sent to a master."));
+    }
+    if replid != ctx.srv.repl.replid {
+        return Err(CmdError::err("PSYNC FAILOVER replid must match my replid."));
+    }
+    replication::unset_master(ctx.srv);
+    let info = crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None);
+    tracing::info!("MASTER MODE enabled (failover request from '{info}')");
+    Ok(())
+}
+
 /// Why SYNC/PSYNC cannot be served now, as Redis checks it.
 fn sync_refusal(ctx: &mut Ctx) -> Option<CmdResult> {
     if ctx.client.handle.is_replica() {
         // Already a replica: ignored without a reply.
         return Some(Ok(Reply::Raw(Vec::new())));
+    }
+    if ctx.srv.repl.failover.state != FailoverState::None {
+        return Some(Err(CmdError::Raw("NOMASTERLINK Can't SYNC while failing over".into())));
     }
     if ctx.srv.repl.is_replica() && !replication::link_up(ctx.srv) {
         return Some(Err(CmdError::Raw("NOMASTERLINK Can't SYNC while not connected with my master".into())));
@@ -226,8 +286,11 @@ fn announced(ctx: &Ctx) -> (String, u16) {
 }
 
 fn replica_name(ctx: &Ctx) -> String {
-    let (ip, port) = announced(ctx);
-    format!("{ip}:{port}")
+    match announced(ctx) {
+        // REPLCONF listening-port never came (redis-cli, a bare SYNC), as Redis words it.
+        (ip, 0) => format!("{ip}:<unknown-replica-port>"),
+        (ip, port) => format!("{ip}:{port}"),
+    }
 }
 
 /// A full sync: at once, or, for a diskless replica (`capa eof`) under repl-diskless-sync with
@@ -259,10 +322,14 @@ fn full_sync(ctx: &mut Ctx, psync: bool) -> CmdResult {
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF)
 pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if ctx.srv.repl.failover.state != FailoverState::None {
+        return Err(CmdError::err("REPLICAOF not allowed while failing over."));
+    }
     if args.is(1, "no") && args.is(2, "one") {
         if ctx.srv.repl.is_replica() {
-            unset_master(ctx.srv);
-            tracing::info!("MASTER MODE enabled (user request from '{}')", requester(ctx));
+            replication::unset_master(ctx.srv);
+            let info = crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None);
+            tracing::info!("MASTER MODE enabled (user request from '{info}')");
         }
         return Ok(Reply::Ok);
     }
@@ -282,69 +349,11 @@ pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Ok(Reply::Status("OK Already connected to specified master"));
         }
     }
-    set_master(ctx.srv, host, port);
+    replication::set_master(ctx.srv, host, port);
     let host = &ctx.srv.repl.master.as_ref().map_or(String::new(), |m| m.host.clone());
-    tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{}')", requester(ctx));
+    let info = crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None);
+    tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{info}')");
     Ok(Reply::Ok)
-}
-
-/// Who asked, as Redis's log names the client: its CLIENT LIST line.
-fn requester(ctx: &Ctx) -> String {
-    crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None)
-}
-
-/// Makes this server a replica of `host:port` (Redis's replicationSetMaster): the link task
-/// connects; replicas of this server stay, to continue with the new history if they can.
-pub fn set_master(st: &mut State, host: String, port: u16) {
-    if let Some(old) = st.repl.master.take() {
-        drop_master_client(st, &old);
-    }
-    st.config.other.insert("replicaof", format!("{host} {port}"));
-    crate::log::set_role('S');
-    tracing::info!("Connecting to MASTER {host}:{port}");
-    st.repl.master = Some(MasterLink { host, port, state: LinkState::Connect, client_id: None, down_since_ms: 0 });
-    // The replica class of oom-score-adj-values from now on (Redis's setOOMScoreAdj(-1)).
-    if let Err(why) = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::Replica) {
-        tracing::warn!("{why}");
-    }
-    st.repl.link.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-    st.repl.link.changed.notify_one();
-}
-
-/// REPLICAOF NO ONE (Redis's replicationUnsetMaster): the inherited ID becomes the previous
-/// one up to here, a new history starts, and replicas reconnect to learn of it (they continue
-/// partially).
-fn unset_master(st: &mut State) {
-    let Some(old) = st.repl.master.take() else { return };
-    drop_master_client(st, &old);
-    st.config.other.insert("replicaof", String::new());
-    crate::log::set_role('M');
-    if let Err(why) = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::Master) {
-        tracing::warn!("{why}");
-    }
-    let new_id = random_hex(40);
-    st.repl.shift_replid(&new_id);
-    tracing::warn!(
-        "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
-        st.repl.replid2,
-        st.repl.second_offset,
-        st.repl.replid
-    );
-    for r in &st.repl.replicas {
-        r.handle.request_close();
-    }
-    replication::ensure_backlog(st);
-    st.repl.mark_no_replicas_since(unix_ms());
-    st.repl.link.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-    st.repl.link.changed.notify_one();
-}
-
-fn drop_master_client(st: &mut State, old: &MasterLink) {
-    if let Some(id) = old.client_id {
-        if let Some(c) = st.clients.get(&id) {
-            c.handle.request_close();
-        }
-    }
 }
 
 /// ROLE

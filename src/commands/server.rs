@@ -9,7 +9,7 @@
 
 use super::flags::*;
 use super::{acl, container, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::executor::ShutdownRequest;
+use crate::executor::shutdown;
 use crate::resp::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -66,44 +66,50 @@ pub fn info(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
 ///
-/// Asks the server to stop once this batch is answered, saving first with SAVE or when save
-/// points are configured (unless NOSAVE). The caller gets no reply: the connection just closes.
-/// ABORT cancels a shutdown a signal asked for that has not happened yet.
+/// Stops the server, saving first with SAVE or when save points are configured (unless
+/// NOSAVE). Unless NOW, lagging replicas first get up to shutdown-timeout seconds to catch up,
+/// writes paused, while the caller stays blocked; the caller gets no reply when the server
+/// exits, and an error when the shutdown fails (FORCE exits despite a failed save) or is
+/// aborted. ABORT, alone, cancels a shutdown that waits, or one a signal asked for.
 pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let (mut save, mut nosave, mut abort, mut other) = (false, false, false, false);
+    let mut flags = shutdown::Flags::default();
+    let mut abort = false;
     for i in 1..args.len() {
         if args.is(i, "nosave") {
-            nosave = true;
+            flags.nosave = true;
         } else if args.is(i, "save") {
-            save = true;
-        } else if args.is(i, "now") || args.is(i, "force") {
-            other = true;
+            flags.save = true;
+        } else if args.is(i, "now") {
+            flags.now = true;
+        } else if args.is(i, "force") {
+            flags.force = true;
         } else if args.is(i, "abort") {
             abort = true;
         } else {
             return Err(CmdError::Syntax);
         }
     }
-    if (save && nosave) || (abort && (save || nosave || other)) {
+    if (abort && flags != shutdown::Flags::default()) || (flags.save && flags.nosave) {
         return Err(CmdError::Syntax);
     }
     if abort {
-        // A signal's shutdown waits for the cron (held by DEBUG PAUSE-CRON): that one can be
-        // cancelled; a SHUTDOWN command itself never waits.
-        if !std::mem::take(&mut ctx.srv.shutdown_asap) {
+        if !shutdown::abort(ctx.srv) {
             return Err(CmdError::err("No shutdown in progress."));
         }
-        tracing::warn!("Shutdown manually aborted.");
         return Ok(Reply::Ok);
     }
-    let do_save = save || (!nosave && !ctx.srv.config.save.is_empty());
-    // The save happens here, on the executor, so a failure can still refuse the shutdown.
-    if crate::executor::snapshot::shutdown_save(ctx.srv, do_save).is_err() {
-        tracing::warn!("Error trying to save the DB, can't exit.");
-        return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
+    if !flags.now && !ctx.may_block() {
+        return Err(CmdError::err("SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client"));
     }
-    ctx.srv.shutdown = Some(if do_save { ShutdownRequest::Save } else { ShutdownRequest::NoSave });
-    Ok(Reply::Raw(Vec::new()))
+    match shutdown::prepare(ctx.srv, flags) {
+        // The server exits once this batch is answered; the connection just closes.
+        Ok(()) => Ok(Reply::Raw(Vec::new())),
+        Err(shutdown::NotYet::Failed) => Err(CmdError::err("Errors trying to SHUTDOWN. Check logs.")),
+        Err(shutdown::NotYet::Waiting) => {
+            ctx.srv.shutdown_state.waiting.push(ctx.client.id);
+            ctx.block(Vec::new(), 0, Reply::Raw(Vec::new()), "")
+        }
+    }
 }
 
 /// TIME

@@ -277,3 +277,24 @@ pub fn finish(st: &mut State, id: u64, reply: crate::resp::Reply) {
     }
     st.clients.insert(id, client);
 }
+
+/// Ends every block with `error` and closes those clients once it is sent (Redis's
+/// disconnectAllBlockedClients, when a master turns replica: what they wait for will not come
+/// from this server's own writes). Clients held by a pause are not blocked in this sense: they
+/// run once it ends, and are refused or served then.
+pub fn disconnect_all(st: &mut State, error: &str) {
+    let ids: Vec<u64> = st.clients.iter().filter(|(_, c)| c.blocked.is_some()).map(|(&id, _)| id).collect();
+    for id in ids {
+        let Some(mut client) = st.clients.remove(&id) else { continue };
+        if let Some(blocked) = client.blocked.take() {
+            unpark(st, id, &blocked);
+            super::replication::end_wait(st, id);
+            super::shutdown::forget(st, id);
+            let mut out = Vec::new();
+            write_reply(&mut out, &crate::resp::Reply::error(error), client.proto);
+            client.close_after_reply = true;
+            deliver(&client, out);
+        }
+        st.clients.insert(id, client);
+    }
+}

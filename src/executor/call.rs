@@ -289,12 +289,13 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // that do run meanwhile see expired keys as gone without deleting them.
     // A replica expires nothing itself: other clients see expired keys as gone, the master
     // still finds them, until its DEL comes.
+    let paused = st.paused(clock.now_ms);
     let db = &mut st.dbs[client.db];
-    db.keep_expired = st.pause_end_ms > clock.now_ms || st.repl.master.is_some();
+    db.keep_expired = paused || st.repl.master.is_some();
     db.master_view = obey;
     // The master's commands wait too (its stream is read, not applied: slave_repl_offset stays),
     // as Redis pauses every client but its own replicas.
-    if st.pause_end_ms > clock.now_ms && !client.in_exec && paused_for(st, client, spec, flags_now) {
+    if paused && !client.in_exec && paused_for(st, client, spec, flags_now, clock.now_ms) {
         client.pending.push_front(cmd);
         if !client.postponed {
             client.postponed = true;
@@ -476,8 +477,9 @@ fn refused_on_oom(
 /// write or may replicate (PUBLISH, EVAL), and an EXEC whose queue holds one.
 /// An EXEC is held for a script queued in it by the script's declared flags, as Redis adds each
 /// queued command's flags to the transaction's.
-fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec, flags_now: u32) -> bool {
-    if st.pause_all {
+fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec, flags_now: u32, now_ms: i64) -> bool {
+    // Only CLIENT PAUSE holds every command; the held pauses (FAILOVER, SHUTDOWN) hold writes.
+    if st.pause_all && st.pause_end_ms > now_ms {
         return true;
     }
     const WRITES: u32 = flags::WRITE | flags::MAY_REPLICATE;
@@ -559,16 +561,31 @@ fn after_reply(
     }
 }
 
-/// Runs the commands of clients held by CLIENT PAUSE once it has ended (by timeout or CLIENT
-/// UNPAUSE), in the order they were stopped; their replies go to their outboxes.
+/// Runs the commands of clients held by a pause once it has ended (CLIENT PAUSE by timeout or
+/// CLIENT UNPAUSE, FAILOVER or a shutdown when they finish), in the order they were stopped;
+/// their replies go to their outboxes. When a CLIENT PAUSE ALL ends while a held pause of
+/// writes lasts, the held reads run and the writes are held again, as Redis reprocesses its
+/// paused clients whenever the pause becomes less strict.
 pub fn resume_postponed(st: &mut State) {
-    if st.postponed.is_empty() || st.pause_end_ms > unix_ms() {
+    let now = unix_ms();
+    if st.postponed.is_empty() || st.pause_end_ms > now {
         return;
     }
+    let was_all = st.pause_all && st.pause_end_ms != 0;
     st.pause_end_ms = 0;
     st.pause_all = false;
-    let mut clock = Clock::new(unix_ms());
-    while let Some(id) = st.postponed.pop_front() {
+    if st.pause_held != 0 && !was_all {
+        return;
+    }
+    let mut clock = Clock::new(now);
+    let mut held = std::mem::take(&mut st.postponed);
+    while let Some(id) = held.pop_front() {
+        if st.pause_end_ms > clock.now_ms {
+            // One of them paused the server again: the rest keep waiting, in their order.
+            st.postponed.push_back(id);
+            st.postponed.extend(held.drain(..));
+            break;
+        }
         let Some(mut client) = st.clients.remove(&id) else { continue };
         client.postponed = false;
         let mut out = Vec::new();
@@ -579,10 +596,6 @@ pub fn resume_postponed(st: &mut State) {
             client.handle.request_close();
         }
         st.clients.insert(id, client);
-        if st.pause_end_ms > clock.now_ms {
-            // One of them paused the server again: the rest keep waiting.
-            break;
-        }
     }
 }
 

@@ -189,7 +189,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
         }
     }
     // Nothing is evicted while writes are paused (Redis 7.0: no keyspace change may happen).
-    if st.pause_end_ms > now_ms {
+    if st.paused(now_ms) {
         return Outcome::Ok;
     }
     let Some((choice, volatile)) = policy(&st.config.maxmemory_policy) else {

@@ -22,6 +22,7 @@ pub mod pubsub;
 pub mod registry;
 pub mod replication;
 pub mod scripting;
+pub mod shutdown;
 pub mod snapshot;
 pub mod tracking;
 
@@ -52,6 +53,11 @@ pub enum ShutdownRequest {
     NoSave,
 }
 
+/// `State::pause_held` bit: FAILOVER waits for its target with writes paused.
+pub const PAUSE_FAILOVER: u8 = 1;
+/// `State::pause_held` bit: a shutdown waits for lagging replicas with writes paused.
+pub const PAUSE_SHUTDOWN: u8 = 2;
+
 /// Everything handlers may read or change through `Ctx`, apart from the calling client.
 pub struct State {
     pub dbs: Vec<Db>,
@@ -74,8 +80,8 @@ pub struct State {
     pub shutdown: Option<ShutdownRequest>,
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
-    /// A signal asked for a shutdown that has not happened yet (SHUTDOWN ABORT cancels it).
-    pub shutdown_asap: bool,
+    /// A shutdown waiting for lagging replicas, and the SHUTDOWN callers blocked meanwhile.
+    pub shutdown_state: shutdown::Shutdown,
     /// DEBUG PAUSE-CRON: periodic work is skipped while set.
     pub cron_paused: bool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
@@ -97,6 +103,9 @@ pub struct State {
     /// CLIENT PAUSE: until when (unix ms) and whether all commands or only writes wait.
     pub pause_end_ms: i64,
     pub pause_all: bool,
+    /// Pauses of writes held until lifted, not timed (`PAUSE_FAILOVER`, `PAUSE_SHUTDOWN`): Redis
+    /// keeps one pause per purpose, and CLIENT UNPAUSE lifts only its own.
+    pub pause_held: u8,
     /// Pub/sub subscriptions and MONITOR clients (pub/sub hook).
     pub pubsub: crate::pubsub::PubSub,
     /// Function libraries restored from RDB (no engine runs them yet).
@@ -151,7 +160,7 @@ impl State {
             lastsave_unix: now / 1000,
             shutdown: None,
             active_expire_enabled: true,
-            shutdown_asap: false,
+            shutdown_state: shutdown::Shutdown::default(),
             cron_paused: false,
             scripts_may_call_noscript: false,
             cron_loops: 0,
@@ -164,6 +173,7 @@ impl State {
             repl: replication::ReplState::default(),
             pause_end_ms: 0,
             pause_all: false,
+            pause_held: 0,
             pubsub: crate::pubsub::PubSub::default(),
             functions: crate::functions::Libraries::default(),
             scripting: crate::executor::scripting::Engine::new(),
@@ -217,6 +227,13 @@ impl State {
         self.stats.persistence.loading = false;
         self.loading = None;
         aof::open_after_load(self);
+    }
+
+    /// Whether some pause holds commands now (CLIENT PAUSE, or writes held by FAILOVER or a
+    /// shutdown waiting for replicas): keys neither expire nor get evicted meanwhile.
+    #[inline]
+    pub fn paused(&self, now_ms: i64) -> bool {
+        self.pause_held != 0 || self.pause_end_ms > now_ms
     }
 
     /// The earliest deadline of a blocked client.
@@ -297,6 +314,7 @@ impl Executor {
             if let Some(blocked) = client.blocked.take() {
                 blocking::unpark(&mut self.state, id, &blocked);
                 replication::end_wait(&mut self.state, id);
+                shutdown::forget(&mut self.state, id);
             }
             replication::client_gone(&mut self.state, &client);
         }
@@ -354,6 +372,8 @@ impl Executor {
         // caller itself may be the one evicted.
         let _ = clients::evict_clients(st);
         let end = if end == BatchEnd::Continue && handle.close_requested() { BatchEnd::Close } else { end };
+        // FAILOVER may end here (its target acknowledged), lifting its pause of writes.
+        replication::failover_cron(st);
         if !st.postponed.is_empty() {
             call::resume_postponed(st);
         }
@@ -367,7 +387,8 @@ impl Executor {
     /// When the timer should next wake the executor: the next cron tick or blocked deadline.
     pub fn next_wakeup(&self, next_cron: Instant) -> Instant {
         let mut next_cron = next_cron;
-        if !self.state.postponed.is_empty() {
+        // Held pauses (FAILOVER, a shutdown) end from the cron or a command, not at a time.
+        if !self.state.postponed.is_empty() && (self.state.pause_held == 0 || self.state.pause_end_ms > 0) {
             let ms = (self.state.pause_end_ms - unix_ms()).max(0) as u64;
             next_cron = next_cron.min(Instant::now() + Duration::from_millis(ms));
         }
@@ -385,6 +406,7 @@ impl Executor {
         if !self.state.blocked_deadlines.is_empty() {
             blocking::expire_deadlines(&mut self.state);
         }
+        replication::failover_cron(&mut self.state);
         if !self.state.postponed.is_empty() {
             call::resume_postponed(&mut self.state);
         }
@@ -414,7 +436,7 @@ impl Executor {
         crate::executor::tracking::broadcast(st, None);
         // Keys do not expire actively while clients are paused (Redis 7.0), nor on a replica,
         // whose master sends the deletions.
-        if st.active_expire_enabled && st.pause_end_ms <= now && st.repl.master.is_none() {
+        if st.active_expire_enabled && !st.paused(now) && st.repl.master.is_none() {
             // Redis's slow cycle: at most 25% of a cron period's CPU.
             let hz = st.config.hz.clamp(1, 500) as u64;
             let budget = Duration::from_micros(1_000_000 / hz / 4);
@@ -452,6 +474,7 @@ impl Executor {
         snapshot::cron(st);
         aof::cron(st);
         replication::cron(st, now);
+        shutdown::cron(st, now);
         if !st.migrate.is_empty() {
             st.migrate.close_idle(now);
         }
@@ -487,17 +510,6 @@ pub enum Msg {
     /// Runs a closure on the executor (a shutdown by signal, the replica link's steps); the
     /// closure sends back its own answer.
     Run(Box<dyn FnOnce(&mut Executor) + Send>),
-}
-
-/// What became of a shutdown asked for by a signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SignalShutdown {
-    /// Saved as asked (or no save asked): the process exits.
-    Exit,
-    /// The server keeps running: the save failed, or SHUTDOWN ABORT cancelled the request.
-    Stay,
-    /// DEBUG PAUSE-CRON holds the cron, which is where the shutdown happens: ask again later.
-    Later,
 }
 
 /// Runs the executor on its own thread, serving messages until every sender is gone.

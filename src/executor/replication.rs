@@ -13,6 +13,14 @@
 //! reports it, and which client is the master. Commands from the master run as that client: no
 //! replies, no expiry of their own, and their exact bytes go on to this server's own replicas
 //! under the master's replication ID, so a chain of replicas shares one offset space.
+//!
+//! FAILOVER (Redis 6.2's coordinated failover) is a small state machine here: writes pause
+//! while the master waits for its target's acknowledged offset to reach its own (checked after
+//! every batch and from the cron, as Redis's beforeSleep and replicationCron do); then the
+//! master becomes the target's replica, offering its own history, and its link's
+//! `PSYNC <replid> <offset> FAILOVER` asks the target to promote itself. The target's answer
+//! ends the failover: `+CONTINUE` (or `+FULLRESYNC`) and it is done, anything else and the
+//! master takes its role back with a new history its replicas continue.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -116,7 +124,7 @@ pub enum ReplicaState {
 }
 
 impl ReplicaState {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             // As Redis names a replica whose snapshot child is still writing.
             ReplicaState::SendBulk => "wait_bgsave",
@@ -184,6 +192,9 @@ pub struct LinkTarget {
     pub config: crate::config::Config,
     /// No key in any database (repl-diskless-load on-empty-db loads from the socket then).
     pub dataset_empty: bool,
+    /// FAILOVER made this master a replica of its target: PSYNC says FAILOVER, and the
+    /// answer decides the failover (`failover_psync_answered`).
+    pub failover: bool,
 }
 
 /// What the replica link task needs to know, shared with it.
@@ -249,6 +260,43 @@ pub struct ReplState {
     /// `replicaof` and no replication info in its dump).
     pub psync_fresh: bool,
     pub link: Arc<LinkShared>,
+    /// A coordinated failover under way (FAILOVER).
+    pub failover: Failover,
+}
+
+/// Where a FAILOVER stands (Redis's failover_state).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FailoverState {
+    #[default]
+    None,
+    /// Writes are paused until the target (or, without TO, any replica) acknowledges the whole
+    /// stream.
+    WaitForSync,
+    /// This server is a replica of the target and waits for its answer to `PSYNC ... FAILOVER`.
+    InProgress,
+}
+
+impl FailoverState {
+    /// INFO replication's master_failover_state.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailoverState::None => "no-failover",
+            FailoverState::WaitForSync => "waiting-for-sync",
+            FailoverState::InProgress => "failover-in-progress",
+        }
+    }
+}
+
+/// A FAILOVER's parameters and progress.
+#[derive(Debug, Default)]
+pub struct Failover {
+    pub state: FailoverState,
+    /// The replica to promote: given with TO, or the first found in sync.
+    pub target: Option<(String, u16)>,
+    /// When the wait for the target ends (unix ms; 0: TIMEOUT not given).
+    pub end_ms: i64,
+    /// FORCE: fail over at the timeout even if the target did not catch up.
+    pub force: bool,
 }
 
 impl Default for ReplState {
@@ -277,6 +325,7 @@ impl Default for ReplState {
             master_stream_db: 0,
             psync_fresh: false,
             link: Arc::default(),
+            failover: Failover::default(),
         }
     }
 }
@@ -374,7 +423,9 @@ pub fn master_command_failed(st: &State, reply: &[u8], command: &str) {
         "== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{command}'"
     );
     let behavior = st.config.other.get("propagation-error-behavior").map_or("ignore", String::as_str);
-    if behavior.starts_with("panic") {
+    // A writable replica may hold data its master does not know of (a library loaded on it, say):
+    // an error there is no sign of divergence, and Redis panics only on a read-only one.
+    if behavior.starts_with("panic") && st.config.replica_read_only() {
         tracing::warn!("This replica panicked sending an error to its master after processing the command '{command}'");
         std::process::exit(1);
     }
@@ -436,12 +487,19 @@ pub fn flush(st: &mut State) {
     if !st.repl.pending.is_empty() {
         flush_pending(st);
     }
-    if st.repl.getack_wanted {
+    // Not while a pause holds writes: the GETACK would move the offset that FAILOVER and a
+    // shutdown wait for the replicas to reach (it goes once the pause ends).
+    if st.repl.getack_wanted && !st.paused(unix_ms()) {
         st.repl.getack_wanted = false;
-        if !st.repl.replicas.is_empty() {
-            feed_dbless(st, &[b"REPLCONF", b"GETACK", b"*"]);
-            flush_pending(st);
-        }
+        request_acks(st);
+    }
+}
+
+/// Asks every replica for an acknowledgement now (REPLCONF GETACK *).
+pub fn request_acks(st: &mut State) {
+    if !st.repl.replicas.is_empty() {
+        feed_dbless(st, &[b"REPLCONF", b"GETACK", b"*"]);
+        flush_pending(st);
     }
 }
 
@@ -639,7 +697,10 @@ pub fn cron(st: &mut State, now_ms: i64) {
     }
     if st.repl.master.is_none() && !st.repl.replicas.is_empty() {
         let period = config_i64(st, "repl-ping-replica-period", 10).max(1) * 1000;
-        if now_ms - st.repl.last_ping_ms >= period {
+        // A FAILOVER with a timeout waits for the target to reach an offset that a PING would
+        // move (Redis skips the PING then, as during a manual cluster failover).
+        let failing_over = st.repl.failover.end_ms != 0 && st.paused(now_ms);
+        if now_ms - st.repl.last_ping_ms >= period && !failing_over {
             st.repl.last_ping_ms = now_ms;
             feed_dbless(st, &[b"PING"]);
         }
@@ -681,6 +742,15 @@ pub fn info_replicas(st: &State, now_ms: i64) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Memory the replication stream holds (INFO's mem_total_replication_buffers): Redis 7.0
+/// keeps one buffer that the backlog and every replica's unsent part share, so it is the
+/// larger of the backlog's contents and the longest queue of a replica still to be written.
+pub fn buffers_memory(st: &State) -> usize {
+    let backlog = st.repl.backlog.as_ref().map_or(0, |b| b.histlen());
+    let queued = st.repl.replicas.iter().map(|r| r.handle.pending_output()).max().unwrap_or(0);
+    backlog.max(queued)
+}
+
 /// Replicas attached or waiting for their sync to start (connected_slaves).
 pub fn replica_count(st: &State) -> usize {
     st.repl.replicas.len() + st.repl.wait_start.len()
@@ -707,6 +777,7 @@ pub fn link_target(st: &State) -> Option<LinkTarget> {
         timeout_s: config_i64(st, "repl-timeout", 60).max(1) as u64,
         config: st.config.clone(),
         dataset_empty: st.dbs.iter().all(|d| d.is_empty()),
+        failover: st.repl.failover.state == FailoverState::InProgress,
     })
 }
 
@@ -880,6 +951,193 @@ pub fn after_load(st: &mut State, info: Option<crate::rdb::save::ReplInfo>, expi
         st.repl.backlog = None;
         st.repl.selected_db = None;
         st.prop.active = st.aof.status != super::aof::Status::Off;
+    }
+}
+
+/// Makes this server a replica of `host:port` (Redis's replicationSetMaster): clients blocked
+/// on keys are let go with an error, the link task connects, and replicas of this server stay,
+/// to continue with the new history if they can. A master offers its own history to the new
+/// master (PSYNC with its ID and offset), which may continue it partially.
+pub fn set_master(st: &mut State, host: String, port: u16) {
+    link_to_master(st, host, port, true);
+}
+
+/// The `replicaof` directive at startup: a replica from the start, whose first PSYNC offers
+/// the history its dump recorded, if any (`after_load`).
+pub fn set_master_from_config(st: &mut State, host: String, port: u16) {
+    link_to_master(st, host, port, false);
+    st.repl.psync_fresh = true;
+}
+
+fn link_to_master(st: &mut State, host: String, port: u16, by_command: bool) {
+    let was_master = match st.repl.master.take() {
+        Some(old) => {
+            drop_master_client(st, &old);
+            false
+        }
+        None => true,
+    };
+    super::blocking::disconnect_all(
+        st,
+        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+    );
+    st.config.other.insert("replicaof", format!("{host} {port}"));
+    crate::log::set_role('S');
+    if was_master && by_command {
+        tracing::info!(
+            "Before turning into a replica, using my own master parameters to synthesize a cached master: I may be \
+             able to synchronize with the new master with just a partial transfer."
+        );
+    }
+    tracing::info!("Connecting to MASTER {host}:{port}");
+    st.repl.master = Some(MasterLink { host, port, state: LinkState::Connect, client_id: None, down_since_ms: 0 });
+    // The replica class of oom-score-adj-values from now on (Redis's setOOMScoreAdj(-1)).
+    if let Err(why) = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::Replica) {
+        tracing::warn!("{why}");
+    }
+    st.repl.link.epoch.fetch_add(1, Ordering::AcqRel);
+    st.repl.link.changed.notify_one();
+}
+
+/// REPLICAOF NO ONE (Redis's replicationUnsetMaster): the inherited ID becomes the previous
+/// one up to here, a new history starts, and replicas reconnect to learn of it (they continue
+/// partially). Nothing when this server is a master.
+pub fn unset_master(st: &mut State) {
+    let Some(old) = st.repl.master.take() else { return };
+    drop_master_client(st, &old);
+    st.config.other.insert("replicaof", String::new());
+    crate::log::set_role('M');
+    if let Err(why) = crate::daemon::apply_oom_score_adj(&st.config, crate::daemon::OomClass::Master) {
+        tracing::warn!("{why}");
+    }
+    let new_id = crate::util::clock::random_hex(40);
+    st.repl.shift_replid(&new_id);
+    tracing::warn!(
+        "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
+        st.repl.replid2,
+        st.repl.second_offset,
+        st.repl.replid
+    );
+    disconnect_replicas(st);
+    ensure_backlog(st);
+    st.repl.selected_db = None;
+    st.repl.mark_no_replicas_since(unix_ms());
+    st.repl.link.epoch.fetch_add(1, Ordering::AcqRel);
+    st.repl.link.changed.notify_one();
+}
+
+fn drop_master_client(st: &mut State, old: &MasterLink) {
+    if let Some(id) = old.client_id {
+        if let Some(c) = st.clients.get(&id) {
+            c.handle.request_close();
+        }
+    }
+}
+
+/// The attached replica that announced `host` (compared without case, as Redis does) and
+/// listening port `port`.
+pub fn find_replica<'a>(st: &'a State, host: &str, port: u16) -> Option<&'a Replica> {
+    st.repl.replicas.iter().find(|r| r.ip.eq_ignore_ascii_case(host) && r.port == port)
+}
+
+/// FAILOVER's start: writes pause until the target catches up (see `failover_cron`).
+pub fn start_failover(st: &mut State, target: Option<(String, u16)>, timeout_ms: i64, force: bool, now_ms: i64) {
+    match &target {
+        Some((host, port)) => tracing::info!("FAILOVER requested to {host}:{port}."),
+        None => tracing::info!("FAILOVER requested to any replica."),
+    }
+    let f = &mut st.repl.failover;
+    f.target = target;
+    f.end_ms = if timeout_ms > 0 { now_ms.saturating_add(timeout_ms) } else { 0 };
+    f.force = force;
+    f.state = FailoverState::WaitForSync;
+    st.pause_held |= super::PAUSE_FAILOVER;
+}
+
+/// Ends the failover, whatever became of it: writes resume (Redis's clearFailoverState).
+fn clear_failover(st: &mut State) {
+    st.repl.failover = Failover::default();
+    st.pause_held &= !super::PAUSE_FAILOVER;
+}
+
+/// Gives the failover up, logging why; a server already turned replica of its target becomes
+/// a master again, with a new history its replicas continue (Redis's abortFailover).
+pub fn abort_failover(st: &mut State, why: &str) {
+    if st.repl.failover.state == FailoverState::None {
+        return;
+    }
+    match &st.repl.failover.target {
+        Some((host, port)) => tracing::info!("FAILOVER to {host}:{port} aborted: {why}"),
+        None => tracing::info!("FAILOVER to any replica aborted: {why}"),
+    }
+    if st.repl.failover.state == FailoverState::InProgress {
+        unset_master(st);
+    }
+    clear_failover(st);
+}
+
+/// Before each sleep and from the cron (Redis's updateFailoverStatus): while FAILOVER waits,
+/// gives up or forces at its timeout, and once the target (or any replica, without TO)
+/// acknowledged the whole stream, turns this server into the target's replica; its PSYNC
+/// then asks the target to take over.
+#[inline]
+pub fn failover_cron(st: &mut State) {
+    if st.repl.failover.state == FailoverState::WaitForSync {
+        failover_progress(st);
+    }
+}
+
+fn failover_progress(st: &mut State) {
+    let now = unix_ms();
+    let f = &st.repl.failover;
+    if f.end_ms != 0 && f.end_ms <= now {
+        if f.force {
+            if let Some((host, port)) = f.target.clone() {
+                tracing::info!("FAILOVER to {host}:{port} time out exceeded, failing over.");
+                st.repl.failover.state = FailoverState::InProgress;
+                set_master(st, host, port);
+                return;
+            }
+        }
+        abort_failover(st, "Replica never caught up before timeout");
+        return;
+    }
+    let offset = st.repl.offset;
+    let (host, port) = match f.target.clone() {
+        Some((host, port)) => {
+            if find_replica(st, &host, port).is_none_or(|r| r.ack_offset != offset) {
+                return;
+            }
+            (host, port)
+        }
+        // Without TO, the first replica found in sync is the target.
+        None => match st.repl.replicas.iter().find(|r| r.ack_offset == offset) {
+            Some(r) => {
+                let target = (r.ip.clone(), r.port);
+                st.repl.failover.target = Some(target.clone());
+                target
+            }
+            None => return,
+        },
+    };
+    st.repl.failover.state = FailoverState::InProgress;
+    tracing::info!("Failover target {host}:{port} is synced, failing over.");
+    set_master(st, host, port);
+}
+
+/// The failover target answered `PSYNC ... FAILOVER` (or the link could not send it): it took
+/// over (`+CONTINUE` or `+FULLRESYNC`) and the failover is done, or it refused and this server
+/// is a master again. False when the link is stale or the failover was refused.
+pub fn failover_psync_answered(st: &mut State, epoch: i64, accepted: bool, why: &str) -> bool {
+    if current_link(st, epoch).is_none() || st.repl.failover.state != FailoverState::InProgress {
+        return current_link(st, epoch).is_some();
+    }
+    if accepted {
+        clear_failover(st);
+        true
+    } else {
+        abort_failover(st, why);
+        false
     }
 }
 

@@ -11,7 +11,7 @@ pub mod tls;
 use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
-use crate::executor::{self, clients::ClientHandle, clients::ConnInfo, BatchEnd, Cmd, Executor, Msg, SignalShutdown};
+use crate::executor::{self, clients::ClientHandle, clients::ConnInfo, BatchEnd, Cmd, Executor, Msg};
 
 /// How a connection task reaches the executor.
 #[derive(Clone)]
@@ -82,39 +82,6 @@ impl ExecHandle {
         }
     }
 
-    /// A shutdown by signal (SIGTERM/SIGINT), carried out as Redis's serverCron carries out
-    /// shutdown_asap: not while DEBUG PAUSE-CRON holds the cron (`Later`), not at all once
-    /// SHUTDOWN ABORT cancelled it (`Stay`), else after the save the signal's directive asks for
-    /// (`Stay` when that save failed). `first` marks the signal's arrival.
-    pub async fn signal_shutdown(&self, signal: &'static str, first: bool) -> SignalShutdown {
-        let run = move |e: &mut Executor| {
-            let st = &mut e.state;
-            if first {
-                st.shutdown_asap = true;
-            }
-            if !st.shutdown_asap {
-                return SignalShutdown::Stay;
-            }
-            if st.cron_paused {
-                return SignalShutdown::Later;
-            }
-            st.shutdown_asap = false;
-            tracing::warn!("User requested shutdown...");
-            let name = if signal == "SIGINT" { "shutdown-on-sigint" } else { "shutdown-on-sigterm" };
-            let flags = st.config.other.get(name).cloned().unwrap_or_default();
-            let save =
-                if flags.contains("nosave") { false } else { flags.contains("save") || !st.config.save.is_empty() };
-            match executor::snapshot::shutdown_save(st, save) {
-                Ok(()) => SignalShutdown::Exit,
-                Err(_) => {
-                    tracing::warn!("Error trying to save the DB, can't exit.");
-                    SignalShutdown::Stay
-                }
-            }
-        };
-        self.run(run).await.unwrap_or(SignalShutdown::Exit)
-    }
-
     /// Runs `f` on the executor and returns its answer; None once the executor is gone.
     pub async fn run<R, F>(&self, f: F) -> Option<R>
     where
@@ -148,7 +115,8 @@ impl ExecHandle {
 pub struct Shared {
     pub exec: ExecHandle,
     pub config: Config,
-    pub shutdown: tokio::sync::Notify,
+    /// Woken when the server is to exit (the executor's `shutdown::Shutdown::exit`).
+    pub shutdown: Arc<tokio::sync::Notify>,
     pub connections: std::sync::atomic::AtomicUsize,
 }
 
@@ -164,8 +132,7 @@ pub fn run(config: Config) -> i32 {
     // `replicaof host port` in the configuration: the link task connects once serving.
     if let Some((host, port)) = config.other.get("replicaof").and_then(|v| v.split_once(' ')) {
         if let Ok(port) = port.parse() {
-            crate::commands::replication::set_master(&mut exec.state, host.to_string(), port);
-            exec.state.repl.psync_fresh = true;
+            executor::replication::set_master_from_config(&mut exec.state, host.to_string(), port);
         }
     }
     // With appendonly yes the AOF is the dataset (dump.rdb is not read, as in Redis), else the
@@ -234,12 +201,8 @@ pub fn run(config: Config) -> i32 {
 }
 
 async fn serve(exec: ExecHandle, config: Config) -> i32 {
-    let shared = Arc::new(Shared {
-        exec,
-        config,
-        shutdown: tokio::sync::Notify::new(),
-        connections: std::sync::atomic::AtomicUsize::new(0),
-    });
+    let Some(exit) = exec.run(|e| e.state.shutdown_state.exit.clone()).await else { return 1 };
+    let shared = Arc::new(Shared { exec, config, shutdown: exit, connections: std::sync::atomic::AtomicUsize::new(0) });
     if let Err(e) = listener::start(shared.clone()).await {
         tracing::warn!("{e}");
         return 1;
@@ -249,47 +212,52 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
     if shared.config.notify_systemd {
         crate::daemon::notify_systemd_ready();
     }
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    // A signal's shutdown waits while DEBUG PAUSE-CRON holds the cron: it is asked again every
-    // cron period (100 ms) until it happens or SHUTDOWN ABORT cancels it.
-    let mut pending: Option<&'static str> = None;
-    loop {
-        let sigterm_fut = async {
-            match sigterm.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let retry = async {
-            match pending {
-                Some(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
-                None => std::future::pending().await,
-            }
-        };
-        // SHUTDOWN saved (or not) on the executor already; a signal saves there too, and a
-        // failed save keeps the server running, as in Redis.
-        let (signal, first) = tokio::select! {
-            _ = shared.shutdown.notified() => {
-                tracing::warn!("User requested shutdown...");
-                break;
-            }
-            _ = tokio::signal::ctrl_c() => (Some("SIGINT"), true),
-            _ = sigterm_fut => (Some("SIGTERM"), true),
-            _ = retry => (pending, false),
-        };
-        let Some(sig) = signal else { continue };
-        if first {
-            tracing::warn!("Received {sig} scheduling shutdown...");
-        }
-        match shared.exec.signal_shutdown(sig, first).await {
-            SignalShutdown::Exit => break,
-            SignalShutdown::Stay => pending = None,
-            SignalShutdown::Later => pending = Some(sig),
-        }
+    if let Err(e) = watch_signals() {
+        tracing::warn!("Can't handle SIGTERM/SIGINT: {e}");
     }
+    // The executor decides when to exit (SHUTDOWN, or a signal's shutdown from its cron), has
+    // saved and logged by then, and wakes this.
+    shared.shutdown.notified().await;
     listener::cleanup(&shared.config);
-    tracing::warn!("Redis is now ready to exit, bye bye...");
     0
+}
+
+/// SIGTERM and SIGINT are received on a thread of their own, as Redis's handler runs whatever
+/// the server is doing: the executor only learns that a shutdown is asked for (its cron carries
+/// it out), and a second SIGINT while one is pending exits at once even if the executor is
+/// busy, say in the final save.
+fn watch_signals() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    // The handlers are installed before this returns: until then the signals' default action
+    // (exit at once) applies.
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => return drop(ready_tx.send(Err(e))),
+        };
+        rt.block_on(async move {
+            let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+                (Ok(t), Ok(i)) => (t, i),
+                (Err(e), _) | (_, Err(e)) => return drop(ready_tx.send(Err(e))),
+            };
+            let _ = ready_tx.send(Ok(()));
+            loop {
+                let (sig, name) = tokio::select! {
+                    _ = term.recv() => (libc::SIGTERM, "SIGTERM"),
+                    _ = int.recv() => (libc::SIGINT, "SIGINT"),
+                };
+                // A second SIGINT: the user really wants out, without saving or waiting.
+                if sig == libc::SIGINT && executor::shutdown::signalled() {
+                    tracing::warn!("You insist... exiting now.");
+                    // The final save's temp file, if it was being written.
+                    let _ = std::fs::remove_file(format!("temp-{}.rdb", std::process::id()));
+                    std::process::exit(1);
+                }
+                tracing::warn!("Received {name} scheduling shutdown...");
+                executor::shutdown::on_signal(sig);
+            }
+        })
+    })?;
+    ready_rx.recv().map_err(std::io::Error::other)?
 }

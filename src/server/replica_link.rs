@@ -5,7 +5,9 @@
 //! then hands the stream to the executor as the master client, batch by batch, and sends
 //! `REPLCONF ACK <offset>` every second. A link that fails or goes silent for repl-timeout is
 //! retried a second later; REPLICAOF to another master (or NO ONE) abandons it. What the
-//! executor keeps of all this is `executor::replication`.
+//! executor keeps of all this is `executor::replication`. A master that FAILOVER turned into
+//! its replica's replica adds `FAILOVER` to its PSYNC, and reports the answer, which decides
+//! the failover.
 
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -45,7 +47,10 @@ pub async fn run(shared: Arc<Shared>) {
             continue;
         };
         if let Err(e) = follow(&shared, &link, &target).await {
-            tracing::warn!("Master link to {}:{}: {e}", target.host, target.port);
+            // A link that REPLICAOF (or a failover) abandoned ends quietly, as in Redis.
+            if current(&link, &target).is_ok() {
+                tracing::warn!("Master link to {}:{}: {e}", target.host, target.port);
+            }
         }
         let epoch = target.epoch;
         let _ = shared.exec.run(move |e| replication::link_state(&mut e.state, epoch, LinkState::Connect)).await;
@@ -166,8 +171,43 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
     let mut conn = Conn { stream, buf: BytesMut::new(), timeout };
     handshake(&mut conn, target).await?;
     let next = target.next_offset.to_string();
-    let reply = conn.command(&[b"PSYNC", target.replid.as_bytes(), next.as_bytes()]).await?;
+    if target.replid == "?" {
+        tracing::info!("Partial resynchronization not possible (no cached master)");
+    } else {
+        tracing::info!("Trying a partial resynchronization (request {}:{next}).", target.replid);
+    }
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", target.replid.as_bytes(), next.as_bytes()];
+    if target.failover {
+        // This master is handing over to its replica: the PSYNC asks it to take over.
+        psync.push(b"FAILOVER");
+    }
+    if let Err(e) = conn.send(&psync).await {
+        if target.failover {
+            failover_answered(shared, epoch, false, "Write error to failover target").await;
+        }
+        return Err(format!("Sending command to master in replication handshake: {e}"));
+    }
+    let reply = match conn.line().await {
+        Ok(line) => line,
+        Err(e) if target.failover => format!("-Reading from master: {e}"),
+        Err(e) => return Err(e),
+    };
     link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
+    if target.failover {
+        let accepted = reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE");
+        if !accepted {
+            if reply.starts_with("-NOMASTERLINK") || reply.starts_with("-LOADING") {
+                tracing::info!("Master is currently unable to PSYNC but should be in the future: {reply}");
+            } else if reply.starts_with("-ERR") {
+                tracing::info!("Master does not support PSYNC or is in error state (reply: {reply})");
+            } else {
+                tracing::warn!("Unexpected reply to PSYNC from master: {reply}");
+            }
+        }
+        if !failover_answered(shared, epoch, accepted, "Failover target rejected psync request").await {
+            return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+        }
+    }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
         let mut words = rest.split_whitespace();
         let (Some(replid), Some(offset)) = (words.next(), words.next().and_then(|o| o.parse::<i64>().ok())) else {
@@ -212,6 +252,15 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
         return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
     }
     stream_commands(shared, link, target, conn).await
+}
+
+/// Tells the executor how the failover target answered; false when the failover (or this
+/// link) is over: the target refused, and this server is a master again.
+async fn failover_answered(shared: &Arc<Shared>, epoch: i64, accepted: bool, why: &'static str) -> bool {
+    let answered = move |e: &mut crate::executor::Executor| {
+        replication::failover_psync_answered(&mut e.state, epoch, accepted, why)
+    };
+    shared.exec.run(answered).await == Some(true)
 }
 
 async fn step(shared: &Arc<Shared>, epoch: i64, state: LinkState) -> LinkResult {
