@@ -90,7 +90,7 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if abort {
         // A signal's shutdown waits for the cron (held by DEBUG PAUSE-CRON): that one can be
         // cancelled; a SHUTDOWN command itself never waits.
-        if !std::mem::take(&mut ctx.srv.shutdown_asap) {
+        if !crate::executor::SHUTDOWN_ASAP.swap(false, std::sync::atomic::Ordering::AcqRel) {
             return Err(CmdError::err("No shutdown in progress."));
         }
         tracing::warn!("Shutdown manually aborted.");

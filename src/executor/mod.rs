@@ -74,8 +74,6 @@ pub struct State {
     pub shutdown: Option<ShutdownRequest>,
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
-    /// A signal asked for a shutdown that has not happened yet (SHUTDOWN ABORT cancels it).
-    pub shutdown_asap: bool,
     /// DEBUG PAUSE-CRON: periodic work is skipped while set.
     pub cron_paused: bool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
@@ -151,7 +149,6 @@ impl State {
             lastsave_unix: now / 1000,
             shutdown: None,
             active_expire_enabled: true,
-            shutdown_asap: false,
             cron_paused: false,
             scripts_may_call_noscript: false,
             cron_loops: 0,
@@ -246,6 +243,11 @@ impl State {
         }
     }
 }
+
+/// Redis's shutdown_asap: a signal asked for a shutdown that has not finished (SHUTDOWN ABORT,
+/// or a failed save, cancels it). An atomic because the signal handler sets and reads it: a
+/// second SIGINT while it is set exits at once, even in the middle of the save.
+pub static SHUTDOWN_ASAP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// latency-monitor-threshold in milliseconds (0: off).
 pub fn latency_threshold_ms(st: &State) -> u64 {

@@ -6,7 +6,9 @@ pub mod connection;
 pub mod listener;
 pub mod rdb_transfer;
 mod replica_link;
+mod signals;
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
@@ -89,15 +91,15 @@ impl ExecHandle {
         let run = move |e: &mut Executor| {
             let st = &mut e.state;
             if first {
-                st.shutdown_asap = true;
+                executor::SHUTDOWN_ASAP.store(true, Ordering::Release);
             }
-            if !st.shutdown_asap {
+            if !executor::SHUTDOWN_ASAP.load(Ordering::Acquire) {
                 return SignalShutdown::Stay;
             }
             if st.cron_paused {
                 return SignalShutdown::Later;
             }
-            st.shutdown_asap = false;
+            // Still set while the save runs: a second SIGINT then exits at once (`signals`).
             tracing::warn!("User requested shutdown...");
             let name = if signal == "SIGINT" { "shutdown-on-sigint" } else { "shutdown-on-sigterm" };
             let flags = st.config.other.get(name).cloned().unwrap_or_default();
@@ -107,6 +109,7 @@ impl ExecHandle {
                 Ok(()) => SignalShutdown::Exit,
                 Err(_) => {
                     tracing::warn!("Error trying to save the DB, can't exit.");
+                    executor::SHUTDOWN_ASAP.store(false, Ordering::Release);
                     SignalShutdown::Stay
                 }
             }
@@ -248,6 +251,7 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
     if shared.config.notify_systemd {
         crate::daemon::notify_systemd_ready();
     }
+    signals::install();
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     // A signal's shutdown waits while DEBUG PAUSE-CRON holds the cron: it is asked again every
     // cron period (100 ms) until it happens or SHUTDOWN ABORT cancels it.
@@ -278,10 +282,8 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
             _ = sigterm_fut => (Some("SIGTERM"), true),
             _ = retry => (pending, false),
         };
+        // The arrival was logged by the handler itself (`signals`).
         let Some(sig) = signal else { continue };
-        if first {
-            tracing::warn!("Received {sig} scheduling shutdown...");
-        }
         match shared.exec.signal_shutdown(sig, first).await {
             SignalShutdown::Exit => break,
             SignalShutdown::Stay => pending = None,
