@@ -260,6 +260,85 @@ fn pubsub_output_buffer_limit_closes_a_stalled_subscriber() {
     );
 }
 
+/// The soft limit is enforced without traffic too: a subscriber left over it (and no longer
+/// published to) is closed by the client cron once the soft seconds pass, not before.
+fn soft_limit_idle_scenario(server: &Server) -> (bool, bool) {
+    let mut ctl = server.client();
+    assert_eq!(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 0 100000 1"]), b"+OK\r\n");
+    let mut sub = server.client();
+    sub.cmd(&["CLIENT", "SETNAME", "stalled"]);
+    sub.cmd(&["SUBSCRIBE", "ch"]);
+    let msg = "x".repeat(100_000);
+    let omem = |ctl: &mut Client| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        let line =
+            list.split(|&b| b == b'\n').find(|l| l.windows(12).any(|w| w == b"name=stalled")).map(<[u8]>::to_vec);
+        line.map(|l| field(&l, "omem").parse::<u64>().unwrap_or(0))
+    };
+    // Loopback socket buffers take several MB before the server holds any of it.
+    for _ in 0..2000 {
+        ctl.cmd(&["PUBLISH", "ch", &msg]);
+        if omem(&mut ctl).is_some_and(|m| m > 100_000) {
+            break;
+        }
+    }
+    let over_at = std::time::Instant::now();
+    let mut early = false;
+    while over_at.elapsed() < Duration::from_secs(4) {
+        match omem(&mut ctl) {
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+            None => {
+                early = over_at.elapsed() < Duration::from_millis(900);
+                return (true, early);
+            }
+        }
+    }
+    (false, early)
+}
+
+#[test]
+fn soft_output_limit_closes_an_idle_subscriber_like_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(soft_limit_idle_scenario(&redis), (true, false), "real redis");
+    assert_eq!(soft_limit_idle_scenario(&ferrodis), (true, false), "ferrodis");
+}
+
+/// A random-members reply with a huge negative count (HRANDFIELD, SRANDMEMBER, ZRANDMEMBER)
+/// is stopped at the client's hard output limit: the client is closed with nothing sent, at
+/// once, and the server goes on serving.
+fn huge_random_reply_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 1000000 0 0"]));
+    out.push(ctl.cmd(&["HSET", "h", "a", "b"]));
+    out.push(ctl.cmd(&["SADD", "s", "a"]));
+    out.push(ctl.cmd(&["ZADD", "z", "1", "a"]));
+    for argv in
+        [["HRANDFIELD", "h", "-999999999"], ["SRANDMEMBER", "s", "-999999999"], ["ZRANDMEMBER", "z", "-999999999"]]
+    {
+        let mut a = server.client();
+        let started = std::time::Instant::now();
+        send(&mut a, &argv);
+        let d = a.drain(Duration::from_millis(300));
+        let quick = started.elapsed() < Duration::from_secs(5);
+        out.push(format!("{}: {} bytes, closed {}, quick {quick}", argv[0], d.bytes.len(), d.closed).into_bytes());
+    }
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]));
+    out.push(ctl.cmd(&["PING"]));
+    out
+}
+
+#[test]
+fn huge_random_replies_stop_at_the_output_limit_like_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = huge_random_reply_scenario(&redis);
+    for (i, (e, g)) in expected.iter().zip(&huge_random_reply_scenario(&ferrodis)).enumerate() {
+        assert_eq!(show(g), show(e), "step {i}");
+    }
+}
+
 /// Fan-out: exact and pattern subscribers, RESP2 and RESP3, each receive every message once,
 /// framed as real Redis frames them; PUBLISH counts every delivery.
 fn fanout_scenario(server: &Server) -> Vec<Vec<u8>> {

@@ -173,16 +173,42 @@ impl ClientHandle {
         true
     }
 
-    /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
-    fn over_limit(&self, pending: usize) -> bool {
-        let class = if self.replica.load(Ordering::Relaxed) {
+    /// The client cron's look at a client's limits (Redis checks them there too): a subscriber
+    /// that stopped reading is closed once over the soft limit for longer than allowed, even if
+    /// nothing more is published to it. False when the client is being closed.
+    pub fn enforce_obuf_limits(&self) -> bool {
+        if self.close_requested() {
+            return false;
+        }
+        if self.over_limit(self.pending_output()) {
+            self.obuf_exceeded.store(true, Ordering::Release);
+            self.request_close();
+            return false;
+        }
+        true
+    }
+
+    /// The hard output limit of the client's class (bytes), if one is set: a reply that long
+    /// closes the client whatever else it holds, so a command building a huge reply may stop
+    /// there (Redis's loops stop once the client is flagged to close).
+    pub fn hard_limit(&self) -> Option<usize> {
+        let (hard, _, _) = obuf_limits(self.class());
+        (hard > 0).then_some(hard as usize)
+    }
+
+    fn class(&self) -> ObufClass {
+        if self.replica.load(Ordering::Relaxed) {
             ObufClass::Replica
         } else if self.pubsub.load(Ordering::Relaxed) {
             ObufClass::Pubsub
         } else {
             ObufClass::Normal
-        };
-        let (hard, soft, secs) = obuf_limits(class);
+        }
+    }
+
+    /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
+    fn over_limit(&self, pending: usize) -> bool {
+        let (hard, soft, secs) = obuf_limits(self.class());
         let pending = pending as u64;
         if hard > 0 && pending >= hard {
             return true;
@@ -577,6 +603,10 @@ pub fn refresh_limits(st: &mut super::State) {
 /// trimmed, then clients are evicted if they use more than maxmemory-clients.
 pub fn cron(st: &mut super::State, now_ms: i64) {
     for c in st.clients.values() {
+        if !c.handle.enforce_obuf_limits() {
+            log_if_obuf_exceeded(st, c);
+            continue;
+        }
         c.handle.cron_resize_qbuf((now_ms - c.last_interaction_ms).max(0) / 1000);
     }
     let _ = evict_clients(st);
