@@ -94,9 +94,7 @@ where
                     if !write_out(&mut stream, &handle, &pushed).await {
                         break 'conn;
                     }
-                    if pushed.capacity() > 1024 * 1024 {
-                        pushed = Vec::new();
-                    }
+                    release_large(&mut pushed);
                     if handle.close_requested() {
                         break 'conn;
                     }
@@ -144,6 +142,7 @@ where
             if !write_out(&mut stream, &handle, &pushed).await {
                 break;
             }
+            release_large(&mut pushed);
             if !out.is_empty() {
                 if !handle.admit_reply(out.len()) {
                     break;
@@ -186,6 +185,21 @@ where
     }
     let _ = stream.shutdown().await;
     shared.exec.disconnect(id);
+}
+
+/// Redis's static reply buffer (PROTO_REPLY_CHUNK_BYTES): what a connection may keep of its
+/// pushed-output buffer once written.
+const REPLY_CHUNK: usize = 16 * 1024;
+
+/// Drops a written pushed-output buffer that grew past `REPLY_CHUNK`. Redis keeps only its
+/// 16 KiB static buffer per client and frees the reply blocks beyond it once written; keeping a
+/// large one here counted against maxmemory for good, so a burst of invalidation messages to
+/// tracking clients (sent while evicting) made memory look higher after every eviction: each
+/// pass evicted more, until the keyspace was empty.
+fn release_large(buf: &mut Vec<u8>) {
+    if buf.capacity() > REPLY_CHUNK {
+        *buf = Vec::new();
+    }
 }
 
 /// Sends a replica its snapshot (`+FULLRESYNC`, the framing, the RDB); the stream queued on the
