@@ -505,3 +505,65 @@ fn expired_keys_stay_during_a_pause_like_redis() {
     assert_eq!(ours.iter().map(|r| show(r)).collect::<Vec<_>>(), theirs.iter().map(|r| show(r)).collect::<Vec<_>>());
     assert_eq!(ours[4], b":2\r\n", "both keys still stored during the pause");
 }
+
+/// maxmemory-clients: a client part-way through a big argument shows the argument's bytes as
+/// qbuf (Redis keeps a big argument alone in its query buffer) and stays while under the limit;
+/// one whose partial argument reaches the limit is evicted before anyone sees it in CLIENT LIST;
+/// WATCHing keys without end ends in eviction too (the watch list counts).
+fn client_eviction_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    ctl.cmd(&["CONFIG", "SET", "maxmemory", "6291456"]);
+    ctl.cmd(&["CONFIG", "SET", "maxmemory-clients", "7%"]);
+    let limit = 6291456 * 7 / 100;
+    let line_of = |ctl: &mut Client, name: &str| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        let tag = format!("name={name} ");
+        list.split(|&b| b == b'\n').find(|l| String::from_utf8_lossy(l).contains(&tag)).map(<[u8]>::to_vec)
+    };
+    for (name, n) in [("half", limit / 2), ("full", limit)] {
+        let mut c = server.client();
+        c.cmd(&["CLIENT", "SETNAME", name]);
+        let mut bytes = format!("*1\r\n${n}\r\n").into_bytes();
+        bytes.resize(bytes.len() + n, b'v');
+        let _ = c.send_raw(&bytes);
+        let mut seen = String::from("gone");
+        for _ in 0..100 {
+            match line_of(&mut ctl, name) {
+                Some(l) if field(&l, "qbuf") == n.to_string() => {
+                    seen = format!("qbuf {}", field(&l, "qbuf"));
+                    break;
+                }
+                Some(l) => seen = format!("qbuf {}", field(&l, "qbuf")),
+                None => break,
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        out.push(format!("{name}: {seen}"));
+    }
+    ctl.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    ctl.cmd(&["CONFIG", "SET", "maxmemory-clients", "200000"]);
+    let mut w = server.client();
+    let mut evicted = false;
+    for j in 0..200_000 {
+        match w.try_cmd(&["WATCH", &j.to_string()]) {
+            Ok(r) if r == b"+OK\r\n" => {}
+            _ => {
+                evicted = true;
+                break;
+            }
+        }
+    }
+    out.push(format!("watcher evicted {evicted}"));
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["CONFIG", "SET", "maxmemory-clients", "0"])).into_owned());
+    out
+}
+
+#[test]
+fn client_eviction_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = client_eviction_scenario(&redis);
+    assert_eq!(expected[..3], ["half: qbuf 220200", "full: gone", "watcher evicted true"], "real redis");
+    assert_eq!(client_eviction_scenario(&ferrodis), expected);
+}

@@ -630,6 +630,21 @@ pub fn client_eviction_limit(st: &super::State) -> u64 {
     }
 }
 
+/// What a client's bookkeeping outside its buffers costs, as Redis's getClientMemoryUsage
+/// estimates it: a list node and a watchedKey per WATCHed key, a list node per pattern, a
+/// dict entry and bucket per channel and shard channel, and two rax nodes per tracking prefix.
+/// maxmemory-clients counts it, so WATCHing or subscribing without end ends in eviction.
+pub fn bookkeeping_memory(st: &super::State, c: &Client) -> u64 {
+    let watched = c.watched_keys.len() * (24 + 32);
+    let pubsub = st.pubsub.subs(c.id).map_or(0, |s| {
+        let (all, shard) = st.pubsub.counts(c.id);
+        let patterns = s.patterns.len();
+        patterns * 24 + (all - patterns + shard) * (24 + 8)
+    });
+    let prefixes = c.tracking.prefixes.len() * 2 * 32;
+    (watched + pubsub + prefixes) as u64
+}
+
 /// Redis's evictClients: while normal and pub/sub clients together use more than
 /// maxmemory-clients, the biggest client not marked `no-evict` is closed (clients already
 /// closing are left out). Redis takes them from its largest memory bucket
@@ -645,7 +660,8 @@ pub fn evict_clients(st: &mut super::State) -> u64 {
         if c.handle.close_requested() {
             continue;
         }
-        let mem = c.memory();
+        // The figure CLIENT LIST shows as tot-mem, so what is left sums to under the limit.
+        let mem = total_memory(st, c);
         total += mem;
         if !c.no_evict {
             evictable.push((mem, c.id));
@@ -769,23 +785,11 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
     if flags.is_empty() {
         flags.push('N');
     }
-    let (cmd, qbuf, argv_mem) = match current {
-        Some(cur) => (cur.cmd.clone(), cur.qbuf, cur.argv_mem),
-        None => (c.last_command_name(), c.qbuf, c.argv_mem),
+    let (cmd, argv_mem) = match current {
+        Some(cur) => (cur.cmd.clone(), cur.argv_mem),
+        None => (c.last_command_name(), c.argv_mem),
     };
-    const QUERY_BUFFER: usize = 20474;
-    // A connection that never sent a command has no query buffer yet (Redis allocates it on
-    // the first read), so it reports the bare client structures.
-    // Another client's query buffer is what its connection last reported (trimmed by the
-    // client cron when idle, as Redis's clientsCron does).
-    let (qbuf, qbuf_free, tot_mem) = if current.is_none() && c.last_cmd == "NULL" {
-        (qbuf, 4, 1800)
-    } else if current.is_none() {
-        let (len, cap) = c.handle.qbuf();
-        (len, cap.saturating_sub(len), client_memory(cap))
-    } else {
-        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), client_memory(CALLER_QUERY_BUFFER + qbuf))
-    };
+    let (qbuf, qbuf_free, tot_mem) = query_buffer_figures(c, current);
     // Output waiting for the socket; Redis counts it in 16 KiB reply-list nodes.
     let omem = c.handle.pending_output();
     let oll = omem.div_ceil(16 * 1024);
@@ -817,13 +821,41 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
         multi_mem,
         oll,
         omem,
-        tot_mem + omem as u64 + multi_mem as u64,
+        tot_mem + omem as u64 + multi_mem as u64 + bookkeeping_memory(st, c),
         if omem > 0 { "w" } else { "" },
         cmd,
         String::from_utf8_lossy(c.user_name()),
         redir,
         c.proto
     )
+}
+
+/// A client's tot-mem as CLIENT LIST shows it (the client not running a command).
+pub fn total_memory(st: &super::State, c: &Client) -> u64 {
+    let (_, _, fixed) = query_buffer_figures(c, None);
+    fixed + c.handle.pending_output() as u64 + c.multi_mem() as u64 + bookkeeping_memory(st, c)
+}
+
+/// CLIENT LIST's qbuf and qbuf-free, and the client's memory before its output and MULTI
+/// queue: the fixed structures and the query buffer.
+fn query_buffer_figures(c: &Client, current: Option<&Current>) -> (usize, usize, u64) {
+    let qbuf = match current {
+        Some(cur) => cur.qbuf,
+        None => c.qbuf,
+    };
+    const QUERY_BUFFER: usize = 20474;
+    // A connection that never sent a command has no query buffer yet (Redis allocates it on
+    // the first read), so it reports the bare client structures.
+    // Another client's query buffer is what its connection last reported (trimmed by the
+    // client cron when idle, as Redis's clientsCron does).
+    if current.is_none() && c.last_cmd == "NULL" {
+        (qbuf, 4, 1800)
+    } else if current.is_none() {
+        let (len, cap) = c.handle.qbuf();
+        (len, cap.saturating_sub(len), client_memory(cap))
+    } else {
+        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), client_memory(CALLER_QUERY_BUFFER + qbuf))
+    }
 }
 
 /// What a client declared with REPLCONF.

@@ -326,6 +326,14 @@ impl Executor {
         client.last_interaction_ms = now;
         let mut clock = call::Clock::new(now);
         let st = &mut self.state;
+        // maxmemory-clients before the commands too: another client's query buffer may have
+        // grown past the limit while it reads a large argument (no batch of its own yet), and
+        // Redis evicts it as it reads, so this batch (a CLIENT LIST) must not see it.
+        if clients::client_eviction_limit(st) > 0 {
+            st.clients.insert(id, client);
+            let _ = clients::evict_clients(st);
+            client = st.clients.remove(&id).expect("just inserted");
+        }
         let mut cmds = cmds.drain(..);
         if client.blocked.is_none() && !client.postponed {
             for cmd in cmds.by_ref() {

@@ -60,15 +60,23 @@ where
     let mut trimmed = false;
     'conn: loop {
         if !std::mem::take(&mut reparse) {
-            // Make room for the next read, or for the rest of a large argument in one go.
-            let want = match parser.pending_bulk() {
-                Some(len) if len + 2 > READ_CHUNK => len + 2,
+            // Make room for the next read, or for the rest of a large argument in one go (what
+            // is still missing of it: reserving its whole length again, as its bytes arrive,
+            // doubled the buffer, and the client looked twice its size to maxmemory-clients).
+            let want = match parser.pending_bulk_end() {
+                Some(end) if end > rbuf.len() => end - rbuf.len(),
                 _ => READ_CHUNK,
             };
             if !trimmed && rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
-                rbuf.reserve(want.min(READ_CHUNK * 64));
+                rbuf.reserve(want.clamp(READ_CHUNK, READ_CHUNK * 64));
             }
-            handle.report_qbuf(rbuf.len(), rbuf.capacity(), rbuf.len() + want);
+            // Redis moves a big argument (32 KiB or more) to the start of its own query
+            // buffer, so CLIENT LIST's qbuf counts only the argument's bytes: so do we.
+            let skip = match parser.pending_bulk_start() {
+                Some(start) if parser.pending_bulk().is_some_and(|len| len >= 32 * 1024) => start.min(rbuf.len()),
+                _ => 0,
+            };
+            handle.report_qbuf(rbuf.len() - skip, rbuf.capacity() - skip, rbuf.len() + want - skip);
             handle.report_out_held(out.capacity() + pushed.capacity());
             let n = tokio::select! {
                 biased;
