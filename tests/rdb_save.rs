@@ -893,3 +893,50 @@ fn debug_reload_keeps_the_dataset() {
     drop(r);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A background save reports its progress while it runs, as Redis's child does once a second:
+/// INFO's current_save_keys_total is the dataset's size from the fork, current_save_keys_processed
+/// and current_fork_perc grow, current_cow_size shows pages the parent's writes copied; all
+/// are zero again once the child is done.
+#[test]
+fn bgsave_child_reports_progress() {
+    fn run(s: &Server) -> Vec<String> {
+        let mut c = s.client();
+        let value = "A".repeat(500);
+        for k in 0..4000 {
+            ok(&mut c, &["SET", &format!("key{k}"), &value]);
+        }
+        ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+        ok(&mut c, &["BGSAVE"]);
+        let mut out = vec![format!("total {}", info_field(&mut c, "persistence", "current_save_keys_total"))];
+        let deadline = Instant::now() + Duration::from_secs(4);
+        let mut k = 0;
+        let reported = loop {
+            // Writes copy pages the child shares.
+            for _ in 0..16 {
+                ok(&mut c, &["SETRANGE", &format!("key{k}"), "0", &"B".repeat(500)]);
+                k += 1;
+            }
+            let processed: u64 = info_field(&mut c, "persistence", "current_save_keys_processed").parse().unwrap();
+            let cow: u64 = info_field(&mut c, "persistence", "current_cow_size").parse().unwrap();
+            let perc: f64 = info_field(&mut c, "persistence", "current_fork_perc").parse().unwrap();
+            if processed > 0 && cow >= 4096 && perc > 0.0 {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        out.push(format!("reported {reported}"));
+        ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        wait_bgsave_done(&mut c);
+        for f in ["current_cow_size", "current_save_keys_processed", "current_save_keys_total", "current_fork_perc"] {
+            out.push(format!("{f} {}", info_field(&mut c, "persistence", f)));
+        }
+        out
+    }
+    let redis = run(&RedisServer::new());
+    assert_eq!(redis[..2], ["total 4000", "reported true"], "real redis");
+    assert_eq!(run(&TestServer::new()), redis);
+}
