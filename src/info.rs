@@ -492,8 +492,8 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("total_writes_processed", stats::load(&stats::TOTAL_WRITES));
     s.field("io_threaded_reads_processed", 0);
     s.field("io_threaded_writes_processed", 0);
-    s.field("reply_buffer_shrinks", 0);
-    s.field("reply_buffer_expands", 0);
+    s.field("reply_buffer_shrinks", st.stats.reply_buffer_shrinks);
+    s.field("reply_buffer_expands", st.stats.reply_buffer_expands);
 }
 
 fn replication(s: &mut Section, st: &State) {

@@ -567,3 +567,60 @@ fn client_eviction_matches_real_redis() {
     assert_eq!(expected[..3], ["half: qbuf 220200", "full: gone", "watcher evicted true"], "real redis");
     assert_eq!(client_eviction_scenario(&ferrodis), expected);
 }
+
+/// The reply buffer CLIENT LIST shows (rbs, rbp) follows Redis's client cron: a new client's
+/// 16 KiB buffer shrinks to 1 KiB once it idles, and doubles back to 16 KiB (no further) while
+/// replies fill it, counted in INFO's reply_buffer_shrinks/expands; DEBUG REPLYBUFFER sets the
+/// peak's reset period and switches resizing.
+fn reply_buffer_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    let mut c = server.client();
+    c.cmd(&["CLIENT", "SETNAME", "probe"]);
+    let rbs = |ctl: &mut Client| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        let line = list.split(|&b| b == b'\n').find(|l| String::from_utf8_lossy(l).contains("name=probe ")).unwrap();
+        field(line, "rbs").parse::<usize>().unwrap()
+    };
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100"])).into_owned());
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "soon"])).into_owned());
+    let mut waited = 0;
+    while rbs(&mut ctl) != 1024 && waited < 30 {
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
+    out.push(format!("idle rbs {}", rbs(&mut ctl)));
+    ctl.cmd(&["SET", "big", &"x".repeat(32768)]);
+    ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never"]);
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        c.cmd(&["GET", "big"]);
+        let n = rbs(&mut ctl);
+        if seen.last() != Some(&n) {
+            seen.push(n);
+        }
+        if n == 16384 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    out.push(format!("busy rbs {seen:?}"));
+    std::thread::sleep(Duration::from_millis(300));
+    out.push(format!("stays {}", rbs(&mut ctl)));
+    let info = String::from_utf8_lossy(&ctl.cmd(&["INFO", "stats"])).into_owned();
+    for name in ["reply_buffer_shrinks", "reply_buffer_expands"] {
+        let n: u64 = info.lines().find_map(|l| l.strip_prefix(&format!("{name}:"))).unwrap().trim().parse().unwrap();
+        out.push(format!("{name} counted {}", n > 0));
+    }
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset"])).into_owned());
+    out
+}
+
+#[test]
+fn reply_buffer_sizes_follow_redis() {
+    let redis = RedisServer::with_args(&["--enable-debug-command", "yes"]);
+    let ferrodis = TestServer::with_args(&["--enable-debug-command", "yes"]);
+    let expected = reply_buffer_scenario(&redis);
+    assert_eq!(expected[2], "idle rbs 1024", "real redis");
+    assert_eq!(reply_buffer_scenario(&ferrodis), expected);
+}

@@ -73,6 +73,34 @@ pub struct ClientHandle {
     /// A capacity the client cron asked the connection to trim its query buffer to, plus one;
     /// 0: none asked.
     qbuf_trim: AtomicUsize,
+    /// Redis's reply buffer, modelled (see `cron_resize_reply_buffer`): its size (CLIENT LIST
+    /// rbs; 0 until first set, read as 16 KiB), the most of it one reply filled since the peak
+    /// was last reset (rbp), and when that was (unix ms).
+    reply_buf: AtomicUsize,
+    reply_peak: AtomicUsize,
+    reply_peak_reset_ms: AtomicI64,
+}
+
+/// Redis's PROTO_REPLY_CHUNK_BYTES (a new client's reply buffer, the most it grows to) and
+/// PROTO_REPLY_MIN_BYTES (the least it shrinks to).
+const REPLY_CHUNK_BYTES: usize = 16 * 1024;
+const REPLY_MIN_BYTES: usize = 1024;
+
+/// How the client cron resizes reply buffers (DEBUG REPLYBUFFER): the peak's reset period in
+/// ms (-1: never), and whether it resizes at all.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyBufferPolicy {
+    pub peak_reset_ms: i64,
+    pub resizing: bool,
+}
+
+/// Redis's REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME.
+pub const REPLY_BUFFER_PEAK_RESET_MS: i64 = 5000;
+
+impl Default for ReplyBufferPolicy {
+    fn default() -> Self {
+        ReplyBufferPolicy { peak_reset_ms: REPLY_BUFFER_PEAK_RESET_MS, resizing: true }
+    }
 }
 
 /// client-output-buffer-limit for normal (0), pubsub (1) and replica (2) clients: hard bytes,
@@ -292,6 +320,59 @@ impl ClientHandle {
     /// The query buffer's bytes held and capacity (CLIENT LIST qbuf and qbuf + qbuf-free).
     pub fn qbuf(&self) -> (usize, usize) {
         (self.qbuf_len.load(Ordering::Relaxed), self.qbuf_cap.load(Ordering::Relaxed))
+    }
+
+    /// The reply buffer's size (CLIENT LIST rbs).
+    pub fn reply_buffer_size(&self) -> usize {
+        match self.reply_buf.load(Ordering::Relaxed) {
+            0 => REPLY_CHUNK_BYTES,
+            n => n,
+        }
+    }
+
+    /// The reply buffer's peak (CLIENT LIST rbp).
+    pub fn reply_buffer_peak(&self) -> usize {
+        self.reply_peak.load(Ordering::Relaxed)
+    }
+
+    /// The connection is about to write `len` bytes of replies: in Redis they would fill the
+    /// reply buffer up to its size first (the rest going to the reply list), so the peak rises
+    /// to that.
+    pub fn note_reply(&self, len: usize) {
+        if len > 0 {
+            self.reply_peak.fetch_max(len.min(self.reply_buffer_size()), Ordering::Relaxed);
+        }
+    }
+
+    /// Redis's clientsCronResizeOutputBuffer, on the model: a buffer whose peak stayed under
+    /// half its size shrinks to the peak (1 KiB at least); one a reply filled doubles, up to
+    /// 16 KiB. The peak restarts from what is pending every `peak_reset_ms`. Returns -1 for a
+    /// shrink, 1 for an expansion, 0 otherwise. Redis's buffer is real memory; ours is only
+    /// the figure CLIENT LIST shows, since replies are written from per-batch buffers.
+    pub fn cron_resize_reply_buffer(&self, now_ms: i64, policy: ReplyBufferPolicy) -> i32 {
+        if !policy.resizing {
+            return 0;
+        }
+        let size = self.reply_buffer_size();
+        let peak = self.reply_peak.load(Ordering::Relaxed);
+        let mut resized = 0;
+        let mut new_size = size;
+        if size / 2 >= REPLY_MIN_BYTES && peak < size / 2 {
+            new_size = REPLY_MIN_BYTES.max(peak + 1);
+            resized = -1;
+        } else if size * 2 < REPLY_CHUNK_BYTES * 2 && peak == size {
+            new_size = REPLY_CHUNK_BYTES.min(size * 2);
+            resized = 1;
+        }
+        let last = self.reply_peak_reset_ms.load(Ordering::Relaxed);
+        if last == 0 {
+            self.reply_peak_reset_ms.store(now_ms, Ordering::Relaxed);
+        } else if policy.peak_reset_ms >= 0 && now_ms - last >= policy.peak_reset_ms {
+            self.reply_peak.store(self.pending_output().min(new_size), Ordering::Relaxed);
+            self.reply_peak_reset_ms.store(now_ms, Ordering::Relaxed);
+        }
+        self.reply_buf.store(new_size, Ordering::Relaxed);
+        resized
     }
 
     /// The capacity the client cron asked for, once.
@@ -602,13 +683,21 @@ pub fn refresh_limits(st: &mut super::State) {
 /// The client cron (Redis's clientsCron, every tick for every client): query buffers are
 /// trimmed, then clients are evicted if they use more than maxmemory-clients.
 pub fn cron(st: &mut super::State, now_ms: i64) {
+    let (mut shrinks, mut expands) = (0, 0);
     for c in st.clients.values() {
         if !c.handle.enforce_obuf_limits() {
             log_if_obuf_exceeded(st, c);
             continue;
         }
         c.handle.cron_resize_qbuf((now_ms - c.last_interaction_ms).max(0) / 1000);
+        match c.handle.cron_resize_reply_buffer(now_ms, st.reply_buffer) {
+            -1 => shrinks += 1,
+            1 => expands += 1,
+            _ => {}
+        }
     }
+    st.stats.reply_buffer_shrinks += shrinks;
+    st.stats.reply_buffer_expands += expands;
     let _ = evict_clients(st);
 }
 
@@ -800,7 +889,7 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
     let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
-         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll={} omem={} tot-mem={} events=r{} \
+         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r{} \
          cmd={} user={} redir={} resp={}",
         c.id,
         c.info.addr,
@@ -819,6 +908,8 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
         qbuf_free,
         argv_mem,
         multi_mem,
+        c.handle.reply_buffer_size(),
+        c.handle.reply_buffer_peak(),
         oll,
         omem,
         tot_mem + omem as u64 + multi_mem as u64 + bookkeeping_memory(st, c),

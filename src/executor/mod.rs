@@ -76,6 +76,8 @@ pub struct State {
     pub active_expire_enabled: bool,
     /// DEBUG PAUSE-CRON: periodic work is skipped while set.
     pub cron_paused: bool,
+    /// DEBUG REPLYBUFFER: how the client cron resizes reply buffers.
+    pub reply_buffer: clients::ReplyBufferPolicy,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
     pub scripts_may_call_noscript: bool,
     pub cron_loops: u64,
@@ -150,6 +152,7 @@ impl State {
             shutdown: None,
             active_expire_enabled: true,
             cron_paused: false,
+            reply_buffer: clients::ReplyBufferPolicy::default(),
             scripts_may_call_noscript: false,
             cron_loops: 0,
             waiters: std::collections::HashMap::new(),

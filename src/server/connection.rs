@@ -99,6 +99,7 @@ where
                     }
                     handle.take_output_into(&mut pushed);
                     handle.report_out_held(out.capacity() + pushed.capacity());
+                    handle.note_reply(pushed.len());
                     if !write_out(&mut stream, &handle, &pushed).await {
                         break 'conn;
                     }
@@ -147,6 +148,7 @@ where
             // Replies the executor pushed earlier (a served blocking command) go first.
             handle.take_output_into(&mut pushed);
             handle.report_out_held(out.capacity() + pushed.capacity());
+            handle.note_reply(pushed.len() + out.len());
             if !write_out(&mut stream, &handle, &pushed).await {
                 break;
             }
