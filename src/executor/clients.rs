@@ -632,7 +632,8 @@ impl Client {
         FIXED
             + qbuf_cap as u64
             + held as u64
-            + self.handle.queued.load(Ordering::Relaxed) as u64
+            // The outbox, and replies the peer has not taken (the connection's backlog).
+            + self.handle.pending_output() as u64
             + self.argv_mem as u64
             + self.multi_mem() as u64
     }
@@ -737,32 +738,38 @@ pub fn bookkeeping_memory(st: &super::State, c: &Client) -> u64 {
 /// Redis's evictClients: while normal and pub/sub clients together use more than
 /// maxmemory-clients, the biggest client not marked `no-evict` is closed (clients already
 /// closing are left out). Redis takes them from its largest memory bucket
-/// first; here they go strictly largest first. Returns the memory of the clients closed.
+/// first; here they go strictly largest first. Returns the memory of the clients closed, and
+/// of those still closing.
 pub fn evict_clients(st: &mut super::State) -> u64 {
     let limit = client_eviction_limit(st);
     if limit == 0 {
         return 0;
     }
     let mut total = 0u64;
-    let mut evictable: Vec<(u64, u64)> = Vec::new();
+    // Clients already closing still hold their buffers until their connections let go: that
+    // memory is about to be freed too (maxmemory must not evict keys for it meanwhile).
+    let mut closing = 0u64;
+    let mut evictable: Vec<(u64, u64, u64)> = Vec::new();
     for c in st.clients.values() {
         if c.handle.close_requested() {
+            closing += c.memory();
             continue;
         }
         // The figure CLIENT LIST shows as tot-mem, so what is left sums to under the limit.
         let mem = total_memory(st, c);
         total += mem;
         if !c.no_evict {
-            evictable.push((mem, c.id));
+            // What closing it gives back (its buffers' real capacities), for maxmemory.
+            evictable.push((mem, c.id, c.memory().max(mem)));
         }
     }
     if total < limit {
-        return 0;
+        return closing;
     }
     evictable.sort_unstable_by(|a, b| b.cmp(a));
     let now = crate::util::clock::unix_ms();
-    let mut freed = 0;
-    for (mem, id) in evictable {
+    let mut freed = closing;
+    for (mem, id, held) in evictable {
         if total < limit {
             return freed;
         }
@@ -772,7 +779,7 @@ pub fn evict_clients(st: &mut super::State) -> u64 {
         c.handle.request_close();
         st.stats.evicted_clients += 1;
         total -= mem;
-        freed += mem;
+        freed += held;
     }
     if total >= limit {
         tracing::warn!("Over client maxmemory after evicting all evictable clients");

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use super::Shared;
 use crate::commands;
@@ -49,6 +49,8 @@ where
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     // Pushed output (pub/sub messages, served blocking commands), swapped with the outbox.
     let mut pushed: Vec<u8> = Vec::new();
+    // Replies the peer has not taken yet.
+    let mut backlog = Backlog::default();
 
     // Parsed commands, reused batch after batch.
     let mut cmds: Vec<Cmd> = Vec::new();
@@ -100,7 +102,7 @@ where
                     handle.take_output_into(&mut pushed);
                     handle.report_out_held(out.capacity() + pushed.capacity());
                     handle.note_reply(pushed.len());
-                    if !write_out(&mut stream, &handle, &pushed).await {
+                    if !send(&mut stream, &handle, &pushed, &mut backlog).await {
                         break 'conn;
                     }
                     release_large(&mut pushed);
@@ -109,7 +111,7 @@ where
                     }
                     continue 'conn;
                 }
-                r = stream.read_buf(&mut rbuf) => match r {
+                r = poll_fn(|cx| read_or_flush(&mut stream, cx, &mut rbuf, &mut backlog, &handle)) => match r {
                     Ok(0) | Err(_) => break 'conn,
                     Ok(n) => {
                         trimmed = false;
@@ -136,7 +138,7 @@ where
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
             // the outbox meanwhile goes after it. An rdb-only reader is closed once it has it.
             if let Some(t) = handle.take_rdb_transfer() {
-                if !write_out(&mut stream, &handle, &out).await {
+                if !backlog.drain(&mut stream, &handle).await || !write_out(&mut stream, &handle, &out).await {
                     break;
                 }
                 out.clear();
@@ -149,7 +151,7 @@ where
             handle.take_output_into(&mut pushed);
             handle.report_out_held(out.capacity() + pushed.capacity());
             handle.note_reply(pushed.len() + out.len());
-            if !write_out(&mut stream, &handle, &pushed).await {
+            if !send(&mut stream, &handle, &pushed, &mut backlog).await {
                 break;
             }
             release_large(&mut pushed);
@@ -157,12 +159,11 @@ where
                 if !handle.admit_reply(out.len()) {
                     break;
                 }
-                handle.set_in_flight(out.len());
                 handle.report_out_held(out.capacity() + pushed.capacity());
                 // Written at once, not after a yield to the other connections (Redis's
                 // beforeSleep order): tokio's yield polls the driver again, one more epoll_wait
                 // per request at -P 1, which cost 3-5% of the server's CPU per request.
-                if !write_out(&mut stream, &handle, &out).await {
+                if !send(&mut stream, &handle, &out, &mut backlog).await {
                     break;
                 }
                 out.clear();
@@ -176,7 +177,10 @@ where
                         tokio::task::yield_now().await;
                     }
                 }
-                BatchEnd::Close => break,
+                BatchEnd::Close => {
+                    let _ = backlog.drain(&mut stream, &handle).await;
+                    break;
+                }
                 BatchEnd::Shutdown => {
                     shared.shutdown.notify_one();
                     break;
@@ -184,6 +188,9 @@ where
             }
         }
         if let Some(err) = parsed.error {
+            if !backlog.drain(&mut stream, &handle).await {
+                break;
+            }
             let line = format!("-{}\r\n", err.reply_text());
             let _ = stream.write_all(line.as_bytes()).await;
             crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, line.len() as u64);
@@ -209,6 +216,122 @@ const REPLY_CHUNK: usize = 16 * 1024;
 fn release_large(buf: &mut Vec<u8>) {
     if buf.capacity() > REPLY_CHUNK {
         *buf = Vec::new();
+    }
+}
+
+/// Replies written in part: the peer stopped reading. Until they are out, newer replies queue
+/// behind them while the connection goes on reading and running requests, as Redis keeps
+/// reading a client whose replies wait in its reply list: a client that sends a whole pipeline
+/// before reading any reply blocks on its own writes, and if we stopped reading while ours
+/// waited on it, neither side would move. The bytes count as the client's pending output, so
+/// client-output-buffer-limit applies.
+#[derive(Default)]
+struct Backlog {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Backlog {
+    fn len(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// What it holds, as pending output: its allocation past what was written (Redis counts
+    /// its reply list by the blocks' allocated sizes too).
+    fn held(&self) -> usize {
+        if self.len() == 0 {
+            0
+        } else {
+            self.buf.capacity() - self.pos
+        }
+    }
+
+    fn consumed(&mut self, n: usize, handle: &ClientHandle) {
+        self.pos += n;
+        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, n as u64);
+        if self.pos == self.buf.len() {
+            self.buf = Vec::new();
+            self.pos = 0;
+        }
+        handle.set_in_flight(self.held());
+    }
+
+    /// Writes what is left in full (before a close, a protocol error or a snapshot).
+    async fn drain<S>(&mut self, stream: &mut S, handle: &ClientHandle) -> bool
+    where
+        S: AsyncWrite + Unpin,
+    {
+        if self.len() == 0 {
+            return true;
+        }
+        let ok = write_out(stream, handle, &self.buf[self.pos..]).await;
+        *self = Backlog::default();
+        ok
+    }
+}
+
+/// Writes `bytes` now as far as the socket takes them; the rest joins the backlog. Behind a
+/// backlog, everything queues. False when the connection must close.
+async fn send<S>(stream: &mut S, handle: &ClientHandle, bytes: &[u8], backlog: &mut Backlog) -> bool
+where
+    S: AsyncWrite + Unpin,
+{
+    if bytes.is_empty() {
+        // Taking the outbox reset the count: the backlog is still pending.
+        handle.set_in_flight(backlog.held());
+        return true;
+    }
+    let mut pos = 0;
+    if backlog.len() == 0 {
+        while pos < bytes.len() {
+            match poll_fn(|cx| Poll::Ready(Pin::new(&mut *stream).poll_write(cx, &bytes[pos..]))).await {
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return false,
+                Poll::Ready(Ok(n)) => pos += n,
+                Poll::Pending => break,
+            }
+        }
+        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pos as u64);
+    }
+    if pos < bytes.len() {
+        backlog.buf.extend_from_slice(&bytes[pos..]);
+    }
+    handle.set_in_flight(backlog.held());
+    true
+}
+
+/// The connection's wait: writes the backlog as the socket takes it, and reads requests
+/// meanwhile. Ready with the bytes read (0 at end of input), or an error.
+fn read_or_flush<S>(
+    stream: &mut S,
+    cx: &mut std::task::Context<'_>,
+    rbuf: &mut BytesMut,
+    backlog: &mut Backlog,
+    handle: &ClientHandle,
+) -> Poll<std::io::Result<usize>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    while backlog.len() > 0 {
+        match Pin::new(&mut *stream).poll_write(cx, &backlog.buf[backlog.pos..]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(n)) => backlog.consumed(n, handle),
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => break,
+        }
+    }
+    if rbuf.capacity() == rbuf.len() {
+        rbuf.reserve(64);
+    }
+    let mut rb = tokio::io::ReadBuf::uninit(rbuf.spare_capacity_mut());
+    match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+        Poll::Ready(Ok(())) => {
+            let n = rb.filled().len();
+            // SAFETY: poll_read initialized the first `n` bytes of the spare capacity.
+            unsafe { rbuf.set_len(rbuf.len() + n) };
+            Poll::Ready(Ok(n))
+        }
+        Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        Poll::Pending => Poll::Pending,
     }
 }
 
