@@ -381,12 +381,14 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     let sync_loading = st.repl.sync_loading;
     s.field("loading", (p.loading || sync_loading == Some(false)) as u8);
     s.field("async_loading", (sync_loading == Some(true)) as u8);
-    s.field("current_cow_peak", 0);
-    s.field("current_cow_size", 0);
-    s.field("current_cow_size_age", 0);
-    s.field("current_fork_perc", "0.00");
-    s.field("current_save_keys_processed", 0);
-    s.field("current_save_keys_total", 0);
+    // What the running child last reported (zeros when none runs).
+    let c = &st.snapshot.progress;
+    s.field("current_cow_peak", c.cow_peak);
+    s.field("current_cow_size", c.cow);
+    s.field("current_cow_size_age", c.cow_at.map_or(0, |t| t.elapsed().as_secs()));
+    s.field("current_fork_perc", format!("{:.2}", c.percent()));
+    s.field("current_save_keys_processed", c.keys_processed);
+    s.field("current_save_keys_total", c.keys_total);
     s.field("rdb_changes_since_last_save", st.dirty);
     // A replica's snapshot child counts too (Redis forks the same RDB child for it).
     let syncing = st.repl.replicas.iter().any(|r| r.state == crate::executor::replication::ReplicaState::SendBulk);
@@ -494,8 +496,8 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("total_writes_processed", stats::load(&stats::TOTAL_WRITES));
     s.field("io_threaded_reads_processed", 0);
     s.field("io_threaded_writes_processed", 0);
-    s.field("reply_buffer_shrinks", 0);
-    s.field("reply_buffer_expands", 0);
+    s.field("reply_buffer_shrinks", st.stats.reply_buffer_shrinks);
+    s.field("reply_buffer_expands", st.stats.reply_buffer_expands);
 }
 
 fn replication(s: &mut Section, st: &State) {

@@ -147,10 +147,46 @@ extern "C" fn crash_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _conte
     }
 }
 
+/// The log file's path for `from_handler`, which may not allocate; unset or empty: stdout.
+static HANDLER_LOG: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+
+/// Writes a warning from inside a signal handler in Redis's serverLogFromHandler shape,
+/// `pid:signal-handler (unixtime) message`: only async-signal-safe calls (open, write, close,
+/// getpid, time), no allocation, no lock, no local time.
+pub fn from_handler(msg: &str) {
+    let mut pid = itoa::Buffer::new();
+    let mut now = itoa::Buffer::new();
+    // SAFETY: getpid and time(NULL) are async-signal-safe and take no pointers we own.
+    let (pid, now) = unsafe { (pid.format(libc::getpid()), now.format(libc::time(std::ptr::null_mut()))) };
+    let parts: [&[u8]; 6] = [pid.as_bytes(), b":signal-handler (", now.as_bytes(), b") ", msg.as_bytes(), b"\n"];
+    // SAFETY: open/write/close with a NUL-terminated path we own and buffers valid for their
+    // lengths; all three are async-signal-safe.
+    unsafe {
+        let fd = match HANDLER_LOG.get().filter(|p| !p.as_bytes().is_empty()) {
+            Some(path) => libc::open(path.as_ptr(), libc::O_APPEND | libc::O_CREAT | libc::O_WRONLY, 0o644),
+            None => libc::STDOUT_FILENO,
+        };
+        if fd < 0 {
+            return;
+        }
+        for part in parts {
+            if libc::write(fd, part.as_ptr() as *const libc::c_void, part.len()) < 0 {
+                break;
+            }
+        }
+        if fd != libc::STDOUT_FILENO {
+            libc::close(fd);
+        }
+    }
+}
+
 /// Installs the global subscriber: `loglevel`, and `logfile` (appended) or stdout when empty.
 /// A logfile that cannot be opened falls back to stdout (the config loader already checked it).
 pub fn init(loglevel: &str, logfile: &str) {
     set_level(loglevel);
+    if let Ok(path) = std::ffi::CString::new(logfile) {
+        let _ = HANDLER_LOG.set(path);
+    }
     let filter =
         tracing_subscriber::filter::filter_fn(|meta| level_rank(meta.level()) >= LEVEL.load(Ordering::Relaxed));
     let result = match logfile {

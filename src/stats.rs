@@ -225,6 +225,9 @@ pub struct Stats {
     pub evicted_keys: u64,
     /// Clients closed by maxmemory-clients (INFO evicted_clients).
     pub evicted_clients: u64,
+    /// Reply buffers the client cron resized (INFO reply_buffer_shrinks / _expands).
+    pub reply_buffer_shrinks: u64,
+    pub reply_buffer_expands: u64,
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
     pub commands: HashMap<StatName, CommandStat, foldhash::fast::FixedState>,

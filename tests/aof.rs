@@ -2387,3 +2387,44 @@ fn interrupted_legacy_upgrade_is_completed() {
     assert_eq!(r.1, f.1, "whether dir/appendonly.aof is still there");
     assert_same_layouts("interrupted upgrade", &[r.2], &[f.2]);
 }
+
+/// `#TS:<unixtime>` lines with aof-timestamp-enabled, as Redis writes them: one before the
+/// first command of each second in the incr file, and one at the top of a base file written as
+/// commands by BGREWRITEAOF. The raw files are compared with the times masked.
+#[test]
+fn timestamp_annotations() {
+    fn masked(bytes: &[u8]) -> (String, bool) {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        let mut recent = true;
+        let lines: Vec<String> = text
+            .split("\r\n")
+            .map(|l| match l.strip_prefix("#TS:") {
+                Some(t) => {
+                    recent &= t.parse::<i64>().is_ok_and(|t| (now - t).abs() < 30);
+                    "#TS:<time>".to_string()
+                }
+                None => l.to_string(),
+            })
+            .collect();
+        (lines.join("\r\n"), recent)
+    }
+    let tmp = TempDir::new("timestamps");
+    let (redis, ferrodis) = both(|kind| {
+        let node = Node::start(kind, &tmp.sub(kind.name()), &[]);
+        let mut c = node.client();
+        c.line("config set aof-timestamp-enabled yes");
+        c.line("config set aof-use-rdb-preamble no");
+        c.line("set foo bar");
+        let incr = masked(&std::fs::read(incr_path(&node.dir)).unwrap());
+        c.line("bgrewriteaof");
+        wait_rewrite_done(&mut c, node.name());
+        let base = std::fs::read(base_path(&node.dir)).unwrap();
+        let line_end = base.iter().position(|&b| b == b'\n').map_or(base.len(), |i| i + 1);
+        let first = masked(&base[..line_end]);
+        (incr, first)
+    });
+    assert!(redis.0 .0.starts_with("#TS:<time>\r\n") && redis.0 .1, "redis incr: {:?}", redis.0);
+    assert_eq!(redis.1, ("#TS:<time>\r\n".to_string(), true), "redis base");
+    assert_eq!(ferrodis, redis);
+}

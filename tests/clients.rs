@@ -260,6 +260,85 @@ fn pubsub_output_buffer_limit_closes_a_stalled_subscriber() {
     );
 }
 
+/// The soft limit is enforced without traffic too: a subscriber left over it (and no longer
+/// published to) is closed by the client cron once the soft seconds pass, not before.
+fn soft_limit_idle_scenario(server: &Server) -> (bool, bool) {
+    let mut ctl = server.client();
+    assert_eq!(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 0 100000 1"]), b"+OK\r\n");
+    let mut sub = server.client();
+    sub.cmd(&["CLIENT", "SETNAME", "stalled"]);
+    sub.cmd(&["SUBSCRIBE", "ch"]);
+    let msg = "x".repeat(100_000);
+    let omem = |ctl: &mut Client| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        let line =
+            list.split(|&b| b == b'\n').find(|l| l.windows(12).any(|w| w == b"name=stalled")).map(<[u8]>::to_vec);
+        line.map(|l| field(&l, "omem").parse::<u64>().unwrap_or(0))
+    };
+    // Loopback socket buffers take several MB before the server holds any of it.
+    for _ in 0..2000 {
+        ctl.cmd(&["PUBLISH", "ch", &msg]);
+        if omem(&mut ctl).is_some_and(|m| m > 100_000) {
+            break;
+        }
+    }
+    let over_at = std::time::Instant::now();
+    let mut early = false;
+    while over_at.elapsed() < Duration::from_secs(4) {
+        match omem(&mut ctl) {
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+            None => {
+                early = over_at.elapsed() < Duration::from_millis(900);
+                return (true, early);
+            }
+        }
+    }
+    (false, early)
+}
+
+#[test]
+fn soft_output_limit_closes_an_idle_subscriber_like_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    assert_eq!(soft_limit_idle_scenario(&redis), (true, false), "real redis");
+    assert_eq!(soft_limit_idle_scenario(&ferrodis), (true, false), "ferrodis");
+}
+
+/// A random-members reply with a huge negative count (HRANDFIELD, SRANDMEMBER, ZRANDMEMBER)
+/// is stopped at the client's hard output limit: the client is closed with nothing sent, at
+/// once, and the server goes on serving.
+fn huge_random_reply_scenario(server: &Server) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 1000000 0 0"]));
+    out.push(ctl.cmd(&["HSET", "h", "a", "b"]));
+    out.push(ctl.cmd(&["SADD", "s", "a"]));
+    out.push(ctl.cmd(&["ZADD", "z", "1", "a"]));
+    for argv in
+        [["HRANDFIELD", "h", "-999999999"], ["SRANDMEMBER", "s", "-999999999"], ["ZRANDMEMBER", "z", "-999999999"]]
+    {
+        let mut a = server.client();
+        let started = std::time::Instant::now();
+        send(&mut a, &argv);
+        let d = a.drain(Duration::from_millis(300));
+        let quick = started.elapsed() < Duration::from_secs(5);
+        out.push(format!("{}: {} bytes, closed {}, quick {quick}", argv[0], d.bytes.len(), d.closed).into_bytes());
+    }
+    out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]));
+    out.push(ctl.cmd(&["PING"]));
+    out
+}
+
+#[test]
+fn huge_random_replies_stop_at_the_output_limit_like_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = huge_random_reply_scenario(&redis);
+    for (i, (e, g)) in expected.iter().zip(&huge_random_reply_scenario(&ferrodis)).enumerate() {
+        assert_eq!(show(g), show(e), "step {i}");
+    }
+}
+
 /// Fan-out: exact and pattern subscribers, RESP2 and RESP3, each receive every message once,
 /// framed as real Redis frames them; PUBLISH counts every delivery.
 fn fanout_scenario(server: &Server) -> Vec<Vec<u8>> {
@@ -425,4 +504,123 @@ fn expired_keys_stay_during_a_pause_like_redis() {
     let theirs = expiry_during_pause_scenario(&RedisServer::new());
     assert_eq!(ours.iter().map(|r| show(r)).collect::<Vec<_>>(), theirs.iter().map(|r| show(r)).collect::<Vec<_>>());
     assert_eq!(ours[4], b":2\r\n", "both keys still stored during the pause");
+}
+
+/// maxmemory-clients: a client part-way through a big argument shows the argument's bytes as
+/// qbuf (Redis keeps a big argument alone in its query buffer) and stays while under the limit;
+/// one whose partial argument reaches the limit is evicted before anyone sees it in CLIENT LIST;
+/// WATCHing keys without end ends in eviction too (the watch list counts).
+fn client_eviction_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    ctl.cmd(&["CONFIG", "SET", "maxmemory", "6291456"]);
+    ctl.cmd(&["CONFIG", "SET", "maxmemory-clients", "7%"]);
+    let limit = 6291456 * 7 / 100;
+    let line_of = |ctl: &mut Client, name: &str| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        let tag = format!("name={name} ");
+        list.split(|&b| b == b'\n').find(|l| String::from_utf8_lossy(l).contains(&tag)).map(<[u8]>::to_vec)
+    };
+    for (name, n) in [("half", limit / 2), ("full", limit)] {
+        let mut c = server.client();
+        c.cmd(&["CLIENT", "SETNAME", name]);
+        let mut bytes = format!("*1\r\n${n}\r\n").into_bytes();
+        bytes.resize(bytes.len() + n, b'v');
+        let _ = c.send_raw(&bytes);
+        let mut seen = String::from("gone");
+        for _ in 0..100 {
+            match line_of(&mut ctl, name) {
+                Some(l) if field(&l, "qbuf") == n.to_string() => {
+                    seen = format!("qbuf {}", field(&l, "qbuf"));
+                    break;
+                }
+                Some(l) => seen = format!("qbuf {}", field(&l, "qbuf")),
+                None => break,
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        out.push(format!("{name}: {seen}"));
+    }
+    ctl.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    ctl.cmd(&["CONFIG", "SET", "maxmemory-clients", "200000"]);
+    let mut w = server.client();
+    let mut evicted = false;
+    for j in 0..200_000 {
+        match w.try_cmd(&["WATCH", &j.to_string()]) {
+            Ok(r) if r == b"+OK\r\n" => {}
+            _ => {
+                evicted = true;
+                break;
+            }
+        }
+    }
+    out.push(format!("watcher evicted {evicted}"));
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["CONFIG", "SET", "maxmemory-clients", "0"])).into_owned());
+    out
+}
+
+#[test]
+fn client_eviction_matches_real_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = client_eviction_scenario(&redis);
+    assert_eq!(expected[..3], ["half: qbuf 220200", "full: gone", "watcher evicted true"], "real redis");
+    assert_eq!(client_eviction_scenario(&ferrodis), expected);
+}
+
+/// The reply buffer CLIENT LIST shows (rbs, rbp) follows Redis's client cron: a new client's
+/// 16 KiB buffer shrinks to 1 KiB once it idles, and doubles back to 16 KiB (no further) while
+/// replies fill it, counted in INFO's reply_buffer_shrinks/expands; DEBUG REPLYBUFFER sets the
+/// peak's reset period and switches resizing.
+fn reply_buffer_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    let mut c = server.client();
+    c.cmd(&["CLIENT", "SETNAME", "probe"]);
+    let rbs = |ctl: &mut Client| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        let line = list.split(|&b| b == b'\n').find(|l| String::from_utf8_lossy(l).contains("name=probe ")).unwrap();
+        field(line, "rbs").parse::<usize>().unwrap()
+    };
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100"])).into_owned());
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "soon"])).into_owned());
+    let mut waited = 0;
+    while rbs(&mut ctl) != 1024 && waited < 30 {
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+    }
+    out.push(format!("idle rbs {}", rbs(&mut ctl)));
+    ctl.cmd(&["SET", "big", &"x".repeat(32768)]);
+    ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never"]);
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        c.cmd(&["GET", "big"]);
+        let n = rbs(&mut ctl);
+        if seen.last() != Some(&n) {
+            seen.push(n);
+        }
+        if n == 16384 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    out.push(format!("busy rbs {seen:?}"));
+    std::thread::sleep(Duration::from_millis(300));
+    out.push(format!("stays {}", rbs(&mut ctl)));
+    let info = String::from_utf8_lossy(&ctl.cmd(&["INFO", "stats"])).into_owned();
+    for name in ["reply_buffer_shrinks", "reply_buffer_expands"] {
+        let n: u64 = info.lines().find_map(|l| l.strip_prefix(&format!("{name}:"))).unwrap().trim().parse().unwrap();
+        out.push(format!("{name} counted {}", n > 0));
+    }
+    out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset"])).into_owned());
+    out
+}
+
+#[test]
+fn reply_buffer_sizes_follow_redis() {
+    let redis = RedisServer::with_args(&["--enable-debug-command", "yes"]);
+    let ferrodis = TestServer::with_args(&["--enable-debug-command", "yes"]);
+    let expected = reply_buffer_scenario(&redis);
+    assert_eq!(expected[2], "idle rbs 1024", "real redis");
+    assert_eq!(reply_buffer_scenario(&ferrodis), expected);
 }

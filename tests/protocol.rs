@@ -248,3 +248,30 @@ fn many_idle_connections() {
     drop(conns);
     assert_eq!(fresh.cmd(&["PING"]), b"+PONG\r\n");
 }
+
+/// A client that sends a whole pipeline before reading any reply (8 MB of SETs here) is still
+/// served: while its replies wait for it, the server goes on reading and running its requests,
+/// as Redis does, instead of both sides waiting on each other's writes.
+fn pipeline_before_reading(server: &Server) -> (usize, Vec<u8>) {
+    let mut c = server.client();
+    c.stream.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+    let n = 200_000;
+    let mut bytes = Vec::new();
+    for i in 0..n {
+        bytes.extend_from_slice(&common::encode(&["SET", &format!("key:{i}"), &"v".repeat(16)]));
+    }
+    c.stream.write_all(&bytes).expect("the server stopped reading the pipeline");
+    let mut replies = 0;
+    while replies < n {
+        assert_eq!(c.read_reply().expect("reply"), b"+OK\r\n");
+        replies += 1;
+    }
+    (replies, c.cmd(&["DBSIZE"]))
+}
+
+#[test]
+fn a_pipeline_sent_before_reading_is_served() {
+    let expected = pipeline_before_reading(&RedisServer::new());
+    assert_eq!(expected, (200_000, b":200000\r\n".to_vec()));
+    assert_eq!(pipeline_before_reading(&TestServer::new()), expected);
+}

@@ -683,6 +683,50 @@ fn sigterm_saves_with_save_points() {
     }
 }
 
+/// A second SIGINT during the shutdown's final save ends the process at once, as Redis's signal
+/// handler does: exit status 1, the temp file removed, no dump written, and the two lines the
+/// handler logs (`pid:signal-handler (unixtime) ...`) in Redis's shape.
+#[test]
+fn second_sigint_during_shutdown_save_exits_now() {
+    fn run(mut s: Server) -> (Option<i32>, Vec<String>) {
+        let mut c = s.client();
+        for i in 0..20 {
+            ok(&mut c, &["SET", &i.to_string(), "v"]);
+        }
+        ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+        let pid = s.pid();
+        let temp = s.dir.join(format!("temp-{pid}.rdb"));
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !temp.exists() {
+            assert!(Instant::now() < deadline, "{}: no shutdown save started; log:\n{}", s.name, s.log());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        let status = s.wait_exit(Duration::from_secs(1));
+        assert!(status.is_some(), "{}: still running after the second SIGINT", s.name);
+        assert!(!temp.exists(), "{}: temp file left behind", s.name);
+        assert!(!s.dir.join("dump.rdb").exists(), "{}: the save completed", s.name);
+        // The handler's lines, pid and time masked.
+        let lines = s
+            .log()
+            .lines()
+            .filter_map(|l| l.split_once(":signal-handler (").and_then(|(_, rest)| rest.split_once(") ")))
+            .map(|(_, msg)| msg.to_string())
+            .collect();
+        (status.and_then(|st| st.code()), lines)
+    }
+    let redis = run(RedisServer::with_args(&["--save", "900 1"]));
+    let ours = run(TestServer::with_args(&["--save", "900 1"]));
+    assert_eq!(
+        redis,
+        (Some(1), vec!["Received SIGINT scheduling shutdown...".into(), "You insist... exiting now.".into()])
+    );
+    assert_eq!(ours, redis);
+}
+
 /// While a background save runs (kept running by rdb-key-save-delay), BGSAVE, BGSAVE SCHEDULE,
 /// SAVE and BGSAVE inside EXEC answer as Redis does, byte for byte.
 #[test]
@@ -848,4 +892,51 @@ fn debug_reload_keeps_the_dataset() {
     assert_same_dataset(&f, &r, false);
     drop(r);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A background save reports its progress while it runs, as Redis's child does once a second:
+/// INFO's current_save_keys_total is the dataset's size from the fork, current_save_keys_processed
+/// and current_fork_perc grow, current_cow_size shows pages the parent's writes copied; all
+/// are zero again once the child is done.
+#[test]
+fn bgsave_child_reports_progress() {
+    fn run(s: &Server) -> Vec<String> {
+        let mut c = s.client();
+        let value = "A".repeat(500);
+        for k in 0..4000 {
+            ok(&mut c, &["SET", &format!("key{k}"), &value]);
+        }
+        ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+        ok(&mut c, &["BGSAVE"]);
+        let mut out = vec![format!("total {}", info_field(&mut c, "persistence", "current_save_keys_total"))];
+        let deadline = Instant::now() + Duration::from_secs(4);
+        let mut k = 0;
+        let reported = loop {
+            // Writes copy pages the child shares.
+            for _ in 0..16 {
+                ok(&mut c, &["SETRANGE", &format!("key{k}"), "0", &"B".repeat(500)]);
+                k += 1;
+            }
+            let processed: u64 = info_field(&mut c, "persistence", "current_save_keys_processed").parse().unwrap();
+            let cow: u64 = info_field(&mut c, "persistence", "current_cow_size").parse().unwrap();
+            let perc: f64 = info_field(&mut c, "persistence", "current_fork_perc").parse().unwrap();
+            if processed > 0 && cow >= 4096 && perc > 0.0 {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        out.push(format!("reported {reported}"));
+        ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        wait_bgsave_done(&mut c);
+        for f in ["current_cow_size", "current_save_keys_processed", "current_save_keys_total", "current_fork_perc"] {
+            out.push(format!("{f} {}", info_field(&mut c, "persistence", f)));
+        }
+        out
+    }
+    let redis = run(&RedisServer::new());
+    assert_eq!(redis[..2], ["total 4000", "reported true"], "real redis");
+    assert_eq!(run(&TestServer::new()), redis);
 }

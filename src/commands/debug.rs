@@ -141,9 +141,22 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.srv.cron_paused = crate::util::num::atoi(args.get(2)) != 0;
             Ok(Reply::Ok)
         }
-        // Reply buffers here are built per batch and freed once written: there is no peak to
-        // reset and no resizing job to switch, so both settings are accepted as Redis does.
-        (b"replybuffer", 4) if args.is(2, "peak-reset-time") || args.is(2, "resizing") => Ok(Reply::Ok),
+        // How the client cron resizes the (modelled) reply buffers CLIENT LIST shows.
+        (b"replybuffer", 4) if args.is(2, "peak-reset-time") => {
+            let policy = &mut ctx.srv.reply_buffer;
+            policy.peak_reset_ms = if args.is(3, "never") {
+                -1
+            } else if args.is(3, "reset") {
+                crate::executor::clients::REPLY_BUFFER_PEAK_RESET_MS
+            } else {
+                args.i64(3)?
+            };
+            Ok(Reply::Ok)
+        }
+        (b"replybuffer", 4) if args.is(2, "resizing") => {
+            ctx.srv.reply_buffer.resizing = crate::util::num::atoi(args.get(3)) != 0;
+            Ok(Reply::Ok)
+        }
         (b"loadaof", 2) => {
             if !crate::executor::aof::reload_from_disk(ctx.srv) {
                 std::process::exit(1);

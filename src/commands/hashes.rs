@@ -352,6 +352,8 @@ pub fn hrandfield(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, with_values: bool) -> CmdResult {
     let resp3 = ctx.proto() >= 3;
+    // A reply past the client's hard output limit only closes it: stop building there.
+    let cap = ctx.reply_cap();
     let Some(h) = read_hash(ctx, key)? else {
         return Ok(Reply::Raw(b"*0\r\n".to_vec()));
     };
@@ -380,6 +382,9 @@ fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, with_values: bool) -> Cmd
         header(&mut out, count);
         for _ in 0..count {
             emit(&mut out, ix.pair(fastrand::usize(..ix.len())));
+            if cap.is_some_and(|cap| out.len() >= cap) {
+                return Ok(Reply::Raw(out));
+            }
             if out.len() > MAX_RANDOM_REPLY_BYTES {
                 return Err(CmdError::err("HRANDFIELD reply is too large"));
             }

@@ -291,6 +291,7 @@ pub fn srandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
             "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
         ));
     }
+    let cap = ctx.reply_cap();
     let set = match ctx.lookup_read(args.key(1)) {
         None => return Ok(Reply::Raw(b"*0\r\n".to_vec())),
         Some(v) => as_set(v)?,
@@ -306,6 +307,10 @@ pub fn srandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         for _ in 0..n {
             if let Some(e) = set.random() {
                 push_elem(&mut out, e);
+            }
+            // Past the client's hard output limit the reply only closes it: stop building.
+            if cap.is_some_and(|cap| out.len() >= cap) {
+                break;
             }
         }
         return Ok(Reply::Raw(out));

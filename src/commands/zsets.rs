@@ -996,6 +996,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("value is out of range"));
     }
     let proto = ctx.proto();
+    let cap = ctx.reply_cap();
     let Some(z) = read_zset(ctx, args.key(1))? else {
         return Ok(Reply::Array(Vec::new()));
     };
@@ -1008,6 +1009,10 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         for _ in 0..l.unsigned_abs() {
             if let Some((m, s)) = z.at(fastrand::usize(..len)) {
                 em.push(&m, s);
+            }
+            // Past the client's hard output limit the reply only closes it: stop building.
+            if cap.is_some_and(|cap| em.body.len() >= cap) {
+                break;
             }
         }
         return Ok(em.finish());

@@ -144,6 +144,10 @@ pub struct AofState {
     pub last_cow_size: u64,
     /// DEBUG AOF-FLUSH-SLEEP: microseconds to sleep before each write of the buffer (tests).
     pub flush_sleep_us: u64,
+    /// aof-timestamp-enabled as last read (None: read it again, after a CONFIG command).
+    timestamps: Option<bool>,
+    /// The second of the last `#TS:` annotation written (Redis's aof_cur_timestamp).
+    cur_timestamp: i64,
     /// The hold on cron's rewrites after repeated failures.
     limit: RewriteLimit,
 }
@@ -181,6 +185,8 @@ impl Default for AofState {
             base_size: 0,
             last_cow_size: 0,
             flush_sleep_us: 0,
+            timestamps: None,
+            cur_timestamp: 0,
             limit: RewriteLimit::default(),
         }
     }
@@ -241,6 +247,16 @@ pub fn feed(st: &mut State, db: usize, argv: &[Bytes]) {
     };
     if !writing {
         return;
+    }
+    // aof-timestamp-enabled: a `#TS:<unixtime>` line before the first command of each second.
+    let timestamps =
+        *aof.timestamps.get_or_insert_with(|| st.config.other.get("aof-timestamp-enabled").is_some_and(|v| v == "yes"));
+    if timestamps {
+        let now = crate::util::clock::unix_ms() / 1000;
+        if aof.cur_timestamp < now {
+            aof.cur_timestamp = now;
+            aof.buf.extend_from_slice(format!("#TS:{now}\r\n").as_bytes());
+        }
     }
     if aof.selected_db != Some(db) {
         let n = db.to_string();
@@ -818,7 +834,7 @@ fn write_base_now(st: &mut State, path: &Path) -> Result<(), String> {
             .map(|_| ())
             .map_err(|e| e.to_string())
     } else {
-        write_resp_file(&st.dbs, &st.functions, path).map_err(|e| e.to_string())
+        write_resp_file(&st.dbs, &st.functions, timestamp_line(st), path).map_err(|e| e.to_string())
     }
 }
 
@@ -827,11 +843,25 @@ fn rdb_preamble(st: &State) -> bool {
     other(st, "aof-use-rdb-preamble") != "no"
 }
 
+/// With aof-timestamp-enabled, the `#TS:` line a base file of commands starts with (Redis
+/// writes one whatever the time of the last).
+fn timestamp_line(st: &State) -> Option<String> {
+    (other(st, "aof-timestamp-enabled") == "yes").then(|| format!("#TS:{}\r\n", crate::util::clock::unix_ms() / 1000))
+}
+
 /// Writes the dataset as commands to a temp file beside `path`, fsyncs it and renames it.
-fn write_resp_file(dbs: &[crate::db::Db], functions: &crate::functions::Libraries, path: &Path) -> std::io::Result<()> {
+fn write_resp_file(
+    dbs: &[crate::db::Db],
+    functions: &crate::functions::Libraries,
+    timestamp: Option<String>,
+    path: &Path,
+) -> std::io::Result<()> {
     let tmp = path.with_file_name(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let result = (|| {
         let mut f = std::io::BufWriter::new(File::create(&tmp)?);
+        if let Some(ts) = &timestamp {
+            f.write_all(ts.as_bytes())?;
+        }
         crate::aof::rewrite::write_dataset(&mut f, dbs, functions)?;
         let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
@@ -907,12 +937,13 @@ pub fn rewrite_start(st: &mut State) -> Result<(), RewriteError> {
     let dir_name = d.to_string_lossy().into_owned();
     let rdb = rdb_preamble(st);
     st.aof.rewrite_rdb = rdb;
+    let timestamp = timestamp_line(st);
     let child = super::snapshot::fork_child(st, super::snapshot::ChildKind::Aof, move |st: &State| {
         let target = format!("{dir_name}/temp-rewriteaof-bg-{}.aof", std::process::id());
         if rdb {
             super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &target).is_ok()
         } else {
-            write_resp_file(&st.dbs, &st.functions, Path::new(&target)).is_ok()
+            write_resp_file(&st.dbs, &st.functions, timestamp, Path::new(&target)).is_ok()
         }
     });
     match child {
@@ -1089,6 +1120,7 @@ fn flush_cron(st: &mut State) {
 /// rewrite already running (BGREWRITEAOF with the AOF off) is killed and started again, since
 /// it has no incremental file to switch to.
 pub fn config_changed(st: &mut State, in_exec: bool) {
+    st.aof.timestamps = None;
     let want = st.config.appendonly;
     match (want, st.aof.status) {
         (true, Status::Off) => {

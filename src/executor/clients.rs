@@ -73,6 +73,34 @@ pub struct ClientHandle {
     /// A capacity the client cron asked the connection to trim its query buffer to, plus one;
     /// 0: none asked.
     qbuf_trim: AtomicUsize,
+    /// Redis's reply buffer, modelled (see `cron_resize_reply_buffer`): its size (CLIENT LIST
+    /// rbs; 0 until first set, read as 16 KiB), the most of it one reply filled since the peak
+    /// was last reset (rbp), and when that was (unix ms).
+    reply_buf: AtomicUsize,
+    reply_peak: AtomicUsize,
+    reply_peak_reset_ms: AtomicI64,
+}
+
+/// Redis's PROTO_REPLY_CHUNK_BYTES (a new client's reply buffer, the most it grows to) and
+/// PROTO_REPLY_MIN_BYTES (the least it shrinks to).
+const REPLY_CHUNK_BYTES: usize = 16 * 1024;
+const REPLY_MIN_BYTES: usize = 1024;
+
+/// How the client cron resizes reply buffers (DEBUG REPLYBUFFER): the peak's reset period in
+/// ms (-1: never), and whether it resizes at all.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyBufferPolicy {
+    pub peak_reset_ms: i64,
+    pub resizing: bool,
+}
+
+/// Redis's REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME.
+pub const REPLY_BUFFER_PEAK_RESET_MS: i64 = 5000;
+
+impl Default for ReplyBufferPolicy {
+    fn default() -> Self {
+        ReplyBufferPolicy { peak_reset_ms: REPLY_BUFFER_PEAK_RESET_MS, resizing: true }
+    }
 }
 
 /// client-output-buffer-limit for normal (0), pubsub (1) and replica (2) clients: hard bytes,
@@ -173,16 +201,42 @@ impl ClientHandle {
         true
     }
 
-    /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
-    fn over_limit(&self, pending: usize) -> bool {
-        let class = if self.replica.load(Ordering::Relaxed) {
+    /// The client cron's look at a client's limits (Redis checks them there too): a subscriber
+    /// that stopped reading is closed once over the soft limit for longer than allowed, even if
+    /// nothing more is published to it. False when the client is being closed.
+    pub fn enforce_obuf_limits(&self) -> bool {
+        if self.close_requested() {
+            return false;
+        }
+        if self.over_limit(self.pending_output()) {
+            self.obuf_exceeded.store(true, Ordering::Release);
+            self.request_close();
+            return false;
+        }
+        true
+    }
+
+    /// The hard output limit of the client's class (bytes), if one is set: a reply that long
+    /// closes the client whatever else it holds, so a command building a huge reply may stop
+    /// there (Redis's loops stop once the client is flagged to close).
+    pub fn hard_limit(&self) -> Option<usize> {
+        let (hard, _, _) = obuf_limits(self.class());
+        (hard > 0).then_some(hard as usize)
+    }
+
+    fn class(&self) -> ObufClass {
+        if self.replica.load(Ordering::Relaxed) {
             ObufClass::Replica
         } else if self.pubsub.load(Ordering::Relaxed) {
             ObufClass::Pubsub
         } else {
             ObufClass::Normal
-        };
-        let (hard, soft, secs) = obuf_limits(class);
+        }
+    }
+
+    /// Whether `pending` bytes break the hard limit, or the soft limit for longer than allowed.
+    fn over_limit(&self, pending: usize) -> bool {
+        let (hard, soft, secs) = obuf_limits(self.class());
         let pending = pending as u64;
         if hard > 0 && pending >= hard {
             return true;
@@ -266,6 +320,59 @@ impl ClientHandle {
     /// The query buffer's bytes held and capacity (CLIENT LIST qbuf and qbuf + qbuf-free).
     pub fn qbuf(&self) -> (usize, usize) {
         (self.qbuf_len.load(Ordering::Relaxed), self.qbuf_cap.load(Ordering::Relaxed))
+    }
+
+    /// The reply buffer's size (CLIENT LIST rbs).
+    pub fn reply_buffer_size(&self) -> usize {
+        match self.reply_buf.load(Ordering::Relaxed) {
+            0 => REPLY_CHUNK_BYTES,
+            n => n,
+        }
+    }
+
+    /// The reply buffer's peak (CLIENT LIST rbp).
+    pub fn reply_buffer_peak(&self) -> usize {
+        self.reply_peak.load(Ordering::Relaxed)
+    }
+
+    /// The connection is about to write `len` bytes of replies: in Redis they would fill the
+    /// reply buffer up to its size first (the rest going to the reply list), so the peak rises
+    /// to that.
+    pub fn note_reply(&self, len: usize) {
+        if len > 0 {
+            self.reply_peak.fetch_max(len.min(self.reply_buffer_size()), Ordering::Relaxed);
+        }
+    }
+
+    /// Redis's clientsCronResizeOutputBuffer, on the model: a buffer whose peak stayed under
+    /// half its size shrinks to the peak (1 KiB at least); one a reply filled doubles, up to
+    /// 16 KiB. The peak restarts from what is pending every `peak_reset_ms`. Returns -1 for a
+    /// shrink, 1 for an expansion, 0 otherwise. Redis's buffer is real memory; ours is only
+    /// the figure CLIENT LIST shows, since replies are written from per-batch buffers.
+    pub fn cron_resize_reply_buffer(&self, now_ms: i64, policy: ReplyBufferPolicy) -> i32 {
+        if !policy.resizing {
+            return 0;
+        }
+        let size = self.reply_buffer_size();
+        let peak = self.reply_peak.load(Ordering::Relaxed);
+        let mut resized = 0;
+        let mut new_size = size;
+        if size / 2 >= REPLY_MIN_BYTES && peak < size / 2 {
+            new_size = REPLY_MIN_BYTES.max(peak + 1);
+            resized = -1;
+        } else if size * 2 < REPLY_CHUNK_BYTES * 2 && peak == size {
+            new_size = REPLY_CHUNK_BYTES.min(size * 2);
+            resized = 1;
+        }
+        let last = self.reply_peak_reset_ms.load(Ordering::Relaxed);
+        if last == 0 {
+            self.reply_peak_reset_ms.store(now_ms, Ordering::Relaxed);
+        } else if policy.peak_reset_ms >= 0 && now_ms - last >= policy.peak_reset_ms {
+            self.reply_peak.store(self.pending_output().min(new_size), Ordering::Relaxed);
+            self.reply_peak_reset_ms.store(now_ms, Ordering::Relaxed);
+        }
+        self.reply_buf.store(new_size, Ordering::Relaxed);
+        resized
     }
 
     /// The capacity the client cron asked for, once.
@@ -527,7 +634,8 @@ impl Client {
         FIXED
             + qbuf_cap as u64
             + held as u64
-            + self.handle.queued.load(Ordering::Relaxed) as u64
+            // The outbox, and replies the peer has not taken (the connection's backlog).
+            + self.handle.pending_output() as u64
             + self.argv_mem as u64
             + self.multi_mem() as u64
     }
@@ -578,9 +686,21 @@ pub fn refresh_limits(st: &mut super::State) {
 /// The client cron (Redis's clientsCron, every tick for every client): query buffers are
 /// trimmed, then clients are evicted if they use more than maxmemory-clients.
 pub fn cron(st: &mut super::State, now_ms: i64) {
+    let (mut shrinks, mut expands) = (0, 0);
     for c in st.clients.values() {
+        if !c.handle.enforce_obuf_limits() {
+            log_if_obuf_exceeded(st, c);
+            continue;
+        }
         c.handle.cron_resize_qbuf((now_ms - c.last_interaction_ms).max(0) / 1000);
+        match c.handle.cron_resize_reply_buffer(now_ms, st.reply_buffer) {
+            -1 => shrinks += 1,
+            1 => expands += 1,
+            _ => {}
+        }
     }
+    st.stats.reply_buffer_shrinks += shrinks;
+    st.stats.reply_buffer_expands += expands;
     let _ = evict_clients(st);
 }
 
@@ -602,34 +722,56 @@ pub fn client_eviction_limit(st: &super::State) -> u64 {
     }
 }
 
+/// What a client's bookkeeping outside its buffers costs, as Redis's getClientMemoryUsage
+/// estimates it: a list node and a watchedKey per WATCHed key, a list node per pattern, a
+/// dict entry and bucket per channel and shard channel, and two rax nodes per tracking prefix.
+/// maxmemory-clients counts it, so WATCHing or subscribing without end ends in eviction.
+pub fn bookkeeping_memory(st: &super::State, c: &Client) -> u64 {
+    let watched = c.watched_keys.len() * (24 + 32);
+    let pubsub = st.pubsub.subs(c.id).map_or(0, |s| {
+        let (all, shard) = st.pubsub.counts(c.id);
+        let patterns = s.patterns.len();
+        patterns * 24 + (all - patterns + shard) * (24 + 8)
+    });
+    let prefixes = c.tracking.prefixes.len() * 2 * 32;
+    (watched + pubsub + prefixes) as u64
+}
+
 /// Redis's evictClients: while normal and pub/sub clients together use more than
 /// maxmemory-clients, the biggest client not marked `no-evict` is closed (clients already
 /// closing are left out). Redis takes them from its largest memory bucket
-/// first; here they go strictly largest first. Returns the memory of the clients closed.
+/// first; here they go strictly largest first. Returns the memory of the clients closed, and
+/// of those still closing.
 pub fn evict_clients(st: &mut super::State) -> u64 {
     let limit = client_eviction_limit(st);
     if limit == 0 {
         return 0;
     }
     let mut total = 0u64;
-    let mut evictable: Vec<(u64, u64)> = Vec::new();
+    // Clients already closing still hold their buffers until their connections let go: that
+    // memory is about to be freed too (maxmemory must not evict keys for it meanwhile).
+    let mut closing = 0u64;
+    let mut evictable: Vec<(u64, u64, u64)> = Vec::new();
     for c in st.clients.values() {
         if c.handle.close_requested() {
+            closing += c.memory();
             continue;
         }
-        let mem = c.memory();
+        // The figure CLIENT LIST shows as tot-mem, so what is left sums to under the limit.
+        let mem = total_memory(st, c);
         total += mem;
         if !c.no_evict {
-            evictable.push((mem, c.id));
+            // What closing it gives back (its buffers' real capacities), for maxmemory.
+            evictable.push((mem, c.id, c.memory().max(mem)));
         }
     }
     if total < limit {
-        return 0;
+        return closing;
     }
     evictable.sort_unstable_by(|a, b| b.cmp(a));
     let now = crate::util::clock::unix_ms();
-    let mut freed = 0;
-    for (mem, id) in evictable {
+    let mut freed = closing;
+    for (mem, id, held) in evictable {
         if total < limit {
             return freed;
         }
@@ -639,7 +781,7 @@ pub fn evict_clients(st: &mut super::State) -> u64 {
         c.handle.request_close();
         st.stats.evicted_clients += 1;
         total -= mem;
-        freed += mem;
+        freed += held;
     }
     if total >= limit {
         tracing::warn!("Over client maxmemory after evicting all evictable clients");
@@ -741,23 +883,11 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
     if flags.is_empty() {
         flags.push('N');
     }
-    let (cmd, qbuf, argv_mem) = match current {
-        Some(cur) => (cur.cmd.clone(), cur.qbuf, cur.argv_mem),
-        None => (c.last_command_name(), c.qbuf, c.argv_mem),
+    let (cmd, argv_mem) = match current {
+        Some(cur) => (cur.cmd.clone(), cur.argv_mem),
+        None => (c.last_command_name(), c.argv_mem),
     };
-    const QUERY_BUFFER: usize = 20474;
-    // A connection that never sent a command has no query buffer yet (Redis allocates it on
-    // the first read), so it reports the bare client structures.
-    // Another client's query buffer is what its connection last reported (trimmed by the
-    // client cron when idle, as Redis's clientsCron does).
-    let (qbuf, qbuf_free, tot_mem) = if current.is_none() && c.last_cmd == "NULL" {
-        (qbuf, 4, 1800)
-    } else if current.is_none() {
-        let (len, cap) = c.handle.qbuf();
-        (len, cap.saturating_sub(len), client_memory(cap))
-    } else {
-        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), client_memory(CALLER_QUERY_BUFFER + qbuf))
-    };
+    let (qbuf, qbuf_free, tot_mem) = query_buffer_figures(c, current);
     // Output waiting for the socket; Redis counts it in 16 KiB reply-list nodes.
     let omem = c.handle.pending_output();
     let oll = omem.div_ceil(16 * 1024);
@@ -768,7 +898,7 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
     let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
-         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll={} omem={} tot-mem={} events=r{} \
+         qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r{} \
          cmd={} user={} redir={} resp={}",
         c.id,
         c.info.addr,
@@ -787,15 +917,45 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
         qbuf_free,
         argv_mem,
         multi_mem,
+        c.handle.reply_buffer_size(),
+        c.handle.reply_buffer_peak(),
         oll,
         omem,
-        tot_mem + omem as u64 + multi_mem as u64,
+        tot_mem + omem as u64 + multi_mem as u64 + bookkeeping_memory(st, c),
         if omem > 0 { "w" } else { "" },
         cmd,
         String::from_utf8_lossy(c.user_name()),
         redir,
         c.proto
     )
+}
+
+/// A client's tot-mem as CLIENT LIST shows it (the client not running a command).
+pub fn total_memory(st: &super::State, c: &Client) -> u64 {
+    let (_, _, fixed) = query_buffer_figures(c, None);
+    fixed + c.handle.pending_output() as u64 + c.multi_mem() as u64 + bookkeeping_memory(st, c)
+}
+
+/// CLIENT LIST's qbuf and qbuf-free, and the client's memory before its output and MULTI
+/// queue: the fixed structures and the query buffer.
+fn query_buffer_figures(c: &Client, current: Option<&Current>) -> (usize, usize, u64) {
+    let qbuf = match current {
+        Some(cur) => cur.qbuf,
+        None => c.qbuf,
+    };
+    const QUERY_BUFFER: usize = 20474;
+    // A connection that never sent a command has no query buffer yet (Redis allocates it on
+    // the first read), so it reports the bare client structures.
+    // Another client's query buffer is what its connection last reported (trimmed by the
+    // client cron when idle, as Redis's clientsCron does).
+    if current.is_none() && c.last_cmd == "NULL" {
+        (qbuf, 4, 1800)
+    } else if current.is_none() {
+        let (len, cap) = c.handle.qbuf();
+        (len, cap.saturating_sub(len), client_memory(cap))
+    } else {
+        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), client_memory(CALLER_QUERY_BUFFER + qbuf))
+    }
 }
 
 /// What a client declared with REPLCONF.

@@ -66,6 +66,16 @@ impl Ctx<'_> {
         found
     }
 
+    /// Where a command building a reply of unbounded size may stop: the calling connection's
+    /// hard output limit, past which it is closed with no reply at all (admitted replies are
+    /// checked whole). None for clients no limit closes (scripts, the master link).
+    pub fn reply_cap(&self) -> Option<usize> {
+        if self.client.info.fd < 0 || self.client.master || self.client.script_caller.is_some() {
+            return None;
+        }
+        self.client.handle.hard_limit()
+    }
+
     /// Looks up `key` for writing: applies lazy expiry, no hit/miss accounting (lookupKeyWrite).
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
         let now = self.now_ms;

@@ -84,6 +84,8 @@ pub struct State {
     pub shutdown_state: shutdown::Shutdown,
     /// DEBUG PAUSE-CRON: periodic work is skipped while set.
     pub cron_paused: bool,
+    /// DEBUG REPLYBUFFER: how the client cron resizes reply buffers.
+    pub reply_buffer: clients::ReplyBufferPolicy,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
     pub scripts_may_call_noscript: bool,
     pub cron_loops: u64,
@@ -162,6 +164,7 @@ impl State {
             active_expire_enabled: true,
             shutdown_state: shutdown::Shutdown::default(),
             cron_paused: false,
+            reply_buffer: clients::ReplyBufferPolicy::default(),
             scripts_may_call_noscript: false,
             cron_loops: 0,
             waiters: std::collections::HashMap::new(),
@@ -342,6 +345,14 @@ impl Executor {
         client.last_interaction_ms = now;
         let mut clock = call::Clock::new(now);
         let st = &mut self.state;
+        // maxmemory-clients before the commands too: another client's query buffer may have
+        // grown past the limit while it reads a large argument (no batch of its own yet), and
+        // Redis evicts it as it reads, so this batch (a CLIENT LIST) must not see it.
+        if clients::client_eviction_limit(st) > 0 {
+            st.clients.insert(id, client);
+            let _ = clients::evict_clients(st);
+            client = st.clients.remove(&id).expect("just inserted");
+        }
         let mut cmds = cmds.drain(..);
         if client.blocked.is_none() && !client.postponed {
             for cmd in cmds.by_ref() {

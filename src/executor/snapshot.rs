@@ -25,7 +25,7 @@
 //! at 39.3 MB; under GET or PING load both stay under 1 MB.
 
 use std::fs::File;
-use std::io::{Read, Write};
+
 use std::os::fd::OwnedFd;
 use std::time::Instant;
 
@@ -68,6 +68,15 @@ pub struct SnapshotState {
     pub last_try_unix: i64,
     /// Private_Dirty of the last child at exit (INFO rdb_last_cow_size).
     pub last_cow_size: u64,
+    /// The running child's reports.
+    pub progress: ChildProgress,
+    /// A FINAL report the cron read before the child was reaped.
+    early_final: Option<u64>,
+}
+
+/// Keys in every database (current_save_keys_total).
+fn total_keys(st: &State) -> u64 {
+    st.dbs.iter().map(|d| d.len() as u64).sum()
 }
 
 /// The rdb-version setting: None = auto.
@@ -84,6 +93,105 @@ pub fn options(st: &State, version: u32) -> Options {
         key_delay_us: st.config.other.get("rdb-key-save-delay").and_then(|v| v.parse::<i64>().ok()).unwrap_or(0).max(0)
             as u64,
         lru_idle_at_ms: st.config.maxmemory_policy.contains("lru").then(unix_ms),
+        progress: Some(report_progress),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child reports. The child writes fixed 24-byte messages (kind, keys, COW bytes; each write is
+// atomic on a pipe) to the parent: `CURRENT` at most once a second while it saves (Redis's
+// CHILD_INFO_TYPE_CURRENT_INFO, which INFO's current_* fields show), `FINAL` before it exits
+// (rdb_last_cow_size / aof_last_cow_size).
+
+const REPORT_CURRENT: u64 = 1;
+const REPORT_FINAL: u64 = 0;
+
+/// The child's end of its report pipe; -1 in the parent (and in children that do not report).
+static REPORT_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// Monotonic ms of the child's last CURRENT report.
+static LAST_REPORT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn send_report(kind: u64, keys: u64, cow: u64) {
+    let fd = REPORT_FD.load(std::sync::atomic::Ordering::Relaxed);
+    if fd < 0 {
+        return;
+    }
+    let mut msg = [0u8; 24];
+    for (i, v) in [kind, keys, cow].into_iter().enumerate() {
+        msg[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    // SAFETY: write(2) of a buffer we own to the pipe descriptor this child holds open.
+    unsafe { libc::write(fd, msg.as_ptr() as *const libc::c_void, msg.len()) };
+}
+
+/// The RDB writer's progress hook: in a reporting child, a CURRENT report (keys written and
+/// Private_Dirty) once a second at most; reading smaps costs too much to do more often.
+fn report_progress(keys: u64) {
+    use std::sync::atomic::Ordering;
+    if REPORT_FD.load(Ordering::Relaxed) < 0 {
+        return;
+    }
+    let now = crate::util::clock::mono_us() / 1000;
+    let last = LAST_REPORT_MS.load(Ordering::Relaxed);
+    if last != 0 && now.saturating_sub(last) < 1000 {
+        return;
+    }
+    LAST_REPORT_MS.store(now, Ordering::Relaxed);
+    send_report(REPORT_CURRENT, keys, private_dirty_bytes().unwrap_or(0));
+}
+
+/// In the child, right after fork: reports go to `fd`.
+fn start_reporting(fd: &OwnedFd) {
+    use std::os::fd::AsRawFd;
+    LAST_REPORT_MS.store(crate::util::clock::mono_us() / 1000, std::sync::atomic::Ordering::Relaxed);
+    REPORT_FD.store(fd.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// What the running child last reported (INFO current_*); reset when it ends.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ChildProgress {
+    /// Keys in the dataset when the child forked (current_save_keys_total).
+    pub keys_total: u64,
+    pub keys_processed: u64,
+    pub cow: u64,
+    pub cow_peak: u64,
+    /// When the last COW figure arrived (current_cow_size_age).
+    pub cow_at: Option<Instant>,
+}
+
+impl ChildProgress {
+    /// current_fork_perc: keys written as a share of the total, in percent.
+    pub fn percent(&self) -> f64 {
+        if self.keys_total == 0 {
+            0.0
+        } else {
+            self.keys_processed as f64 * 100.0 / self.keys_total as f64
+        }
+    }
+}
+
+/// Reads every report waiting on the pipe: CURRENT ones update `progress`; returns the COW of a
+/// FINAL one, if it came.
+fn read_reports(fd: &OwnedFd, progress: &mut ChildProgress) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut last_final = None;
+    let mut msg = [0u8; 24];
+    loop {
+        // SAFETY: read(2) into a buffer we own from the (non-blocking) pipe we hold.
+        let n = unsafe { libc::read(fd.as_raw_fd(), msg.as_mut_ptr() as *mut libc::c_void, msg.len()) };
+        if n != msg.len() as isize {
+            return last_final;
+        }
+        let field = |i: usize| u64::from_le_bytes(msg[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        match field(0) {
+            REPORT_CURRENT => {
+                progress.keys_processed = field(1);
+                progress.cow = field(2);
+                progress.cow_peak = progress.cow_peak.max(progress.cow);
+                progress.cow_at = Some(Instant::now());
+            }
+            _ => last_final = Some(field(2)),
+        }
     }
 }
 
@@ -214,6 +322,7 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
             p.bgsave_started_unix = now_unix;
             p.rdb_saves += 1;
             st.snapshot.child = Some(Child { pid, kind: ChildKind::Rdb, started, dirty_before: st.dirty, report: rd });
+            st.snapshot.progress = ChildProgress { keys_total: total_keys(st), ..Default::default() };
             crate::executor::record_latency(st, "fork", fork_us);
             // Moving entries between bucket arrays now would only copy pages the child shares.
             crate::types::table::set_resize_allowed(false);
@@ -253,10 +362,10 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
             become_child(st, if kind == ChildKind::Rdb { "redis-rdb-bgsave" } else { "redis-aof-rewrite" });
+            start_reporting(&wr);
             let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(st))).unwrap_or(false);
-            let cow = private_dirty_bytes().unwrap_or(0);
-            let mut f = File::from(wr);
-            let _ = f.write_all(&cow.to_le_bytes());
+            send_report(REPORT_FINAL, 0, private_dirty_bytes().unwrap_or(0));
+            drop(wr);
             // SAFETY: ends the child without running the parent's atexit handlers or destructors.
             unsafe { libc::_exit(if ok { 0 } else { 1 }) }
         }
@@ -269,6 +378,7 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
             p.total_forks += 1;
             let fork_us = p.latest_fork_usec;
             st.snapshot.child = Some(Child { pid, kind, started, dirty_before: st.dirty, report: rd });
+            st.snapshot.progress = ChildProgress { keys_total: total_keys(st), ..Default::default() };
             crate::executor::record_latency(st, "fork", fork_us);
             crate::types::table::set_resize_allowed(false);
             Ok(pid)
@@ -279,13 +389,13 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
 
 /// The child's whole life: save, report COW, return the exit code.
 fn child_main(st: &State, auto: bool, mut opts: Options, info: &Aux, filename: &str, report: OwnedFd) -> i32 {
+    start_reporting(&report);
     if auto {
         opts.version = save::required_version(&st.dbs);
     }
     let ok = save_to_file(&st.dbs, &st.functions, info, &opts, filename).is_ok();
-    let cow = private_dirty_bytes().unwrap_or(0);
-    let mut f = File::from(report);
-    let _ = f.write_all(&cow.to_le_bytes());
+    send_report(REPORT_FINAL, 0, private_dirty_bytes().unwrap_or(0));
+    drop(report);
     if ok {
         0
     } else {
@@ -320,8 +430,8 @@ pub fn bgsave_poll(st: &mut State) {
         return;
     };
     crate::types::table::set_resize_allowed(true);
-    let mut buf = [0u8; 8];
-    let cow = if File::from(report).read_exact(&mut buf).is_ok() { u64::from_le_bytes(buf) } else { 0 };
+    let cow = read_reports(&report, &mut st.snapshot.progress).or(st.snapshot.early_final.take()).unwrap_or(0);
+    st.snapshot.progress = ChildProgress::default();
     if kind == ChildKind::Aof {
         let ok = matches!(status, WaitStatus::Exited(_, 0));
         let signal = match status {
@@ -378,7 +488,12 @@ pub fn kill_child(st: &mut State) {
 
 /// Cron: reap a finished child, then start a scheduled BGSAVE or one a save point asks for.
 pub fn cron(st: &mut State) {
-    if st.snapshot.child.is_some() {
+    if let Some(child) = &st.snapshot.child {
+        // A FINAL report stays unread until the child is reaped (it is only ever the last).
+        let mut progress = st.snapshot.progress;
+        let early_final = read_reports(&child.report, &mut progress);
+        st.snapshot.progress = progress;
+        st.snapshot.early_final = st.snapshot.early_final.or(early_final);
         bgsave_poll(st);
         return;
     }

@@ -66,11 +66,22 @@ pub struct Options {
     /// Write each key's idle time (IDLE opcode), as Redis does under an LRU maxmemory-policy;
     /// the value is the snapshot's clock (unix ms).
     pub lru_idle_at_ms: Option<i64>,
+    /// Called with the count of keys written so far, every 1024 keys (a fork child reports its
+    /// progress to the parent through it, as Redis's rdbSaveRio does).
+    pub progress: Option<fn(u64)>,
 }
 
 impl Options {
     pub fn new(version: u32) -> Options {
-        Options { version, compress: true, checksum: true, list_fill: -2, key_delay_us: 0, lru_idle_at_ms: None }
+        Options {
+            version,
+            compress: true,
+            checksum: true,
+            list_fill: -2,
+            key_delay_us: 0,
+            lru_idle_at_ms: None,
+            progress: None,
+        }
     }
 }
 
@@ -628,6 +639,7 @@ pub fn write_snapshot<W: Write>(
         buf.push(op::FUNCTION2);
         put_string(&mut buf, &lib.code, opts.compress);
     }
+    let mut keys_written = 0u64;
     for (i, db) in dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
@@ -654,6 +666,10 @@ pub fn write_snapshot<W: Write>(
             buf[type_at] = write_value(&mut buf, value, opts)?;
             if opts.key_delay_us > 0 {
                 std::thread::sleep(std::time::Duration::from_micros(opts.key_delay_us));
+            }
+            keys_written += 1;
+            if let Some(report) = opts.progress.filter(|_| keys_written.is_multiple_of(1024)) {
+                report(keys_written);
             }
             if buf.len() >= 1 << 16 {
                 sink.put(&buf)?;

@@ -114,6 +114,17 @@ impl Parser {
         (self.partial.bulk_len >= 0).then_some(self.partial.bulk_len as usize)
     }
 
+    /// Where the bulk argument being read starts in the buffer, if its header is known.
+    pub fn pending_bulk_start(&self) -> Option<usize> {
+        self.pending_bulk().map(|_| self.partial.pos)
+    }
+
+    /// Where the bulk argument being read ends in the buffer (its CRLF included), if its header
+    /// is known: the caller reserves what is still missing, once.
+    pub fn pending_bulk_end(&self) -> Option<usize> {
+        self.pending_bulk().map(|len| self.partial.pos + len + 2)
+    }
+
     /// Parses every complete command in `buf`, removing their bytes from it. A trailing partial
     /// command stays in `buf` (and in the parser's state) for the next call.
     pub fn parse(&mut self, buf: &mut BytesMut) -> ParseOutcome {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use super::Shared;
 use crate::commands;
@@ -49,6 +49,8 @@ where
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     // Pushed output (pub/sub messages, served blocking commands), swapped with the outbox.
     let mut pushed: Vec<u8> = Vec::new();
+    // Replies the peer has not taken yet.
+    let mut backlog = Backlog::default();
 
     // Parsed commands, reused batch after batch.
     let mut cmds: Vec<Cmd> = Vec::new();
@@ -60,15 +62,23 @@ where
     let mut trimmed = false;
     'conn: loop {
         if !std::mem::take(&mut reparse) {
-            // Make room for the next read, or for the rest of a large argument in one go.
-            let want = match parser.pending_bulk() {
-                Some(len) if len + 2 > READ_CHUNK => len + 2,
+            // Make room for the next read, or for the rest of a large argument in one go (what
+            // is still missing of it: reserving its whole length again, as its bytes arrive,
+            // doubled the buffer, and the client looked twice its size to maxmemory-clients).
+            let want = match parser.pending_bulk_end() {
+                Some(end) if end > rbuf.len() => end - rbuf.len(),
                 _ => READ_CHUNK,
             };
             if !trimmed && rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
-                rbuf.reserve(want.min(READ_CHUNK * 64));
+                rbuf.reserve(want.clamp(READ_CHUNK, READ_CHUNK * 64));
             }
-            handle.report_qbuf(rbuf.len(), rbuf.capacity(), rbuf.len() + want);
+            // Redis moves a big argument (32 KiB or more) to the start of its own query
+            // buffer, so CLIENT LIST's qbuf counts only the argument's bytes: so do we.
+            let skip = match parser.pending_bulk_start() {
+                Some(start) if parser.pending_bulk().is_some_and(|len| len >= 32 * 1024) => start.min(rbuf.len()),
+                _ => 0,
+            };
+            handle.report_qbuf(rbuf.len() - skip, rbuf.capacity() - skip, rbuf.len() + want - skip);
             handle.report_out_held(out.capacity() + pushed.capacity());
             let n = tokio::select! {
                 biased;
@@ -91,18 +101,17 @@ where
                     }
                     handle.take_output_into(&mut pushed);
                     handle.report_out_held(out.capacity() + pushed.capacity());
-                    if !write_out(&mut stream, &handle, &pushed).await {
+                    handle.note_reply(pushed.len());
+                    if !send(&mut stream, &handle, &pushed, &mut backlog).await {
                         break 'conn;
                     }
-                    if pushed.capacity() > 1024 * 1024 {
-                        pushed = Vec::new();
-                    }
+                    release_large(&mut pushed);
                     if handle.close_requested() {
                         break 'conn;
                     }
                     continue 'conn;
                 }
-                r = stream.read_buf(&mut rbuf) => match r {
+                r = poll_fn(|cx| read_or_flush(&mut stream, cx, &mut rbuf, &mut backlog, &handle)) => match r {
                     Ok(0) | Err(_) => break 'conn,
                     Ok(n) => {
                         trimmed = false;
@@ -129,7 +138,7 @@ where
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
             // the outbox meanwhile goes after it. An rdb-only reader is closed once it has it.
             if let Some(t) = handle.take_rdb_transfer() {
-                if !write_out(&mut stream, &handle, &out).await {
+                if !backlog.drain(&mut stream, &handle).await || !write_out(&mut stream, &handle, &out).await {
                     break;
                 }
                 out.clear();
@@ -141,19 +150,20 @@ where
             // Replies the executor pushed earlier (a served blocking command) go first.
             handle.take_output_into(&mut pushed);
             handle.report_out_held(out.capacity() + pushed.capacity());
-            if !write_out(&mut stream, &handle, &pushed).await {
+            handle.note_reply(pushed.len() + out.len());
+            if !send(&mut stream, &handle, &pushed, &mut backlog).await {
                 break;
             }
+            release_large(&mut pushed);
             if !out.is_empty() {
                 if !handle.admit_reply(out.len()) {
                     break;
                 }
-                handle.set_in_flight(out.len());
                 handle.report_out_held(out.capacity() + pushed.capacity());
                 // Written at once, not after a yield to the other connections (Redis's
                 // beforeSleep order): tokio's yield polls the driver again, one more epoll_wait
                 // per request at -P 1, which cost 3-5% of the server's CPU per request.
-                if !write_out(&mut stream, &handle, &out).await {
+                if !send(&mut stream, &handle, &out, &mut backlog).await {
                     break;
                 }
                 out.clear();
@@ -167,7 +177,10 @@ where
                         tokio::task::yield_now().await;
                     }
                 }
-                BatchEnd::Close => break,
+                BatchEnd::Close => {
+                    let _ = backlog.drain(&mut stream, &handle).await;
+                    break;
+                }
                 BatchEnd::Shutdown => {
                     shared.shutdown.notify_one();
                     break;
@@ -175,6 +188,9 @@ where
             }
         }
         if let Some(err) = parsed.error {
+            if !backlog.drain(&mut stream, &handle).await {
+                break;
+            }
             let line = format!("-{}\r\n", err.reply_text());
             let _ = stream.write_all(line.as_bytes()).await;
             let _ = stream.flush().await;
@@ -187,6 +203,137 @@ where
     }
     let _ = stream.shutdown().await;
     shared.exec.disconnect(id);
+}
+
+/// Redis's static reply buffer (PROTO_REPLY_CHUNK_BYTES): what a connection may keep of its
+/// pushed-output buffer once written.
+const REPLY_CHUNK: usize = 16 * 1024;
+
+/// Drops a written pushed-output buffer that grew past `REPLY_CHUNK`. Redis keeps only its
+/// 16 KiB static buffer per client and frees the reply blocks beyond it once written; keeping a
+/// large one here counted against maxmemory for good, so a burst of invalidation messages to
+/// tracking clients (sent while evicting) made memory look higher after every eviction: each
+/// pass evicted more, until the keyspace was empty.
+fn release_large(buf: &mut Vec<u8>) {
+    if buf.capacity() > REPLY_CHUNK {
+        *buf = Vec::new();
+    }
+}
+
+/// Replies written in part: the peer stopped reading. Until they are out, newer replies queue
+/// behind them while the connection goes on reading and running requests, as Redis keeps
+/// reading a client whose replies wait in its reply list: a client that sends a whole pipeline
+/// before reading any reply blocks on its own writes, and if we stopped reading while ours
+/// waited on it, neither side would move. The bytes count as the client's pending output, so
+/// client-output-buffer-limit applies.
+#[derive(Default)]
+struct Backlog {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Backlog {
+    fn len(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// What it holds, as pending output: its allocation past what was written (Redis counts
+    /// its reply list by the blocks' allocated sizes too).
+    fn held(&self) -> usize {
+        if self.len() == 0 {
+            0
+        } else {
+            self.buf.capacity() - self.pos
+        }
+    }
+
+    fn consumed(&mut self, n: usize, handle: &ClientHandle) {
+        self.pos += n;
+        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, n as u64);
+        if self.pos == self.buf.len() {
+            self.buf = Vec::new();
+            self.pos = 0;
+        }
+        handle.set_in_flight(self.held());
+    }
+
+    /// Writes what is left in full (before a close, a protocol error or a snapshot).
+    async fn drain<S>(&mut self, stream: &mut S, handle: &ClientHandle) -> bool
+    where
+        S: AsyncWrite + Unpin,
+    {
+        if self.len() == 0 {
+            return true;
+        }
+        let ok = write_out(stream, handle, &self.buf[self.pos..]).await;
+        *self = Backlog::default();
+        ok
+    }
+}
+
+/// Writes `bytes` now as far as the socket takes them; the rest joins the backlog. Behind a
+/// backlog, everything queues. False when the connection must close.
+async fn send<S>(stream: &mut S, handle: &ClientHandle, bytes: &[u8], backlog: &mut Backlog) -> bool
+where
+    S: AsyncWrite + Unpin,
+{
+    if bytes.is_empty() {
+        // Taking the outbox reset the count: the backlog is still pending.
+        handle.set_in_flight(backlog.held());
+        return true;
+    }
+    let mut pos = 0;
+    if backlog.len() == 0 {
+        while pos < bytes.len() {
+            match poll_fn(|cx| Poll::Ready(Pin::new(&mut *stream).poll_write(cx, &bytes[pos..]))).await {
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return false,
+                Poll::Ready(Ok(n)) => pos += n,
+                Poll::Pending => break,
+            }
+        }
+        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pos as u64);
+    }
+    if pos < bytes.len() {
+        backlog.buf.extend_from_slice(&bytes[pos..]);
+    }
+    handle.set_in_flight(backlog.held());
+    true
+}
+
+/// The connection's wait: writes the backlog as the socket takes it, and reads requests
+/// meanwhile. Ready with the bytes read (0 at end of input), or an error.
+fn read_or_flush<S>(
+    stream: &mut S,
+    cx: &mut std::task::Context<'_>,
+    rbuf: &mut BytesMut,
+    backlog: &mut Backlog,
+    handle: &ClientHandle,
+) -> Poll<std::io::Result<usize>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    while backlog.len() > 0 {
+        match Pin::new(&mut *stream).poll_write(cx, &backlog.buf[backlog.pos..]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(n)) => backlog.consumed(n, handle),
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => break,
+        }
+    }
+    if rbuf.capacity() == rbuf.len() {
+        rbuf.reserve(64);
+    }
+    let mut rb = tokio::io::ReadBuf::uninit(rbuf.spare_capacity_mut());
+    match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+        Poll::Ready(Ok(())) => {
+            let n = rb.filled().len();
+            // SAFETY: poll_read initialized the first `n` bytes of the spare capacity.
+            unsafe { rbuf.set_len(rbuf.len() + n) };
+            Poll::Ready(Ok(n))
+        }
+        Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        Poll::Pending => Poll::Pending,
+    }
 }
 
 /// Sends a replica its snapshot (`+FULLRESYNC`, the framing, the RDB); the stream queued on the

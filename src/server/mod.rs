@@ -249,12 +249,13 @@ fn watch_signals() -> std::io::Result<()> {
                 };
                 // A second SIGINT: the user really wants out, without saving or waiting.
                 if sig == libc::SIGINT && executor::shutdown::signalled() {
-                    tracing::warn!("You insist... exiting now.");
+                    // Redis logs these from its signal handler, in the handler's own line shape.
+                    crate::log::from_handler("You insist... exiting now.");
                     // The final save's temp file, if it was being written.
                     let _ = std::fs::remove_file(format!("temp-{}.rdb", std::process::id()));
                     std::process::exit(1);
                 }
-                tracing::warn!("Received {name} scheduling shutdown...");
+                crate::log::from_handler(&format!("Received {name} scheduling shutdown..."));
                 executor::shutdown::on_signal(sig);
             }
         })

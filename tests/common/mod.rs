@@ -237,6 +237,20 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Waits up to `limit` for the process to exit; its status, or None if it still runs.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Resident set size in kB, from /proc (Linux).
     pub fn rss_kb(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
