@@ -37,7 +37,9 @@ done
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 range_free() { local p; for p in $1 $(($1 + 1)) $(($1 + 2)) $(($1 + 10)) $(($1 + 11)) $(($1 + 12)); do port_free $p || return 1; done; }
 if [[ -z $BASE ]]; then
-  for _ in 1 2 3 4 5 6 7 8 9 10; do BASE=$((40000 + RANDOM % 19000)); range_free $BASE && break; done
+  # Below the kernel's ephemeral range (32768 and up): a port there may be the local end of some
+  # outgoing connection, which accepts nothing yet makes bind fail.
+  for _ in 1 2 3 4 5 6 7 8 9 10; do BASE=$((20000 + RANDOM % 12700)); range_free $BASE && break; done
 fi
 range_free "$BASE" || { echo "sentinel_failover: ports $BASE..$((BASE + 12)) are taken" >&2; exit 2; }
 
