@@ -138,7 +138,7 @@ fn master_killed_mid_transfer() {
         let free = std::net::TcpListener::bind(("127.0.0.1", port.parse::<u16>().expect("port")));
         assert!(free.is_ok(), "{what}: the port is still held after the master died: {free:?}");
         drop(free);
-        watch_dbsize(&replica, &[old.clone()], &what, Duration::from_millis(700));
+        watch_dbsize(&replica, std::slice::from_ref(&old), &what, Duration::from_millis(700));
         assert_eq!(r.cmd(&["GET", "old"]), b"$1\r\n1\r\n", "{what}: old data gone");
         assert_ne!(repl(&replica, "master_link_status"), "up");
 
