@@ -636,7 +636,7 @@ fn reject(st: &mut State, client: &mut Client, e: CmdError, out: &mut Vec<u8>, p
 }
 
 /// The commandstats name: `get`, or `config|get` for a subcommand (interned once per spec).
-fn stat_key(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> StatName {
+pub(crate) fn stat_key(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>) -> StatName {
     match parent {
         None => StatName(spec.name),
         Some(p) => StatName(full_name(p, spec)),

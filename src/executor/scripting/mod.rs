@@ -740,6 +740,31 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     } else {
         top
     };
+    let parent = (!std::ptr::eq(spec, top)).then_some(top);
+    if let Err(refusal) = check_command(run, spec, parent, top, &argv) {
+        // A refused command counts as a rejected call of its own, as Redis's scriptCall does.
+        let name = crate::executor::call::stat_key(spec, parent);
+        run.st.stats.commands.entry(name).or_default().rejected_calls += 1;
+        return Err(refusal);
+    }
+    if spec.has_flag(flags::WRITE) {
+        run.wrote = true;
+    }
+    let Run { st, client, clock, reply_buf, .. } = run;
+    reply_buf.clear();
+    crate::executor::call::call(st, client, Cmd { spec: Some(top), argv }, reply_buf, clock);
+    Ok(())
+}
+
+/// Whether a script may run this command now (Redis's scriptCall checks, in its order): the
+/// refusal message if not.
+fn check_command(
+    run: &mut Run,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    top: &'static CommandSpec,
+    argv: &[Bytes],
+) -> Result<(), &'static str> {
     if !spec.arity_ok(argv.len()) || (top.is_container() && argv.len() < 2) {
         return Err("Wrong number of args calling Redis command from script");
     }
@@ -749,8 +774,7 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     if !spec.has_flag(flags::STALE) && crate::executor::call::running_stale(run.st) {
         return Err("Can not execute the command on a stale replica");
     }
-    let parent = (!std::ptr::eq(spec, top)).then_some(top);
-    crate::executor::access::check(run.st, run.client, spec, parent, &argv)
+    crate::executor::access::check(run.st, run.client, spec, parent, argv)
         .map_err(crate::executor::access::script_refusal_text)?;
     // May-replicate commands count as writes here (PUBLISH from EVAL_RO), so read-only scripts
     // can run through CLIENT PAUSE WRITE, as Redis rules.
@@ -765,12 +789,6 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     {
         return Err("-OOM command not allowed when used memory > 'maxmemory'.");
     }
-    if spec.has_flag(flags::WRITE) {
-        run.wrote = true;
-    }
-    let Run { st, client, clock, reply_buf, .. } = run;
-    reply_buf.clear();
-    crate::executor::call::call(st, client, Cmd { spec: Some(top), argv }, reply_buf, clock);
     Ok(())
 }
 
