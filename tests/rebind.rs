@@ -46,3 +46,27 @@ fn config_set_port_and_bind_rebind_like_redis() {
     let got = rebind_scenario(&TestServer::new());
     assert_eq!(got, expected);
 }
+
+/// Startup on a port another socket holds: both servers exit with status 1 after Redis's two
+/// lines, the socket warning and `Failed listening on port N (TCP), aborting.` (Redis's test
+/// suite reads the second to retry on another port; without it, it waited two minutes).
+#[test]
+fn startup_on_a_taken_port_fails_like_redis() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port().to_string();
+    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
+        let out = std::process::Command::new(bin)
+            .args(["--port", &port, "--bind", "127.0.0.1", "--save", ""])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
+        let log = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{bin}: {log}");
+        let last: Vec<&str> = log.lines().rev().take(2).map(|l| l.split_once("# ").map_or(l, |(_, m)| m)).collect();
+        assert!(
+            last[1].starts_with("Warning: Could not create server TCP listening socket 127.0.0.1:"),
+            "{bin}: {log}"
+        );
+        assert_eq!(last[0], format!("Failed listening on port {port} (TCP), aborting."), "{bin}: {log}");
+    }
+}

@@ -147,8 +147,19 @@ fn rebind_tcp(cfg: &crate::config::Config) -> Result<(), String> {
 }
 
 fn bind_all(cfg: &crate::config::Config) -> Result<Vec<Bound>, String> {
-    let mut out: Vec<Bound> = bind_tcp_all(cfg)?.into_iter().map(Bound::Tcp).collect();
-    out.extend(bind_port_all(cfg, super::tls::port(cfg))?.into_iter().map(Bound::Tls));
+    // A port that cannot be bound ends startup with Redis's two lines: the socket's warning,
+    // then "Failed listening on port N (TCP|TLS), aborting.", which tools (Redis's test suite
+    // among them) read to retry on another port.
+    let aborting = |port: u16, kind: &'static str| {
+        move |why: String| {
+            tracing::warn!("{why}");
+            format!("Failed listening on port {port} ({kind}), aborting.")
+        }
+    };
+    let tls_port = super::tls::port(cfg);
+    let mut out: Vec<Bound> =
+        bind_tcp_all(cfg).map_err(aborting(cfg.port, "TCP"))?.into_iter().map(Bound::Tcp).collect();
+    out.extend(bind_port_all(cfg, tls_port).map_err(aborting(tls_port, "TLS"))?.into_iter().map(Bound::Tls));
     if let Some(path) = &cfg.unixsocket {
         let _ = std::fs::remove_file(path);
         let l = std::os::unix::net::UnixListener::bind(path).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
