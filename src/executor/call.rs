@@ -75,14 +75,14 @@ const READONLY_REPLICA: &str = "READONLY You can't write against a read only rep
 /// Refusal while the master link is down and replica-serve-stale-data is no.
 pub const MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
-/// Redis's checkGoodReplicasStatus: met on a replica, when either setting is 0, or when enough
-/// replicas acknowledged within min-replicas-max-lag.
 /// A replica whose master link is down, with replica-serve-stale-data no: only commands flagged
 /// stale run.
 pub fn running_stale(st: &State) -> bool {
     st.repl.is_replica() && !super::replication::link_up(st) && !st.config.replica_serve_stale_data()
 }
 
+/// Redis's checkGoodReplicasStatus: met on a replica, when either setting is 0, or when enough
+/// replicas acknowledged within min-replicas-max-lag.
 pub fn good_replicas(st: &State) -> bool {
     st.repl.is_replica()
         || st.config.min_replicas_to_write == 0
@@ -186,7 +186,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // checks them; only a transaction's commands skip what EXEC was checked for.
     let script = client.id == crate::executor::scripting::SCRIPT_CLIENT_ID;
     let exec_body = client.in_exec && !script;
-    if client.id != crate::executor::scripting::SCRIPT_CLIENT_ID && !obey {
+    if !script && !obey {
         if let Err(refusal) = crate::executor::access::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             let text = crate::executor::access::noperm_text(refusal, spec, parent, client.in_exec);
@@ -295,7 +295,7 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     db.master_view = obey;
     // The master's commands wait too (its stream is read, not applied: slave_repl_offset stays),
     // as Redis pauses every client but its own replicas.
-    if paused && !client.in_exec && paused_for(st, client, spec, flags_now, clock.now_ms) {
+    if paused && !client.in_exec && paused_for(st, flags_now, clock.now_ms) {
         client.pending.push_front(cmd);
         if !client.postponed {
             client.postponed = true;
@@ -476,20 +476,13 @@ fn refused_on_oom(
 /// Whether CLIENT PAUSE holds this command: every command under ALL; under WRITE, commands that
 /// write or may replicate (PUBLISH, EVAL), and an EXEC whose queue holds one.
 /// An EXEC is held for a script queued in it by the script's declared flags, as Redis adds each
-/// queued command's flags to the transaction's.
-fn paused_for(st: &State, client: &Client, spec: &'static CommandSpec, flags_now: u32, now_ms: i64) -> bool {
+/// queued command's flags to the transaction's: EXEC's `flags_now` carries them (`call`).
+fn paused_for(st: &State, flags_now: u32, now_ms: i64) -> bool {
     // Only CLIENT PAUSE holds every command; the held pauses (FAILOVER, SHUTDOWN) hold writes.
     if st.pause_all && st.pause_end_ms > now_ms {
         return true;
     }
-    const WRITES: u32 = flags::WRITE | flags::MAY_REPLICATE;
-    if spec.name == "exec" {
-        return client
-            .multi
-            .as_ref()
-            .is_some_and(|q| q.iter().any(|c| c.spec.is_some_and(|s| effective_flags(st, s, &c.argv) & WRITES != 0)));
-    }
-    flags_now & WRITES != 0
+    flags_now & (flags::WRITE | flags::MAY_REPLICATE) != 0
 }
 
 /// The flags a command runs under: its table flags, except that a script with a shebang, or a

@@ -320,6 +320,14 @@ where
             Poll::Pending => break,
         }
     }
+    // A TLS stream takes a reply's bytes as soon as it can encrypt them, and may still hold
+    // records the socket refused: they go out when the socket takes them (for TCP this is a
+    // no-op that returns at once).
+    if backlog.len() == 0 {
+        if let Poll::Ready(Err(e)) = Pin::new(&mut *stream).poll_flush(cx) {
+            return Poll::Ready(Err(e));
+        }
+    }
     if rbuf.capacity() == rbuf.len() {
         rbuf.reserve(64);
     }

@@ -97,20 +97,7 @@ fn spawn_tls(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: 
 
 /// CONFIG SET tls-port (or bind): as `rebind_tcp` for the TLS port. Port 0 closes TLS.
 fn rebind_tls(cfg: &crate::config::Config) -> Result<(), String> {
-    let Some((handle, shared)) = ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
-        return Err("the listeners are not running".into());
-    };
-    let bound = bind_port_all(cfg, super::tls::port(cfg))?;
-    let _entered = handle.enter();
-    let next = *tls_generation().borrow() + 1;
-    let old = spawn_tls(bound, &shared, next).map_err(|e| format!("Failed listening on port (TLS): {e}"))?;
-    for fd in old {
-        // SAFETY: as in rebind_tcp: a listener of the old generation, open until it sees the
-        // generation change below.
-        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-    }
-    tls_generation().send_replace(next);
-    Ok(())
+    rebind(|| bind_port_all(cfg, super::tls::port(cfg)), tls_generation(), spawn_tls, "TLS")
 }
 
 /// Starts an accept loop on each listener, as generation `mine`; returns the descriptors of the
@@ -124,17 +111,30 @@ fn spawn_tcp(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: 
     Ok(crate::executor::handoff::replace_tcp_listeners(&fds))
 }
 
-/// CONFIG SET port / bind: binds the new addresses first, and only when all of them (those
-/// without `-`) are bound retires the old accept loops, closing their sockets, as Redis's
-/// changeListenPort and changeBindAddr. Port 0 closes TCP.
+/// CONFIG SET port / bind: as `rebind`. Port 0 closes TCP.
 fn rebind_tcp(cfg: &crate::config::Config) -> Result<(), String> {
+    rebind(|| bind_tcp_all(cfg), tcp_generation(), spawn_tcp, "tcp")
+}
+
+/// `spawn_tcp` or `spawn_tls`.
+type SpawnLoops = fn(Vec<std::net::TcpListener>, &Arc<Shared>, u64) -> std::io::Result<Vec<RawFd>>;
+
+/// Binds the new addresses first, and only when all of them (those without `-`) are bound
+/// retires the old accept loops of `generation`, closing their sockets, as Redis's
+/// changeListenPort and changeBindAddr.
+fn rebind(
+    bind: impl FnOnce() -> Result<Vec<std::net::TcpListener>, String>,
+    generation: &'static tokio::sync::watch::Sender<u64>,
+    spawn: SpawnLoops,
+    kind: &str,
+) -> Result<(), String> {
     let Some((handle, shared)) = ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
         return Err("the listeners are not running".into());
     };
-    let bound = bind_tcp_all(cfg)?;
+    let bound = bind()?;
     let _entered = handle.enter();
-    let next = *tcp_generation().borrow() + 1;
-    let old = spawn_tcp(bound, &shared, next).map_err(|e| format!("Failed listening on port (tcp): {e}"))?;
+    let next = *generation.borrow() + 1;
+    let old = spawn(bound, &shared, next).map_err(|e| format!("Failed listening on port ({kind}): {e}"))?;
     // The old sockets stop listening before the reply (connecting there is refused from now
     // on); their accept loops then end, which closes them.
     for fd in old {
@@ -142,7 +142,7 @@ fn rebind_tcp(cfg: &crate::config::Config) -> Result<(), String> {
         // which keeps it open until it sees the generation change below.
         unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
     }
-    tcp_generation().send_replace(next);
+    generation.send_replace(next);
     Ok(())
 }
 

@@ -205,31 +205,11 @@ fn build(cfg: &Config) -> Result<Contexts, Vec<String>> {
     let mut suites = Vec::new();
     if versions.contains(&&rustls::version::TLS12) {
         let list = opt(cfg, "tls-ciphers");
-        let chosen = if list.is_empty() { TLS12_SUITES.iter().map(|s| s.suite).collect() } else { ciphers(&list) };
-        if chosen.is_empty() {
-            return Err(vec![
-                format!("Failed to configure ciphers: {list}"),
-                format!(
-                    "tls-ciphers: '{list}' selects no cipher this build offers (rustls, TLSv1.2: {})",
-                    names(TLS12_SUITES)
-                ),
-            ]);
-        }
-        suites.extend(chosen);
+        suites.extend(chosen_suites(&list, TLS12_SUITES, ciphers, ("ciphers", "cipher", "rustls, TLSv1.2"))?);
     }
     if versions.contains(&&rustls::version::TLS13) {
         let list = opt(cfg, "tls-ciphersuites");
-        let chosen = if list.is_empty() { TLS13_SUITES.iter().map(|s| s.suite).collect() } else { ciphersuites(&list) };
-        if chosen.is_empty() {
-            return Err(vec![
-                format!("Failed to configure ciphersuites: {list}"),
-                format!(
-                    "tls-ciphersuites: '{list}' selects no suite this build offers (rustls: {})",
-                    names(TLS13_SUITES)
-                ),
-            ]);
-        }
-        suites.extend(chosen);
+        suites.extend(chosen_suites(&list, TLS13_SUITES, ciphersuites, ("ciphersuites", "suite", "rustls"))?);
     }
     let provider = Arc::new(ring_provider(suites));
 
@@ -419,6 +399,26 @@ static TLS13_SUITES: &[Suite] = {
         Suite { name: "TLS_CHACHA20_POLY1305_SHA256", suite: TLS13_CHACHA20_POLY1305_SHA256, tags: "" },
     ]
 };
+
+/// The suites a `tls-<directive>` list selects among `offered` (all of them for an empty list);
+/// selecting none is refused, naming the directive. `words`: the directive's suffix, what it
+/// lists, and what offers them (for the error).
+fn chosen_suites(
+    list: &str,
+    offered: &[Suite],
+    parse: fn(&str) -> Vec<SupportedCipherSuite>,
+    words: (&str, &str, &str),
+) -> Result<Vec<SupportedCipherSuite>, Vec<String>> {
+    let chosen = if list.is_empty() { offered.iter().map(|s| s.suite).collect() } else { parse(list) };
+    if chosen.is_empty() {
+        let (directive, noun, offerer) = words;
+        return Err(vec![
+            format!("Failed to configure {directive}: {list}"),
+            format!("tls-{directive}: '{list}' selects no {noun} this build offers ({offerer}: {})", names(offered)),
+        ]);
+    }
+    Ok(chosen)
+}
 
 fn names(suites: &[Suite]) -> String {
     suites.iter().map(|s| s.name).collect::<Vec<_>>().join(":")
