@@ -124,6 +124,49 @@ fn maxmemory_clients_closes_the_biggest_client() {
     }
 }
 
+/// Clients that pipeline MGETs of a 100 KB value and never read: their replies are output
+/// buffer. Without maxmemory-clients, maxmemory evicts keys for them; with it, clients are
+/// closed and no key is evicted (the replies of a running pipeline count too, and a written
+/// reply's buffer is not kept), as unit/maxmemory's MGET tests run it, one after the other.
+#[test]
+fn pipelined_replies_evict_clients_before_keys() {
+    for (who, s) in servers() {
+        let mut c = s.client();
+        c.cmd(&["CONFIG", "SET", "maxmemory", "11mb"]);
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+        c.cmd(&["CLIENT", "NO-EVICT", "on"]);
+        for client_eviction in [false, true] {
+            c.cmd(&["FLUSHDB"]);
+            c.cmd(&["CONFIG", "SET", "maxmemory-clients", if client_eviction { "3mb" } else { "0" }]);
+            c.cmd(&["CONFIG", "RESETSTAT"]);
+            for j in 0..50 {
+                c.cmd(&["SETRANGE", &j.to_string(), "100000", "x"]);
+            }
+            let mut readers: Vec<_> = (0..20).map(|_| s.client()).collect();
+            let mget = common::encode(&["MGET", "1"]);
+            let evicted = eventually(20, || {
+                for r in readers.iter_mut() {
+                    let _ = r.send_raw(&mget);
+                }
+                let (keys, clients) =
+                    (info_u64(&mut c, "stats", "evicted_keys"), info_u64(&mut c, "stats", "evicted_clients"));
+                if client_eviction {
+                    clients > 0
+                } else {
+                    keys > 0
+                }
+            });
+            assert!(evicted, "{who} client_eviction={client_eviction}: nothing evicted");
+            if client_eviction {
+                assert_eq!(info_u64(&mut c, "stats", "evicted_keys"), 0, "{who}: keys evicted before clients");
+                assert_eq!(int(&c.cmd(&["DBSIZE"])), 50, "{who}");
+            } else {
+                assert_eq!(info_u64(&mut c, "stats", "evicted_clients"), 0, "{who}");
+            }
+        }
+    }
+}
+
 #[test]
 fn integers_are_not_shared_under_lru_or_lfu() {
     for (who, s) in servers() {

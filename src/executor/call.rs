@@ -201,6 +201,10 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     if st.config.maxmemory > 0 && !client.in_exec && !client.woken && !obey {
         let out_of_memory = super::evict::perform(st, Some(client), clock.now_ms) == super::evict::Outcome::Fail;
         st.pre_command_oom = out_of_memory;
+        if client.handle.close_requested() {
+            // maxmemory-clients evicted the caller itself: its command does not run.
+            return;
+        }
         // Keys evicted before the command runs: their invalidations precede its reply (Redis
         // sends them at once, the command not executing yet).
         if st.tracking.has_pending() {

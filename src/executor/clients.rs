@@ -543,6 +543,9 @@ pub struct Client {
     pub master: bool,
     /// The stream offset right after this client's last propagated write (WAIT waits for it).
     pub woff: i64,
+    /// Bytes of replies its running batch produced that the connection has not taken yet:
+    /// they are its output buffer already (Redis's reply list), so maxmemory-clients counts them.
+    pub batch_reply: usize,
 }
 
 /// What CLIENT TRACKING set for one client.
@@ -615,6 +618,7 @@ impl Client {
             replconf: Default::default(),
             master: false,
             woff: 0,
+            batch_reply: 0,
         }
     }
 
@@ -638,6 +642,7 @@ impl Client {
             + self.handle.pending_output() as u64
             + self.argv_mem as u64
             + self.multi_mem() as u64
+            + self.batch_reply as u64
     }
 
     /// The ACL user the client runs as.
@@ -701,7 +706,7 @@ pub fn cron(st: &mut super::State, now_ms: i64) {
     }
     st.stats.reply_buffer_shrinks += shrinks;
     st.stats.reply_buffer_expands += expands;
-    let _ = evict_clients(st);
+    let _ = evict_clients(st, None);
 }
 
 /// maxmemory-clients in bytes (Redis's getClientEvictionLimit): a size, or a percentage of
@@ -740,9 +745,11 @@ pub fn bookkeeping_memory(st: &super::State, c: &Client) -> u64 {
 /// Redis's evictClients: while normal and pub/sub clients together use more than
 /// maxmemory-clients, the biggest client not marked `no-evict` is closed (clients already
 /// closing are left out). Redis takes them from its largest memory bucket
-/// first; here they go strictly largest first. Returns the memory of the clients closed, and
-/// of those still closing.
-pub fn evict_clients(st: &mut super::State) -> u64 {
+/// first; here they go strictly largest first. `caller` is the client whose batch is running
+/// (out of the table meanwhile): it counts, and may be evicted itself, as Redis may evict the
+/// current client before its command runs. Returns the memory of the clients closed, and of
+/// those still closing.
+pub fn evict_clients(st: &mut super::State, caller: Option<&Client>) -> u64 {
     let limit = client_eviction_limit(st);
     if limit == 0 {
         return 0;
@@ -752,7 +759,7 @@ pub fn evict_clients(st: &mut super::State) -> u64 {
     // memory is about to be freed too (maxmemory must not evict keys for it meanwhile).
     let mut closing = 0u64;
     let mut evictable: Vec<(u64, u64, u64)> = Vec::new();
-    for c in st.clients.values() {
+    for c in st.clients.values().map(|c| &**c).chain(caller) {
         if c.handle.close_requested() {
             closing += c.memory();
             continue;
@@ -775,7 +782,7 @@ pub fn evict_clients(st: &mut super::State) -> u64 {
         if total < limit {
             return freed;
         }
-        let Some(c) = st.clients.get(&id) else { continue };
+        let Some(c) = st.clients.get(&id).map(|c| &**c).or(caller.filter(|c| c.id == id)) else { continue };
         let info = client_line(st, c, now, None);
         tracing::info!("Evicting client: {info}");
         c.handle.request_close();
@@ -933,7 +940,7 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
 /// A client's tot-mem as CLIENT LIST shows it (the client not running a command).
 pub fn total_memory(st: &super::State, c: &Client) -> u64 {
     let (_, _, fixed) = query_buffer_figures(c, None);
-    fixed + c.handle.pending_output() as u64 + c.multi_mem() as u64 + bookkeeping_memory(st, c)
+    fixed + c.handle.pending_output() as u64 + c.batch_reply as u64 + c.multi_mem() as u64 + bookkeeping_memory(st, c)
 }
 
 /// CLIENT LIST's qbuf and qbuf-free, and the client's memory before its output and MULTI

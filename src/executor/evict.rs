@@ -181,7 +181,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     // at, so look now.
     // What evicted clients hold is freed as their connections close, a moment later.
     if super::clients::client_eviction_limit(st) > 0 {
-        let freed = super::clients::evict_clients(st);
+        let freed = super::clients::evict_clients(st, caller.as_deref());
         used = st.used_memory().saturating_sub(freed);
         if used <= limit {
             finish(st, Outcome::Ok, now_ms);

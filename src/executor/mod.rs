@@ -350,12 +350,26 @@ impl Executor {
         // Redis evicts it as it reads, so this batch (a CLIENT LIST) must not see it.
         if clients::client_eviction_limit(st) > 0 {
             st.clients.insert(id, client);
-            let _ = clients::evict_clients(st);
+            let _ = clients::evict_clients(st, None);
             client = st.clients.remove(&id).expect("just inserted");
         }
         let mut cmds = cmds.drain(..);
+        let evicting = clients::client_eviction_limit(st) > 0;
+        let mut reply_checked = 0;
         if client.blocked.is_none() && !client.postponed {
             for cmd in cmds.by_ref() {
+                client.batch_reply = out.len();
+                // maxmemory-clients between the commands of a pipeline too, once its replies
+                // grew by a reply buffer's worth: Redis evicts before each command, and the
+                // replies of a long pipeline to a client that does not read are its output
+                // buffer (the client itself may go, then its remaining commands do not run).
+                if evicting && out.len() - reply_checked >= 16 * 1024 {
+                    reply_checked = out.len();
+                    let _ = clients::evict_clients(st, Some(&client));
+                    if client.handle.close_requested() {
+                        break;
+                    }
+                }
                 blocking::run_one(st, &mut client, cmd, out, &mut clock);
                 if !st.ready_keys.is_empty() {
                     blocking::serve_ready_keys(st, &mut clock);
@@ -365,6 +379,7 @@ impl Executor {
                 }
             }
         }
+        client.batch_reply = 0;
         if cmds.len() > 0 {
             client.pending.extend(cmds);
         }
@@ -381,7 +396,7 @@ impl Executor {
         st.clients.insert(id, client);
         // maxmemory-clients, after commands that may have grown any client's buffers; the
         // caller itself may be the one evicted.
-        let _ = clients::evict_clients(st);
+        let _ = clients::evict_clients(st, None);
         let end = if end == BatchEnd::Continue && handle.close_requested() { BatchEnd::Close } else { end };
         // FAILOVER may end here (its target acknowledged), lifting its pause of writes.
         replication::failover_cron(st);

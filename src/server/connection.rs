@@ -197,7 +197,11 @@ where
             crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, line.len() as u64);
             break;
         }
-        if out.capacity() > 1024 * 1024 {
+        // A big reply's buffer is not kept once written: Redis frees its reply blocks past the
+        // static buffer as they go out, and a connection holding 100 KiB after one MGET of a
+        // big value counted against maxmemory, so keys were evicted before maxmemory-clients
+        // could evict the clients (unit/maxmemory's MGET client-eviction test).
+        if out.capacity() > 4 * REPLY_CHUNK {
             out = Vec::with_capacity(READ_CHUNK);
         }
     }
