@@ -2428,3 +2428,42 @@ fn timestamp_annotations() {
     assert_eq!(redis.1, ("#TS:<time>\r\n".to_string(), true), "redis base");
     assert_eq!(ferrodis, redis);
 }
+
+/// DEBUG LOADAOF replaying a script that runs past lua-time-limit (an AOF holding the EVAL
+/// itself, as older servers wrote it): other clients are answered while it runs, with -LOADING
+/// (not -BUSY, and not made to wait), the "Slow script detected" line is logged, and the
+/// script's write is there afterwards (integration/aof's "EVAL timeout with slow verbatim Lua
+/// script from AOF").
+#[test]
+fn debug_loadaof_answers_loading_during_a_slow_script() {
+    let tmp = TempDir::new("slowscript");
+    let (redis, ferrodis) = both(|kind| {
+        let dir = tmp.sub(kind.name());
+        let aof = aof_dir(&dir);
+        std::fs::create_dir_all(&aof).unwrap();
+        std::fs::write(aof.join("appendonly.aof.manifest"), "file appendonly.aof.1.incr.aof seq 1 type i\n").unwrap();
+        let script = "redis.call('set',KEYS[1],'y'); for i=1,1500000 do redis.call('ping') end return 'ok'";
+        let mut body = encode(&["SELECT", "9"]);
+        body.extend(encode(&["EVAL", script, "1", "x"]));
+        std::fs::write(aof.join("appendonly.aof.1.incr.aof"), body).unwrap();
+        let node = Node::start(kind, &dir, &["--lua-time-limit", "1", "--aof-use-rdb-preamble", "no"]);
+        let mut loader = node.client();
+        let mut other = node.client();
+        other.cmd(&["PING"]);
+        loader.send_raw(&encode(&["DEBUG", "LOADAOF"])).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let seen = loop {
+            let reply = other.cmd(&["PING"]);
+            if reply.starts_with(b"-LOADING") || Instant::now() > deadline {
+                break reply;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let loaded = loader.read_reply().unwrap();
+        let logged = node.log_text().contains("Slow script detected");
+        other.line("select 9");
+        (show(&seen), show(&loaded), logged, show(&other.cmd(&["GET", "x"])))
+    });
+    assert_eq!(redis.0, show(b"-LOADING Redis is loading the dataset in memory\r\n"), "redis");
+    assert_eq!(redis, ferrodis, "PING during the load, DEBUG LOADAOF's reply, the log line, the key (redis left)");
+}

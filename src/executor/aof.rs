@@ -555,7 +555,16 @@ fn reload(st: &mut State) -> Result<(), ()> {
     }
     let mut replay = State::new(st.config.clone());
     replay.aof.manifest = manifest.clone();
-    load(&mut replay)?;
+    // The clients (and the users they run as) go with the replay: a script of the file that
+    // runs past busy-reply-threshold answers them from there, with -LOADING as Redis does
+    // while it loads.
+    std::mem::swap(&mut replay.clients, &mut st.clients);
+    std::mem::swap(&mut replay.acl, &mut st.acl);
+    replay.connections_inline = st.connections_inline;
+    let loaded = load(&mut replay);
+    std::mem::swap(&mut replay.clients, &mut st.clients);
+    std::mem::swap(&mut replay.acl, &mut st.acl);
+    loaded?;
     st.aof.manifest = manifest;
     delete_history(st);
     let count = st.dbs.len();

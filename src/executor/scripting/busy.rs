@@ -217,6 +217,14 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
             }
             error_line(out, e);
         }
+        // Loading (DEBUG LOADAOF replaying a slow script): what may not run while loading is
+        // refused first, as processCommand checks loading before the busy script.
+        Ok((spec, _)) if run.st.aof.loading && !spec.has_flag(crate::spec::flags::LOADING) => {
+            if let Some(c) = client.as_mut().filter(|c| c.multi.is_some()) {
+                c.dirty_exec = true;
+            }
+            out.extend_from_slice(b"-LOADING Redis is loading the dataset in memory\r\n");
+        }
         Ok((spec, parent)) => {
             let full = (parent.map_or("", |p| p.name), spec.name);
             let function = run.busy.function;
