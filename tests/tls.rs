@@ -319,3 +319,52 @@ fn tls_replication_both_ways_with_redis() {
         assert!(info.contains("connected_slaves:1"), "{master_kind}: {info}");
     }
 }
+
+/// A TLS client connected before a script runs past lua-time-limit is answered -BUSY while it
+/// runs (and PONG after SCRIPT KILL), as a plain one is: the script reaches it through its TLS
+/// session. redis-cli reads its commands from a pipe, one connection for all of them.
+fn busy_script_over_tls(which: &str) -> Vec<String> {
+    use std::io::BufRead;
+    let certs = Certs::new();
+    let tls_port = common::free_port();
+    let server = start(which, &certs, tls_port, &["--lua-time-limit", "10"]);
+    let mut cli = Command::new("redis-cli")
+        .args(["--tls", "--cacert", &certs.path("ca.crt"), "-p", &tls_port.to_string()])
+        .args(["--cert", &certs.path("client.crt"), "--key", &certs.path("client.key")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    let mut to_cli = cli.stdin.take().unwrap();
+    let mut from_cli = std::io::BufReader::new(cli.stdout.take().unwrap());
+    let mut ask = |cmd: &str| {
+        writeln!(to_cli, "{cmd}").unwrap();
+        to_cli.flush().unwrap();
+        let mut line = String::new();
+        from_cli.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    };
+    let mut out = vec![ask("PING")];
+    let mut runner = server.client();
+    runner.send_raw(&common::encode(&["EVAL", "while true do end", "0"])).unwrap();
+    common::wait_busy(server.port, "an endless script");
+    out.push(ask("PING"));
+    let mut killer = server.client();
+    out.push(show(&killer.cmd(&["SCRIPT", "KILL"])));
+    out.push(show(&runner.read_reply().unwrap()).split(" script:").next().unwrap_or_default().to_string());
+    out.push(ask("PING"));
+    drop(to_cli);
+    let _ = cli.wait();
+    out
+}
+
+#[test]
+fn tls_client_is_answered_busy_during_a_script() {
+    // Without an answer the TLS client's PING would wait for the endless script: a hang.
+    let _watchdog = common::Watchdog::new("tls_client_is_answered_busy_during_a_script", Duration::from_secs(60));
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let expected = busy_script_over_tls("redis");
+    assert!(expected[1].starts_with("BUSY"), "redis: {expected:?}");
+    assert_eq!(busy_script_over_tls("ferrodis"), expected);
+}

@@ -54,9 +54,6 @@ fn tls_generation() -> &'static tokio::sync::watch::Sender<u64> {
     GENERATION.get_or_init(|| tokio::sync::watch::Sender::new(0))
 }
 
-/// The descriptors of the TLS listeners now accepting (for CONFIG SET tls-port to retire them).
-static TLS_FDS: std::sync::Mutex<Vec<RawFd>> = std::sync::Mutex::new(Vec::new());
-
 /// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
 pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     let prebound = PREBOUND.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -92,7 +89,7 @@ fn spawn_tls(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: 
     for l in listeners {
         tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine, true));
     }
-    Ok(std::mem::replace(&mut *TLS_FDS.lock().unwrap_or_else(|p| p.into_inner()), fds))
+    Ok(crate::executor::handoff::replace_tls_listeners(&fds))
 }
 
 /// CONFIG SET tls-port (or bind): as `rebind_tcp` for the TLS port. Port 0 closes TLS.
@@ -463,7 +460,15 @@ async fn serve_tls(stream: TcpStream, peer: SocketAddr, local: bool, shared: Arc
                     shared.exec.disconnect(id);
                 }
             } else {
-                connection::serve(stream, info, registered, &shared).await;
+                let shared_stream = Arc::new(std::sync::Mutex::new(stream));
+                if let Some((id, _)) = &registered {
+                    crate::executor::handoff::register_tls(*id, shared_stream.clone());
+                }
+                let id = registered.as_ref().map(|(id, _)| *id);
+                connection::serve(super::tls::SharedTls(shared_stream), info, registered, &shared).await;
+                if let Some(id) = id {
+                    crate::executor::handoff::unregister_tls(id);
+                }
             }
         }
         Err(e) => {

@@ -170,6 +170,105 @@ impl AsyncWrite for ClientStream {
     }
 }
 
+/// A client's TLS stream, shared by its connection task (which locks it only inside each poll,
+/// never across an await) and a busy script (`executor::handoff::PlainIo`).
+pub struct SharedTls(pub Arc<Mutex<tokio_rustls::server::TlsStream<TcpStream>>>);
+
+impl SharedTls {
+    fn lock(&self) -> std::sync::MutexGuard<'_, tokio_rustls::server::TlsStream<TcpStream>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl AsyncRead for SharedTls {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for SharedTls {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut *self.lock()).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.lock()).poll_shutdown(cx)
+    }
+}
+
+/// Non-blocking reads and writes on a socket's descriptor, for the TLS session to use while
+/// the connection task is parked (its readiness state is unaffected: a read that finds nothing
+/// later simply waits again).
+struct RawSocket(std::os::fd::RawFd);
+
+impl std::io::Read for RawSocket {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // SAFETY: recv writes at most `buf.len()` bytes into `buf`; the descriptor is the open
+        // socket of a stream the caller holds locked.
+        let n = unsafe { libc::recv(self.0, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}
+
+impl std::io::Write for RawSocket {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: send reads `buf.len()` bytes from `buf`; the descriptor is as for `read`.
+        let n = unsafe {
+            libc::send(self.0, buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+        };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl crate::executor::handoff::PlainIo for tokio_rustls::server::TlsStream<TcpStream> {
+    fn peek(&mut self) -> &[u8] {
+        let (tcp, conn) = self.get_mut();
+        let mut socket = RawSocket(std::os::fd::AsRawFd::as_raw_fd(tcp));
+        while conn.wants_read() {
+            match conn.read_tls(&mut socket) {
+                Ok(n) if n > 0 && conn.process_new_packets().is_ok() => {}
+                _ => break,
+            }
+        }
+        conn.reader().into_first_chunk().unwrap_or(&[])
+    }
+
+    fn consume(&mut self, n: usize) {
+        std::io::BufRead::consume(&mut self.get_mut().1.reader(), n);
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> usize {
+        let (tcp, conn) = self.get_mut();
+        let mut socket = RawSocket(std::os::fd::AsRawFd::as_raw_fd(tcp));
+        if std::io::Write::write_all(&mut conn.writer(), bytes).is_err() {
+            return bytes.len();
+        }
+        while conn.wants_write() {
+            match conn.write_tls(&mut socket) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+        bytes.len()
+    }
+}
+
 /// Whether a socket's first bytes can open a TLS handshake (a handshake record, 0x16). Anything
 /// else, a plain-text client most often, is closed without a TLS alert: OpenSSL sends none for
 /// "wrong version number" either, so such a client reads a closed connection, as from Redis.

@@ -105,11 +105,19 @@ pub(super) fn tick(run: &mut Run) -> bool {
             continue;
         }
         let (fd, handle, authenticated) = (client.info.fd, client.handle.clone(), client.authenticated);
-        // A TLS client's socket carries ciphertext: it waits for the script to end.
-        if fd < 0 || client.info.tls || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
+        if fd < 0 || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
             continue;
         }
-        if let Some(unsent) = serve_socket(run, fd, authenticated, Some(id)) {
+        if client.info.tls {
+            // A TLS client's socket carries ciphertext: its stream's session reads and writes.
+            let Some(stream) = crate::executor::handoff::tls_stream(id) else { continue };
+            let Ok(mut io) = stream.try_lock() else { continue };
+            serve_wire(run, &mut *io, authenticated, Some(id));
+            drop(io);
+            // Its connection reads what is left of the plaintext, and writes the records the
+            // socket did not take, once it runs again.
+            handle.notify.raise();
+        } else if let Some(unsent) = serve_wire(run, &mut RawWire::new(fd), authenticated, Some(id)) {
             // The rest goes through the connection, in order, once it runs again.
             handle.push_output(unsent);
         }
@@ -122,7 +130,7 @@ pub(super) fn tick(run: &mut Run) -> bool {
     for i in 0..run.busy.accepted.len() {
         let fd = run.busy.accepted[i].0.as_raw_fd();
         // What cannot be sent now is dropped: the peer reads nothing more until it is adopted.
-        let _ = serve_socket(run, fd, authenticated, None);
+        let _ = serve_wire(run, &mut RawWire::new(fd), authenticated, None);
         if run.busy.killed {
             break;
         }
@@ -154,19 +162,78 @@ fn accept_new(run: &mut Run) {
     }
 }
 
-/// Answers the complete commands waiting on a socket (of client `id`, None for a connection made
-/// during the script); returns the replies the socket would not take at once.
-fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool, id: Option<u64>) -> Option<Vec<u8>> {
-    let mut peeked = vec![0u8; 64 * 1024];
-    // SAFETY: recv writes at most `peeked.len()` bytes into the buffer we own; MSG_PEEK leaves
-    // them in the socket.
-    let n = unsafe {
-        libc::recv(fd, peeked.as_mut_ptr() as *mut libc::c_void, peeked.len(), libc::MSG_PEEK | libc::MSG_DONTWAIT)
-    };
-    if n <= 0 {
+/// A plain socket, read without consuming until whole commands are answered.
+struct RawWire {
+    fd: RawFd,
+    peeked: Vec<u8>,
+}
+
+impl RawWire {
+    fn new(fd: RawFd) -> RawWire {
+        RawWire { fd, peeked: Vec::new() }
+    }
+}
+
+impl crate::executor::handoff::PlainIo for RawWire {
+    fn peek(&mut self) -> &[u8] {
+        self.peeked.resize(64 * 1024, 0);
+        // SAFETY: recv writes at most `peeked.len()` bytes into the buffer we own; MSG_PEEK
+        // leaves them in the socket.
+        let n = unsafe {
+            libc::recv(
+                self.fd,
+                self.peeked.as_mut_ptr() as *mut libc::c_void,
+                self.peeked.len(),
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        self.peeked.truncate(n.max(0) as usize);
+        &self.peeked
+    }
+
+    fn consume(&mut self, n: usize) {
+        let mut taken = 0;
+        let mut sink = vec![0u8; n];
+        while taken < n {
+            // SAFETY: as above; these bytes were just peeked, so they are there to be consumed.
+            let r =
+                unsafe { libc::recv(self.fd, sink.as_mut_ptr() as *mut libc::c_void, n - taken, libc::MSG_DONTWAIT) };
+            if r <= 0 {
+                break;
+            }
+            taken += r as usize;
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> usize {
+        // SAFETY: send reads `bytes.len()` bytes from the buffer we are given.
+        let sent = unsafe {
+            libc::send(
+                self.fd,
+                bytes.as_ptr() as *const libc::c_void,
+                bytes.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        sent.max(0) as usize
+    }
+}
+
+/// Answers the complete commands waiting on a connection (of client `id`, None for a
+/// connection made during the script); returns the replies a plain socket would not take at
+/// once (a TLS session keeps those itself).
+fn serve_wire(
+    run: &mut Run,
+    wire: &mut dyn crate::executor::handoff::PlainIo,
+    authenticated: bool,
+    id: Option<u64>,
+) -> Option<Vec<u8>> {
+    let input = wire.peek();
+    if input.is_empty() {
         return None;
     }
-    let mut buf = BytesMut::from(&peeked[..n as usize]);
+    let total = input.len();
+    let mut buf = BytesMut::from(input);
     let mut parser = crate::resp::Parser::new(512 * 1024 * 1024);
     parser.unauthenticated = !authenticated;
     let mut commands = Vec::new();
@@ -175,32 +242,19 @@ fn serve_socket(run: &mut Run, fd: RawFd, authenticated: bool, id: Option<u64>) 
         // Malformed input is the connection's to answer once the script ends.
         return None;
     }
-    let consumed = n as usize - buf.len();
+    let consumed = total - buf.len();
     let mut replies = Vec::new();
     for argv in commands {
         answer(run, authenticated, id, argv, &mut replies);
     }
-    let mut taken = 0;
-    while taken < consumed {
-        // SAFETY: as above; these bytes were just peeked, so they are there to be consumed.
-        let r =
-            unsafe { libc::recv(fd, peeked.as_mut_ptr() as *mut libc::c_void, consumed - taken, libc::MSG_DONTWAIT) };
-        if r <= 0 {
-            break;
-        }
-        taken += r as usize;
-    }
+    wire.consume(consumed);
     if run.st.shutdown == Some(crate::executor::ShutdownRequest::NoSave) && run.busy.killed {
         exit_now(run.st);
     }
     if replies.is_empty() {
         return None;
     }
-    // SAFETY: send reads `replies.len()` bytes from the buffer we own.
-    let sent = unsafe {
-        libc::send(fd, replies.as_ptr() as *const libc::c_void, replies.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-    };
-    let sent = sent.max(0) as usize;
+    let sent = wire.send(&replies);
     (sent < replies.len()).then(|| replies[sent..].to_vec())
 }
 
