@@ -559,3 +559,26 @@ fn failover_force_to_a_stopped_real_replica() {
     assert_converged(&real, &[&ours]);
     assert!(ours.log().contains(&format!("FAILOVER to 127.0.0.1:{port} time out exceeded, failing over.")));
 }
+
+/// A 32 MB value from the master: once applied, the replica does not keep a buffer of its size
+/// for the link (Redis trims the master client's pending query buffer), so its used_memory
+/// stays within 10 MB of the master's, as unit/pendingquerybuf checks.
+#[test]
+fn a_big_value_from_the_master_leaves_no_big_link_buffer() {
+    let _w = Watchdog::new("a_big_value_from_the_master_leaves_no_big_link_buffer", Duration::from_secs(120));
+    for real_master in [true, false] {
+        let master = if real_master { RedisServer::with_args(&MASTER) } else { TestServer::with_args(&MASTER) };
+        let replica = start_replica(false, &master, &[]);
+        wait_until("the ferrodis replica up", || link_up(&replica));
+        let value = "x".repeat(32 * 1024 * 1024);
+        master.client().cmd(&["SET", "key", &value]);
+        wait_until("the replica at the master's offset", || offset(&replica) == offset(&master));
+        let used = |s: &Server| info_field(&mut s.client(), "memory", "used_memory").parse::<u64>().unwrap();
+        let near = || used(&replica) <= used(&master) + 10 * 1024 * 1024;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !near() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(near(), "real master {real_master}: replica {} master {}", used(&replica), used(&master));
+    }
+}

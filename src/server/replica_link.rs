@@ -540,7 +540,23 @@ async fn apply_stream(
         if handle.close_requested() {
             return Err("the master client was closed".into());
         }
-        rbuf.reserve(16 * 1024);
+        // A big value from the master grew the buffer to its size: once it is applied, keep
+        // only what is left of the stream (Redis trims the master client's pending query
+        // buffer), or the replica holds that memory for good (unit/pendingquerybuf).
+        if rbuf.capacity() > 1 << 20 && rbuf.len() < 64 * 1024 {
+            let mut smaller = BytesMut::with_capacity(rbuf.len() + 16 * 1024);
+            smaller.extend_from_slice(rbuf);
+            *rbuf = smaller;
+        }
+        // The rest of a big argument is reserved at once, as Redis makes room for a big bulk
+        // (bounded by proto-max-bulk-len): a value is stored with the buffer it was read into,
+        // and a buffer doubled on the way would hold up to twice its size.
+        let want = match parser.pending_bulk_end() {
+            Some(end) if end > rbuf.len() => end - rbuf.len(),
+            _ => 16 * 1024,
+        };
+        let limit = crate::config::live::get_u64(&crate::config::live::PROTO_MAX_BULK_LEN) as usize;
+        rbuf.reserve(want.clamp(16 * 1024, limit.max(16 * 1024)));
         tokio::select! {
             r = stream.read_buf(rbuf) => match r {
                 Ok(0) => return Err("the master closed the connection".into()),
