@@ -78,6 +78,9 @@ pub struct ClientHandle {
     /// was last reset (rbp), and when that was (unix ms).
     reply_buf: AtomicUsize,
     reply_peak: AtomicUsize,
+    /// The connection was handed to a forked debugging session (SCRIPT DEBUG YES): it closes
+    /// its descriptor without shutting the socket down, which the child still talks on.
+    detached: AtomicBool,
     reply_peak_reset_ms: AtomicI64,
 }
 
@@ -149,6 +152,15 @@ fn obuf_limits(class: ObufClass) -> (u64, u64, u64) {
 }
 
 impl ClientHandle {
+    /// Hands the socket to a forked child: the connection closes without a shutdown.
+    pub fn detach(&self) {
+        self.detached.store(true, Ordering::Release);
+    }
+
+    pub fn detached(&self) -> bool {
+        self.detached.load(Ordering::Acquire)
+    }
+
     pub fn request_close(&self) {
         self.kill.store(true, Ordering::Release);
         self.notify.raise();
@@ -527,6 +539,8 @@ pub struct Client {
     /// The running command's reply is to be dropped (a SKIP before it); CLIENT REPLY ON clears
     /// it, so its own OK goes out, as in Redis.
     pub reply_skip_now: bool,
+    /// SCRIPT DEBUG YES|SYNC: the next EVAL runs under the Lua debugger.
+    pub lua_debug: Option<super::scripting::ldb::Mode>,
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
@@ -607,6 +621,7 @@ impl Client {
             reply_off: false,
             reply_skip_next: false,
             reply_skip_now: false,
+            lua_debug: None,
             qbuf: 0,
             argv_mem: 0,
             tracking: Tracking::default(),

@@ -444,6 +444,7 @@ impl Executor {
             clients::log_if_obuf_exceeded(st, c);
         }
         clients::cron(st, now);
+        scripting::ldb::reap_children();
         crate::executor::tracking::broadcast(st, None);
         // Keys do not expire actively while clients are paused (Redis 7.0), nor on a replica,
         // whose master sends the deletions.

@@ -15,6 +15,7 @@ mod busy;
 pub mod convert;
 pub mod functions;
 pub mod host;
+pub mod ldb;
 pub mod libs;
 mod stack;
 
@@ -131,6 +132,8 @@ impl Engine {
         prim.raw_set("call", unsafe { lua.create_c_function(stack::redis_call)? })?;
         prim.raw_set("pcall", unsafe { lua.create_c_function(stack::redis_pcall)? })?;
         prim.raw_set("base_pcall", unsafe { lua.create_c_function(stack::base_pcall)? })?;
+        prim.raw_set("debug", unsafe { lua.create_c_function(ldb::redis_debug)? })?;
+        prim.raw_set("breakpoint", unsafe { lua.create_c_function(ldb::redis_breakpoint)? })?;
         prim.raw_set("setresp", raising(&lua, lua.create_function(prim_setresp)?)?)?;
         prim.raw_set("register_function", raising(&lua, lua.create_function(functions::prim_register_function)?)?)?;
         prim.raw_set("log", raising(&lua, lua.create_function(prim_log)?)?)?;
@@ -374,6 +377,14 @@ pub fn run(
     let busy = busy::Busy::new(matches!(what, Callable::Function(_)), clock.last_us);
     st.prop.script_targets = crate::executor::propagate::ALL;
     let mut run = Run { st: &mut *st, client: &mut client, clock, rules, wrote: false, reply_buf: Vec::new(), busy };
+    // A debugged EVAL runs under the debugger's hook instead of the busy one (as in Redis, the
+    // debugger's own timeout stops a script that runs too long).
+    let debugged = ldb::active();
+    if debugged {
+        if let Err(e) = ldb::install_hook(&vm.lua) {
+            tracing::warn!("Lua debugger hook could not be set: {e}");
+        }
+    }
     let result = {
         let _current = CurrentRun::enter(&mut run);
         let outcome = match &what {
@@ -391,8 +402,9 @@ pub fn run(
     client.caller_tracked_keys = None;
     caller.dirty_cas |= std::mem::take(&mut client.caller_dirty_cas);
     st.scripting.client = Some(client);
-    if killed {
-        // The kill made the hook fire on every instruction: back to its usual pace.
+    if killed || debugged {
+        // The kill made the hook fire on every instruction (or the debugger's hook ran): back
+        // to the usual one.
         if let Err(e) = install_hook(&vm.lua) {
             tracing::warn!("Lua hook could not be reset: {e}");
         }
@@ -661,6 +673,7 @@ fn root_message(e: &mlua::Error) -> String {
 /// `(false, {err=msg})` for the environment's wrappers to raise: `msg` in Redis's error-table
 /// form (luaPushError): a leading `-CODE ` stays the code, anything else gets `ERR `.
 pub(crate) fn failure(lua: &Lua, msg: &str) -> mlua::Result<MultiValue> {
+    ldb::log_if_enabled(|| format!("<error> {msg}").into_bytes());
     let t = lua.create_table()?;
     t.raw_set("err", convert::error_table_text(msg))?;
     Ok(MultiValue::from_iter([Value::Boolean(false), Value::Table(t)]))

@@ -62,10 +62,13 @@ unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
     // (`redis.call(cmd, unpack(t))` of ~8000 values) still has room for its reply.
     ffi::lua_settop(state, 0);
     match result {
-        Err(msg) => match msg.strip_prefix('-') {
-            Some(line) => push_error_line(state, line.as_bytes()),
-            None => push_error_table(state, b"ERR ", msg.as_bytes()),
-        },
+        Err(msg) => {
+            super::ldb::log_if_enabled(|| format!("<error> {msg}").into_bytes());
+            match msg.strip_prefix('-') {
+                Some(line) => push_error_line(state, line.as_bytes()),
+                None => push_error_table(state, b"ERR ", msg.as_bytes()),
+            }
+        }
         Ok(()) => {
             let Some(reply) = with_run(|run| &run.reply_buf[..] as *const [u8]) else {
                 ffi::lua_pushnil(state);
@@ -74,6 +77,13 @@ unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
             // SAFETY: the buffer belongs to the run in progress and is only written by the next
             // command, which cannot start before this push has finished.
             let reply = &*reply;
+            if super::ldb::enabled() {
+                if reply.first() == Some(&b'-') {
+                    let end = memchr::memmem::find(reply, b"\r\n").unwrap_or(reply.len());
+                    super::ldb::log_if_enabled(|| [&b"<error> "[..], &reply[..end]].concat());
+                }
+                super::ldb::log_reply_if_enabled(reply);
+            }
             let mut pos = 0;
             if !push_reply(state, reply, &mut pos) {
                 ffi::lua_pushnil(state);
@@ -109,6 +119,7 @@ unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), &'static str> {
             _ => return Err("Lua redis lib command arguments must be strings or integers"),
         }
     }
+    super::ldb::log_command_if_enabled(&argv);
     with_run(|run| run_command(run, argv)).unwrap_or(Err("no script is running"))
 }
 
@@ -126,6 +137,11 @@ unsafe fn is_error_table(state: *mut ffi::lua_State) -> bool {
 
 unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
     ffi::lua_pushlstring(state, bytes.as_ptr() as *const c_char, bytes.len());
+}
+
+/// Pushes `{err = "ERR " .. message}` (luaPushError of a message without a code).
+pub(super) unsafe fn push_error(state: *mut ffi::lua_State, message: &[u8]) {
+    push_error_table(state, b"ERR ", message);
 }
 
 /// Pushes `{err = prefix .. message}`.
