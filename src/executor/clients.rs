@@ -526,6 +526,10 @@ pub struct Client {
     /// watches (its `dirty_cas` once the script returns).
     pub script_caller: Option<u64>,
     pub caller_dirty_cas: bool,
+    /// The script client only: the running script already wrote, so its later writes are not
+    /// refused for the server's state (disk errors, min-replicas, read-only replica), as
+    /// Redis's SCRIPT_WRITE_DIRTY: a script is not failed halfway on an unpredictable state.
+    pub script_dirty: bool,
     /// On the script client: the keys the script declared, remembered for its caller's
     /// client-side caching once the script runs a read-only command (None when the caller does
     /// not track its reads).
@@ -617,6 +621,7 @@ impl Client {
             script_caller: None,
             caller_tracked_keys: None,
             caller_dirty_cas: false,
+            script_dirty: false,
             watched_keys: Vec::new(),
             reply_off: false,
             reply_skip_next: false,

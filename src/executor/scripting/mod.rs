@@ -368,6 +368,8 @@ pub fn run(
     client.caller_tracked_keys = caller.tracking.remembers_reads().then(|| keys.to_vec());
     client.proto = 2;
     client.in_exec = true;
+    client.script_dirty = false;
+    take_error_counted();
     let name = match &what {
         Callable::Script(s) => s.sha.as_str(),
         Callable::Function(f) => f.name.as_str(),
@@ -398,6 +400,10 @@ pub fn run(
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
     let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
+    if !matches!(reply, Reply::Error(_)) {
+        // Only an error reply that call() counts may carry the mark out of the run.
+        take_error_counted();
+    }
     client.script_caller = None;
     client.caller_tracked_keys = None;
     caller.dirty_cas |= std::mem::take(&mut client.caller_dirty_cas);
@@ -410,6 +416,21 @@ pub fn run(
         }
     }
     reply
+}
+
+thread_local! {
+    /// The script's error reply was counted in errorstats where it happened (a command's error
+    /// or refusal): `call()` counts the reply as a failed call only.
+    static ERROR_COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+pub(crate) fn note_error_counted() {
+    ERROR_COUNTED.with(|c| c.set(true));
+}
+
+/// Whether the error reply just produced by a script was counted already (and forgets it).
+pub fn take_error_counted() -> bool {
+    ERROR_COUNTED.with(|c| c.replace(false))
 }
 
 /// Every this many runs, the collector takes as many steps (Redis's LUA_GC_CYCLE_PERIOD): each
@@ -602,6 +623,9 @@ fn script_error(err: &Value, sha: &str) -> Reply {
     let Value::Table(t) = err else {
         return Reply::Error(format!("ERR Error running script (call to {sha}): @user_script"));
     };
+    if t.raw_get::<bool>("ignore_error_stats_update").unwrap_or(false) {
+        note_error_counted();
+    }
     let mut text = match t.raw_get::<Value>("err") {
         Ok(Value::String(s)) => s.as_bytes().to_vec(),
         _ => Vec::new(),
@@ -742,9 +766,22 @@ fn command_argv(args: &MultiValue) -> Result<Vec<Bytes>, &'static str> {
         .collect()
 }
 
-/// The checks Redis makes before a script's command (scriptCall), then the command itself;
-/// returns its encoded reply, or the refusal message.
+/// The checks Redis makes before a script's command (scriptCall), then the command itself; the
+/// encoded reply is left in the run's buffer, or the refusal message returned.
 fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
+    let result = checked_call(run, argv);
+    if let Err(refusal) = result {
+        // Counted in errorstats here, as Redis's scriptCall does: a script that catches it with
+        // redis.pcall still shows it, and one that returns it is not counted again.
+        match refusal.strip_prefix('-') {
+            Some(_) => run.st.stats.count_error(refusal),
+            None => run.st.stats.count_error(&format!("ERR {refusal}")),
+        }
+    }
+    result
+}
+
+fn checked_call(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     let Some(top) = crate::executor::registry::lookup(&argv[0]) else {
         return Err("Unknown Redis command called from script");
     };
@@ -760,6 +797,8 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
         run.st.stats.commands.entry(name).or_default().rejected_calls += 1;
         return Err(refusal);
     }
+    // Dirty from the command after the first write on (the first is still checked).
+    run.client.script_dirty = run.wrote;
     if spec.has_flag(flags::WRITE) {
         run.wrote = true;
     }
