@@ -63,7 +63,8 @@ pub struct Script {
     pub sha: String,
     pub body: Bytes,
     pub flags: u32,
-    func: Function,
+    /// Where its compiled function is in the engine's table of script functions.
+    slot: i32,
 }
 
 /// The parts of the VM a run uses, shared so that a run takes them with one reference count
@@ -94,6 +95,12 @@ pub struct Engine {
     pub bodies_bytes: usize,
     /// The script client, kept between runs (taken out while one runs).
     client: Option<Box<Client>>,
+    /// The compiled scripts, by slot, in one Lua table (as Redis keeps them in the Lua state):
+    /// a `Function` handle each would take a slot of mlua's auxiliary stack, which Lua 5.1 caps
+    /// near 8000, and SCRIPT LOAD of more scripts failed with "out of Lua stack".
+    fns: Table,
+    /// The slot the next script gets.
+    next_slot: i32,
 }
 
 impl std::fmt::Debug for Engine {
@@ -148,6 +155,7 @@ impl Engine {
         let xpcall: Function = globals.raw_get("xpcall")?;
         let (env, fn_env, fn_mode): (Table, Table, Table) =
             lua.load(include_str!("env.lua")).set_name(ENV_CHUNK).call(prim)?;
+        let fns = lua.create_table()?;
         Ok(Engine {
             vm: Arc::new(Vm { lua, globals, env, err_handler, xpcall, fn_env, fn_mode }),
             registry: functions::Registry::default(),
@@ -155,6 +163,8 @@ impl Engine {
             by_body: HashMap::default(),
             bodies_bytes: 0,
             client: None,
+            fns,
+            next_slot: 1,
         })
     }
 
@@ -236,7 +246,13 @@ impl Engine {
             .into_function()
             .map_err(|e| format!("ERR Error compiling script (new function): {}", compile_message(&e)))?;
         let body = Bytes::copy_from_slice(body);
-        let script = Arc::new(Script { sha: sha1_hex(&body), body: body.clone(), flags, func });
+        if self.next_slot == i32::MAX {
+            return Err("ERR Error compiling script (new function): too many scripts".into());
+        }
+        let slot = self.next_slot;
+        self.fns.raw_set(slot, func).map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        self.next_slot += 1;
+        let script = Arc::new(Script { sha: sha1_hex(&body), body: body.clone(), flags, slot });
         self.bodies_bytes += body_memory(body.len());
         self.scripts.insert(script.sha.clone(), script.clone());
         self.by_body.insert(body, script.clone());
@@ -248,6 +264,10 @@ impl Engine {
         self.scripts.clear();
         self.by_body.clear();
         self.bodies_bytes = 0;
+        if let Ok(t) = self.vm.lua.create_table() {
+            self.fns = t;
+            self.next_slot = 1;
+        }
         let _ = self.vm.lua.gc_collect();
         let _ = self.vm.lua.gc_collect();
     }
@@ -361,6 +381,7 @@ pub fn run(
     now_ms: i64,
 ) -> Reply {
     let vm = st.scripting.vm.clone();
+    let script_fns = st.scripting.fns.clone();
     let mut client = st.scripting.client.take().unwrap_or_else(|| Box::new(script_client(now_ms)));
     client.db = caller.db;
     client.user = caller.user.clone();
@@ -390,8 +411,8 @@ pub fn run(
     let result = {
         let _current = CurrentRun::enter(&mut run);
         let outcome = match &what {
-            Callable::Script(script) => call_lua(&vm, &script.func, false, keys, args),
-            Callable::Function(def) => call_lua(&vm, &def.callback, true, keys, args),
+            Callable::Script(script) => call_lua(&vm, &script_fns, Some(script.slot), false, keys, args),
+            Callable::Function(def) => call_lua(&vm, &def.callback, None, true, keys, args),
         };
         outcome.map(|result| result.unwrap_or_else(|error| script_error(&error, name)))
     };
@@ -524,9 +545,11 @@ fn with_load_deadline<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
 /// Calls a script (KEYS and ARGV set as globals) or a function (keys and arguments tables as
 /// its two parameters) under the error handler, in one pass over the Lua C API (each mlua call
 /// would take the VM's lock): the reply converted on the stack, or the error table.
+/// `target` is the function to call, or with `slot` the table holding it at that index.
 fn call_lua(
     vm: &Vm,
-    target: &Function,
+    target: impl mlua::IntoLua,
+    slot: Option<i32>,
     as_function: bool,
     keys: &[Bytes],
     args: &[Bytes],
@@ -540,6 +563,10 @@ fn call_lua(
     // REPLY_STACK slots, so that converting a usual result cannot raise (see `stack::reply_at`).
     let error = unsafe {
         vm.lua.exec_raw::<Value>((&vm.globals, target, &vm.err_handler), |state| {
+            if let Some(slot) = slot {
+                ffi::lua_rawgeti(state, 2, slot as _);
+                ffi::lua_replace(state, 2);
+            }
             let push_strings = |items: &[Bytes]| {
                 ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
                 for (i, item) in items.iter().enumerate() {
