@@ -15,12 +15,15 @@
 //! costs page tables, not a walk of the dataset, and the server keeps serving while a user
 //! steps through a script, which is the point of YES. The child never returns into the server:
 //! it writes the reply itself and `_exit`s (the parent reaps it from cron). Its commands run
-//! through `call()`, which may queue AOF and replica output the child never sends.
+//! through `call()`, which may queue AOF and replica output, and keyspace notifications for
+//! other clients, that the child never sends.
 //!
 //! The socket is the connection task's: while the EVAL runs, that task waits for the batch's
 //! replies and does not read, so the session may read and write the descriptor directly (what
 //! the connection had already read past the EVAL stays there, as Redis leaves its query
-//! buffer). TLS connections are refused at SCRIPT DEBUG: their records are the task's to read.
+//! buffer). The descriptor stays non-blocking (its flags are the task's): reads and writes here
+//! wait with poll, a write for at most 5 s as Redis's send timeout. TLS connections are refused
+//! at SCRIPT DEBUG: their records are the task's to read.
 //! While a SYNC session waits for the client, a SIGTERM/SIGINT ends the wait, as the signal's
 //! EINTR ends Redis's blocking read.
 //!
@@ -301,13 +304,8 @@ pub fn end() {
     }
 }
 
-/// Whether the running session is a forked one.
-pub fn forked() -> bool {
-    with(|s| s.forked).unwrap_or(false)
-}
-
 /// Notes a forked session's child, to be reaped from cron.
-pub fn add_child(pid: i32) {
+fn add_child(pid: i32) {
     CHILDREN.with(|c| c.borrow_mut().push(pid));
 }
 
@@ -803,7 +801,7 @@ unsafe fn log_top_value(state: *mut ffi::lua_State, mut entry: Vec<u8>) {
 }
 
 /// redis.debug(...): logs its arguments, when a session runs.
-pub unsafe extern "C-unwind" fn redis_debug(state: *mut ffi::lua_State) -> c_int {
+pub(super) unsafe extern "C-unwind" fn redis_debug(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: reads the C function's own arguments; the pushes of `cat_value` are checked.
     let Some(line) = with(|s| s.currentline) else { return 0 };
     let argc = ffi::lua_gettop(state);
@@ -819,7 +817,7 @@ pub unsafe extern "C-unwind" fn redis_debug(state: *mut ffi::lua_State) -> c_int
 }
 
 /// redis.breakpoint(): stops at the next line when a session runs; true if so.
-pub unsafe extern "C-unwind" fn redis_breakpoint(state: *mut ffi::lua_State) -> c_int {
+pub(super) unsafe extern "C-unwind" fn redis_breakpoint(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: one push, within the C function's minimum stack.
     let on = with(|s| s.luabp = true).is_some();
     ffi::lua_pushboolean(state, on as c_int);
@@ -1106,7 +1104,7 @@ fn read_some(fd: RawFd, buf: &mut [u8], interruptible: bool) -> usize {
 }
 
 /// Writes all of `bytes`, waiting up to the send timeout for the client to take them.
-pub fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
+fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(SEND_TIMEOUT_MS as u64);
     while !bytes.is_empty() {
         // SAFETY: send reads `bytes.len()` bytes from a slice we hold.
