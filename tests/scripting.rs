@@ -411,3 +411,207 @@ fn endless_eval_is_busy_for_others_and_killed_like_redis() {
     let ours = endless_eval_scenario(&TestServer::new());
     assert_eq!(ours, theirs);
 }
+
+/// A debugging session (SCRIPT DEBUG SYNC, then EVAL): every debugger command's reply, the
+/// protocol errors, the end of the session (`<endsession>`, the reply, the connection closed),
+/// and what the script left in the dataset.
+fn debugger_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    let mut push = |r: std::io::Result<Vec<u8>>| out.push(format!("{:?}", r.map(|r| show(&r)).map_err(|e| e.kind())));
+    push(c.try_cmd(&["SET", "k", "before"]));
+    push(c.try_cmd(&["SCRIPT", "DEBUG", "SYNC"]));
+    // EVALSHA cannot be debugged.
+    push(c.try_cmd(&["EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"]));
+    let body = "local t = {1, 'two', {x=3}}\nredis.debug(t, 'dbg', 1.5)\nredis.call('set', KEYS[1], ARGV[1])\n\
+                local function f(n)\n  redis.breakpoint()\n  return n * 2\nend\nlocal r = f(21)\n\
+                return {r, redis.call('get', KEYS[1])}\n";
+    push(c.try_cmd(&["EVAL", body, "1", "k", "after"]));
+    for cmd in [
+        vec!["s"],
+        vec!["print"],
+        vec!["p", "t"],
+        vec!["p", "KEYS"],
+        vec!["p", "nosuch"],
+        vec!["next"],
+        vec!["step"],
+        vec!["trace"],
+        vec!["list"],
+        vec!["l", "3", "1"],
+        vec!["whole"],
+        vec!["b"],
+        vec!["b", "9", "99", "x"],
+        vec!["break"],
+        vec!["b", "-9"],
+        vec!["b", "-9"],
+        vec!["b", "0"],
+        vec!["e", "1 +"],
+        vec!["eval", "error('boom')"],
+        vec!["e", "{a=1}"],
+        vec!["e", "redis.pcall('incr', KEYS[1])"],
+        vec!["r"],
+        vec!["redis", "get", "k"],
+        vec!["r", "hget", "k", "f"],
+        vec!["r", "nosuch"],
+        vec!["r", "set", "big", &"x".repeat(300)],
+        vec!["maxlen", "10"],
+        vec!["r", "get", "big"],
+        vec!["m", "0"],
+        vec!["m"],
+        vec!["hello\0world"],
+        vec!["\0hello"],
+        vec!["SCRIPT", "DEBUG", "SYNC"],
+        vec!["help"],
+        vec!["c"],
+        vec!["s"],
+    ] {
+        push(c.try_cmd(&cmd));
+    }
+    // Many arguments to `redis` (the suite's stack test): logged as `... (N more)`.
+    let mut many = vec!["redis"];
+    many.extend(std::iter::repeat_n("test", 100));
+    push(c.try_cmd(&many));
+    push(c.try_cmd(&["c"]));
+    push(c.read_reply());
+    push(c.read_reply());
+    let mut after = server.client();
+    out.push(show(&after.cmd(&["GET", "k"])));
+    out
+}
+
+#[test]
+fn lua_debugger_answers_like_redis() {
+    let expected = debugger_scenario(&RedisServer::new());
+    let got = debugger_scenario(&TestServer::new());
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(g, e, "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}
+
+/// SCRIPT DEBUG YES forks: the script's writes are lost with the session, and the server goes on
+/// serving meanwhile. A protocol error and ABORT end sessions with their errors.
+fn forked_debugger_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    let mut push = |r: std::io::Result<Vec<u8>>| out.push(format!("{:?}", r.map(|r| show(&r)).map_err(|e| e.kind())));
+    push(c.try_cmd(&["SET", "k", "before"]));
+    push(c.try_cmd(&["SCRIPT", "DEBUG", "YES"]));
+    push(c.try_cmd(&["EVAL", "redis.call('set', 'k', 'after')\nreturn redis.call('get', 'k')", "0"]));
+    push(c.try_cmd(&["s"]));
+    // Served while the session is stopped.
+    let mut other = server.client();
+    push(other.try_cmd(&["GET", "k"]));
+    push(c.try_cmd(&["r", "get", "k"]));
+    push(c.try_cmd(&["c"]));
+    push(c.read_reply());
+    push(c.read_reply());
+    push(other.try_cmd(&["GET", "k"]));
+
+    // Inline text is not the debugger's protocol: the script fails with a protocol error.
+    let mut d = server.client();
+    push(d.try_cmd(&["SCRIPT", "DEBUG", "SYNC"]));
+    push(d.try_cmd(&["EVAL", "return 1", "0"]));
+    d.send_raw(b"step\r\n").unwrap();
+    push(d.read_reply());
+    push(d.read_reply());
+    push(d.read_reply());
+
+    let mut a = server.client();
+    push(a.try_cmd(&["SCRIPT", "DEBUG", "SYNC"]));
+    push(a.try_cmd(&["EVAL", "redis.call('set', 'k', 'aborted')\nreturn 1", "0"]));
+    push(a.try_cmd(&["n"]));
+    push(a.try_cmd(&["abort"]));
+    push(a.read_reply());
+    push(other.try_cmd(&["GET", "k"]));
+    push(other.try_cmd(&["SCRIPT", "DEBUG", "maybe"]));
+    push(other.try_cmd(&["SCRIPT", "DEBUG", "NO"]));
+    out
+}
+
+#[test]
+fn forked_and_ended_debugger_sessions_like_redis() {
+    let expected = forked_debugger_scenario(&RedisServer::new());
+    let got = forked_debugger_scenario(&TestServer::new());
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(g, e, "step {i}");
+    }
+    assert_eq!(expected.len(), got.len());
+}
+
+/// Errors inside scripts count in errorstats once, where they happen: a refused command (OOM,
+/// unknown) when refused, even if redis.pcall catches it; a command's error reply when sent; a
+/// script that returns or raises such an error is not counted again, one that makes its own is.
+fn error_counting_scenario(server: &Server) -> Vec<String> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let scripts: &[&[&str]] = &[
+        &["return redis.call('select', 99)", "0"],
+        &["local t = redis.pcall('select', 99) return 1", "0"],
+        &["return redis.pcall('nosuch')", "0"],
+        &["local t = redis.pcall('nosuch') return 1", "0"],
+        &["return redis.pcall({})", "0"],
+        &["return {err='OOM custom'}", "0"],
+        &["return redis.error_reply('MY custom')", "0"],
+        &["error('plain')", "0"],
+    ];
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    for s in scripts {
+        let mut argv = vec!["EVAL"];
+        argv.extend_from_slice(s);
+        out.push(show(&c.cmd(&argv)));
+    }
+    c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    for body in [
+        "local t = redis.pcall('set', 'x', 'y') return 1",
+        "return redis.pcall('set', 'x', 'y')",
+        "redis.call('set','x','y')",
+    ] {
+        out.push(show(&c.cmd(&["EVAL", body, "1", "x"])));
+    }
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    out.push(show(&c.cmd(&["INFO", "errorstats"])));
+    let stats = String::from_utf8_lossy(&c.cmd(&["INFO", "commandstats"])).into_owned();
+    let mut lines: Vec<String> = stats
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_eval") || l.starts_with("cmdstat_set:") || l.starts_with("cmdstat_select"))
+        .map(|l| {
+            // usec figures differ; calls and the rejected and failed counts must not.
+            l.split(',').filter(|f| !f.contains("usec")).collect::<Vec<_>>().join(",")
+        })
+        .collect();
+    lines.sort();
+    out.extend(lines);
+    out
+}
+
+#[test]
+fn script_errors_count_once_like_redis() {
+    assert_eq!(error_counting_scenario(&TestServer::new()), error_counting_scenario(&RedisServer::new()));
+}
+
+/// More scripts than mlua's auxiliary stack has slots (Lua 5.1 caps it near 8000): each loads,
+/// and the first and last still run.
+#[test]
+fn many_cached_scripts_load_and_run() {
+    let server = TestServer::new();
+    let mut c = server.client();
+    let n = 12_000;
+    let bodies: Vec<String> = (0..n).map(|j| format!("return {j}")).collect();
+    let mut pipeline = Vec::new();
+    for body in &bodies {
+        pipeline.extend(common::encode(&["SCRIPT", "LOAD", body.as_str()]));
+    }
+    c.send_raw(&pipeline).unwrap();
+    let mut shas = Vec::new();
+    for j in 0..n {
+        let reply = c.read_reply().unwrap();
+        assert!(reply.starts_with(b"$40\r\n"), "SCRIPT LOAD {j}: {}", show(&reply));
+        shas.push(String::from_utf8_lossy(&reply[5..45]).into_owned());
+    }
+    assert_eq!(c.cmd(&["EVALSHA", &shas[0], "0"]), b":0\r\n");
+    assert_eq!(c.cmd(&["EVALSHA", &shas[n - 1], "0"]), format!(":{}\r\n", n - 1).into_bytes());
+    assert_eq!(c.cmd(&["EVAL", "return 'new'", "0"]), b"$3\r\nnew\r\n");
+    assert_eq!(c.cmd(&["SCRIPT", "FLUSH"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["EVAL", "return 'after flush'", "0"]), b"$11\r\nafter flush\r\n");
+}

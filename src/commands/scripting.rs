@@ -4,7 +4,7 @@
 
 use super::flags::*;
 use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::executor::scripting::{script_flags, RunRules};
+use crate::executor::scripting::{ldb, script_flags, RunRules};
 use crate::executor::State;
 use crate::resp::Reply;
 
@@ -60,6 +60,31 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
     if by_sha && args.get(1).len() != 40 {
         return Err(CmdError::Raw(NOSCRIPT_ERROR.into()));
     }
+    if let Some(mode) = ctx.client.lua_debug {
+        if by_sha {
+            return Err(CmdError::err("Please use EVAL instead of EVALSHA for debugging"));
+        }
+        // The session starts before anything is checked, so even an argument error is
+        // answered after `<endsession>`, and the connection closes (evalGenericCommandWithDebugging).
+        let side = match ldb::begin(ctx.srv, ctx.client, mode, args.get(1)) {
+            Ok(side) => side,
+            Err(e) => {
+                ctx.client.lua_debug = None;
+                return Err(CmdError::err(format!("Fork() failed: can't run EVAL in debugging mode: {e}")));
+            }
+        };
+        if side == ldb::Side::Parent {
+            // The child answers; this side sends nothing (its reply is switched off).
+            return Ok(Reply::Ok);
+        }
+        let reply = run_checked(ctx, args, by_sha, read_only).unwrap_or_else(CmdError::into_reply);
+        return Ok(ldb::finish(ctx.client, side, reply));
+    }
+    run_checked(ctx, args, by_sha, read_only)
+}
+
+/// EVAL's checks and run, once MONITOR has seen it.
+fn run_checked(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     let numkeys = args.i64(2)?;
     if numkeys > (args.len() - 3) as i64 {
         return Err(CmdError::err("Number of keys can't be greater than number of args"));
@@ -173,15 +198,27 @@ pub fn script_kill(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 
 /// SCRIPT DEBUG YES|SYNC|NO
 ///
-/// NO (the default mode) is accepted; the Lua debugger behind YES and SYNC does not exist here.
-pub fn script_debug(_ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if args.is(2, "no") {
-        return Ok(Reply::Ok);
+/// Sets how the client's next EVAL runs: under the Lua debugger in a forked session (YES), in
+/// this server (SYNC), or normally (NO). See `executor::scripting::ldb`.
+pub fn script_debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    if ctx.client.handle.pending_output() > 0 {
+        return Err(CmdError::err("SCRIPT DEBUG must be called outside a pipeline"));
     }
-    if args.is(2, "yes") || args.is(2, "sync") {
-        return Err(CmdError::err("SCRIPT DEBUG YES and SYNC are not supported: this server has no Lua debugger"));
+    let mode = if args.is(2, "no") {
+        None
+    } else if args.is(2, "yes") {
+        Some(ldb::Mode::Fork)
+    } else if args.is(2, "sync") {
+        Some(ldb::Mode::Sync)
+    } else {
+        return Err(CmdError::err("Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
+    // The debugger talks on the socket itself; a TLS connection's records are its task's.
+    if mode.is_some() && ctx.client.info.tls {
+        return Err(CmdError::err("SCRIPT DEBUG is not available on TLS connections"));
     }
-    Err(CmdError::err("Use SCRIPT DEBUG YES/SYNC/NO"))
+    ctx.client.lua_debug = mode;
+    Ok(Reply::Ok)
 }
 
 /// SCRIPT HELP

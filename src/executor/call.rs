@@ -186,6 +186,8 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     // checks them; only a transaction's commands skip what EXEC was checked for.
     let script = client.id == crate::executor::scripting::SCRIPT_CLIENT_ID;
     let exec_body = client.in_exec && !script;
+    // A script that already wrote is not refused later writes for the server's state.
+    let exec_body = exec_body || (script && client.script_dirty);
     if !script && !obey {
         if let Err(refusal) = crate::executor::access::check(st, client, spec, parent, &cmd.argv) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
@@ -392,7 +394,10 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
         Ok(reply) => {
             if let Reply::Error(line) = &reply {
                 stat.failed_calls += 1;
-                st.stats.count_error(line);
+                // A script's error that errorstats counted where it happened is not counted again.
+                if !crate::executor::scripting::take_error_counted() {
+                    st.stats.count_error(line);
+                }
             }
             reply
         }

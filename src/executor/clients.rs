@@ -78,6 +78,9 @@ pub struct ClientHandle {
     /// was last reset (rbp), and when that was (unix ms).
     reply_buf: AtomicUsize,
     reply_peak: AtomicUsize,
+    /// The connection was handed to a forked debugging session (SCRIPT DEBUG YES): it closes
+    /// its descriptor without shutting the socket down, which the child still talks on.
+    detached: AtomicBool,
     reply_peak_reset_ms: AtomicI64,
 }
 
@@ -149,6 +152,15 @@ fn obuf_limits(class: ObufClass) -> (u64, u64, u64) {
 }
 
 impl ClientHandle {
+    /// Hands the socket to a forked child: the connection closes without a shutdown.
+    pub fn detach(&self) {
+        self.detached.store(true, Ordering::Release);
+    }
+
+    pub fn detached(&self) -> bool {
+        self.detached.load(Ordering::Acquire)
+    }
+
     pub fn request_close(&self) {
         self.kill.store(true, Ordering::Release);
         self.notify.raise();
@@ -514,6 +526,10 @@ pub struct Client {
     /// watches (its `dirty_cas` once the script returns).
     pub script_caller: Option<u64>,
     pub caller_dirty_cas: bool,
+    /// The script client only: the running script already wrote, so its later writes are not
+    /// refused for the server's state (disk errors, min-replicas, read-only replica), as
+    /// Redis's SCRIPT_WRITE_DIRTY: a script is not failed halfway on an unpredictable state.
+    pub script_dirty: bool,
     /// On the script client: the keys the script declared, remembered for its caller's
     /// client-side caching once the script runs a read-only command (None when the caller does
     /// not track its reads).
@@ -527,6 +543,8 @@ pub struct Client {
     /// The running command's reply is to be dropped (a SKIP before it); CLIENT REPLY ON clears
     /// it, so its own OK goes out, as in Redis.
     pub reply_skip_now: bool,
+    /// SCRIPT DEBUG YES|SYNC: the next EVAL runs under the Lua debugger.
+    pub lua_debug: Option<super::scripting::ldb::Mode>,
     /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
     pub qbuf: usize,
     pub argv_mem: usize,
@@ -606,10 +624,12 @@ impl Client {
             script_caller: None,
             caller_tracked_keys: None,
             caller_dirty_cas: false,
+            script_dirty: false,
             watched_keys: Vec::new(),
             reply_off: false,
             reply_skip_next: false,
             reply_skip_now: false,
+            lua_debug: None,
             qbuf: 0,
             argv_mem: 0,
             tracking: Tracking::default(),

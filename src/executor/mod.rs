@@ -307,22 +307,7 @@ impl Executor {
     }
 
     pub fn disconnect(&mut self, id: u64) {
-        if let Some(mut client) = self.state.clients.remove(&id) {
-            clients::log_if_obuf_exceeded(&self.state, &client);
-            crate::executor::tracking::forget(&mut self.state.tracking, &mut client);
-            if client.postponed {
-                self.state.postponed.retain(|&p| p != id);
-            }
-            crate::executor::multi::unwatch_client(&mut self.state, &mut client);
-            if let Some(blocked) = client.blocked.take() {
-                blocking::unpark(&mut self.state, id, &blocked);
-                replication::end_wait(&mut self.state, id);
-                shutdown::forget(&mut self.state, id);
-            }
-            replication::client_gone(&mut self.state, &client);
-        }
-        // pub/sub hook: drop the client's subscriptions and monitor mode.
-        crate::executor::pubsub::forget_client(&mut self.state, id);
+        disconnect_client(&mut self.state, id);
     }
 
     /// Number of connected clients (maxclients check).
@@ -459,6 +444,7 @@ impl Executor {
             clients::log_if_obuf_exceeded(st, c);
         }
         clients::cron(st, now);
+        scripting::ldb::reap_children();
         crate::executor::tracking::broadcast(st, None);
         // Keys do not expire actively while clients are paused (Redis 7.0), nor on a replica,
         // whose master sends the deletions.
@@ -587,4 +573,25 @@ impl Executor {
             Msg::Run(f) => f(self),
         }
     }
+}
+
+/// Forgets a client whose connection is gone (its subscriptions, watches, blocked state and
+/// replica entry too).
+pub fn disconnect_client(st: &mut State, id: u64) {
+    if let Some(mut client) = st.clients.remove(&id) {
+        clients::log_if_obuf_exceeded(st, &client);
+        crate::executor::tracking::forget(&mut st.tracking, &mut client);
+        if client.postponed {
+            st.postponed.retain(|&p| p != id);
+        }
+        crate::executor::multi::unwatch_client(st, &mut client);
+        if let Some(blocked) = client.blocked.take() {
+            blocking::unpark(st, id, &blocked);
+            replication::end_wait(st, id);
+            shutdown::forget(st, id);
+        }
+        replication::client_gone(st, &client);
+    }
+    // pub/sub hook: drop the client's subscriptions and monitor mode.
+    crate::executor::pubsub::forget_client(st, id);
 }

@@ -540,6 +540,7 @@ pub fn disk_error(st: &State) -> Option<DiskError> {
 /// SHUTDOWN's save: kills a running child, then saves in the foreground when asked to.
 pub fn shutdown_save(st: &mut State, save: bool) -> Result<(), SaveError> {
     kill_child(st);
+    super::scripting::ldb::kill_children();
     super::aof::shutdown(st);
     if save {
         tracing::info!("Saving the final RDB snapshot before exiting.");

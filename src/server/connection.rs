@@ -205,7 +205,10 @@ where
             out = Vec::with_capacity(READ_CHUNK);
         }
     }
-    let _ = stream.shutdown().await;
+    // A socket handed to a forked debugging session stays open for the child.
+    if !handle.detached() {
+        let _ = stream.shutdown().await;
+    }
     shared.exec.disconnect(id);
 }
 

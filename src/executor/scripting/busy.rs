@@ -105,6 +105,13 @@ pub(super) fn tick(run: &mut Run) -> bool {
             continue;
         }
         let (fd, handle, authenticated) = (client.info.fd, client.handle.clone(), client.authenticated);
+        // A peer that closed its end (a replica after REPLICAOF NO ONE) is forgotten now, as
+        // Redis's event loop frees it while the script runs: INFO from the script sees it gone.
+        if fd >= 0 && !client.info.tls && peer_closed(fd) {
+            handle.request_close();
+            crate::executor::disconnect_client(run.st, id);
+            continue;
+        }
         if fd < 0 || handle.close_requested() || handle.unparsed() || handle.pending_output() > 0 {
             continue;
         }
@@ -136,6 +143,14 @@ pub(super) fn tick(run: &mut Run) -> bool {
         }
     }
     run.busy.killed
+}
+
+/// Whether the peer of a socket closed it (nothing left to read and end of stream).
+fn peer_closed(fd: RawFd) -> bool {
+    let mut byte = [0u8; 1];
+    // SAFETY: recv writes at most one byte into the buffer we own; MSG_PEEK leaves it there.
+    let n = unsafe { libc::recv(fd, byte.as_mut_ptr() as *mut libc::c_void, 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+    n == 0
 }
 
 /// Accepts what waits on the listeners (non-blocking), to be answered while busy.

@@ -15,8 +15,8 @@ for _, name in ipairs({ "call", "pcall", "setresp", "log", "sha1hex", "error_rep
     redis[name] = prim[name]
 end
 redis.replicate_commands = function() return true end
-redis.breakpoint = function() return false end
-redis.debug = function() end
+redis.breakpoint = prim.breakpoint
+redis.debug = prim.debug
 redis.LOG_DEBUG = 0
 redis.LOG_VERBOSE = 1
 redis.LOG_NOTICE = 2

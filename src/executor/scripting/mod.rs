@@ -15,6 +15,7 @@ mod busy;
 pub mod convert;
 pub mod functions;
 pub mod host;
+pub mod ldb;
 pub mod libs;
 mod stack;
 
@@ -62,7 +63,8 @@ pub struct Script {
     pub sha: String,
     pub body: Bytes,
     pub flags: u32,
-    func: Function,
+    /// Where its compiled function is in the engine's table of script functions.
+    slot: i32,
 }
 
 /// The parts of the VM a run uses, shared so that a run takes them with one reference count
@@ -93,6 +95,12 @@ pub struct Engine {
     pub bodies_bytes: usize,
     /// The script client, kept between runs (taken out while one runs).
     client: Option<Box<Client>>,
+    /// The compiled scripts, by slot, in one Lua table (as Redis keeps them in the Lua state):
+    /// a `Function` handle each would take a slot of mlua's auxiliary stack, which Lua 5.1 caps
+    /// near 8000, and SCRIPT LOAD of more scripts failed with "out of Lua stack".
+    fns: Table,
+    /// The slot the next script gets.
+    next_slot: i32,
 }
 
 impl std::fmt::Debug for Engine {
@@ -131,6 +139,8 @@ impl Engine {
         prim.raw_set("call", unsafe { lua.create_c_function(stack::redis_call)? })?;
         prim.raw_set("pcall", unsafe { lua.create_c_function(stack::redis_pcall)? })?;
         prim.raw_set("base_pcall", unsafe { lua.create_c_function(stack::base_pcall)? })?;
+        prim.raw_set("debug", unsafe { lua.create_c_function(ldb::redis_debug)? })?;
+        prim.raw_set("breakpoint", unsafe { lua.create_c_function(ldb::redis_breakpoint)? })?;
         prim.raw_set("setresp", raising(&lua, lua.create_function(prim_setresp)?)?)?;
         prim.raw_set("register_function", raising(&lua, lua.create_function(functions::prim_register_function)?)?)?;
         prim.raw_set("log", raising(&lua, lua.create_function(prim_log)?)?)?;
@@ -145,6 +155,7 @@ impl Engine {
         let xpcall: Function = globals.raw_get("xpcall")?;
         let (env, fn_env, fn_mode): (Table, Table, Table) =
             lua.load(include_str!("env.lua")).set_name(ENV_CHUNK).call(prim)?;
+        let fns = lua.create_table()?;
         Ok(Engine {
             vm: Arc::new(Vm { lua, globals, env, err_handler, xpcall, fn_env, fn_mode }),
             registry: functions::Registry::default(),
@@ -152,6 +163,8 @@ impl Engine {
             by_body: HashMap::default(),
             bodies_bytes: 0,
             client: None,
+            fns,
+            next_slot: 1,
         })
     }
 
@@ -233,7 +246,13 @@ impl Engine {
             .into_function()
             .map_err(|e| format!("ERR Error compiling script (new function): {}", compile_message(&e)))?;
         let body = Bytes::copy_from_slice(body);
-        let script = Arc::new(Script { sha: sha1_hex(&body), body: body.clone(), flags, func });
+        if self.next_slot == i32::MAX {
+            return Err("ERR Error compiling script (new function): too many scripts".into());
+        }
+        let slot = self.next_slot;
+        self.fns.raw_set(slot, func).map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        self.next_slot += 1;
+        let script = Arc::new(Script { sha: sha1_hex(&body), body: body.clone(), flags, slot });
         self.bodies_bytes += body_memory(body.len());
         self.scripts.insert(script.sha.clone(), script.clone());
         self.by_body.insert(body, script.clone());
@@ -245,6 +264,10 @@ impl Engine {
         self.scripts.clear();
         self.by_body.clear();
         self.bodies_bytes = 0;
+        if let Ok(t) = self.vm.lua.create_table() {
+            self.fns = t;
+            self.next_slot = 1;
+        }
         let _ = self.vm.lua.gc_collect();
         let _ = self.vm.lua.gc_collect();
     }
@@ -358,6 +381,7 @@ pub fn run(
     now_ms: i64,
 ) -> Reply {
     let vm = st.scripting.vm.clone();
+    let script_fns = st.scripting.fns.clone();
     let mut client = st.scripting.client.take().unwrap_or_else(|| Box::new(script_client(now_ms)));
     client.db = caller.db;
     client.user = caller.user.clone();
@@ -365,6 +389,8 @@ pub fn run(
     client.caller_tracked_keys = caller.tracking.remembers_reads().then(|| keys.to_vec());
     client.proto = 2;
     client.in_exec = true;
+    client.script_dirty = false;
+    take_error_counted();
     let name = match &what {
         Callable::Script(s) => s.sha.as_str(),
         Callable::Function(f) => f.name.as_str(),
@@ -374,11 +400,19 @@ pub fn run(
     let busy = busy::Busy::new(matches!(what, Callable::Function(_)), clock.last_us);
     st.prop.script_targets = crate::executor::propagate::ALL;
     let mut run = Run { st: &mut *st, client: &mut client, clock, rules, wrote: false, reply_buf: Vec::new(), busy };
+    // A debugged EVAL runs under the debugger's hook instead of the busy one (as in Redis, the
+    // debugger's own timeout stops a script that runs too long).
+    let debugged = ldb::active();
+    if debugged {
+        if let Err(e) = ldb::install_hook(&vm.lua) {
+            tracing::warn!("Lua debugger hook could not be set: {e}");
+        }
+    }
     let result = {
         let _current = CurrentRun::enter(&mut run);
         let outcome = match &what {
-            Callable::Script(script) => call_lua(&vm, &script.func, false, keys, args),
-            Callable::Function(def) => call_lua(&vm, &def.callback, true, keys, args),
+            Callable::Script(script) => call_lua(&vm, &script_fns, Some(script.slot), false, keys, args),
+            Callable::Function(def) => call_lua(&vm, &def.callback, None, true, keys, args),
         };
         outcome.map(|result| result.unwrap_or_else(|error| script_error(&error, name)))
     };
@@ -387,17 +421,37 @@ pub fn run(
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
     let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
+    if !matches!(reply, Reply::Error(_)) {
+        // Only an error reply that call() counts may carry the mark out of the run.
+        take_error_counted();
+    }
     client.script_caller = None;
     client.caller_tracked_keys = None;
     caller.dirty_cas |= std::mem::take(&mut client.caller_dirty_cas);
     st.scripting.client = Some(client);
-    if killed {
-        // The kill made the hook fire on every instruction: back to its usual pace.
+    if killed || debugged {
+        // The kill made the hook fire on every instruction (or the debugger's hook ran): back
+        // to the usual one.
         if let Err(e) = install_hook(&vm.lua) {
             tracing::warn!("Lua hook could not be reset: {e}");
         }
     }
     reply
+}
+
+thread_local! {
+    /// The script's error reply was counted in errorstats where it happened (a command's error
+    /// or refusal): `call()` counts the reply as a failed call only.
+    static ERROR_COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+pub(crate) fn note_error_counted() {
+    ERROR_COUNTED.with(|c| c.set(true));
+}
+
+/// Whether the error reply just produced by a script was counted already (and forgets it).
+pub fn take_error_counted() -> bool {
+    ERROR_COUNTED.with(|c| c.replace(false))
 }
 
 /// Every this many runs, the collector takes as many steps (Redis's LUA_GC_CYCLE_PERIOD): each
@@ -491,9 +545,11 @@ fn with_load_deadline<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
 /// Calls a script (KEYS and ARGV set as globals) or a function (keys and arguments tables as
 /// its two parameters) under the error handler, in one pass over the Lua C API (each mlua call
 /// would take the VM's lock): the reply converted on the stack, or the error table.
+/// `target` is the function to call, or with `slot` the table holding it at that index.
 fn call_lua(
     vm: &Vm,
-    target: &Function,
+    target: impl mlua::IntoLua,
+    slot: Option<i32>,
     as_function: bool,
     keys: &[Bytes],
     args: &[Bytes],
@@ -507,6 +563,10 @@ fn call_lua(
     // REPLY_STACK slots, so that converting a usual result cannot raise (see `stack::reply_at`).
     let error = unsafe {
         vm.lua.exec_raw::<Value>((&vm.globals, target, &vm.err_handler), |state| {
+            if let Some(slot) = slot {
+                ffi::lua_rawgeti(state, 2, slot as _);
+                ffi::lua_replace(state, 2);
+            }
             let push_strings = |items: &[Bytes]| {
                 ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
                 for (i, item) in items.iter().enumerate() {
@@ -590,6 +650,9 @@ fn script_error(err: &Value, sha: &str) -> Reply {
     let Value::Table(t) = err else {
         return Reply::Error(format!("ERR Error running script (call to {sha}): @user_script"));
     };
+    if t.raw_get::<bool>("ignore_error_stats_update").unwrap_or(false) {
+        note_error_counted();
+    }
     let mut text = match t.raw_get::<Value>("err") {
         Ok(Value::String(s)) => s.as_bytes().to_vec(),
         _ => Vec::new(),
@@ -661,6 +724,7 @@ fn root_message(e: &mlua::Error) -> String {
 /// `(false, {err=msg})` for the environment's wrappers to raise: `msg` in Redis's error-table
 /// form (luaPushError): a leading `-CODE ` stays the code, anything else gets `ERR `.
 pub(crate) fn failure(lua: &Lua, msg: &str) -> mlua::Result<MultiValue> {
+    ldb::log_if_enabled(|| format!("<error> {msg}").into_bytes());
     let t = lua.create_table()?;
     t.raw_set("err", convert::error_table_text(msg))?;
     Ok(MultiValue::from_iter([Value::Boolean(false), Value::Table(t)]))
@@ -729,9 +793,22 @@ fn command_argv(args: &MultiValue) -> Result<Vec<Bytes>, &'static str> {
         .collect()
 }
 
-/// The checks Redis makes before a script's command (scriptCall), then the command itself;
-/// returns its encoded reply, or the refusal message.
+/// The checks Redis makes before a script's command (scriptCall), then the command itself; the
+/// encoded reply is left in the run's buffer, or the refusal message returned.
 fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
+    let result = checked_call(run, argv);
+    if let Err(refusal) = result {
+        // Counted in errorstats here, as Redis's scriptCall does: a script that catches it with
+        // redis.pcall still shows it, and one that returns it is not counted again.
+        match refusal.strip_prefix('-') {
+            Some(_) => run.st.stats.count_error(refusal),
+            None => run.st.stats.count_error(&format!("ERR {refusal}")),
+        }
+    }
+    result
+}
+
+fn checked_call(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
     let Some(top) = crate::executor::registry::lookup(&argv[0]) else {
         return Err("Unknown Redis command called from script");
     };
@@ -747,6 +824,8 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
         run.st.stats.commands.entry(name).or_default().rejected_calls += 1;
         return Err(refusal);
     }
+    // Dirty from the command after the first write on (the first is still checked).
+    run.client.script_dirty = run.wrote;
     if spec.has_flag(flags::WRITE) {
         run.wrote = true;
     }

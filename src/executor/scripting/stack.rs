@@ -62,10 +62,18 @@ unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
     // (`redis.call(cmd, unpack(t))` of ~8000 values) still has room for its reply.
     ffi::lua_settop(state, 0);
     match result {
-        Err(msg) => match msg.strip_prefix('-') {
-            Some(line) => push_error_line(state, line.as_bytes()),
-            None => push_error_table(state, b"ERR ", msg.as_bytes()),
-        },
+        Err((msg, refused)) => {
+            super::ldb::log_if_enabled(|| format!("<error> {msg}").into_bytes());
+            match msg.strip_prefix('-') {
+                Some(line) => push_error_line(state, line.as_bytes()),
+                None => push_error_table(state, b"ERR ", msg.as_bytes()),
+            }
+            // A refused command was counted in errorstats where it was refused; an argument
+            // error is counted if it becomes the script's reply.
+            if refused {
+                mark_counted(state);
+            }
+        }
         Ok(()) => {
             let Some(reply) = with_run(|run| &run.reply_buf[..] as *const [u8]) else {
                 ffi::lua_pushnil(state);
@@ -74,6 +82,13 @@ unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
             // SAFETY: the buffer belongs to the run in progress and is only written by the next
             // command, which cannot start before this push has finished.
             let reply = &*reply;
+            if super::ldb::enabled() {
+                if reply.first() == Some(&b'-') {
+                    let end = memchr::memmem::find(reply, b"\r\n").unwrap_or(reply.len());
+                    super::ldb::log_if_enabled(|| [&b"<error> "[..], &reply[..end]].concat());
+                }
+                super::ldb::log_reply_if_enabled(reply);
+            }
             let mut pos = 0;
             if !push_reply(state, reply, &mut pos) {
                 ffi::lua_pushnil(state);
@@ -91,10 +106,11 @@ unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
 
 /// Reads the command's arguments (strings as they are, numbers as `%.17g`) and runs it; the
 /// reply is left in the run's buffer. Makes no Lua call that can raise.
-unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), &'static str> {
+/// An error is the message and whether the command itself was refused (already counted).
+unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), (&'static str, bool)> {
     let argc = ffi::lua_gettop(state);
     if argc == 0 {
-        return Err("Please specify at least one argument for this redis lib call");
+        return Err(("Please specify at least one argument for this redis lib call", false));
     }
     let mut argv = Vec::with_capacity(argc as usize);
     for i in 1..=argc {
@@ -106,10 +122,14 @@ unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), &'static str> {
                 argv.push(Bytes::copy_from_slice(std::slice::from_raw_parts(ptr, len)));
             }
             ffi::LUA_TNUMBER => argv.push(Bytes::from(crate::util::num::fmt_g17(ffi::lua_tonumber(state, i)))),
-            _ => return Err("Lua redis lib command arguments must be strings or integers"),
+            _ => return Err(("Lua redis lib command arguments must be strings or integers", false)),
         }
     }
-    with_run(|run| run_command(run, argv)).unwrap_or(Err("no script is running"))
+    super::ldb::log_command_if_enabled(&argv);
+    match with_run(|run| run_command(run, argv)) {
+        Some(result) => result.map_err(|msg| (msg, true)),
+        None => Err(("no script is running", false)),
+    }
 }
 
 /// Whether the value on top is a table with a string `err` field.
@@ -126,6 +146,11 @@ unsafe fn is_error_table(state: *mut ffi::lua_State) -> bool {
 
 unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
     ffi::lua_pushlstring(state, bytes.as_ptr() as *const c_char, bytes.len());
+}
+
+/// Pushes `{err = "ERR " .. message}` (luaPushError of a message without a code).
+pub(super) unsafe fn push_error(state: *mut ffi::lua_State, message: &[u8]) {
+    push_error_table(state, b"ERR ", message);
 }
 
 /// Pushes `{err = prefix .. message}`.
@@ -282,6 +307,19 @@ unsafe fn push_error_line(state: *mut ffi::lua_State, line: &[u8]) {
     } else {
         push_error_table(state, b"ERR ", trimmed);
     }
+    // The command's error reply was counted in errorstats when it was sent.
+    mark_counted(state);
+}
+
+/// The field Redis sets on an error table whose error errorstats counted already: if the script
+/// returns (or raises) it, its reply is not counted again.
+const COUNTED_FIELD: &[u8] = b"ignore_error_stats_update";
+
+/// Sets the counted mark on the error table on top.
+unsafe fn mark_counted(state: *mut ffi::lua_State) {
+    push_bytes(state, COUNTED_FIELD);
+    ffi::lua_pushboolean(state, 1);
+    ffi::lua_rawset(state, -3);
 }
 
 fn trim_crlf(mut s: &[u8]) -> &[u8] {
@@ -350,6 +388,8 @@ struct Fields {
     verbatim: Option<(Vec<u8>, Vec<u8>)>,
     map: bool,
     set: bool,
+    /// The error was counted in errorstats already (COUNTED_FIELD is true).
+    counted: bool,
 }
 
 unsafe fn table_reply(state: *mut ffi::lua_State, t: c_int, resp: u8, depth: usize) -> Reply {
@@ -368,12 +408,16 @@ unsafe fn table_reply(state: *mut ffi::lua_State, t: c_int, resp: u8, depth: usi
                 (b"verbatim_string", ffi::LUA_TTABLE) => f.verbatim = verbatim_fields(state, ffi::lua_gettop(state)),
                 (b"map", ffi::LUA_TTABLE) => f.map = true,
                 (b"set", ffi::LUA_TTABLE) => f.set = true,
+                (COUNTED_FIELD, _) => f.counted = ffi::lua_toboolean(state, -1) != 0,
                 _ => {}
             }
         }
         ffi::lua_settop(state, -2);
     }
     if let Some(err) = f.err {
+        if depth == 0 && f.counted {
+            super::note_error_counted();
+        }
         return convert::line_reply(b'-', err);
     }
     if let Some(ok) = f.ok {
