@@ -69,6 +69,23 @@ impl Value {
         }
     }
 
+    /// One incremental rehash step of a collection's hash table while it resizes (Redis steps
+    /// a resizing dict on every lookup; the keyspace lookups call this).
+    pub fn rehash_step(&mut self) {
+        match self {
+            Value::Hash(h) => {
+                h.rehash_step();
+            }
+            Value::Set(s) => {
+                s.rehash_step();
+            }
+            Value::ZSet(z) => {
+                z.rehash_step();
+            }
+            Value::Str(_) | Value::List(_) | Value::Stream(_) => {}
+        }
+    }
+
     /// The name OBJECT ENCODING replies with.
     pub fn encoding_name(&self) -> &'static str {
         match self {
