@@ -108,7 +108,11 @@ fn full_scan(c: &mut Client, kind: &str, key: &[u8], mut between: impl FnMut(&mu
 }
 
 /// The same workload on both servers: build, scan while growing, scan while shrinking.
-fn scan_while_resizing(kind: &str, c: &mut Client) -> (BTreeSet<Vec<u8>>, BTreeSet<Vec<u8>>, BTreeSet<Vec<u8>>) {
+/// Members seen, as a sorted set.
+type Members = BTreeSet<Vec<u8>>;
+
+/// Returns what the growing scan saw, what the shrinking scan saw, and the contents after.
+fn scan_while_resizing(kind: &str, c: &mut Client) -> (Members, Members, Members) {
     let key = kind.as_bytes();
     add(c, kind, key, "stable", 0, 3000);
     // Growth from 3000 to 23000 members during the scan.

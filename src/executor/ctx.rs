@@ -88,7 +88,7 @@ impl Ctx<'_> {
         let now = self.now_ms;
         self.srv.dbs[self.client.db].get_mut(key, now).map(|v| {
             v.rehash_step();
-            v
+            &mut *v
         })
     }
 

@@ -1380,3 +1380,50 @@ mod tests {
         }
     }
 }
+
+/// Worst single-insert time while a set and a hash grow to 5M members, in wall and thread CPU
+/// time (release-like profile: `cargo test --profile ci --lib growth_latency -- --ignored
+/// --nocapture`). The CPU figure is what the structure costs; the wall figure adds preemption.
+#[cfg(test)]
+mod growth_latency {
+    use std::time::{Duration, Instant};
+
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec through a valid pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    fn worst(n: usize, mut insert: impl FnMut(&[u8])) -> (Duration, Duration, usize) {
+        let (mut wall, mut cpu, mut at) = (Duration::ZERO, Duration::ZERO, 0);
+        for i in 0..n {
+            let m = format!("member:{i}");
+            let (t0, c0) = (Instant::now(), thread_cpu());
+            insert(m.as_bytes());
+            let c = thread_cpu() - c0;
+            wall = wall.max(t0.elapsed());
+            if c > cpu {
+                cpu = c;
+                at = i;
+            }
+        }
+        (wall, cpu, at)
+    }
+
+    #[test]
+    #[ignore]
+    fn growth_latency_5m() {
+        let n = 5_000_000;
+        let mut s = super::Set::new();
+        let (w, c, at) = worst(n, |m| {
+            s.insert(m, 0);
+        });
+        println!("set: worst insert {w:?} wall, {c:?} thread CPU (at {at})");
+        let mut h = crate::types::Hash::new();
+        let (w, c, at) = worst(n, |m| {
+            h.set(m, b"v", 0, 0);
+        });
+        println!("hash: worst insert {w:?} wall, {c:?} thread CPU (at {at})");
+    }
+}
