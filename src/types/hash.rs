@@ -28,6 +28,7 @@
 //! `hash-max-listpack-entries` or a field/value is longer than `hash-max-listpack-value`; never
 //! back. The limits come in as plain numbers: this module knows nothing of config or commands.
 
+use crate::types::segvec::SegVec;
 use crate::util::varint;
 use std::hash::BuildHasher;
 
@@ -155,10 +156,11 @@ pub struct Table {
     /// Bytes of `arena` no pair uses any more.
     garbage: usize,
     /// Slab: where each live pair starts in `arena`.
-    offsets: Vec<usize>,
+    offsets: SegVec<usize>,
     /// Parallel to `offsets`: the field's hash and the next slab index in its bucket's chain.
-    links: Vec<Link>,
-    /// Head slab index of each bucket's chain (`NIL` when empty); the length is a power of two.
+    links: SegVec<Link>,
+    /// Head slab index of each bucket's chain, stored as its bitwise NOT (0 when empty, see
+    /// `empty_buckets`); the length is a power of two.
     /// During a resize this is the target array (Redis's `ht[1]`).
     buckets: Box<[u32]>,
     /// A resize in progress, behind a pointer so a table stays in its 128-byte size class.
@@ -175,6 +177,13 @@ pub struct Table {
 struct Rehash {
     old: Box<[u32]>,
     idx: usize,
+}
+
+/// A bucket array with every bucket empty. Buckets store the bitwise NOT of their head's slab
+/// index, so an empty one (`NIL`) is 0 and the array comes from zeroed memory: a fresh array of
+/// millions of buckets costs no writing pass (filling 2^23 buckets with `NIL` took 10 ms).
+fn empty_buckets(n: usize) -> Box<[u32]> {
+    vec![0u32; n].into_boxed_slice()
 }
 
 /// Per-field expiry times of a table, parallel to its slab.
@@ -251,9 +260,9 @@ impl Table {
         Table {
             arena: Arena::default(),
             garbage: 0,
-            offsets: Vec::with_capacity(n),
-            links: Vec::with_capacity(n),
-            buckets: vec![NIL; nb].into_boxed_slice(),
+            offsets: SegVec::with_capacity(n),
+            links: SegVec::with_capacity(n),
+            buckets: empty_buckets(nb),
             rehash: None,
             state: foldhash::fast::RandomState::default(),
             ttl: None,
@@ -276,10 +285,15 @@ impl Table {
         self.rehash.is_some()
     }
 
-    /// The chain head that holds (or would hold) pairs of hash `h`: the old array's bucket while
-    /// it has not moved yet, else the live array's. A pair's array is thus known from its hash,
-    /// so a lookup walks one chain even during a resize.
-    fn head(&self, h: u32) -> &u32 {
+    /// The chain head (decoded: a slab index or `NIL`) that holds pairs of hash `h`: the old
+    /// array's bucket while it has not moved yet, else the live array's. A pair's array is thus
+    /// known from its hash, so a lookup walks one chain even during a resize.
+    fn head(&self, h: u32) -> u32 {
+        !*self.head_ref(h)
+    }
+
+    /// The stored (encoded) bucket `head` reads.
+    fn head_ref(&self, h: u32) -> &u32 {
         if let Some(r) = &self.rehash {
             let ob = h as usize & (r.old.len() - 1);
             if ob >= r.idx {
@@ -289,6 +303,7 @@ impl Table {
         &self.buckets[h as usize & self.mask()]
     }
 
+    /// The stored (encoded, see `empty_buckets`) bucket for hash `h`.
     fn head_mut(&mut self, h: u32) -> &mut u32 {
         let mask = self.mask();
         if let Some(r) = &mut self.rehash {
@@ -302,7 +317,7 @@ impl Table {
 
     fn find(&self, field: &[u8]) -> Option<usize> {
         let h = self.hash(field);
-        let mut i = *self.head(h);
+        let mut i = self.head(h);
         while i != NIL {
             let link = self.links[i as usize];
             if link.hash == h && self.pair(i as usize).0 == field {
@@ -321,7 +336,7 @@ impl Table {
     /// progress first, which only happens when inserts outrun the steps).
     fn start_resize(&mut self, nb: usize) {
         while self.rehash_step(usize::MAX / 10) {}
-        let old = std::mem::replace(&mut self.buckets, vec![NIL; nb].into_boxed_slice());
+        let old = std::mem::replace(&mut self.buckets, empty_buckets(nb));
         if !self.offsets.is_empty() {
             self.rehash = Some(Box::new(Rehash { old, idx: 0 }));
         }
@@ -335,7 +350,7 @@ impl Table {
         let mut empty_visits = n.saturating_mul(10);
         let mut n = n;
         while n > 0 && r.idx < r.old.len() {
-            let mut i = std::mem::replace(&mut r.old[r.idx], NIL);
+            let mut i = !std::mem::replace(&mut r.old[r.idx], !NIL);
             r.idx += 1;
             if i == NIL {
                 empty_visits -= 1;
@@ -348,8 +363,8 @@ impl Table {
                 let link = &mut self.links[i as usize];
                 let next = link.next;
                 let b = &mut self.buckets[link.hash as usize & mask];
-                link.next = *b;
-                *b = i;
+                link.next = !*b;
+                *b = !i;
                 i = next;
             }
             n -= 1;
@@ -406,8 +421,8 @@ impl Table {
             t.at.push(NO_TTL);
         }
         let b = self.head_mut(h);
-        let next = *b;
-        *b = idx;
+        let next = !*b;
+        *b = !idx;
         self.links.push(Link { hash: h, next });
         // Grow like Redis: at one pair per bucket, to the next power of two, not during a resize
         // nor, unless five pairs per bucket, while a fork child shares the pages.
@@ -425,11 +440,11 @@ impl Table {
     fn relink(&mut self, from: u32, to: u32) {
         let h = self.links[from as usize].hash;
         let head = self.head_mut(h);
-        if *head == from {
-            *head = to;
+        if !*head == from {
+            *head = !to;
             return;
         }
-        let mut p = *head;
+        let mut p = !*head;
         while p != NIL {
             if self.links[p as usize].next == from {
                 self.links[p as usize].next = to;
@@ -568,7 +583,7 @@ impl Table {
         let mut v = cursor;
         if !self.is_rehashing() {
             let mask = self.mask() as u64;
-            self.visit_chain(self.buckets[(v & mask) as usize], &mut f);
+            self.visit_chain(!self.buckets[(v & mask) as usize], &mut f);
             return next(v, mask);
         }
         // Buckets of `old` below `rehash_idx` are empty (moved), so visiting both arrays covers
@@ -577,9 +592,9 @@ impl Table {
         let new: &[u32] = &self.buckets;
         let (small, big) = if old.len() <= new.len() { (old, new) } else { (new, old) };
         let (m0, m1) = (small.len() as u64 - 1, big.len() as u64 - 1);
-        self.visit_chain(small[(v & m0) as usize], &mut f);
+        self.visit_chain(!small[(v & m0) as usize], &mut f);
         loop {
-            self.visit_chain(big[(v & m1) as usize], &mut f);
+            self.visit_chain(!big[(v & m1) as usize], &mut f);
             v = next(v, m1);
             if v & (m0 ^ m1) == 0 {
                 return v;
@@ -599,10 +614,10 @@ impl Table {
         };
         let mut out = String::new();
         if let Some(r) = &self.rehash {
-            crate::types::table::write_stats(&mut out, 0, r.old.iter().map(|&h| chain_len(h)));
-            crate::types::table::write_stats(&mut out, 1, self.buckets.iter().map(|&h| chain_len(h)));
+            crate::types::table::write_stats(&mut out, 0, r.old.iter().map(|&h| chain_len(!h)));
+            crate::types::table::write_stats(&mut out, 1, self.buckets.iter().map(|&h| chain_len(!h)));
         } else {
-            crate::types::table::write_stats(&mut out, 0, self.buckets.iter().map(|&h| chain_len(h)));
+            crate::types::table::write_stats(&mut out, 0, self.buckets.iter().map(|&h| chain_len(!h)));
         }
         out
     }
@@ -719,7 +734,7 @@ pub enum Boxed {
 pub enum Iter<'a> {
     Listpack(LpPairs<'a>),
     ListpackEx(LpxPairs<'a>),
-    Table(&'a Arena, std::slice::Iter<'a, usize>),
+    Table(&'a Arena, std::iter::Flatten<std::slice::Iter<'a, Vec<usize>>>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -1343,13 +1358,14 @@ mod tests {
         let mut seen = vec![false; t.len()];
         let (old, idx): (&[u32], usize) = t.rehash.as_ref().map_or((&[], 0), |r| (&r.old, r.idx));
         for (ai, arr) in [old, &t.buckets].into_iter().enumerate() {
-            for (b, &head) in arr.iter().enumerate() {
+            for (b, &stored) in arr.iter().enumerate() {
+                let head = !stored;
                 if ai == 0 && b < idx {
                     assert_eq!(head, NIL);
                 }
                 let mut i = head;
                 while i != NIL {
-                    assert!(std::ptr::eq(t.head(t.links[i as usize].hash), &arr[b]));
+                    assert!(std::ptr::eq(t.head_ref(t.links[i as usize].hash), &arr[b]));
                     assert!(!std::mem::replace(&mut seen[i as usize], true));
                     i = t.links[i as usize].next;
                 }

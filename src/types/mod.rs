@@ -6,6 +6,7 @@ pub mod geohash;
 pub mod hash;
 pub mod hll;
 pub mod list;
+pub mod segvec;
 pub mod set;
 pub mod stream;
 pub mod string;
