@@ -199,22 +199,19 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"htstats-key", 3..) => {
             let now = ctx.now_ms;
             let Some(value) = ctx.db().peek(args.get(2), now) else { return Err(CmdError::err("no such key")) };
-            // Sets open-address one slot per member (no chains), so only the table's size and
-            // fill are reported; other encodings are not hash tables here.
-            match value {
-                Value::Set(set) => match set.table_shape() {
-                    Some((slots, members)) => Ok(Reply::Verbatim(
-                        "txt",
-                        format!(
-                            "Hash table 0 stats (main hash table):\n table size: {slots}\n number of elements: {members}\n"
-                        )
-                        .into_bytes(),
-                    )),
-                    None => Err(CmdError::err(
-                        "The value stored at the specified key is not represented using an hash table",
-                    )),
-                },
-                _ => Err(CmdError::err("The value stored at the specified key is not represented using an hash table")),
+            // Redis's text for each encoding that is a hash table (hashtable sets and hashes,
+            // skiplist zsets' member dict).
+            let stats = match value {
+                Value::Set(set) => set.table_stats(),
+                Value::Hash(hash) => hash.table_stats(),
+                Value::ZSet(zset) => zset.table_stats(),
+                _ => None,
+            };
+            match stats {
+                Some(text) => Ok(Reply::Verbatim("txt", text.into_bytes())),
+                None => {
+                    Err(CmdError::err("The value stored at the specified key is not represented using an hash table"))
+                }
             }
         }
         (b"mallctl", 3 | 4) => debug_mallctl(args, false),

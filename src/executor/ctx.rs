@@ -57,7 +57,14 @@ impl Ctx<'_> {
         }
         let db = &mut self.srv.dbs[self.client.db];
         // CLIENT NO-TOUCH (7.2): reads leave the access time alone.
-        let found = if self.client.no_touch { db.peek(key, now) } else { db.get_mut(key, now).map(|v| &*v) };
+        let found = if self.client.no_touch {
+            db.peek(key, now)
+        } else {
+            db.get_mut(key, now).map(|v| {
+                v.rehash_step();
+                &*v
+            })
+        };
         if found.is_some() {
             self.srv.stats.keyspace_hits += 1;
         } else {
@@ -79,7 +86,10 @@ impl Ctx<'_> {
     /// Looks up `key` for writing: applies lazy expiry, no hit/miss accounting (lookupKeyWrite).
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
         let now = self.now_ms;
-        self.srv.dbs[self.client.db].get_mut(key, now)
+        self.srv.dbs[self.client.db].get_mut(key, now).map(|v| {
+            v.rehash_step();
+            &mut *v
+        })
     }
 
     /// The running command propagates (to the AOF) as `argv` instead of what the client sent

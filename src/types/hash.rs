@@ -15,17 +15,20 @@
 //!   sequential walk, and a random field (HRANDFIELD) is one uniform index. A replaced value of
 //!   the same length is overwritten in place; otherwise the old bytes become garbage and the
 //!   arena is compacted when garbage passes half of it (amortised O(1)). Deleting swaps the last
-//!   slab slot into the hole. Resizing rebuilds the bucket array from the stored hashes in one
-//!   sequential pass (no key is re-read or re-hashed): a pause of a few milliseconds per million
-//!   fields, paid only at each doubling, instead of Redis's incremental rehash. SCAN keeps
-//!   Redis's guarantee because buckets are chained on a single power-of-two table and the cursor
-//!   walks them in reverse-binary order, which stays valid when the table grows or shrinks
-//!   between calls (slab moves never change a field's bucket).
+//!   slab slot into the hole. The bucket array resizes incrementally, as Redis's dict: growing
+//!   past one pair per bucket or shrinking under 10% allocates a second array, and every insert,
+//!   removal and keyspace lookup then moves one chain (skipping at most ten empty buckets), so no
+//!   command pays a pause proportional to the hash. A pair's array is known from its hash (the
+//!   old one while its bucket has not moved), so a lookup still walks one chain. Resizes do not
+//!   start while a fork child shares the pages (growth is forced at five pairs per bucket).
+//!   SCAN keeps Redis's guarantee with Redis's reverse-binary cursor, visiting the matching
+//!   buckets of both arrays during a resize (slab moves never change a field's bucket).
 //!
 //! Conversion follows 7.0: listpack → hashtable when a pair would exceed
 //! `hash-max-listpack-entries` or a field/value is longer than `hash-max-listpack-value`; never
 //! back. The limits come in as plain numbers: this module knows nothing of config or commands.
 
+use crate::types::segvec::SegVec;
 use crate::util::varint;
 use std::hash::BuildHasher;
 
@@ -153,15 +156,34 @@ pub struct Table {
     /// Bytes of `arena` no pair uses any more.
     garbage: usize,
     /// Slab: where each live pair starts in `arena`.
-    offsets: Vec<usize>,
+    offsets: SegVec<usize>,
     /// Parallel to `offsets`: the field's hash and the next slab index in its bucket's chain.
-    links: Vec<Link>,
-    /// Head slab index of each bucket's chain (`NIL` when empty); the length is a power of two.
-    buckets: Vec<u32>,
+    links: SegVec<Link>,
+    /// Head slab index of each bucket's chain, stored as its bitwise NOT (0 when empty, see
+    /// `empty_buckets`); the length is a power of two.
+    /// During a resize this is the target array (Redis's `ht[1]`).
+    buckets: Box<[u32]>,
+    /// A resize in progress, behind a pointer so a table stays in its 128-byte size class.
+    rehash: Option<Box<Rehash>>,
     state: foldhash::fast::RandomState,
     /// Field expiry times, only once some field has one (a hash without field TTLs pays one
     /// null pointer).
     ttl: Option<Box<TableTtl>>,
+}
+
+/// A resize in progress: the array being drained (Redis's `ht[0]`; `Table::buckets` is the
+/// target). Its buckets below `idx` have moved, the others still chain their pairs.
+#[derive(Clone)]
+struct Rehash {
+    old: Box<[u32]>,
+    idx: usize,
+}
+
+/// A bucket array with every bucket empty. Buckets store the bitwise NOT of their head's slab
+/// index, so an empty one (`NIL`) is 0 and the array comes from zeroed memory: a fresh array of
+/// millions of buckets costs no writing pass (filling 2^23 buckets with `NIL` took 10 ms).
+fn empty_buckets(n: usize) -> Box<[u32]> {
+    vec![0u32; n].into_boxed_slice()
 }
 
 /// Per-field expiry times of a table, parallel to its slab.
@@ -238,9 +260,10 @@ impl Table {
         Table {
             arena: Arena::default(),
             garbage: 0,
-            offsets: Vec::with_capacity(n),
-            links: Vec::with_capacity(n),
-            buckets: vec![NIL; nb],
+            offsets: SegVec::with_capacity(n),
+            links: SegVec::with_capacity(n),
+            buckets: empty_buckets(nb),
+            rehash: None,
             state: foldhash::fast::RandomState::default(),
             ttl: None,
         }
@@ -258,9 +281,43 @@ impl Table {
         self.offsets.len()
     }
 
+    fn is_rehashing(&self) -> bool {
+        self.rehash.is_some()
+    }
+
+    /// The chain head (decoded: a slab index or `NIL`) that holds pairs of hash `h`: the old
+    /// array's bucket while it has not moved yet, else the live array's. A pair's array is thus
+    /// known from its hash, so a lookup walks one chain even during a resize.
+    fn head(&self, h: u32) -> u32 {
+        !*self.head_ref(h)
+    }
+
+    /// The stored (encoded) bucket `head` reads.
+    fn head_ref(&self, h: u32) -> &u32 {
+        if let Some(r) = &self.rehash {
+            let ob = h as usize & (r.old.len() - 1);
+            if ob >= r.idx {
+                return &r.old[ob];
+            }
+        }
+        &self.buckets[h as usize & self.mask()]
+    }
+
+    /// The stored (encoded, see `empty_buckets`) bucket for hash `h`.
+    fn head_mut(&mut self, h: u32) -> &mut u32 {
+        let mask = self.mask();
+        if let Some(r) = &mut self.rehash {
+            let ob = h as usize & (r.old.len() - 1);
+            if ob >= r.idx {
+                return &mut r.old[ob];
+            }
+        }
+        &mut self.buckets[h as usize & mask]
+    }
+
     fn find(&self, field: &[u8]) -> Option<usize> {
         let h = self.hash(field);
-        let mut i = self.buckets[h as usize & self.mask()];
+        let mut i = self.head(h);
         while i != NIL {
             let link = self.links[i as usize];
             if link.hash == h && self.pair(i as usize).0 == field {
@@ -275,17 +332,48 @@ impl Table {
         self.find(field).map(|i| self.pair(i).1)
     }
 
-    /// Rebuilds the bucket array at `nb` buckets from the stored hashes.
-    fn rebuild(&mut self, nb: usize) {
-        self.buckets.clear();
-        self.buckets.resize(nb, NIL);
-        self.buckets.shrink_to_fit();
-        let mask = nb - 1;
-        for (i, link) in self.links.iter_mut().enumerate() {
-            let b = &mut self.buckets[link.hash as usize & mask];
-            link.next = *b;
-            *b = i as u32;
+    /// Starts moving every chain to a new array of `nb` buckets (finishing a resize still in
+    /// progress first, which only happens when inserts outrun the steps).
+    fn start_resize(&mut self, nb: usize) {
+        while self.rehash_step(usize::MAX / 10) {}
+        let old = std::mem::replace(&mut self.buckets, empty_buckets(nb));
+        if !self.offsets.is_empty() {
+            self.rehash = Some(Box::new(Rehash { old, idx: 0 }));
         }
+    }
+
+    /// Moves up to `n` non-empty buckets of the old array to the new one, skipping at most
+    /// `10 * n` empty ones (Redis's dictRehash). Returns whether the resize is still going.
+    fn rehash_step(&mut self, n: usize) -> bool {
+        let mask = self.mask();
+        let Some(r) = &mut self.rehash else { return false };
+        let mut empty_visits = n.saturating_mul(10);
+        let mut n = n;
+        while n > 0 && r.idx < r.old.len() {
+            let mut i = !std::mem::replace(&mut r.old[r.idx], !NIL);
+            r.idx += 1;
+            if i == NIL {
+                empty_visits -= 1;
+                if empty_visits == 0 {
+                    break;
+                }
+                continue;
+            }
+            while i != NIL {
+                let link = &mut self.links[i as usize];
+                let next = link.next;
+                let b = &mut self.buckets[link.hash as usize & mask];
+                link.next = !*b;
+                *b = !i;
+                i = next;
+            }
+            n -= 1;
+        }
+        if r.idx >= r.old.len() {
+            self.rehash = None;
+            return false;
+        }
+        true
     }
 
     /// Rewrites the arena without garbage once garbage is more than half of it.
@@ -332,23 +420,31 @@ impl Table {
         if let Some(t) = &mut self.ttl {
             t.at.push(NO_TTL);
         }
-        let mask = self.mask();
-        let b = &mut self.buckets[h as usize & mask];
-        self.links.push(Link { hash: h, next: *b });
-        *b = idx;
-        if self.offsets.len() > self.buckets.len() {
-            self.rebuild(self.buckets.len() * 2);
+        let b = self.head_mut(h);
+        let next = !*b;
+        *b = !idx;
+        self.links.push(Link { hash: h, next });
+        // Grow like Redis: at one pair per bucket, to the next power of two, not during a resize
+        // nor, unless five pairs per bucket, while a fork child shares the pages.
+        let (len, nb) = (self.offsets.len(), self.buckets.len());
+        if !self.is_rehashing()
+            && len > nb
+            && (crate::types::table::resize_allowed() || len / nb > crate::types::table::FORCE_RESIZE_RATIO)
+        {
+            self.start_resize(len.next_power_of_two());
         }
+        self.rehash_step(1);
     }
 
     /// Points whatever links to slab index `from` (a bucket head or a chain predecessor) at `to`.
     fn relink(&mut self, from: u32, to: u32) {
-        let b = self.links[from as usize].hash as usize & self.mask();
-        if self.buckets[b] == from {
-            self.buckets[b] = to;
+        let h = self.links[from as usize].hash;
+        let head = self.head_mut(h);
+        if !*head == from {
+            *head = !to;
             return;
         }
-        let mut p = self.buckets[b];
+        let mut p = !*head;
         while p != NIL {
             if self.links[p as usize].next == from {
                 self.links[p as usize].next = to;
@@ -382,11 +478,17 @@ impl Table {
         self.offsets.swap_remove(i);
         self.links.swap_remove(i);
         self.maybe_compact();
-        // Shrink like Redis: when under 10% full, down to the smallest power of two that fits.
+        // Shrink like Redis: when under 10% full, down to the smallest power of two that fits,
+        // not during a resize nor while a fork child shares the pages.
         let nb = self.buckets.len();
-        if nb > MIN_BUCKETS && self.offsets.len() * 10 < nb {
-            self.rebuild(self.offsets.len().max(MIN_BUCKETS).next_power_of_two());
+        if nb > MIN_BUCKETS
+            && self.offsets.len() * 10 < nb
+            && !self.is_rehashing()
+            && crate::types::table::resize_allowed()
+        {
+            self.start_resize(self.offsets.len().max(MIN_BUCKETS).next_power_of_two());
         }
+        self.rehash_step(1);
         if self.offsets.capacity() > 64 && self.offsets.len() * 4 < self.offsets.capacity() {
             self.offsets.shrink_to(self.offsets.len() * 2);
             self.links.shrink_to(self.links.len() * 2);
@@ -461,20 +563,63 @@ impl Table {
         (k, v)
     }
 
-    /// Visits the bucket `cursor` points at and returns the next cursor (0 when the walk is over).
-    fn scan<'a>(&'a self, cursor: u64, mut f: impl FnMut(&'a [u8], &'a [u8])) -> u64 {
-        let mask = self.mask() as u64;
-        let mut i = self.buckets[(cursor & mask) as usize];
+    /// Calls `f` on each pair chained from `head`.
+    fn visit_chain<'a>(&'a self, mut i: u32, f: &mut impl FnMut(&'a [u8], &'a [u8])) {
         while i != NIL {
             let (k, v) = self.pair(i as usize);
             f(k, v);
             i = self.links[i as usize].next;
         }
-        // Increment the reversed cursor over the unmasked high bits (Redis's scan order).
-        let mut v = cursor | !mask;
-        v = v.reverse_bits();
-        v = v.wrapping_add(1);
-        v.reverse_bits()
+    }
+
+    /// Visits the bucket `cursor` points at and returns the next cursor (0 when the walk is
+    /// over), as Redis's dictScan: the reverse-binary cursor stays valid when the table grows or
+    /// shrinks between calls, and during a resize the bucket of the smaller array is visited
+    /// with every bucket of the bigger one that expands it.
+    fn scan<'a>(&'a self, cursor: u64, mut f: impl FnMut(&'a [u8], &'a [u8])) -> u64 {
+        fn next(v: u64, mask: u64) -> u64 {
+            (v | !mask).reverse_bits().wrapping_add(1).reverse_bits()
+        }
+        let mut v = cursor;
+        if !self.is_rehashing() {
+            let mask = self.mask() as u64;
+            self.visit_chain(!self.buckets[(v & mask) as usize], &mut f);
+            return next(v, mask);
+        }
+        // Buckets of `old` below `rehash_idx` are empty (moved), so visiting both arrays covers
+        // every pair wherever it is.
+        let old: &[u32] = self.rehash.as_ref().map_or(&[], |r| &r.old);
+        let new: &[u32] = &self.buckets;
+        let (small, big) = if old.len() <= new.len() { (old, new) } else { (new, old) };
+        let (m0, m1) = (small.len() as u64 - 1, big.len() as u64 - 1);
+        self.visit_chain(!small[(v & m0) as usize], &mut f);
+        loop {
+            self.visit_chain(!big[(v & m1) as usize], &mut f);
+            v = next(v, m1);
+            if v & (m0 ^ m1) == 0 {
+                return v;
+            }
+        }
+    }
+
+    /// DEBUG HTSTATS-KEY: each bucket array in Redis's dictGetStats words.
+    fn stats(&self) -> String {
+        let chain_len = |mut i: u32| {
+            let mut n = 0;
+            while i != NIL {
+                n += 1;
+                i = self.links[i as usize].next;
+            }
+            n
+        };
+        let mut out = String::new();
+        if let Some(r) = &self.rehash {
+            crate::types::table::write_stats(&mut out, 0, r.old.iter().map(|&h| chain_len(!h)));
+            crate::types::table::write_stats(&mut out, 1, self.buckets.iter().map(|&h| chain_len(!h)));
+        } else {
+            crate::types::table::write_stats(&mut out, 0, self.buckets.iter().map(|&h| chain_len(!h)));
+        }
+        out
     }
 }
 
@@ -589,7 +734,7 @@ pub enum Boxed {
 pub enum Iter<'a> {
     Listpack(LpPairs<'a>),
     ListpackEx(LpxPairs<'a>),
-    Table(&'a Arena, std::slice::Iter<'a, usize>),
+    Table(&'a Arena, std::iter::Flatten<std::slice::Iter<'a, Vec<usize>>>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -620,6 +765,23 @@ impl Hash {
                 Boxed::ListpackEx(_) => None,
             },
             Hash::Listpack(_) => None,
+        }
+    }
+
+    /// DEBUG HTSTATS-KEY's text, when the hash is a hash table.
+    pub fn table_stats(&self) -> Option<String> {
+        self.table().map(Table::stats)
+    }
+
+    /// One rehash step of a resizing table, as Redis takes on each lookup of a resizing dict.
+    /// Returns whether a resize is still in progress.
+    pub fn rehash_step(&mut self) -> bool {
+        match self {
+            Hash::Boxed(b) => match &mut **b {
+                Boxed::Table(t) => t.rehash_step(1),
+                Boxed::ListpackEx(_) => false,
+            },
+            Hash::Listpack(_) => false,
         }
     }
 
@@ -873,7 +1035,7 @@ impl Hash {
                                 + t.arena.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
                                 + t.offsets.capacity() * std::mem::size_of::<usize>()
                                 + t.links.capacity() * std::mem::size_of::<Link>()
-                                + t.buckets.capacity() * 4
+                                + (t.buckets.len() + t.rehash.as_ref().map_or(0, |r| r.old.len())) * 4
                                 + t.ttl.as_ref().map_or(0, |x| {
                                     std::mem::size_of::<TableTtl>() + x.at.capacity() * std::mem::size_of::<i64>()
                                 })
@@ -1183,6 +1345,103 @@ mod tests {
         assert!(t.arena.used - t.garbage == live);
         assert!(t.arena.used <= 2 * live + 64, "used {} live {}", t.arena.used, live);
         assert_eq!(h.len(), 300);
+    }
+
+    fn is_rehashing(h: &Hash) -> bool {
+        h.table().is_some_and(Table::is_rehashing)
+    }
+
+    /// Internal invariants: every slab index sits in exactly the chain its hash selects (the old
+    /// array's bucket until that bucket moved) and moved old buckets are empty.
+    fn check_table(h: &Hash) {
+        let t = h.table().unwrap();
+        let mut seen = vec![false; t.len()];
+        let (old, idx): (&[u32], usize) = t.rehash.as_ref().map_or((&[], 0), |r| (&r.old, r.idx));
+        for (ai, arr) in [old, &t.buckets].into_iter().enumerate() {
+            for (b, &stored) in arr.iter().enumerate() {
+                let head = !stored;
+                if ai == 0 && b < idx {
+                    assert_eq!(head, NIL);
+                }
+                let mut i = head;
+                while i != NIL {
+                    assert!(std::ptr::eq(t.head_ref(t.links[i as usize].hash), &arr[b]));
+                    assert!(!std::mem::replace(&mut seen[i as usize], true));
+                    i = t.links[i as usize].next;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&x| x));
+    }
+
+    /// Random sets and removals that grow and shrink the table many times, checked against a
+    /// model and the invariants while resizes are in progress.
+    #[test]
+    fn resizes_incrementally_under_random_ops() {
+        fastrand::seed(21);
+        let mut h = Hash::new();
+        let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        let (mut mid, mut resizes, mut was) = (0, 0, false);
+        for round in 0..150_000u32 {
+            let growing = (round / 20_000) % 2 == 0;
+            let f = format!("f:{}", fastrand::u32(..15_000)).into_bytes();
+            let v = format!("{round}").into_bytes();
+            if fastrand::u8(..100) < if growing { 70 } else { 15 } {
+                assert_eq!(h.set(&f, &v, 0, 0), model.insert(f.clone(), v).is_none());
+            } else {
+                assert_eq!(h.remove(&f), model.remove(&f).is_some());
+            }
+            if fastrand::u8(..4) == 0 {
+                h.rehash_step();
+            }
+            assert_eq!(h.len(), model.len());
+            let now = is_rehashing(&h);
+            resizes += usize::from(now && !was);
+            was = now;
+            if round % 499 == 0 && !h.is_listpack() {
+                check_table(&h);
+                mid += usize::from(now);
+                let f = format!("f:{}", fastrand::u32(..15_000)).into_bytes();
+                assert_eq!(h.get(&f), model.get(&f).map(|v| &v[..]));
+            }
+        }
+        let got: HashMap<Vec<u8>, Vec<u8>> = h.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        assert_eq!(got, model);
+        assert!(resizes >= 8 && mid >= 5, "resizes {resizes} checked mid-resize {mid}");
+    }
+
+    /// HSCAN from a table frozen mid-resize returns each field exactly once, and the stats show
+    /// both arrays in Redis's words.
+    #[test]
+    fn scan_and_stats_mid_resize() {
+        let mut h = Hash::new();
+        let mut n = 0;
+        while n < 3000 || !is_rehashing(&h) {
+            h.set(format!("k{n}").as_bytes(), b"v", 0, 0);
+            n += 1;
+        }
+        let mut all = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = h.scan(cursor, |k, _| all.push(k.to_vec()));
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(all.len(), n);
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n);
+        let stats = h.table_stats().unwrap();
+        // Grown at 2049 fields, the move from 2048 to 4096 buckets is still going at 3000.
+        assert!(stats.starts_with("Hash table 0 stats (main hash table):\n table size: 2048\n"), "{stats}");
+        assert!(stats.contains("Hash table 1 stats (rehashing target):\n table size: 4096\n"), "{stats}");
+        while h.rehash_step() {}
+        let stats = h.table_stats().unwrap();
+        assert!(stats.starts_with(&format!(
+            "Hash table 0 stats (main hash table):\n table size: 4096\n number of elements: {n}\n"
+        )));
+        assert!(!stats.contains("rehashing target"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod geohash;
 pub mod hash;
 pub mod hll;
 pub mod list;
+pub mod segvec;
 pub mod set;
 pub mod stream;
 pub mod string;
@@ -66,6 +67,23 @@ impl Value {
             Value::Set(s) => s.len(),
             Value::ZSet(z) => z.len(),
             Value::Stream(s) => s.len() as usize,
+        }
+    }
+
+    /// One incremental rehash step of a collection's hash table while it resizes (Redis steps
+    /// a resizing dict on every lookup; the keyspace lookups call this).
+    pub fn rehash_step(&mut self) {
+        match self {
+            Value::Hash(h) => {
+                h.rehash_step();
+            }
+            Value::Set(s) => {
+                s.rehash_step();
+            }
+            Value::ZSet(z) => {
+                z.rehash_step();
+            }
+            Value::Str(_) | Value::List(_) | Value::Stream(_) => {}
         }
     }
 

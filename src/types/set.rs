@@ -10,11 +10,24 @@
 //!   `u64` slots (linear probing, backward-shift deletion, no tombstones). A slot packs 24 bits of
 //!   the member's hash with the entry's arena location. The bucket index is the *top* bits of the
 //!   hash, so a table that doubles splits bucket `b` into `2b` and `2b+1`: a SCAN cursor is simply
-//!   a position in a 32-bit hash-prefix space, increasing, and keeps Redis's guarantee (every
-//!   member present for the whole scan is returned at least once) across resizes. Whole-set walks
-//!   (SMEMBERS) read the arena sequentially, which is what makes a 2.6M-member reply fast.
-//!   Removed entries are marked dead in the arena and compacted away once they outweigh the live
-//!   ones. 7.0 never converts a hashtable set back to an intset, and neither does this.
+//!   a position in a 32-bit hash-prefix space, increasing (Redis's reverse-binary cursor with the
+//!   bit order mirrored). Whole-set walks (SMEMBERS) read the arena sequentially, which is what
+//!   makes a 2.6M-member reply fast. Removed entries are marked dead in the arena and compacted
+//!   away once they outweigh the live ones.
+//!
+//!   The index resizes incrementally, as Redis's dict does: growing past a load of 0.8 or
+//!   shrinking under 10% allocates a second slot array, and every insert, removal and keyspace
+//!   lookup then moves one *cluster* (a maximal run of occupied slots) from the old array to the
+//!   new one, skipping at most ten empty slots, so no operation pays for the whole table. Moving
+//!   whole clusters keeps the clusters left behind intact, so the old array is still probed the
+//!   usual way; new members go to the new array. SCAN visits the covering buckets of both
+//!   arrays, keeping Redis's guarantee (every member present for the whole scan is returned at
+//!   least once) across resizes. Resizes do not start while a fork child shares the pages
+//!   (growth is then forced only past a load of 0.9). The memory per member is unchanged: a
+//!   slot per member at 0.4-0.8 load plus the arena bytes; a resize in progress holds both
+//!   arrays until it finishes. DEBUG HTSTATS-KEY reports each array in Redis's words, counting
+//!   the members that share a home bucket as that bucket's chain. 7.0 never converts a
+//!   hashtable set back to an intset, and neither does this.
 //!
 //! This module knows nothing of commands or replies; conversion limits come in as plain numbers.
 
@@ -204,6 +217,10 @@ const TAG_BITS: u32 = 64 - LOC_BITS;
 const MIN_BITS: u32 = 2;
 /// Resolution of SCAN cursors: positions in a 2^32 hash-prefix space.
 const CURSOR_BITS: u32 = 32;
+/// Clusters one rehash step moves (Redis moves one bucket per dict operation).
+const STEPS_PER_OP: usize = 1;
+/// Empty slots a rehash step may skip per cluster of budget (Redis's `empty_visits = n * 10`).
+const EMPTY_VISITS_PER_STEP: usize = 10;
 
 /// Writes the entry header: varint of `len << 1 | dead`.
 fn push_header(out: &mut Vec<u8>, len: usize) {
@@ -242,12 +259,112 @@ fn header_len(len: usize) -> usize {
     n
 }
 
-/// The hashtable encoding: an arena of members plus an open-addressing index.
+/// Appends `m` to an arena; returns its location and the bytes it took.
+fn arena_append(chunks: &mut Vec<Vec<u8>>, m: &[u8]) -> (u64, usize) {
+    let need = header_len(m.len()) + m.len();
+    let fits = chunks.last().is_some_and(|c| c.len() + need <= CHUNK && c.len() < CHUNK);
+    if !fits {
+        // A small set's first chunk grows as a Vec does; later ones are reserved whole so
+        // the arena never copies itself. A member bigger than a chunk gets a chunk of its own.
+        let cap = if chunks.is_empty() { need } else { need.max(CHUNK) };
+        chunks.push(Vec::with_capacity(cap));
+    }
+    let idx = chunks.len() - 1;
+    let chunk = &mut chunks[idx];
+    let off = chunk.len();
+    push_header(chunk, m.len());
+    chunk.extend_from_slice(m);
+    (((idx as u64) << CHUNK_BITS) | off as u64, need)
+}
+
+fn arena_member(chunks: &[Vec<u8>], loc: u64) -> &[u8] {
+    let chunk = &chunks[(loc >> CHUNK_BITS) as usize];
+    let off = (loc as usize) & (CHUNK - 1);
+    let (len, _, h) = read_header(chunk, off);
+    &chunk[off + h..off + h + len]
+}
+
+/// One open-addressing slot array: 0 = empty, else `tag << LOC_BITS | (location + 1)`, the tag
+/// being the top `TAG_BITS` of the member's hash. An empty index (no allocation) has size 0.
 #[derive(Clone)]
-struct BigSet {
-    /// 0 = empty; else `tag << LOC_BITS | (location + 1)`.
+struct Index {
     slots: Box<[u64]>,
     bits: u32,
+    used: usize,
+}
+
+impl Index {
+    fn empty() -> Self {
+        Index { slots: Box::new([]), bits: 0, used: 0 }
+    }
+
+    fn with_bits(bits: u32) -> Self {
+        // `vec![0; n]` comes from zeroed memory: no writing pass over a big array.
+        Index { slots: vec![0u64; 1 << bits].into_boxed_slice(), bits, used: 0 }
+    }
+
+    fn size(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn mask(&self) -> usize {
+        self.slots.len().wrapping_sub(1)
+    }
+
+    /// Whether one more entry keeps the load at most 0.8.
+    fn fits_one_more(&self) -> bool {
+        (self.used + 1) * 5 <= self.size() * 4
+    }
+
+    /// Places a slot value at the first free position from `home` (the member is known absent).
+    fn place(&mut self, home: usize, slot: u64) {
+        let mask = self.mask();
+        let mut i = home;
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
+        self.used += 1;
+    }
+}
+
+/// Whether an index may start a resize now (not while a fork child shares the pages).
+#[cfg(not(test))]
+fn resize_allowed() -> bool {
+    super::table::resize_allowed()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Lets a test discourage resizing on its own thread only (the flag is process-wide).
+    static DISCOURAGED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn resize_allowed() -> bool {
+    super::table::resize_allowed() && !DISCOURAGED.get()
+}
+
+/// The smallest index size (in bits) holding `n` members at a load of at most 0.4, so a table
+/// that just shrank does not grow again on the next few inserts.
+fn bits_with_headroom(n: usize) -> u32 {
+    let mut bits = MIN_BITS;
+    while (1usize << bits) * 4 < n * 5 * 2 {
+        bits += 1;
+    }
+    bits
+}
+
+/// The hashtable encoding: an arena of members plus an open-addressing index that resizes
+/// incrementally (see the module header).
+#[derive(Clone)]
+struct BigSet {
+    /// `ht[0]` is the live index; `ht[1]` the target of a resize in progress (empty otherwise).
+    ht: [Index; 2],
+    /// While resizing: the next position of `ht[0]` to move. It is always an empty slot or the
+    /// first slot of a cluster (the slot before it is empty), because whole clusters move at
+    /// once: the clusters left behind stay intact, so probing `ht[0]` stays correct.
+    rehash_pos: Option<usize>,
     len: usize,
     chunks: Vec<Vec<u8>>,
     /// Arena bytes (headers included) of live and of removed entries.
@@ -263,8 +380,8 @@ impl BigSet {
             bits += 1;
         }
         BigSet {
-            slots: vec![0; 1 << bits].into_boxed_slice(),
-            bits,
+            ht: [Index::with_bits(bits), Index::empty()],
+            rehash_pos: None,
             len: 0,
             chunks: Vec::new(),
             live_bytes: 0,
@@ -277,8 +394,13 @@ impl BigSet {
         self.hasher.hash_one(m)
     }
 
-    fn mask(&self) -> usize {
-        (1 << self.bits) - 1
+    fn is_rehashing(&self) -> bool {
+        self.rehash_pos.is_some()
+    }
+
+    /// The index new members go to: the resize target while resizing.
+    fn insert_index(&self) -> usize {
+        usize::from(self.is_rehashing())
     }
 
     fn loc(slot: u64) -> u64 {
@@ -286,10 +408,7 @@ impl BigSet {
     }
 
     fn member_at(&self, loc: u64) -> &[u8] {
-        let chunk = &self.chunks[(loc >> CHUNK_BITS) as usize];
-        let off = (loc as usize) & (CHUNK - 1);
-        let (len, _, h) = read_header(chunk, off);
-        &chunk[off + h..off + h + len]
+        arena_member(&self.chunks, loc)
     }
 
     /// The full hash's top `bits` bits for the entry in `slot`, for a table of `bits`.
@@ -301,57 +420,119 @@ impl BigSet {
         }
     }
 
-    fn find(&self, m: &[u8]) -> Option<usize> {
+    /// Where `m` is: (index, slot).
+    fn find(&self, m: &[u8]) -> Option<(usize, usize)> {
         self.find_hashed(m, self.hash(m))
     }
 
-    fn find_hashed(&self, m: &[u8], h: u64) -> Option<usize> {
+    fn find_hashed(&self, m: &[u8], h: u64) -> Option<(usize, usize)> {
         let tag = h >> LOC_BITS;
-        let mask = self.mask();
-        let mut i = (h >> (64 - self.bits)) as usize;
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
-                return None;
+        for (t, ix) in self.ht.iter().enumerate() {
+            if ix.size() == 0 {
+                continue;
             }
-            if s >> LOC_BITS == tag && self.member_at(Self::loc(s)) == m {
-                return Some(i);
+            let mask = ix.mask();
+            let mut i = (h >> (64 - ix.bits)) as usize;
+            loop {
+                let s = ix.slots[i];
+                if s == 0 {
+                    break;
+                }
+                if s >> LOC_BITS == tag && self.member_at(Self::loc(s)) == m {
+                    return Some((t, i));
+                }
+                i = (i + 1) & mask;
             }
-            i = (i + 1) & mask;
         }
+        None
     }
 
     fn contains(&self, m: &[u8]) -> bool {
         self.find(m).is_some()
     }
 
-    /// Appends `m` to the arena; returns its location.
-    fn append(&mut self, m: &[u8]) -> u64 {
-        let need = header_len(m.len()) + m.len();
-        let fits = self.chunks.last().is_some_and(|c| c.len() + need <= CHUNK && c.len() < CHUNK);
-        if !fits {
-            // A small set's first chunk grows as a Vec does; later ones are reserved whole so
-            // the arena never copies itself. A member bigger than a chunk gets a chunk of its own.
-            let cap = if self.chunks.is_empty() { need } else { need.max(CHUNK) };
-            self.chunks.push(Vec::with_capacity(cap));
+    /// Starts moving every entry to an index of `bits` (or switches at once when `ht[0]` is
+    /// empty).
+    fn start_resize(&mut self, bits: u32) {
+        debug_assert!(!self.is_rehashing());
+        if self.ht[0].used == 0 {
+            self.ht[0] = Index::with_bits(bits);
+            return;
         }
-        let idx = self.chunks.len() - 1;
-        let chunk = &mut self.chunks[idx];
-        let off = chunk.len();
-        push_header(chunk, m.len());
-        chunk.extend_from_slice(m);
-        self.live_bytes += need;
-        ((idx as u64) << CHUNK_BITS) | off as u64
+        // Start at an empty slot (one exists: the load is below 1), so no cluster is split
+        // between the first and the last position the walk reaches.
+        let Some(start) = self.ht[0].slots.iter().position(|&s| s == 0) else {
+            return;
+        };
+        self.ht[1] = Index::with_bits(bits);
+        self.rehash_pos = Some(start);
     }
 
-    /// Places a slot value into a table without comparing (the member is known absent).
-    fn place(slots: &mut [u64], bits: u32, home: usize, slot: u64) {
-        let mask = (1 << bits) - 1;
-        let mut i = home;
-        while slots[i] != 0 {
-            i = (i + 1) & mask;
+    /// Moves up to `n` clusters of `ht[0]` to `ht[1]`, skipping at most `10 * n` empty slots
+    /// (Redis's dictRehash budget). Returns whether the resize is still in progress.
+    fn rehash_step(&mut self, n: usize) -> bool {
+        let Some(mut p) = self.rehash_pos else { return false };
+        let mask = self.ht[0].mask();
+        let bits = self.ht[1].bits;
+        let mut empty_visits = n * EMPTY_VISITS_PER_STEP;
+        let mut clusters = n;
+        while clusters > 0 && self.ht[0].used > 0 {
+            if self.ht[0].slots[p] == 0 {
+                p = (p + 1) & mask;
+                empty_visits -= 1;
+                if empty_visits == 0 {
+                    break;
+                }
+                continue;
+            }
+            while self.ht[0].slots[p] != 0 {
+                let s = std::mem::replace(&mut self.ht[0].slots[p], 0);
+                self.ht[0].used -= 1;
+                let home = self.home_of(s, bits);
+                self.ht[1].place(home, s);
+                p = (p + 1) & mask;
+            }
+            clusters -= 1;
         }
-        slots[i] = slot;
+        if self.ht[0].used == 0 {
+            self.ht[0] = std::mem::replace(&mut self.ht[1], Index::empty());
+            self.rehash_pos = None;
+            return false;
+        }
+        self.rehash_pos = Some(p);
+        true
+    }
+
+    /// Finishes a resize in progress at once (only when inserts outrun the steps).
+    fn finish_rehash(&mut self) {
+        while self.rehash_step(usize::MAX / EMPTY_VISITS_PER_STEP) {}
+    }
+
+    /// Makes room for one more member in the index inserts go to, growing like Redis: not
+    /// while a fork child shares the pages, unless the load passes 0.9.
+    fn expand_if_needed(&mut self) {
+        let t = self.insert_index();
+        if self.ht[t].fits_one_more() {
+            return;
+        }
+        let ix = &self.ht[t];
+        if !resize_allowed() && (ix.used + 1) * 10 <= ix.size() * 9 {
+            return;
+        }
+        self.finish_rehash();
+        self.start_resize(self.ht[0].bits + 1);
+    }
+
+    /// Adds a member known to be absent, with hash `h`.
+    fn add_hashed(&mut self, m: &[u8], h: u64) {
+        self.expand_if_needed();
+        let (loc, need) = arena_append(&mut self.chunks, m);
+        self.live_bytes += need;
+        let slot = ((h >> LOC_BITS) << LOC_BITS) | (loc + 1);
+        let t = self.insert_index();
+        let home = (h >> (64 - self.ht[t].bits)) as usize;
+        self.ht[t].place(home, slot);
+        self.len += 1;
     }
 
     fn insert(&mut self, m: &[u8]) -> bool {
@@ -359,31 +540,21 @@ impl BigSet {
         if self.find_hashed(m, h).is_some() {
             return false;
         }
-        if (self.len + 1) * 5 > (1usize << self.bits) * 4 {
-            self.resize(self.bits + 1);
-        }
-        let loc = self.append(m);
-        let slot = ((h >> LOC_BITS) << LOC_BITS) | (loc + 1);
-        Self::place(&mut self.slots, self.bits, (h >> (64 - self.bits)) as usize, slot);
-        self.len += 1;
+        self.rehash_step(STEPS_PER_OP);
+        self.add_hashed(m, h);
         true
     }
 
-    fn resize(&mut self, bits: u32) {
-        let mut slots = vec![0u64; 1 << bits].into_boxed_slice();
-        for &s in self.slots.iter() {
-            if s != 0 {
-                let home = self.home_of(s, bits);
-                Self::place(&mut slots, bits, home, s);
-            }
-        }
-        self.slots = slots;
-        self.bits = bits;
+    /// Inserts a member known to be absent.
+    fn insert_new(&mut self, m: &[u8]) {
+        let h = self.hash(m);
+        self.add_hashed(m, h);
     }
 
-    /// Empties slot `i` and closes the gap (backward shift), marking its arena entry dead.
-    fn remove_slot(&mut self, i: usize) {
-        let loc = Self::loc(self.slots[i]);
+    /// Empties slot `i` of index `t` and closes the gap (backward shift), marking its arena
+    /// entry dead.
+    fn remove_slot(&mut self, t: usize, i: usize) {
+        let loc = Self::loc(self.ht[t].slots[i]);
         let chunk = &mut self.chunks[(loc >> CHUNK_BITS) as usize];
         let off = (loc as usize) & (CHUNK - 1);
         let (len, _, h) = read_header(chunk, off);
@@ -391,69 +562,74 @@ impl BigSet {
         self.live_bytes -= len + h;
         self.dead_bytes += len + h;
         self.len -= 1;
-        let mask = self.mask();
+        let (mask, bits) = (self.ht[t].mask(), self.ht[t].bits);
         let mut j = i;
         let mut k = (i + 1) & mask;
-        while self.slots[k] != 0 {
-            let home = self.home_of(self.slots[k], self.bits);
+        // The shift stays inside the cluster, so during a resize `rehash_pos` (an empty slot or
+        // a cluster's first) keeps its meaning.
+        while self.ht[t].slots[k] != 0 {
+            let home = self.home_of(self.ht[t].slots[k], bits);
             if (k.wrapping_sub(home) & mask) >= (k.wrapping_sub(j) & mask) {
-                self.slots[j] = self.slots[k];
+                self.ht[t].slots[j] = self.ht[t].slots[k];
                 j = k;
             }
             k = (k + 1) & mask;
         }
-        self.slots[j] = 0;
+        self.ht[t].slots[j] = 0;
+        self.ht[t].used -= 1;
         self.maintain();
+        self.rehash_step(STEPS_PER_OP);
     }
 
-    /// Compacts the arena when removed entries outweigh live ones, and shrinks a sparse index.
+    /// Compacts the arena when removed entries outweigh live ones, and starts shrinking an
+    /// index under 10% full (Redis's HASHTABLE_MIN_FILL), never while a fork child runs.
     fn maintain(&mut self) {
         if self.dead_bytes > 4096 && self.dead_bytes > self.live_bytes {
-            self.rebuild();
-        } else if self.bits > MIN_BITS && self.len * 8 < (1 << self.bits) {
-            let mut bits = MIN_BITS;
-            while (1usize << bits) * 4 < self.len * 5 * 2 {
-                bits += 1;
-            }
-            if bits < self.bits {
-                self.resize(bits);
+            self.compact();
+        }
+        if self.is_rehashing() || !resize_allowed() {
+            return;
+        }
+        let ix = &self.ht[0];
+        if ix.bits > MIN_BITS && self.len * 10 < ix.size() {
+            let bits = bits_with_headroom(self.len);
+            if bits < ix.bits {
+                self.start_resize(bits);
             }
         }
     }
 
-    /// Copies the live entries into a fresh arena and index.
-    fn rebuild(&mut self) {
-        let mut fresh = BigSet::with_capacity(self.len);
-        fresh.hasher = self.hasher.clone();
-        self.for_each(|m| {
-            fresh.insert_new(m);
-        });
-        *self = fresh;
-    }
-
-    /// Inserts a member known to be absent.
-    fn insert_new(&mut self, m: &[u8]) {
-        if (self.len + 1) * 5 > (1usize << self.bits) * 4 {
-            self.resize(self.bits + 1);
+    /// Copies the live members into a fresh arena (in index order) and points the slots at
+    /// the copies. The index, and a resize in progress, are left as they are.
+    fn compact(&mut self) {
+        let BigSet { ht, chunks, live_bytes, dead_bytes, .. } = self;
+        let mut fresh: Vec<Vec<u8>> = Vec::new();
+        let mut live = 0;
+        for ix in ht.iter_mut() {
+            for s in ix.slots.iter_mut() {
+                if *s != 0 {
+                    let (loc, need) = arena_append(&mut fresh, arena_member(chunks, Self::loc(*s)));
+                    live += need;
+                    *s = (*s & !LOC_MASK) | (loc + 1);
+                }
+            }
         }
-        let h = self.hash(m);
-        let loc = self.append(m);
-        let slot = ((h >> LOC_BITS) << LOC_BITS) | (loc + 1);
-        Self::place(&mut self.slots, self.bits, (h >> (64 - self.bits)) as usize, slot);
-        self.len += 1;
+        *chunks = fresh;
+        *live_bytes = live;
+        *dead_bytes = 0;
     }
 
     fn remove(&mut self, m: &[u8]) -> bool {
         match self.find(m) {
-            Some(i) => {
-                self.remove_slot(i);
+            Some((t, i)) => {
+                self.remove_slot(t, i);
                 true
             }
             None => false,
         }
     }
 
-    /// Every live member, in arena (insertion) order.
+    /// Every live member, in arena order.
     fn for_each<'a>(&'a self, mut f: impl FnMut(&'a [u8])) {
         for chunk in &self.chunks {
             let mut off = 0;
@@ -467,51 +643,111 @@ impl BigSet {
         }
     }
 
+    /// A uniformly random occupied position over both indexes: `ht[0]`'s slots first, then
+    /// `ht[1]`'s. The set must not be empty.
     fn random_slot(&self) -> usize {
+        let (s0, s1) = (self.ht[0].size(), self.ht[1].size());
         loop {
-            let i = fastrand::usize(..self.slots.len());
-            if self.slots[i] != 0 {
-                return i;
+            let p = fastrand::usize(..s0 + s1);
+            if self.slot_at(p) != 0 {
+                return p;
             }
         }
     }
 
-    /// One SCAN step from `cursor` (a 32-bit hash-prefix position): visits one home bucket.
-    fn scan_step(&self, cursor: u64, f: &mut impl FnMut(&[u8])) -> u64 {
-        let shift = CURSOR_BITS.saturating_sub(self.bits);
-        let (b, next) = if self.bits <= CURSOR_BITS {
-            let b = ((cursor & 0xffff_ffff) >> shift) as usize;
-            (b, ((b as u64) + 1) << shift)
+    /// Splits a position over both indexes into (index, slot).
+    fn split_pos(&self, p: usize) -> (usize, usize) {
+        let s0 = self.ht[0].size();
+        if p < s0 {
+            (0, p)
         } else {
-            // Tables beyond 2^32 slots: walk in steps of 2^(bits-32) buckets per cursor unit.
-            let per = 1usize << (self.bits - CURSOR_BITS);
-            let b = ((cursor & 0xffff_ffff) as usize) * per;
-            for bb in b..b + per {
-                self.visit_bucket(bb, f);
-            }
-            let next = (cursor & 0xffff_ffff) + 1;
-            return if next >> CURSOR_BITS != 0 { 0 } else { next };
+            (1, p - s0)
+        }
+    }
+
+    fn slot_at(&self, p: usize) -> u64 {
+        let (t, i) = self.split_pos(p);
+        self.ht[t].slots[i]
+    }
+
+    /// Buckets of index `t` whose hash prefixes fall in the 32-bit cursor range `[from, to)`.
+    fn buckets_in(&self, t: usize, from: u64, to: u64) -> std::ops::Range<usize> {
+        let bits = self.ht[t].bits;
+        if bits <= CURSOR_BITS {
+            let shift = CURSOR_BITS - bits;
+            ((from >> shift) as usize)..(((to - 1) >> shift) as usize + 1)
+        } else {
+            let shift = bits - CURSOR_BITS;
+            ((from as usize) << shift)..((to as usize) << shift)
+        }
+    }
+
+    /// One SCAN step from `cursor` (a 32-bit hash-prefix position): visits one home bucket of
+    /// the smaller index and, during a resize, every bucket of the bigger one covering the same
+    /// hash prefixes (Redis's dictScan over two tables, with the bit order mirrored), so a
+    /// member present throughout a scan is returned whichever index holds it at each call.
+    fn scan_step(&self, cursor: u64, f: &mut impl FnMut(&[u8])) -> u64 {
+        let cursor = cursor & 0xffff_ffff;
+        let small = if self.is_rehashing() && self.ht[1].bits < self.ht[0].bits { 1 } else { 0 };
+        let bits = self.ht[small].bits;
+        let (from, to) = if bits <= CURSOR_BITS {
+            let shift = CURSOR_BITS - bits;
+            let b = cursor >> shift;
+            (b << shift, (b + 1) << shift)
+        } else {
+            // Tables beyond 2^32 slots: one cursor unit covers several buckets.
+            (cursor, cursor + 1)
         };
-        self.visit_bucket(b, f);
-        if next >> CURSOR_BITS != 0 {
+        for t in 0..=usize::from(self.is_rehashing()) {
+            for b in self.buckets_in(t, from, to) {
+                self.visit_bucket(t, b, f);
+            }
+        }
+        if to >> CURSOR_BITS != 0 {
             0
         } else {
-            next
+            to
         }
     }
 
-    fn visit_bucket(&self, b: usize, f: &mut impl FnMut(&[u8])) {
-        let mask = self.mask();
+    /// Calls `f` on every member of index `t` whose home is bucket `b`: they all sit in the
+    /// run of occupied slots starting at `b`.
+    fn visit_bucket(&self, t: usize, b: usize, f: &mut impl FnMut(&[u8])) {
+        let ix = &self.ht[t];
+        let mask = ix.mask();
         let mut i = b;
-        while self.slots[i] != 0 {
-            if self.home_of(self.slots[i], self.bits) == b {
-                f(self.member_at(Self::loc(self.slots[i])));
+        while ix.slots[i] != 0 {
+            if self.home_of(ix.slots[i], ix.bits) == b {
+                f(self.member_at(Self::loc(ix.slots[i])));
             }
             i = (i + 1) & mask;
             if i == b {
                 break;
             }
         }
+    }
+
+    /// DEBUG HTSTATS-KEY: each index in Redis's dictGetStats words, a "chain" being the members
+    /// that share a home bucket (what Redis would chain in that bucket).
+    fn stats(&self) -> String {
+        let mut out = String::new();
+        for t in 0..=usize::from(self.is_rehashing()) {
+            let ix = &self.ht[t];
+            let mut counts = vec![0u32; ix.size()];
+            for &s in ix.slots.iter() {
+                if s != 0 {
+                    counts[self.home_of(s, ix.bits)] += 1;
+                }
+            }
+            super::table::write_stats(&mut out, t, counts.iter().map(|&c| c as usize));
+        }
+        out
+    }
+
+    fn heap_bytes(&self) -> usize {
+        (self.ht[0].size() + self.ht[1].size()) * std::mem::size_of::<u64>()
+            + self.chunks.iter().map(Vec::capacity).sum::<usize>()
+            + self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
     }
 }
 
@@ -674,11 +910,26 @@ impl Set {
         }
     }
 
-    /// Slots and members of the hash table, when the set is one (DEBUG HTSTATS-KEY).
-    pub fn table_shape(&self) -> Option<(usize, usize)> {
+    /// DEBUG HTSTATS-KEY's text, when the set is a hash table.
+    pub fn table_stats(&self) -> Option<String> {
         match &self.repr {
             Repr::Ints(_) => None,
-            Repr::Table(t) => Some((t.slots.len(), t.len)),
+            Repr::Table(t) => Some(t.stats()),
+        }
+    }
+
+    /// Whether the hash table is resizing (DEBUG HTSTATS-KEY shows a rehashing target).
+    pub fn is_rehashing(&self) -> bool {
+        matches!(&self.repr, Repr::Table(t) if t.is_rehashing())
+    }
+
+    /// One rehash step, as Redis takes on each lookup of a resizing dict (commands that only
+    /// read the set call this through the keyspace lookup). Returns whether a resize is still
+    /// in progress.
+    pub fn rehash_step(&mut self) -> bool {
+        match &mut self.repr {
+            Repr::Table(t) => t.rehash_step(STEPS_PER_OP),
+            Repr::Ints(_) => false,
         }
     }
 
@@ -687,12 +938,7 @@ impl Set {
         match &self.repr {
             Repr::Ints(IntSet::Inline { .. }) => 0,
             Repr::Ints(IntSet::Heap { data, .. }) => data.len(),
-            Repr::Table(t) => {
-                std::mem::size_of::<BigSet>()
-                    + t.slots.len() * std::mem::size_of::<u64>()
-                    + t.chunks.iter().map(Vec::capacity).sum::<usize>()
-                    + t.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
-            }
+            Repr::Table(t) => std::mem::size_of::<BigSet>() + t.heap_bytes(),
         }
     }
 
@@ -716,7 +962,7 @@ impl Set {
     pub fn elem_at(&self, pos: usize) -> Elem<'_> {
         match &self.repr {
             Repr::Ints(s) => Elem::Int(s.get(pos)),
-            Repr::Table(t) => Elem::Str(t.member_at(BigSet::loc(t.slots[pos]))),
+            Repr::Table(t) => Elem::Str(t.member_at(BigSet::loc(t.slot_at(pos)))),
         }
     }
 
@@ -737,7 +983,10 @@ impl Set {
         let out = self.elem_at(pos).to_vec();
         match &mut self.repr {
             Repr::Ints(s) => s.remove_at(pos),
-            Repr::Table(t) => t.remove_slot(pos),
+            Repr::Table(t) => {
+                let (ix, i) = t.split_pos(pos);
+                t.remove_slot(ix, i)
+            }
         }
         Some(out)
     }
@@ -869,6 +1118,254 @@ mod tests {
         }
     }
 
+    fn big(s: &Set) -> &BigSet {
+        match &s.repr {
+            Repr::Table(t) => t,
+            Repr::Ints(_) => panic!("not a table"),
+        }
+    }
+
+    /// Internal invariants: counts match, every entry is reachable by probing from its home
+    /// without crossing an empty slot, and a resize's position is an empty slot or a
+    /// cluster's first slot.
+    fn check(s: &Set) {
+        let t = big(s);
+        assert_eq!(t.ht[0].used + t.ht[1].used, t.len);
+        for (ti, ix) in t.ht.iter().enumerate() {
+            assert_eq!(ix.slots.iter().filter(|&&x| x != 0).count(), ix.used);
+            let mask = ix.mask();
+            for (i, &slot) in ix.slots.iter().enumerate() {
+                if slot == 0 {
+                    continue;
+                }
+                let m = t.member_at(BigSet::loc(slot));
+                assert_eq!(t.find(m), Some((ti, i)));
+                let mut j = t.home_of(slot, ix.bits);
+                while j != i {
+                    assert_ne!(ix.slots[j], 0);
+                    j = (j + 1) & mask;
+                }
+            }
+        }
+        match t.rehash_pos {
+            Some(p) => {
+                let ix = &t.ht[0];
+                assert!(ix.slots[p] == 0 || ix.slots[p.wrapping_sub(1) & ix.mask()] == 0);
+            }
+            None => assert_eq!(t.ht[1].size(), 0),
+        }
+    }
+
+    fn scan_all(s: &Set, mut between: impl FnMut(usize)) -> HashSet<Vec<u8>> {
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut step = 0;
+        loop {
+            cursor = s.scan_step(cursor, |e| {
+                seen.insert(e.to_vec());
+            });
+            step += 1;
+            between(step);
+            if cursor == 0 {
+                return seen;
+            }
+        }
+    }
+
+    /// Random inserts, removals and pops that grow and shrink the table many times, checked
+    /// against a model and the invariants while resizes are in progress.
+    #[test]
+    fn resizes_incrementally_under_random_ops() {
+        fastrand::seed(21);
+        let mut s = Set::new();
+        let mut model: HashSet<Vec<u8>> = HashSet::new();
+        let (mut grows, mut shrinks, mut checked_mid) = (0, 0, 0);
+        let mut was = false;
+        for round in 0..200_000u32 {
+            let growing = (round / 25_000) % 2 == 0;
+            let m = format!("m:{}", fastrand::u32(..20_000)).into_bytes();
+            let r = fastrand::u8(..100);
+            if r < if growing { 60 } else { 2 } {
+                assert_eq!(s.insert(&m, 0), model.insert(m.clone()));
+            } else if growing && r < 90 {
+                assert_eq!(s.remove(&m), model.remove(&m));
+            } else if r < 95 || !growing {
+                if let Some(p) = s.pop_random() {
+                    assert!(model.remove(&p));
+                }
+            } else {
+                assert_eq!(s.contains(&m), model.contains(&m));
+            }
+            assert_eq!(s.len(), model.len());
+            if s.is_intset() {
+                continue;
+            }
+            let now = s.is_rehashing();
+            if now && !was {
+                let t = big(&s);
+                if t.ht[1].bits > t.ht[0].bits {
+                    grows += 1;
+                } else {
+                    shrinks += 1;
+                }
+            }
+            was = now;
+            if round % 97 == 0 {
+                check(&s);
+                checked_mid += usize::from(now);
+            }
+        }
+        let got: HashSet<Vec<u8>> = members(&s).into_iter().collect();
+        assert_eq!(got, model);
+        assert!(grows >= 5 && shrinks >= 2 && checked_mid >= 5, "grows {grows} shrinks {shrinks} mid {checked_mid}");
+    }
+
+    /// SSCAN's guarantee while the table grows or shrinks between calls, starting mid-resize.
+    #[test]
+    fn scan_during_resize_keeps_the_guarantee() {
+        for (seed, grow) in [(1u64, true), (2, false), (3, true), (4, false)] {
+            fastrand::seed(seed);
+            let mut s = Set::new();
+            let stable: Vec<Vec<u8>> = (0..3000).map(|i| format!("stable:{i}").into_bytes()).collect();
+            for m in &stable {
+                s.insert(m, 0);
+            }
+            let mut extra = 0u32;
+            if !grow {
+                for _ in 0..40_000 {
+                    s.insert(format!("x:{extra}").as_bytes(), 0);
+                    extra += 1;
+                }
+            }
+            // Run until a resize is in progress, then scan while it proceeds.
+            while !s.is_rehashing() {
+                if grow {
+                    s.insert(format!("x:{extra}").as_bytes(), 0);
+                    extra += 1;
+                } else {
+                    extra -= 1;
+                    s.remove(format!("x:{extra}").as_bytes());
+                }
+            }
+            let mut resizes = 0;
+            let seen = {
+                let s = std::cell::RefCell::new(&mut s);
+                let mut seen = HashSet::new();
+                let mut cursor = 0;
+                loop {
+                    cursor = s.borrow().scan_step(cursor, |e| {
+                        seen.insert(e.to_vec());
+                    });
+                    let was = s.borrow().is_rehashing();
+                    for _ in 0..fastrand::usize(0..40) {
+                        // Bounded: a set growing without end would never let the scan finish.
+                        if grow && extra < 20_000 {
+                            s.borrow_mut().insert(format!("x:{extra}").as_bytes(), 0);
+                            extra += 1;
+                        } else if extra > 0 {
+                            extra -= 1;
+                            s.borrow_mut().remove(format!("x:{extra}").as_bytes());
+                        }
+                    }
+                    resizes += usize::from(was || s.borrow().is_rehashing());
+                    if cursor == 0 {
+                        break seen;
+                    }
+                }
+            };
+            for m in &stable {
+                assert!(seen.contains(m), "seed {seed}: {} missed", String::from_utf8_lossy(m));
+            }
+            assert!(resizes >= 100, "seed {seed}: only {resizes} steps during a resize");
+            check(&s);
+        }
+    }
+
+    /// A full scan of a set frozen mid-resize returns each member exactly once.
+    #[test]
+    fn scan_mid_resize_without_changes_is_exact() {
+        let mut s = Set::new();
+        let mut n = 0;
+        while n < 5000 || !s.is_rehashing() {
+            s.insert(format!("k{n}").as_bytes(), 0);
+            n += 1;
+        }
+        let mut all = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = s.scan_step(cursor, |e| all.push(e.to_vec()));
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(all.len(), n);
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n);
+        let seen = scan_all(&s, |_| {});
+        assert_eq!(seen.len(), n);
+    }
+
+    /// Random picks reach every member, from both arrays, during a resize.
+    #[test]
+    fn random_during_resize_reaches_every_member() {
+        let mut s = Set::new();
+        for i in 0..200 {
+            s.insert(format!("k{i}").as_bytes(), 0);
+        }
+        for i in 0..180 {
+            s.remove(format!("k{i}").as_bytes());
+        }
+        assert!(s.is_rehashing());
+        // Step until some members moved (the steps so far may only have skipped empty slots).
+        while big(&s).ht[1].used == 0 {
+            s.rehash_step();
+        }
+        let t = big(&s);
+        assert!(t.ht[0].used > 0 && t.ht[1].used > 0, "{} {}", t.ht[0].used, t.ht[1].used);
+        let mut seen = HashSet::new();
+        for _ in 0..5000 {
+            seen.insert(s.random().unwrap().to_vec());
+        }
+        assert_eq!(seen.len(), 20);
+        assert!(s.table_stats().unwrap().contains("Hash table 1 stats (rehashing target):"));
+        while s.rehash_step() {}
+        let stats = s.table_stats().unwrap();
+        assert!(
+            stats.starts_with("Hash table 0 stats (main hash table):\n table size: 64\n number of elements: 20\n"),
+            "{stats}"
+        );
+        assert!(!stats.contains("rehashing target"));
+        check(&s);
+    }
+
+    /// No resize starts while resizing is discouraged (a fork child), except growth past 0.9.
+    #[test]
+    fn no_resize_while_discouraged() {
+        let mut s = Set::new();
+        for i in 0..1000 {
+            s.insert(format!("k{i}").as_bytes(), 0);
+        }
+        while s.rehash_step() {}
+        let size = big(&s).ht[0].size();
+        DISCOURAGED.set(true);
+        for i in 0..990 {
+            s.remove(format!("k{i}").as_bytes());
+        }
+        let kept = !s.is_rehashing() && big(&s).ht[0].size() == size;
+        let mut i = 1000;
+        while (big(&s).ht[0].used + 1) * 10 <= size * 9 {
+            s.insert(format!("k{i}").as_bytes(), 0);
+            i += 1;
+        }
+        let still = !s.is_rehashing();
+        s.insert(format!("k{i}").as_bytes(), 0);
+        let forced = s.is_rehashing();
+        DISCOURAGED.set(false);
+        assert!(kept && still && forced, "{kept} {still} {forced}");
+        check(&s);
+    }
+
     #[test]
     fn big_members_and_compaction() {
         let mut s = Set::new();
@@ -885,5 +1382,52 @@ mod tests {
         for i in 9000..10000 {
             assert!(s.contains(format!("member:{i}").as_bytes()));
         }
+    }
+}
+
+/// Worst single-insert time while a set and a hash grow to 5M members, in wall and thread CPU
+/// time (release-like profile: `cargo test --profile ci --lib growth_latency -- --ignored
+/// --nocapture`). The CPU figure is what the structure costs; the wall figure adds preemption.
+#[cfg(test)]
+mod growth_latency {
+    use std::time::{Duration, Instant};
+
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec through a valid pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    fn worst(n: usize, mut insert: impl FnMut(&[u8])) -> (Duration, Duration, usize) {
+        let (mut wall, mut cpu, mut at) = (Duration::ZERO, Duration::ZERO, 0);
+        for i in 0..n {
+            let m = format!("member:{i}");
+            let (t0, c0) = (Instant::now(), thread_cpu());
+            insert(m.as_bytes());
+            let c = thread_cpu() - c0;
+            wall = wall.max(t0.elapsed());
+            if c > cpu {
+                cpu = c;
+                at = i;
+            }
+        }
+        (wall, cpu, at)
+    }
+
+    #[test]
+    #[ignore]
+    fn growth_latency_5m() {
+        let n = 5_000_000;
+        let mut s = super::Set::new();
+        let (w, c, at) = worst(n, |m| {
+            s.insert(m, 0);
+        });
+        println!("set: worst insert {w:?} wall, {c:?} thread CPU (at {at})");
+        let mut h = crate::types::Hash::new();
+        let (w, c, at) = worst(n, |m| {
+            h.set(m, b"v", 0, 0);
+        });
+        println!("hash: worst insert {w:?} wall, {c:?} thread CPU (at {at})");
     }
 }

@@ -28,7 +28,7 @@ const INITIAL_SIZE: usize = 4;
 const MIN_FILL_PERCENT: usize = 10;
 /// When resizing is discouraged (a fork child is writing a snapshot), a table still grows once
 /// it holds this many keys per bucket (Redis's dict_force_resize_ratio).
-const FORCE_RESIZE_RATIO: usize = 5;
+pub const FORCE_RESIZE_RATIO: usize = 5;
 /// Empty buckets one rehash step may skip per bucket of budget.
 const EMPTY_VISITS_PER_STEP: usize = 10;
 /// Buckets moved by each mutating operation during a resize. More than one so a resize always
@@ -138,6 +138,48 @@ fn chain_len<V>(mut node: *mut Node<V>) -> usize {
         node = unsafe { (*node).next };
     }
     n
+}
+
+/// Whether tables may start a resize now (false while a fork child shares the pages).
+pub fn resize_allowed() -> bool {
+    RESIZE_ALLOWED.load(Ordering::Relaxed)
+}
+
+/// Appends one array's block of DEBUG HTSTATS (Redis 7.0's dictGetStats text) given the chain
+/// length of each of its buckets, in order. Array 0 is the main one, array 1 the target of a
+/// resize in progress. Other collections' tables report through this too, so every
+/// HTSTATS block reads the same.
+pub fn write_stats(out: &mut String, index: usize, chains: impl Iterator<Item = usize> + Clone) {
+    use std::fmt::Write;
+    let name = if index == 0 { "main hash table" } else { "rehashing target" };
+    let _ = writeln!(out, "Hash table {index} stats ({name}):");
+    let count: usize = chains.clone().sum();
+    if count == 0 {
+        out.push_str("No stats available for empty dictionaries\n");
+        return;
+    }
+    const MAX_CHAIN: usize = 50;
+    let mut histogram = [0usize; MAX_CHAIN];
+    let (mut size, mut used_slots, mut max_chain) = (0usize, 0usize, 0usize);
+    for len in chains {
+        size += 1;
+        histogram[len.min(MAX_CHAIN - 1)] += 1;
+        if len > 0 {
+            used_slots += 1;
+            max_chain = max_chain.max(len);
+        }
+    }
+    let _ = write!(
+        out,
+        " table size: {size}\n number of elements: {count}\n different slots: {used_slots}\n max chain length: {max_chain}\n avg chain length (counted): {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
+        count as f64 / used_slots as f64,
+        count as f64 / used_slots as f64
+    );
+    for (len, &n) in histogram.iter().enumerate() {
+        if n > 0 {
+            let _ = writeln!(out, "   {len}: {n} ({:.02}%)", n as f64 * 100.0 / size as f64);
+        }
+    }
 }
 
 /// One bucket array. An empty array (no allocation) has size 0.
@@ -269,38 +311,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
             if i == 1 && self.rehash_idx.is_none() {
                 break;
             }
-            let name = if i == 0 { "main hash table" } else { "rehashing target" };
-            out.push_str(&format!("Hash table {i} stats ({name}):\n"));
-            let count: usize = ht.slots.iter().map(|&head| chain_len(head)).sum();
-            if count == 0 {
-                out.push_str("No stats available for empty dictionaries\n");
-                continue;
-            }
-            const MAX_CHAIN: usize = 50;
-            let mut histogram = [0usize; MAX_CHAIN];
-            let (mut used_slots, mut max_chain, mut total_chain) = (0usize, 0usize, 0usize);
-            for &head in ht.slots.iter() {
-                let len = chain_len(head);
-                histogram[len.min(MAX_CHAIN - 1)] += 1;
-                if len > 0 {
-                    used_slots += 1;
-                    max_chain = max_chain.max(len);
-                    total_chain += len;
-                }
-            }
-            out.push_str(&format!(" table size: {}\n number of elements: {count}\n", ht.slots.len()));
-            {
-                out.push_str(&format!(
-                    " different slots: {used_slots}\n max chain length: {max_chain}\n avg chain length (counted): {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
-                    total_chain as f64 / used_slots as f64,
-                    count as f64 / used_slots as f64
-                ));
-                for (len, &n) in histogram.iter().enumerate() {
-                    if n > 0 {
-                        out.push_str(&format!("   {len}: {n} ({:.02}%)\n", n as f64 * 100.0 / ht.slots.len() as f64));
-                    }
-                }
-            }
+            write_stats(&mut out, i, ht.slots.iter().map(|&head| chain_len(head)));
         }
         out
     }

@@ -512,6 +512,23 @@ impl ZSet {
     }
 
     /// The name OBJECT ENCODING reports.
+    /// DEBUG HTSTATS-KEY's text: the skiplist encoding's member table, as Redis reports the
+    /// zset's dict.
+    pub fn table_stats(&self) -> Option<String> {
+        match &self.repr {
+            Repr::Tree(b) => Some(b.dict.stats()),
+            Repr::Pack(_) => None,
+        }
+    }
+
+    /// One rehash step of the member table, as Redis takes on each lookup of a resizing dict.
+    pub fn rehash_step(&mut self) -> bool {
+        match &mut self.repr {
+            Repr::Tree(b) => b.dict.rehash_step(1),
+            Repr::Pack(_) => false,
+        }
+    }
+
     pub fn encoding_name(&self) -> &'static str {
         match self.repr {
             Repr::Pack(_) => "listpack",
