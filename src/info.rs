@@ -390,9 +390,8 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("current_save_keys_processed", c.keys_processed);
     s.field("current_save_keys_total", c.keys_total);
     s.field("rdb_changes_since_last_save", st.dirty);
-    // A replica's snapshot child counts too (Redis forks the same RDB child for it).
-    let syncing = st.repl.replicas.iter().any(|r| r.state == crate::executor::replication::ReplicaState::SendBulk);
-    s.field("rdb_bgsave_in_progress", (p.bgsave_in_progress || syncing) as u8);
+    // A full sync's child counts too (it is the server's RDB child, as in Redis).
+    s.field("rdb_bgsave_in_progress", p.bgsave_in_progress as u8);
     s.field("rdb_last_save_time", st.lastsave_unix);
     s.field("rdb_last_bgsave_status", if p.last_bgsave_ok { "ok" } else { "err" });
     s.field("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);

@@ -62,6 +62,10 @@ pub struct ClientHandle {
     rdb_transfer: std::sync::Mutex<Option<RdbTransfer>>,
     /// Whether `rdb_transfer` holds one (checked after every batch without the lock).
     has_rdb_transfer: AtomicBool,
+    /// Since when the connection has been waiting to write a chunk of a diskless snapshot
+    /// (unix ms; 0: it is not), for repl-timeout during a full sync (Redis's
+    /// repl_last_partial_write).
+    pub rdb_stuck_since_ms: AtomicI64,
     /// The connection's query buffer as it last reported it: bytes held and capacity.
     qbuf_len: AtomicUsize,
     qbuf_cap: AtomicUsize,
@@ -441,6 +445,11 @@ impl ClientHandle {
         *self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
         self.has_rdb_transfer.store(true, Ordering::Release);
         self.notify.raise();
+    }
+
+    /// A copy of what the outbox holds (the stream queued behind a replica's snapshot).
+    pub fn outbox_copy(&self) -> Vec<u8> {
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Whether a snapshot waits to be sent (checked before the outbox is written).
@@ -974,18 +983,39 @@ pub struct ReplConf {
     pub functions_only: bool,
 }
 
-/// A snapshot being produced by a forked child, for the connection to send.
+/// A snapshot for the connection to send: the reply head first, then the RDB from `source`,
+/// then whatever the outbox queued meanwhile (the stream).
 #[derive(Debug)]
 pub struct RdbTransfer {
-    /// Read end of the pipe the child writes the RDB into.
-    pub pipe: std::os::fd::OwnedFd,
-    pub pid: i32,
-    /// The EOF marker already announced to the client (`$EOF:<mark>`); None for `$<len>`.
-    pub mark: Option<Vec<u8>>,
+    pub source: RdbSource,
     /// The client wants the snapshot only: close it afterwards.
     pub rdb_only: bool,
     /// What goes before the snapshot: `+FULLRESYNC <replid> <offset>` and the `$EOF:` header.
     pub head: Vec<u8>,
+}
+
+/// Where a transfer's RDB comes from.
+#[derive(Debug)]
+pub enum RdbSource {
+    /// Diskless: chunks of the one snapshot child's pipe, relayed to every replica of the sync
+    /// (the child writes the closing EOF mark itself, so a child that dies leaves the replica
+    /// without it). One transfer of the group carries the relay, which its connection starts.
+    Relay { chunks: tokio::sync::mpsc::Receiver<bytes::Bytes>, relay: Option<RdbRelay> },
+    /// Disk: the BGSAVE's file, once `done` says the child succeeded; sent as `$<len>` and the file.
+    Disk { done: tokio::sync::oneshot::Receiver<bool>, path: std::path::PathBuf },
+}
+
+/// Chunks a replica's connection may have waiting in a diskless sync: few, so the slowest
+/// replica paces the child (see `server::rdb_transfer`).
+pub const RELAY_DEPTH: usize = 4;
+
+/// The reading side of a diskless sync (Redis's rdb pipe): the child's pipe and one channel per
+/// replica of the sync. Run by `server::rdb_transfer::relay`.
+#[derive(Debug)]
+pub struct RdbRelay {
+    pub pipe: std::os::fd::OwnedFd,
+    pub pid: i32,
+    pub replicas: Vec<tokio::sync::mpsc::Sender<bytes::Bytes>>,
 }
 
 #[cfg(test)]

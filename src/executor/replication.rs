@@ -146,6 +146,8 @@ pub struct Replica {
     /// The address it announced (REPLCONF ip-address, else its peer address) and listening-port.
     pub ip: String,
     pub port: u16,
+    /// A disk sync's replica waiting for the BGSAVE: told when it ends (`sync_child_done`).
+    pub disk_wait: Option<tokio::sync::oneshot::Sender<bool>>,
 }
 
 /// The replica side's link to its master, as the link task reports it.
@@ -247,8 +249,12 @@ pub struct ReplState {
     /// Keys a client (not the master) gave a TTL on this writable replica: the replica expires
     /// these itself, as nobody else will (Redis's slaveKeysWithExpire).
     local_expires: std::collections::HashSet<(usize, Vec<u8>)>,
-    /// Replicas waiting for their delayed diskless full sync to start.
+    /// Replicas waiting for their full sync to start (a diskless delay, or a child running).
     pub wait_start: Vec<Waiting>,
+    /// rdb-only readers (redis-cli --rdb) of a disk sync, told when its BGSAVE ends.
+    rdb_only_disk: Vec<tokio::sync::oneshot::Sender<bool>>,
+    /// The offset a running disk sync's BGSAVE forked at (its replicas' `+FULLRESYNC`).
+    disk_sync_offset: Option<i64>,
     /// The second the waiting replicas last got a keepalive newline.
     last_newline_s: i64,
     /// The master, on a replica.
@@ -320,6 +326,8 @@ impl Default for ReplState {
             sync_loading: None,
             local_expires: Default::default(),
             wait_start: Vec::new(),
+            rdb_only_disk: Vec::new(),
+            disk_sync_offset: None,
             last_newline_s: 0,
             master: None,
             master_stream_db: 0,
@@ -570,6 +578,7 @@ pub fn attach(st: &mut State, id: u64, handle: Arc<ClientHandle>, ip: String, po
         ack_ms: crate::util::clock::unix_ms(),
         ip,
         port,
+        disk_wait: None,
     });
     st.repl.no_replicas_since_ms = 0;
 }
@@ -592,9 +601,20 @@ pub fn before_full_sync(st: &mut State) {
 pub fn detach(st: &mut State, id: u64) {
     st.repl.wait_start.retain(|w| w.id != id);
     let before = st.repl.replicas.len();
+    let waited_disk = st.repl.replicas.iter().any(|r| r.id == id && r.disk_wait.is_some());
     st.repl.replicas.retain(|r| r.id != id);
     if before != st.repl.replicas.len() && st.repl.replicas.is_empty() {
         st.repl.no_replicas_since_ms = crate::util::clock::unix_ms();
+    }
+    // The last replica waiting for a disk sync's BGSAVE is gone: without save points nobody
+    // needs the dump, so the child stops now and frees its memory, and the next sync may fork
+    // at once (as Redis's freeClient).
+    if waited_disk
+        && st.config.save.is_empty()
+        && st.repl.disk_sync_offset.is_some()
+        && !st.repl.replicas.iter().any(|r| r.disk_wait.is_some())
+    {
+        super::snapshot::kill_child(st);
     }
 }
 
@@ -706,9 +726,16 @@ pub fn cron(st: &mut State, now_ms: i64) {
         }
     }
     let timeout = config_i64(st, "repl-timeout", 60).max(1) * 1000;
+    let diskless_child = st.snapshot.child.as_ref().is_some_and(|c| c.to_replicas);
     for r in &st.repl.replicas {
         if r.state == ReplicaState::Online && now_ms - r.ack_ms > timeout {
             tracing::warn!("Disconnecting timedout replica (streaming sync): {}:{}", r.ip, r.port);
+            r.handle.request_close();
+        }
+        // A replica that stopped taking its diskless snapshot holds every other one back.
+        let stuck = r.handle.rdb_stuck_since_ms.load(Ordering::Relaxed);
+        if r.state == ReplicaState::SendBulk && diskless_child && stuck != 0 && now_ms - stuck > timeout {
+            tracing::warn!("Disconnecting timedout replica (full sync): {}:{}", r.ip, r.port);
             r.handle.request_close();
         }
     }
@@ -1157,22 +1184,76 @@ pub struct Waiting {
     pub since_ms: i64,
 }
 
+/// A replica needs a full sync (Redis's syncCommand): a disk one joins a BGSAVE already
+/// running for another replica; one starts at once when no child runs and no diskless delay
+/// applies; otherwise it waits for the cron (`start_waiting`).
+pub fn request_full_sync(st: &mut State, replica: Waiting) -> Result<(), String> {
+    let to_socket = socket_target(st, std::slice::from_ref(&replica));
+    if !to_socket
+        && st.snapshot.child.as_ref().is_some_and(|c| c.kind == super::snapshot::ChildKind::Rdb && !c.to_replicas)
+    {
+        if let Some(offset) = st.repl.disk_sync_offset {
+            if let Some(other) = st.repl.replicas.iter().find(|r| r.disk_wait.is_some()) {
+                tracing::info!("Waiting for end of BGSAVE for SYNC");
+                join_disk_sync(st, replica, other.handle.clone(), offset);
+                return Ok(());
+            }
+        }
+        tracing::info!("Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC");
+    }
+    let delay = config_i64(st, "repl-diskless-sync-delay", 5);
+    if st.snapshot.child.is_some() || (to_socket && delay > 0 && !replica.conf.rdb_only) {
+        wait_for_start(st, replica);
+        return Ok(());
+    }
+    start_full_sync(st, vec![replica])
+}
+
+/// Attaches a disk replica to the BGSAVE another one (`other`) waits for: it gets the same
+/// `+FULLRESYNC` offset and a copy of the stream queued for `other` since the fork (Redis's
+/// copyReplicaOutputBuffer), behind the file.
+fn join_disk_sync(st: &mut State, w: Waiting, other: Arc<ClientHandle>, offset: i64) {
+    flush(st);
+    let mut head = Vec::new();
+    if w.psync {
+        head.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", st.repl.replid, offset).as_bytes());
+    }
+    let (tx, done) = tokio::sync::oneshot::channel();
+    let path = std::path::PathBuf::from(&st.config.dbfilename);
+    let source = super::clients::RdbSource::Disk { done, path };
+    let rdb_only = w.conf.rdb_only;
+    w.handle.start_rdb_transfer(super::clients::RdbTransfer { source, rdb_only, head });
+    w.handle.push_slice(&other.outbox_copy());
+    if rdb_only {
+        st.repl.rdb_only_disk.push(tx);
+        return;
+    }
+    attach(st, w.id, w.handle, w.ip, w.port, false);
+    if let Some(r) = st.repl.replicas.last_mut() {
+        r.disk_wait = Some(tx);
+    }
+}
+
 /// Parks a replica until its delayed full sync starts (`cron`).
 pub fn wait_for_start(st: &mut State, replica: Waiting) {
     st.repl.wait_start.push(replica);
     st.repl.no_replicas_since_ms = 0;
 }
 
-/// Starts the full syncs whose repl-diskless-sync-delay has passed (or as soon as
-/// repl-diskless-sync-max-replicas are waiting), all at one moment; sends the waiting ones a
-/// newline every second meanwhile, which keeps their link alive (as Redis's replicationCron).
+/// Starts the full sync the waiting replicas need (Redis's replicationStartPendingFork): none
+/// while a child runs; then at once for a disk target, and for a diskless one once the
+/// longest-waiting replica waited repl-diskless-sync-delay, or as soon as
+/// repl-diskless-sync-max-replicas are waiting. Every waiting replica of the same kind shares
+/// the one snapshot. Meanwhile they get a newline a second, which keeps their link alive (as
+/// Redis's replicationCron).
 fn start_waiting(st: &mut State, now_ms: i64) {
     st.repl.wait_start.retain(|w| !w.handle.close_requested());
     let Some(first) = st.repl.wait_start.iter().map(|w| w.since_ms).min() else { return };
     let delay = config_i64(st, "repl-diskless-sync-delay", 5) * 1000;
     let max = config_i64(st, "repl-diskless-sync-max-replicas", 0);
+    let diskless = st.config.other.get("repl-diskless-sync").is_none_or(|v| v == "yes");
     let full = max > 0 && st.repl.wait_start.len() as i64 >= max;
-    if now_ms - first < delay && !full {
+    if st.snapshot.child.is_some() || (diskless && now_ms - first < delay && !full) {
         if now_ms / 1000 != st.repl.last_newline_s {
             st.repl.last_newline_s = now_ms / 1000;
             for w in &st.repl.wait_start {
@@ -1181,82 +1262,156 @@ fn start_waiting(st: &mut State, now_ms: i64) {
         }
         return;
     }
-    for w in std::mem::take(&mut st.repl.wait_start) {
-        let handle = w.handle.clone();
-        if let Err(e) = start_full_sync(st, w) {
-            tracing::warn!("Can't fork the snapshot for SYNC: {e}");
-            handle.request_close();
+    // One snapshot serves replicas asking for the same content (keys, or functions only).
+    let functions_only = st.repl.wait_start[0].conf.functions_only;
+    let (group, rest): (Vec<Waiting>, Vec<Waiting>) =
+        std::mem::take(&mut st.repl.wait_start).into_iter().partition(|w| w.conf.functions_only == functions_only);
+    st.repl.wait_start = rest;
+    let handles: Vec<_> = group.iter().map(|w| w.handle.clone()).collect();
+    if let Err(e) = start_full_sync(st, group) {
+        tracing::warn!("BGSAVE for replication failed: {e}");
+        for h in handles {
+            h.request_close();
         }
     }
 }
 
-/// Forks the snapshot for `replica` and attaches it: the stream from this moment on queues on
-/// its outbox, behind the snapshot its connection sends first.
-pub fn start_full_sync(st: &mut State, replica: Waiting) -> Result<(), String> {
+/// Whether a full sync for these replicas goes to their sockets (Redis's socket target: every
+/// one reads the `$EOF:` framing, and diskless sync is on or one wants the snapshot only).
+fn socket_target(st: &State, group: &[Waiting]) -> bool {
+    let diskless = st.config.other.get("repl-diskless-sync").is_none_or(|v| v == "yes");
+    group.iter().all(|w| w.conf.capa_eof) && (diskless || group.iter().any(|w| w.conf.rdb_only))
+}
+
+/// Starts one snapshot child for `group` and attaches them: the stream from this moment on
+/// queues on their outboxes, behind the snapshot their connections send first. Diskless, the
+/// child writes into one pipe that the server relays to every replica; on disk it is a BGSAVE
+/// whose file each replica gets once the child ends (`sync_child_done`).
+pub fn start_full_sync(st: &mut State, group: Vec<Waiting>) -> Result<(), String> {
+    if group.is_empty() {
+        return Ok(());
+    }
     flush(st);
     st.repl.selected_db = None;
-    let to_socket = replica.conf.capa_eof;
+    let to_socket = socket_target(st, &group);
     tracing::info!("Starting BGSAVE for SYNC with target: {}", if to_socket { "replicas sockets" } else { "disk" });
-    let (pipe, pid) = fork_snapshot(st, replica.conf.functions_only)?;
+    let head = |st: &State, w: &Waiting| {
+        let mut head = Vec::new();
+        if w.psync {
+            head.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", st.repl.replid, st.repl.offset).as_bytes());
+        }
+        head
+    };
     if to_socket {
+        let mark = crate::util::clock::random_hex(EOF_MARK_LEN).into_bytes();
+        let (pipe, pid) = fork_snapshot(st, group[0].conf.functions_only, mark.clone())?;
         tracing::info!("Background RDB transfer started by pid {pid}");
-    } else {
-        tracing::info!("Background saving started by pid {pid}");
+        let mut senders = Vec::with_capacity(group.len());
+        let mut transfers = Vec::with_capacity(group.len());
+        for w in &group {
+            let (tx, rx) = tokio::sync::mpsc::channel(super::clients::RELAY_DEPTH);
+            senders.push(tx);
+            let mut h = head(st, w);
+            h.extend_from_slice(b"$EOF:");
+            h.extend_from_slice(&mark);
+            h.extend_from_slice(b"\r\n");
+            transfers.push((rx, h));
+        }
+        let mut relay = Some(super::clients::RdbRelay { pipe, pid, replicas: senders });
+        for (w, (chunks, head)) in group.into_iter().zip(transfers) {
+            let source = super::clients::RdbSource::Relay { chunks, relay: relay.take() };
+            let rdb_only = w.conf.rdb_only;
+            w.handle.rdb_stuck_since_ms.store(0, Ordering::Relaxed);
+            w.handle.start_rdb_transfer(super::clients::RdbTransfer { source, rdb_only, head });
+            if !rdb_only {
+                attach(st, w.id, w.handle, w.ip, w.port, false);
+            }
+        }
+        return Ok(());
     }
-    let mut head = Vec::new();
-    if replica.psync {
-        head.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", st.repl.replid, st.repl.offset).as_bytes());
-    }
-    let mark = replica.conf.capa_eof.then(|| crate::util::clock::random_hex(EOF_MARK_LEN).into_bytes());
-    if let Some(m) = &mark {
-        head.extend_from_slice(b"$EOF:");
-        head.extend_from_slice(m);
-        head.extend_from_slice(b"\r\n");
-    }
-    let rdb_only = replica.conf.rdb_only;
-    replica.handle.start_rdb_transfer(super::clients::RdbTransfer { pipe, pid, mark, rdb_only, head });
-    if !rdb_only {
-        attach(st, replica.id, replica.handle, replica.ip, replica.port, false);
+    super::snapshot::bgsave_start(st).map_err(|e| format!("{e:?}"))?;
+    st.repl.disk_sync_offset = Some(st.repl.offset);
+    let path = std::path::PathBuf::from(&st.config.dbfilename);
+    for w in group {
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let source = super::clients::RdbSource::Disk { done, path: path.clone() };
+        let rdb_only = w.conf.rdb_only;
+        let h = head(st, &w);
+        w.handle.start_rdb_transfer(super::clients::RdbTransfer { source, rdb_only, head: h });
+        if rdb_only {
+            st.repl.rdb_only_disk.push(tx);
+        } else {
+            attach(st, w.id, w.handle, w.ip, w.port, false);
+            if let Some(r) = st.repl.replicas.last_mut() {
+                r.disk_wait = Some(tx);
+            }
+        }
     }
     Ok(())
 }
 
-/// Forks a child that writes the snapshot into a pipe and exits; returns the read end and the
-/// child's pid.
-fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32), String> {
+/// The sync's snapshot child ended (or was killed): a disk sync's replicas get the file, or
+/// are dropped when it failed; a diskless sync's replicas, already fed from the pipe, wait for
+/// their first ACK, or are dropped when it failed (Redis's updateSlavesWaitingBgsave).
+pub fn sync_child_done(st: &mut State, ok: bool, to_replicas: bool) {
+    st.repl.disk_sync_offset = None;
+    for tx in std::mem::take(&mut st.repl.rdb_only_disk) {
+        let _ = tx.send(ok);
+    }
+    for r in &mut st.repl.replicas {
+        if r.state != ReplicaState::SendBulk {
+            continue;
+        }
+        let waited = match r.disk_wait.take() {
+            Some(tx) => {
+                let _ = tx.send(ok);
+                true
+            }
+            None => to_replicas,
+        };
+        if !waited {
+            continue;
+        }
+        if !ok {
+            tracing::warn!("SYNC failed. BGSAVE child returned an error");
+            r.handle.request_close();
+        } else if to_replicas {
+            tracing::info!(
+                "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from replica \
+                 to enable streaming",
+                r.ip,
+                r.port
+            );
+        }
+    }
+}
+
+/// Forks a child that writes the snapshot and then `mark` into a pipe and exits; returns the
+/// read end and the child's pid. It is the server's RDB child (INFO rdb_bgsave_in_progress).
+fn fork_snapshot(st: &mut State, functions_only: bool, mark: Vec<u8>) -> Result<(OwnedFd, i32), String> {
     let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
     let repl = rdb_info(st);
     let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false, repl };
     // The same options as BGSAVE (rdb-key-save-delay included, which tests use to slow it).
     let opts = super::snapshot::options(st, save::required_version(&st.dbs));
-    // SAFETY: the child only serializes the (copy-on-write) dataset into the pipe and leaves
-    // with `_exit`; it never returns into the server, never touches the runtime and logs nothing,
-    // so no lock held by another thread at fork time is taken (as BGSAVE's child).
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
-            drop(rd);
-            // Closes the listeners too: a child outliving a killed master must not hold its port.
-            super::snapshot::become_child(st, "redis-rdb-to-slaves");
-            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
-                let out = std::fs::File::from(wr);
-                // The writer flushes its buffer before handing the file back.
-                match save::write_snapshot(out, dbs, &st.functions, &info, &opts) {
-                    Ok(_) => 0,
-                    Err(_) => 1,
-                }
-            }))
-            .unwrap_or(1);
-            // SAFETY: ends the child without running the parent's atexit handlers or destructors.
-            unsafe { libc::_exit(code) }
+    // The child closes its copy of the read end: once the parent is gone nobody reads, and
+    // its next write fails, so it exits rather than outlive a killed master.
+    let rd_raw = std::os::fd::AsRawFd::as_raw_fd(&rd);
+    let work = move |st: &State| {
+        // SAFETY: the child's own copy of the pipe's read end, used by nothing in the child.
+        unsafe { libc::close(rd_raw) };
+        let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
+        let out = std::fs::File::from(wr);
+        // The writer flushes its buffer before handing the file back; the mark closes the
+        // framing only when the whole snapshot went out.
+        match save::write_snapshot(out, dbs, &st.functions, &info, &opts) {
+            Ok((mut out, _)) => std::io::Write::write_all(&mut out, &mark).is_ok(),
+            Err(_) => false,
         }
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            drop(wr);
-            st.stats.persistence.total_forks += 1;
-            Ok((rd, child.as_raw()))
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    };
+    let pid = super::snapshot::fork_child_titled(st, super::snapshot::ChildKind::Rdb, "redis-rdb-to-slaves", work)?;
+    super::snapshot::mark_to_replicas(st);
+    Ok((rd, pid))
 }
 
 /// A write by a client other than the master on a (writable) replica: its keys with a TTL are

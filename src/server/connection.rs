@@ -85,7 +85,7 @@ where
                 _ = handle.notify.wait() => {
                     // A full sync the cron started (after repl-diskless-sync-delay).
                     if let Some(t) = handle.take_rdb_transfer() {
-                        if !send_snapshot(&mut stream, &handle, t).await {
+                        if !send_snapshot(&mut stream, &mut rbuf, &handle, t).await {
                             break 'conn;
                         }
                         continue 'conn;
@@ -142,7 +142,7 @@ where
                     break;
                 }
                 out.clear();
-                if !send_snapshot(&mut stream, &handle, t).await {
+                if !send_snapshot(&mut stream, &mut rbuf, &handle, t).await {
                     break;
                 }
                 continue;
@@ -347,16 +347,16 @@ where
 /// Sends a replica its snapshot (`+FULLRESYNC`, the framing, the RDB); the stream queued on the
 /// outbox meanwhile follows. False when the connection must close (a failed transfer, or an
 /// rdb-only reader served).
-async fn send_snapshot<S>(stream: &mut S, handle: &ClientHandle, mut t: RdbTransfer) -> bool
+async fn send_snapshot<S>(stream: &mut S, rbuf: &mut BytesMut, handle: &ClientHandle, mut t: RdbTransfer) -> bool
 where
-    S: AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let rdb_only = t.rdb_only;
     let head = std::mem::take(&mut t.head);
     if !write_out(stream, handle, &head).await {
         return false;
     }
-    crate::server::rdb_transfer::stream_rdb(stream, t, handle).await && !rdb_only
+    crate::server::rdb_transfer::stream_rdb(stream, rbuf, t, handle).await && !rdb_only
 }
 
 /// Writes `buf` in full unless the executor asks to close the connection first; returns false
