@@ -286,6 +286,16 @@ impl ClientHandle {
     }
 
     /// Bytes queued for the client and not yet written (CLIENT LIST omem).
+    /// What the client's output occupies: the outbox's allocation, the replies the connection
+    /// holds unwritten and the buffers it writes from (a replica's share of the stream, which
+    /// maxmemory does not count, as Redis's freeMemoryGetNotCountedMemory).
+    pub fn output_memory(&self) -> u64 {
+        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner()).capacity();
+        crate::alloc::usable_size(outbox)
+            + self.in_flight.load(Ordering::Relaxed) as u64
+            + self.out_held.load(Ordering::Relaxed) as u64
+    }
+
     pub fn pending_output(&self) -> usize {
         self.queued.load(Ordering::Acquire) + self.in_flight.load(Ordering::Relaxed)
     }
@@ -673,9 +683,14 @@ pub fn refresh_limits(st: &mut super::State) {
         st.tracking.max_keys = st.config.get(desc).parse().unwrap_or(0);
     }
     let Some(desc) = crate::config::lookup("client-output-buffer-limit") else { return };
+    // A replica's hard limit under repl-backlog-size is raised to it, as Redis 7.0 does: a
+    // partial resync hands the replica up to a whole backlog at once, and it would be dropped
+    // for what the backlog holds anyway.
+    let backlog: u64 = st.config.other.get("repl-backlog-size").and_then(|v| v.parse().ok()).unwrap_or(1 << 20);
     let text = st.config.get(desc);
     let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-    if *last == text {
+    let seen = format!("{text} {backlog}");
+    if *last == seen {
         return;
     }
     let words: Vec<&str> = text.split(' ').collect();
@@ -685,11 +700,14 @@ pub fn refresh_limits(st: &mut super::State) {
         match c[0] {
             "normal" => set_obuf_limits(ObufClass::Normal, limits),
             "pubsub" => set_obuf_limits(ObufClass::Pubsub, limits),
-            "replica" | "slave" => set_obuf_limits(ObufClass::Replica, limits),
+            "replica" | "slave" => {
+                let hard = if limits.0 > 0 { limits.0.max(backlog) } else { 0 };
+                set_obuf_limits(ObufClass::Replica, (hard, limits.1, limits.2))
+            }
             _ => {}
         }
     }
-    *last = text;
+    *last = seen;
 }
 
 /// The client cron (Redis's clientsCron, every tick for every client): query buffers are

@@ -439,6 +439,26 @@ pub fn master_command_failed(st: &State, reply: &[u8], command: &str) {
     }
 }
 
+/// A replica's command produced a reply: the link carries the stream one way only, so the
+/// reply is dropped and the replica disconnected, logged as Redis logs it (an error first as
+/// the error a master sends its replica).
+pub fn replica_replied(st: &State, client: &super::clients::Client, reply: &[u8], now_ms: i64) {
+    let command = match client.last_cmd_parent {
+        "" => client.last_cmd.to_string(),
+        parent => format!("{parent}|{}", client.last_cmd),
+    };
+    if let Some(err) = reply.strip_prefix(b"-") {
+        let line = err.split(|&b| b == b'\r').next().unwrap_or_default();
+        tracing::warn!(
+            "== CRITICAL == This master is sending an error to its replica: '{}' after processing the command '{command}'",
+            String::from_utf8_lossy(line)
+        );
+    }
+    let info = super::clients::client_line(st, client, now_ms, None);
+    tracing::warn!("Replica generated a reply to command '{command}', disconnecting it: {info}");
+    client.handle.request_close();
+}
+
 /// Queues a command outside any database (PING, REPLCONF GETACK).
 fn feed_dbless(st: &mut State, argv: &[&[u8]]) {
     let r = &mut st.repl;
@@ -1188,6 +1208,7 @@ pub struct Waiting {
 /// running for another replica; one starts at once when no child runs and no diskless delay
 /// applies; otherwise it waits for the cron (`start_waiting`).
 pub fn request_full_sync(st: &mut State, replica: Waiting) -> Result<(), String> {
+    replica.handle.set_replica(true);
     let to_socket = socket_target(st, std::slice::from_ref(&replica));
     if !to_socket
         && st.snapshot.child.as_ref().is_some_and(|c| c.kind == super::snapshot::ChildKind::Rdb && !c.to_replicas)
@@ -1236,6 +1257,9 @@ fn join_disk_sync(st: &mut State, w: Waiting, other: Arc<ClientHandle>, offset: 
 
 /// Parks a replica until its delayed full sync starts (`cron`).
 pub fn wait_for_start(st: &mut State, replica: Waiting) {
+    // A replica from its SYNC on, as Redis flags it: its commands may not touch the keyspace
+    // nor reply.
+    replica.handle.set_replica(true);
     st.repl.wait_start.push(replica);
     st.repl.no_replicas_since_ms = 0;
 }

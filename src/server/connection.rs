@@ -88,6 +88,8 @@ where
                         if !send_snapshot(&mut stream, &mut rbuf, &handle, t).await {
                             break 'conn;
                         }
+                        // What the replica sent during the transfer is parsed now.
+                        reparse = !rbuf.is_empty();
                         continue 'conn;
                     }
                     if let Some(to) = handle.take_qbuf_trim() {
@@ -145,6 +147,7 @@ where
                 if !send_snapshot(&mut stream, &mut rbuf, &handle, t).await {
                     break;
                 }
+                reparse = !rbuf.is_empty();
                 continue;
             }
             // Replies the executor pushed earlier (a served blocking command) go first.
@@ -243,7 +246,8 @@ impl Backlog {
         if self.len() == 0 {
             0
         } else {
-            self.buf.capacity() - self.pos
+            // The allocation as the allocator serves it (its size class), as used_memory counts it.
+            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos
         }
     }
 
