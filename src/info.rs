@@ -289,8 +289,14 @@ pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
     let clients_normal: u64 = st.clients.values().filter(|c| !replica(c.as_ref())).map(|c| c.memory()).sum::<u64>()
         + client_memory(CALLER_QUERY_BUFFER + caller.qbuf);
     // A replica being closed is no replica any more (Redis frees it at once).
-    let clients_slaves: u64 =
-        st.clients.values().filter(|c| replica(c.as_ref()) && !c.handle.close_requested()).map(|c| c.memory()).sum();
+    // Their share of the replication buffer is what it holds beyond the backlog's size; the
+    // chunks their outboxes reference are counted there, once.
+    let clients_slaves: u64 = crate::executor::replication::buffers_beyond_backlog(st)
+        + st.clients
+            .values()
+            .filter(|c| replica(c.as_ref()) && !c.handle.close_requested())
+            .map(|c| c.memory().saturating_sub(c.handle.shared_output() as u64))
+            .sum::<u64>();
     let db_overhead = db_overhead(st);
     let startup = st.stats.mem_startup.min(used);
     let overhead = (startup + clients_normal + clients_slaves + db_overhead).min(used);
@@ -369,7 +375,9 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("mem_fragmentation_ratio", format!("{:.2}", ratio(m.rss, m.used)));
     s.field("mem_fragmentation_bytes", m.rss as i64 - m.used as i64);
     s.field("mem_not_counted_for_evict", st.not_counted_for_evict());
-    s.field("mem_replication_backlog", st.repl.backlog.as_ref().map_or(0, |b| b.size()));
+    let beyond = crate::executor::replication::buffers_beyond_backlog(st);
+    let backlog_mem = crate::executor::replication::buffers_memory(st) - beyond;
+    s.field("mem_replication_backlog", backlog_mem);
     s.field("mem_total_replication_buffers", crate::executor::replication::buffers_memory(st));
     s.field("mem_clients_slaves", m.clients_slaves);
     s.field("mem_clients_normal", m.clients_normal);

@@ -34,7 +34,7 @@ pub fn flag_dirty_cas(clients: &mut ClientTable, current: &mut Client, id: u64) 
 pub struct ClientHandle {
     kill: AtomicBool,
     /// Replies produced outside the client's own batches (served blocking commands, later pushes).
-    outbox: std::sync::Mutex<Vec<u8>>,
+    outbox: std::sync::Mutex<Outbox>,
     /// The outbox's length, kept under its lock, so the common case (nothing queued) is read
     /// without taking the lock after every batch.
     queued: AtomicUsize,
@@ -168,17 +168,30 @@ impl ClientHandle {
     /// `push_output` for borrowed bytes: pub/sub fan-out copies one encoded frame into many
     /// outboxes, which keep their capacity across writes (see `take_output_into`).
     pub fn push_slice(&self, bytes: &[u8]) {
+        self.push(bytes, None);
+    }
+
+    /// Queues a chunk of the replication stream that the backlog and every replica share (Redis
+    /// 7.0's shared replication buffer): the replica holds a reference, not a copy.
+    pub fn push_shared(&self, chunk: &bytes::Bytes) {
+        self.push(chunk, Some(chunk));
+    }
+
+    fn push(&self, bytes: &[u8], shared: Option<&bytes::Bytes>) {
         if bytes.is_empty() || self.close_requested() {
             return;
         }
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
         let was_empty = outbox.is_empty();
-        outbox.extend_from_slice(bytes);
-        self.queued.store(outbox.len(), Ordering::Release);
-        let pending = outbox.len() + self.in_flight.load(Ordering::Relaxed);
+        match shared {
+            Some(chunk) => outbox.push_shared(chunk),
+            None => outbox.push_copy(bytes),
+        }
+        self.queued.store(outbox.len, Ordering::Release);
+        let pending = outbox.len + self.in_flight.load(Ordering::Relaxed);
         if self.over_limit(pending) {
             // Redis frees the reply list of a client it closes for this: nothing more is sent.
-            *outbox = Vec::new();
+            *outbox = Outbox::default();
             self.queued.store(0, Ordering::Release);
             drop(outbox);
             self.obuf_exceeded.store(true, Ordering::Release);
@@ -275,7 +288,7 @@ impl ClientHandle {
             return;
         }
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
-        std::mem::swap(&mut *outbox, buf);
+        outbox.take_into(buf);
         self.queued.store(0, Ordering::Release);
         self.in_flight.store(buf.len(), Ordering::Relaxed);
     }
@@ -290,10 +303,21 @@ impl ClientHandle {
     /// holds unwritten and the buffers it writes from (a replica's share of the stream, which
     /// maxmemory does not count, as Redis's freeMemoryGetNotCountedMemory).
     pub fn output_memory(&self) -> u64 {
-        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner()).capacity();
-        crate::alloc::usable_size(outbox)
+        let tail = self.outbox.lock().unwrap_or_else(|p| p.into_inner()).tail.capacity();
+        crate::alloc::usable_size(tail)
             + self.in_flight.load(Ordering::Relaxed) as u64
             + self.out_held.load(Ordering::Relaxed) as u64
+    }
+
+    /// Bytes of the shared replication stream the outbox references (counted once, in the
+    /// backlog, not per replica).
+    pub fn shared_output(&self) -> usize {
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).shared
+    }
+
+    /// Bytes queued and not yet taken by the connection (a replica still needs them).
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
     }
 
     pub fn pending_output(&self) -> usize {
@@ -447,8 +471,10 @@ impl ClientHandle {
         {
             let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
             if !outbox.is_empty() {
-                outbox.append(&mut t.head);
-                t.head = std::mem::take(&mut *outbox);
+                let mut head = Vec::new();
+                outbox.take_into(&mut head);
+                head.append(&mut t.head);
+                t.head = head;
                 self.queued.store(0, Ordering::Release);
             }
         }
@@ -459,7 +485,13 @@ impl ClientHandle {
 
     /// A copy of what the outbox holds (the stream queued behind a replica's snapshot).
     pub fn outbox_copy(&self) -> Vec<u8> {
-        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        let mut copy = Vec::with_capacity(outbox.len);
+        for seg in &outbox.segs {
+            copy.extend_from_slice(seg);
+        }
+        copy.extend_from_slice(&outbox.tail);
+        copy
     }
 
     /// Whether a snapshot waits to be sent (checked before the outbox is written).
@@ -473,6 +505,57 @@ impl ClientHandle {
         }
         self.has_rdb_transfer.store(false, Ordering::Release);
         self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Output queued for the connection: chunks of the shared replication stream (a replica's),
+/// then bytes copied in. Order is kept: copied bytes before a shared chunk become a segment
+/// of their own first.
+#[derive(Debug, Default)]
+struct Outbox {
+    segs: std::collections::VecDeque<bytes::Bytes>,
+    tail: Vec<u8>,
+    /// Bytes in both.
+    len: usize,
+    /// Bytes of the shared chunks in `segs` (not the copied bytes made segments).
+    shared: usize,
+}
+
+impl Outbox {
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn push_copy(&mut self, bytes: &[u8]) {
+        self.tail.extend_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn push_shared(&mut self, chunk: &bytes::Bytes) {
+        if !self.tail.is_empty() {
+            self.segs.push_back(bytes::Bytes::from(std::mem::take(&mut self.tail)));
+        }
+        self.segs.push_back(chunk.clone());
+        self.len += chunk.len();
+        self.shared += chunk.len();
+    }
+
+    /// Moves everything into `buf` (cleared first). Without shared chunks the buffers swap, so
+    /// the connection's written buffer becomes the next tail.
+    fn take_into(&mut self, buf: &mut Vec<u8>) {
+        buf.clear();
+        if self.segs.is_empty() {
+            std::mem::swap(&mut self.tail, buf);
+        } else {
+            buf.reserve(self.len);
+            for seg in self.segs.drain(..) {
+                buf.extend_from_slice(&seg);
+            }
+            buf.extend_from_slice(&self.tail);
+            self.tail.clear();
+        }
+        self.len = 0;
+        self.shared = 0;
     }
 }
 

@@ -37,14 +37,21 @@ use crate::util::clock::unix_ms;
 /// The all-zeros ID of `master_replid2` when there is no previous history.
 pub const NULL_REPLID: &str = "0000000000000000000000000000000000000000";
 
-/// The replication backlog: the last `size` bytes of the stream, in a ring.
+/// The replication backlog, as Redis 7.0's shared replication buffer: the stream in chunks
+/// (one per batch) that the replicas' outboxes reference too, so a chunk's memory is held once
+/// however many replicas still have it to send. It keeps at least `size` bytes, and more while
+/// a replica still holds older chunks (a slow one, or one waiting for its snapshot): then
+/// another replica can continue from there too. Whole chunks go from the front once neither
+/// applies (`trim`).
 #[derive(Debug)]
 pub struct Backlog {
-    buf: Vec<u8>,
-    /// Where the next byte goes.
-    write: usize,
-    /// Bytes held (at most `buf.len()`).
+    chunks: std::collections::VecDeque<Bytes>,
+    /// Bytes held.
     histlen: usize,
+    /// Allocated bytes of the chunks (mem_total_replication_buffers).
+    mem: u64,
+    /// repl-backlog-size.
+    size: usize,
     /// Offset of the first byte held (Redis's repl_backlog->offset).
     pub first_offset: i64,
 }
@@ -52,65 +59,69 @@ pub struct Backlog {
 impl Backlog {
     /// An empty backlog whose next byte has offset `next_offset`.
     fn new(size: usize, next_offset: i64) -> Backlog {
-        Backlog { buf: vec![0; size.max(1)], write: 0, histlen: 0, first_offset: next_offset }
+        Backlog { chunks: Default::default(), histlen: 0, mem: 0, size: size.max(1), first_offset: next_offset }
     }
 
     pub fn size(&self) -> usize {
-        self.buf.len()
+        self.size
     }
 
     pub fn histlen(&self) -> usize {
         self.histlen
     }
 
-    fn append(&mut self, mut data: &[u8]) {
-        let size = self.buf.len();
-        if data.len() > size {
-            let skip = data.len() - size;
-            self.first_offset += (self.histlen + skip) as i64;
-            self.histlen = 0;
-            self.write = 0;
-            data = &data[skip..];
+    /// What the chunks occupy (Redis's repl_buffer_mem).
+    pub fn memory(&self) -> u64 {
+        self.mem
+    }
+
+    fn end(&self) -> i64 {
+        self.first_offset + self.histlen as i64
+    }
+
+    fn append(&mut self, chunk: Bytes) {
+        self.histlen += chunk.len();
+        self.mem += crate::alloc::usable_size(chunk.len());
+        self.chunks.push_back(chunk);
+    }
+
+    /// Drops chunks from the front while what stays is more than `size` bytes and starts no
+    /// later than `keep_from` (the oldest byte a replica still has to send).
+    fn trim(&mut self, keep_from: i64) {
+        while let Some(front) = self.chunks.front() {
+            let len = front.len();
+            if self.histlen - len <= self.size || self.first_offset + len as i64 > keep_from {
+                break;
+            }
+            self.mem -= crate::alloc::usable_size(len);
+            self.histlen -= len;
+            self.first_offset += len as i64;
+            self.chunks.pop_front();
         }
-        let first = (size - self.write).min(data.len());
-        self.buf[self.write..self.write + first].copy_from_slice(&data[..first]);
-        self.buf[..data.len() - first].copy_from_slice(&data[first..]);
-        self.write = (self.write + data.len()) % size;
-        let held = self.histlen + data.len();
-        if held > size {
-            self.first_offset += (held - size) as i64;
-        }
-        self.histlen = held.min(size);
     }
 
     /// The bytes from stream offset `from` to the end; None when `from` is not held (nor the
     /// next byte to come).
     fn since(&self, from: i64) -> Option<Vec<u8>> {
-        let end = self.first_offset + self.histlen as i64;
-        if from < self.first_offset || from > end {
+        if from < self.first_offset || from > self.end() {
             return None;
         }
-        let skip = (from - self.first_offset) as usize;
-        let len = self.histlen - skip;
-        let size = self.buf.len();
-        let start = (self.write + size - self.histlen + skip) % size;
-        let mut out = Vec::with_capacity(len);
-        let first = (size - start).min(len);
-        out.extend_from_slice(&self.buf[start..start + first]);
-        out.extend_from_slice(&self.buf[..len - first]);
+        let mut skip = (from - self.first_offset) as usize;
+        let mut out = Vec::with_capacity(self.histlen - skip);
+        for chunk in &self.chunks {
+            if skip >= chunk.len() {
+                skip -= chunk.len();
+                continue;
+            }
+            out.extend_from_slice(&chunk[skip..]);
+            skip = 0;
+        }
         Some(out)
     }
 
-    /// CONFIG SET repl-backlog-size: keeps the newest bytes that fit.
+    /// CONFIG SET repl-backlog-size: the next trims keep that much.
     fn resize(&mut self, size: usize) {
-        if size == self.buf.len() {
-            return;
-        }
-        let keep = self.histlen.min(size);
-        let end = self.first_offset + self.histlen as i64;
-        let data = self.since(end - keep as i64).unwrap_or_default();
-        *self = Backlog::new(size, end - keep as i64);
-        self.append(&data);
+        self.size = size.max(1);
     }
 }
 
@@ -533,17 +544,53 @@ pub fn request_acks(st: &mut State) {
 
 fn flush_pending(st: &mut State) {
     let r = &mut st.repl;
-    match r.backlog.as_mut() {
-        Some(b) => b.append(&r.pending),
-        None => {
-            r.pending.clear();
-            return;
-        }
+    let Some(backlog) = r.backlog.as_mut() else {
+        r.pending.clear();
+        return;
+    };
+    // One copy of the batch's stream, shared by the backlog and every replica.
+    let chunk = Bytes::copy_from_slice(&r.pending);
+    r.pending.clear();
+    // The backlog holds it in blocks of at most 16 KiB (views of the one copy), as Redis's
+    // PROTO_REPLY_CHUNK_BYTES blocks: it trims block by block, so a big batch does not keep
+    // older bytes (and a partial resync from them) alive as a whole.
+    let mut at = 0;
+    while at < chunk.len() {
+        let end = (at + BACKLOG_BLOCK).min(chunk.len());
+        backlog.append(chunk.slice(at..end));
+        at = end;
     }
     for replica in &r.replicas {
-        replica.handle.push_slice(&r.pending);
+        replica.handle.push_shared(&chunk);
     }
-    r.pending.clear();
+    trim_backlog(st);
+}
+
+/// The most one backlog block holds.
+const BACKLOG_BLOCK: usize = 16 * 1024;
+
+/// Lets the backlog drop what no replica still has to send (beyond repl-backlog-size).
+fn trim_backlog(st: &mut State) {
+    if st.repl.backlog.is_none() {
+        return;
+    }
+    // CONFIG SET repl-backlog-size takes effect at once (a MULTI that shrinks the backlog and
+    // then writes past it leaves nothing older for a partial resync, as in Redis).
+    let size = backlog_size(st);
+    let Some(backlog) = st.repl.backlog.as_mut() else { return };
+    backlog.resize(size);
+    let end = backlog.end();
+    // What a replica's outbox holds is the end of the stream (older parts were taken by its
+    // connection); a replica being closed holds nothing any more.
+    let keep_from = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| !r.handle.close_requested())
+        .map(|r| end - r.handle.shared_output() as i64)
+        .min()
+        .unwrap_or(end);
+    backlog.trim(keep_from);
 }
 
 /// PSYNC's partial resynchronization, if the backlog allows it: `+CONTINUE` and the missing
@@ -731,10 +778,7 @@ pub fn cron(st: &mut State, now_ms: i64) {
     if st.repl.backlog.is_none() {
         return;
     }
-    let size = backlog_size(st);
-    if let Some(b) = st.repl.backlog.as_mut() {
-        b.resize(size);
-    }
+    trim_backlog(st);
     if st.repl.master.is_none() && !st.repl.replicas.is_empty() {
         let period = config_i64(st, "repl-ping-replica-period", 10).max(1) * 1000;
         // A FAILOVER with a timeout waits for the target to reach an offset that a PING would
@@ -792,10 +836,18 @@ pub fn info_replicas(st: &State, now_ms: i64) -> Vec<(String, String)> {
 /// Memory the replication stream holds (INFO's mem_total_replication_buffers): Redis 7.0
 /// keeps one buffer that the backlog and every replica's unsent part share, so it is the
 /// larger of the backlog's contents and the longest queue of a replica still to be written.
-pub fn buffers_memory(st: &State) -> usize {
-    let backlog = st.repl.backlog.as_ref().map_or(0, |b| b.histlen());
-    let queued = st.repl.replicas.iter().map(|r| r.handle.pending_output()).max().unwrap_or(0);
-    backlog.max(queued)
+pub fn buffers_memory(st: &State) -> u64 {
+    st.repl.backlog.as_ref().map_or(0, |b| b.memory())
+}
+
+/// The part of the shared replication buffer beyond repl-backlog-size while replicas are
+/// attached: theirs, not the backlog's (Redis's getMemoryOverheadData splits it so).
+pub fn buffers_beyond_backlog(st: &State) -> u64 {
+    let Some(b) = st.repl.backlog.as_ref() else { return 0 };
+    if st.repl.replicas.is_empty() {
+        return 0;
+    }
+    b.memory().saturating_sub(b.size() as u64)
 }
 
 /// Replicas attached or waiting for their sync to start (connected_slaves).
@@ -1485,26 +1537,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backlog_wraps_and_answers_from_any_held_offset() {
+    fn backlog_keeps_its_size_and_what_replicas_still_hold() {
         let mut b = Backlog::new(8, 1);
-        b.append(b"abcde");
+        let chunk = |s: &'static [u8]| Bytes::from_static(s);
+        b.append(chunk(b"abcde"));
         assert_eq!(b.since(1).as_deref(), Some(&b"abcde"[..]));
         assert_eq!(b.since(6).as_deref(), Some(&b""[..]));
         assert_eq!(b.since(7), None);
-        b.append(b"fghij");
-        assert_eq!(b.first_offset, 3);
-        assert_eq!(b.histlen(), 8);
+        b.append(chunk(b"fghij"));
+        // 10 bytes held: dropping "abcde" would leave 5, under the size.
+        b.trim(i64::MAX);
+        assert_eq!((b.first_offset, b.histlen()), (1, 10));
         assert_eq!(b.since(3).as_deref(), Some(&b"cdefghij"[..]));
-        assert_eq!(b.since(2), None);
-        assert_eq!(b.since(9).as_deref(), Some(&b"ij"[..]));
-        b.append(b"0123456789xy");
-        assert_eq!(b.first_offset, 15);
-        assert_eq!(b.since(15).as_deref(), Some(&b"456789xy"[..]));
+        b.append(chunk(b"0123456789"));
+        // A replica still has to send from offset 4: "abcde" stays.
+        b.trim(4);
+        assert_eq!((b.first_offset, b.histlen()), (1, 20));
+        assert_eq!(b.since(4).as_deref(), Some(&b"defghij0123456789"[..]));
+        // Nobody holds it: the front goes while more than the size stays.
+        b.trim(i64::MAX);
+        assert_eq!((b.first_offset, b.histlen()), (11, 10));
+        assert_eq!(b.since(10), None);
+        assert_eq!(b.since(11).as_deref(), Some(&b"0123456789"[..]));
         b.resize(4);
-        assert_eq!(b.since(19).as_deref(), Some(&b"89xy"[..]));
-        assert_eq!(b.since(18), None);
-        b.resize(16);
-        b.append(b"z");
-        assert_eq!(b.since(19).as_deref(), Some(&b"89xyz"[..]));
+        b.append(chunk(b"xy"));
+        b.trim(i64::MAX);
+        assert_eq!(b.since(11).as_deref(), Some(&b"0123456789xy"[..]), "the last chunks stay whole");
     }
 }
