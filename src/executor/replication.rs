@@ -673,6 +673,8 @@ pub fn detach(st: &mut State, id: u64) {
     if before != st.repl.replicas.len() && st.repl.replicas.is_empty() {
         st.repl.no_replicas_since_ms = crate::util::clock::unix_ms();
     }
+    // What only it still had to send is let go now.
+    trim_backlog(st);
     // The last replica waiting for a disk sync's BGSAVE is gone: without save points nobody
     // needs the dump, so the child stops now and frees its memory, and the next sync may fork
     // at once (as Redis's freeClient).
