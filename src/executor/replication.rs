@@ -3,11 +3,21 @@
 //! Master side: the replication ID pair and offset, the backlog, the attached replicas and what
 //! each acknowledged, and the clients waiting in WAIT. Every execution unit's propagated
 //! commands (see `propagate`) are encoded once into `pending` (with a `SELECT` when the database
-//! changes) and, when the batch ends (`flush`), appended to the backlog and queued on every
-//! replica's outbox: one copy per replica per batch, whatever the batch size. A replica that
-//! asked for a full sync is attached at the moment its snapshot child forks, so what it misses
-//! from the snapshot is exactly what is queued after; its connection sends the snapshot first
-//! and the queue after it (`server::connection`).
+//! changes) and, when the batch ends (`flush`), copied once into a chunk that the backlog and
+//! every replica's outbox share (Redis 7.0's shared replication buffer, see `Backlog`). A
+//! replica that asked for a full sync is attached at the moment its snapshot child forks, so
+//! what it misses from the snapshot is exactly what is queued after; its connection sends the
+//! snapshot first and the queue after it (`server::connection`).
+//!
+//! Full syncs as Redis 7.0 starts them: one snapshot child (the server's RDB child) for every
+//! replica waiting at that moment; diskless, it writes one pipe that `server::rdb_transfer`
+//! relays to all of them, after repl-diskless-sync-delay (or once
+//! repl-diskless-sync-max-replicas wait); on disk, it is a BGSAVE whose file each replica gets,
+//! later replicas joining it. Nothing starts while another child runs.
+//!
+//! A known cost, not measured yet: the backlog holds one chunk per batch (a 32-byte handle, its
+//! allocation's size-class rounding and, once replicas share it, a reference-count header), so
+//! a stream of tiny batches carries more bookkeeping per byte than Redis's 16 KiB blocks.
 //!
 //! Replica side: where the master is, the link's state as the link task (`server::replica_link`)
 //! reports it, and which client is the master. Commands from the master run as that client: no
