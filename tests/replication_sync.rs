@@ -141,3 +141,42 @@ fn replica_buffers_are_not_counted_for_eviction() {
         assert!(not_counted > 2 * 1024 * 1024, "{what}: mem_not_counted_for_evict {not_counted}");
     }
 }
+
+/// The shared replication buffer: while a replica waits for its snapshot, the backlog keeps
+/// what it will need past repl-backlog-size (repl_backlog_histlen grows, counted once in
+/// mem_total_replication_buffers); once that replica is gone it shrinks back.
+#[test]
+fn the_backlog_grows_while_a_replica_holds_it_and_shrinks_after() {
+    let _w = Watchdog::new("the_backlog_grows_while_a_replica_holds_it_and_shrinks_after", Duration::from_secs(120));
+    for real in [true, false] {
+        let what = if real { "redis" } else { "ferrodis" };
+        let master = start(real, &["--repl-diskless-sync-delay", "0", "--repl-backlog-size", "16384"]);
+        let mut c = master.client();
+        c.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "replica 0 0 0"]);
+        let online = replica_of(true, &master);
+        wait_until("first replica up", || link_up(&online));
+        for i in 0..10 {
+            c.cmd(&["SET", &format!("k{i}"), "v"]);
+        }
+        // The next snapshot takes some 10 s: the second replica waits for it.
+        c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+        let waiting = replica_of(true, &master);
+        wait_until("the second replica waiting", || field(&master, "persistence", "rdb_bgsave_in_progress") == 1);
+        let value = "x".repeat(1024);
+        for i in 0..2048 {
+            c.cmd(&["SET", &format!("big{i}"), &value]);
+        }
+        let histlen = field(&master, "replication", "repl_backlog_histlen");
+        let buffers = field(&master, "memory", "mem_total_replication_buffers");
+        assert!(histlen > 2 * 1024 * 1024, "{what}: repl_backlog_histlen {histlen}");
+        assert!(buffers >= histlen && buffers < 2 * histlen, "{what}: buffers {buffers} for {histlen}");
+        drop(waiting);
+        wait_until("the second replica gone", || field(&master, "replication", "connected_slaves") == 1);
+        // Redis trims a bounded number of blocks per write and per cron run.
+        wait_until(&format!("{what}: the backlog shrinks"), || {
+            c.cmd(&["SET", "after", "1"]);
+            field(&master, "replication", "repl_backlog_histlen") < 1024 * 1024
+        });
+        c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    }
+}

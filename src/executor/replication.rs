@@ -590,14 +590,14 @@ fn trim_backlog(st: &mut State) {
     let Some(backlog) = st.repl.backlog.as_mut() else { return };
     backlog.resize(size);
     let end = backlog.end();
-    // What a replica's outbox holds is the end of the stream (older parts were taken by its
-    // connection); a replica being closed holds nothing any more.
+    // What a replica has not sent yet (its outbox, and what its connection took but could not
+    // write) is the end of the stream; a replica being closed holds nothing any more.
     let keep_from = st
         .repl
         .replicas
         .iter()
         .filter(|r| !r.handle.close_requested())
-        .map(|r| end - r.handle.shared_output() as i64)
+        .map(|r| end - r.handle.pending_output() as i64)
         .min()
         .unwrap_or(end);
     backlog.trim(keep_from);
