@@ -376,7 +376,7 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("mem_fragmentation_bytes", m.rss as i64 - m.used as i64);
     s.field("mem_not_counted_for_evict", st.not_counted_for_evict());
     let beyond = crate::executor::replication::buffers_beyond_backlog(st);
-    let backlog_mem = crate::executor::replication::buffers_memory(st) - beyond;
+    let backlog_mem = st.repl.backlog.as_ref().map_or(0, |b| b.memory()) - beyond;
     s.field("mem_replication_backlog", backlog_mem);
     s.field("mem_total_replication_buffers", crate::executor::replication::buffers_memory(st));
     s.field("mem_clients_slaves", m.clients_slaves);

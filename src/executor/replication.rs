@@ -590,14 +590,14 @@ fn trim_backlog(st: &mut State) {
     let Some(backlog) = st.repl.backlog.as_mut() else { return };
     backlog.resize(size);
     let end = backlog.end();
-    // What a replica has not sent yet (its outbox, and what its connection took but could not
-    // write) is the end of the stream; a replica being closed holds nothing any more.
+    // The chunks a replica's outbox still references are the end of the stream (its
+    // connection copies what it takes); a replica being closed holds nothing any more.
     let keep_from = st
         .repl
         .replicas
         .iter()
         .filter(|r| !r.handle.close_requested())
-        .map(|r| end - r.handle.pending_output() as i64)
+        .map(|r| end - r.handle.shared_output() as i64)
         .min()
         .unwrap_or(end);
     backlog.trim(keep_from);
@@ -849,7 +849,15 @@ pub fn info_replicas(st: &State, now_ms: i64) -> Vec<(String, String)> {
 /// keeps one buffer that the backlog and every replica's unsent part share, so it is the
 /// larger of the backlog's contents and the longest queue of a replica still to be written.
 pub fn buffers_memory(st: &State) -> u64 {
-    st.repl.backlog.as_ref().map_or(0, |b| b.memory())
+    // The shared chunks, and what each replica's connection took from them and has not
+    // written yet (a stopped replica's share grows there).
+    let own: u64 = st
+        .repl
+        .replicas
+        .iter()
+        .map(|r| r.handle.pending_output().saturating_sub(r.handle.shared_output()) as u64)
+        .sum();
+    st.repl.backlog.as_ref().map_or(0, |b| b.memory()) + own
 }
 
 /// The part of the shared replication buffer beyond repl-backlog-size while replicas are
