@@ -85,6 +85,14 @@ fn usable(layout: Layout) -> i64 {
     }
 }
 
+/// What an allocation of `size` bytes really takes (jemalloc's size class), as `used` counts it.
+pub fn usable_size(size: usize) -> u64 {
+    if size == 0 {
+        return 0;
+    }
+    usable(Layout::from_size_align(size, 1).unwrap_or(Layout::new::<u8>())) as u64
+}
+
 /// Bytes allocated through the counting allocator and not yet freed; None when it is not the
 /// global allocator (library tests).
 pub fn used() -> Option<u64> {

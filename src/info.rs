@@ -276,6 +276,8 @@ pub struct MemoryFigures {
     pub startup: u64,
     pub rss: u64,
     pub clients_normal: u64,
+    /// The replicas' clients (mem_clients_slaves), apart from the others as in Redis.
+    pub clients_slaves: u64,
     pub overhead: u64,
     pub dataset: u64,
     pub db_overhead: u64,
@@ -283,11 +285,21 @@ pub struct MemoryFigures {
 
 pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
     let (alloc, used) = st.sample_memory();
-    let clients_normal: u64 =
-        st.clients.values().map(|c| c.memory()).sum::<u64>() + client_memory(CALLER_QUERY_BUFFER + caller.qbuf);
+    let replica = |c: &Client| c.handle.is_replica() && !c.master;
+    let clients_normal: u64 = st.clients.values().filter(|c| !replica(c.as_ref())).map(|c| c.memory()).sum::<u64>()
+        + client_memory(CALLER_QUERY_BUFFER + caller.qbuf);
+    // A replica being closed is no replica any more (Redis frees it at once).
+    // Their share of the replication buffer is what it holds beyond the backlog's size; the
+    // chunks their outboxes reference are counted there, once.
+    let clients_slaves: u64 = crate::executor::replication::buffers_beyond_backlog(st)
+        + st.clients
+            .values()
+            .filter(|c| replica(c.as_ref()) && !c.handle.close_requested())
+            .map(|c| c.memory().saturating_sub(c.handle.shared_output() as u64))
+            .sum::<u64>();
     let db_overhead = db_overhead(st);
     let startup = st.stats.mem_startup.min(used);
-    let overhead = (startup + clients_normal + db_overhead).min(used);
+    let overhead = (startup + clients_normal + clients_slaves + db_overhead).min(used);
     MemoryFigures {
         alloc,
         used,
@@ -295,6 +307,7 @@ pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
         startup,
         rss: rss_bytes(),
         clients_normal,
+        clients_slaves,
         overhead,
         dataset: used - overhead,
         db_overhead,
@@ -361,10 +374,12 @@ fn memory(s: &mut Section, st: &mut State, caller: &Client) {
     s.field("rss_overhead_bytes", m.rss as i64 - a.resident as i64);
     s.field("mem_fragmentation_ratio", format!("{:.2}", ratio(m.rss, m.used)));
     s.field("mem_fragmentation_bytes", m.rss as i64 - m.used as i64);
-    s.field("mem_not_counted_for_evict", 0);
-    s.field("mem_replication_backlog", st.repl.backlog.as_ref().map_or(0, |b| b.size()));
+    s.field("mem_not_counted_for_evict", st.not_counted_for_evict());
+    let beyond = crate::executor::replication::buffers_beyond_backlog(st);
+    let backlog_mem = st.repl.backlog.as_ref().map_or(0, |b| b.memory()) - beyond;
+    s.field("mem_replication_backlog", backlog_mem);
     s.field("mem_total_replication_buffers", crate::executor::replication::buffers_memory(st));
-    s.field("mem_clients_slaves", 0);
+    s.field("mem_clients_slaves", m.clients_slaves);
     s.field("mem_clients_normal", m.clients_normal);
     s.field("mem_cluster_links", 0);
     s.field("mem_aof_buffer", st.aof.buffer_len());
@@ -390,9 +405,8 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
     s.field("current_save_keys_processed", c.keys_processed);
     s.field("current_save_keys_total", c.keys_total);
     s.field("rdb_changes_since_last_save", st.dirty);
-    // A replica's snapshot child counts too (Redis forks the same RDB child for it).
-    let syncing = st.repl.replicas.iter().any(|r| r.state == crate::executor::replication::ReplicaState::SendBulk);
-    s.field("rdb_bgsave_in_progress", (p.bgsave_in_progress || syncing) as u8);
+    // A full sync's child counts too (it is the server's RDB child, as in Redis).
+    s.field("rdb_bgsave_in_progress", p.bgsave_in_progress as u8);
     s.field("rdb_last_save_time", st.lastsave_unix);
     s.field("rdb_last_bgsave_status", if p.last_bgsave_ok { "ok" } else { "err" });
     s.field("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);

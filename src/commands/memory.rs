@@ -56,7 +56,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         ("total.allocated", int(m.used)),
         ("startup.allocated", int(m.startup)),
         ("replication.backlog", int(0)),
-        ("clients.slaves", int(0)),
+        ("clients.slaves", int(m.clients_slaves)),
         ("clients.normal", int(m.clients_normal)),
         ("cluster.links", int(0)),
         ("aof.buffer", int(0)),

@@ -293,9 +293,8 @@ fn replica_name(ctx: &Ctx) -> String {
     }
 }
 
-/// A full sync: at once, or, for a diskless replica (`capa eof`) under repl-diskless-sync with
-/// a delay, once the delay has passed so that replicas arriving meanwhile share the moment
-/// (the cron starts it). `psync` says whether the replica gets a `+FULLRESYNC` line.
+/// A full sync (see `replication::request_full_sync`). `psync` says whether the replica gets a
+/// `+FULLRESYNC` line.
 fn full_sync(ctx: &mut Ctx, psync: bool) -> CmdResult {
     replication::before_full_sync(ctx.srv);
     let (ip, port) = announced(ctx);
@@ -308,14 +307,7 @@ fn full_sync(ctx: &mut Ctx, psync: bool) -> CmdResult {
         port,
         since_ms: ctx.now_ms,
     };
-    let conf = &ctx.srv.config.other;
-    let diskless = conf.get("repl-diskless-sync").is_none_or(|v| v == "yes") && replica.conf.capa_eof;
-    let delay: i64 = conf.get("repl-diskless-sync-delay").and_then(|v| v.parse().ok()).unwrap_or(5);
-    if diskless && delay > 0 && !replica.conf.rdb_only {
-        replication::wait_for_start(ctx.srv, replica);
-        return Ok(Reply::Raw(Vec::new()));
-    }
-    replication::start_full_sync(ctx.srv, replica)
+    replication::request_full_sync(ctx.srv, replica)
         .map_err(|e| CmdError::err(format!("Can't fork the snapshot for SYNC: {e}")))?;
     Ok(Reply::Raw(Vec::new()))
 }

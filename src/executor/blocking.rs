@@ -83,6 +83,11 @@ pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>,
             super::replication::master_command_failed(st, &out[mark..], client.last_cmd);
         }
     }
+    if out.len() > mark && client.handle.is_replica() && !client.master {
+        super::replication::replica_replied(st, client, &out[mark..], clock.now_ms);
+        out.truncate(mark);
+        return;
+    }
     let skip = skip && std::mem::take(&mut client.reply_skip_now);
     if client.postponed {
         // CLIENT PAUSE held the command: a SKIP still applies to it when it runs.

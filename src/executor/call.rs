@@ -259,10 +259,9 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             return;
         }
     };
-    // MONITOR makes the client a replica in Redis's eyes: it may not touch the keyspace.
-    if !st.pubsub.monitors.is_empty()
-        && flags_now & (flags::READONLY | flags::WRITE | flags::MAY_REPLICATE) != 0
-        && st.pubsub.monitors.contains(&client.id)
+    // A replica (and MONITOR, a replica in Redis's eyes) may not touch the keyspace.
+    if flags_now & (flags::READONLY | flags::WRITE | flags::MAY_REPLICATE) != 0
+        && (client.handle.is_replica() || (!st.pubsub.monitors.is_empty() && st.pubsub.monitors.contains(&client.id)))
     {
         st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
         refuse(st, client, spec, parent, CmdError::err("Replica can't interact with the keyspace"), out, proto);

@@ -34,7 +34,7 @@ pub fn flag_dirty_cas(clients: &mut ClientTable, current: &mut Client, id: u64) 
 pub struct ClientHandle {
     kill: AtomicBool,
     /// Replies produced outside the client's own batches (served blocking commands, later pushes).
-    outbox: std::sync::Mutex<Vec<u8>>,
+    outbox: std::sync::Mutex<Outbox>,
     /// The outbox's length, kept under its lock, so the common case (nothing queued) is read
     /// without taking the lock after every batch.
     queued: AtomicUsize,
@@ -62,6 +62,10 @@ pub struct ClientHandle {
     rdb_transfer: std::sync::Mutex<Option<RdbTransfer>>,
     /// Whether `rdb_transfer` holds one (checked after every batch without the lock).
     has_rdb_transfer: AtomicBool,
+    /// Since when the connection has been waiting to write a chunk of a diskless snapshot
+    /// (unix ms; 0: it is not), for repl-timeout during a full sync (Redis's
+    /// repl_last_partial_write).
+    pub rdb_stuck_since_ms: AtomicI64,
     /// The connection's query buffer as it last reported it: bytes held and capacity.
     qbuf_len: AtomicUsize,
     qbuf_cap: AtomicUsize,
@@ -176,17 +180,30 @@ impl ClientHandle {
     /// `push_output` for borrowed bytes: pub/sub fan-out copies one encoded frame into many
     /// outboxes, which keep their capacity across writes (see `take_output_into`).
     pub fn push_slice(&self, bytes: &[u8]) {
+        self.push(bytes, None);
+    }
+
+    /// Queues a chunk of the replication stream that the backlog and every replica share (Redis
+    /// 7.0's shared replication buffer): the replica holds a reference, not a copy.
+    pub fn push_shared(&self, chunk: &bytes::Bytes) {
+        self.push(chunk, Some(chunk));
+    }
+
+    fn push(&self, bytes: &[u8], shared: Option<&bytes::Bytes>) {
         if bytes.is_empty() || self.close_requested() {
             return;
         }
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
         let was_empty = outbox.is_empty();
-        outbox.extend_from_slice(bytes);
-        self.queued.store(outbox.len(), Ordering::Release);
-        let pending = outbox.len() + self.in_flight.load(Ordering::Relaxed);
+        match shared {
+            Some(chunk) => outbox.push_shared(chunk),
+            None => outbox.push_copy(bytes),
+        }
+        self.queued.store(outbox.len, Ordering::Release);
+        let pending = outbox.len + self.in_flight.load(Ordering::Relaxed);
         if self.over_limit(pending) {
             // Redis frees the reply list of a client it closes for this: nothing more is sent.
-            *outbox = Vec::new();
+            *outbox = Outbox::default();
             self.queued.store(0, Ordering::Release);
             drop(outbox);
             self.obuf_exceeded.store(true, Ordering::Release);
@@ -283,7 +300,7 @@ impl ClientHandle {
             return;
         }
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
-        std::mem::swap(&mut *outbox, buf);
+        outbox.take_into(buf);
         self.queued.store(0, Ordering::Release);
         self.in_flight.store(buf.len(), Ordering::Relaxed);
     }
@@ -294,6 +311,27 @@ impl ClientHandle {
     }
 
     /// Bytes queued for the client and not yet written (CLIENT LIST omem).
+    /// What the client's output occupies: the outbox's allocation, the replies the connection
+    /// holds unwritten and the buffers it writes from (a replica's share of the stream, which
+    /// maxmemory does not count, as Redis's freeMemoryGetNotCountedMemory).
+    pub fn output_memory(&self) -> u64 {
+        let tail = self.outbox.lock().unwrap_or_else(|p| p.into_inner()).tail.capacity();
+        crate::alloc::usable_size(tail)
+            + self.in_flight.load(Ordering::Relaxed) as u64
+            + self.out_held.load(Ordering::Relaxed) as u64
+    }
+
+    /// Bytes of the shared replication stream the outbox references (counted once, in the
+    /// backlog, not per replica).
+    pub fn shared_output(&self) -> usize {
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).shared
+    }
+
+    /// Bytes queued and not yet taken by the connection (a replica still needs them).
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+
     pub fn pending_output(&self) -> usize {
         self.queued.load(Ordering::Acquire) + self.in_flight.load(Ordering::Relaxed)
     }
@@ -445,14 +483,27 @@ impl ClientHandle {
         {
             let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
             if !outbox.is_empty() {
-                outbox.append(&mut t.head);
-                t.head = std::mem::take(&mut *outbox);
+                let mut head = Vec::new();
+                outbox.take_into(&mut head);
+                head.append(&mut t.head);
+                t.head = head;
                 self.queued.store(0, Ordering::Release);
             }
         }
         *self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
         self.has_rdb_transfer.store(true, Ordering::Release);
         self.notify.raise();
+    }
+
+    /// A copy of what the outbox holds (the stream queued behind a replica's snapshot).
+    pub fn outbox_copy(&self) -> Vec<u8> {
+        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        let mut copy = Vec::with_capacity(outbox.len);
+        for seg in &outbox.segs {
+            copy.extend_from_slice(seg);
+        }
+        copy.extend_from_slice(&outbox.tail);
+        copy
     }
 
     /// Whether a snapshot waits to be sent (checked before the outbox is written).
@@ -466,6 +517,57 @@ impl ClientHandle {
         }
         self.has_rdb_transfer.store(false, Ordering::Release);
         self.rdb_transfer.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Output queued for the connection: chunks of the shared replication stream (a replica's),
+/// then bytes copied in. Order is kept: copied bytes before a shared chunk become a segment
+/// of their own first.
+#[derive(Debug, Default)]
+struct Outbox {
+    segs: std::collections::VecDeque<bytes::Bytes>,
+    tail: Vec<u8>,
+    /// Bytes in both.
+    len: usize,
+    /// Bytes of the shared chunks in `segs` (not the copied bytes made segments).
+    shared: usize,
+}
+
+impl Outbox {
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn push_copy(&mut self, bytes: &[u8]) {
+        self.tail.extend_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn push_shared(&mut self, chunk: &bytes::Bytes) {
+        if !self.tail.is_empty() {
+            self.segs.push_back(bytes::Bytes::from(std::mem::take(&mut self.tail)));
+        }
+        self.segs.push_back(chunk.clone());
+        self.len += chunk.len();
+        self.shared += chunk.len();
+    }
+
+    /// Moves everything into `buf` (cleared first). Without shared chunks the buffers swap, so
+    /// the connection's written buffer becomes the next tail.
+    fn take_into(&mut self, buf: &mut Vec<u8>) {
+        buf.clear();
+        if self.segs.is_empty() {
+            std::mem::swap(&mut self.tail, buf);
+        } else {
+            buf.reserve(self.len);
+            for seg in self.segs.drain(..) {
+                buf.extend_from_slice(&seg);
+            }
+            buf.extend_from_slice(&self.tail);
+            self.tail.clear();
+        }
+        self.len = 0;
+        self.shared = 0;
     }
 }
 
@@ -689,9 +791,14 @@ pub fn refresh_limits(st: &mut super::State) {
         st.tracking.max_keys = st.config.get(desc).parse().unwrap_or(0);
     }
     let Some(desc) = crate::config::lookup("client-output-buffer-limit") else { return };
+    // A replica's hard limit under repl-backlog-size is raised to it, as Redis 7.0 does: a
+    // partial resync hands the replica up to a whole backlog at once, and it would be dropped
+    // for what the backlog holds anyway.
+    let backlog: u64 = st.config.other.get("repl-backlog-size").and_then(|v| v.parse().ok()).unwrap_or(1 << 20);
     let text = st.config.get(desc);
     let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-    if *last == text {
+    let seen = format!("{text} {backlog}");
+    if *last == seen {
         return;
     }
     let words: Vec<&str> = text.split(' ').collect();
@@ -701,11 +808,14 @@ pub fn refresh_limits(st: &mut super::State) {
         match c[0] {
             "normal" => set_obuf_limits(ObufClass::Normal, limits),
             "pubsub" => set_obuf_limits(ObufClass::Pubsub, limits),
-            "replica" | "slave" => set_obuf_limits(ObufClass::Replica, limits),
+            "replica" | "slave" => {
+                let hard = if limits.0 > 0 { limits.0.max(backlog) } else { 0 };
+                set_obuf_limits(ObufClass::Replica, (hard, limits.1, limits.2))
+            }
             _ => {}
         }
     }
-    *last = text;
+    *last = seen;
 }
 
 /// The client cron (Redis's clientsCron, every tick for every client): query buffers are
@@ -1001,18 +1111,39 @@ pub struct ReplConf {
     pub functions_only: bool,
 }
 
-/// A snapshot being produced by a forked child, for the connection to send.
+/// A snapshot for the connection to send: the reply head first, then the RDB from `source`,
+/// then whatever the outbox queued meanwhile (the stream).
 #[derive(Debug)]
 pub struct RdbTransfer {
-    /// Read end of the pipe the child writes the RDB into.
-    pub pipe: std::os::fd::OwnedFd,
-    pub pid: i32,
-    /// The EOF marker already announced to the client (`$EOF:<mark>`); None for `$<len>`.
-    pub mark: Option<Vec<u8>>,
+    pub source: RdbSource,
     /// The client wants the snapshot only: close it afterwards.
     pub rdb_only: bool,
     /// What goes before the snapshot: `+FULLRESYNC <replid> <offset>` and the `$EOF:` header.
     pub head: Vec<u8>,
+}
+
+/// Where a transfer's RDB comes from.
+#[derive(Debug)]
+pub enum RdbSource {
+    /// Diskless: chunks of the one snapshot child's pipe, relayed to every replica of the sync
+    /// (the child writes the closing EOF mark itself, so a child that dies leaves the replica
+    /// without it). One transfer of the group carries the relay, which its connection starts.
+    Relay { chunks: tokio::sync::mpsc::Receiver<bytes::Bytes>, relay: Option<RdbRelay> },
+    /// Disk: the BGSAVE's file, once `done` says the child succeeded; sent as `$<len>` and the file.
+    Disk { done: tokio::sync::oneshot::Receiver<bool>, path: std::path::PathBuf },
+}
+
+/// Chunks a replica's connection may have waiting in a diskless sync: few, so the slowest
+/// replica paces the child (see `server::rdb_transfer`).
+pub const RELAY_DEPTH: usize = 4;
+
+/// The reading side of a diskless sync (Redis's rdb pipe): the child's pipe and one channel per
+/// replica of the sync. Run by `server::rdb_transfer::relay`.
+#[derive(Debug)]
+pub struct RdbRelay {
+    pub pipe: std::os::fd::OwnedFd,
+    pub pid: i32,
+    pub replicas: Vec<tokio::sync::mpsc::Sender<bytes::Bytes>>,
 }
 
 #[cfg(test)]

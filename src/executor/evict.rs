@@ -171,7 +171,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     if limit == 0 || st.loading.is_some() {
         return Outcome::Ok;
     }
-    let mut used = st.used_memory();
+    let mut used = st.used_memory_for_evict();
     if used <= limit {
         finish(st, Outcome::Ok, now_ms);
         return Outcome::Ok;
@@ -182,7 +182,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     // What evicted clients hold is freed as their connections close, a moment later.
     if super::clients::client_eviction_limit(st) > 0 {
         let freed = super::clients::evict_clients(st, caller.as_deref());
-        used = st.used_memory().saturating_sub(freed);
+        used = st.used_memory_for_evict().saturating_sub(freed);
         if used <= limit {
             finish(st, Outcome::Ok, now_ms);
             return Outcome::Ok;
@@ -234,7 +234,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
         announce(st, caller.as_deref_mut(), db, &key);
         keys_freed += 1;
         if keys_freed.is_multiple_of(16) {
-            if st.used_memory() <= limit {
+            if st.used_memory_for_evict() <= limit {
                 break;
             }
             if limit_time.is_some_and(|t| started.elapsed() > t) {

@@ -208,6 +208,25 @@ impl State {
         self.stats.used_memory_now().saturating_sub(self.scripting.vm_allocated() as u64)
     }
 
+    /// Memory maxmemory does not count (Redis's freeMemoryGetNotCountedMemory, INFO
+    /// mem_not_counted_for_evict): the replicas' output buffers and the AOF buffer. Evicting
+    /// keys because a slow replica's stream piles up would only feed the stream more DELs.
+    pub fn not_counted_for_evict(&self) -> u64 {
+        // The shared replication buffer beyond the backlog's size (what replicas hold back), as
+        // Redis counts it: even once they are gone, until it is trimmed.
+        let shared = self.repl.backlog.as_ref().map_or(0, |b| b.memory().saturating_sub(b.size() as u64));
+        // What each replica's connection holds of its own (a killed one stays until its
+        // connection is gone, and so does its memory), and those waiting for their sync.
+        let attached = self.repl.replicas.iter().map(|r| r.handle.output_memory());
+        let replicas: u64 = attached.chain(self.repl.wait_start.iter().map(|w| w.handle.output_memory())).sum();
+        shared + replicas + self.aof.buffer_len() as u64
+    }
+
+    /// used_memory less what maxmemory does not count: what eviction compares with the limit.
+    pub fn used_memory_for_evict(&self) -> u64 {
+        self.used_memory().saturating_sub(self.not_counted_for_evict())
+    }
+
     /// Samples the allocator (raising the peak): its figures, and used_memory as INFO shows it.
     pub fn sample_memory(&mut self) -> (crate::stats::AllocatorStats, u64) {
         let lua = self.scripting.vm_allocated() as u64;

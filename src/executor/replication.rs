@@ -3,11 +3,21 @@
 //! Master side: the replication ID pair and offset, the backlog, the attached replicas and what
 //! each acknowledged, and the clients waiting in WAIT. Every execution unit's propagated
 //! commands (see `propagate`) are encoded once into `pending` (with a `SELECT` when the database
-//! changes) and, when the batch ends (`flush`), appended to the backlog and queued on every
-//! replica's outbox: one copy per replica per batch, whatever the batch size. A replica that
-//! asked for a full sync is attached at the moment its snapshot child forks, so what it misses
-//! from the snapshot is exactly what is queued after; its connection sends the snapshot first
-//! and the queue after it (`server::connection`).
+//! changes) and, when the batch ends (`flush`), copied once into a chunk that the backlog and
+//! every replica's outbox share (Redis 7.0's shared replication buffer, see `Backlog`). A
+//! replica that asked for a full sync is attached at the moment its snapshot child forks, so
+//! what it misses from the snapshot is exactly what is queued after; its connection sends the
+//! snapshot first and the queue after it (`server::connection`).
+//!
+//! Full syncs as Redis 7.0 starts them: one snapshot child (the server's RDB child) for every
+//! replica waiting at that moment; diskless, it writes one pipe that `server::rdb_transfer`
+//! relays to all of them, after repl-diskless-sync-delay (or once
+//! repl-diskless-sync-max-replicas wait); on disk, it is a BGSAVE whose file each replica gets,
+//! later replicas joining it. Nothing starts while another child runs.
+//!
+//! A known cost, not measured yet: the backlog holds one chunk per batch (a 32-byte handle, its
+//! allocation's size-class rounding and, once replicas share it, a reference-count header), so
+//! a stream of tiny batches carries more bookkeeping per byte than Redis's 16 KiB blocks.
 //!
 //! Replica side: where the master is, the link's state as the link task (`server::replica_link`)
 //! reports it, and which client is the master. Commands from the master run as that client: no
@@ -37,14 +47,21 @@ use crate::util::clock::unix_ms;
 /// The all-zeros ID of `master_replid2` when there is no previous history.
 pub const NULL_REPLID: &str = "0000000000000000000000000000000000000000";
 
-/// The replication backlog: the last `size` bytes of the stream, in a ring.
+/// The replication backlog, as Redis 7.0's shared replication buffer: the stream in chunks
+/// (one per batch) that the replicas' outboxes reference too, so a chunk's memory is held once
+/// however many replicas still have it to send. It keeps at least `size` bytes, and more while
+/// a replica still holds older chunks (a slow one, or one waiting for its snapshot): then
+/// another replica can continue from there too. Whole chunks go from the front once neither
+/// applies (`trim`).
 #[derive(Debug)]
 pub struct Backlog {
-    buf: Vec<u8>,
-    /// Where the next byte goes.
-    write: usize,
-    /// Bytes held (at most `buf.len()`).
+    chunks: std::collections::VecDeque<Bytes>,
+    /// Bytes held.
     histlen: usize,
+    /// Allocated bytes of the chunks (mem_total_replication_buffers).
+    mem: u64,
+    /// repl-backlog-size.
+    size: usize,
     /// Offset of the first byte held (Redis's repl_backlog->offset).
     pub first_offset: i64,
 }
@@ -52,65 +69,69 @@ pub struct Backlog {
 impl Backlog {
     /// An empty backlog whose next byte has offset `next_offset`.
     fn new(size: usize, next_offset: i64) -> Backlog {
-        Backlog { buf: vec![0; size.max(1)], write: 0, histlen: 0, first_offset: next_offset }
+        Backlog { chunks: Default::default(), histlen: 0, mem: 0, size: size.max(1), first_offset: next_offset }
     }
 
     pub fn size(&self) -> usize {
-        self.buf.len()
+        self.size
     }
 
     pub fn histlen(&self) -> usize {
         self.histlen
     }
 
-    fn append(&mut self, mut data: &[u8]) {
-        let size = self.buf.len();
-        if data.len() > size {
-            let skip = data.len() - size;
-            self.first_offset += (self.histlen + skip) as i64;
-            self.histlen = 0;
-            self.write = 0;
-            data = &data[skip..];
+    /// What the chunks occupy (Redis's repl_buffer_mem).
+    pub fn memory(&self) -> u64 {
+        self.mem
+    }
+
+    fn end(&self) -> i64 {
+        self.first_offset + self.histlen as i64
+    }
+
+    fn append(&mut self, chunk: Bytes) {
+        self.histlen += chunk.len();
+        self.mem += crate::alloc::usable_size(chunk.len());
+        self.chunks.push_back(chunk);
+    }
+
+    /// Drops chunks from the front while what stays is more than `size` bytes and starts no
+    /// later than `keep_from` (the oldest byte a replica still has to send).
+    fn trim(&mut self, keep_from: i64) {
+        while let Some(front) = self.chunks.front() {
+            let len = front.len();
+            if self.histlen - len <= self.size || self.first_offset + len as i64 > keep_from {
+                break;
+            }
+            self.mem -= crate::alloc::usable_size(len);
+            self.histlen -= len;
+            self.first_offset += len as i64;
+            self.chunks.pop_front();
         }
-        let first = (size - self.write).min(data.len());
-        self.buf[self.write..self.write + first].copy_from_slice(&data[..first]);
-        self.buf[..data.len() - first].copy_from_slice(&data[first..]);
-        self.write = (self.write + data.len()) % size;
-        let held = self.histlen + data.len();
-        if held > size {
-            self.first_offset += (held - size) as i64;
-        }
-        self.histlen = held.min(size);
     }
 
     /// The bytes from stream offset `from` to the end; None when `from` is not held (nor the
     /// next byte to come).
     fn since(&self, from: i64) -> Option<Vec<u8>> {
-        let end = self.first_offset + self.histlen as i64;
-        if from < self.first_offset || from > end {
+        if from < self.first_offset || from > self.end() {
             return None;
         }
-        let skip = (from - self.first_offset) as usize;
-        let len = self.histlen - skip;
-        let size = self.buf.len();
-        let start = (self.write + size - self.histlen + skip) % size;
-        let mut out = Vec::with_capacity(len);
-        let first = (size - start).min(len);
-        out.extend_from_slice(&self.buf[start..start + first]);
-        out.extend_from_slice(&self.buf[..len - first]);
+        let mut skip = (from - self.first_offset) as usize;
+        let mut out = Vec::with_capacity(self.histlen - skip);
+        for chunk in &self.chunks {
+            if skip >= chunk.len() {
+                skip -= chunk.len();
+                continue;
+            }
+            out.extend_from_slice(&chunk[skip..]);
+            skip = 0;
+        }
         Some(out)
     }
 
-    /// CONFIG SET repl-backlog-size: keeps the newest bytes that fit.
+    /// CONFIG SET repl-backlog-size: the next trims keep that much.
     fn resize(&mut self, size: usize) {
-        if size == self.buf.len() {
-            return;
-        }
-        let keep = self.histlen.min(size);
-        let end = self.first_offset + self.histlen as i64;
-        let data = self.since(end - keep as i64).unwrap_or_default();
-        *self = Backlog::new(size, end - keep as i64);
-        self.append(&data);
+        self.size = size.max(1);
     }
 }
 
@@ -146,6 +167,8 @@ pub struct Replica {
     /// The address it announced (REPLCONF ip-address, else its peer address) and listening-port.
     pub ip: String,
     pub port: u16,
+    /// A disk sync's replica waiting for the BGSAVE: told when it ends (`sync_child_done`).
+    pub disk_wait: Option<tokio::sync::oneshot::Sender<bool>>,
 }
 
 /// The replica side's link to its master, as the link task reports it.
@@ -247,8 +270,12 @@ pub struct ReplState {
     /// Keys a client (not the master) gave a TTL on this writable replica: the replica expires
     /// these itself, as nobody else will (Redis's slaveKeysWithExpire).
     local_expires: std::collections::HashSet<(usize, Vec<u8>)>,
-    /// Replicas waiting for their delayed diskless full sync to start.
+    /// Replicas waiting for their full sync to start (a diskless delay, or a child running).
     pub wait_start: Vec<Waiting>,
+    /// rdb-only readers (redis-cli --rdb) of a disk sync, told when its BGSAVE ends.
+    rdb_only_disk: Vec<tokio::sync::oneshot::Sender<bool>>,
+    /// The offset a running disk sync's BGSAVE forked at (its replicas' `+FULLRESYNC`).
+    disk_sync_offset: Option<i64>,
     /// The second the waiting replicas last got a keepalive newline.
     last_newline_s: i64,
     /// The master, on a replica.
@@ -320,6 +347,8 @@ impl Default for ReplState {
             sync_loading: None,
             local_expires: Default::default(),
             wait_start: Vec::new(),
+            rdb_only_disk: Vec::new(),
+            disk_sync_offset: None,
             last_newline_s: 0,
             master: None,
             master_stream_db: 0,
@@ -431,6 +460,26 @@ pub fn master_command_failed(st: &State, reply: &[u8], command: &str) {
     }
 }
 
+/// A replica's command produced a reply: the link carries the stream one way only, so the
+/// reply is dropped and the replica disconnected, logged as Redis logs it (an error first as
+/// the error a master sends its replica).
+pub fn replica_replied(st: &State, client: &super::clients::Client, reply: &[u8], now_ms: i64) {
+    let command = match client.last_cmd_parent {
+        "" => client.last_cmd.to_string(),
+        parent => format!("{parent}|{}", client.last_cmd),
+    };
+    if let Some(err) = reply.strip_prefix(b"-") {
+        let line = err.split(|&b| b == b'\r').next().unwrap_or_default();
+        tracing::warn!(
+            "== CRITICAL == This master is sending an error to its replica: '{}' after processing the command '{command}'",
+            String::from_utf8_lossy(line)
+        );
+    }
+    let info = super::clients::client_line(st, client, now_ms, None);
+    tracing::warn!("Replica generated a reply to command '{command}', disconnecting it: {info}");
+    client.handle.request_close();
+}
+
 /// Queues a command outside any database (PING, REPLCONF GETACK).
 fn feed_dbless(st: &mut State, argv: &[&[u8]]) {
     let r = &mut st.repl;
@@ -505,19 +554,55 @@ pub fn request_acks(st: &mut State) {
 
 fn flush_pending(st: &mut State) {
     let r = &mut st.repl;
-    match r.backlog.as_mut() {
-        Some(b) => b.append(&r.pending),
-        None => {
-            r.pending.clear();
-            release_large(&mut r.pending);
-            return;
-        }
-    }
-    for replica in &r.replicas {
-        replica.handle.push_slice(&r.pending);
-    }
+    let Some(backlog) = r.backlog.as_mut() else {
+        r.pending.clear();
+        release_large(&mut r.pending);
+        return;
+    };
+    // One copy of the batch's stream, shared by the backlog and every replica.
+    let chunk = Bytes::copy_from_slice(&r.pending);
     r.pending.clear();
     release_large(&mut r.pending);
+    // The backlog holds it in blocks of at most 16 KiB (views of the one copy), as Redis's
+    // PROTO_REPLY_CHUNK_BYTES blocks: it trims block by block, so a big batch does not keep
+    // older bytes (and a partial resync from them) alive as a whole.
+    let mut at = 0;
+    while at < chunk.len() {
+        let end = (at + BACKLOG_BLOCK).min(chunk.len());
+        backlog.append(chunk.slice(at..end));
+        at = end;
+    }
+    for replica in &r.replicas {
+        replica.handle.push_shared(&chunk);
+    }
+    trim_backlog(st);
+}
+
+/// The most one backlog block holds.
+const BACKLOG_BLOCK: usize = 16 * 1024;
+
+/// Lets the backlog drop what no replica still has to send (beyond repl-backlog-size).
+fn trim_backlog(st: &mut State) {
+    if st.repl.backlog.is_none() {
+        return;
+    }
+    // CONFIG SET repl-backlog-size takes effect at once (a MULTI that shrinks the backlog and
+    // then writes past it leaves nothing older for a partial resync, as in Redis).
+    let size = backlog_size(st);
+    let Some(backlog) = st.repl.backlog.as_mut() else { return };
+    backlog.resize(size);
+    let end = backlog.end();
+    // The chunks a replica's outbox still references are the end of the stream (its
+    // connection copies what it takes); a replica being closed holds nothing any more.
+    let keep_from = st
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| !r.handle.close_requested())
+        .map(|r| end - r.handle.shared_output() as i64)
+        .min()
+        .unwrap_or(end);
+    backlog.trim(keep_from);
 }
 
 /// Drops a stream buffer a big command grew: kept, it would count in used_memory for good (a
@@ -580,6 +665,7 @@ pub fn attach(st: &mut State, id: u64, handle: Arc<ClientHandle>, ip: String, po
         ack_ms: crate::util::clock::unix_ms(),
         ip,
         port,
+        disk_wait: None,
     });
     st.repl.no_replicas_since_ms = 0;
 }
@@ -602,9 +688,22 @@ pub fn before_full_sync(st: &mut State) {
 pub fn detach(st: &mut State, id: u64) {
     st.repl.wait_start.retain(|w| w.id != id);
     let before = st.repl.replicas.len();
+    let waited_disk = st.repl.replicas.iter().any(|r| r.id == id && r.disk_wait.is_some());
     st.repl.replicas.retain(|r| r.id != id);
     if before != st.repl.replicas.len() && st.repl.replicas.is_empty() {
         st.repl.no_replicas_since_ms = crate::util::clock::unix_ms();
+    }
+    // What only it still had to send is let go now.
+    trim_backlog(st);
+    // The last replica waiting for a disk sync's BGSAVE is gone: without save points nobody
+    // needs the dump, so the child stops now and frees its memory, and the next sync may fork
+    // at once (as Redis's freeClient).
+    if waited_disk
+        && st.config.save.is_empty()
+        && st.repl.disk_sync_offset.is_some()
+        && !st.repl.replicas.iter().any(|r| r.disk_wait.is_some())
+    {
+        super::snapshot::kill_child(st);
     }
 }
 
@@ -701,10 +800,7 @@ pub fn cron(st: &mut State, now_ms: i64) {
     if st.repl.backlog.is_none() {
         return;
     }
-    let size = backlog_size(st);
-    if let Some(b) = st.repl.backlog.as_mut() {
-        b.resize(size);
-    }
+    trim_backlog(st);
     if st.repl.master.is_none() && !st.repl.replicas.is_empty() {
         let period = config_i64(st, "repl-ping-replica-period", 10).max(1) * 1000;
         // A FAILOVER with a timeout waits for the target to reach an offset that a PING would
@@ -716,9 +812,16 @@ pub fn cron(st: &mut State, now_ms: i64) {
         }
     }
     let timeout = config_i64(st, "repl-timeout", 60).max(1) * 1000;
+    let diskless_child = st.snapshot.child.as_ref().is_some_and(|c| c.to_replicas);
     for r in &st.repl.replicas {
         if r.state == ReplicaState::Online && now_ms - r.ack_ms > timeout {
             tracing::warn!("Disconnecting timedout replica (streaming sync): {}:{}", r.ip, r.port);
+            r.handle.request_close();
+        }
+        // A replica that stopped taking its diskless snapshot holds every other one back.
+        let stuck = r.handle.rdb_stuck_since_ms.load(Ordering::Relaxed);
+        if r.state == ReplicaState::SendBulk && diskless_child && stuck != 0 && now_ms - stuck > timeout {
+            tracing::warn!("Disconnecting timedout replica (full sync): {}:{}", r.ip, r.port);
             r.handle.request_close();
         }
     }
@@ -755,10 +858,26 @@ pub fn info_replicas(st: &State, now_ms: i64) -> Vec<(String, String)> {
 /// Memory the replication stream holds (INFO's mem_total_replication_buffers): Redis 7.0
 /// keeps one buffer that the backlog and every replica's unsent part share, so it is the
 /// larger of the backlog's contents and the longest queue of a replica still to be written.
-pub fn buffers_memory(st: &State) -> usize {
-    let backlog = st.repl.backlog.as_ref().map_or(0, |b| b.histlen());
-    let queued = st.repl.replicas.iter().map(|r| r.handle.pending_output()).max().unwrap_or(0);
-    backlog.max(queued)
+pub fn buffers_memory(st: &State) -> u64 {
+    // The shared chunks, and what each replica's connection took from them and has not
+    // written yet (a stopped replica's share grows there).
+    let own: u64 = st
+        .repl
+        .replicas
+        .iter()
+        .map(|r| r.handle.pending_output().saturating_sub(r.handle.shared_output()) as u64)
+        .sum();
+    st.repl.backlog.as_ref().map_or(0, |b| b.memory()) + own
+}
+
+/// The part of the shared replication buffer beyond repl-backlog-size while replicas are
+/// attached: theirs, not the backlog's (Redis's getMemoryOverheadData splits it so).
+pub fn buffers_beyond_backlog(st: &State) -> u64 {
+    let Some(b) = st.repl.backlog.as_ref() else { return 0 };
+    if st.repl.replicas.is_empty() {
+        return 0;
+    }
+    b.memory().saturating_sub(b.size() as u64)
 }
 
 /// Replicas attached or waiting for their sync to start (connected_slaves).
@@ -1167,22 +1286,80 @@ pub struct Waiting {
     pub since_ms: i64,
 }
 
+/// A replica needs a full sync (Redis's syncCommand): a disk one joins a BGSAVE already
+/// running for another replica; one starts at once when no child runs and no diskless delay
+/// applies; otherwise it waits for the cron (`start_waiting`).
+pub fn request_full_sync(st: &mut State, replica: Waiting) -> Result<(), String> {
+    replica.handle.set_replica(true);
+    let to_socket = socket_target(st, std::slice::from_ref(&replica));
+    if !to_socket
+        && st.snapshot.child.as_ref().is_some_and(|c| c.kind == super::snapshot::ChildKind::Rdb && !c.to_replicas)
+    {
+        if let Some(offset) = st.repl.disk_sync_offset {
+            if let Some(other) = st.repl.replicas.iter().find(|r| r.disk_wait.is_some()) {
+                tracing::info!("Waiting for end of BGSAVE for SYNC");
+                join_disk_sync(st, replica, other.handle.clone(), offset);
+                return Ok(());
+            }
+        }
+        tracing::info!("Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC");
+    }
+    let delay = config_i64(st, "repl-diskless-sync-delay", 5);
+    if st.snapshot.child.is_some() || (to_socket && delay > 0 && !replica.conf.rdb_only) {
+        wait_for_start(st, replica);
+        return Ok(());
+    }
+    start_full_sync(st, vec![replica])
+}
+
+/// Attaches a disk replica to the BGSAVE another one (`other`) waits for: it gets the same
+/// `+FULLRESYNC` offset and a copy of the stream queued for `other` since the fork (Redis's
+/// copyReplicaOutputBuffer), behind the file.
+fn join_disk_sync(st: &mut State, w: Waiting, other: Arc<ClientHandle>, offset: i64) {
+    flush(st);
+    let mut head = Vec::new();
+    if w.psync {
+        head.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", st.repl.replid, offset).as_bytes());
+    }
+    let (tx, done) = tokio::sync::oneshot::channel();
+    let path = std::path::PathBuf::from(&st.config.dbfilename);
+    let source = super::clients::RdbSource::Disk { done, path };
+    let rdb_only = w.conf.rdb_only;
+    w.handle.start_rdb_transfer(super::clients::RdbTransfer { source, rdb_only, head });
+    w.handle.push_slice(&other.outbox_copy());
+    if rdb_only {
+        st.repl.rdb_only_disk.push(tx);
+        return;
+    }
+    attach(st, w.id, w.handle, w.ip, w.port, false);
+    if let Some(r) = st.repl.replicas.last_mut() {
+        r.disk_wait = Some(tx);
+    }
+}
+
 /// Parks a replica until its delayed full sync starts (`cron`).
 pub fn wait_for_start(st: &mut State, replica: Waiting) {
+    // A replica from its SYNC on, as Redis flags it: its commands may not touch the keyspace
+    // nor reply.
+    replica.handle.set_replica(true);
     st.repl.wait_start.push(replica);
     st.repl.no_replicas_since_ms = 0;
 }
 
-/// Starts the full syncs whose repl-diskless-sync-delay has passed (or as soon as
-/// repl-diskless-sync-max-replicas are waiting), all at one moment; sends the waiting ones a
-/// newline every second meanwhile, which keeps their link alive (as Redis's replicationCron).
+/// Starts the full sync the waiting replicas need (Redis's replicationStartPendingFork): none
+/// while a child runs; then at once for a disk target, and for a diskless one once the
+/// longest-waiting replica waited repl-diskless-sync-delay, or as soon as
+/// repl-diskless-sync-max-replicas are waiting. Every waiting replica of the same kind shares
+/// the one snapshot. Meanwhile they get a newline a second, which keeps their link alive (as
+/// Redis's replicationCron).
 fn start_waiting(st: &mut State, now_ms: i64) {
     st.repl.wait_start.retain(|w| !w.handle.close_requested());
     let Some(first) = st.repl.wait_start.iter().map(|w| w.since_ms).min() else { return };
     let delay = config_i64(st, "repl-diskless-sync-delay", 5) * 1000;
     let max = config_i64(st, "repl-diskless-sync-max-replicas", 0);
+    let diskless = st.config.other.get("repl-diskless-sync").is_none_or(|v| v == "yes");
     let full = max > 0 && st.repl.wait_start.len() as i64 >= max;
-    if now_ms - first < delay && !full {
+    if st.snapshot.child.is_some() || (diskless && now_ms - first < delay && !full) {
         if now_ms / 1000 != st.repl.last_newline_s {
             st.repl.last_newline_s = now_ms / 1000;
             for w in &st.repl.wait_start {
@@ -1191,82 +1368,156 @@ fn start_waiting(st: &mut State, now_ms: i64) {
         }
         return;
     }
-    for w in std::mem::take(&mut st.repl.wait_start) {
-        let handle = w.handle.clone();
-        if let Err(e) = start_full_sync(st, w) {
-            tracing::warn!("Can't fork the snapshot for SYNC: {e}");
-            handle.request_close();
+    // One snapshot serves replicas asking for the same content (keys, or functions only).
+    let functions_only = st.repl.wait_start[0].conf.functions_only;
+    let (group, rest): (Vec<Waiting>, Vec<Waiting>) =
+        std::mem::take(&mut st.repl.wait_start).into_iter().partition(|w| w.conf.functions_only == functions_only);
+    st.repl.wait_start = rest;
+    let handles: Vec<_> = group.iter().map(|w| w.handle.clone()).collect();
+    if let Err(e) = start_full_sync(st, group) {
+        tracing::warn!("BGSAVE for replication failed: {e}");
+        for h in handles {
+            h.request_close();
         }
     }
 }
 
-/// Forks the snapshot for `replica` and attaches it: the stream from this moment on queues on
-/// its outbox, behind the snapshot its connection sends first.
-pub fn start_full_sync(st: &mut State, replica: Waiting) -> Result<(), String> {
+/// Whether a full sync for these replicas goes to their sockets (Redis's socket target: every
+/// one reads the `$EOF:` framing, and diskless sync is on or one wants the snapshot only).
+fn socket_target(st: &State, group: &[Waiting]) -> bool {
+    let diskless = st.config.other.get("repl-diskless-sync").is_none_or(|v| v == "yes");
+    group.iter().all(|w| w.conf.capa_eof) && (diskless || group.iter().any(|w| w.conf.rdb_only))
+}
+
+/// Starts one snapshot child for `group` and attaches them: the stream from this moment on
+/// queues on their outboxes, behind the snapshot their connections send first. Diskless, the
+/// child writes into one pipe that the server relays to every replica; on disk it is a BGSAVE
+/// whose file each replica gets once the child ends (`sync_child_done`).
+pub fn start_full_sync(st: &mut State, group: Vec<Waiting>) -> Result<(), String> {
+    if group.is_empty() {
+        return Ok(());
+    }
     flush(st);
     st.repl.selected_db = None;
-    let to_socket = replica.conf.capa_eof;
+    let to_socket = socket_target(st, &group);
     tracing::info!("Starting BGSAVE for SYNC with target: {}", if to_socket { "replicas sockets" } else { "disk" });
-    let (pipe, pid) = fork_snapshot(st, replica.conf.functions_only)?;
+    let head = |st: &State, w: &Waiting| {
+        let mut head = Vec::new();
+        if w.psync {
+            head.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", st.repl.replid, st.repl.offset).as_bytes());
+        }
+        head
+    };
     if to_socket {
+        let mark = crate::util::clock::random_hex(EOF_MARK_LEN).into_bytes();
+        let (pipe, pid) = fork_snapshot(st, group[0].conf.functions_only, mark.clone())?;
         tracing::info!("Background RDB transfer started by pid {pid}");
-    } else {
-        tracing::info!("Background saving started by pid {pid}");
+        let mut senders = Vec::with_capacity(group.len());
+        let mut transfers = Vec::with_capacity(group.len());
+        for w in &group {
+            let (tx, rx) = tokio::sync::mpsc::channel(super::clients::RELAY_DEPTH);
+            senders.push(tx);
+            let mut h = head(st, w);
+            h.extend_from_slice(b"$EOF:");
+            h.extend_from_slice(&mark);
+            h.extend_from_slice(b"\r\n");
+            transfers.push((rx, h));
+        }
+        let mut relay = Some(super::clients::RdbRelay { pipe, pid, replicas: senders });
+        for (w, (chunks, head)) in group.into_iter().zip(transfers) {
+            let source = super::clients::RdbSource::Relay { chunks, relay: relay.take() };
+            let rdb_only = w.conf.rdb_only;
+            w.handle.rdb_stuck_since_ms.store(0, Ordering::Relaxed);
+            w.handle.start_rdb_transfer(super::clients::RdbTransfer { source, rdb_only, head });
+            if !rdb_only {
+                attach(st, w.id, w.handle, w.ip, w.port, false);
+            }
+        }
+        return Ok(());
     }
-    let mut head = Vec::new();
-    if replica.psync {
-        head.extend_from_slice(format!("+FULLRESYNC {} {}\r\n", st.repl.replid, st.repl.offset).as_bytes());
-    }
-    let mark = replica.conf.capa_eof.then(|| crate::util::clock::random_hex(EOF_MARK_LEN).into_bytes());
-    if let Some(m) = &mark {
-        head.extend_from_slice(b"$EOF:");
-        head.extend_from_slice(m);
-        head.extend_from_slice(b"\r\n");
-    }
-    let rdb_only = replica.conf.rdb_only;
-    replica.handle.start_rdb_transfer(super::clients::RdbTransfer { pipe, pid, mark, rdb_only, head });
-    if !rdb_only {
-        attach(st, replica.id, replica.handle, replica.ip, replica.port, false);
+    super::snapshot::bgsave_start(st).map_err(|e| format!("{e:?}"))?;
+    st.repl.disk_sync_offset = Some(st.repl.offset);
+    let path = std::path::PathBuf::from(&st.config.dbfilename);
+    for w in group {
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let source = super::clients::RdbSource::Disk { done, path: path.clone() };
+        let rdb_only = w.conf.rdb_only;
+        let h = head(st, &w);
+        w.handle.start_rdb_transfer(super::clients::RdbTransfer { source, rdb_only, head: h });
+        if rdb_only {
+            st.repl.rdb_only_disk.push(tx);
+        } else {
+            attach(st, w.id, w.handle, w.ip, w.port, false);
+            if let Some(r) = st.repl.replicas.last_mut() {
+                r.disk_wait = Some(tx);
+            }
+        }
     }
     Ok(())
 }
 
-/// Forks a child that writes the snapshot into a pipe and exits; returns the read end and the
-/// child's pid.
-fn fork_snapshot(st: &mut State, functions_only: bool) -> Result<(OwnedFd, i32), String> {
+/// The sync's snapshot child ended (or was killed): a disk sync's replicas get the file, or
+/// are dropped when it failed; a diskless sync's replicas, already fed from the pipe, wait for
+/// their first ACK, or are dropped when it failed (Redis's updateSlavesWaitingBgsave).
+pub fn sync_child_done(st: &mut State, ok: bool, to_replicas: bool) {
+    st.repl.disk_sync_offset = None;
+    for tx in std::mem::take(&mut st.repl.rdb_only_disk) {
+        let _ = tx.send(ok);
+    }
+    for r in &mut st.repl.replicas {
+        if r.state != ReplicaState::SendBulk {
+            continue;
+        }
+        let waited = match r.disk_wait.take() {
+            Some(tx) => {
+                let _ = tx.send(ok);
+                true
+            }
+            None => to_replicas,
+        };
+        if !waited {
+            continue;
+        }
+        if !ok {
+            tracing::warn!("SYNC failed. BGSAVE child returned an error");
+            r.handle.request_close();
+        } else if to_replicas {
+            tracing::info!(
+                "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from replica \
+                 to enable streaming",
+                r.ip,
+                r.port
+            );
+        }
+    }
+}
+
+/// Forks a child that writes the snapshot and then `mark` into a pipe and exits; returns the
+/// read end and the child's pid. It is the server's RDB child (INFO rdb_bgsave_in_progress).
+fn fork_snapshot(st: &mut State, functions_only: bool, mark: Vec<u8>) -> Result<(OwnedFd, i32), String> {
     let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
     let repl = rdb_info(st);
     let info = Aux { ctime: unix_ms() / 1000, used_mem: st.sample_memory().1, aof_base: false, repl };
     // The same options as BGSAVE (rdb-key-save-delay included, which tests use to slow it).
     let opts = super::snapshot::options(st, save::required_version(&st.dbs));
-    // SAFETY: the child only serializes the (copy-on-write) dataset into the pipe and leaves
-    // with `_exit`; it never returns into the server, never touches the runtime and logs nothing,
-    // so no lock held by another thread at fork time is taken (as BGSAVE's child).
-    match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
-            drop(rd);
-            // Closes the listeners too: a child outliving a killed master must not hold its port.
-            super::snapshot::become_child(st, "redis-rdb-to-slaves");
-            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
-                let out = std::fs::File::from(wr);
-                // The writer flushes its buffer before handing the file back.
-                match save::write_snapshot(out, dbs, &st.functions, &info, &opts) {
-                    Ok(_) => 0,
-                    Err(_) => 1,
-                }
-            }))
-            .unwrap_or(1);
-            // SAFETY: ends the child without running the parent's atexit handlers or destructors.
-            unsafe { libc::_exit(code) }
+    // The child closes its copy of the read end: once the parent is gone nobody reads, and
+    // its next write fails, so it exits rather than outlive a killed master.
+    let rd_raw = std::os::fd::AsRawFd::as_raw_fd(&rd);
+    let work = move |st: &State| {
+        // SAFETY: the child's own copy of the pipe's read end, used by nothing in the child.
+        unsafe { libc::close(rd_raw) };
+        let dbs: &[crate::db::Db] = if functions_only { &[] } else { &st.dbs };
+        let out = std::fs::File::from(wr);
+        // The writer flushes its buffer before handing the file back; the mark closes the
+        // framing only when the whole snapshot went out.
+        match save::write_snapshot(out, dbs, &st.functions, &info, &opts) {
+            Ok((mut out, _)) => std::io::Write::write_all(&mut out, &mark).is_ok(),
+            Err(_) => false,
         }
-        Ok(nix::unistd::ForkResult::Parent { child }) => {
-            drop(wr);
-            st.stats.persistence.total_forks += 1;
-            Ok((rd, child.as_raw()))
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    };
+    let pid = super::snapshot::fork_child_titled(st, super::snapshot::ChildKind::Rdb, "redis-rdb-to-slaves", work)?;
+    super::snapshot::mark_to_replicas(st);
+    Ok((rd, pid))
 }
 
 /// A write by a client other than the master on a (writable) replica: its keys with a TTL are
@@ -1316,26 +1567,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backlog_wraps_and_answers_from_any_held_offset() {
+    fn backlog_keeps_its_size_and_what_replicas_still_hold() {
         let mut b = Backlog::new(8, 1);
-        b.append(b"abcde");
+        let chunk = |s: &'static [u8]| Bytes::from_static(s);
+        b.append(chunk(b"abcde"));
         assert_eq!(b.since(1).as_deref(), Some(&b"abcde"[..]));
         assert_eq!(b.since(6).as_deref(), Some(&b""[..]));
         assert_eq!(b.since(7), None);
-        b.append(b"fghij");
-        assert_eq!(b.first_offset, 3);
-        assert_eq!(b.histlen(), 8);
+        b.append(chunk(b"fghij"));
+        // 10 bytes held: dropping "abcde" would leave 5, under the size.
+        b.trim(i64::MAX);
+        assert_eq!((b.first_offset, b.histlen()), (1, 10));
         assert_eq!(b.since(3).as_deref(), Some(&b"cdefghij"[..]));
-        assert_eq!(b.since(2), None);
-        assert_eq!(b.since(9).as_deref(), Some(&b"ij"[..]));
-        b.append(b"0123456789xy");
-        assert_eq!(b.first_offset, 15);
-        assert_eq!(b.since(15).as_deref(), Some(&b"456789xy"[..]));
+        b.append(chunk(b"0123456789"));
+        // A replica still has to send from offset 4: "abcde" stays.
+        b.trim(4);
+        assert_eq!((b.first_offset, b.histlen()), (1, 20));
+        assert_eq!(b.since(4).as_deref(), Some(&b"defghij0123456789"[..]));
+        // Nobody holds it: the front goes while more than the size stays.
+        b.trim(i64::MAX);
+        assert_eq!((b.first_offset, b.histlen()), (11, 10));
+        assert_eq!(b.since(10), None);
+        assert_eq!(b.since(11).as_deref(), Some(&b"0123456789"[..]));
         b.resize(4);
-        assert_eq!(b.since(19).as_deref(), Some(&b"89xy"[..]));
-        assert_eq!(b.since(18), None);
-        b.resize(16);
-        b.append(b"z");
-        assert_eq!(b.since(19).as_deref(), Some(&b"89xyz"[..]));
+        b.append(chunk(b"xy"));
+        b.trim(i64::MAX);
+        assert_eq!(b.since(11).as_deref(), Some(&b"0123456789xy"[..]), "the last chunks stay whole");
     }
 }

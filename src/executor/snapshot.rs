@@ -56,6 +56,9 @@ pub struct Child {
     dirty_before: u64,
     /// Read end of the pipe the child reports its COW size on.
     report: OwnedFd,
+    /// An RDB child writing to replicas' sockets (a diskless full sync), not to a file
+    /// (Redis's RDB_CHILD_TYPE_SOCKET).
+    pub to_replicas: bool,
 }
 
 /// Snapshot bookkeeping kept in the executor's `State`.
@@ -121,7 +124,13 @@ fn send_report(kind: u64, keys: u64, cow: u64) {
         msg[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
     }
     // SAFETY: write(2) of a buffer we own to the pipe descriptor this child holds open.
-    unsafe { libc::write(fd, msg.as_ptr() as *const libc::c_void, msg.len()) };
+    let n = unsafe { libc::write(fd, msg.as_ptr() as *const libc::c_void, msg.len()) };
+    // Nobody reads the reports any more: the server is gone (killed), and a child must not
+    // outlive it (as Redis's child, which closed its copy of the read end to learn this).
+    if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPIPE) {
+        // SAFETY: ends the child at once, running nothing of the parent's.
+        unsafe { libc::_exit(1) };
+    }
 }
 
 /// The RDB writer's progress hook: in a reporting child, a CURRENT report (keys written and
@@ -321,7 +330,14 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
             p.bgsave_in_progress = true;
             p.bgsave_started_unix = now_unix;
             p.rdb_saves += 1;
-            st.snapshot.child = Some(Child { pid, kind: ChildKind::Rdb, started, dirty_before: st.dirty, report: rd });
+            st.snapshot.child = Some(Child {
+                pid,
+                kind: ChildKind::Rdb,
+                started,
+                dirty_before: st.dirty,
+                report: rd,
+                to_replicas: false,
+            });
             st.snapshot.progress = ChildProgress { keys_total: total_keys(st), ..Default::default() };
             crate::executor::record_latency(st, "fork", fork_us);
             // Moving entries between bucket arrays now would only copy pages the child shares.
@@ -353,6 +369,17 @@ pub(super) fn become_child(st: &State, title: &str) {
 /// Forks a child of `kind` that runs `work` on its copy-on-write image of the dataset, reports
 /// its COW size and exits (0 when `work` succeeded). Returns the child's pid.
 pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> bool) -> Result<i32, String> {
+    let title = if kind == ChildKind::Rdb { "redis-rdb-bgsave" } else { "redis-aof-rewrite" };
+    fork_child_titled(st, kind, title, work)
+}
+
+/// `fork_child` with the child's process title given.
+pub fn fork_child_titled(
+    st: &mut State,
+    kind: ChildKind,
+    title: &str,
+    work: impl FnOnce(&State) -> bool,
+) -> Result<i32, String> {
     let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| e.to_string())?;
     let started = Instant::now();
     // SAFETY: as in `bgsave_start`: the child only runs `work` (serializing and writing files),
@@ -361,7 +388,7 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
     match fork {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
-            become_child(st, if kind == ChildKind::Rdb { "redis-rdb-bgsave" } else { "redis-aof-rewrite" });
+            become_child(st, title);
             start_reporting(&wr);
             let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(st))).unwrap_or(false);
             send_report(REPORT_FINAL, 0, private_dirty_bytes().unwrap_or(0));
@@ -377,7 +404,8 @@ pub fn fork_child(st: &mut State, kind: ChildKind, work: impl FnOnce(&State) -> 
             p.latest_fork_usec = started.elapsed().as_micros() as u64;
             p.total_forks += 1;
             let fork_us = p.latest_fork_usec;
-            st.snapshot.child = Some(Child { pid, kind, started, dirty_before: st.dirty, report: rd });
+            st.snapshot.child =
+                Some(Child { pid, kind, started, dirty_before: st.dirty, report: rd, to_replicas: false });
             st.snapshot.progress = ChildProgress { keys_total: total_keys(st), ..Default::default() };
             crate::executor::record_latency(st, "fork", fork_us);
             crate::types::table::set_resize_allowed(false);
@@ -426,7 +454,7 @@ pub fn bgsave_poll(st: &mut State) {
         // ECHILD: someone else reaped it; count it as failed.
         Err(_) => WaitStatus::Exited(pid, 1),
     };
-    let Some(Child { pid, kind, started, dirty_before, report }) = st.snapshot.child.take() else {
+    let Some(Child { pid, kind, started, dirty_before, report, to_replicas }) = st.snapshot.child.take() else {
         return;
     };
     crate::types::table::set_resize_allowed(true);
@@ -444,7 +472,23 @@ pub fn bgsave_poll(st: &mut State) {
     st.snapshot.last_cow_size = cow;
     let p = &mut st.stats.persistence;
     p.bgsave_in_progress = false;
+    if to_replicas {
+        // A diskless sync's child: no file, so LASTSAVE, dirty and the bgsave status stay
+        // (Redis's backgroundSaveDoneHandlerSocket).
+        let ok = matches!(status, WaitStatus::Exited(_, 0));
+        match status {
+            WaitStatus::Exited(_, 0) => tracing::info!("Background RDB transfer terminated with success"),
+            WaitStatus::Signaled(_, sig, _) if sig != nix::sys::signal::Signal::SIGUSR1 => {
+                tracing::warn!("Background transfer terminated by signal {}", sig as i32)
+            }
+            WaitStatus::Signaled(..) => {}
+            _ => tracing::warn!("Background transfer error"),
+        }
+        super::replication::sync_child_done(st, ok, true);
+        return;
+    }
     p.last_bgsave_time_sec = started.elapsed().as_secs() as i64;
+    let ok = matches!(status, WaitStatus::Exited(_, 0));
     match status {
         WaitStatus::Exited(_, 0) => {
             tracing::info!("Background saving terminated with success");
@@ -465,6 +509,7 @@ pub fn bgsave_poll(st: &mut State) {
             p.last_bgsave_ok = false;
         }
     }
+    super::replication::sync_child_done(st, ok, false);
 }
 
 fn remove_temp(pid: i32) {
@@ -483,6 +528,22 @@ pub fn kill_child(st: &mut State) {
         }
         st.stats.persistence.bgsave_in_progress = false;
         crate::types::table::set_resize_allowed(true);
+        if child.kind == ChildKind::Rdb {
+            // Replicas waiting for this snapshot sync again (Redis's updateSlavesWaitingBgsave
+            // with an error).
+            super::replication::sync_child_done(st, false, child.to_replicas);
+        }
+    }
+}
+
+/// Marks the running RDB child as a diskless sync's (see `Child::to_replicas`), which INFO
+/// shows as a background save in progress.
+pub fn mark_to_replicas(st: &mut State) {
+    if let Some(c) = st.snapshot.child.as_mut() {
+        c.to_replicas = true;
+        let p = &mut st.stats.persistence;
+        p.bgsave_in_progress = true;
+        p.bgsave_started_unix = unix_ms() / 1000;
     }
 }
 

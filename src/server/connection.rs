@@ -85,9 +85,11 @@ where
                 _ = handle.notify.wait() => {
                     // A full sync the cron started (after repl-diskless-sync-delay).
                     if let Some(t) = handle.take_rdb_transfer() {
-                        if !send_snapshot(&mut stream, &handle, t).await {
+                        if !send_snapshot(&mut stream, &mut rbuf, &handle, t).await {
                             break 'conn;
                         }
+                        // What the replica sent during the transfer is parsed now.
+                        reparse = !rbuf.is_empty();
                         continue 'conn;
                     }
                     if let Some(to) = handle.take_qbuf_trim() {
@@ -142,9 +144,10 @@ where
                     break;
                 }
                 out.clear();
-                if !send_snapshot(&mut stream, &handle, t).await {
+                if !send_snapshot(&mut stream, &mut rbuf, &handle, t).await {
                     break;
                 }
+                reparse = !rbuf.is_empty();
                 continue;
             }
             // Replies the executor pushed earlier (a served blocking command) go first.
@@ -250,7 +253,8 @@ impl Backlog {
         if self.len() == 0 {
             0
         } else {
-            self.buf.capacity() - self.pos
+            // The allocation as the allocator serves it (its size class), as used_memory counts it.
+            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos
         }
     }
 
@@ -354,16 +358,16 @@ where
 /// Sends a replica its snapshot (`+FULLRESYNC`, the framing, the RDB); the stream queued on the
 /// outbox meanwhile follows. False when the connection must close (a failed transfer, or an
 /// rdb-only reader served).
-async fn send_snapshot<S>(stream: &mut S, handle: &ClientHandle, mut t: RdbTransfer) -> bool
+async fn send_snapshot<S>(stream: &mut S, rbuf: &mut BytesMut, handle: &ClientHandle, mut t: RdbTransfer) -> bool
 where
-    S: AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let rdb_only = t.rdb_only;
     let head = std::mem::take(&mut t.head);
     if !write_out(stream, handle, &head).await {
         return false;
     }
-    crate::server::rdb_transfer::stream_rdb(stream, t, handle).await && !rdb_only
+    crate::server::rdb_transfer::stream_rdb(stream, rbuf, t, handle).await && !rdb_only
 }
 
 /// Writes `buf` in full unless the executor asks to close the connection first; returns false

@@ -77,6 +77,18 @@ fn current(link: &LinkShared, target: &LinkTarget) -> LinkResult {
     }
 }
 
+/// Returns once REPLICAOF no longer names this attempt's master. The wake-up it took is handed
+/// on, so the link task's own wait for a new master does not miss it.
+async fn abandoned(link: &LinkShared, target: &LinkTarget) -> String {
+    loop {
+        if let Err(why) = current(link, target) {
+            link.changed.notify_one();
+            return why;
+        }
+        link.changed.notified().await;
+    }
+}
+
 /// The stream with the bytes read but not consumed yet.
 struct Conn {
     stream: ClientStream,
@@ -225,10 +237,19 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
             let how = Some(mode == "swapdb" && same_history);
             shared.exec.run(move |e| replication::set_sync_loading(&mut e.state, epoch, how)).await;
         }
+        // REPLICAOF elsewhere (or NO ONE) ends the transfer at once, closing the connection,
+        // as Redis's cancelReplicationHandshake: the master may be waiting on this replica
+        // alone to stop its snapshot child.
         let loaded = if diskless {
-            load_while_receiving(&mut conn, link, target).await?
+            tokio::select! {
+                r = load_while_receiving(&mut conn, link, target) => r?,
+                why = abandoned(link, target) => return Err(why),
+            }
         } else {
-            let path = receive_snapshot(&mut conn, link, None).await?.unwrap_or_default();
+            let path = tokio::select! {
+                r = receive_snapshot(&mut conn, link, None) => r?.unwrap_or_default(),
+                why = abandoned(link, target) => return Err(why),
+            };
             current(link, target)?;
             shared.exec.run(move |e| replication::set_sync_loading(&mut e.state, epoch, Some(false))).await;
             load_snapshot(path, target).await?

@@ -1,0 +1,143 @@
+//! A master's full syncs and replica buffers, each scenario run against real Redis 7.0 and
+//! against ferrodis with the same expectations: replicas arriving within
+//! repl-diskless-sync-delay share one snapshot child and its pipe; a disk sync's BGSAVE is
+//! stopped when no replica waits for it any more (without save points); a replica whose command
+//! produces a reply is disconnected; a stopped replica's piling output buffer is not counted for
+//! maxmemory (no eviction; INFO mem_not_counted_for_evict and mem_clients_slaves show it).
+
+mod common;
+
+use common::{info_field, wait_until, RedisServer, Server, TestServer, Watchdog};
+use std::time::Duration;
+
+fn start(real: bool, args: &[&str]) -> Server {
+    if real {
+        RedisServer::with_args(args)
+    } else {
+        TestServer::with_args(args)
+    }
+}
+
+fn replica_of(real: bool, master: &Server) -> Server {
+    let port = master.port.to_string();
+    start(real, &["--enable-debug-command", "yes", "--replicaof", "127.0.0.1", &port])
+}
+
+fn link_up(s: &Server) -> bool {
+    info_field(&mut s.client(), "replication", "master_link_status") == "up"
+}
+
+fn field(s: &Server, section: &str, name: &str) -> i64 {
+    info_field(&mut s.client(), section, name).parse().unwrap_or(-1)
+}
+
+/// Two replicas within the delay: one "Starting BGSAVE for SYNC" with target replicas
+/// sockets, one child relayed to both ("done reading from pipe, 2 replicas still up"), and
+/// both end with the master's dataset.
+#[test]
+fn replicas_within_the_delay_share_one_snapshot_child() {
+    let _w = Watchdog::new("replicas_within_the_delay_share_one_snapshot_child", Duration::from_secs(120));
+    for real in [true, false] {
+        let master = start(real, &["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "3"]);
+        let mut c = master.client();
+        c.cmd(&["DEBUG", "POPULATE", "20000", "k", "100"]);
+        // Real Redis replicas: only the master is under test.
+        let a = replica_of(true, &master);
+        let b = replica_of(true, &master);
+        wait_until("both replicas up", || link_up(&a) && link_up(&b));
+        let log = master.log();
+        let what = if real { "redis" } else { "ferrodis" };
+        assert_eq!(log.matches("Starting BGSAVE for SYNC with target: replicas sockets").count(), 1, "{what}: {log}");
+        assert!(log.contains("Diskless rdb transfer, done reading from pipe, 2 replicas still up."), "{what}: {log}");
+        assert_eq!(field(&master, "stats", "sync_full"), 2, "{what}");
+        let digest = c.cmd(&["DEBUG", "DIGEST"]);
+        assert_eq!(a.client().cmd(&["DEBUG", "DIGEST"]), digest, "{what}");
+        assert_eq!(b.client().cmd(&["DEBUG", "DIGEST"]), digest, "{what}");
+    }
+}
+
+/// A disk sync is a BGSAVE (INFO rdb_bgsave_in_progress, the replica in wait_bgsave); when its
+/// only replica leaves and there are no save points, the child is killed.
+#[test]
+fn a_disk_sync_child_nobody_waits_for_is_killed() {
+    let _w = Watchdog::new("a_disk_sync_child_nobody_waits_for_is_killed", Duration::from_secs(120));
+    for real in [true, false] {
+        let what = if real { "redis" } else { "ferrodis" };
+        let master = start(real, &["--repl-diskless-sync", "no", "--rdb-key-save-delay", "1000000"]);
+        let mut c = master.client();
+        for i in 0..10 {
+            c.cmd(&["SET", &i.to_string(), "v"]);
+        }
+        let replica = replica_of(true, &master);
+        wait_until("the sync's BGSAVE", || {
+            field(&master, "persistence", "rdb_bgsave_in_progress") == 1
+                && info_field(&mut master.client(), "replication", "slave0").contains("wait_bgsave")
+        });
+        replica.client().cmd(&["REPLICAOF", "NO", "ONE"]);
+        wait_until(&format!("{what}: the BGSAVE killed"), || {
+            field(&master, "persistence", "rdb_bgsave_in_progress") == 0
+        });
+        assert_eq!(field(&master, "replication", "connected_slaves"), 0, "{what}");
+    }
+}
+
+/// A client turned replica (PSYNC) that sends a command with a reply is disconnected, the reply
+/// withheld, and the master logs it as Redis does.
+#[test]
+fn a_replica_whose_command_replies_is_disconnected() {
+    let _w = Watchdog::new("a_replica_whose_command_replies_is_disconnected", Duration::from_secs(60));
+    for real in [true, false] {
+        let what = if real { "redis" } else { "ferrodis" };
+        let master = start(real, &["--repl-diskless-sync-delay", "0"]);
+        let mut r = master.client();
+        r.send_raw(b"PSYNC replicationid -1\r\n").expect("send");
+        let head = r.read_reply().expect("FULLRESYNC");
+        assert!(head.starts_with(b"+FULLRESYNC"), "{what}: {}", common::show(&head));
+        r.send_raw(b"SLOWLOG GET\r\n").expect("send");
+        let rest = r.drain(Duration::from_secs(2));
+        assert!(rest.closed, "{what}: the replica was not disconnected");
+        assert!(!rest.bytes.windows(4).any(|w| w == b"*0\r\n"), "{what}: the reply was sent");
+        wait_until("the log line", || {
+            master.log().contains("Replica generated a reply to command 'slowlog|get', disconnecting it: ")
+        });
+        assert_eq!(master.client().cmd(&["PING"]), b"+PONG\r\n");
+    }
+}
+
+/// A stopped replica's output buffer grows past maxmemory's margin: no key is evicted, and INFO
+/// shows the buffer in mem_clients_slaves and mem_not_counted_for_evict.
+#[test]
+fn replica_buffers_are_not_counted_for_eviction() {
+    let _w = Watchdog::new("replica_buffers_are_not_counted_for_eviction", Duration::from_secs(120));
+    for real in [true, false] {
+        let what = if real { "redis" } else { "ferrodis" };
+        let master = start(real, &["--repl-diskless-sync-delay", "0", "--maxmemory-policy", "allkeys-random"]);
+        let mut c = master.client();
+        for j in 0..100 {
+            c.cmd(&["SETRANGE", &format!("key:{j}"), "100000", "asdf"]);
+        }
+        c.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "replica 100000000 100000000 300"]);
+        c.cmd(&["CONFIG", "SET", "repl-backlog-size", "10240"]);
+        let replica = replica_of(true, &master);
+        wait_until("replica up", || link_up(&replica));
+        let used = field(&master, "memory", "used_memory");
+        let not_counted = field(&master, "memory", "mem_not_counted_for_evict");
+        c.cmd(&["CONFIG", "SET", "maxmemory", &(used - not_counted + 256 * 1024).to_string()]);
+        // SAFETY: stops a child process this test started and still owns.
+        unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
+        let payload = "A".repeat(100);
+        for _ in 0..50_000 {
+            c.cmd(&["SETRANGE", "key:0", "0", &payload]);
+        }
+        let slaves = field(&master, "memory", "mem_clients_slaves");
+        let not_counted = field(&master, "memory", "mem_not_counted_for_evict");
+        let dbsize = c.cmd(&["DBSIZE"]);
+        let evicted = field(&master, "stats", "evicted_keys");
+        // SAFETY: resumes the process stopped above.
+        unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
+        assert_eq!(dbsize, b":100\r\n", "{what}: keys were evicted");
+        assert_eq!(evicted, 0, "{what}");
+        assert!(slaves > 2 * 1024 * 1024, "{what}: mem_clients_slaves {slaves}");
+        assert!(not_counted > 2 * 1024 * 1024, "{what}: mem_not_counted_for_evict {not_counted}");
+    }
+}
