@@ -559,22 +559,19 @@ fn flush_pending(st: &mut State) {
         release_large(&mut r.pending);
         return;
     };
-    // One copy of the batch's stream, shared by the backlog and every replica.
-    let chunk = Bytes::copy_from_slice(&r.pending);
+    // One copy of the batch's stream, shared by the backlog and every replica, in blocks of
+    // at most 16 KiB as Redis's PROTO_REPLY_CHUNK_BYTES blocks: the backlog trims block by
+    // block, and each block is an allocation of its own, so the last megabyte of a 32 MB
+    // command does not keep all of it alive.
+    for block in r.pending.chunks(BACKLOG_BLOCK) {
+        let block = Bytes::copy_from_slice(block);
+        for replica in &r.replicas {
+            replica.handle.push_shared(&block);
+        }
+        backlog.append(block);
+    }
     r.pending.clear();
     release_large(&mut r.pending);
-    // The backlog holds it in blocks of at most 16 KiB (views of the one copy), as Redis's
-    // PROTO_REPLY_CHUNK_BYTES blocks: it trims block by block, so a big batch does not keep
-    // older bytes (and a partial resync from them) alive as a whole.
-    let mut at = 0;
-    while at < chunk.len() {
-        let end = (at + BACKLOG_BLOCK).min(chunk.len());
-        backlog.append(chunk.slice(at..end));
-        at = end;
-    }
-    for replica in &r.replicas {
-        replica.handle.push_shared(&chunk);
-    }
     trim_backlog(st);
 }
 
