@@ -543,6 +543,9 @@ pub struct Client {
     pub master: bool,
     /// The stream offset right after this client's last propagated write (WAIT waits for it).
     pub woff: i64,
+    /// Cluster mode: ASKING was sent (for the next command, or the transaction), and READONLY.
+    pub cluster_asking: bool,
+    pub cluster_readonly: bool,
 }
 
 /// What CLIENT TRACKING set for one client.
@@ -615,6 +618,8 @@ impl Client {
             replconf: Default::default(),
             master: false,
             woff: 0,
+            cluster_asking: false,
+            cluster_readonly: false,
         }
     }
 
