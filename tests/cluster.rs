@@ -127,12 +127,16 @@ fn six_nodes_create_check_and_serve() {
          for i in range(200):\n    r.set('k%d' % i, i)\n\
          assert all(int(r.get('k%d' % i)) == i for i in range(200))\nprint('py ok')\n"
     );
-    match Command::new("python3").args(["-c", "import redis.cluster"]).output() {
-        Ok(o) if o.status.success() => {
-            let out = run("python3", &["-c".into(), py]);
+    // Debian's python3-redis lives under /usr/bin/python3, which may not be the first python3.
+    let python = ["python3", "/usr/bin/python3"]
+        .into_iter()
+        .find(|p| Command::new(p).args(["-c", "import redis.cluster"]).output().is_ok_and(|o| o.status.success()));
+    match python {
+        Some(p) => {
+            let out = run(p, &["-c".into(), py]);
             assert!(out.contains("py ok"), "{out}");
         }
-        _ => eprintln!("redis-py not installed: RedisCluster not tried"),
+        None => eprintln!("redis-py not installed: RedisCluster not tried"),
     }
 }
 
