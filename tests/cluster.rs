@@ -70,7 +70,10 @@ fn six_nodes_create_check_and_serve() {
     assert!(settled, "check:\n{}", run("redis-cli", &check_args));
     let mut c = nodes[0].client();
     let info = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "INFO"])).into_owned();
-    assert!(info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:6") && info.contains("cluster_size:3"), "{info}");
+    assert!(
+        info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:6") && info.contains("cluster_size:3"),
+        "{info}"
+    );
 
     // A key of another shard: MOVED from this node, followed by redis-cli -c.
     let slot = 12182; // CLUSTER KEYSLOT foo
@@ -93,17 +96,12 @@ fn six_nodes_create_check_and_serve() {
     assert_eq!(set.trim(), "OK");
     let get = run("redis-cli", &["-c".into(), "-p".into(), port0.clone(), "get".into(), "foo".into()]);
     assert_eq!(get.trim(), "bar");
-    assert_eq!(
-        show(&c.cmd(&["MGET", "a", "b"])),
-        show(b"-CROSSSLOT Keys in request don't hash to the same slot\r\n")
-    );
+    assert_eq!(show(&c.cmd(&["MGET", "a", "b"])), show(b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"));
     assert_eq!(show(&c.cmd(&["SELECT", "1"])), show(b"-ERR SELECT is not allowed in cluster mode\r\n"));
 
     // The benchmark in cluster mode, with no error.
-    let bench = run(
-        "redis-benchmark",
-        &["--cluster", "-p", &port0, "-t", "set,get", "-n", "20000", "-q"].map(String::from),
-    );
+    let bench =
+        run("redis-benchmark", &["--cluster", "-p", &port0, "-t", "set,get", "-n", "20000", "-q"].map(String::from));
     assert!(bench.contains("SET:") && bench.contains("GET:") && !bench.contains("rror"), "{bench}");
 
     // The replica of foo's master holds foo (it replicates with PSYNC), and serves it under
@@ -163,7 +161,10 @@ fn cluster_errors_match_redis() {
         (&["CLUSTER", "ADDSLOTS", "5", "5"], "-ERR Slot 5 specified multiple times\r\n"),
         (&["CLUSTER", "DELSLOTS", "9"], "-ERR Slot 9 is already unassigned\r\n"),
         (&["CLUSTER", "ADDSLOTSRANGE", "5", "4"], "-ERR start slot number 5 is greater than end slot number 4\r\n"),
-        (&["CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"], "-ERR wrong number of arguments for 'cluster|addslotsrange' command\r\n"),
+        (
+            &["CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"],
+            "-ERR wrong number of arguments for 'cluster|addslotsrange' command\r\n",
+        ),
         (&["CLUSTER", "COUNTKEYSINSLOT", "16384"], "-ERR Invalid slot\r\n"),
         (&["CLUSTER", "GETKEYSINSLOT", "1", "-1"], "-ERR Invalid slot or number of keys\r\n"),
         (&["CLUSTER", "FORGET", "abc"], "-ERR Unknown node abc\r\n"),
@@ -176,7 +177,10 @@ fn cluster_errors_match_redis() {
         (&["CLUSTER", "ADDSLOTS", "1"], "-ERR Slot 1 is already busy\r\n"),
         (&["CLUSTER", "SETSLOT", "1", "migrating", "abc"], "-ERR I don't know about node abc\r\n"),
         (&["CLUSTER", "SETSLOT", "1", "node", "abc"], "-ERR Unknown node abc\r\n"),
-        (&["CLUSTER", "SETSLOT", "1", "bogus"], "-ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP\r\n"),
+        (
+            &["CLUSTER", "SETSLOT", "1", "bogus"],
+            "-ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP\r\n",
+        ),
         (&["CLUSTER", "BUMPEPOCH"], "+BUMPED 1\r\n"),
         (&["CLUSTER", "BUMPEPOCH"], "+STILL 1\r\n"),
     ];

@@ -440,7 +440,9 @@ impl ClusterState {
 
     /// Whether a node of this address is in handshake already.
     pub fn handshake_in_progress(&self, ip: &str, port: u16, cport: u16) -> bool {
-        self.nodes.values().any(|n| n.in_handshake() && n.ip.eq_ignore_ascii_case(ip) && n.port == port && n.cport == cport)
+        self.nodes
+            .values()
+            .any(|n| n.in_handshake() && n.ip.eq_ignore_ascii_case(ip) && n.port == port && n.cport == cport)
     }
 
     /// One CLUSTER NODES line (also a nodes.conf line), without the newline.
@@ -459,7 +461,8 @@ impl ClusterState {
             }
             _ => s.push_str(" -"),
         }
-        let connected = n.flags & NODE_MYSELF != 0 || n.link.is_some_and(|l| self.links.get(&l).is_some_and(|l| l.connected));
+        let connected =
+            n.flags & NODE_MYSELF != 0 || n.link.is_some_and(|l| self.links.get(&l).is_some_and(|l| l.connected));
         s.push_str(&format!(
             " {} {} {} {}",
             n.ping_sent,
@@ -622,8 +625,7 @@ pub fn load_config(text: &str, now: i64) -> Result<ClusterState, String> {
     st.importing = importing;
     st.migrating = migrating;
     // Replica lists from the replicas' fields.
-    let pairs: Vec<(Name, Name)> =
-        st.nodes.values().filter_map(|n| n.replicaof.map(|m| (m, n.name))).collect();
+    let pairs: Vec<(Name, Name)> = st.nodes.values().filter_map(|n| n.replicaof.map(|m| (m, n.name))).collect();
     for (m, r) in pairs {
         st.nodes.entry(m).or_insert_with(|| Node::new(m, NODE_MASTER | NODE_NOADDR, now));
         st.add_replica(&m, &r);

@@ -105,10 +105,22 @@ pub enum Ext {
 #[derive(Debug, Clone)]
 pub enum Body {
     /// PING, PONG, MEET: gossip sections and extensions.
-    Ping { gossip: Vec<Gossip>, exts: Vec<Ext> },
-    Fail { name: Name },
-    Publish { channel: Vec<u8>, message: Vec<u8> },
-    Update { config_epoch: u64, name: Name, slots: Box<[u8; SLOT_BYTES]> },
+    Ping {
+        gossip: Vec<Gossip>,
+        exts: Vec<Ext>,
+    },
+    Fail {
+        name: Name,
+    },
+    Publish {
+        channel: Vec<u8>,
+        message: Vec<u8>,
+    },
+    Update {
+        config_epoch: u64,
+        name: Name,
+        slots: Box<[u8; SLOT_BYTES]>,
+    },
     /// FAILOVER_AUTH_REQUEST / ACK, MFSTART, and MODULE (ignored).
     Empty,
 }
@@ -390,7 +402,8 @@ mod tests {
             flags: 1,
             pport: 0,
         };
-        let msg = Message { hdr, body: Body::Ping { gossip: vec![g.clone()], exts: vec![Ext::Hostname("host-a".into())] } };
+        let msg =
+            Message { hdr, body: Body::Ping { gossip: vec![g.clone()], exts: vec![Ext::Hostname("host-a".into())] } };
         let bytes = encode(&msg);
         assert_eq!(bytes.len(), HEADER_LEN + GOSSIP_LEN + 16);
         let back = decode(&bytes).expect("valid");

@@ -505,7 +505,8 @@ pub fn replicas(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if node.is_replica() {
         return Err(CmdError::err("The specified node is not a master"));
     }
-    let lines = node.replicas.iter().filter_map(|r| c.nodes.get(r)).map(|r| Reply::bulk(c.node_line(r, true))).collect();
+    let lines =
+        node.replicas.iter().filter_map(|r| c.nodes.get(r)).map(|r| Reply::bulk(c.node_line(r, true))).collect();
     Ok(Reply::Array(lines))
 }
 
@@ -571,7 +572,10 @@ pub fn reset(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn saveconfig(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
     cluster::save_config(ctx.srv).map_err(|e| {
-        CmdError::err(format!("error saving the cluster node config: {}", e.trim_start_matches("Could not save cluster config file: ")))
+        CmdError::err(format!(
+            "error saving the cluster node config: {}",
+            e.trim_start_matches("Could not save cluster config file: ")
+        ))
     })?;
     Ok(Reply::Ok)
 }
@@ -667,7 +671,10 @@ pub fn shards(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         for r in n.replicas.iter().filter_map(|r| c.nodes.get(r)) {
             nodes.push(shard_node(st, c, r));
         }
-        out.push(Reply::Map(vec![(Reply::bulk("slots"), Reply::Array(slots)), (Reply::bulk("nodes"), Reply::Array(nodes))]));
+        out.push(Reply::Map(vec![
+            (Reply::bulk("slots"), Reply::Array(slots)),
+            (Reply::bulk("nodes"), Reply::Array(nodes)),
+        ]));
     }
     Ok(Reply::Array(out))
 }

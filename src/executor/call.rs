@@ -121,17 +121,20 @@ fn cluster_route(
     parent: Option<&'static CommandSpec>,
     argv: &[bytes::Bytes],
 ) -> Result<(), String> {
-    let keys_of = |st: &State, spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, argv: &[bytes::Bytes]| {
-        let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
-            let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
-            let doc = crate::spec::docs::find(&full);
-            crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
-        } else {
-            spec.key_positions(argv.len())
+    let keys_of =
+        |st: &State, spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, argv: &[bytes::Bytes]| {
+            let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
+                let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
+                let doc = crate::spec::docs::find(&full);
+                crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
+            } else {
+                spec.key_positions(argv.len())
+            };
+            let f = effective_flags(st, spec, argv);
+            (positions, f)
         };
-        let f = effective_flags(st, spec, argv);
-        (positions, f)
-    };
+    st.cluster_caller_slot = None;
+    st.cluster_caller_flags = (client.cluster_asking, client.cluster_readonly);
     let is_exec = spec.name == "exec" && parent.is_none();
     let mut owned: Vec<(Vec<usize>, u32, &[bytes::Bytes], &'static str)> = Vec::new();
     if is_exec {
@@ -158,7 +161,10 @@ fn cluster_route(
         })
         .collect();
     match super::cluster::route(st, &routed, client.cluster_asking, client.cluster_readonly) {
-        Ok(_) => Ok(()),
+        Ok(slot) => {
+            st.cluster_caller_slot = slot;
+            Ok(())
+        }
         Err(r) => Err(r.text(st)),
     }
 }

@@ -273,12 +273,8 @@ fn send(st: &mut State, link: u64, m: &Message) {
 /// Sends `m` to every node with an outbound link, but handshake ones (clusterBroadcastMessage).
 fn broadcast(st: &mut State, m: &Message) {
     let c = cl(st);
-    let links: Vec<u64> = c
-        .nodes
-        .values()
-        .filter(|n| n.flags & (NODE_MYSELF | NODE_HANDSHAKE) == 0)
-        .filter_map(|n| n.link)
-        .collect();
+    let links: Vec<u64> =
+        c.nodes.values().filter(|n| n.flags & (NODE_MYSELF | NODE_HANDSHAKE) == 0).filter_map(|n| n.link).collect();
     for l in links {
         send(st, l, m);
     }
@@ -359,7 +355,10 @@ fn send_ping(st: &mut State, link: u64, typ: u16) {
         gossip.push(gossip_of(n));
     }
     for n in c.nodes.values() {
-        if n.flags & NODE_PFAIL != 0 && n.flags & (NODE_HANDSHAKE | NODE_NOADDR) == 0 && !gossip.iter().any(|g| g.name == n.name) {
+        if n.flags & NODE_PFAIL != 0
+            && n.flags & (NODE_HANDSHAKE | NODE_NOADDR) == 0
+            && !gossip.iter().any(|g| g.name == n.name)
+        {
             gossip.push(gossip_of(n));
         }
     }
@@ -537,7 +536,11 @@ fn process(st: &mut State, link: u64, m: Message) {
         let local_ip = st.cluster_link_addrs.get(&link).map(|(_, l)| l.clone()).unwrap_or_default();
         let announce = announce_ip(st);
         let c = cl(st);
-        if (typ == msg::MEET || c.me().ip.is_empty()) && announce.is_empty() && !local_ip.is_empty() && c.me().ip != local_ip {
+        if (typ == msg::MEET || c.me().ip.is_empty())
+            && announce.is_empty()
+            && !local_ip.is_empty()
+            && c.me().ip != local_ip
+        {
             c.me_mut().ip = local_ip.clone();
             tracing::warn!("IP address for this node updated to {local_ip}");
             c.todo_save = true;
@@ -604,7 +607,10 @@ fn process(st: &mut State, link: u64, m: Message) {
             if let Some(n) = c.nodes.get_mut(&s) {
                 n.flags = (n.flags & !NODE_NOFAILOVER) | (hdr.flags & NODE_NOFAILOVER);
             }
-            if typ == msg::PING && !c.nodes.get(&s).is_some_and(|n| n.in_handshake()) && update_address(st, s, link, hdr) {
+            if typ == msg::PING
+                && !c.nodes.get(&s).is_some_and(|n| n.in_handshake())
+                && update_address(st, s, link, hdr)
+            {
                 todo(st, true, true);
             }
         }
@@ -655,8 +661,7 @@ fn process(st: &mut State, link: u64, m: Message) {
         let c = cl(st);
         let sn = c.nodes.get(&s).expect("sender");
         let sender_master = if sn.is_master() { Some(s) } else { sn.replicaof };
-        let dirty_slots =
-            sender_master.and_then(|m| c.nodes.get(&m)).is_some_and(|m| m.slots[..] != hdr.myslots[..]);
+        let dirty_slots = sender_master.and_then(|m| c.nodes.get(&m)).is_some_and(|m| m.slots[..] != hdr.myslots[..]);
         if sn.is_master() && dirty_slots {
             update_slots_config_with(st, s, sender_config_epoch, &hdr.myslots);
         }
@@ -716,11 +721,7 @@ fn process(st: &mut State, link: u64, m: Message) {
             let c = cl(st);
             if let Some(n) = c.nodes.get_mut(name) {
                 if n.flags & (NODE_FAIL | NODE_MYSELF) == 0 {
-                    tracing::info!(
-                        "FAIL message received from {} about {}",
-                        name_str(&hdr.sender),
-                        name_str(name)
-                    );
+                    tracing::info!("FAIL message received from {} about {}", name_str(&hdr.sender), name_str(name));
                     n.flags |= NODE_FAIL;
                     n.fail_time = now;
                     n.flags &= !NODE_PFAIL;
@@ -733,11 +734,7 @@ fn process(st: &mut State, link: u64, m: Message) {
             if sender.is_none() {
                 return;
             }
-            let kind = if typ == msg::PUBLISH {
-                crate::pubsub::Kind::Channel
-            } else {
-                crate::pubsub::Kind::Shard
-            };
+            let kind = if typ == msg::PUBLISH { crate::pubsub::Kind::Channel } else { crate::pubsub::Kind::Shard };
             super::pubsub::publish_message(st, None, kind, channel, message);
         }
         (_, msg::FAILOVER_AUTH_REQUEST) => {
@@ -1217,7 +1214,8 @@ pub fn update_state(st: &mut State) {
         }
     }
     let size = c.masters_with_slots();
-    let reachable = c.nodes.values().filter(|n| n.is_master() && n.numslots > 0 && n.flags & (NODE_FAIL | NODE_PFAIL) == 0).count();
+    let reachable =
+        c.nodes.values().filter(|n| n.is_master() && n.numslots > 0 && n.flags & (NODE_FAIL | NODE_PFAIL) == 0).count();
     c.size = size;
     if reachable < size / 2 + 1 {
         new_state = STATE_FAIL;
@@ -1381,10 +1379,7 @@ fn send_failover_auth_if_needed(st: &mut State, node: Name, request: &Header) {
         if o.config_epoch <= req_config {
             continue;
         }
-        tracing::warn!(
-            "Failover auth denied to {nm}: slot {j} epoch ({}) > reqEpoch ({req_config})",
-            o.config_epoch
-        );
+        tracing::warn!("Failover auth denied to {nm}: slot {j} epoch ({}) > reqEpoch ({req_config})", o.config_epoch);
         return;
     }
     let master_name = master.name;

@@ -148,6 +148,10 @@ pub struct State {
     pub cluster: Option<Box<crate::cluster::ClusterState>>,
     /// Bus links' peer and local IPs, as the bus side reported them.
     pub cluster_link_addrs: std::collections::HashMap<u64, (String, String)>,
+    /// Cluster mode: the slot of the running command's keys (a script's keys must stay in it),
+    /// and its client's ASKING and READONLY flags, for the script's own commands.
+    pub cluster_caller_slot: Option<usize>,
+    pub cluster_caller_flags: (bool, bool),
     /// When the cluster cron last ran (it runs every 100 ms whatever hz is).
     pub cluster_cron_ms: i64,
 }
@@ -202,6 +206,8 @@ impl State {
             cluster: None,
             cluster_link_addrs: Default::default(),
             cluster_cron_ms: 0,
+            cluster_caller_slot: None,
+            cluster_caller_flags: (false, false),
             snapshot: snapshot::SnapshotState::default(),
             evict: evict::EvictState::default(),
         };

@@ -54,12 +54,14 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
         }
     }
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    shared.exec.run(move |e| {
-        if let Some(c) = e.state.cluster.as_mut() {
-            c.bus = Some(tx);
-        }
-    })
-    .await;
+    shared
+        .exec
+        .run(move |e| {
+            if let Some(c) = e.state.cluster.as_mut() {
+                c.bus = Some(tx);
+            }
+        })
+        .await;
     for l in listeners {
         tokio::spawn(accept_loop(shared.exec.clone(), l));
     }
@@ -94,8 +96,7 @@ async fn accept_loop(exec: ExecHandle, listener: TcpListener) {
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
         let peer_ip = ip_text(peer.ip());
-        let Some(Some((id, rx, queued))) =
-            exec.run(move |e| cluster::accept_link(&mut e.state, peer_ip, local)).await
+        let Some(Some((id, rx, queued))) = exec.run(move |e| cluster::accept_link(&mut e.state, peer_ip, local)).await
         else {
             continue;
         };
