@@ -612,8 +612,8 @@ pub fn load_config(text: &str, now: i64) -> Result<ClusterState, String> {
             if a > b || b >= SLOTS {
                 return Err(bad(line));
             }
-            for s in a..=b {
-                slots[s] = Some(name);
+            for owner in &mut slots[a..=b] {
+                *owner = Some(name);
             }
         }
     }

@@ -243,7 +243,7 @@ pub fn decode(buf: &[u8]) -> Result<Message, DecodeError> {
                     let e = &buf[explen..];
                     let typ = be16(e, 0);
                     let len = be32(e, 4) as usize;
-                    if len < 8 || len % 8 != 0 || totlen < explen + len {
+                    if len < 8 || !len.is_multiple_of(8) || totlen < explen + len {
                         return invalid(explen + len.max(8));
                     }
                     exts.push(match typ {

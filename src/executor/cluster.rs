@@ -80,7 +80,7 @@ fn cl(st: &mut State) -> &mut ClusterState {
 
 /// Loads nodes.conf or starts a new identity (clusterInit). Err: the reason to refuse to start.
 pub fn init(st: &mut State) -> Result<(), String> {
-    if st.config.other.get("cluster-enabled").map_or(true, |v| v != "yes") {
+    if st.config.other.get("cluster-enabled").is_none_or(|v| v != "yes") {
         return Ok(());
     }
     let now = unix_ms();
