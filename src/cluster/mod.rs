@@ -259,6 +259,8 @@ pub struct ClusterState {
     pub cron_iteration: u64,
     /// This node's own bus port, as it listens (cluster-port or port + 10000).
     pub bus_port: u16,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER: received messages of this type are dropped (-1: none).
+    pub drop_packet_filter: i64,
 }
 
 impl ClusterState {
@@ -301,6 +303,7 @@ impl ClusterState {
             startup_ms: now,
             cron_iteration: 0,
             bus_port: 0,
+            drop_packet_filter: -1,
         }
     }
 

@@ -468,6 +468,10 @@ fn process(st: &mut State, link: u64, m: Message) {
         if let Some(s) = c.stats_received.get_mut(typ as usize) {
             *s += 1;
         }
+        if typ as i64 == c.drop_packet_filter {
+            tracing::warn!("Dropping packet that matches debug drop filter");
+            return;
+        }
     }
     let (link_node, inbound) = {
         let c = cl(st);
@@ -1565,6 +1569,16 @@ pub fn start_handshake(st: &mut State, ip: &str, port: u16, cport: u16) -> bool 
     n.cport = cport;
     c.nodes.insert(n.name, n);
     true
+}
+
+/// DEBUG CLUSTERLINK KILL: frees the node's outbound (`to`) and/or inbound (`from`) link.
+pub fn kill_links(st: &mut State, name: Name, to: bool, from: bool) {
+    let c = cl(st);
+    let Some(n) = c.nodes.get(&name) else { return };
+    let links: Vec<u64> = [n.link.filter(|_| to), n.inbound_link.filter(|_| from)].into_iter().flatten().collect();
+    for l in links {
+        free_link(c, l);
+    }
 }
 
 /// CLUSTER FORGET's removal (the caller checked the name).
