@@ -124,6 +124,7 @@ pub fn update_myself_announced(st: &mut State) {
     let nofailover = cfg_bool(st, "cluster-replica-no-failover", false);
     let c = cl(st);
     let me = c.me_mut();
+    let before = (me.ip.clone(), me.port, me.cport, me.hostname.clone(), me.flags);
     if !ip.is_empty() {
         me.ip = ip;
     }
@@ -134,6 +135,9 @@ pub fn update_myself_announced(st: &mut State) {
         me.flags |= NODE_NOFAILOVER;
     } else {
         me.flags &= !NODE_NOFAILOVER;
+    }
+    if before != (me.ip.clone(), me.port, me.cport, me.hostname.clone(), me.flags) {
+        c.todo_save = true;
     }
 }
 
@@ -1051,13 +1055,40 @@ fn mark_failing_if_needed(st: &mut State, name: Name) {
 
 /// clusterCron: called about ten times a second from the executor's cron.
 pub fn cron(st: &mut State) {
+    if st.cluster.is_none() {
+        return;
+    }
+    // CONFIG SET of cluster-announce-* and cluster-replica-no-failover take effect here.
+    update_myself_announced(st);
     let Some(c) = st.cluster.as_mut() else { return };
     let now = unix_ms();
     c.cron_iteration += 1;
     let iteration = c.cron_iteration;
     let timeout = node_timeout(st);
     let handshake_timeout = timeout.max(1000);
+    // Links whose unsent bytes passed cluster-link-sendbuf-limit are dropped (and reconnected
+    // by the loop below), as clusterNodeCronFreeLinkOnBufferLimitReached.
+    let limit = cfg_i64(st, "cluster-link-sendbuf-limit", 0).max(0) as usize;
     let c = cl(st);
+    if limit > 0 {
+        let over: Vec<(u64, usize)> = c
+            .links
+            .values()
+            .map(|l| (l.id, l.queued.load(std::sync::atomic::Ordering::Relaxed)))
+            .filter(|&(_, q)| q > limit)
+            .collect();
+        for (id, used) in over {
+            let (dir, node) = c.links.get(&id).map_or(("to", NULL_NAME), |l| {
+                (if l.inbound { "from" } else { "to" }, l.node.unwrap_or(NULL_NAME))
+            });
+            tracing::warn!(
+                "Freeing cluster link({dir} node {}, used memory: {used}) due to exceeding send buffer memory limit.",
+                name_str(&node)
+            );
+            free_link(c, id);
+            c.links_buffer_limit_exceeded += 1;
+        }
+    }
     c.blacklist.retain(|_, until| *until > now / 1000);
     c.stats_pfail_nodes = 0;
     let names: Vec<Name> = c.nodes.keys().copied().collect();
