@@ -306,7 +306,11 @@ fn header(st: &State, typ: u16) -> Header {
     h.state = c.state;
     h.current_epoch = c.current_epoch;
     h.config_epoch = master.config_epoch;
-    h.offset = st.repl.offset.max(0) as u64;
+    // A replica in a full sync has no master offset to report (replicationGetSlaveOffset is 0
+    // then), which is how its peers see it loading (CLUSTER SHARDS health).
+    let syncing = st.repl.master.as_ref().is_some_and(|l| l.state == super::replication::LinkState::Transfer)
+        || st.repl.sync_loading.is_some();
+    h.offset = if me.is_replica() && syncing { 0 } else { st.repl.offset.max(0) as u64 };
     if me.is_master() && c.mf.end != 0 {
         h.mflags[0] |= msg::MFLAG0_PAUSED;
     }

@@ -231,10 +231,16 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
             let path = receive_snapshot(&mut conn, link, None).await?.unwrap_or_default();
             current(link, target)?;
             // Redis loads on its main thread and answers -LOADING only once it has read
-            // loading-process-events-interval-bytes (2 MB) and serves events: a smaller snapshot
+            // loading-process-events-interval-bytes (2 MB by default) and serves events: a smaller snapshot
             // never shows LOADING there. Such a load takes milliseconds; the old data stays
             // served meanwhile, as if those commands had run just before the sync.
-            let small = std::fs::metadata(&path).is_ok_and(|m| m.len() < 2 * 1024 * 1024);
+            let interval = target
+                .config
+                .other
+                .get("loading-process-events-interval-bytes")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(2 * 1024 * 1024);
+            let small = std::fs::metadata(&path).is_ok_and(|m| m.len() < interval);
             if !small {
                 shared.exec.run(move |e| replication::set_sync_loading(&mut e.state, epoch, Some(false))).await;
             }
