@@ -158,6 +158,7 @@ fn cluster_route(
             write: f & flags::WRITE != 0,
             is_migrate: *name == "migrate",
             asking_cmd: f & flags::ASKING != 0,
+            pubsubshard: matches!(*name, "ssubscribe" | "sunsubscribe" | "spublish"),
         })
         .collect();
     match super::cluster::route(st, &routed, client.cluster_asking, client.cluster_readonly) {

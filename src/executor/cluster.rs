@@ -1082,9 +1082,10 @@ pub fn cron(st: &mut State) {
             .filter(|&(_, q)| q > limit)
             .collect();
         for (id, used) in over {
-            let (dir, node) = c.links.get(&id).map_or(("to", NULL_NAME), |l| {
-                (if l.inbound { "from" } else { "to" }, l.node.unwrap_or(NULL_NAME))
-            });
+            let (dir, node) = c
+                .links
+                .get(&id)
+                .map_or(("to", NULL_NAME), |l| (if l.inbound { "from" } else { "to" }, l.node.unwrap_or(NULL_NAME)));
             tracing::warn!(
                 "Freeing cluster link({dir} node {}, used memory: {used}) due to exceeding send buffer memory limit.",
                 name_str(&node)
@@ -1718,6 +1719,9 @@ pub struct Routed<'a> {
     pub write: bool,
     pub is_migrate: bool,
     pub asking_cmd: bool,
+    /// SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH: served by replicas too, and by the pub/sub rule
+    /// when the cluster is down.
+    pub pubsubshard: bool,
 }
 
 /// Decides where the keys of `cmds` (one command, or EXEC's queue) are served, as Redis's
@@ -1737,7 +1741,9 @@ pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> R
     let mut write = false;
     let mut migrate_cmd = false;
     let mut asking_cmd = false;
+    let mut pubsubshard = false;
     for cmd in cmds {
+        pubsubshard |= cmd.pubsubshard;
         write |= cmd.write;
         migrate_cmd |= cmd.is_migrate;
         asking_cmd |= cmd.asking_cmd;
@@ -1765,7 +1771,7 @@ pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> R
                     }
                 }
             }
-            if migrating || importing {
+            if (migrating || importing) && !cmd.pubsubshard {
                 if st.dbs[0].is_live(key, now) {
                     existing += 1;
                 } else {
@@ -1777,7 +1783,11 @@ pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> R
     let Some(n) = owner else { return Ok(None) };
     let c = st.cluster.as_ref().expect("cluster");
     if c.state != STATE_OK {
-        if !allow_reads_when_down(st) {
+        if pubsubshard {
+            if !cfg_bool(st, "cluster-allow-pubsubshard-when-down", true) {
+                return Err(Redirect::DownState);
+            }
+        } else if !allow_reads_when_down(st) {
             return Err(Redirect::DownState);
         } else if write {
             return Err(Redirect::DownRoState);
@@ -1799,7 +1809,7 @@ pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> R
         }
         return Ok(Some(slot));
     }
-    if readonly && !write && c.me().is_replica() && c.me().replicaof == Some(n) {
+    if (readonly || pubsubshard) && !write && c.me().is_replica() && c.me().replicaof == Some(n) {
         return Ok(Some(slot));
     }
     if n != myself {

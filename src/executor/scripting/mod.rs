@@ -818,6 +818,7 @@ fn check_cluster(
         write: spec.has_flag(flags::WRITE),
         is_migrate: false,
         asking_cmd: spec.has_flag(flags::ASKING),
+        pubsubshard: spec.name == "spublish",
     }];
     let (asking, readonly) = run.st.cluster_caller_flags;
     use crate::executor::cluster::Redirect;
