@@ -106,8 +106,10 @@ fn six_nodes_create_check_and_serve() {
 
     // The replica of foo's master holds foo (it replicates with PSYNC), and serves it under
     // READONLY.
-    let owner_id = String::from_utf8_lossy(&owner.client().cmd(&["CLUSTER", "MYID"])).into_owned();
-    let owner_id = owner_id.trim().trim_start_matches(|c: char| c == '$' || c.is_ascii_digit()).trim().to_string();
+    // "$40\r\n<id>\r\n"
+    let myid = String::from_utf8_lossy(&owner.client().cmd(&["CLUSTER", "MYID"])).into_owned();
+    let owner_id = myid.split("\r\n").nth(1).expect("a bulk reply").to_string();
+    assert_eq!(owner_id.len(), 40, "{myid}");
     let replica = nodes
         .iter()
         .find(|n| {
