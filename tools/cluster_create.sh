@@ -37,8 +37,10 @@ for i in $(seq 0 $((nodes - 1))); do
     port=$((base + i))
     mkdir -p "$dir/$port"
     rm -f "$dir/$port/nodes.conf" "$dir/$port/dump.rdb"
-    (cd "$dir/$port" && "$server" --port "$port" --cluster-enabled yes --cluster-node-timeout 3000 \
-        --save "" --appendonly no --logfile "$dir/$port/log" >/dev/null 2>&1 & echo $! >> "$dir/pids")
+    # exec: the pid recorded is the server's, and no shell keeps this script's output open.
+    (cd "$dir/$port" && exec "$server" --port "$port" --cluster-enabled yes --cluster-node-timeout 3000 \
+        --repl-diskless-sync-delay 0 --save "" --appendonly no --logfile "$dir/$port/log") >/dev/null 2>&1 &
+    echo $! >> "$dir/pids"
     addrs+=("127.0.0.1:$port")
 done
 for i in $(seq 0 $((nodes - 1))); do
@@ -46,5 +48,5 @@ for i in $(seq 0 $((nodes - 1))); do
 done
 redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes
 # Replicas need their first sync before the check sees them settled.
-sleep 2
+sleep 1
 redis-cli --cluster check "127.0.0.1:$base"
