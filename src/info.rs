@@ -95,7 +95,7 @@ pub fn render(st: &mut State, caller: &Client, now_ms: i64, sections: &[&str]) -
             "latencystats" => latencystats(&mut s, st),
             "cluster" => {
                 s.title("Cluster");
-                s.field("cluster_enabled", 0);
+                s.field("cluster_enabled", u8::from(st.cluster.is_some()));
             }
             "keyspace" => keyspace(&mut s, st, now_ms),
             _ => {}

@@ -6,13 +6,15 @@
 //! - `types`, then `db`: values and their encodings; one database with expiry.
 //! - `spec`: what a command is (flags, key specs, `CommandSpec`, `Args`, `CmdError`, docs).
 //! - `config`, then the services `stats`, `slowlog`, `latency`, `proctitle`, `daemon`,
-//!   `pubsub`, `acl`, `functions`; then the persistence formats `rdb`, `aof`.
+//!   `pubsub`, `acl`, `functions`, `cluster` (cluster state, bus codec, nodes.conf); then the
+//!   persistence formats `rdb`, `aof`.
 //! - `executor`: the single owner of all state; `call()` runs each command; scripts, tracking.
 //! - `info`, then `commands` (one module per family), then `server` (listeners, connections).
 
 pub mod acl;
 pub mod alloc;
 pub mod aof;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod daemon;

@@ -22,8 +22,9 @@ fn show_logo_or_mode(cfg: &Config) {
     let to_terminal = cfg.logfile.is_empty() && std::io::stdout().is_terminal();
     // Redis shows the TCP port, or the TLS port when it listens on TLS only.
     let port = if cfg.port != 0 { cfg.port } else { ferrodis::server::tls::port(cfg) };
+    let mode = if cfg.other.get("cluster-enabled").is_some_and(|v| v == "yes") { "cluster" } else { "standalone" };
     if !(cfg.always_show_logo || to_terminal) {
-        tracing::info!("Running mode=standalone, port={port}.");
+        tracing::info!("Running mode={mode}, port={port}.");
         return;
     }
     let pid = std::process::id();
@@ -32,7 +33,7 @@ fn show_logo_or_mode(cfg: &Config) {
          \x20   .-----------------------------.\n\
          \x20  /  ferrodis {FERRODIS_VERSION:<19}/|     Redis {REDIS_VERSION} (00000000/0) 64 bit\n\
          \x20 +-----------------------------+ |\n\
-         \x20 |  F E R R O D I S            | |     Running in standalone mode\n\
+         \x20 |  F E R R O D I S            | |     Running in {mode} mode\n\
          \x20 |                             | |     Port: {port}\n\
          \x20 |  a drop-in redis-server     | /     PID: {pid}\n\
          \x20 +-----------------------------+/\n\n"

@@ -179,6 +179,11 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     config::live::publish(&ctx.srv.config);
     super::users::acl_changed(ctx.srv);
+    // cluster-announce-* and cluster-replica-no-failover change what this node tells its peers.
+    if ctx.srv.cluster.is_some() {
+        crate::executor::cluster::update_myself_announced(ctx.srv);
+        crate::executor::cluster::before_sleep(ctx.srv);
+    }
     Ok(Reply::Ok)
 }
 

@@ -18,9 +18,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         reset,
     ),
     spec("select", 2, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, select),
-    spec("readonly", 1, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, cluster_only),
-    spec("readwrite", 1, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, cluster_only),
-    spec("asking", 1, FAST, NO_KEYS, acl::CONNECTION, cluster_only),
+    spec("readonly", 1, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, readonly),
+    spec("readwrite", 1, LOADING | STALE | FAST, NO_KEYS, acl::CONNECTION, readwrite),
+    spec("asking", 1, FAST, NO_KEYS, acl::CONNECTION, asking),
     spec(
         "auth",
         -2,
@@ -91,6 +91,9 @@ pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// SELECT index
 pub fn select(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let idx = args.i64(1)?;
+    if ctx.srv.cluster.is_some() && idx != 0 {
+        return Err(CmdError::err("SELECT is not allowed in cluster mode"));
+    }
     if idx < 0 || idx as usize >= ctx.srv.dbs.len() {
         return Err(CmdError::DbIndexOutOfRange);
     }
@@ -184,6 +187,30 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// Cluster-mode connection states; a standalone server refuses them, as Redis does without
 /// cluster-enabled.
-pub fn cluster_only(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Err(CmdError::err("This instance has cluster support disabled"))
+fn cluster_only(ctx: &mut Ctx) -> Result<(), CmdError> {
+    if ctx.srv.cluster.is_none() {
+        return Err(CmdError::err("This instance has cluster support disabled"));
+    }
+    Ok(())
+}
+
+/// READONLY: this connection may read from a replica the slots its master serves.
+pub fn readonly(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    cluster_only(ctx)?;
+    ctx.client.cluster_readonly = true;
+    Ok(Reply::Ok)
+}
+
+/// READWRITE: back to redirections for every key on a replica.
+pub fn readwrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    cluster_only(ctx)?;
+    ctx.client.cluster_readonly = false;
+    Ok(Reply::Ok)
+}
+
+/// ASKING: the next command (or transaction) may use a slot this node is importing.
+pub fn asking(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    cluster_only(ctx)?;
+    ctx.client.cluster_asking = true;
+    Ok(Reply::Ok)
 }

@@ -91,6 +91,32 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Ok(Reply::Ok)
         }
         (b"reload", _) => debug_reload(ctx, args),
+        (b"drop-cluster-packet-filter", 3) => {
+            let t = args.i64(2)?;
+            if let Some(c) = ctx.srv.cluster.as_deref_mut() {
+                c.drop_packet_filter = t;
+            }
+            Ok(Reply::Ok)
+        }
+        (b"clusterlink", 5) if args.is(2, "kill") => {
+            if ctx.srv.cluster.is_none() {
+                return Err(CmdError::err("Debug option only available for cluster mode enabled setup!"));
+            }
+            let id = args.get(4);
+            let Some(name) = crate::cluster::parse_name(id)
+                .filter(|n| ctx.srv.cluster.as_ref().is_some_and(|c| c.nodes.contains_key(n)))
+            else {
+                return Err(CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(id))));
+            };
+            let (to, from) = match args.get(3).to_ascii_lowercase().as_slice() {
+                b"from" => (false, true),
+                b"to" => (true, false),
+                b"all" => (true, true),
+                _ => return Err(CmdError::err(format!("Unknown direction {}", args.str(3)))),
+            };
+            crate::executor::cluster::kill_links(ctx.srv, name, to, from);
+            Ok(Reply::Ok)
+        }
         (b"set-active-expire", 3) => {
             ctx.srv.active_expire_enabled = crate::util::num::atoi(args.get(2)) != 0;
             Ok(Reply::Ok)

@@ -130,8 +130,13 @@ pub fn sunsubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// subscription; replies with the number of deliveries.
 pub fn publish(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Channel, args.get(1), args.get(2));
-    // Replicas publish it to their own subscribers (the AOF does not keep it).
-    ctx.force_replicate();
+    // Replicas publish it to their own subscribers (the AOF does not keep it); in cluster mode
+    // every node gets it over the bus instead.
+    if ctx.srv.cluster.is_some() {
+        crate::executor::cluster::propagate_publish(ctx.srv, args.get(1), args.get(2), false);
+    } else {
+        ctx.force_replicate();
+    }
     Ok(Reply::Int(n))
 }
 
@@ -140,7 +145,11 @@ pub fn publish(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// PUBLISH for shard channels (no pattern matching).
 pub fn spublish(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Shard, args.get(1), args.get(2));
-    ctx.force_replicate();
+    if ctx.srv.cluster.is_some() {
+        crate::executor::cluster::propagate_publish(ctx.srv, args.get(1), args.get(2), true);
+    } else {
+        ctx.force_replicate();
+    }
     Ok(Reply::Int(n))
 }
 

@@ -127,6 +127,9 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
         return Err(CmdError::Raw(crate::executor::call::MASTERDOWN.into()));
     }
     if !compat {
+        if flags & script_flags::NO_CLUSTER != 0 && st.cluster.is_some() {
+            return Err(CmdError::err("Can not run script on cluster, 'no-cluster' flag is set."));
+        }
         if !allow_oom && oom && !no_writes {
             return Err(CmdError::Raw(
                 "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into(),
@@ -150,7 +153,12 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
             }
         }
     }
-    Ok(RunRules { read_only: read_only || (!compat && no_writes), allow_oom: !compat && allow_oom, oom_at_start: oom })
+    Ok(RunRules {
+        read_only: read_only || (!compat && no_writes),
+        allow_oom: !compat && allow_oom,
+        oom_at_start: oom,
+        allow_cross_slot: compat || flags & script_flags::ALLOW_CROSS_SLOT_KEYS != 0,
+    })
 }
 
 /// SCRIPT LOAD script

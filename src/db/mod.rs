@@ -76,6 +76,9 @@ impl FieldTtlIndex {
 #[derive(Default)]
 pub struct Db {
     keys: Table<Value>,
+    /// Cluster mode: keys per hash slot, kept from the first time it is asked for (COUNTKEYSINSLOT,
+    /// GETKEYSINSLOT, slot ownership changes). 64 KiB per database, nothing per key.
+    slot_counts: Option<Box<[u32]>>,
     expires: Table<i64>,
     /// Keys removed by expiry since the caller last drained them (keyspace events, WATCH).
     pub expired_log: Vec<Vec<u8>>,
@@ -215,7 +218,7 @@ impl Db {
 
     fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
-        self.keys.remove(key);
+        self.key_remove(key);
         self.forget_field_ttl(key);
         self.counters.expired_keys += 1;
         if self.log_expired {
@@ -247,7 +250,7 @@ impl Db {
         }
         self.counters.expired_fields += n as u64;
         if emptied {
-            self.keys.remove(key);
+            self.key_remove(key);
             if !self.expires.is_empty() {
                 self.expires.remove(key);
             }
@@ -385,7 +388,7 @@ impl Db {
         }
         self.note_value(key, &value);
         let clock = self.clock_for_store(key, now_ms);
-        self.keys.insert(key, value, clock)
+        self.key_insert(key, value, clock)
     }
 
     /// The access field a stored value gets: now under LRU; under LFU a new key's initial counter,
@@ -415,7 +418,7 @@ impl Db {
             _ => None,
         };
         // One lookup: a duplicate aborts the whole load, so overwriting it first is harmless.
-        if self.keys.insert(key, value, clock).is_some() {
+        if self.key_insert(key, value, clock).is_some() {
             return false;
         }
         if let Some(at) = expire_ms {
@@ -432,7 +435,7 @@ impl Db {
         self.expire_if_needed(key, now_ms);
         self.note_value(key, &value);
         let clock = self.clock_for_store(key, now_ms);
-        self.keys.insert(key, value, clock)
+        self.key_insert(key, value, clock)
     }
 
     /// Removes `key` (and its TTL). Returns the removed value; an already-expired key counts as absent.
@@ -447,7 +450,7 @@ impl Db {
             self.expires.remove(key);
         }
         self.forget_field_ttl(key);
-        self.keys.remove(key)
+        self.key_remove(key)
     }
 
     /// Removes `key` as eviction does: whether or not its TTL has passed, with no expiry
@@ -457,7 +460,7 @@ impl Db {
             self.expires.remove(key);
         }
         self.forget_field_ttl(key);
-        self.keys.remove(key)
+        self.key_remove(key)
     }
 
     /// Up to `n` keys sampled for eviction, with their access field and expire time: from all
@@ -540,6 +543,63 @@ impl Db {
         self.keys.contains_key(key) && !matches!(self.expires.get(key), Some(&at) if at <= now_ms)
     }
 
+    fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {
+        let old = self.keys.insert(key, value, clock);
+        if old.is_none() {
+            if let Some(c) = self.slot_counts.as_mut() {
+                c[crate::util::slot::key_hash_slot(key)] += 1;
+            }
+        }
+        old
+    }
+
+    fn key_remove(&mut self, key: &[u8]) -> Option<Value> {
+        let old = self.keys.remove(key);
+        if old.is_some() {
+            if let Some(c) = self.slot_counts.as_mut() {
+                let slot = crate::util::slot::key_hash_slot(key);
+                c[slot] = c[slot].saturating_sub(1);
+            }
+        }
+        old
+    }
+
+    /// The per-slot counts, built by one pass over the keys the first time.
+    fn slot_counts(&mut self) -> &[u32] {
+        if self.slot_counts.is_none() {
+            let mut counts = vec![0u32; crate::util::slot::SLOTS].into_boxed_slice();
+            for (k, _) in self.keys.iter() {
+                counts[crate::util::slot::key_hash_slot(k)] += 1;
+            }
+            self.slot_counts = Some(counts);
+        }
+        self.slot_counts.as_deref().unwrap_or(&[])
+    }
+
+    /// Keys stored in hash slot `slot` (cluster mode), at most `limit`, expired ones included
+    /// as Redis's slot index includes them. A scan of the table: see `count_keys_in_slot`.
+    pub fn keys_in_slot(&mut self, slot: usize, limit: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let limit = limit.min(self.count_keys_in_slot(slot));
+        if limit == 0 {
+            return out;
+        }
+        for (k, _) in self.keys.iter() {
+            if crate::util::slot::key_hash_slot(k) == slot {
+                out.push(k.to_vec());
+                if out.len() >= limit {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// Number of keys stored in hash slot `slot`.
+    pub fn count_keys_in_slot(&mut self, slot: usize) -> usize {
+        self.slot_counts().get(slot).map_or(0, |&n| n as usize)
+    }
+
     /// Every live key, in table order.
     pub fn keys(&self, now_ms: i64) -> impl Iterator<Item = (&[u8], &Value)> {
         self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
@@ -561,6 +621,9 @@ impl Db {
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
         self.field_ttl = FieldTtlIndex::default();
+        if let Some(counts) = self.slot_counts.as_mut() {
+            counts.fill(0);
+        }
         (self.keys.take(), self.expires.take())
     }
 

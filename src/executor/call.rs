@@ -106,6 +106,71 @@ impl Clock {
 
 /// Runs one command for `client` and appends its encoded reply to `out`.
 pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
+    call_inner(st, client, cmd, out, clock);
+    // ASKING lasts for one command, or for the whole transaction it precedes (resetClient).
+    if client.cluster_asking && client.last_cmd != "asking" && client.multi.is_none() {
+        client.cluster_asking = false;
+    }
+}
+
+/// Cluster mode's routing of a command with keys (or EXEC's queue): Err with the redirect line.
+fn cluster_route(
+    st: &mut State,
+    client: &Client,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    argv: &[bytes::Bytes],
+) -> Result<(), String> {
+    let keys_of =
+        |st: &State, spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, argv: &[bytes::Bytes]| {
+            let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
+                let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
+                let doc = crate::spec::docs::find(&full);
+                crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
+            } else {
+                spec.key_positions(argv.len())
+            };
+            let f = effective_flags(st, spec, argv);
+            (positions, f)
+        };
+    st.cluster_caller_slot = None;
+    st.cluster_caller_flags = (client.cluster_asking, client.cluster_readonly);
+    let is_exec = spec.name == "exec" && parent.is_none();
+    let mut owned: Vec<(Vec<usize>, u32, &[bytes::Bytes], &'static str)> = Vec::new();
+    if is_exec {
+        let Some(queue) = &client.multi else { return Ok(()) };
+        for c in queue {
+            let Ok((s, p)) = resolve(c) else { continue };
+            let (pos, f) = keys_of(st, s, p, &c.argv);
+            owned.push((pos, f, &c.argv, s.name));
+        }
+    } else {
+        let (pos, f) = keys_of(st, spec, parent, argv);
+        if pos.is_empty() {
+            return Ok(());
+        }
+        owned.push((pos, f, argv, spec.name));
+    }
+    let routed: Vec<super::cluster::Routed> = owned
+        .iter()
+        .map(|(pos, f, argv, name)| super::cluster::Routed {
+            keys: pos.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect(),
+            write: f & flags::WRITE != 0,
+            is_migrate: *name == "migrate",
+            asking_cmd: f & flags::ASKING != 0,
+            pubsubshard: matches!(*name, "ssubscribe" | "sunsubscribe" | "spublish"),
+        })
+        .collect();
+    match super::cluster::route(st, &routed, client.cluster_asking, client.cluster_readonly) {
+        Ok(slot) => {
+            st.cluster_caller_slot = slot;
+            Ok(())
+        }
+        Err(r) => Err(r.text(st)),
+    }
+}
+
+fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
     let proto = client.proto;
     let cmd_spec = cmd.spec;
     let (spec, parent) = match resolve(&cmd) {
@@ -193,6 +258,20 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             let text = crate::executor::access::noperm_text(refusal, spec, parent, client.in_exec);
             refuse(st, client, spec, parent, CmdError::Raw(text), out, proto);
+            return;
+        }
+    }
+    // Cluster mode: keys served elsewhere get -MOVED / -ASK, or the cluster's refusal
+    // (processCommand's getNodeByQuery step, right after ACL). The master's stream is obeyed.
+    if st.cluster.is_some() && !obey && !script && !exec_body {
+        if let Err(text) = cluster_route(st, client, spec, parent, &cmd.argv) {
+            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+            if spec.name == "exec" && parent.is_none() && client.multi.is_some() {
+                client.multi = None;
+                client.dirty_exec = false;
+                crate::executor::multi::unwatch_client(st, client);
+            }
+            reject(st, client, CmdError::Raw(text), out, proto);
             return;
         }
     }

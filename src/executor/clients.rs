@@ -666,6 +666,9 @@ pub struct Client {
     /// Bytes of replies its running batch produced that the connection has not taken yet:
     /// they are its output buffer already (Redis's reply list), so maxmemory-clients counts them.
     pub batch_reply: usize,
+    /// Cluster mode: ASKING was sent (for the next command, or the transaction), and READONLY.
+    pub cluster_asking: bool,
+    pub cluster_readonly: bool,
 }
 
 /// What CLIENT TRACKING set for one client.
@@ -741,6 +744,8 @@ impl Client {
             master: false,
             woff: 0,
             batch_reply: 0,
+            cluster_asking: false,
+            cluster_readonly: false,
         }
     }
 

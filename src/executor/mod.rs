@@ -12,6 +12,7 @@ pub mod aof;
 pub mod blocking;
 pub mod call;
 pub mod clients;
+pub mod cluster;
 pub mod ctx;
 pub mod evict;
 pub mod handoff;
@@ -57,6 +58,8 @@ pub enum ShutdownRequest {
 pub const PAUSE_FAILOVER: u8 = 1;
 /// `State::pause_held` bit: a shutdown waits for lagging replicas with writes paused.
 pub const PAUSE_SHUTDOWN: u8 = 2;
+/// `State::pause_held` bit: a master holds writes while its replica takes over (CLUSTER FAILOVER).
+pub const PAUSE_CLUSTER_MF: u8 = 4;
 
 /// Everything handlers may read or change through `Ctx`, apart from the calling client.
 pub struct State {
@@ -141,6 +144,16 @@ pub struct State {
     pub aof: aof::AofState,
     /// MIGRATE's connections to its targets.
     pub migrate: migrate_cache::MigrateSockets,
+    /// Cluster mode (cluster-enabled yes): the cluster state (see `cluster`).
+    pub cluster: Option<Box<crate::cluster::ClusterState>>,
+    /// Bus links' peer and local IPs, as the bus side reported them.
+    pub cluster_link_addrs: std::collections::HashMap<u64, (String, String)>,
+    /// Cluster mode: the slot of the running command's keys (a script's keys must stay in it),
+    /// and its client's ASKING and READONLY flags, for the script's own commands.
+    pub cluster_caller_slot: Option<usize>,
+    pub cluster_caller_flags: (bool, bool),
+    /// When the cluster cron last ran (it runs every 100 ms whatever hz is).
+    pub cluster_cron_ms: i64,
 }
 
 impl State {
@@ -190,6 +203,11 @@ impl State {
             prop: Default::default(),
             aof: Default::default(),
             migrate: Default::default(),
+            cluster: None,
+            cluster_link_addrs: Default::default(),
+            cluster_cron_ms: 0,
+            cluster_caller_slot: None,
+            cluster_caller_flags: (false, false),
             snapshot: snapshot::SnapshotState::default(),
             evict: evict::EvictState::default(),
         };
@@ -505,6 +523,10 @@ impl Executor {
         snapshot::cron(st);
         aof::cron(st);
         replication::cron(st, now);
+        if st.cluster.is_some() && now - st.cluster_cron_ms >= 90 {
+            st.cluster_cron_ms = now;
+            cluster::cron(st);
+        }
         shutdown::cron(st, now);
         if !st.migrate.is_empty() {
             st.migrate.close_idle(now);

@@ -1,6 +1,7 @@
 //! The network side: listeners, connection tasks and the runtime that drives them, in one of
 //! two modes chosen by io-threads (see `executor`). Nothing imports this module but `main`/`lib`.
 
+mod cluster_bus;
 mod coalesce;
 pub mod connection;
 pub mod listener;
@@ -129,6 +130,10 @@ pub fn run(config: Config) -> i32 {
         tracing::warn!("{e}");
         return 1;
     }
+    if let Err(e) = executor::cluster::init(&mut exec.state) {
+        tracing::warn!("{e}");
+        return 1;
+    }
     // `replicaof host port` in the configuration: the link task connects once serving.
     if let Some((host, port)) = config.other.get("replicaof").and_then(|v| v.split_once(' ')) {
         if let Ok(port) = port.parse() {
@@ -204,6 +209,10 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
     let Some(exit) = exec.run(|e| e.state.shutdown_state.exit.clone()).await else { return 1 };
     let shared = Arc::new(Shared { exec, config, shutdown: exit, connections: std::sync::atomic::AtomicUsize::new(0) });
     if let Err(e) = listener::start(shared.clone()).await {
+        tracing::warn!("{e}");
+        return 1;
+    }
+    if let Err(e) = cluster_bus::start(shared.clone()).await {
         tracing::warn!("{e}");
         return 1;
     }

@@ -251,7 +251,20 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
                 why = abandoned(link, target) => return Err(why),
             };
             current(link, target)?;
-            shared.exec.run(move |e| replication::set_sync_loading(&mut e.state, epoch, Some(false))).await;
+            // Redis loads on its main thread and answers -LOADING only once it has read
+            // loading-process-events-interval-bytes (2 MB by default) and serves events: a smaller snapshot
+            // never shows LOADING there. Such a load takes milliseconds; the old data stays
+            // served meanwhile, as if those commands had run just before the sync.
+            let interval = target
+                .config
+                .other
+                .get("loading-process-events-interval-bytes")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(2 * 1024 * 1024);
+            let small = std::fs::metadata(&path).is_ok_and(|m| m.len() < interval);
+            if !small {
+                shared.exec.run(move |e| replication::set_sync_loading(&mut e.state, epoch, Some(false))).await;
+            }
             load_snapshot(path, target).await?
         };
         current(link, target)?;

@@ -7,4 +7,5 @@ pub mod clock;
 pub mod num;
 pub mod pqsort;
 pub mod signal;
+pub mod slot;
 pub mod varint;

@@ -347,6 +347,9 @@ pub struct RunRules {
     pub allow_oom: bool,
     /// Memory was over maxmemory when the command started.
     pub oom_at_start: bool,
+    /// Cluster mode: the script may touch keys of several slots (old-style EVAL, or the
+    /// allow-cross-slot-keys flag).
+    pub allow_cross_slot: bool,
 }
 
 /// What the callbacks of one run share.
@@ -867,6 +870,55 @@ fn check_command(
         && spec.has_flag(flags::DENYOOM)
     {
         return Err("-OOM command not allowed when used memory > 'maxmemory'.");
+    }
+    if run.st.cluster.is_some() {
+        check_cluster(run, spec, parent, argv)?;
+    }
+    Ok(())
+}
+
+/// Cluster mode (Redis's scriptVerifyClusterState): a script's keys must be served here, and
+/// all in the slot of the script's first key unless cross-slot access is allowed.
+fn check_cluster(
+    run: &mut Run,
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    argv: &[Bytes],
+) -> Result<(), &'static str> {
+    let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
+        let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
+        let doc = crate::spec::docs::find(&full);
+        crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
+    } else {
+        spec.key_positions(argv.len())
+    };
+    let routed = [crate::executor::cluster::Routed {
+        keys: positions.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect(),
+        write: spec.has_flag(flags::WRITE),
+        is_migrate: false,
+        asking_cmd: spec.has_flag(flags::ASKING),
+        pubsubshard: spec.name == "spublish",
+    }];
+    let (asking, readonly) = run.st.cluster_caller_flags;
+    use crate::executor::cluster::Redirect;
+    let slot = match crate::executor::cluster::route(run.st, &routed, asking, readonly) {
+        Ok(slot) => slot,
+        Err(Redirect::DownRoState) => {
+            return Err("Script attempted to execute a write command while the cluster is down and readonly")
+        }
+        Err(Redirect::DownState) => return Err("Script attempted to execute a command while the cluster is down"),
+        Err(_) => return Err("Script attempted to access a non local key in a cluster node"),
+    };
+    if let Some(slot) = slot {
+        if !run.rules.allow_cross_slot {
+            match run.st.cluster_caller_slot {
+                None => run.st.cluster_caller_slot = Some(slot),
+                Some(s) if s != slot => {
+                    return Err("Script attempted to access keys that do not hash to the same slot")
+                }
+                _ => {}
+            }
+        }
     }
     Ok(())
 }

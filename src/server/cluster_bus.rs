@@ -1,0 +1,196 @@
+//! The cluster bus's sockets: a listener on the bus port (cluster-port, or the client port plus
+//! 10000) on the configured bind addresses, a task per link that frames what it reads into
+//! whole messages (by the length in their first 8 bytes) and hands them to the executor
+//! (`executor::cluster::on_frames`), and writes what the executor queued on the link's channel.
+//! Outbound links are opened on the executor's request (`BusRequest::Connect`). The protocol
+//! itself is the executor's; nothing here looks inside a message.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::{ExecHandle, Shared};
+use crate::cluster::msg;
+use crate::cluster::BusRequest;
+use crate::executor::cluster;
+
+/// A frame larger than this closes the link: no peer sends one (a PUBLISH is bounded by
+/// proto-max-bulk-len on its origin), and a corrupt length must not make us allocate without
+/// bound. The buffer grows only as bytes arrive.
+const MAX_FRAME: usize = 1 << 30;
+
+/// Binds the bus port and starts the accept loops and the connector; nothing without
+/// cluster-enabled. Err: the line Redis logs before exiting.
+pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
+    let Some(true) = shared.exec.run(|e| e.state.cluster.is_some()).await else { return Ok(()) };
+    let port = cluster::bus_port(&shared.config);
+    let mut listeners = Vec::new();
+    for entry in &shared.config.bind {
+        let optional = entry.starts_with('-');
+        let addr = entry.trim_start_matches('-');
+        let ip: IpAddr = match addr {
+            "*" => IpAddr::from([0, 0, 0, 0]),
+            "::*" => "::".parse().expect("literal"),
+            a => match a.parse() {
+                Ok(ip) => ip,
+                Err(_) if optional => continue,
+                Err(_) => return Err(format!("Invalid bind address '{a}'")),
+            },
+        };
+        match bind(ip, port) {
+            Ok(l) => listeners.push(l),
+            Err(e) if optional || e.kind() == std::io::ErrorKind::AddrNotAvailable && ip.is_ipv6() => {}
+            Err(e) => {
+                return Err(format!(
+                    "Warning: Could not create server TCP listening socket {addr}:{port}: {e}\nFailed listening on port {port} (cluster), aborting."
+                ))
+            }
+        }
+    }
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    shared
+        .exec
+        .run(move |e| {
+            if let Some(c) = e.state.cluster.as_mut() {
+                c.bus = Some(tx);
+            }
+        })
+        .await;
+    for l in listeners {
+        tokio::spawn(accept_loop(shared.exec.clone(), l));
+    }
+    tokio::spawn(connector(shared.exec.clone(), rx));
+    Ok(())
+}
+
+fn bind(ip: IpAddr, port: u16) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let domain = if ip.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
+    let s = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    if ip.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    s.bind(&std::net::SocketAddr::new(ip, port).into())?;
+    s.listen(511)?;
+    s.set_nonblocking(true)?;
+    TcpListener::from_std(s.into())
+}
+
+fn ip_text(ip: IpAddr) -> String {
+    ip.to_canonical().to_string()
+}
+
+async fn accept_loop(exec: ExecHandle, listener: TcpListener) {
+    loop {
+        let Ok((stream, peer)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let local = stream.local_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
+        let peer_ip = ip_text(peer.ip());
+        let Some(Some((id, rx, queued))) = exec.run(move |e| cluster::accept_link(&mut e.state, peer_ip, local)).await
+        else {
+            continue;
+        };
+        tokio::spawn(serve_link(exec.clone(), stream, id, rx, queued));
+    }
+}
+
+async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>) {
+    while let Some(req) = rx.recv().await {
+        let BusRequest::Connect { link, ip, port, rx, queued } = req;
+        let exec = exec.clone();
+        tokio::spawn(async move {
+            let timeout = exec.run(|e| cluster::node_timeout(&e.state)).await.unwrap_or(15000).max(100) as u64;
+            let attempt = tokio::time::timeout(Duration::from_millis(timeout), TcpStream::connect((ip.as_str(), port)));
+            match attempt.await {
+                Ok(Ok(stream)) => {
+                    let _ = stream.set_nodelay(true);
+                    let local = stream.local_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
+                    let peer = stream.peer_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
+                    exec.run(move |e| cluster::link_connected(&mut e.state, link, peer, local)).await;
+                    serve_link(exec, stream, link, rx, queued).await;
+                }
+                _ => {
+                    exec.run(move |e| cluster::link_closed(&mut e.state, link)).await;
+                }
+            }
+        });
+    }
+}
+
+/// Moves bytes both ways until either side ends; then tells the executor (unless it closed the
+/// link itself, which it learns of by the channel ending).
+async fn serve_link(
+    exec: ExecHandle,
+    stream: TcpStream,
+    id: u64,
+    mut rx: UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+) {
+    let (mut rd, mut wr) = stream.into_split();
+    let writer = async {
+        let mut out = Vec::new();
+        while let Some(first) = rx.recv().await {
+            out.clear();
+            out.extend_from_slice(&first);
+            while out.len() < 1 << 20 {
+                match rx.try_recv() {
+                    Ok(more) => out.extend_from_slice(&more),
+                    Err(_) => break,
+                }
+            }
+            if wr.write_all(&out).await.is_err() {
+                return;
+            }
+            queued.fetch_sub(out.len().min(queued.load(Ordering::Relaxed)), Ordering::Relaxed);
+        }
+    };
+    let reader = async {
+        let mut buf = BytesMut::with_capacity(16 * 1024);
+        loop {
+            match rd.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let mut frames = Vec::new();
+            let mut bad = false;
+            while buf.len() >= 8 {
+                match msg::frame_len(&buf[..8]) {
+                    Ok(len) if len <= MAX_FRAME => {
+                        if buf.len() < len {
+                            buf.reserve((len - buf.len()).min(1 << 20));
+                            break;
+                        }
+                        frames.push(buf.split_to(len).to_vec());
+                    }
+                    _ => {
+                        // The executor logs and drops the link on this frame.
+                        frames.push(buf[..8].to_vec());
+                        bad = true;
+                        break;
+                    }
+                }
+            }
+            if !frames.is_empty() && exec.run(move |e| cluster::on_frames(&mut e.state, id, frames)).await.is_none() {
+                return;
+            }
+            if bad {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = writer => {}
+        _ = reader => {}
+    }
+    exec.run(move |e| cluster::link_closed(&mut e.state, id)).await;
+}

@@ -1,0 +1,196 @@
+//! Cluster mode end to end (issue 19's first acceptance point, scaled down): six ferrodis nodes
+//! formed by `redis-cli --cluster create --cluster-replicas 1`, checked by `redis-cli --cluster
+//! check`, then used by `redis-cli -c` (redirections), `redis-benchmark --cluster` and, where
+//! python3-redis is installed, redis-py's RedisCluster. Replicas must hold what their masters
+//! were written. Needs redis-cli and redis-benchmark (Debian's redis-tools).
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{show, Server, TestServer};
+
+fn start_node() -> Server {
+    // The bus port must be below 65536: free_port may hand out ports above 55535.
+    let bus = common::free_port().to_string();
+    TestServer::with_args(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        &bus,
+        "--cluster-node-timeout",
+        "3000",
+        "--repl-diskless-sync-delay",
+        "0",
+    ])
+}
+
+fn run(cmd: &str, args: &[String]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn six_nodes_create_check_and_serve() {
+    if Command::new("redis-cli").arg("-v").output().is_err() {
+        eprintln!("SKIPPED: redis-cli not installed");
+        return;
+    }
+    let nodes: Vec<Server> = (0..6).map(|_| start_node()).collect();
+    let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+
+    let mut args = vec!["--cluster".to_string(), "create".to_string()];
+    args.extend(addrs.iter().cloned());
+    args.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
+    let created = run("redis-cli", &args);
+    assert!(created.contains("[OK] All 16384 slots covered."), "create:\n{created}");
+
+    // Every node agrees, the three replicas are linked to their masters.
+    let check_args = vec!["--cluster".to_string(), "check".to_string(), addrs[0].clone()];
+    let settled = wait_until(Duration::from_secs(10), || {
+        let check = run("redis-cli", &check_args);
+        check.contains("[OK] All nodes agree about slots configuration.")
+            && check.contains("[OK] All 16384 slots covered.")
+            && check.matches("1 additional replica(s)").count() == 3
+    });
+    assert!(settled, "check:\n{}", run("redis-cli", &check_args));
+    let mut c = nodes[0].client();
+    let info = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "INFO"])).into_owned();
+    assert!(
+        info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:6") && info.contains("cluster_size:3"),
+        "{info}"
+    );
+
+    // A key of another shard: MOVED from this node, followed by redis-cli -c.
+    let slot = 12182; // CLUSTER KEYSLOT foo
+    assert_eq!(c.cmd(&["CLUSTER", "KEYSLOT", "foo"]), format!(":{slot}\r\n").into_bytes());
+    let owner = nodes
+        .iter()
+        .find(|n| {
+            let r = n.client().cmd(&["GET", "foo"]);
+            !r.starts_with(b"-MOVED")
+        })
+        .expect("some node serves foo");
+    let moved = nodes.iter().find(|n| n.port != owner.port).expect("another node").client().cmd(&["GET", "foo"]);
+    assert!(
+        show(&moved).contains(&format!("MOVED {slot} 127.0.0.1:")) || show(&moved).starts_with("$-1"),
+        "{}",
+        show(&moved)
+    );
+    let port0 = nodes[0].port.to_string();
+    let set = run("redis-cli", &["-c".into(), "-p".into(), port0.clone(), "set".into(), "foo".into(), "bar".into()]);
+    assert_eq!(set.trim(), "OK");
+    let get = run("redis-cli", &["-c".into(), "-p".into(), port0.clone(), "get".into(), "foo".into()]);
+    assert_eq!(get.trim(), "bar");
+    assert_eq!(show(&c.cmd(&["MGET", "a", "b"])), show(b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"));
+    assert_eq!(show(&c.cmd(&["SELECT", "1"])), show(b"-ERR SELECT is not allowed in cluster mode\r\n"));
+
+    // The benchmark in cluster mode, with no error.
+    let bench =
+        run("redis-benchmark", &["--cluster", "-p", &port0, "-t", "set,get", "-n", "20000", "-q"].map(String::from));
+    assert!(bench.contains("SET:") && bench.contains("GET:") && !bench.contains("rror"), "{bench}");
+
+    // The replica of foo's master holds foo (it replicates with PSYNC), and serves it under
+    // READONLY.
+    // "$40\r\n<id>\r\n"
+    let myid = String::from_utf8_lossy(&owner.client().cmd(&["CLUSTER", "MYID"])).into_owned();
+    let owner_id = myid.split("\r\n").nth(1).expect("a bulk reply").to_string();
+    assert_eq!(owner_id.len(), 40, "{myid}");
+    let replica = nodes
+        .iter()
+        .find(|n| {
+            let nodes_text = show(&n.client().cmd(&["CLUSTER", "NODES"]));
+            nodes_text.split("\\n").any(|l| l.contains("myself,slave") && l.contains(&owner_id))
+        })
+        .expect("a replica of foo's master");
+    let mut rc = replica.client();
+    assert!(wait_until(Duration::from_secs(5), || rc.cmd(&["READONLY"]) == b"+OK\r\n"
+        && rc.cmd(&["GET", "foo"]) == b"$3\r\nbar\r\n"));
+
+    // redis-py's RedisCluster, where installed.
+    let py = format!(
+        "import redis.cluster as c\nr = c.RedisCluster(host='127.0.0.1', port={port0})\n\
+         for i in range(200):\n    r.set('k%d' % i, i)\n\
+         assert all(int(r.get('k%d' % i)) == i for i in range(200))\nprint('py ok')\n"
+    );
+    // Debian's python3-redis lives under /usr/bin/python3, which may not be the first python3.
+    let python = ["python3", "/usr/bin/python3"]
+        .into_iter()
+        .find(|p| Command::new(p).args(["-c", "import redis.cluster"]).output().is_ok_and(|o| o.status.success()));
+    match python {
+        Some(p) => {
+            let out = run(p, &["-c".into(), py]);
+            assert!(out.contains("py ok"), "{out}");
+        }
+        None => eprintln!("redis-py not installed: RedisCluster not tried"),
+    }
+}
+
+#[test]
+fn standalone_refuses_cluster_commands() {
+    let s = TestServer::new();
+    let mut c = s.client();
+    assert_eq!(show(&c.cmd(&["CLUSTER", "INFO"])), show(b"-ERR This instance has cluster support disabled\r\n"));
+    assert_eq!(show(&c.cmd(&["READONLY"])), show(b"-ERR This instance has cluster support disabled\r\n"));
+}
+
+#[test]
+fn cluster_errors_match_redis() {
+    let node = start_node();
+    let mut c = node.client();
+    let cases: &[(&[&str], &str)] = &[
+        (&["CLUSTER", "MEET", "1.2.3.4", "x"], "-ERR Invalid TCP base port specified: x\r\n"),
+        (&["CLUSTER", "MEET", "zz", "5"], "-ERR Invalid node address specified: zz:5\r\n"),
+        (
+            &["CLUSTER", "MEET", "1.2.3.4", "5", "6", "7"],
+            "-ERR unknown subcommand or wrong number of arguments for 'meet'. Try CLUSTER HELP.\r\n",
+        ),
+        (&["CLUSTER", "ADDSLOTS", "99999"], "-ERR Invalid or out of range slot\r\n"),
+        (&["CLUSTER", "ADDSLOTS", "5", "5"], "-ERR Slot 5 specified multiple times\r\n"),
+        (&["CLUSTER", "DELSLOTS", "9"], "-ERR Slot 9 is already unassigned\r\n"),
+        (&["CLUSTER", "ADDSLOTSRANGE", "5", "4"], "-ERR start slot number 5 is greater than end slot number 4\r\n"),
+        (
+            &["CLUSTER", "ADDSLOTSRANGE", "1", "2", "3"],
+            "-ERR wrong number of arguments for 'cluster|addslotsrange' command\r\n",
+        ),
+        (&["CLUSTER", "COUNTKEYSINSLOT", "16384"], "-ERR Invalid slot\r\n"),
+        (&["CLUSTER", "GETKEYSINSLOT", "1", "-1"], "-ERR Invalid slot or number of keys\r\n"),
+        (&["CLUSTER", "FORGET", "abc"], "-ERR Unknown node abc\r\n"),
+        (&["CLUSTER", "FAILOVER"], "-ERR You should send CLUSTER FAILOVER to a replica\r\n"),
+        (&["CLUSTER", "FAILOVER", "x"], "-ERR syntax error\r\n"),
+        (&["CLUSTER", "SET-CONFIG-EPOCH", "-1"], "-ERR Invalid config epoch specified: -1\r\n"),
+        (&["CLUSTER", "KEYSLOT", "foo"], ":12182\r\n"),
+        (&["GET", "foo"], "-CLUSTERDOWN Hash slot not served\r\n"),
+        (&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"], "+OK\r\n"),
+        (&["CLUSTER", "ADDSLOTS", "1"], "-ERR Slot 1 is already busy\r\n"),
+        (&["CLUSTER", "SETSLOT", "1", "migrating", "abc"], "-ERR I don't know about node abc\r\n"),
+        (&["CLUSTER", "SETSLOT", "1", "node", "abc"], "-ERR Unknown node abc\r\n"),
+        (
+            &["CLUSTER", "SETSLOT", "1", "bogus"],
+            "-ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP\r\n",
+        ),
+        (&["CLUSTER", "BUMPEPOCH"], "+BUMPED 1\r\n"),
+        (&["CLUSTER", "BUMPEPOCH"], "+STILL 1\r\n"),
+    ];
+    for (argv, want) in cases {
+        assert_eq!(show(&c.cmd(argv)), show(want.as_bytes()), "{argv:?}");
+    }
+    // nodes.conf is written in Redis's format.
+    let conf = std::fs::read_to_string(node.dir.join("nodes.conf")).expect("nodes.conf");
+    assert!(conf.contains("myself,master - 0 0 1 connected 0-16383\n"), "{conf}");
+    assert!(conf.ends_with("vars currentEpoch 1 lastVoteEpoch 0\n"), "{conf}");
+}
