@@ -34,7 +34,8 @@ SUITE_SLICE ?= unit/printver unit/protocol unit/keyspace unit/scan unit/info-com
 	integration/convert-ziplist-hash-on-load integration/convert-ziplist-zset-on-load \
 	unit/wait integration/replication-3 integration/replication-4 integration/block-repl \
 	integration/psync2-reg integration/psync2-pingoff integration/psync2-master-restart \
-	integration/failover integration/shutdown unit/shutdown
+	integration/failover integration/shutdown unit/shutdown unit/pendingquerybuf \
+	unit/cluster unit/cluster-scripting unit/cluster/misc unit/cluster/links
 CONFORMANCE_FLAGS ?= --server $(BIN)
 
 test: deps

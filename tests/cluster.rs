@@ -194,3 +194,38 @@ fn cluster_errors_match_redis() {
     assert!(conf.contains("myself,master - 0 0 1 connected 0-16383\n"), "{conf}");
     assert!(conf.ends_with("vars currentEpoch 1 lastVoteEpoch 0\n"), "{conf}");
 }
+
+/// A client blocked on a key whose slot moves to another node is unblocked with -MOVED to it,
+/// as Redis's clusterRedirectBlockedClientIfNeeded does from the client cron (unit/cluster's
+/// "Verify command got unblocked after resharding").
+#[test]
+fn blocked_client_is_redirected_when_its_slot_moves() {
+    let _w = common::Watchdog::new("blocked_client_is_redirected_when_its_slot_moves", Duration::from_secs(60));
+    let (a, b) = (start_node(), start_node());
+    let mut ca = a.client();
+    assert_eq!(show(&ca.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])), show(b"+OK\r\n"));
+    let bus = String::from_utf8_lossy(&b.client().cmd(&["CONFIG", "GET", "cluster-port"]))
+        .lines()
+        .nth(4)
+        .unwrap_or("")
+        .to_string();
+    ca.cmd(&["CLUSTER", "MEET", "127.0.0.1", &b.port.to_string(), &bus]);
+    let b_id = String::from_utf8_lossy(&b.client().cmd(&["CLUSTER", "MYID"])).lines().nth(1).unwrap_or("").to_string();
+    assert!(
+        wait_until(Duration::from_secs(20), || String::from_utf8_lossy(&ca.cmd(&["CLUSTER", "NODES"])).contains(&b_id)),
+        "node b never known to a"
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || String::from_utf8_lossy(&ca.cmd(&["CLUSTER", "INFO"]))
+            .contains("cluster_state:ok")),
+        "cluster state never ok"
+    );
+    // key9184688 hashes to slot 10923.
+    let mut blocked = a.client();
+    blocked.send_raw(&common::encode(&["BRPOP", "key9184688", "0"])).unwrap();
+    common::wait_blocked(&mut ca, 1, "BRPOP on node a");
+    ca.cmd(&["CLUSTER", "SETSLOT", "10923", "NODE", &b_id]);
+    let reply = blocked.read_reply().unwrap();
+    assert_eq!(show(&reply), show(format!("-MOVED 10923 127.0.0.1:{}\r\n", b.port).as_bytes()));
+    assert_eq!(common::info_field(&mut ca, "clients", "blocked_clients"), "0");
+}

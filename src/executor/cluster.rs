@@ -1669,6 +1669,42 @@ pub fn reset(st: &mut State, hard: bool) {
 // -------------------------------------------------------------------------------------------
 // Key routing (getNodeByQuery)
 
+/// Clients blocked on keys this node no longer serves (a resharding moved their slot, or the
+/// cluster went down) are answered with the redirect and unblocked, as Redis's
+/// clusterRedirectBlockedClientIfNeeded does from its client cron.
+pub fn redirect_blocked(st: &mut State) {
+    let Some(c) = st.cluster.as_ref() else { return };
+    let myself = c.myself;
+    let mut answers: Vec<(u64, Redirect)> = Vec::new();
+    for (&id, client) in &st.clients {
+        let Some(blocked) = client.blocked.as_ref() else { continue };
+        if blocked.request.keys.is_empty() {
+            continue;
+        }
+        if c.state != STATE_OK {
+            answers.push((id, Redirect::DownState));
+            continue;
+        }
+        let write = blocked.cmd.spec.is_some_and(|s| s.has_flag(crate::spec::flags::WRITE));
+        for key in &blocked.request.keys {
+            let slot = key_hash_slot(key);
+            let mut owner = c.slots[slot];
+            // A READONLY replica serves the reads of its master's slots.
+            if client.cluster_readonly && !write && c.me().is_replica() && c.me().replicaof == owner {
+                owner = Some(myself);
+            }
+            if owner != Some(myself) && !c.importing.contains_key(&slot) {
+                answers.push((id, owner.map_or(Redirect::DownUnbound, |n| Redirect::Moved(slot, n))));
+                break;
+            }
+        }
+    }
+    for (id, redirect) in answers {
+        let text = redirect.text(st);
+        super::blocking::finish(st, id, crate::resp::Reply::error(text));
+    }
+}
+
 /// Why a command is not served here, as clusterRedirectClient words it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Redirect {

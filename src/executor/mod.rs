@@ -526,6 +526,7 @@ impl Executor {
         if st.cluster.is_some() && now - st.cluster_cron_ms >= 90 {
             st.cluster_cron_ms = now;
             cluster::cron(st);
+            cluster::redirect_blocked(st);
         }
         shutdown::cron(st, now);
         if !st.migrate.is_empty() {
