@@ -582,3 +582,27 @@ fn a_big_value_from_the_master_leaves_no_big_link_buffer() {
         assert!(near(), "real master {real_master}: replica {} master {}", used(&replica), used(&master));
     }
 }
+
+/// `redis-cli --replica` (a SYNC client) against a disk-based master: once the file is sent the
+/// replica is online in INFO, as Redis puts a replica online after the bulk transfer (it never
+/// sends REPLCONF ACK).
+#[test]
+fn a_sync_client_is_online_after_a_disk_transfer() {
+    let _w = Watchdog::new("a_sync_client_is_online_after_a_disk_transfer", Duration::from_secs(60));
+    for real in [true, false] {
+        let args = ["--repl-diskless-sync", "no"];
+        let master = if real { RedisServer::with_args(&args) } else { TestServer::with_args(&args) };
+        master.client().cmd(&["SET", "a", "b"]);
+        let mut cli = std::process::Command::new("redis-cli")
+            .args(["-p", &master.port.to_string(), "--replica"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-cli");
+        wait_until("the SYNC client online", || {
+            String::from_utf8_lossy(&master.client().cmd(&["INFO", "replication"])).contains("state=online")
+        });
+        let _ = cli.kill();
+        let _ = cli.wait();
+    }
+}

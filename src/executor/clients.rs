@@ -66,6 +66,9 @@ pub struct ClientHandle {
     /// (unix ms; 0: it is not), for repl-timeout during a full sync (Redis's
     /// repl_last_partial_write).
     pub rdb_stuck_since_ms: AtomicI64,
+    /// A disk sync's file has gone out in full: the replica is online from the next cron
+    /// (Redis's putSlaveOnline after the bulk transfer).
+    pub disk_snapshot_sent: AtomicBool,
     /// The connection's query buffer as it last reported it: bytes held and capacity.
     qbuf_len: AtomicUsize,
     qbuf_cap: AtomicUsize,

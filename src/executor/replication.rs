@@ -810,6 +810,13 @@ pub fn cron(st: &mut State, now_ms: i64) {
     }
     let timeout = config_i64(st, "repl-timeout", 60).max(1) * 1000;
     let diskless_child = st.snapshot.child.as_ref().is_some_and(|c| c.to_replicas);
+    for r in &mut st.repl.replicas {
+        if r.state == ReplicaState::SendBulk && r.handle.disk_snapshot_sent.swap(false, Ordering::AcqRel) {
+            r.state = ReplicaState::Online;
+            r.ack_ms = now_ms;
+            tracing::info!("Synchronization with replica {}:{} succeeded", r.ip, r.port);
+        }
+    }
     for r in &st.repl.replicas {
         if r.state == ReplicaState::Online && now_ms - r.ack_ms > timeout {
             tracing::warn!("Disconnecting timedout replica (streaming sync): {}:{}", r.ip, r.port);

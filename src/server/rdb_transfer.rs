@@ -76,7 +76,13 @@ pub async fn stream_rdb<S: AsyncRead + AsyncWrite + Unpin>(
             }
             send_relayed(stream, rbuf, chunks, handle).await
         }
-        RdbSource::Disk { done, path } => send_file(stream, rbuf, done, &path, handle).await,
+        RdbSource::Disk { done, path } => {
+            let sent = send_file(stream, rbuf, done, &path, handle).await;
+            if sent.is_ok() {
+                handle.disk_snapshot_sent.store(true, std::sync::atomic::Ordering::Release);
+            }
+            sent
+        }
     };
     match sent {
         Ok(n) => {
