@@ -19,8 +19,10 @@ fn start_node() -> Server {
         "yes",
         "--cluster-port",
         &bus,
+        // Redis's default: a shorter one let a node of a loaded CI machine (tests run in
+        // parallel) be failed over mid-test, and foo's master had no replica any more.
         "--cluster-node-timeout",
-        "3000",
+        "15000",
         "--repl-diskless-sync-delay",
         "0",
     ])
@@ -110,13 +112,14 @@ fn six_nodes_create_check_and_serve() {
     let myid = String::from_utf8_lossy(&owner.client().cmd(&["CLUSTER", "MYID"])).into_owned();
     let owner_id = myid.split("\r\n").nth(1).expect("a bulk reply").to_string();
     assert_eq!(owner_id.len(), 40, "{myid}");
-    let replica = nodes
-        .iter()
-        .find(|n| {
+    let replica_of_owner = || {
+        nodes.iter().find(|n| {
             let nodes_text = show(&n.client().cmd(&["CLUSTER", "NODES"]));
             nodes_text.split("\\n").any(|l| l.contains("myself,slave") && l.contains(&owner_id))
         })
-        .expect("a replica of foo's master");
+    };
+    assert!(wait_until(Duration::from_secs(10), || replica_of_owner().is_some()), "a replica of foo's master");
+    let replica = replica_of_owner().expect("a replica of foo's master");
     let mut rc = replica.client();
     assert!(wait_until(Duration::from_secs(5), || rc.cmd(&["READONLY"]) == b"+OK\r\n"
         && rc.cmd(&["GET", "foo"]) == b"$3\r\nbar\r\n"));
