@@ -221,10 +221,6 @@ pub fn script_debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         return Err(CmdError::err("Use SCRIPT DEBUG YES/SYNC/NO"));
     };
-    // The debugger talks on the socket itself; a TLS connection's records are its task's.
-    if mode.is_some() && ctx.client.info.tls {
-        return Err(CmdError::err("SCRIPT DEBUG is not available on TLS connections"));
-    }
     ctx.client.lua_debug = mode;
     Ok(Reply::Ok)
 }

@@ -583,7 +583,8 @@ pub struct ConnInfo {
     pub unix: bool,
     /// Whether the peer is loopback or a unix socket (protected mode).
     pub local: bool,
-    /// A TLS connection: its socket carries ciphertext, so a busy script must not answer on it.
+    /// A TLS connection: its socket carries ciphertext, so a busy script or the debugger talks
+    /// through its TLS session (`handoff::tls_stream`).
     pub tls: bool,
 }
 

@@ -20,6 +20,11 @@ pub trait PlainIo: Send {
     /// Writes `bytes` as far as the socket takes them now; returns how many it took. A TLS
     /// session takes them all, and its connection writes the records left when it runs again.
     fn send(&mut self, bytes: &[u8]) -> usize;
+    /// Writes what the session still holds as far as the socket takes it now; false while some
+    /// is left for a writable socket (a plain socket holds nothing of its own).
+    fn flush(&mut self) -> bool {
+        true
+    }
 }
 
 /// A TLS stream shared by its connection task and a busy script.

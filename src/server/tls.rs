@@ -267,6 +267,20 @@ impl crate::executor::handoff::PlainIo for tokio_rustls::server::TlsStream<TcpSt
         }
         bytes.len()
     }
+
+    fn flush(&mut self) -> bool {
+        let (tcp, conn) = self.get_mut();
+        let mut socket = RawSocket(std::os::fd::AsRawFd::as_raw_fd(tcp));
+        while conn.wants_write() {
+            match conn.write_tls(&mut socket) {
+                Ok(n) if n > 0 => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+                // The peer is gone: nothing will ever be taken.
+                _ => return true,
+            }
+        }
+        true
+    }
 }
 
 /// Whether a socket's first bytes can open a TLS handshake (a handshake record, 0x16). Anything

@@ -107,7 +107,7 @@ pub(super) fn tick(run: &mut Run) -> bool {
         let (fd, handle, authenticated) = (client.info.fd, client.handle.clone(), client.authenticated);
         // A peer that closed its end (a replica after REPLICAOF NO ONE) is forgotten now, as
         // Redis's event loop frees it while the script runs: INFO from the script sees it gone.
-        if fd >= 0 && !client.info.tls && peer_closed(fd) {
+        if fd >= 0 && !client.info.tls && peer_closed(fd) || client.info.tls && tls_peer_closed(id, fd) {
             handle.request_close();
             crate::executor::disconnect_client(run.st, id);
             continue;
@@ -151,6 +151,14 @@ fn peer_closed(fd: RawFd) -> bool {
     // SAFETY: recv writes at most one byte into the buffer we own; MSG_PEEK leaves it there.
     let n = unsafe { libc::recv(fd, byte.as_mut_ptr() as *mut libc::c_void, 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
     n == 0
+}
+
+/// `peer_closed` for a TLS client: its session reads what the socket holds first (a
+/// close_notify alert before the end of stream), and plaintext not read yet keeps it open.
+fn tls_peer_closed(id: u64, fd: RawFd) -> bool {
+    let Some(stream) = crate::executor::handoff::tls_stream(id) else { return false };
+    let Ok(mut io) = stream.try_lock() else { return false };
+    io.peek().is_empty() && peer_closed(fd)
 }
 
 /// Accepts what waits on the listeners (non-blocking), to be answered while busy.

@@ -22,8 +22,9 @@
 //! replies and does not read, so the session may read and write the descriptor directly (what
 //! the connection had already read past the EVAL stays there, as Redis leaves its query
 //! buffer). The descriptor stays non-blocking (its flags are the task's): reads and writes here
-//! wait with poll, a write for at most 5 s as Redis's send timeout. TLS connections are refused
-//! at SCRIPT DEBUG: their records are the task's to read.
+//! wait with poll, a write for at most 5 s as Redis's send timeout. A TLS connection's bytes go
+//! through its TLS session (`handoff::tls_stream`), free while its task waits; a forked child
+//! uses its copy of the session, as Redis's child uses its copy of the SSL object.
 //! While a SYNC session waits for the client, a SIGTERM/SIGINT ends the wait, as the signal's
 //! EINTR ends Redis's blocking read.
 //!
@@ -38,6 +39,7 @@ use std::os::fd::RawFd;
 use mlua::ffi;
 
 use crate::executor::clients::Client;
+use crate::executor::handoff::SharedPlainIo;
 use crate::executor::State;
 use crate::resp::Reply;
 
@@ -63,6 +65,8 @@ const SEND_TIMEOUT_MS: i32 = 5000;
 
 struct Session {
     fd: RawFd,
+    /// The TLS session of a TLS client: the debugger's bytes go through it.
+    tls: Option<SharedPlainIo>,
     forked: bool,
     logs: Vec<Vec<u8>>,
     bp: Vec<i32>,
@@ -169,7 +173,7 @@ impl Session {
             proto.extend_from_slice(b"\r\n");
         }
         // Errors are left to the next read, which ends the session.
-        write_all(self.fd, &proto);
+        write_all(self.fd, self.tls.as_ref(), &proto);
     }
 
     fn source_line(&self, line: i32) -> &[u8] {
@@ -270,7 +274,7 @@ impl Session {
 
 /// Starts a session for the client on `fd` running `body`; `threshold_ms` is
 /// busy-reply-threshold.
-pub fn start(fd: RawFd, forked: bool, body: &[u8], threshold_ms: i64) {
+pub fn start(fd: RawFd, tls: Option<SharedPlainIo>, forked: bool, body: &[u8], threshold_ms: i64) {
     let mut src = body;
     while let [rest @ .., b'\n' | b'\r'] = src {
         src = rest;
@@ -279,6 +283,7 @@ pub fn start(fd: RawFd, forked: bool, body: &[u8], threshold_ms: i64) {
     SESSION.with(|s| {
         *s.borrow_mut() = Some(Session {
             fd,
+            tls,
             forked,
             logs: Vec::new(),
             bp: Vec::new(),
@@ -380,7 +385,8 @@ pub fn begin(st: &mut State, client: &mut Client, mode: Mode, body: &[u8]) -> Re
             }
         }
     };
-    start(client.info.fd, side == Side::Child, body, st.config.busy_reply_threshold);
+    let tls = client.info.tls.then(|| crate::executor::handoff::tls_stream(client.id)).flatten();
+    start(client.info.fd, tls, side == Side::Child, body, st.config.busy_reply_threshold);
     Ok(side)
 }
 
@@ -391,7 +397,8 @@ pub fn finish(client: &mut Client, side: Side, reply: Reply) -> Reply {
     if side == Side::Child {
         let mut out = Vec::new();
         crate::resp::writer::write_reply(&mut out, &reply, client.proto);
-        write_all(client.info.fd, &out);
+        let tls = client.info.tls.then(|| crate::executor::handoff::tls_stream(client.id)).flatten();
+        write_all(client.info.fd, tls.as_ref(), &out);
         tracing::warn!("Lua debugging session child exiting");
         // SAFETY: ends the child without running the parent's atexit handlers or destructors.
         unsafe { libc::_exit(0) }
@@ -500,9 +507,9 @@ unsafe fn repl(state: *mut ffi::lua_State) -> Result<(), Option<&'static str>> {
                 Parsed::Error => return Err(Some("protocol error")),
                 Parsed::More => {}
             }
-            let Some((fd, forked)) = with(|s| (s.fd, s.forked)) else { return Err(None) };
+            let Some((fd, tls, forked)) = with(|s| (s.fd, s.tls.clone(), s.forked)) else { return Err(None) };
             let mut buf = [0u8; 1024];
-            let n = read_some(fd, &mut buf, !forked);
+            let n = read_some(fd, tls.as_ref(), &mut buf, !forked);
             if n == 0 {
                 with(|s| {
                     s.step = false;
@@ -1070,10 +1077,21 @@ fn parse_command(buf: &[u8]) -> Parsed {
 
 /// Reads what the client sent, waiting for it; 0 when the connection is gone (or, when
 /// `interruptible`, a shutdown signal arrived, as EINTR ends Redis's blocking read).
-fn read_some(fd: RawFd, buf: &mut [u8], interruptible: bool) -> usize {
+fn read_some(fd: RawFd, tls: Option<&SharedPlainIo>, buf: &mut [u8], interruptible: bool) -> usize {
     loop {
         if interruptible && crate::executor::shutdown::signalled() {
             return 0;
+        }
+        if let Some(tls) = tls {
+            let mut io = tls.lock().unwrap_or_else(|p| p.into_inner());
+            let plain = io.peek();
+            if !plain.is_empty() {
+                let n = plain.len().min(buf.len());
+                buf[..n].copy_from_slice(&plain[..n]);
+                io.consume(n);
+                crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+                return n;
+            }
         }
         let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         // SAFETY: one pollfd we own.
@@ -1087,8 +1105,13 @@ fn read_some(fd: RawFd, buf: &mut [u8], interruptible: bool) -> usize {
         if ready == 0 {
             continue;
         }
+        // A TLS session took what was there; a socket still readable with nothing to peek is closed.
+        let flags = if tls.is_some() { libc::MSG_DONTWAIT | libc::MSG_PEEK } else { libc::MSG_DONTWAIT };
         // SAFETY: recv writes at most `buf.len()` bytes into the buffer we own.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), flags) };
+        if n > 0 && tls.is_some() {
+            continue;
+        }
         if n > 0 {
             crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
             return n as usize;
@@ -1104,8 +1127,23 @@ fn read_some(fd: RawFd, buf: &mut [u8], interruptible: bool) -> usize {
 }
 
 /// Writes all of `bytes`, waiting up to the send timeout for the client to take them.
-fn write_all(fd: RawFd, mut bytes: &[u8]) -> bool {
+fn write_all(fd: RawFd, tls: Option<&SharedPlainIo>, mut bytes: &[u8]) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(SEND_TIMEOUT_MS as u64);
+    if let Some(tls) = tls {
+        // The session takes every byte; its records then go out as the socket takes them.
+        tls.lock().unwrap_or_else(|p| p.into_inner()).send(bytes);
+        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, bytes.len() as u64);
+        while !tls.lock().unwrap_or_else(|p| p.into_inner()).flush() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now()).as_millis() as i32;
+            if left <= 0 {
+                return false;
+            }
+            let mut pfd = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+            // SAFETY: one pollfd we own.
+            unsafe { libc::poll(&mut pfd, 1, left) };
+        }
+        return true;
+    }
     while !bytes.is_empty() {
         // SAFETY: send reads `bytes.len()` bytes from a slice we hold.
         let n = unsafe {
