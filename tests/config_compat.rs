@@ -338,3 +338,22 @@ fn real_redis_7_0_refuses_what_later_releases_added() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains(">>> 'locale-collate \"\"'\nBad directive or wrong number of arguments\n"), "{err}");
 }
+
+/// The startup logo's fields that tools read (the art around them is each server's own), with
+/// numbers blanked: Redis's test suite waits for "PID: n" in the log of a server it started.
+fn logo_lines(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|l| ["Running in ", "Port: ", "PID: "].iter().find_map(|f| l.find(f).map(|i| &l[i..])))
+        .map(|field| field.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect())
+        .collect()
+}
+
+#[test]
+fn always_show_logo_prints_pid_and_port_like_redis() {
+    let Some(redis) = real_redis() else { return };
+    let config = "always-show-logo yes\n";
+    let expected = logo_lines(&start_with_config(&redis, "logo-redis", config).log());
+    assert!(expected.iter().any(|l| l.contains("PID: 9")), "redis log has no PID line: {expected:?}");
+    let got = logo_lines(&start_with_config(&ferrodis(), "logo-ferrodis", config).log());
+    assert_eq!(got, expected);
+}

@@ -403,6 +403,7 @@ scripts! {
     pubsub => "pubsub.txt",
     scripting_sandbox => "scripting_sandbox.txt",
     scripting_sandbox_globals => "scripting_sandbox_globals.txt",
+    suite_helpers => "suite_helpers.txt",
 }
 
 /// Every script file has a test (a new file cannot be silently skipped).
