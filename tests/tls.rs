@@ -36,7 +36,11 @@ impl Certs {
         let dir = std::env::temp_dir().join(format!("ferrodis-tls-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         std::fs::write(dir.join("ext.cnf"), "[leaf]\nkeyUsage = digitalSignature, keyEncipherment\n").expect("ext.cnf");
-        for (ca, leaves) in [("ca", &["server", "client"][..]), ("other-ca", &["stranger"][..])] {
+        // A "-v1" leaf has no extensions, so openssl makes it an X.509 version 1 certificate (as
+        // Redis's gen-test-certs.sh makes its generic redis.crt).
+        for (ca, leaves) in
+            [("ca", &["server", "client", "generic-v1"][..]), ("other-ca", &["stranger", "stranger-v1"][..])]
+        {
             let subj = format!("/O=Ferrodis Test/CN={ca}");
             let (key, crt) = (format!("{ca}.key"), format!("{ca}.crt"));
             openssl(
@@ -56,29 +60,26 @@ impl Certs {
                         "-out", &csr,
                     ],
                 );
-                openssl(
-                    &dir,
-                    &[
-                        "x509",
-                        "-req",
-                        "-in",
-                        &csr,
-                        "-CA",
-                        &crt,
-                        "-CAkey",
-                        &key,
-                        "-CAcreateserial",
-                        "-days",
-                        "365",
-                        "-sha256",
-                        "-extfile",
-                        "ext.cnf",
-                        "-extensions",
-                        "leaf",
-                        "-out",
-                        &lcrt,
-                    ],
-                );
+                let mut sign = vec![
+                    "x509",
+                    "-req",
+                    "-in",
+                    &csr,
+                    "-CA",
+                    &crt,
+                    "-CAkey",
+                    &key,
+                    "-CAcreateserial",
+                    "-days",
+                    "365",
+                    "-sha256",
+                    "-out",
+                    &lcrt,
+                ];
+                if !leaf.ends_with("-v1") {
+                    sign.extend(["-extfile", "ext.cnf", "-extensions", "leaf"]);
+                }
+                openssl(&dir, &sign);
             }
         }
         Certs { dir }
@@ -157,6 +158,8 @@ fn scenario(which: &str) -> Vec<String> {
     let set = |c: &mut common::Client, name: &str, value: &str| show(&c.cmd(&["CONFIG", "SET", name, value]));
 
     out.push(format!("client cert: {}", tls_ping(&certs, tls_port, Some("client"))));
+    out.push(format!("version 1 client cert: {}", tls_ping(&certs, tls_port, Some("generic-v1"))));
+    out.push(format!("version 1 cert of another CA: {}", tls_ping(&certs, tls_port, Some("stranger-v1"))));
     out.push(format!("no client cert: {}", tls_ping(&certs, tls_port, None)));
     out.push(format!("other CA's cert: {}", tls_ping(&certs, tls_port, Some("stranger"))));
     for mode in ["optional", "no"] {
@@ -176,6 +179,7 @@ fn scenario(which: &str) -> Vec<String> {
     out.push(set(&mut c, "tls-protocols", "TLSv1.4"));
     out.push(set(&mut c, "tls-protocols", "TLSv1.2"));
     out.push(format!("TLSv1.2 only: {}", tls_ping(&certs, tls_port, Some("client"))));
+    out.push(format!("TLSv1.2, version 1 client cert: {}", tls_ping(&certs, tls_port, Some("generic-v1"))));
     out.push(set(&mut c, "tls-ciphers", "DEFAULT:-AES128-SHA256"));
     out.push(format!("ciphers: {}", tls_ping(&certs, tls_port, Some("client"))));
     out.push(set(&mut c, "tls-protocols", ""));

@@ -8,6 +8,7 @@ pub mod listener;
 pub mod rdb_transfer;
 mod replica_link;
 pub mod tls;
+mod tls_v1;
 
 use std::sync::{Arc, Mutex};
 

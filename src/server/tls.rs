@@ -365,7 +365,13 @@ fn build(cfg: &Config) -> Result<Contexts, Vec<String>> {
         mode => {
             let b = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
             let b = if mode == "optional" { b.allow_unauthenticated() } else { b };
-            b.build().map_err(|e| one(format!("Failed to configure CA certificate(s) file/directory: {e}")))?
+            let webpki =
+                b.build().map_err(|e| one(format!("Failed to configure CA certificate(s) file/directory: {e}")))?;
+            Arc::new(super::tls_v1::AcceptV1 {
+                inner: webpki,
+                roots: roots.clone(),
+                algorithms: provider.signature_verification_algorithms,
+            })
         }
     };
     let mut server = ServerConfig::builder_with_provider(provider.clone())
