@@ -1,0 +1,123 @@
+//! Redis's software watchdog (`watchdog-period`), side by side with real redis-server: the
+//! period's floor of two cron periods (CONFIG GET shows the raised value, set at startup or by
+//! CONFIG SET), one `--- WATCHDOG TIMER EXPIRED ---` report with a stack trace per stall of the
+//! executor, none while it is healthy, none once the period is 0, and a server that goes on
+//! serving. The report's lines are compared in shape (pid, time and addresses differ).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{RedisServer, Server, TestServer};
+
+const EXPIRED: &str = "--- WATCHDOG TIMER EXPIRED ---";
+
+fn both(extra: &[&str]) -> Vec<Server> {
+    vec![RedisServer::with_args(extra), TestServer::with_args(extra)]
+}
+
+fn reports(s: &Server) -> usize {
+    s.log().matches(EXPIRED).count()
+}
+
+/// The report's skeleton: the lines that are not stack frames, with the pid and time taken out.
+fn report_shape(log: &str) -> Vec<String> {
+    let start = log.find(EXPIRED).expect("a report");
+    // The report opens on the line before (the handler's prefix, then the message's newline).
+    let start = log[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+    let mut out = Vec::new();
+    for line in log[start..].lines() {
+        let frame = line.ends_with(']') && line.contains("[0x");
+        if frame {
+            continue;
+        }
+        let line = match line.find(":signal-handler (") {
+            Some(i) => {
+                assert!(line[..i].bytes().all(|b| b.is_ascii_digit()), "{line:?}");
+                let rest = &line[i..];
+                let close = rest.find(") ").expect("time closes");
+                assert!(rest[":signal-handler (".len()..close].bytes().all(|b| b.is_ascii_digit()), "{line:?}");
+                format!("PID:signal-handler (TIME){}", &rest[close + 1..])
+            }
+            None => line.to_string(),
+        };
+        let last = line.ends_with("--------");
+        out.push(line);
+        if last {
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn period_floor_is_two_cron_periods() {
+    for s in both(&["--watchdog-period", "50"]) {
+        let mut c = s.client();
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "watchdog-period"]),
+            b"*2\r\n$15\r\nwatchdog-period\r\n$3\r\n200\r\n",
+            "{}",
+            s.name
+        );
+        assert_eq!(c.cmd(&["CONFIG", "SET", "hz", "100"]), b"+OK\r\n");
+        // Redis reads the hz its cron last applied: let a tick pass.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "10"]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "watchdog-period"]),
+            b"*2\r\n$15\r\nwatchdog-period\r\n$2\r\n20\r\n",
+            "{}",
+            s.name
+        );
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "0"]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "watchdog-period"]),
+            b"*2\r\n$15\r\nwatchdog-period\r\n$1\r\n0\r\n",
+            "{}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn a_stalled_executor_is_reported_once_per_stall() {
+    let servers = both(&["--enable-debug-command", "yes"]);
+    let mut shapes = Vec::new();
+    for s in &servers {
+        let mut c = s.client();
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "200"]), b"+OK\r\n");
+        // Healthy: the cron feeds the watchdog, nothing is reported.
+        std::thread::sleep(Duration::from_millis(700));
+        assert_eq!(reports(s), 0, "{}: a report with no stall:\n{}", s.name, s.log());
+        // One command of 900 ms: one report (the timer is one-shot until the next cron tick).
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.9"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(reports(s), 1, "{}:\n{}", s.name, s.log());
+        shapes.push(report_shape(&s.log()));
+        // A second stall, a second report.
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.6"]), b"+OK\r\n");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(reports(s), 2, "{}:\n{}", s.name, s.log());
+        // Period 0: off.
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "0"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.6"]), b"+OK\r\n");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(reports(s), 2, "{}:\n{}", s.name, s.log());
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+    }
+    let expected = [
+        "PID:signal-handler (TIME) ",
+        EXPIRED,
+        "",
+        "------ STACK TRACE ------",
+        "EIP:",
+        "",
+        "Backtrace:",
+        "PID:signal-handler (TIME) --------",
+    ];
+    for shape in &shapes {
+        assert_eq!(shape, &expected);
+    }
+}
