@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{RedisServer, Server, TestServer};
+use common::{info_field, wait_until, RedisServer, Server, TestServer};
 
 const EXPIRED: &str = "--- WATCHDOG TIMER EXPIRED ---";
 
@@ -61,8 +61,8 @@ fn period_floor_is_two_cron_periods() {
             s.name
         );
         assert_eq!(c.cmd(&["CONFIG", "SET", "hz", "100"]), b"+OK\r\n");
-        // Redis reads the hz its cron last applied: let a tick pass.
-        std::thread::sleep(Duration::from_millis(300));
+        // Redis reads the hz its cron last applied (INFO's hz): wait for a tick to apply it.
+        wait_until("hz 100 applied", || info_field(&mut c, "server", "hz") == "100");
         assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "10"]), b"+OK\r\n");
         assert_eq!(
             c.cmd(&["CONFIG", "GET", "watchdog-period"]),
@@ -86,23 +86,24 @@ fn a_stalled_executor_is_reported_once_per_stall() {
     let mut shapes = Vec::new();
     for s in &servers {
         let mut c = s.client();
-        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "200"]), b"+OK\r\n");
+        // A period well above the cron's, so a loaded machine's scheduling delays are no stall.
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "1000"]), b"+OK\r\n");
         // Healthy: the cron feeds the watchdog, nothing is reported.
-        std::thread::sleep(Duration::from_millis(700));
+        std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(reports(s), 0, "{}: a report with no stall:\n{}", s.name, s.log());
-        // One command of 900 ms: one report (the timer is one-shot until the next cron tick).
-        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.9"]), b"+OK\r\n");
+        // One command of 2.5 s: one report (the timer is one-shot until the next cron tick).
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "2.5"]), b"+OK\r\n");
         assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(reports(s), 1, "{}:\n{}", s.name, s.log());
         shapes.push(report_shape(&s.log()));
         // A second stall, a second report.
-        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.6"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "1.5"]), b"+OK\r\n");
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(reports(s), 2, "{}:\n{}", s.name, s.log());
         // Period 0: off.
         assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "0"]), b"+OK\r\n");
-        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.6"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "1.5"]), b"+OK\r\n");
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(reports(s), 2, "{}:\n{}", s.name, s.log());
         assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
