@@ -122,3 +122,46 @@ fn a_stalled_executor_is_reported_once_per_stall() {
         assert_eq!(shape, &expected);
     }
 }
+
+/// A replica loading a slow master's snapshot from the socket (repl-diskless-load on-empty-db)
+/// runs no cron tick until the load ends, as Redis's blocking load: the watchdog reports it,
+/// after the load began, while INFO still says loading (integration/replication's "replica can
+/// handle EINTR if use diskless load").
+#[test]
+fn a_replica_stuck_in_a_diskless_load_is_reported() {
+    for real in [true, false] {
+        let args = ["--enable-debug-command", "yes"];
+        let (master, replica) = if real {
+            (RedisServer::with_args(&args), RedisServer::with_args(&args))
+        } else {
+            (TestServer::with_args(&args), TestServer::with_args(&args))
+        };
+        let mut m = master.client();
+        let mut r = replica.client();
+        for cmd in [
+            // 10 MB: Redis answers clients every 2 MB it loads (INFO below).
+            &["DEBUG", "POPULATE", "100000", "key", "100"][..],
+            &["CONFIG", "SET", "rdbcompression", "no"],
+            &["CONFIG", "SET", "repl-diskless-sync", "yes"],
+            &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+            // 100 us a key: the snapshot takes 10 s to arrive.
+            &["CONFIG", "SET", "rdb-key-save-delay", "100"],
+        ] {
+            assert_eq!(m.cmd(cmd), b"+OK\r\n", "{}", master.name);
+        }
+        assert_eq!(r.cmd(&["CONFIG", "SET", "repl-diskless-load", "on-empty-db"]), b"+OK\r\n");
+        assert_eq!(r.cmd(&["CONFIG", "SET", "watchdog-period", "1000"]), b"+OK\r\n");
+        let port = master.port.to_string();
+        assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+        let loading_at = |log: &str| log.find("MASTER <-> REPLICA sync: Loading DB in memory");
+        let name = replica.name;
+        wait_until(&format!("{name}: the replica loads"), || loading_at(&replica.log()).is_some());
+        wait_until(&format!("{name}: a watchdog report after the load began"), || {
+            let log = replica.log();
+            loading_at(&log).is_some_and(|at| log[at..].contains(EXPIRED))
+        });
+        let mut r = replica.client();
+        assert_eq!(info_field(&mut r, "persistence", "loading"), "1", "{}", replica.name);
+        assert_eq!(m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]), b"+OK\r\n");
+    }
+}
