@@ -6,7 +6,7 @@
 //! - `types`, then `db`: values and their encodings; one database with expiry.
 //! - `spec`: what a command is (flags, key specs, `CommandSpec`, `Args`, `CmdError`, docs).
 //! - `config`, then the services `stats`, `slowlog`, `latency`, `proctitle`, `daemon`,
-//!   `pubsub`, `acl`, `functions`, `cluster` (cluster state, bus codec, nodes.conf); then the
+//!   `pubsub`, `acl`, `functions`, `cluster` (cluster state, bus codec, nodes.conf), `watchdog`; then the
 //!   persistence formats `rdb`, `aof`.
 //! - `executor`: the single owner of all state; `call()` runs each command; scripts, tracking.
 //! - `info`, then `commands` (one module per family), then `server` (listeners, connections).
@@ -35,6 +35,7 @@ pub mod spec;
 pub mod stats;
 pub mod types;
 pub mod util;
+pub mod watchdog;
 
 /// The Redis version whose behaviour we match; reported as redis_version.
 pub const REDIS_VERSION: &str = "7.0.15";

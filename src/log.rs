@@ -159,25 +159,60 @@ pub fn from_handler(msg: &str) {
     // SAFETY: getpid and time(NULL) are async-signal-safe and take no pointers we own.
     let (pid, now) = unsafe { (pid.format(libc::getpid()), now.format(libc::time(std::ptr::null_mut()))) };
     let parts: [&[u8]; 6] = [pid.as_bytes(), b":signal-handler (", now.as_bytes(), b") ", msg.as_bytes(), b"\n"];
-    // SAFETY: open/write/close with a NUL-terminated path we own and buffers valid for their
-    // lengths; all three are async-signal-safe.
-    unsafe {
-        let fd = match HANDLER_LOG.get().filter(|p| !p.as_bytes().is_empty()) {
-            Some(path) => libc::open(path.as_ptr(), libc::O_APPEND | libc::O_CREAT | libc::O_WRONLY, 0o644),
-            None => libc::STDOUT_FILENO,
-        };
-        if fd < 0 {
-            return;
-        }
+    with_handler_log(|fd| {
         for part in parts {
-            if libc::write(fd, part.as_ptr() as *const libc::c_void, part.len()) < 0 {
+            // SAFETY: write(2) of a buffer valid for its length; async-signal-safe.
+            if unsafe { libc::write(fd, part.as_ptr() as *const libc::c_void, part.len()) } < 0 {
                 break;
             }
         }
-        if fd != libc::STDOUT_FILENO {
-            libc::close(fd);
-        }
+    });
+}
+
+/// Runs `f` with a descriptor of the log (Redis's openDirectLogFiledes): the log file opened
+/// for appending, or stdout. Async-signal-safe: open and close only.
+fn with_handler_log(f: impl FnOnce(libc::c_int)) {
+    // SAFETY: open/close with a NUL-terminated path we own; both are async-signal-safe.
+    let fd = match HANDLER_LOG.get().filter(|p| !p.as_bytes().is_empty()) {
+        Some(path) => unsafe { libc::open(path.as_ptr(), libc::O_APPEND | libc::O_CREAT | libc::O_WRONLY, 0o644) },
+        None => libc::STDOUT_FILENO,
+    };
+    if fd < 0 {
+        return;
     }
+    f(fd);
+    if fd != libc::STDOUT_FILENO {
+        // SAFETY: fd is the descriptor opened above.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Writes Redis's logStackTrace block from a signal handler: `------ STACK TRACE ------`, the
+/// interrupted instruction `eip` (when known) and the calling thread's frames, through glibc's
+/// backtrace and backtrace_symbols_fd (which write without allocating once backtrace has been
+/// called once outside the handler). The frames of this function and of the handler are left
+/// out, so the list starts at the signal trampoline, as Redis's does.
+#[inline(never)]
+pub fn stack_trace_from_handler(eip: *mut libc::c_void) {
+    let mut trace = [std::ptr::null_mut::<libc::c_void>(); 100];
+    // SAFETY: the buffer holds the 100 frames asked for.
+    let n = unsafe { libc::backtrace(trace.as_mut_ptr(), trace.len() as libc::c_int) }.max(0) as usize;
+    let skip = 2.min(n);
+    with_handler_log(|fd| {
+        let put = |text: &[u8]| {
+            // SAFETY: write(2) of a buffer valid for its length.
+            unsafe { libc::write(fd, text.as_ptr() as *const libc::c_void, text.len()) };
+        };
+        put(b"\n------ STACK TRACE ------\n");
+        if !eip.is_null() {
+            put(b"EIP:\n");
+            // SAFETY: one pointer, read from a valid array.
+            unsafe { libc::backtrace_symbols_fd(&eip, 1, fd) };
+        }
+        put(b"\nBacktrace:\n");
+        // SAFETY: trace[skip..n] are frames backtrace filled in.
+        unsafe { libc::backtrace_symbols_fd(trace.as_ptr().add(skip), (n - skip) as libc::c_int, fd) };
+    });
 }
 
 /// Installs the global subscriber: `loglevel`, and `logfile` (appended) or stdout when empty.

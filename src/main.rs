@@ -85,6 +85,9 @@ fn main() {
     }
     log::init(&cfg.loglevel, &cfg.logfile);
     log::install_crash_handler(&cfg.logfile);
+    if cfg.watchdog_period() > 0 {
+        ferrodis::watchdog::apply(&mut cfg);
+    }
     tracing::warn!("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
     tracing::warn!(
         "Redis version={REDIS_VERSION}, bits=64, commit=00000000, modified=0, pid={}, just started",

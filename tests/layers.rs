@@ -20,7 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["spec"],
     &["config"],
     // Services that own one piece of state and know nothing of the executor.
-    &["stats", "slowlog", "latency", "proctitle", "daemon", "pubsub", "acl", "functions", "cluster"],
+    &["stats", "slowlog", "latency", "proctitle", "daemon", "pubsub", "acl", "functions", "cluster", "watchdog"],
     // Persistence formats.
     &["rdb", "aof"],
     // The single owner of the state: dispatch, clients, scripts, propagation, snapshots.

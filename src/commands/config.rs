@@ -163,6 +163,12 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             )));
         }
     }
+    // Redis's updateWatchdogPeriod, on a changed period (it may raise the value it stores).
+    if pairs.iter().any(|(d, _, _)| d.name == "watchdog-period")
+        && next.watchdog_period() != ctx.srv.config.watchdog_period()
+    {
+        crate::watchdog::apply(&mut next);
+    }
     if next.loglevel != ctx.srv.config.loglevel {
         crate::log::set_level(&next.loglevel);
     }

@@ -470,6 +470,12 @@ impl Executor {
         if self.state.loading.is_some() {
             self.state.poll_loading();
         }
+        // The watchdog is fed by each tick, except while a load is in progress: Redis loads
+        // inside one call of its event loop, with no serverCron until it ends, so a long load
+        // (a slow master's socket) is a stall the watchdog reports.
+        if self.state.loading.is_none() && self.state.repl.sync_loading.is_none() {
+            crate::watchdog::feed();
+        }
         let now = unix_ms();
         let st = &mut self.state;
         st.cron_loops += 1;

@@ -1,0 +1,167 @@
+//! Redis's software watchdog (`watchdog-period`), side by side with real redis-server: the
+//! period's floor of two cron periods (CONFIG GET shows the raised value, set at startup or by
+//! CONFIG SET), one `--- WATCHDOG TIMER EXPIRED ---` report with a stack trace per stall of the
+//! executor, none while it is healthy, none once the period is 0, and a server that goes on
+//! serving. The report's lines are compared in shape (pid, time and addresses differ).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{info_field, wait_until, RedisServer, Server, TestServer};
+
+const EXPIRED: &str = "--- WATCHDOG TIMER EXPIRED ---";
+
+fn both(extra: &[&str]) -> Vec<Server> {
+    vec![RedisServer::with_args(extra), TestServer::with_args(extra)]
+}
+
+fn reports(s: &Server) -> usize {
+    s.log().matches(EXPIRED).count()
+}
+
+/// The report's skeleton: the lines that are not stack frames, with the pid and time taken out.
+fn report_shape(log: &str) -> Vec<String> {
+    let start = log.find(EXPIRED).expect("a report");
+    // The report opens on the line before (the handler's prefix, then the message's newline).
+    let start = log[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+    let mut out = Vec::new();
+    for line in log[start..].lines() {
+        let frame = line.ends_with(']') && line.contains("[0x");
+        if frame {
+            continue;
+        }
+        let line = match line.find(":signal-handler (") {
+            Some(i) => {
+                assert!(line[..i].bytes().all(|b| b.is_ascii_digit()), "{line:?}");
+                let rest = &line[i..];
+                let close = rest.find(") ").expect("time closes");
+                assert!(rest[":signal-handler (".len()..close].bytes().all(|b| b.is_ascii_digit()), "{line:?}");
+                format!("PID:signal-handler (TIME){}", &rest[close + 1..])
+            }
+            None => line.to_string(),
+        };
+        let last = line.ends_with("--------");
+        out.push(line);
+        if last {
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn period_floor_is_two_cron_periods() {
+    for s in both(&["--watchdog-period", "50"]) {
+        let mut c = s.client();
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "watchdog-period"]),
+            b"*2\r\n$15\r\nwatchdog-period\r\n$3\r\n200\r\n",
+            "{}",
+            s.name
+        );
+        assert_eq!(c.cmd(&["CONFIG", "SET", "hz", "100"]), b"+OK\r\n");
+        // Redis reads the hz its cron last applied (INFO's hz): wait for a tick to apply it.
+        wait_until("hz 100 applied", || info_field(&mut c, "server", "hz") == "100");
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "10"]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "watchdog-period"]),
+            b"*2\r\n$15\r\nwatchdog-period\r\n$2\r\n20\r\n",
+            "{}",
+            s.name
+        );
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "0"]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "watchdog-period"]),
+            b"*2\r\n$15\r\nwatchdog-period\r\n$1\r\n0\r\n",
+            "{}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn a_stalled_executor_is_reported_once_per_stall() {
+    let servers = both(&["--enable-debug-command", "yes"]);
+    let mut shapes = Vec::new();
+    for s in &servers {
+        let mut c = s.client();
+        // A period well above the cron's, so a loaded machine's scheduling delays are no stall.
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "1000"]), b"+OK\r\n");
+        // Healthy: the cron feeds the watchdog, nothing is reported.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(reports(s), 0, "{}: a report with no stall:\n{}", s.name, s.log());
+        // One command of 2.5 s: one report (the timer is one-shot until the next cron tick).
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "2.5"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(reports(s), 1, "{}:\n{}", s.name, s.log());
+        shapes.push(report_shape(&s.log()));
+        // A second stall, a second report.
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "1.5"]), b"+OK\r\n");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(reports(s), 2, "{}:\n{}", s.name, s.log());
+        // Period 0: off.
+        assert_eq!(c.cmd(&["CONFIG", "SET", "watchdog-period", "0"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["DEBUG", "SLEEP", "1.5"]), b"+OK\r\n");
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(reports(s), 2, "{}:\n{}", s.name, s.log());
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+    }
+    let expected = [
+        "PID:signal-handler (TIME) ",
+        EXPIRED,
+        "",
+        "------ STACK TRACE ------",
+        "EIP:",
+        "",
+        "Backtrace:",
+        "PID:signal-handler (TIME) --------",
+    ];
+    for shape in &shapes {
+        assert_eq!(shape, &expected);
+    }
+}
+
+/// A replica loading a slow master's snapshot from the socket (repl-diskless-load on-empty-db)
+/// runs no cron tick until the load ends, as Redis's blocking load: the watchdog reports it,
+/// after the load began, while INFO still says loading (integration/replication's "replica can
+/// handle EINTR if use diskless load").
+#[test]
+fn a_replica_stuck_in_a_diskless_load_is_reported() {
+    for real in [true, false] {
+        let args = ["--enable-debug-command", "yes"];
+        let (master, replica) = if real {
+            (RedisServer::with_args(&args), RedisServer::with_args(&args))
+        } else {
+            (TestServer::with_args(&args), TestServer::with_args(&args))
+        };
+        let mut m = master.client();
+        let mut r = replica.client();
+        for cmd in [
+            // 10 MB: Redis answers clients every 2 MB it loads (INFO below).
+            &["DEBUG", "POPULATE", "100000", "key", "100"][..],
+            &["CONFIG", "SET", "rdbcompression", "no"],
+            &["CONFIG", "SET", "repl-diskless-sync", "yes"],
+            &["CONFIG", "SET", "repl-diskless-sync-delay", "0"],
+            // 100 us a key: the snapshot takes 10 s to arrive.
+            &["CONFIG", "SET", "rdb-key-save-delay", "100"],
+        ] {
+            assert_eq!(m.cmd(cmd), b"+OK\r\n", "{}", master.name);
+        }
+        assert_eq!(r.cmd(&["CONFIG", "SET", "repl-diskless-load", "on-empty-db"]), b"+OK\r\n");
+        assert_eq!(r.cmd(&["CONFIG", "SET", "watchdog-period", "1000"]), b"+OK\r\n");
+        let port = master.port.to_string();
+        assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+        let loading_at = |log: &str| log.find("MASTER <-> REPLICA sync: Loading DB in memory");
+        let name = replica.name;
+        wait_until(&format!("{name}: the replica loads"), || loading_at(&replica.log()).is_some());
+        wait_until(&format!("{name}: a watchdog report after the load began"), || {
+            let log = replica.log();
+            loading_at(&log).is_some_and(|at| log[at..].contains(EXPIRED))
+        });
+        let mut r = replica.client();
+        assert_eq!(info_field(&mut r, "persistence", "loading"), "1", "{}", replica.name);
+        assert_eq!(m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]), b"+OK\r\n");
+    }
+}
