@@ -417,3 +417,35 @@ fn lua_debugger_runs_over_tls() {
     assert_eq!(forked[0], synced.replace("SYNC", "YES"), "{forked:?}");
     assert_eq!(forked[1..], ["x: \"$-1\\r\\n\"".to_string(), "PONG".to_string()]);
 }
+
+/// MIGRATE under `tls-cluster yes` connects to the target over TLS, as Redis does (Redis's
+/// suite runs unit/dump this way with --tls): the key moves to the target's TLS port.
+fn migrate_over_tls(which: &str) -> Vec<String> {
+    let certs = Certs::new();
+    let (source_tls, target_tls) = (common::free_port(), common::free_port());
+    let source = start(which, &certs, source_tls, &["--tls-cluster", "yes"]);
+    let target = start(which, &certs, target_tls, &["--tls-cluster", "yes"]);
+    let mut s = source.client();
+    let mut t = target.client();
+    let port = target_tls.to_string();
+    vec![
+        show(&s.cmd(&["RPUSH", "list", "a", "b"])),
+        show(&s.cmd(&["MIGRATE", "127.0.0.1", &port, "list", "3", "5000"])),
+        show(&s.cmd(&["EXISTS", "list"])),
+        show(&t.cmd(&["SELECT", "3"])),
+        show(&t.cmd(&["LRANGE", "list", "0", "-1"])),
+        show(&s.cmd(&["SET", "k", "v"])),
+        show(&s.cmd(&["MIGRATE", "127.0.0.1", &port, "", "3", "5000", "COPY", "KEYS", "k"])),
+        show(&t.cmd(&["GET", "k"])),
+    ]
+}
+
+#[test]
+fn migrate_uses_tls_under_tls_cluster() {
+    let _watchdog = common::Watchdog::new("migrate_uses_tls_under_tls_cluster", Duration::from_secs(60));
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let expected = migrate_over_tls("redis");
+    assert!(expected[1].contains("OK"), "redis: {expected:?}");
+    assert_eq!(migrate_over_tls("ferrodis"), expected);
+}

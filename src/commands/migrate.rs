@@ -10,14 +10,13 @@
 //! (unless COPY) and propagated as one DEL.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use bytes::Bytes;
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
-use crate::executor::migrate_cache::is_timeout;
+use crate::executor::migrate_cache::{is_timeout, Conn};
 use crate::pubsub::ev;
 use crate::resp::Reply;
 
@@ -36,7 +35,7 @@ fn encode(out: &mut Vec<u8>, argv: &[&[u8]]) {
 
 /// Reads one reply line (the target only answers +OK or -error to what MIGRATE sends), without
 /// its CRLF; on a socket error, whether it was a timeout.
-fn read_line(reader: &mut BufReader<TcpStream>) -> Result<Vec<u8>, bool> {
+fn read_line(reader: &mut BufReader<Conn>) -> Result<Vec<u8>, bool> {
     let mut line = Vec::new();
     match reader.read_until(b'\n', &mut line) {
         Ok(0) => Err(false),
@@ -133,7 +132,8 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let target = format!("{host}:{}", args.str(2));
     let mut may_retry = true;
     loop {
-        let cached = match ctx.srv.migrate.get(&target, &host, port, timeout, now) {
+        let tls = ctx.srv.config.other.get("tls-cluster").is_some_and(|v| v == "yes");
+        let cached = match ctx.srv.migrate.get(&target, &host, port, tls, timeout, now) {
             Ok(c) => c,
             Err(true) => return Err(CmdError::Raw("IOERR error or timeout connecting to the client".into())),
             // Redis connects without waiting for the outcome: a refused connection shows as a
@@ -168,12 +168,13 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
             encode(&mut out, &argv);
         }
 
-        let stream = cached.reader.get_ref();
-        let _ = stream.set_write_timeout(Some(timeout));
-        let _ = stream.set_read_timeout(Some(timeout));
+        let tcp = cached.reader.get_ref().tcp();
+        let _ = tcp.set_write_timeout(Some(timeout));
+        let _ = tcp.set_read_timeout(Some(timeout));
         let mut acked = Vec::new();
         let mut target_error: Option<Vec<u8>> = None;
-        let attempt = match (&*stream).write_all(&out) {
+        let conn = cached.reader.get_mut();
+        let attempt = match conn.write_all(&out).and_then(|()| conn.flush()) {
             Err(e) => Attempt::SocketError { writing: true, timed_out: is_timeout(&e), replies: 0 },
             Ok(()) => {
                 let ok = || Ok(b"+OK".to_vec());

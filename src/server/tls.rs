@@ -84,6 +84,7 @@ pub fn wanted(cfg: &Config) -> bool {
 pub fn configure(cfg: &Config) -> Result<(), String> {
     match build(cfg) {
         Ok(ctx) => {
+            crate::executor::migrate_cache::set_tls_client(ctx.connector.config().clone());
             *CURRENT.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(ctx));
             Ok(())
         }
