@@ -306,15 +306,29 @@ fn header(st: &State, typ: u16) -> Header {
     h.state = c.state;
     h.current_epoch = c.current_epoch;
     h.config_epoch = master.config_epoch;
-    // A replica in a full sync has no master offset to report (replicationGetSlaveOffset is 0
-    // then), which is how its peers see it loading (CLUSTER SHARDS health).
-    let syncing = st.repl.master.as_ref().is_some_and(|l| l.state == super::replication::LinkState::Transfer)
-        || st.repl.sync_loading.is_some();
-    h.offset = if me.is_replica() && syncing { 0 } else { st.repl.offset.max(0) as u64 };
+    h.offset = my_repl_offset(st).max(0) as u64;
     if me.is_master() && c.mf.end != 0 {
         h.mflags[0] |= msg::MFLAG0_PAUSED;
     }
     h
+}
+
+/// The replication offset this node reports for itself: a master's own offset, a replica's
+/// offset in its master's stream (Redis's replicationGetSlaveOffset), which is 0 while a full
+/// sync transfers or loads its snapshot: that is how its peers, and CLUSTER SLOTS / SHARDS
+/// here, tell a replica still loading (hidden from SLOTS, `loading` in SHARDS).
+pub fn my_repl_offset(st: &State) -> i64 {
+    let Some(c) = st.cluster.as_ref() else { return st.repl.offset };
+    if c.me().is_master() {
+        return st.repl.offset;
+    }
+    let syncing = st.repl.master.as_ref().is_some_and(|l| l.state == super::replication::LinkState::Transfer)
+        || st.repl.sync_loading.is_some();
+    if syncing {
+        0
+    } else {
+        st.repl.offset.max(0)
+    }
 }
 
 fn gossip_of(n: &Node) -> Gossip {
@@ -590,13 +604,13 @@ fn process(st: &mut State, link: u64, m: Message) {
                     return;
                 }
                 c.rename(&ln, hdr.sender);
-                let n = c.nodes.get_mut(&hdr.sender).expect("renamed");
+                let Some(n) = c.nodes.get_mut(&hdr.sender) else { return };
                 n.flags &= !NODE_HANDSHAKE;
                 n.flags |= hdr.flags & (NODE_MASTER | NODE_SLAVE);
                 c.todo_save = true;
                 tracing::debug!("Handshake with node {} completed.", name_str(&hdr.sender));
             } else if ln != hdr.sender {
-                let n = c.nodes.get_mut(&ln).expect("link node");
+                let Some(n) = c.nodes.get_mut(&ln) else { return };
                 n.flags |= NODE_NOADDR;
                 n.ip.clear();
                 n.port = 0;
@@ -651,7 +665,7 @@ fn process(st: &mut State, link: u64, m: Message) {
             let master = c.nodes.contains_key(&hdr.slaveof).then_some(hdr.slaveof);
             if c.nodes.get(&s).is_some_and(|n| n.is_master()) {
                 c.del_node_slots(&s);
-                let n = c.nodes.get_mut(&s).expect("sender");
+                let Some(n) = c.nodes.get_mut(&s) else { return };
                 n.flags &= !(NODE_MASTER | NODE_MIGRATE_TO);
                 n.flags |= NODE_SLAVE;
                 c.todo_save = true;
@@ -664,14 +678,16 @@ fn process(st: &mut State, link: u64, m: Message) {
                         c.remove_replica(&o, &s);
                     }
                     c.add_replica(&m, &s);
-                    c.nodes.get_mut(&s).expect("sender").replicaof = Some(m);
+                    if let Some(n) = c.nodes.get_mut(&s) {
+                        n.replicaof = Some(m);
+                    }
                     c.todo_save = true;
                 }
             }
         }
         // Slots.
         let c = cl(st);
-        let sn = c.nodes.get(&s).expect("sender");
+        let Some(sn) = c.nodes.get(&s) else { return };
         let sender_master = if sn.is_master() { Some(s) } else { sn.replicaof };
         let dirty_slots = sender_master.and_then(|m| c.nodes.get(&m)).is_some_and(|m| m.slots[..] != hdr.myslots[..]);
         if sn.is_master() && dirty_slots {
@@ -756,7 +772,7 @@ fn process(st: &mut State, link: u64, m: Message) {
         (_, msg::FAILOVER_AUTH_ACK) => {
             let Some(s) = sender else { return };
             let c = cl(st);
-            let n = &c.nodes[&s];
+            let Some(n) = c.nodes.get(&s) else { return };
             if n.is_master() && n.numslots > 0 && sender_current_epoch >= c.failover_auth_epoch {
                 c.failover_auth_count += 1;
                 c.todo_handle_failover = true;
@@ -789,7 +805,8 @@ fn process(st: &mut State, link: u64, m: Message) {
             if n.is_replica() {
                 set_node_as_master(st, name);
             }
-            cl(st).nodes.get_mut(&name).expect("known").config_epoch = *config_epoch;
+            let Some(n) = cl(st).nodes.get_mut(&name) else { return };
+            n.config_epoch = *config_epoch;
             todo(st, true, false);
             update_slots_config_with(st, name, *config_epoch, slots);
         }
@@ -811,7 +828,7 @@ fn update_address(st: &mut State, node: Name, link: u64, hdr: &Header) -> bool {
     if ip.is_empty() {
         return false;
     }
-    let n = c.nodes.get_mut(&node).expect("known");
+    let Some(n) = c.nodes.get_mut(&node) else { return false };
     n.ip = ip.clone();
     n.port = hdr.port;
     n.pport = hdr.pport;
@@ -838,7 +855,7 @@ fn set_node_as_master(st: &mut State, n: Name) {
         c.remove_replica(&m, &n);
     }
     let myself = c.myself;
-    let node = c.nodes.get_mut(&n).expect("known");
+    let Some(node) = c.nodes.get_mut(&n) else { return };
     if n != myself {
         node.flags |= NODE_MIGRATE_TO;
     }
@@ -973,7 +990,7 @@ fn process_gossip(st: &mut State, _link: u64, m: &Message, sender: Option<Name>)
                 let sender_is_master = c.nodes.get(&s).is_some_and(|n| n.is_master());
                 if sender_is_master && node_name != c.myself {
                     if g.flags & (NODE_FAIL | NODE_PFAIL) != 0 {
-                        let n = c.nodes.get_mut(&node_name).expect("known");
+                        let Some(n) = c.nodes.get_mut(&node_name) else { continue };
                         match n.fail_reports.iter_mut().find(|(r, _)| *r == s) {
                             Some(r) => r.1 = now,
                             None => {
@@ -987,13 +1004,14 @@ fn process_gossip(st: &mut State, _link: u64, m: &Message, sender: Option<Name>)
                         }
                         mark_failing_if_needed(st, node_name);
                     } else {
-                        let n = c.nodes.get_mut(&node_name).expect("known");
-                        n.fail_reports.retain(|(r, _)| *r != s);
+                        if let Some(n) = c.nodes.get_mut(&node_name) {
+                            n.fail_reports.retain(|(r, _)| *r != s);
+                        }
                     }
                 }
             }
             let c = cl(st);
-            let n = c.nodes.get_mut(&node_name).expect("known");
+            let Some(n) = c.nodes.get_mut(&node_name) else { continue };
             if g.flags & (NODE_FAIL | NODE_PFAIL) == 0 && n.ping_sent == 0 && n.fail_reports.is_empty() {
                 let pongtime = g.pong_received as i64 * 1000;
                 if pongtime <= now + 500 && pongtime > n.pong_received {
@@ -1126,8 +1144,8 @@ pub fn cron(st: &mut State) {
             if n.link.is_none() || n.ping_sent != 0 || n.flags & (NODE_MYSELF | NODE_HANDSHAKE) != 0 {
                 continue;
             }
-            if best.is_none_or(|(t, _)| n.pong_received < t) {
-                best = Some((n.pong_received, n.link.expect("checked")));
+            if let Some(l) = n.link.filter(|_| best.is_none_or(|(t, _)| n.pong_received < t)) {
+                best = Some((n.pong_received, l));
             }
         }
         if let Some((_, l)) = best {
@@ -1152,7 +1170,7 @@ pub fn cron(st: &mut State) {
             }
         }
         let c = cl(st);
-        let n = &c.nodes[name];
+        let Some(n) = c.nodes.get(name) else { continue };
         if let Some(l) = n.link {
             if n.ping_sent == 0 && now - n.pong_received > timeout / 2 {
                 send_ping(st, l, msg::PING);
@@ -1164,7 +1182,7 @@ pub fn cron(st: &mut State) {
             }
         }
         let c = cl(st);
-        let n = c.nodes.get_mut(name).expect("known");
+        let Some(n) = c.nodes.get_mut(name) else { continue };
         if n.ping_sent == 0 {
             continue;
         }
@@ -1210,7 +1228,10 @@ fn connect(st: &mut State, name: Name, now: i64) {
     }
     let (id, rx, queued) = new_link(st, Some(name), false);
     let c = cl(st);
-    let n = c.nodes.get_mut(&name).expect("known");
+    let Some(n) = c.nodes.get_mut(&name) else {
+        free_link(c, id);
+        return;
+    };
     n.link = Some(id);
     let old_ping_sent = n.ping_sent;
     let meet = n.flags & NODE_MEET != 0;
@@ -1220,7 +1241,7 @@ fn connect(st: &mut State, name: Name, now: i64) {
     }
     send_ping(st, id, if meet { msg::MEET } else { msg::PING });
     let c = cl(st);
-    let n = c.nodes.get_mut(&name).expect("known");
+    let Some(n) = c.nodes.get_mut(&name) else { return };
     if old_ping_sent != 0 {
         n.ping_sent = old_ping_sent;
     } else if n.ping_sent == 0 {
@@ -1391,19 +1412,19 @@ fn send_failover_auth_if_needed(st: &mut State, node: Name, request: &Header) {
         tracing::warn!("Failover auth denied to {nm}: already voted for epoch {}", c.current_epoch);
         return;
     }
-    let n = &c.nodes[&node];
-    let master = n.replicaof.and_then(|m| c.nodes.get(&m));
-    if n.is_master() || master.is_none() || (!master.is_some_and(|m| m.failed()) && !force_ack) {
-        if n.is_master() {
-            tracing::warn!("Failover auth denied to {nm}: it is a master node");
-        } else if master.is_none() {
-            tracing::warn!("Failover auth denied to {nm}: I don't know its master");
-        } else {
-            tracing::warn!("Failover auth denied to {nm}: its master is up");
-        }
+    let Some(n) = c.nodes.get(&node) else { return };
+    if n.is_master() {
+        tracing::warn!("Failover auth denied to {nm}: it is a master node");
         return;
     }
-    let master = master.expect("checked");
+    let Some(master) = n.replicaof.and_then(|m| c.nodes.get(&m)) else {
+        tracing::warn!("Failover auth denied to {nm}: I don't know its master");
+        return;
+    };
+    if !master.failed() && !force_ack {
+        tracing::warn!("Failover auth denied to {nm}: its master is up");
+        return;
+    }
     if now - master.voted_time < timeout * 2 {
         tracing::warn!(
             "Failover auth denied to {nm}: can't vote about this master before {} milliseconds",
