@@ -164,6 +164,11 @@ pub fn save_config(st: &mut State) -> Result<(), String> {
 /// Work noted by message handlers, done once per pass (clusterBeforeSleep).
 pub fn before_sleep(st: &mut State) {
     let Some(c) = st.cluster.as_mut() else { return };
+    if !c.lost_slots.is_empty() {
+        let lost = std::mem::take(&mut c.lost_slots);
+        super::pubsub::unsubscribe_shard_slots(st, &lost);
+    }
+    let Some(c) = st.cluster.as_mut() else { return };
     if c.todo_handle_failover {
         c.todo_handle_failover = false;
         if c.me().is_replica() {
