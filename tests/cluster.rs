@@ -265,3 +265,48 @@ fn blocked_client_is_redirected_when_its_slot_moves() {
     assert_eq!(show(&reply), show(format!("-MOVED 10923 127.0.0.1:{}\r\n", b.port).as_bytes()));
     assert_eq!(common::info_field(&mut ca, "clients", "blocked_clients"), "0");
 }
+
+/// A node that stops serving a slot unsubscribes that slot's shard-channel subscribers with a
+/// sunsubscribe push carrying their remaining count (Redis's removeChannelsInSlot; cluster test
+/// 25-pubsubshard-slot-migration), and leaves other slots' subscriptions alone.
+#[test]
+fn losing_a_slot_unsubscribes_its_shard_channels() {
+    let _w = common::Watchdog::new("losing_a_slot_unsubscribes_its_shard_channels", Duration::from_secs(60));
+    let node = start_node();
+    let mut c = node.client();
+    assert_eq!(show(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])), show(b"+OK\r\n"));
+    // ch3 hashes to slot 12210 ({ch3} keys in test 25), ch7 to 6146... whatever they are, they
+    // differ.
+    let slot_of = |c: &mut common::Client, k: &str| {
+        String::from_utf8_lossy(&c.cmd(&["CLUSTER", "KEYSLOT", k])).trim_start_matches(':').trim().to_string()
+    };
+    let (s3, s7) = (slot_of(&mut c, "ch3"), slot_of(&mut c, "ch7"));
+    assert_ne!(s3, s7);
+    let mut sub = node.client();
+    sub.send_raw(&common::encode(&["SSUBSCRIBE", "ch3"])).unwrap();
+    assert_eq!(show(&sub.read_reply().unwrap()), show(b"*3\r\n$10\r\nssubscribe\r\n$3\r\nch3\r\n:1\r\n"));
+    sub.send_raw(&common::encode(&["SSUBSCRIBE", "ch7"])).unwrap();
+    assert_eq!(show(&sub.read_reply().unwrap()), show(b"*3\r\n$10\r\nssubscribe\r\n$3\r\nch7\r\n:2\r\n"));
+    assert_eq!(show(&c.cmd(&["CLUSTER", "DELSLOTS", &s3])), show(b"+OK\r\n"));
+    assert_eq!(show(&sub.read_reply().unwrap()), show(b"*3\r\n$12\r\nsunsubscribe\r\n$3\r\nch3\r\n:1\r\n"));
+    // ch7 is still served and still subscribed.
+    assert_eq!(show(&c.cmd(&["SPUBLISH", "ch7", "hi"])), show(b":1\r\n"));
+    assert_eq!(show(&sub.read_reply().unwrap()), show(b"*3\r\n$8\r\nsmessage\r\n$3\r\nch7\r\n$2\r\nhi\r\n"));
+}
+
+/// cluster-preferred-endpoint-type unknown-endpoint: CLUSTER SLOTS gives a null endpoint and
+/// the IP as metadata, as Redis 7.0's addNodeToNodeReply; HELLO and INFO say cluster mode.
+#[test]
+fn unknown_endpoint_and_cluster_mode_as_redis() {
+    let node = start_node();
+    let mut c = node.client();
+    c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "100"]);
+    c.cmd(&["CONFIG", "SET", "cluster-preferred-endpoint-type", "unknown-endpoint"]);
+    let slots = c.cmd(&["CLUSTER", "SLOTS"]);
+    let want = format!("*1\r\n*3\r\n:0\r\n:100\r\n*4\r\n$-1\r\n:{}\r\n$40\r\n", node.port);
+    assert!(slots.starts_with(want.as_bytes()), "{}", show(&slots));
+    assert!(slots.ends_with(b"\r\n*2\r\n$2\r\nip\r\n$0\r\n\r\n"), "{}", show(&slots));
+    let hello = String::from_utf8_lossy(&c.cmd(&["HELLO", "2"])).into_owned();
+    assert!(hello.contains("$4\r\nmode\r\n$7\r\ncluster\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"), "{hello}");
+    assert_eq!(common::info_field(&mut c, "server", "redis_mode"), "cluster");
+}

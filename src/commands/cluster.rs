@@ -585,18 +585,16 @@ fn slot_node(st: &crate::executor::State, n: &Node) -> Reply {
     let endpoint = cluster::preferred_endpoint(st, n);
     let pref = st.config.other.get("cluster-preferred-endpoint-type").map_or("ip", String::as_str);
     let mut meta = Vec::new();
-    if pref != "ip" && !n.ip.is_empty() {
+    // The IP goes with any other preferred endpoint, even empty (Redis's addNodeToNodeReply).
+    if pref != "ip" {
         meta.push((Reply::bulk("ip"), Reply::bulk(n.ip.as_bytes())));
     }
     if pref != "hostname" && !n.hostname.is_empty() {
         meta.push((Reply::bulk("hostname"), Reply::bulk(n.hostname.as_bytes())));
     }
-    Reply::Array(vec![
-        Reply::bulk(endpoint.into_bytes()),
-        Reply::Int(n.port as i64),
-        Reply::bulk(&n.name[..]),
-        Reply::Map(meta),
-    ])
+    // An unknown endpoint is a null: the client is to use the address it reached this node at.
+    let endpoint = if pref == "unknown-endpoint" { Reply::Nil } else { Reply::bulk(endpoint.into_bytes()) };
+    Reply::Array(vec![endpoint, Reply::Int(n.port as i64), Reply::bulk(&n.name[..]), Reply::Map(meta)])
 }
 
 /// CLUSTER SLOTS

@@ -1770,7 +1770,8 @@ pub fn preferred_endpoint(st: &State, n: &Node) -> String {
     match cfg_str(st, "cluster-preferred-endpoint-type") {
         "hostname" if !n.hostname.is_empty() => n.hostname.clone(),
         "hostname" => "?".into(),
-        "unknown-endpoint" => "?".into(),
+        // Redis's getPreferredEndpoint: an empty endpoint (CLUSTER SLOTS shows a null).
+        "unknown-endpoint" => String::new(),
         _ => n.ip.clone(),
     }
 }
