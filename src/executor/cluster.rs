@@ -1215,11 +1215,99 @@ pub fn cron(st: &mut State) {
     if cl(st).me().is_replica() {
         handle_manual_failover(st);
         handle_replica_failover(st);
+        // Orphaned masters, and whether this replica is among those of a master with the most
+        // working replicas: only then may it migrate (clusterCron's orphaned master check; a
+        // migration needs a master with at least two working replicas).
+        let c = cl(st);
+        let (mut orphaned, mut max_replicas, mut mine) = (0, 0, 0);
+        let my_master = c.me().replicaof;
+        for n in c.nodes.values() {
+            if n.flags & (NODE_MYSELF | NODE_NOADDR | NODE_HANDSHAKE) != 0 || !n.is_master() || n.failed() {
+                continue;
+            }
+            let ok = working_replicas(c, n);
+            if ok == 0 && n.numslots > 0 && n.flags & NODE_MIGRATE_TO != 0 {
+                orphaned += 1;
+            }
+            max_replicas = max_replicas.max(ok);
+            if my_master == Some(n.name) {
+                mine = ok;
+            }
+        }
+        if orphaned > 0
+            && max_replicas >= 2
+            && mine == max_replicas
+            && cfg_bool(st, "cluster-allow-replica-migration", true)
+        {
+            handle_replica_migration(st, max_replicas, now);
+        }
     }
     if update || cl(st).state == STATE_FAIL {
         update_state(st);
     }
     before_sleep(st);
+}
+
+/// A master's replicas not flagged FAIL (clusterCountNonFailingSlaves).
+fn working_replicas(c: &ClusterState, m: &Node) -> usize {
+    m.replicas.iter().filter_map(|r| c.nodes.get(r)).filter(|r| !r.failed()).count()
+}
+
+/// How long a master must stay orphaned before a replica migrates to it, so that its own
+/// replicas can first say they switched to it after a failover (CLUSTER_SLAVE_MIGRATION_DELAY).
+const REPLICA_MIGRATION_DELAY_MS: i64 = 5000;
+
+/// clusterHandleSlaveMigration: this replica moves to an orphaned master (one with slots that
+/// had replicas and has no working one left) when the cluster is ok, its own master keeps more
+/// than cluster-migration-barrier working replicas, and it has the smallest id among the
+/// replicas of the masters with the most working replicas.
+fn handle_replica_migration(st: &mut State, max_replicas: usize, now: i64) {
+    let barrier = cfg_i64(st, "cluster-migration-barrier", 1).max(0) as usize;
+    let c = cl(st);
+    if c.state != STATE_OK {
+        return;
+    }
+    let Some(my_master) = c.me().replicaof.and_then(|m| c.nodes.get(&m)) else { return };
+    let ok_mine =
+        my_master.replicas.iter().filter_map(|r| c.nodes.get(r)).filter(|r| !r.failed() && !r.timed_out()).count();
+    if ok_mine <= barrier {
+        return;
+    }
+    let mut candidate = c.myself;
+    let mut target: Option<Name> = None;
+    let mut orphaned_since: Vec<(Name, i64)> = Vec::new();
+    for n in c.nodes.values() {
+        let ok = if n.is_master() { working_replicas(c, n) } else { 0 };
+        let orphaned = !n.is_replica() && !n.failed() && n.flags & NODE_MIGRATE_TO != 0 && ok == 0;
+        if orphaned {
+            if target.is_none() && n.numslots > 0 {
+                target = Some(n.name);
+            }
+            if n.orphaned_time == 0 {
+                orphaned_since.push((n.name, now));
+            }
+        } else if n.orphaned_time != 0 {
+            orphaned_since.push((n.name, 0));
+        }
+        if ok == max_replicas {
+            for r in &n.replicas {
+                if *r < candidate {
+                    candidate = *r;
+                }
+            }
+        }
+    }
+    for (name, t) in orphaned_since {
+        if let Some(n) = c.nodes.get_mut(&name) {
+            n.orphaned_time = t;
+        }
+    }
+    let Some(target) = target else { return };
+    let since = c.nodes.get(&target).map_or(now, |n| n.orphaned_time);
+    if candidate == c.myself && now - since > REPLICA_MIGRATION_DELAY_MS {
+        tracing::info!("Migrating to orphaned master {}", name_str(&target));
+        set_my_master(st, target);
+    }
 }
 
 /// Opens an outbound link to `name` and queues its first PING (or MEET).
