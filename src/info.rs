@@ -213,7 +213,7 @@ fn server(s: &mut Section, st: &State, now_ms: i64) {
     s.field("redis_git_sha1", "00000000");
     s.field("redis_git_dirty", 0);
     s.field("redis_build_id", build_id());
-    s.field("redis_mode", "standalone");
+    s.field("redis_mode", if st.cluster.is_some() { "cluster" } else { "standalone" });
     s.field("os", os_name());
     s.field("arch_bits", usize::BITS);
     s.field("monotonic_clock", "POSIX clock_gettime");

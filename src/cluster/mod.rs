@@ -251,6 +251,9 @@ pub struct ClusterState {
     pub mf: ManualFailover,
     /// Work left for the executor's next pass (clusterBeforeSleep): save, update state, fsync.
     pub todo_save: bool,
+    /// Slots this node (or its master) stopped serving since the executor's last pass: their
+    /// shard channels' subscribers are to be unsubscribed (Redis's removeChannelsInSlot).
+    pub lost_slots: Vec<u16>,
     pub todo_update_state: bool,
     pub todo_handle_failover: bool,
     pub among_minority_time: i64,
@@ -296,6 +299,7 @@ impl ClusterState {
             lastlog_time: 0,
             mf: ManualFailover::default(),
             todo_save: false,
+            lost_slots: Vec::new(),
             todo_update_state: false,
             todo_handle_failover: false,
             among_minority_time: 0,
@@ -353,6 +357,12 @@ impl ClusterState {
     /// Unassigns `slot` (clusterDelSlot); false when nobody served it.
     pub fn del_slot(&mut self, slot: usize) -> bool {
         let Some(owner) = self.slots[slot].take() else { return false };
+        // The nodes serving the slot were its owner and the owner's replicas: for them the
+        // slot's shard channels are gone (clusterDelSlot's removeChannelsInSlot).
+        let me = self.nodes.get(&self.myself);
+        if owner == self.myself || me.is_some_and(|m| m.replicaof == Some(owner)) {
+            self.lost_slots.push(slot as u16);
+        }
         if let Some(n) = self.nodes.get_mut(&owner) {
             if bit(&n.slots, slot) {
                 clear_bit(&mut n.slots, slot);

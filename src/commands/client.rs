@@ -362,12 +362,16 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let victims: Vec<&Client> =
         st.clients.values().filter(|c| !c.handle.close_requested() && f.matches(st, c, now)).map(|c| &**c).collect();
     let mut killed = victims.len() as i64;
+    let masters: Vec<u64> = victims.iter().filter(|c| c.master).map(|c| c.id).collect();
     for c in victims {
         c.handle.request_close();
     }
     if !f.skipme && f.matches(st, ctx.client, now) {
         ctx.client.close_after_reply = true;
         killed += 1;
+    }
+    for id in masters {
+        crate::executor::replication::master_client_killed(ctx.srv, id);
     }
     if old_form {
         return if killed == 0 { Err(CmdError::err("No such client")) } else { Ok(Reply::Ok) };

@@ -585,18 +585,16 @@ fn slot_node(st: &crate::executor::State, n: &Node) -> Reply {
     let endpoint = cluster::preferred_endpoint(st, n);
     let pref = st.config.other.get("cluster-preferred-endpoint-type").map_or("ip", String::as_str);
     let mut meta = Vec::new();
-    if pref != "ip" && !n.ip.is_empty() {
+    // The IP goes with any other preferred endpoint, even empty (Redis's addNodeToNodeReply).
+    if pref != "ip" {
         meta.push((Reply::bulk("ip"), Reply::bulk(n.ip.as_bytes())));
     }
     if pref != "hostname" && !n.hostname.is_empty() {
         meta.push((Reply::bulk("hostname"), Reply::bulk(n.hostname.as_bytes())));
     }
-    Reply::Array(vec![
-        Reply::bulk(endpoint.into_bytes()),
-        Reply::Int(n.port as i64),
-        Reply::bulk(&n.name[..]),
-        Reply::Map(meta),
-    ])
+    // An unknown endpoint is a null: the client is to use the address it reached this node at.
+    let endpoint = if pref == "unknown-endpoint" { Reply::Nil } else { Reply::bulk(endpoint.into_bytes()) };
+    Reply::Array(vec![endpoint, Reply::Int(n.port as i64), Reply::bulk(&n.name[..]), Reply::Map(meta)])
 }
 
 /// CLUSTER SLOTS
@@ -612,8 +610,11 @@ pub fn slots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         if owner != cur || i == SLOTS {
             if let Some(n) = cur.and_then(|n| c.nodes.get(&n)) {
                 let mut entry = vec![Reply::Int(start as i64), Reply::Int(i as i64 - 1), slot_node(st, n)];
+                // Only replicas that are up and done with their first sync (Redis's
+                // isReplicaAvailable: a replica loading reports offset 0).
                 for r in n.replicas.iter().filter_map(|r| c.nodes.get(r)) {
-                    if !r.failed() {
+                    let offset = if r.name == c.myself { cluster::my_repl_offset(st) } else { r.repl_offset };
+                    if !r.failed() && offset != 0 {
                         entry.push(slot_node(st, r));
                     }
                 }
@@ -637,7 +638,7 @@ fn shard_node(st: &crate::executor::State, c: &ClusterState, n: &Node) -> Reply 
         m.push((Reply::bulk("hostname"), Reply::bulk(n.hostname.as_bytes())));
     }
     m.push((Reply::bulk("role"), Reply::bulk(if n.is_replica() { "replica" } else { "master" })));
-    let offset = if n.name == c.myself { st.repl.offset } else { n.repl_offset };
+    let offset = if n.name == c.myself { cluster::my_repl_offset(st) } else { n.repl_offset };
     m.push((Reply::bulk("replication-offset"), Reply::Int(offset)));
     let health = if n.failed() {
         "fail"

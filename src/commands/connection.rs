@@ -177,8 +177,8 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (Reply::bulk("version"), Reply::bulk(crate::REDIS_VERSION)),
         (Reply::bulk("proto"), Reply::Int(ctx.client.proto as i64)),
         (Reply::bulk("id"), Reply::Int(ctx.client.id as i64)),
-        (Reply::bulk("mode"), Reply::bulk("standalone")),
-        (Reply::bulk("role"), Reply::bulk("master")),
+        (Reply::bulk("mode"), Reply::bulk(if ctx.srv.cluster.is_some() { "cluster" } else { "standalone" })),
+        (Reply::bulk("role"), Reply::bulk(if ctx.srv.repl.is_replica() { "replica" } else { "master" })),
         (Reply::bulk("modules"), Reply::Array(vec![])),
     ]))
 }

@@ -164,6 +164,11 @@ pub fn save_config(st: &mut State) -> Result<(), String> {
 /// Work noted by message handlers, done once per pass (clusterBeforeSleep).
 pub fn before_sleep(st: &mut State) {
     let Some(c) = st.cluster.as_mut() else { return };
+    if !c.lost_slots.is_empty() {
+        let lost = std::mem::take(&mut c.lost_slots);
+        super::pubsub::unsubscribe_shard_slots(st, &lost);
+    }
+    let Some(c) = st.cluster.as_mut() else { return };
     if c.todo_handle_failover {
         c.todo_handle_failover = false;
         if c.me().is_replica() {
@@ -306,15 +311,29 @@ fn header(st: &State, typ: u16) -> Header {
     h.state = c.state;
     h.current_epoch = c.current_epoch;
     h.config_epoch = master.config_epoch;
-    // A replica in a full sync has no master offset to report (replicationGetSlaveOffset is 0
-    // then), which is how its peers see it loading (CLUSTER SHARDS health).
-    let syncing = st.repl.master.as_ref().is_some_and(|l| l.state == super::replication::LinkState::Transfer)
-        || st.repl.sync_loading.is_some();
-    h.offset = if me.is_replica() && syncing { 0 } else { st.repl.offset.max(0) as u64 };
+    h.offset = my_repl_offset(st).max(0) as u64;
     if me.is_master() && c.mf.end != 0 {
         h.mflags[0] |= msg::MFLAG0_PAUSED;
     }
     h
+}
+
+/// The replication offset this node reports for itself: a master's own offset, a replica's
+/// offset in its master's stream (Redis's replicationGetSlaveOffset), which is 0 while a full
+/// sync transfers or loads its snapshot: that is how its peers, and CLUSTER SLOTS / SHARDS
+/// here, tell a replica still loading (hidden from SLOTS, `loading` in SHARDS).
+pub fn my_repl_offset(st: &State) -> i64 {
+    let Some(c) = st.cluster.as_ref() else { return st.repl.offset };
+    if c.me().is_master() {
+        return st.repl.offset;
+    }
+    let syncing = st.repl.master.as_ref().is_some_and(|l| l.state == super::replication::LinkState::Transfer)
+        || st.repl.sync_loading.is_some();
+    if syncing {
+        0
+    } else {
+        st.repl.offset.max(0)
+    }
 }
 
 fn gossip_of(n: &Node) -> Gossip {
@@ -590,13 +609,13 @@ fn process(st: &mut State, link: u64, m: Message) {
                     return;
                 }
                 c.rename(&ln, hdr.sender);
-                let n = c.nodes.get_mut(&hdr.sender).expect("renamed");
+                let Some(n) = c.nodes.get_mut(&hdr.sender) else { return };
                 n.flags &= !NODE_HANDSHAKE;
                 n.flags |= hdr.flags & (NODE_MASTER | NODE_SLAVE);
                 c.todo_save = true;
                 tracing::debug!("Handshake with node {} completed.", name_str(&hdr.sender));
             } else if ln != hdr.sender {
-                let n = c.nodes.get_mut(&ln).expect("link node");
+                let Some(n) = c.nodes.get_mut(&ln) else { return };
                 n.flags |= NODE_NOADDR;
                 n.ip.clear();
                 n.port = 0;
@@ -651,7 +670,7 @@ fn process(st: &mut State, link: u64, m: Message) {
             let master = c.nodes.contains_key(&hdr.slaveof).then_some(hdr.slaveof);
             if c.nodes.get(&s).is_some_and(|n| n.is_master()) {
                 c.del_node_slots(&s);
-                let n = c.nodes.get_mut(&s).expect("sender");
+                let Some(n) = c.nodes.get_mut(&s) else { return };
                 n.flags &= !(NODE_MASTER | NODE_MIGRATE_TO);
                 n.flags |= NODE_SLAVE;
                 c.todo_save = true;
@@ -664,14 +683,16 @@ fn process(st: &mut State, link: u64, m: Message) {
                         c.remove_replica(&o, &s);
                     }
                     c.add_replica(&m, &s);
-                    c.nodes.get_mut(&s).expect("sender").replicaof = Some(m);
+                    if let Some(n) = c.nodes.get_mut(&s) {
+                        n.replicaof = Some(m);
+                    }
                     c.todo_save = true;
                 }
             }
         }
         // Slots.
         let c = cl(st);
-        let sn = c.nodes.get(&s).expect("sender");
+        let Some(sn) = c.nodes.get(&s) else { return };
         let sender_master = if sn.is_master() { Some(s) } else { sn.replicaof };
         let dirty_slots = sender_master.and_then(|m| c.nodes.get(&m)).is_some_and(|m| m.slots[..] != hdr.myslots[..]);
         if sn.is_master() && dirty_slots {
@@ -756,7 +777,7 @@ fn process(st: &mut State, link: u64, m: Message) {
         (_, msg::FAILOVER_AUTH_ACK) => {
             let Some(s) = sender else { return };
             let c = cl(st);
-            let n = &c.nodes[&s];
+            let Some(n) = c.nodes.get(&s) else { return };
             if n.is_master() && n.numslots > 0 && sender_current_epoch >= c.failover_auth_epoch {
                 c.failover_auth_count += 1;
                 c.todo_handle_failover = true;
@@ -789,7 +810,8 @@ fn process(st: &mut State, link: u64, m: Message) {
             if n.is_replica() {
                 set_node_as_master(st, name);
             }
-            cl(st).nodes.get_mut(&name).expect("known").config_epoch = *config_epoch;
+            let Some(n) = cl(st).nodes.get_mut(&name) else { return };
+            n.config_epoch = *config_epoch;
             todo(st, true, false);
             update_slots_config_with(st, name, *config_epoch, slots);
         }
@@ -811,7 +833,7 @@ fn update_address(st: &mut State, node: Name, link: u64, hdr: &Header) -> bool {
     if ip.is_empty() {
         return false;
     }
-    let n = c.nodes.get_mut(&node).expect("known");
+    let Some(n) = c.nodes.get_mut(&node) else { return false };
     n.ip = ip.clone();
     n.port = hdr.port;
     n.pport = hdr.pport;
@@ -838,7 +860,7 @@ fn set_node_as_master(st: &mut State, n: Name) {
         c.remove_replica(&m, &n);
     }
     let myself = c.myself;
-    let node = c.nodes.get_mut(&n).expect("known");
+    let Some(node) = c.nodes.get_mut(&n) else { return };
     if n != myself {
         node.flags |= NODE_MIGRATE_TO;
     }
@@ -973,7 +995,7 @@ fn process_gossip(st: &mut State, _link: u64, m: &Message, sender: Option<Name>)
                 let sender_is_master = c.nodes.get(&s).is_some_and(|n| n.is_master());
                 if sender_is_master && node_name != c.myself {
                     if g.flags & (NODE_FAIL | NODE_PFAIL) != 0 {
-                        let n = c.nodes.get_mut(&node_name).expect("known");
+                        let Some(n) = c.nodes.get_mut(&node_name) else { continue };
                         match n.fail_reports.iter_mut().find(|(r, _)| *r == s) {
                             Some(r) => r.1 = now,
                             None => {
@@ -987,13 +1009,14 @@ fn process_gossip(st: &mut State, _link: u64, m: &Message, sender: Option<Name>)
                         }
                         mark_failing_if_needed(st, node_name);
                     } else {
-                        let n = c.nodes.get_mut(&node_name).expect("known");
-                        n.fail_reports.retain(|(r, _)| *r != s);
+                        if let Some(n) = c.nodes.get_mut(&node_name) {
+                            n.fail_reports.retain(|(r, _)| *r != s);
+                        }
                     }
                 }
             }
             let c = cl(st);
-            let n = c.nodes.get_mut(&node_name).expect("known");
+            let Some(n) = c.nodes.get_mut(&node_name) else { continue };
             if g.flags & (NODE_FAIL | NODE_PFAIL) == 0 && n.ping_sent == 0 && n.fail_reports.is_empty() {
                 let pongtime = g.pong_received as i64 * 1000;
                 if pongtime <= now + 500 && pongtime > n.pong_received {
@@ -1126,8 +1149,8 @@ pub fn cron(st: &mut State) {
             if n.link.is_none() || n.ping_sent != 0 || n.flags & (NODE_MYSELF | NODE_HANDSHAKE) != 0 {
                 continue;
             }
-            if best.is_none_or(|(t, _)| n.pong_received < t) {
-                best = Some((n.pong_received, n.link.expect("checked")));
+            if let Some(l) = n.link.filter(|_| best.is_none_or(|(t, _)| n.pong_received < t)) {
+                best = Some((n.pong_received, l));
             }
         }
         if let Some((_, l)) = best {
@@ -1152,7 +1175,7 @@ pub fn cron(st: &mut State) {
             }
         }
         let c = cl(st);
-        let n = &c.nodes[name];
+        let Some(n) = c.nodes.get(name) else { continue };
         if let Some(l) = n.link {
             if n.ping_sent == 0 && now - n.pong_received > timeout / 2 {
                 send_ping(st, l, msg::PING);
@@ -1164,7 +1187,7 @@ pub fn cron(st: &mut State) {
             }
         }
         let c = cl(st);
-        let n = c.nodes.get_mut(name).expect("known");
+        let Some(n) = c.nodes.get_mut(name) else { continue };
         if n.ping_sent == 0 {
             continue;
         }
@@ -1192,11 +1215,99 @@ pub fn cron(st: &mut State) {
     if cl(st).me().is_replica() {
         handle_manual_failover(st);
         handle_replica_failover(st);
+        // Orphaned masters, and whether this replica is among those of a master with the most
+        // working replicas: only then may it migrate (clusterCron's orphaned master check; a
+        // migration needs a master with at least two working replicas).
+        let c = cl(st);
+        let (mut orphaned, mut max_replicas, mut mine) = (0, 0, 0);
+        let my_master = c.me().replicaof;
+        for n in c.nodes.values() {
+            if n.flags & (NODE_MYSELF | NODE_NOADDR | NODE_HANDSHAKE) != 0 || !n.is_master() || n.failed() {
+                continue;
+            }
+            let ok = working_replicas(c, n);
+            if ok == 0 && n.numslots > 0 && n.flags & NODE_MIGRATE_TO != 0 {
+                orphaned += 1;
+            }
+            max_replicas = max_replicas.max(ok);
+            if my_master == Some(n.name) {
+                mine = ok;
+            }
+        }
+        if orphaned > 0
+            && max_replicas >= 2
+            && mine == max_replicas
+            && cfg_bool(st, "cluster-allow-replica-migration", true)
+        {
+            handle_replica_migration(st, max_replicas, now);
+        }
     }
     if update || cl(st).state == STATE_FAIL {
         update_state(st);
     }
     before_sleep(st);
+}
+
+/// A master's replicas not flagged FAIL (clusterCountNonFailingSlaves).
+fn working_replicas(c: &ClusterState, m: &Node) -> usize {
+    m.replicas.iter().filter_map(|r| c.nodes.get(r)).filter(|r| !r.failed()).count()
+}
+
+/// How long a master must stay orphaned before a replica migrates to it, so that its own
+/// replicas can first say they switched to it after a failover (CLUSTER_SLAVE_MIGRATION_DELAY).
+const REPLICA_MIGRATION_DELAY_MS: i64 = 5000;
+
+/// clusterHandleSlaveMigration: this replica moves to an orphaned master (one with slots that
+/// had replicas and has no working one left) when the cluster is ok, its own master keeps more
+/// than cluster-migration-barrier working replicas, and it has the smallest id among the
+/// replicas of the masters with the most working replicas.
+fn handle_replica_migration(st: &mut State, max_replicas: usize, now: i64) {
+    let barrier = cfg_i64(st, "cluster-migration-barrier", 1).max(0) as usize;
+    let c = cl(st);
+    if c.state != STATE_OK {
+        return;
+    }
+    let Some(my_master) = c.me().replicaof.and_then(|m| c.nodes.get(&m)) else { return };
+    let ok_mine =
+        my_master.replicas.iter().filter_map(|r| c.nodes.get(r)).filter(|r| !r.failed() && !r.timed_out()).count();
+    if ok_mine <= barrier {
+        return;
+    }
+    let mut candidate = c.myself;
+    let mut target: Option<Name> = None;
+    let mut orphaned_since: Vec<(Name, i64)> = Vec::new();
+    for n in c.nodes.values() {
+        let ok = if n.is_master() { working_replicas(c, n) } else { 0 };
+        let orphaned = !n.is_replica() && !n.failed() && n.flags & NODE_MIGRATE_TO != 0 && ok == 0;
+        if orphaned {
+            if target.is_none() && n.numslots > 0 {
+                target = Some(n.name);
+            }
+            if n.orphaned_time == 0 {
+                orphaned_since.push((n.name, now));
+            }
+        } else if n.orphaned_time != 0 {
+            orphaned_since.push((n.name, 0));
+        }
+        if ok == max_replicas {
+            for r in &n.replicas {
+                if *r < candidate {
+                    candidate = *r;
+                }
+            }
+        }
+    }
+    for (name, t) in orphaned_since {
+        if let Some(n) = c.nodes.get_mut(&name) {
+            n.orphaned_time = t;
+        }
+    }
+    let Some(target) = target else { return };
+    let since = c.nodes.get(&target).map_or(now, |n| n.orphaned_time);
+    if candidate == c.myself && now - since > REPLICA_MIGRATION_DELAY_MS {
+        tracing::info!("Migrating to orphaned master {}", name_str(&target));
+        set_my_master(st, target);
+    }
 }
 
 /// Opens an outbound link to `name` and queues its first PING (or MEET).
@@ -1210,7 +1321,10 @@ fn connect(st: &mut State, name: Name, now: i64) {
     }
     let (id, rx, queued) = new_link(st, Some(name), false);
     let c = cl(st);
-    let n = c.nodes.get_mut(&name).expect("known");
+    let Some(n) = c.nodes.get_mut(&name) else {
+        free_link(c, id);
+        return;
+    };
     n.link = Some(id);
     let old_ping_sent = n.ping_sent;
     let meet = n.flags & NODE_MEET != 0;
@@ -1220,7 +1334,7 @@ fn connect(st: &mut State, name: Name, now: i64) {
     }
     send_ping(st, id, if meet { msg::MEET } else { msg::PING });
     let c = cl(st);
-    let n = c.nodes.get_mut(&name).expect("known");
+    let Some(n) = c.nodes.get_mut(&name) else { return };
     if old_ping_sent != 0 {
         n.ping_sent = old_ping_sent;
     } else if n.ping_sent == 0 {
@@ -1391,19 +1505,19 @@ fn send_failover_auth_if_needed(st: &mut State, node: Name, request: &Header) {
         tracing::warn!("Failover auth denied to {nm}: already voted for epoch {}", c.current_epoch);
         return;
     }
-    let n = &c.nodes[&node];
-    let master = n.replicaof.and_then(|m| c.nodes.get(&m));
-    if n.is_master() || master.is_none() || (!master.is_some_and(|m| m.failed()) && !force_ack) {
-        if n.is_master() {
-            tracing::warn!("Failover auth denied to {nm}: it is a master node");
-        } else if master.is_none() {
-            tracing::warn!("Failover auth denied to {nm}: I don't know its master");
-        } else {
-            tracing::warn!("Failover auth denied to {nm}: its master is up");
-        }
+    let Some(n) = c.nodes.get(&node) else { return };
+    if n.is_master() {
+        tracing::warn!("Failover auth denied to {nm}: it is a master node");
         return;
     }
-    let master = master.expect("checked");
+    let Some(master) = n.replicaof.and_then(|m| c.nodes.get(&m)) else {
+        tracing::warn!("Failover auth denied to {nm}: I don't know its master");
+        return;
+    };
+    if !master.failed() && !force_ack {
+        tracing::warn!("Failover auth denied to {nm}: its master is up");
+        return;
+    }
     if now - master.voted_time < timeout * 2 {
         tracing::warn!(
             "Failover auth denied to {nm}: can't vote about this master before {} milliseconds",
@@ -1744,7 +1858,8 @@ pub fn preferred_endpoint(st: &State, n: &Node) -> String {
     match cfg_str(st, "cluster-preferred-endpoint-type") {
         "hostname" if !n.hostname.is_empty() => n.hostname.clone(),
         "hostname" => "?".into(),
-        "unknown-endpoint" => "?".into(),
+        // Redis's getPreferredEndpoint: an empty endpoint (CLUSTER SLOTS shows a null).
+        "unknown-endpoint" => String::new(),
         _ => n.ip.clone(),
     }
 }

@@ -95,6 +95,34 @@ pub fn publish_message(srv: &mut State, caller: Option<&Client>, kind: Kind, cha
     n
 }
 
+/// The shard channels of `slots` are no longer served here (the slot moved away from this
+/// node or its master): every subscriber is unsubscribed from them and told so with a
+/// `sunsubscribe` frame carrying its remaining shard subscriptions, as Redis's
+/// pubsubShardUnsubscribeAllChannelsInSlot.
+pub fn unsubscribe_shard_slots(srv: &mut State, slots: &[u16]) {
+    if srv.pubsub.is_idle() {
+        return;
+    }
+    let mut lost: Vec<Vec<u8>> = srv
+        .pubsub
+        .channel_names(Kind::Shard)
+        .filter(|ch| slots.contains(&(crate::cluster::key_hash_slot(ch) as u16)))
+        .cloned()
+        .collect();
+    lost.sort();
+    for channel in lost {
+        for id in srv.pubsub.subscribers(Kind::Shard, &channel).to_vec() {
+            srv.pubsub.unsubscribe(id, Kind::Shard, &channel);
+            let Some(c) = srv.clients.get(&id) else { continue };
+            let left = srv.pubsub.counts(id).1;
+            let mut out = Vec::new();
+            let items = vec![Reply::bulk(&b"sunsubscribe"[..]), Reply::bulk(&channel[..]), Reply::Int(left as i64)];
+            frame(&mut out, items, c.proto);
+            c.handle.push_slice(&out);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hooks called from the executor
 

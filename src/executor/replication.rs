@@ -734,6 +734,21 @@ pub fn client_gone(st: &mut State, client: &super::clients::Client) {
     }
 }
 
+/// CLIENT KILL closed the master client: the link is down from this moment, as Redis's
+/// freeClient of its master (repl_down_since is set then), not from when the link task sees
+/// the connection close, which a DEBUG SLEEP in the same transaction delays (a cluster
+/// replica's data age, cluster test 06-slave-stop-cond).
+pub fn master_client_killed(st: &mut State, id: u64) {
+    if let Some(m) = st.repl.master.as_mut() {
+        if m.client_id == Some(id) {
+            m.client_id = None;
+            m.state = LinkState::Connect;
+            m.down_since_ms = crate::util::clock::unix_ms();
+            tracing::info!("Connection with master lost.");
+        }
+    }
+}
+
 /// Whether a replica follows its master's stream now.
 pub fn link_up(st: &State) -> bool {
     st.repl.master.as_ref().is_some_and(|m| m.state == LinkState::Connected)
