@@ -20,6 +20,7 @@ use crate::commands;
 use crate::config::live;
 use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer};
 use crate::executor::{BatchEnd, Cmd};
+use crate::resp::reply::Deferred;
 use crate::resp::Parser;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -136,6 +137,10 @@ where
         if !cmds.is_empty() {
             let woken_before = crate::executor::clients::wakeups();
             let end = shared.exec.batch(id, &mut cmds, &mut out).await;
+            let deferred = handle.take_deferred();
+            if !deferred.is_empty() {
+                out = encode_deferred(std::mem::take(&mut out), deferred).await;
+            }
             parser.unauthenticated = !handle.authenticated();
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
             // the outbox meanwhile goes after it. An rdb-only reader is closed once it has it.
@@ -213,6 +218,26 @@ where
         let _ = stream.shutdown().await;
     }
     shared.exec.disconnect(id);
+}
+
+/// The batch's output with its big replies spliced in where they go, encoded on the blocking
+/// pool: the executor only took their snapshots (`Reply::Deferred`), so neither it nor the
+/// other connections on this runtime wait while millions of elements are encoded.
+async fn encode_deferred(out: Vec<u8>, deferred: Vec<(usize, u8, Deferred)>) -> Vec<u8> {
+    let job = move || {
+        let size = out.len() + deferred.iter().map(|(_, _, d)| d.0.size_hint()).sum::<usize>();
+        let mut full = Vec::with_capacity(size);
+        let mut from = 0;
+        for (at, proto, d) in &deferred {
+            let at = (*at).clamp(from, out.len());
+            full.extend_from_slice(&out[from..at]);
+            d.0.encode(*proto, &mut full);
+            from = at;
+        }
+        full.extend_from_slice(&out[from..]);
+        full
+    };
+    tokio::task::spawn_blocking(job).await.unwrap_or_default()
 }
 
 /// Redis's static reply buffer (PROTO_REPLY_CHUNK_BYTES): what a connection may keep of its
