@@ -1,4 +1,4 @@
-//! Big reads (SMEMBERS, HGETALL, HKEYS, HVALS) whose reply is encoded off the executor from a
+//! Big reads (SMEMBERS, HGETALL, HKEYS, HVALS, LRANGE) whose reply is encoded off the executor from a
 //! snapshot (`Reply::Deferred`, `types::cow`): the reply must be the collection as it was when
 //! the command ran, whatever writers do while it is encoded and sent.
 //!
@@ -136,6 +136,43 @@ fn replies_are_the_state_at_the_command_despite_later_writes_in_the_batch() {
             _ => assert_eq!(a, b, "reply {i}"),
         }
     }
+}
+
+/// Lists keep their order, so LRANGE replies are compared byte for byte with Redis's: big
+/// ranges read, then the list changed at both ends and in the middle in the same batch.
+#[test]
+fn lrange_is_the_list_at_the_command_despite_later_writes() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let cmds = vec![
+        argv(&[b"LRANGE", b"l", b"0", b"-1"]),
+        argv(&[b"LRANGE", b"l", b"1000", b"-1000"]),
+        argv(&[b"LPOP", b"l", b"3"]),
+        argv(&[b"RPUSH", b"l", b"tail", b"12345"]),
+        argv(&[b"LSET", b"l", b"50000", b"changed"]),
+        argv(&[b"LINSERT", b"l", b"BEFORE", b"e:70000", b"inserted"]),
+        argv(&[b"LREM", b"l", b"0", b"e:90000"]),
+        argv(&[b"LRANGE", b"l", b"0", b"-1"]),
+        argv(&[b"LTRIM", b"l", b"5000", b"-5000"]),
+        argv(&[b"LRANGE", b"l", b"-100000", b"100000"]),
+        bulk_cmd("LPUSH", "l", "h", 0..20_000, None),
+        argv(&[b"LRANGE", b"l", b"0", b"-1"]),
+    ];
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        for from in (0..N).step_by(10_000) {
+            let mut a = bulk_cmd("RPUSH", "l", "e", from..from + 10_000, None);
+            // Integers too: stored in binary, formatted when encoded.
+            a.extend((from..from + 100).map(|i| i.to_string().into_bytes()));
+            c.cmd(&a);
+        }
+        results.push(pipeline(&mut c, &cmds));
+    }
+    for (i, (a, b)) in results[0].iter().zip(results[1].iter()).enumerate() {
+        assert!(a == b, "reply {i} differs from Redis's");
+    }
+    assert_eq!(items(results[1][0].clone()).len(), N + N / 100);
 }
 
 #[test]

@@ -43,6 +43,19 @@ impl<T> Deref for CowVec<T> {
     }
 }
 
+impl<T: std::fmt::Debug> std::fmt::Debug for CowVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// Equal when the contents are, shared or not.
+impl<T: PartialEq> PartialEq for CowVec<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
 impl<'a, T> IntoIterator for &'a CowVec<T> {
     type Item = &'a T;
     type IntoIter = std::slice::Iter<'a, T>;
