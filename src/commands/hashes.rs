@@ -4,14 +4,18 @@
 //!
 //! Replies whose bytes are the same in RESP2 and RESP3 (arrays of bulk strings: HKEYS, HVALS,
 //! HSCAN) are encoded straight into bytes; HGETALL and HRANDFIELD WITHVALUES differ only in their
-//! headers, so they are encoded straight too, with the header picked by protocol.
+//! headers, so they are encoded straight too, with the header picked by protocol. HGETALL,
+//! HKEYS and HVALS of a hash of `DEFER_MIN_ELEMENTS` fields or more reply with a snapshot of its
+//! table encoded off the executor (`Reply::Deferred`), so other clients do not wait behind it.
 
 use super::flags::*;
 use super::{acl, int_bool, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::glob::glob_match;
 use crate::pubsub::ev;
+use crate::resp::reply::{Deferred, Encode};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
+use crate::types::hash::HashSnapshot;
 use crate::types::{Hash, Value};
 use crate::util::num::{incr_long_double, parse_i64, LdError};
 
@@ -225,22 +229,63 @@ fn listing(ctx: &mut Ctx, args: &Args, parts: Parts) -> CmdResult {
     let Some(h) = read_hash(ctx, args.key(1))? else {
         return Ok(Reply::Raw(if parts == Parts::Both && resp3 { b"%0\r\n".to_vec() } else { b"*0\r\n".to_vec() }));
     };
-    let n = h.len();
-    let mut out = Vec::with_capacity(16 + n * 24);
+    if h.len() < super::DEFER_MIN_ELEMENTS {
+        let mut out = Vec::with_capacity(16 + h.len() * 24);
+        listing_header(&mut out, parts, resp3, h.len());
+        for (k, v) in h.iter() {
+            listing_pair(&mut out, parts, k, v);
+        }
+        return Ok(Reply::Raw(out));
+    }
+    // A big hash: its snapshot, encoded off the executor (see `types::cow`).
+    let snap = match ctx.db().get_ref_mut(args.key(1)) {
+        Some(Value::Hash(h)) => h.snapshot(),
+        _ => None,
+    };
+    match snap {
+        Some(snap) => Ok(Reply::Deferred(Deferred::new(HashListing(snap, parts)))),
+        None => {
+            // A big listpack (limits raised): encoded in place.
+            let Some(Value::Hash(h)) = ctx.db().get_ref(args.key(1)) else { return Err(CmdError::WrongType) };
+            let mut out = Vec::with_capacity(16 + h.len() * 24);
+            listing_header(&mut out, parts, resp3, h.len());
+            for (k, v) in h.iter() {
+                listing_pair(&mut out, parts, k, v);
+            }
+            Ok(Reply::Raw(out))
+        }
+    }
+}
+
+fn listing_header(out: &mut Vec<u8>, parts: Parts, resp3: bool, n: usize) {
     match parts {
-        Parts::Both if resp3 => int_line(&mut out, b'%', n as i64),
-        Parts::Both => int_line(&mut out, b'*', 2 * n as i64),
-        _ => int_line(&mut out, b'*', n as i64),
+        Parts::Both if resp3 => int_line(out, b'%', n as i64),
+        Parts::Both => int_line(out, b'*', 2 * n as i64),
+        _ => int_line(out, b'*', n as i64),
     }
-    for (k, v) in h.iter() {
-        if parts != Parts::Values {
-            bulk(&mut out, k);
-        }
-        if parts != Parts::Keys {
-            bulk(&mut out, v);
-        }
+}
+
+fn listing_pair(out: &mut Vec<u8>, parts: Parts, k: &[u8], v: &[u8]) {
+    if parts != Parts::Values {
+        bulk(out, k);
     }
-    Ok(Reply::Raw(out))
+    if parts != Parts::Keys {
+        bulk(out, v);
+    }
+}
+
+/// HGETALL / HKEYS / HVALS of a big hash, encoded from its snapshot wherever the reply is written.
+struct HashListing(HashSnapshot, Parts);
+
+impl Encode for HashListing {
+    fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        listing_header(out, self.1, proto >= 3, self.0.len());
+        self.0.for_each(|k, v| listing_pair(out, self.1, k, v));
+    }
+
+    fn size_hint(&self) -> usize {
+        16 + self.0.data_bytes_hint() + self.0.len() * 16
+    }
 }
 
 /// HKEYS key

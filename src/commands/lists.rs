@@ -11,8 +11,9 @@
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::pubsub::ev;
+use crate::resp::reply::{Deferred, Encode};
 use crate::resp::Reply;
-use crate::types::list::Elem;
+use crate::types::list::{Elem, ListSnapshot};
 use crate::types::{List, Value};
 use crate::util::num::parse_i64;
 
@@ -327,9 +328,31 @@ pub fn lrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some((s, e)) = crate::util::num::clamp_index_range(start, stop, list.len()) else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let mut out = Vec::new();
-    encode_range(&mut out, list, s, e - s + 1);
-    Ok(Reply::Raw(out))
+    let n = e - s + 1;
+    if n < super::DEFER_MIN_ELEMENTS {
+        let mut out = Vec::new();
+        encode_range(&mut out, list, s, n);
+        return Ok(Reply::Raw(out));
+    }
+    // A big range: a snapshot of its nodes, encoded off the executor (see `types::cow`).
+    match ctx.db().get_ref_mut(args.key(1)) {
+        Some(Value::List(l)) => Ok(Reply::Deferred(Deferred::new(ListRange(l.snapshot_range(s, n))))),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+/// LRANGE of a big range, encoded from its snapshot wherever the reply is written.
+struct ListRange(ListSnapshot);
+
+impl Encode for ListRange {
+    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
+        array_header(out, self.0.len());
+        self.0.for_each(|e| put_elem(out, e));
+    }
+
+    fn size_hint(&self) -> usize {
+        self.0.approx_bytes() + 6 * self.0.len() + 16
+    }
 }
 
 /// Element index `i` (negative from the tail) as a position, if in range.

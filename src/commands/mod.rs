@@ -45,6 +45,11 @@ pub use crate::spec::{acl, docs, error, flags, keys, spec, Args, CmdError, CmdRe
 
 use crate::resp::Reply;
 
+/// From this many elements, a whole-collection read (SMEMBERS, HGETALL, ...) replies with a
+/// snapshot encoded off the executor (`Reply::Deferred`, see `types::cow`) rather than encoding
+/// in place: around 100 us of encoding, where the hop to the blocking pool starts to pay.
+pub const DEFER_MIN_ELEMENTS: usize = 4096;
+
 /// Every command family's table, in one list.
 static FAMILIES: &[&[CommandSpec]] = &[
     transactions::COMMANDS,

@@ -4,7 +4,9 @@
 //!
 //! Replies listing a whole set (SMEMBERS, SINTER, SUNION, SDIFF, SPOP with a count) are RESP3
 //! sets (`~`) and are encoded straight into one byte buffer (`Reply::Raw`) with no allocation per
-//! member: a 2.6M-member SMEMBERS is one sequential walk of the set's arena. SRANDMEMBER with a
+//! member: a 2.6M-member SMEMBERS is one sequential walk of the set's arena. SMEMBERS of a set
+//! of `DEFER_MIN_ELEMENTS` or more takes a snapshot of the arena instead (microseconds) and the
+//! walk runs off the executor (`Reply::Deferred`), so other clients do not wait behind it. SRANDMEMBER with a
 //! count and SMISMEMBER are arrays in both protocols, as in 7.0. Result sets of the *STORE
 //! commands (and of SUNION/SDIFF, which Redis also builds as a set before replying) start as
 //! intsets and convert exactly where Redis's would, so OBJECT ENCODING and the ascending order of
@@ -16,9 +18,10 @@ use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::glob::glob_match;
 use crate::pubsub::ev;
+use crate::resp::reply::{Deferred, Encode};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
-use crate::types::set::{Elem, Set};
+use crate::types::set::{Elem, Set, SetSnapshot};
 use crate::types::Value;
 use crate::util::num::parse_i64;
 
@@ -156,8 +159,35 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn smembers(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let proto = ctx.proto();
     match ctx.lookup_read(args.key(1)) {
-        None => Ok(empty_set(proto)),
-        Some(v) => Ok(set_reply(proto, as_set(v)?)),
+        None => return Ok(empty_set(proto)),
+        Some(v) => {
+            let s = as_set(v)?;
+            if s.len() < super::DEFER_MIN_ELEMENTS {
+                return Ok(set_reply(proto, s));
+            }
+        }
+    }
+    // A big set: its snapshot, encoded off the executor (see `types::cow`).
+    match ctx.db().get_ref_mut(args.key(1)) {
+        Some(Value::Set(s)) => match s.snapshot() {
+            Some(snap) => Ok(Reply::Deferred(Deferred::new(SetMembers(snap)))),
+            None => Ok(set_reply(proto, s)),
+        },
+        _ => Ok(empty_set(proto)),
+    }
+}
+
+/// SMEMBERS of a big set, encoded from its snapshot wherever the reply is written.
+struct SetMembers(SetSnapshot);
+
+impl Encode for SetMembers {
+    fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        set_header(out, proto, self.0.len());
+        self.0.for_each(|m| bulk(out, m));
+    }
+
+    fn size_hint(&self) -> usize {
+        16 + self.0.data_bytes_hint() + self.0.len() * 8
     }
 }
 

@@ -364,6 +364,12 @@ impl Db {
         self.keys.get(key)
     }
 
+    /// `get_ref` for taking a reply snapshot of a value the command already looked up (the
+    /// snapshot changes how the value is held, never what it holds).
+    pub fn get_ref_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.keys.get_mut(key)
+    }
+
     pub fn contains(&mut self, key: &[u8], now_ms: i64) -> bool {
         self.peek(key, now_ms).is_some()
     }

@@ -62,16 +62,21 @@ pub fn unpark(st: &mut State, id: u64, blocked: &Blocked) {
     st.blocked_clients = st.blocked_clients.saturating_sub(1);
 }
 
-/// Runs one command for a client, honouring CLIENT REPLY OFF/SKIP.
-pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
+/// Runs one command for a client, honouring CLIENT REPLY OFF/SKIP. `batch_out`: `out` is the
+/// output of the connection's own batch, which may then take a big reply encoded off the
+/// executor (`Reply::Deferred`); never for a master or replica link, or a reply to drop.
+pub fn run_one(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock, batch_out: bool) {
     let skip = std::mem::take(&mut client.reply_skip_next);
     client.reply_skip_now = skip;
     let mark = out.len();
     client.reply_span = None;
+    client.defer_reply =
+        batch_out && !skip && !client.reply_off && !client.master && client.info.fd >= 0 && !client.handle.is_replica();
     // On a replica, the master's commands go on to its own replicas byte for byte, and count
     // in the offset once run.
     let relayed = client.master.then(|| super::replication::relay_from_master(st, &cmd.argv));
     call(st, client, cmd, out, clock);
+    client.defer_reply = false;
     if let Some(len) = relayed {
         if client.postponed {
             // CLIENT PAUSE held it: it is relayed and counted when it runs.
@@ -118,7 +123,7 @@ pub fn must_stop(st: &State, client: &Client) -> bool {
 pub fn run_pending(st: &mut State, client: &mut Client, out: &mut Vec<u8>, clock: &mut Clock) {
     while !must_stop(st, client) {
         let Some(cmd) = client.pending.pop_front() else { break };
-        run_one(st, client, cmd, out, clock);
+        run_one(st, client, cmd, out, clock, false);
         serve_ready_keys(st, clock);
     }
 }

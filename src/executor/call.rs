@@ -487,7 +487,13 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
         }
     };
     let reply_start = out.len();
-    write_reply(out, &reply, client.proto);
+    match &reply {
+        // Encoded by the connection, off this thread, at this point of the batch's output.
+        Reply::Deferred(d) if client.defer_reply && !client.in_exec && client.script_caller.is_none() => {
+            client.handle.push_deferred(reply_start, client.proto, d.clone());
+        }
+        _ => write_reply(out, &reply, client.proto),
+    }
     client.reply_span = Some((reply_start, out.len()));
     after_reply(st, client, spec, parent, &args, out);
 

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::resp::reply::Deferred;
 use crate::util::signal::Signal;
 
 /// Connected clients by id.
@@ -89,6 +90,11 @@ pub struct ClientHandle {
     /// its descriptor without shutting the socket down, which the child still talks on.
     detached: AtomicBool,
     reply_peak_reset_ms: AtomicI64,
+    /// Big replies of the running batch to encode off the executor (see `Reply::Deferred`):
+    /// where each goes in the batch's output, and the protocol it is encoded for.
+    deferred: std::sync::Mutex<Vec<(usize, u8, Deferred)>>,
+    /// Whether `deferred` holds any (checked after every batch without the lock).
+    has_deferred: AtomicBool,
 }
 
 /// Redis's PROTO_REPLY_CHUNK_BYTES (a new client's reply buffer, the most it grows to) and
@@ -291,6 +297,22 @@ impl ClientHandle {
         let mut taken = Vec::new();
         self.take_output_into(&mut taken);
         taken
+    }
+
+    /// Queues a big reply of the running batch, to go at `at` in its output, encoded later for
+    /// protocol `proto` (by the connection, off the executor thread).
+    pub fn push_deferred(&self, at: usize, proto: u8, reply: Deferred) {
+        self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push((at, proto, reply));
+        self.has_deferred.store(true, Ordering::Release);
+    }
+
+    /// The batch's deferred replies, in output order (empty when none).
+    pub fn take_deferred(&self) -> Vec<(usize, u8, Deferred)> {
+        if !self.has_deferred.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.has_deferred.store(false, Ordering::Release);
+        std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Swaps the outbox with `buf` (cleared first), so the connection's written buffer becomes
@@ -670,6 +692,9 @@ pub struct Client {
     /// Bytes of replies its running batch produced that the connection has not taken yet:
     /// they are its output buffer already (Redis's reply list), so maxmemory-clients counts them.
     pub batch_reply: usize,
+    /// The command running now may leave a big reply to be encoded off the executor: it came
+    /// straight from the connection's batch, and its reply goes to the batch's output whole.
+    pub defer_reply: bool,
     /// Cluster mode: ASKING was sent (for the next command, or the transaction), and READONLY.
     pub cluster_asking: bool,
     pub cluster_readonly: bool,
@@ -748,6 +773,7 @@ impl Client {
             master: false,
             woff: 0,
             batch_reply: 0,
+            defer_reply: false,
             cluster_asking: false,
             cluster_readonly: false,
         }

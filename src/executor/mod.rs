@@ -392,7 +392,7 @@ impl Executor {
                         break;
                     }
                 }
-                blocking::run_one(st, &mut client, cmd, out, &mut clock);
+                blocking::run_one(st, &mut client, cmd, out, &mut clock, true);
                 if !st.ready_keys.is_empty() {
                     blocking::serve_ready_keys(st, &mut clock);
                 }

@@ -36,6 +36,45 @@ pub enum Reply {
     Push(Vec<Reply>),
     /// Bytes already encoded for the client's protocol, copied through unchanged.
     Raw(Vec<u8>),
+    /// A big reply over a snapshot of the data, encoded when it is written: off the executor
+    /// thread when the command ran straight from a connection's batch, in place otherwise
+    /// (inside MULTI, scripts, pending commands), by `write_reply`.
+    Deferred(Deferred),
+}
+
+/// What a deferred reply encodes: it owns a snapshot of what it lists (the data as it was when
+/// the command ran), so it can be encoded on any thread, later, while the data changes.
+pub trait Encode: Send + Sync {
+    /// Appends the reply's bytes for a client speaking protocol `proto`.
+    fn encode(&self, proto: u8, out: &mut Vec<u8>);
+    /// About how many bytes `encode` appends (a capacity hint).
+    fn size_hint(&self) -> usize;
+}
+
+/// A shared handle on a deferred reply's encoder.
+#[derive(Clone)]
+pub struct Deferred(pub std::sync::Arc<dyn Encode>);
+
+impl Deferred {
+    pub fn new(e: impl Encode + 'static) -> Self {
+        Deferred(std::sync::Arc::new(e))
+    }
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deferred")
+    }
+}
+
+/// Two deferred replies are equal when they encode the same bytes (tests compare replies).
+impl PartialEq for Deferred {
+    fn eq(&self, other: &Self) -> bool {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        self.0.encode(3, &mut a);
+        other.0.encode(3, &mut b);
+        a == b
+    }
 }
 
 impl Reply {

@@ -78,6 +78,7 @@ pub fn write_reply(out: &mut Vec<u8>, reply: &Reply, proto: u8) {
             }
         }
         Reply::Raw(bytes) => out.extend_from_slice(bytes),
+        Reply::Deferred(d) => d.0.encode(proto, out),
     }
 }
 

@@ -20,6 +20,7 @@ use crate::commands;
 use crate::config::live;
 use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer};
 use crate::executor::{BatchEnd, Cmd};
+use crate::resp::reply::Deferred;
 use crate::resp::Parser;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -104,7 +105,7 @@ where
                     handle.take_output_into(&mut pushed);
                     handle.report_out_held(out.capacity() + pushed.capacity());
                     handle.note_reply(pushed.len());
-                    if !send(&mut stream, &handle, &pushed, &mut backlog).await {
+                    if !send(&mut stream, &handle, &mut pushed, &mut backlog).await {
                         break 'conn;
                     }
                     release_large(&mut pushed);
@@ -136,6 +137,10 @@ where
         if !cmds.is_empty() {
             let woken_before = crate::executor::clients::wakeups();
             let end = shared.exec.batch(id, &mut cmds, &mut out).await;
+            let deferred = handle.take_deferred();
+            if !deferred.is_empty() {
+                out = encode_deferred(std::mem::take(&mut out), deferred).await;
+            }
             parser.unauthenticated = !handle.authenticated();
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
             // the outbox meanwhile goes after it. An rdb-only reader is closed once it has it.
@@ -154,7 +159,7 @@ where
             handle.take_output_into(&mut pushed);
             handle.report_out_held(out.capacity() + pushed.capacity());
             handle.note_reply(pushed.len() + out.len());
-            if !send(&mut stream, &handle, &pushed, &mut backlog).await {
+            if !send(&mut stream, &handle, &mut pushed, &mut backlog).await {
                 break;
             }
             release_large(&mut pushed);
@@ -166,7 +171,7 @@ where
                 // Written at once, not after a yield to the other connections (Redis's
                 // beforeSleep order): tokio's yield polls the driver again, one more epoll_wait
                 // per request at -P 1, which cost 3-5% of the server's CPU per request.
-                if !send(&mut stream, &handle, &out, &mut backlog).await {
+                if !send(&mut stream, &handle, &mut out, &mut backlog).await {
                     break;
                 }
                 out.clear();
@@ -215,6 +220,26 @@ where
     shared.exec.disconnect(id);
 }
 
+/// The batch's output with its big replies spliced in where they go, encoded on the blocking
+/// pool: the executor only took their snapshots (`Reply::Deferred`), so neither it nor the
+/// other connections on this runtime wait while millions of elements are encoded.
+async fn encode_deferred(out: Vec<u8>, deferred: Vec<(usize, u8, Deferred)>) -> Vec<u8> {
+    let job = move || {
+        let size = out.len() + deferred.iter().map(|(_, _, d)| d.0.size_hint()).sum::<usize>();
+        let mut full = Vec::with_capacity(size);
+        let mut from = 0;
+        for (at, proto, d) in &deferred {
+            let at = (*at).clamp(from, out.len());
+            full.extend_from_slice(&out[from..at]);
+            d.0.encode(*proto, &mut full);
+            from = at;
+        }
+        full.extend_from_slice(&out[from..]);
+        full
+    };
+    tokio::task::spawn_blocking(job).await.unwrap_or_default()
+}
+
 /// Redis's static reply buffer (PROTO_REPLY_CHUNK_BYTES): what a connection may keep of its
 /// pushed-output buffer once written.
 const REPLY_CHUNK: usize = 16 * 1024;
@@ -229,6 +254,11 @@ fn release_large(buf: &mut Vec<u8>) {
         *buf = Vec::new();
     }
 }
+
+/// The most a connection writes before letting the other connections of its thread run: one
+/// write of a big reply to a loopback peer that keeps up would otherwise hold the thread for the
+/// whole reply. 256 KiB is about 0.1 ms of copying.
+const WRITE_SLICE: usize = 256 * 1024;
 
 /// Replies written in part: the peer stopped reading. Until they are out, newer replies queue
 /// behind them while the connection goes on reading and running requests, as Redis keeps
@@ -284,7 +314,7 @@ impl Backlog {
 
 /// Writes `bytes` now as far as the socket takes them; the rest joins the backlog. Behind a
 /// backlog, everything queues. False when the connection must close.
-async fn send<S>(stream: &mut S, handle: &ClientHandle, bytes: &[u8], backlog: &mut Backlog) -> bool
+async fn send<S>(stream: &mut S, handle: &ClientHandle, bytes: &mut Vec<u8>, backlog: &mut Backlog) -> bool
 where
     S: AsyncWrite + Unpin,
 {
@@ -296,16 +326,29 @@ where
     let mut pos = 0;
     if backlog.len() == 0 {
         while pos < bytes.len() {
-            match poll_fn(|cx| Poll::Ready(Pin::new(&mut *stream).poll_write(cx, &bytes[pos..]))).await {
+            let end = bytes.len().min(pos + WRITE_SLICE);
+            match poll_fn(|cx| Poll::Ready(Pin::new(&mut *stream).poll_write(cx, &bytes[pos..end]))).await {
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return false,
                 Poll::Ready(Ok(n)) => pos += n,
                 Poll::Pending => break,
+            }
+            if pos < bytes.len() {
+                // A big reply to a fast reader would otherwise go out in one go while the
+                // other connections of this thread wait (30 MB: tens of ms).
+                tokio::task::yield_now().await;
             }
         }
         crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pos as u64);
     }
     if pos < bytes.len() {
-        backlog.buf.extend_from_slice(&bytes[pos..]);
+        if backlog.len() == 0 && bytes.len() - pos >= 4 * REPLY_CHUNK {
+            // A big reply becomes the backlog as it is: copying tens of MB here (and faulting
+            // in a buffer for them) held every other connection of this thread.
+            backlog.buf = std::mem::take(bytes);
+            backlog.pos = pos;
+        } else {
+            backlog.buf.extend_from_slice(&bytes[pos..]);
+        }
     }
     handle.set_in_flight(backlog.held());
     true
@@ -323,10 +366,20 @@ fn read_or_flush<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let mut written = 0;
     while backlog.len() > 0 {
-        match Pin::new(&mut *stream).poll_write(cx, &backlog.buf[backlog.pos..]) {
+        if written >= WRITE_SLICE {
+            // Others on this thread go first; this task is polled again after them.
+            cx.waker().wake_by_ref();
+            break;
+        }
+        let end = backlog.buf.len().min(backlog.pos + WRITE_SLICE);
+        match Pin::new(&mut *stream).poll_write(cx, &backlog.buf[backlog.pos..end]) {
             Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
-            Poll::Ready(Ok(n)) => backlog.consumed(n, handle),
+            Poll::Ready(Ok(n)) => {
+                written += n;
+                backlog.consumed(n, handle);
+            }
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => break,
         }

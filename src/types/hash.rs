@@ -28,6 +28,9 @@
 //! `hash-max-listpack-entries` or a field/value is longer than `hash-max-listpack-value`; never
 //! back. The limits come in as plain numbers: this module knows nothing of config or commands.
 
+use std::sync::Arc;
+
+use crate::types::cow::CowVec;
 use crate::types::segvec::SegVec;
 use crate::util::varint;
 use std::hash::BuildHasher;
@@ -205,7 +208,8 @@ struct TableTtl {
 /// small for hashes of any size. A position is `chunk << 32 | offset in chunk`.
 #[derive(Clone, Default)]
 pub struct Arena {
-    chunks: Vec<Vec<u8>>,
+    /// Shared with reply snapshots while they last (see `types::cow`).
+    chunks: Vec<CowVec<u8>>,
     /// Bytes written so far (live and garbage).
     used: usize,
 }
@@ -218,10 +222,10 @@ impl Arena {
         let fits = self.chunks.last().is_some_and(|c| c.capacity() - c.len() >= need);
         if !fits {
             let cap = need.max((self.used / 4).clamp(256, MAX_CHUNK));
-            self.chunks.push(Vec::with_capacity(cap));
+            self.chunks.push(Vec::with_capacity(cap).into());
         }
         let ci = self.chunks.len() - 1;
-        let chunk = &mut self.chunks[ci];
+        let chunk = self.chunks[ci].make_mut();
         let at = chunk.len();
         push_len(chunk, field.len());
         push_len(chunk, value.len());
@@ -236,7 +240,7 @@ impl Arena {
     }
 
     fn bytes_mut(&mut self, pos: usize) -> (&mut [u8], usize) {
-        (self.chunks.get_mut(pos >> 32).map_or(&mut [][..], |c| &mut c[..]), pos & 0xffff_ffff)
+        (self.chunks.get_mut(pos >> 32).map_or(&mut [][..], |c| &mut c.make_mut()[..]), pos & 0xffff_ffff)
     }
 
     fn capacity(&self) -> usize {
@@ -247,6 +251,11 @@ impl Arena {
 /// Decodes the pair at `pos`: (field, value, bytes the pair occupies).
 fn pair_at(arena: &Arena, pos: usize) -> (&[u8], &[u8], usize) {
     let (buf, at) = arena.chunk(pos);
+    pair_in(buf, at)
+}
+
+/// Decodes the pair at offset `at` of an arena chunk.
+fn pair_in(buf: &[u8], at: usize) -> (&[u8], &[u8], usize) {
     let (flen, p) = read_len(buf, at);
     let (vlen, p) = read_len(buf, p);
     let fend = (p + flen).min(buf.len());
@@ -254,7 +263,51 @@ fn pair_at(arena: &Arena, pos: usize) -> (&[u8], &[u8], usize) {
     (&buf[p..fend], &buf[fend..vend], vend - at.min(vend))
 }
 
+/// A hashtable hash as it was when the snapshot was taken: its slab and arena, shared with the
+/// hash until a writer copies a segment or chunk (see `types::cow`). It owns what it reads, so
+/// a reply can be encoded from it on another thread while the hash changes.
+pub struct HashSnapshot {
+    len: usize,
+    bytes: usize,
+    offsets: Vec<Arc<Vec<usize>>>,
+    chunks: Vec<Arc<Vec<u8>>>,
+}
+
+impl HashSnapshot {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Arena bytes of the live pairs: a capacity hint for the reply.
+    pub fn data_bytes_hint(&self) -> usize {
+        self.bytes
+    }
+
+    /// Every pair, in the order `Hash::iter` gave them when the snapshot was taken.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        for &pos in self.offsets.iter().flat_map(|seg| seg.iter()) {
+            let buf = self.chunks.get(pos >> 32).map_or(&[][..], |c| &c[..]);
+            let (k, v, _) = pair_in(buf, pos & 0xffff_ffff);
+            f(k, v);
+        }
+    }
+}
+
 impl Table {
+    /// The table as it is now, sharing its slab segments and arena chunks.
+    fn snapshot(&mut self) -> HashSnapshot {
+        HashSnapshot {
+            len: self.len(),
+            bytes: self.arena.used.saturating_sub(self.garbage),
+            offsets: self.offsets.share(),
+            chunks: self.arena.chunks.iter_mut().map(CowVec::share).collect(),
+        }
+    }
+
     fn with_capacity(n: usize) -> Table {
         let nb = n.max(MIN_BUCKETS).next_power_of_two();
         Table {
@@ -734,7 +787,7 @@ pub enum Boxed {
 pub enum Iter<'a> {
     Listpack(LpPairs<'a>),
     ListpackEx(LpxPairs<'a>),
-    Table(&'a Arena, std::iter::Flatten<std::slice::Iter<'a, Vec<usize>>>),
+    Table(&'a Arena, std::iter::Flatten<std::slice::Iter<'a, CowVec<usize>>>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -834,6 +887,18 @@ impl Hash {
 
     pub fn contains(&self, field: &[u8]) -> bool {
         self.get(field).is_some()
+    }
+
+    /// A snapshot of a hashtable hash for a reply encoded elsewhere (see `types::cow`); None
+    /// for the listpack encodings, which are small and encoded in place.
+    pub fn snapshot(&mut self) -> Option<HashSnapshot> {
+        match self {
+            Hash::Boxed(b) => match &mut **b {
+                Boxed::Table(t) => Some(t.snapshot()),
+                Boxed::ListpackEx(_) => None,
+            },
+            Hash::Listpack(_) => None,
+        }
     }
 
     pub fn iter(&self) -> Iter<'_> {
@@ -1032,7 +1097,7 @@ impl Hash {
                         Boxed::ListpackEx(b) => b.len(),
                         Boxed::Table(t) => {
                             t.arena.capacity()
-                                + t.arena.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+                                + t.arena.chunks.capacity() * std::mem::size_of::<CowVec<u8>>()
                                 + t.offsets.capacity() * std::mem::size_of::<usize>()
                                 + t.links.capacity() * std::mem::size_of::<Link>()
                                 + (t.buckets.len() + t.rehash.as_ref().map_or(0, |r| r.old.len())) * 4
@@ -1244,6 +1309,40 @@ impl Indexed<'_> {
 mod tests {
     use super::*;
     use std::collections::{HashMap, HashSet};
+
+    /// A snapshot keeps the pairs and their order while the hash is written: same-length
+    /// overwrites in place, removals (slab swaps), growth and a compaction.
+    #[test]
+    fn snapshot_is_the_hash_when_taken() {
+        let mut h = Hash::default();
+        for i in 0..150_000 {
+            h.set(format!("f:{i}").as_bytes(), format!("v:{i:06}").as_bytes(), 128, 64);
+        }
+        let pairs = |h: &Hash| h.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect::<Vec<_>>();
+        let before = pairs(&h);
+        let snap = h.snapshot().expect("a table");
+        let read = |snap: &HashSnapshot| {
+            let mut v = Vec::new();
+            snap.for_each(|k, val| v.push((k.to_vec(), val.to_vec())));
+            v
+        };
+        for i in 0..70_000 {
+            h.set(format!("f:{i}").as_bytes(), format!("w:{i:06}").as_bytes(), 128, 64);
+            h.remove(format!("f:{}", 149_999 - i).as_bytes());
+            h.set(format!("g:{i}").as_bytes(), b"x", 128, 64);
+        }
+        assert_eq!(read(&snap), before);
+        // Longer values leave garbage until the arena is compacted.
+        for i in 0..70_000 {
+            h.set(format!("f:{i}").as_bytes(), format!("longer-value:{i}").as_bytes(), 128, 64);
+        }
+        assert_eq!(read(&snap), before);
+        assert_eq!(snap.len(), 150_000);
+        drop(snap);
+        assert_eq!(h.get(b"f:5"), Some(&b"longer-value:5"[..]));
+        assert_eq!(h.get(b"f:149999"), None);
+        assert_eq!(h.len(), 150_000);
+    }
 
     #[test]
     fn enum_stays_small() {

@@ -14,6 +14,9 @@
 //! instead of 8. LRANGE copies string payloads straight into the reply and formats integers with
 //! itoa on the stack.
 
+use std::sync::Arc;
+
+use super::cow::CowVec;
 use crate::util::alloc::usable_size;
 use std::collections::VecDeque;
 
@@ -53,7 +56,8 @@ pub struct List {
 
 #[derive(Debug, Clone, PartialEq, Default)]
 struct Node {
-    buf: Vec<u8>,
+    /// Shared with reply snapshots while they last (see `types::cow`).
+    buf: CowVec<u8>,
     count: usize,
 }
 
@@ -380,7 +384,7 @@ impl Node {
     fn with_entry(data: &[u8], size: usize, int: Option<i64>) -> Node {
         let mut buf = vec![0; size];
         write_entry(&mut buf, data, int);
-        Node { buf, count: 1 }
+        Node { buf: buf.into(), count: 1 }
     }
 
     /// Whether one more entry of `size` bytes may join this node.
@@ -414,13 +418,14 @@ impl Node {
     fn insert_at(&mut self, off: usize, data: &[u8], size: usize, int: Option<i64>) {
         // Growth to the allocator's size class: no more memory than an exact request occupies,
         // and the pushes that fit in the class need no realloc call.
-        let old = self.buf.len();
-        if self.buf.capacity() < old + size {
-            self.buf.reserve_exact(usable_size(old + size) - old);
+        let buf = self.buf.make_mut();
+        let old = buf.len();
+        if buf.capacity() < old + size {
+            buf.reserve_exact(usable_size(old + size) - old);
         }
-        self.buf.resize(old + size, 0);
-        self.buf.copy_within(off..old, off + size);
-        write_entry(&mut self.buf[off..off + size], data, int);
+        buf.resize(old + size, 0);
+        buf.copy_within(off..old, off + size);
+        write_entry(&mut buf[off..off + size], data, int);
         self.count += 1;
     }
 
@@ -428,9 +433,10 @@ impl Node {
     fn split(&mut self) -> Node {
         let keep = self.count / 2;
         let off = self.offset_of(keep);
-        let tail = Node { buf: self.buf[off..].to_vec(), count: self.count - keep };
-        self.buf.truncate(off);
-        self.buf.shrink_to_fit();
+        let tail = Node { buf: self.buf[off..].to_vec().into(), count: self.count - keep };
+        let buf = self.buf.make_mut();
+        buf.truncate(off);
+        buf.shrink_to_fit();
         self.count = keep;
         tail
     }
@@ -515,7 +521,7 @@ impl List {
         let node = self.nodes.front_mut()?;
         let (e, next) = read_fwd(&node.buf, 0);
         let out = e.to_vec();
-        node.buf.drain(..next);
+        node.buf.make_mut().drain(..next);
         node.count -= 1;
         if node.count == 0 {
             self.nodes.pop_front();
@@ -528,7 +534,7 @@ impl List {
         let node = self.nodes.back_mut()?;
         let (e, start) = read_back(&node.buf, node.buf.len());
         let out = e.to_vec();
-        node.buf.truncate(start);
+        node.buf.make_mut().truncate(start);
         node.count -= 1;
         if node.count == 0 {
             self.nodes.pop_back();
@@ -590,7 +596,7 @@ impl List {
         let node = &mut self.nodes[ni];
         let off = node.offset_of(ei);
         let next = read_fwd(&node.buf, off).1;
-        node.buf.splice(off..next, encode_vec(data));
+        node.buf.make_mut().splice(off..next, encode_vec(data));
         self.rebalance(ni, fill);
         true
     }
@@ -628,7 +634,7 @@ impl List {
                 self.nodes.pop_front();
             } else {
                 let off = node.offset_of(n);
-                node.buf.drain(..off);
+                node.buf.make_mut().drain(..off);
                 node.count -= n;
                 n = 0;
             }
@@ -647,7 +653,7 @@ impl List {
                 self.nodes.pop_back();
             } else {
                 let off = node.offset_of(node.count - n);
-                node.buf.truncate(off);
+                node.buf.make_mut().truncate(off);
                 node.count -= n;
                 n = 0;
             }
@@ -689,7 +695,7 @@ impl List {
                 prev = e;
             }
             kept.extend_from_slice(&node.buf[prev..]);
-            node.buf = kept;
+            node.buf = kept.into();
             node.count -= starts.len();
             removed += starts.len();
         }
@@ -740,12 +746,75 @@ impl List {
         }
     }
 
+    /// A snapshot of the `n` elements from `start` on (a range inside the list), sharing the
+    /// nodes that hold them until a writer copies one (see `types::cow`): it owns what it
+    /// reads, so a reply can be encoded from it on another thread while the list changes.
+    pub fn snapshot_range(&mut self, start: usize, n: usize) -> ListSnapshot {
+        let n = if start >= self.len { 0 } else { n.min(self.len - start) };
+        let bytes = self.approx_bytes(n);
+        if n == 0 {
+            return ListSnapshot { nodes: Vec::new(), off: 0, n: 0, bytes };
+        }
+        let (ni, ei) = self.locate(start);
+        let off = self.nodes[ni].offset_of(ei);
+        let mut nodes = Vec::new();
+        // Elements still to cover, counted from the first node's head.
+        let mut left = n + ei;
+        let mut i = ni;
+        while left > 0 && i < self.nodes.len() {
+            let node = &mut self.nodes[i];
+            left = left.saturating_sub(node.count);
+            nodes.push(node.buf.share());
+            i += 1;
+        }
+        ListSnapshot { nodes, off, n, bytes }
+    }
+
     /// An estimate of the encoded bytes of `n` elements (to size reply buffers): `n` times the
     /// average entry size of the head node, which is O(1) however long the list is.
     pub fn approx_bytes(&self, n: usize) -> usize {
         match self.nodes.front() {
             Some(node) if node.count > 0 => node.buf.len() / node.count * n,
             _ => 0,
+        }
+    }
+}
+
+/// A range of a list as it was when the snapshot was taken (`List::snapshot_range`).
+pub struct ListSnapshot {
+    nodes: Vec<Arc<Vec<u8>>>,
+    /// Where the range starts in the first node.
+    off: usize,
+    n: usize,
+    bytes: usize,
+}
+
+impl ListSnapshot {
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// An estimate of the elements' encoded bytes (a capacity hint).
+    pub fn approx_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Calls `f` with each element of the range, head to tail.
+    pub fn for_each(&self, mut f: impl FnMut(Elem<'_>)) {
+        let mut n = self.n;
+        let mut off = self.off;
+        for buf in &self.nodes {
+            while n > 0 && off < buf.len() {
+                let (e, next) = read_fwd(buf, off);
+                f(e);
+                off = next;
+                n -= 1;
+            }
+            off = 0;
         }
     }
 }
@@ -769,13 +838,13 @@ impl ListBuilder {
         match self.list.nodes.back_mut() {
             Some(node) if node.can_take(size, self.fill) => {
                 let old = node.buf.len();
-                node.buf.resize(old + size, 0);
-                write_entry(&mut node.buf[old..], data, int);
+                node.buf.make_mut().resize(old + size, 0);
+                write_entry(&mut node.buf.make_mut()[old..], data, int);
                 node.count += 1;
             }
             _ => {
                 if let Some(node) = self.list.nodes.back_mut() {
-                    node.buf.shrink_to_fit();
+                    node.buf.make_mut().shrink_to_fit();
                 }
                 self.list.nodes.push_back(Node::with_entry(data, size, int));
             }
@@ -785,7 +854,7 @@ impl ListBuilder {
 
     pub fn finish(mut self) -> List {
         if let Some(node) = self.list.nodes.back_mut() {
-            node.buf.shrink_to_fit();
+            node.buf.make_mut().shrink_to_fit();
         }
         self.list
     }
@@ -849,6 +918,28 @@ impl<'a> Iterator for RevIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A range snapshot keeps its elements while the list is written at both ends and inside.
+    #[test]
+    fn snapshot_range_is_the_range_when_taken() {
+        let mut l = List::new();
+        for i in 0..100_000 {
+            l.push_back(format!("e:{i}").as_bytes(), -2);
+        }
+        let expect: Vec<Vec<u8>> = (10..90_010).map(|i| format!("e:{i}").into_bytes()).collect();
+        let snap = l.snapshot_range(10, 90_000);
+        for i in 0..5000 {
+            l.pop_front();
+            l.push_back(b"new", -2);
+            l.set(40_000 + i, b"changed", -2);
+        }
+        let mut got = Vec::new();
+        snap.for_each(|e| got.push(e.to_vec()));
+        assert_eq!(got, expect);
+        assert_eq!(snap.len(), 90_000);
+        assert_eq!(l.len(), 100_000);
+        assert_eq!(l.get(0).map(|e| e.to_vec()), Some(b"e:5000".to_vec()));
+    }
 
     #[test]
     fn builder_matches_push_back() {

@@ -2,6 +2,7 @@
 //! clients or replies; commands drive them through plain methods.
 
 pub mod bits;
+pub mod cow;
 pub mod geohash;
 pub mod hash;
 pub mod hll;

@@ -2,7 +2,13 @@
 //! copies it whole. A `Vec` doubling at 2M elements copies 16 MB in one push (tens of ms on the
 //! executor); here only the last segment grows by doubling, up to `SEG` elements (512 KiB of
 //! `u64`), and every other segment is full and never moves. Indexing is one shift and one mask.
-//! It supports what a dense slab needs: push, swap_remove, index, iteration.
+//! It supports what a dense slab needs: push, swap_remove, index, iteration. Segments are
+//! `CowVec`s, so a reply snapshot can share them (`share`) and a write copies only the segment
+//! it touches while the snapshot lives.
+
+use std::sync::Arc;
+
+use super::cow::CowVec;
 
 /// Elements per segment (a power of two).
 const SEG_BITS: u32 = 16;
@@ -11,12 +17,12 @@ const SEG: usize = 1 << SEG_BITS;
 /// A vector in segments: all but the last are exactly `SEG` long.
 #[derive(Clone, Default)]
 pub struct SegVec<T> {
-    segs: Vec<Vec<T>>,
+    segs: Vec<CowVec<T>>,
 }
 
-impl<T> SegVec<T> {
+impl<T: Clone> SegVec<T> {
     pub fn with_capacity(n: usize) -> Self {
-        let segs = if n == 0 { Vec::new() } else { vec![Vec::with_capacity(n.min(SEG))] };
+        let segs = if n == 0 { Vec::new() } else { vec![Vec::with_capacity(n.min(SEG)).into()] };
         SegVec { segs }
     }
 
@@ -32,6 +38,7 @@ impl<T> SegVec<T> {
     pub fn push(&mut self, v: T) {
         match self.segs.last_mut() {
             Some(last) if last.len() < SEG => {
+                let last = last.make_mut();
                 if last.len() == last.capacity() {
                     // Double, but never past SEG, so full segments hold exactly SEG.
                     let want = (last.capacity() * 2).clamp(4, SEG);
@@ -42,14 +49,14 @@ impl<T> SegVec<T> {
             _ => {
                 let mut seg = Vec::with_capacity(if self.segs.is_empty() { 4 } else { SEG });
                 seg.push(v);
-                self.segs.push(seg);
+                self.segs.push(seg.into());
             }
         }
     }
 
     /// Removes the last element.
     pub fn pop(&mut self) -> Option<T> {
-        let last = self.segs.last_mut()?;
+        let last = self.segs.last_mut()?.make_mut();
         let v = last.pop();
         if last.is_empty() {
             self.segs.pop();
@@ -69,38 +76,43 @@ impl<T> SegVec<T> {
         }
     }
 
-    pub fn iter(&self) -> std::iter::Flatten<std::slice::Iter<'_, Vec<T>>> {
+    pub fn iter(&self) -> std::iter::Flatten<std::slice::Iter<'_, CowVec<T>>> {
         self.segs.iter().flatten()
     }
 
-    pub fn iter_mut(&mut self) -> std::iter::Flatten<std::slice::IterMut<'_, Vec<T>>> {
-        self.segs.iter_mut().flatten()
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.segs.iter_mut().flat_map(|s| s.make_mut().iter_mut())
+    }
+
+    /// The segments as they are now, shared with a snapshot (see `types::cow`).
+    pub fn share(&mut self) -> Vec<Arc<Vec<T>>> {
+        self.segs.iter_mut().map(CowVec::share).collect()
     }
 
     /// Elements allocated for.
     pub fn capacity(&self) -> usize {
-        self.segs.iter().map(Vec::capacity).sum()
+        self.segs.iter().map(|s| s.capacity()).sum()
     }
 
     /// Gives back the last segment's spare room beyond `min` elements in total.
     pub fn shrink_to(&mut self, min: usize) {
-        let full = self.len() - self.segs.last().map_or(0, Vec::len);
+        let full = self.len() - self.segs.last().map_or(0, |s| s.len());
         if let Some(last) = self.segs.last_mut() {
-            last.shrink_to(min.saturating_sub(full));
+            last.make_mut().shrink_to(min.saturating_sub(full));
         }
     }
 }
 
-impl<T> std::ops::Index<usize> for SegVec<T> {
+impl<T: Clone> std::ops::Index<usize> for SegVec<T> {
     type Output = T;
     fn index(&self, i: usize) -> &T {
         &self.segs[i >> SEG_BITS][i & (SEG - 1)]
     }
 }
 
-impl<T> std::ops::IndexMut<usize> for SegVec<T> {
+impl<T: Clone> std::ops::IndexMut<usize> for SegVec<T> {
     fn index_mut(&mut self, i: usize) -> &mut T {
-        &mut self.segs[i >> SEG_BITS][i & (SEG - 1)]
+        &mut self.segs[i >> SEG_BITS].make_mut()[i & (SEG - 1)]
     }
 }
 

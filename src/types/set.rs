@@ -33,6 +33,9 @@
 
 use std::hash::BuildHasher;
 
+use std::sync::Arc;
+
+use super::cow::CowVec;
 use crate::util::num::parse_i64;
 
 /// One member as the set holds it: an integer (intset) or bytes (hashtable).
@@ -260,28 +263,71 @@ fn header_len(len: usize) -> usize {
 }
 
 /// Appends `m` to an arena; returns its location and the bytes it took.
-fn arena_append(chunks: &mut Vec<Vec<u8>>, m: &[u8]) -> (u64, usize) {
+fn arena_append(chunks: &mut Vec<CowVec<u8>>, m: &[u8]) -> (u64, usize) {
     let need = header_len(m.len()) + m.len();
     let fits = chunks.last().is_some_and(|c| c.len() + need <= CHUNK && c.len() < CHUNK);
     if !fits {
         // A small set's first chunk grows as a Vec does; later ones are reserved whole so
         // the arena never copies itself. A member bigger than a chunk gets a chunk of its own.
         let cap = if chunks.is_empty() { need } else { need.max(CHUNK) };
-        chunks.push(Vec::with_capacity(cap));
+        chunks.push(Vec::with_capacity(cap).into());
     }
     let idx = chunks.len() - 1;
-    let chunk = &mut chunks[idx];
+    let chunk = chunks[idx].make_mut();
     let off = chunk.len();
     push_header(chunk, m.len());
     chunk.extend_from_slice(m);
     (((idx as u64) << CHUNK_BITS) | off as u64, need)
 }
 
-fn arena_member(chunks: &[Vec<u8>], loc: u64) -> &[u8] {
+fn arena_member(chunks: &[CowVec<u8>], loc: u64) -> &[u8] {
     let chunk = &chunks[(loc >> CHUNK_BITS) as usize];
     let off = (loc as usize) & (CHUNK - 1);
     let (len, _, h) = read_header(chunk, off);
     &chunk[off + h..off + h + len]
+}
+
+/// Every live member of an arena, in arena order.
+fn arena_for_each<'a>(chunks: impl Iterator<Item = &'a [u8]>, mut f: impl FnMut(&'a [u8])) {
+    for chunk in chunks {
+        let mut off = 0;
+        while off < chunk.len() {
+            let (len, dead, h) = read_header(chunk, off);
+            if !dead {
+                f(&chunk[off + h..off + h + len]);
+            }
+            off += h + len;
+        }
+    }
+}
+
+/// A hashtable set as it was when the snapshot was taken: its arena chunks, shared with the set
+/// until a writer copies one (see `types::cow`). It owns what it reads, so a reply can be
+/// encoded from it on another thread while the set changes.
+pub struct SetSnapshot {
+    len: usize,
+    bytes: usize,
+    chunks: Vec<Arc<Vec<u8>>>,
+}
+
+impl SetSnapshot {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Arena bytes of the members (headers included): a capacity hint for the reply.
+    pub fn data_bytes_hint(&self) -> usize {
+        self.bytes
+    }
+
+    /// Every member, in the order `Set::for_each` gave them when the snapshot was taken.
+    pub fn for_each<'a>(&'a self, f: impl FnMut(&'a [u8])) {
+        arena_for_each(self.chunks.iter().map(|c| &c[..]), f);
+    }
 }
 
 /// One open-addressing slot array: 0 = empty, else `tag << LOC_BITS | (location + 1)`, the tag
@@ -366,7 +412,8 @@ struct BigSet {
     /// once: the clusters left behind stay intact, so probing `ht[0]` stays correct.
     rehash_pos: Option<usize>,
     len: usize,
-    chunks: Vec<Vec<u8>>,
+    /// Shared with reply snapshots while they last (see `types::cow`).
+    chunks: Vec<CowVec<u8>>,
     /// Arena bytes (headers included) of live and of removed entries.
     live_bytes: usize,
     dead_bytes: usize,
@@ -555,7 +602,7 @@ impl BigSet {
     /// entry dead.
     fn remove_slot(&mut self, t: usize, i: usize) {
         let loc = Self::loc(self.ht[t].slots[i]);
-        let chunk = &mut self.chunks[(loc >> CHUNK_BITS) as usize];
+        let chunk = self.chunks[(loc >> CHUNK_BITS) as usize].make_mut();
         let off = (loc as usize) & (CHUNK - 1);
         let (len, _, h) = read_header(chunk, off);
         chunk[off] |= 1;
@@ -603,7 +650,7 @@ impl BigSet {
     /// the copies. The index, and a resize in progress, are left as they are.
     fn compact(&mut self) {
         let BigSet { ht, chunks, live_bytes, dead_bytes, .. } = self;
-        let mut fresh: Vec<Vec<u8>> = Vec::new();
+        let mut fresh: Vec<CowVec<u8>> = Vec::new();
         let mut live = 0;
         for ix in ht.iter_mut() {
             for s in ix.slots.iter_mut() {
@@ -630,16 +677,16 @@ impl BigSet {
     }
 
     /// Every live member, in arena order.
-    fn for_each<'a>(&'a self, mut f: impl FnMut(&'a [u8])) {
-        for chunk in &self.chunks {
-            let mut off = 0;
-            while off < chunk.len() {
-                let (len, dead, h) = read_header(chunk, off);
-                if !dead {
-                    f(&chunk[off + h..off + h + len]);
-                }
-                off += h + len;
-            }
+    fn for_each<'a>(&'a self, f: impl FnMut(&'a [u8])) {
+        arena_for_each(self.chunks.iter().map(|c| &c[..]), f);
+    }
+
+    /// The set as it is now, sharing its arena chunks (see `types::cow`).
+    fn snapshot(&mut self) -> SetSnapshot {
+        SetSnapshot {
+            len: self.len,
+            bytes: self.live_bytes,
+            chunks: self.chunks.iter_mut().map(CowVec::share).collect(),
         }
     }
 
@@ -746,8 +793,8 @@ impl BigSet {
 
     fn heap_bytes(&self) -> usize {
         (self.ht[0].size() + self.ht[1].size()) * std::mem::size_of::<u64>()
-            + self.chunks.iter().map(Vec::capacity).sum::<usize>()
-            + self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+            + self.chunks.iter().map(|c| c.capacity()).sum::<usize>()
+            + self.chunks.capacity() * std::mem::size_of::<CowVec<u8>>()
     }
 }
 
@@ -910,6 +957,15 @@ impl Set {
         }
     }
 
+    /// A snapshot of a hashtable set for a reply encoded elsewhere (see `types::cow`); None for
+    /// an intset, which is small and encoded in place.
+    pub fn snapshot(&mut self) -> Option<SetSnapshot> {
+        match &mut self.repr {
+            Repr::Ints(_) => None,
+            Repr::Table(t) => Some(t.snapshot()),
+        }
+    }
+
     /// DEBUG HTSTATS-KEY's text, when the set is a hash table.
     pub fn table_stats(&self) -> Option<String> {
         match &self.repr {
@@ -1013,6 +1069,39 @@ mod tests {
         let mut v = Vec::new();
         s.for_each(|e| v.push(e.to_vec()));
         v
+    }
+
+    /// A snapshot keeps the members and their order while the set is written: removals (dead
+    /// marks), growth into new chunks and a compaction each copy only what they touch.
+    #[test]
+    fn snapshot_is_the_set_when_taken() {
+        let mut s = Set::new();
+        for i in 0..200_000 {
+            s.insert(format!("member:{i}").as_bytes(), 512);
+        }
+        let before = members(&s);
+        let snap = s.snapshot().expect("a hashtable set");
+        for i in 0..1000 {
+            s.remove(format!("member:{i}").as_bytes());
+            s.insert(format!("new:{i}").as_bytes(), 512);
+        }
+        let mut got = Vec::new();
+        snap.for_each(|m| got.push(m.to_vec()));
+        assert_eq!(got, before);
+        assert_eq!(snap.len(), before.len());
+        // Removing most members compacts the arena: the snapshot still reads the old one.
+        for i in 1000..190_000 {
+            s.remove(format!("member:{i}").as_bytes());
+        }
+        let mut got = Vec::new();
+        snap.for_each(|m| got.push(m.to_vec()));
+        assert_eq!(got, before);
+        drop(snap);
+        assert_eq!(s.len(), 200_000 - 190_000 + 1000);
+        let now: HashSet<Vec<u8>> = members(&s).into_iter().collect();
+        assert!(
+            now.contains(&b"new:999"[..]) && now.contains(&b"member:199999"[..]) && !now.contains(&b"member:5"[..])
+        );
     }
 
     #[test]

@@ -1,0 +1,263 @@
+//! Big reads (SMEMBERS, HGETALL, HKEYS, HVALS, LRANGE) whose reply is encoded off the executor from a
+//! snapshot (`Reply::Deferred`, `types::cow`): the reply must be the collection as it was when
+//! the command ran, whatever writers do while it is encoded and sent.
+//!
+//! - A pipeline that reads a big collection and then changes it in every way the storage knows
+//!   (removals that mark arena entries dead and swap slab slots, a compaction, same-length value
+//!   overwrites in place, growth into new chunks and segments), all in one batch so the writes
+//!   run before the first reply is encoded: each read must give the state at its own position,
+//!   compared with real Redis running the same pipeline (as sets: hashtable order is undefined).
+//! - A writer on another connection removing and adding members in a known order while big
+//!   reads run: every reply must be a point-in-time state (the removed and the added members
+//!   each form a prefix of the writer's sequence, one step apart at most), never a torn mix.
+//! - The same reads inside MULTI, Lua and RESP3, which encode in place.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::{encode, parse_value, Client, RedisServer, TestServer, Value};
+
+/// More than `commands::DEFER_MIN_ELEMENTS`, and several 64 Ki-element slab segments for hashes.
+const N: usize = 150_000;
+
+fn items(v: Value) -> Vec<Value> {
+    match v {
+        Value::Agg(_, Some(items)) => items,
+        other => panic!("not an aggregate: {other:?}"),
+    }
+}
+
+fn bulk(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Bulk(Some(b)) => b.clone(),
+        other => panic!("not a bulk: {other:?}"),
+    }
+}
+
+fn set_of(v: Value) -> BTreeSet<Vec<u8>> {
+    items(v).iter().map(bulk).collect()
+}
+
+fn map_of(v: Value) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let it = items(v);
+    it.chunks(2).map(|p| (bulk(&p[0]), bulk(&p[1]))).collect()
+}
+
+/// Sends every command in one write (one batch on our side) and reads all the replies.
+fn pipeline(c: &mut Client, cmds: &[Vec<Vec<u8>>]) -> Vec<Value> {
+    let mut bytes = Vec::new();
+    for argv in cmds {
+        bytes.extend_from_slice(&encode(argv));
+    }
+    c.stream.write_all(&bytes).expect("send pipeline");
+    cmds.iter().map(|_| parse_value(&c.read_reply().expect("reply"))).collect()
+}
+
+fn argv(parts: &[&[u8]]) -> Vec<Vec<u8>> {
+    parts.iter().map(|p| p.to_vec()).collect()
+}
+
+/// `verb key` followed by `prefix:i` (and `value` after each, for a hash) for `i` in `range`.
+fn bulk_cmd(verb: &str, key: &str, prefix: &str, range: std::ops::Range<usize>, value: Option<&str>) -> Vec<Vec<u8>> {
+    let mut a = vec![verb.as_bytes().to_vec(), key.as_bytes().to_vec()];
+    for i in range {
+        a.push(format!("{prefix}:{i}").into_bytes());
+        if let Some(v) = value {
+            a.push(format!("{v}:{i:06}").into_bytes());
+        }
+    }
+    a
+}
+
+fn load(c: &mut Client) {
+    for from in (0..N).step_by(10_000) {
+        c.cmd(&bulk_cmd("SADD", "s", "m", from..from + 10_000, None));
+        c.cmd(&bulk_cmd("HSET", "h", "f", from..from + 10_000, Some("v")));
+    }
+}
+
+/// The read-then-write pipeline, one batch: each read's reply is the state at its position.
+fn read_write_pipeline() -> Vec<Vec<Vec<u8>>> {
+    vec![
+        argv(&[b"SMEMBERS", b"s"]),
+        argv(&[b"HGETALL", b"h"]),
+        // Small writes: in the same read, so the same batch as the reads before them, and
+        // run before those are encoded.
+        argv(&[b"SREM", b"s", b"m:7", b"m:140000"]),
+        argv(&[b"SADD", b"s", b"small:1"]),
+        argv(&[b"HSET", b"h", b"f:3", b"w:000003", b"f:149999", b"w:149999"]),
+        argv(&[b"HDEL", b"h", b"f:0"]),
+        // Same-length overwrites in place, removals (slab swaps), growth into new chunks.
+        bulk_cmd("HSET", "h", "f", 0..20_000, Some("w")),
+        bulk_cmd("SREM", "s", "m", 0..30_000, None),
+        bulk_cmd("HDEL", "h", "f", 40_000..70_000, None),
+        bulk_cmd("SADD", "s", "n", 0..40_000, None),
+        bulk_cmd("HSET", "h", "g", 0..40_000, Some("x")),
+        argv(&[b"HKEYS", b"h"]),
+        argv(&[b"SMEMBERS", b"s"]),
+        // Most of the set goes: removed entries outweigh live ones, so the arena is compacted.
+        bulk_cmd("SREM", "s", "m", 30_000..N, None),
+        argv(&[b"HVALS", b"h"]),
+        argv(&[b"SMEMBERS", b"s"]),
+        argv(&[b"SCARD", b"s"]),
+    ]
+}
+
+#[test]
+fn replies_are_the_state_at_the_command_despite_later_writes_in_the_batch() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        load(&mut c);
+        results.push(pipeline(&mut c, &read_write_pipeline()));
+    }
+    let (theirs, mine) = (&results[0], &results[1]);
+    // What each read must hold, worked out independently of both servers.
+    let first: BTreeSet<Vec<u8>> = (0..N).map(|i| format!("m:{i}").into_bytes()).collect();
+    assert_eq!(set_of(mine[0].clone()), first);
+    let h0: BTreeMap<Vec<u8>, Vec<u8>> =
+        (0..N).map(|i| (format!("f:{i}").into_bytes(), format!("v:{i:06}").into_bytes())).collect();
+    assert_eq!(map_of(mine[1].clone()), h0, "HGETALL saw a later write");
+    for (i, (a, b)) in theirs.iter().zip(mine.iter()).enumerate() {
+        match i {
+            1 => assert_eq!(map_of(a.clone()), map_of(b.clone()), "reply {i}"),
+            0 | 11 | 12 | 14 | 15 => {
+                let (mut x, mut y) = (items(a.clone()), items(b.clone()));
+                x.sort_by_key(bulk);
+                y.sort_by_key(bulk);
+                assert_eq!(x, y, "reply {i}");
+            }
+            _ => assert_eq!(a, b, "reply {i}"),
+        }
+    }
+}
+
+/// Lists keep their order, so LRANGE replies are compared byte for byte with Redis's: big
+/// ranges read, then the list changed at both ends and in the middle in the same batch.
+#[test]
+fn lrange_is_the_list_at_the_command_despite_later_writes() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let cmds = vec![
+        argv(&[b"LRANGE", b"l", b"0", b"-1"]),
+        argv(&[b"LRANGE", b"l", b"1000", b"-1000"]),
+        argv(&[b"LPOP", b"l", b"3"]),
+        argv(&[b"RPUSH", b"l", b"tail", b"12345"]),
+        argv(&[b"LSET", b"l", b"50000", b"changed"]),
+        argv(&[b"LINSERT", b"l", b"BEFORE", b"e:70000", b"inserted"]),
+        argv(&[b"LREM", b"l", b"0", b"e:90000"]),
+        argv(&[b"LRANGE", b"l", b"0", b"-1"]),
+        argv(&[b"LTRIM", b"l", b"5000", b"-5000"]),
+        argv(&[b"LRANGE", b"l", b"-100000", b"100000"]),
+        bulk_cmd("LPUSH", "l", "h", 0..20_000, None),
+        argv(&[b"LRANGE", b"l", b"0", b"-1"]),
+    ];
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        for from in (0..N).step_by(10_000) {
+            let mut a = bulk_cmd("RPUSH", "l", "e", from..from + 10_000, None);
+            // Integers too: stored in binary, formatted when encoded.
+            a.extend((from..from + 100).map(|i| i.to_string().into_bytes()));
+            c.cmd(&a);
+        }
+        results.push(pipeline(&mut c, &cmds));
+    }
+    for (i, (a, b)) in results[0].iter().zip(results[1].iter()).enumerate() {
+        assert!(a == b, "reply {i} differs from Redis's");
+    }
+    assert_eq!(items(results[1][0].clone()).len(), N + N / 100);
+}
+
+#[test]
+fn resp3_multi_and_lua_give_the_same_members() {
+    let ours = TestServer::new();
+    let mut c = ours.client();
+    load(&mut c);
+    let plain = set_of(parse_value(&c.line("SMEMBERS s")));
+    assert_eq!(plain.len(), N);
+    // Inside MULTI the read is encoded in place, still before the write queued after it.
+    let replies = pipeline(
+        &mut c,
+        &[argv(&[b"MULTI"]), argv(&[b"SMEMBERS", b"s"]), argv(&[b"SADD", b"s", b"extra"]), argv(&[b"EXEC"])],
+    );
+    let exec = items(replies[3].clone());
+    assert_eq!(set_of(exec[0].clone()), plain);
+    let lua = parse_value(&c.cmd(&[b"EVAL" as &[u8], b"return #redis.call('smembers', KEYS[1])", b"1", b"s"]));
+    assert_eq!(lua, Value::Int(N as i64 + 1));
+    c.line("HELLO 3");
+    let r3 = c.line("SMEMBERS s");
+    assert!(r3.starts_with(format!("~{}\r\n", N + 1).as_bytes()), "RESP3 set header");
+    let h3 = c.line("HGETALL h");
+    assert!(h3.starts_with(format!("%{N}\r\n").as_bytes()), "RESP3 map header");
+    // CLIENT REPLY SKIP drops the big reply, and only it.
+    let mut bytes = encode(&[&b"CLIENT"[..], b"REPLY", b"SKIP"]);
+    bytes.extend_from_slice(&encode(&[&b"SMEMBERS"[..], b"s"]));
+    bytes.extend_from_slice(&encode(&[&b"PING"[..]]));
+    c.stream.write_all(&bytes).expect("send");
+    assert_eq!(c.read_reply().expect("reply"), b"+PONG\r\n");
+    assert_eq!(c.line("PING"), b"+PONG\r\n", "nothing else was sent");
+}
+
+/// Every reply a reader gets while a writer removes `m:i` and adds `n:i` for i = 0, 1, 2, ...
+/// (SREM then SADD) must be one state of that sequence.
+#[test]
+fn a_concurrent_writer_never_tears_a_reply() {
+    let ours = TestServer::new();
+    let mut c = ours.client();
+    load(&mut c);
+    let stop = Arc::new(AtomicBool::new(false));
+    let port = ours.port;
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut w = Client::connect(port);
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) && i < N {
+                w.cmd(&[&b"SREM"[..], b"s", format!("m:{i}").as_bytes()]);
+                w.cmd(&[&b"SADD"[..], b"s", format!("n:{i}").as_bytes()]);
+                w.cmd(&[&b"HDEL"[..], b"h", format!("f:{i}").as_bytes()]);
+                w.cmd(&[
+                    &b"HSET"[..],
+                    b"h",
+                    format!("f:{}", N - 1 - i).as_bytes(),
+                    format!("w:{:06}", N - 1 - i).as_bytes(),
+                ]);
+                i += 1;
+            }
+            i
+        })
+    };
+    for _ in 0..8 {
+        let s = set_of(parse_value(&c.line("SMEMBERS s")));
+        let removed = (0..N).take_while(|i| !s.contains(format!("m:{i}").as_bytes())).count();
+        let added = (0..N).take_while(|i| s.contains(format!("n:{i}").as_bytes())).count();
+        assert!(added == removed || added + 1 == removed, "torn SMEMBERS: {removed} removed, {added} added");
+        for i in removed..N {
+            assert!(s.contains(format!("m:{i}").as_bytes()), "m:{i} missing after a prefix of {removed}");
+        }
+        assert_eq!(s.len(), N - removed + added);
+        let h = map_of(parse_value(&c.line("HGETALL h")));
+        let deleted = (0..N).take_while(|i| !h.contains_key(format!("f:{i}").as_bytes())).count();
+        let rewritten = (0..N)
+            .take_while(|i| h.get(format!("f:{}", N - 1 - i).as_bytes()).is_some_and(|v| v.starts_with(b"w:")))
+            .count();
+        assert!(
+            rewritten == deleted || rewritten + 1 == deleted || deleted * 2 >= N,
+            "torn HGETALL: {deleted} deleted, {rewritten} rewritten"
+        );
+        for i in deleted..N - rewritten {
+            let v = h.get(format!("f:{i}").as_bytes()).unwrap_or_else(|| panic!("f:{i} missing"));
+            assert_eq!(v, format!("v:{i:06}").as_bytes(), "f:{i}");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let steps = writer.join().expect("writer");
+    assert!(steps > 0);
+}
