@@ -204,8 +204,7 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     if added + updated > 0 {
         ctx.notify(ev::ZSET, "zadd", key);
-        ctx.modified(key);
-        ctx.dirty((added + updated - 1) as u64);
+        ctx.modified(key, (added + updated) as u64);
         if created {
             ctx.signal_ready(key);
         }
@@ -586,7 +585,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], mut pairs: Vec<(Vec<u8>, f64)>, event
     let now = ctx.now_ms;
     if pairs.is_empty() {
         if ctx.db().remove(dst, now).is_some() {
-            ctx.modified(dst);
+            ctx.modified(dst, 1);
             ctx.notify(ev::GENERIC, "del", dst);
         }
         return Ok(Reply::Int(0));
@@ -598,8 +597,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], mut pairs: Vec<(Vec<u8>, f64)>, event
     let z = ZSet::from_pairs(pairs, limits(ctx));
     ctx.set_key(dst, Value::ZSet(Box::new(z)));
     ctx.notify(ev::ZSET, event, dst);
-    ctx.modified(dst);
-    ctx.dirty(n as u64 - 1);
+    ctx.modified(dst, n as u64);
     Ok(Reply::Int(n as i64))
 }
 

@@ -82,7 +82,7 @@ fn hash_or_create<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Hash, CmdE
 
 /// The conversion limits from config: (max entries, max value length).
 fn limits(ctx: &Ctx) -> (usize, usize) {
-    (ctx.srv.config.hash_max_listpack_entries, ctx.srv.config.hash_max_listpack_value)
+    (ctx.config().hash_max_listpack_entries, ctx.config().hash_max_listpack_value)
 }
 
 /// HSET key field value [field value ...]
@@ -104,8 +104,7 @@ pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let pairs = (args.len() as u64 - 2) / 2;
     ctx.notify(crate::pubsub::ev::HASH, "hset", key);
-    ctx.modified(key);
-    ctx.dirty(pairs - 1);
+    ctx.modified(key, pairs);
     if ctx.spec.name == "hmset" {
         Ok(Reply::Ok)
     } else {
@@ -127,7 +126,7 @@ pub fn hsetnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
     h.convert_for_lengths(args.from(2), max_value);
     h.set(args.get(2), args.get(3), max_entries, max_value);
     ctx.notify(crate::pubsub::ev::HASH, "hset", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(int_bool(true))
 }
 
@@ -184,8 +183,7 @@ pub fn hdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.notify(crate::pubsub::ev::GENERIC, "del", key);
     }
     if deleted > 0 {
-        ctx.modified(key);
-        ctx.dirty(deleted - 1);
+        ctx.modified(key, deleted);
     }
     Ok(Reply::Int(deleted as i64))
 }
@@ -283,7 +281,7 @@ pub fn hincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut buf = itoa::Buffer::new();
     h.set_keep_ttl(field, buf.format(next).as_bytes(), max_entries, max_value);
     ctx.notify(crate::pubsub::ev::HASH, "hincrby", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(Reply::Int(next))
 }
 
@@ -310,7 +308,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     })?;
     h.set_keep_ttl(field, &next, max_entries, max_value);
     ctx.notify(crate::pubsub::ev::HASH, "hincrbyfloat", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.propagate_as_parts(&[b"HSET", key, field, &next]);
     Ok(Reply::Bulk(next))
 }
@@ -587,8 +585,7 @@ fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> 
     }
     let emptied = h.is_empty();
     if updated + deleted > 0 {
-        ctx.modified(key);
-        ctx.dirty(updated + deleted - 1);
+        ctx.modified(key, updated + deleted);
         if emptied {
             ctx.db().remove(key, now);
             ctx.notify(ev::HASH, "hdel", key);
@@ -707,8 +704,7 @@ pub fn hpersist(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }));
     if changed > 0 {
-        ctx.modified(key);
-        ctx.dirty(changed - 1);
+        ctx.modified(key, changed);
         ctx.notify(ev::HASH, "hpersist", key);
     }
     Ok(out)

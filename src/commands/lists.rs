@@ -94,7 +94,7 @@ fn list_ref<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c List>, Cm
 }
 
 fn fill(ctx: &Ctx) -> i64 {
-    ctx.srv.config.list_max_listpack_size as i64
+    ctx.config().list_max_listpack_size as i64
 }
 
 /// Records `n` changed elements of `key` and publishes `event` (class l), deleting the key when
@@ -106,18 +106,8 @@ fn after_write(ctx: &mut Ctx, key: &[u8], n: usize, emptied: bool, event: &str) 
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
-    ctx.modified(key);
-    if n > 1 {
-        ctx.dirty(n as u64 - 1);
-    }
-}
-
-/// Marks `key` modified (WATCH, keyspace events) without counting a dataset change: Redis
-/// signals LTRIM's key even when nothing was trimmed, and counts LMOVE as one change for two keys.
-fn touch_uncounted(ctx: &mut Ctx, key: &[u8]) {
-    let dirty = ctx.srv.dirty;
-    ctx.modified(key);
-    ctx.srv.dirty = dirty;
+    // At least one change even when nothing moved, as Redis counts it.
+    ctx.modified(key, n.max(1) as u64);
 }
 
 /// The keyspace event a push (`lpush`/`rpush`) or pop (`lpop`/`rpop`) at `end` publishes.
@@ -434,8 +424,7 @@ pub fn ltrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     list.remove_front(front);
     let emptied = list.is_empty();
     // Redis counts the trimmed elements as dirty and signals the key even when nothing went.
-    touch_uncounted(ctx, key);
-    ctx.dirty((front + back) as u64);
+    ctx.modified(key, (front + back) as u64);
     ctx.notify(ev::LIST, "ltrim", key);
     if emptied {
         let now = ctx.now_ms;
@@ -524,7 +513,7 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         push_one(list, to, &v, fill);
         ctx.notify(ev::LIST, push_event(to), dst);
         ctx.notify(ev::LIST, pop_event(from), src);
-        ctx.modified(src);
+        ctx.modified(src, 1);
         ctx.signal_ready(dst);
         return Ok(Reply::Bulk(v));
     }
@@ -544,7 +533,8 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         ctx.notify(ev::NEW, "new", dst);
     }
     ctx.notify(ev::LIST, push_event(to), dst);
-    touch_uncounted(ctx, dst);
+    // LMOVE counts one change for its two keys (the source's, below).
+    ctx.modified(dst, 0);
     ctx.signal_ready(dst);
     after_write(ctx, src, 1, emptied, pop_event(from));
     Ok(Reply::Bulk(v))

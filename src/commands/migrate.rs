@@ -111,7 +111,7 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
     // The keys that exist, with their payloads and remaining TTLs (an expired one is skipped).
     let now = ctx.now_ms;
-    let compress = ctx.srv.config.rdbcompression;
+    let compress = ctx.config().rdbcompression;
     let mut found: Vec<(Bytes, Vec<u8>, i64)> = Vec::new();
     for k in first_key..first_key + num_keys {
         let key = args.get(k);
@@ -258,7 +258,7 @@ fn delete_acked(ctx: &mut Ctx, acked: &[Bytes], copy: bool) {
     del.push(Bytes::from_static(b"DEL"));
     for key in acked {
         if ctx.db().remove(key, now).is_some() {
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "del", key);
         }
         del.push(key.clone());

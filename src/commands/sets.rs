@@ -57,7 +57,7 @@ fn as_set_mut(v: &mut Value) -> Result<&mut Set, CmdError> {
 }
 
 fn max_intset(ctx: &Ctx) -> usize {
-    ctx.srv.config.set_max_intset_entries
+    ctx.config().set_max_intset_entries
 }
 
 /// Appends a member as a bulk string.
@@ -107,8 +107,7 @@ pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     if added > 0 {
         ctx.notify(ev::SET, "sadd", key);
-        ctx.modified(key);
-        ctx.dirty(added as u64 - 1);
+        ctx.modified(key, added as u64);
     }
     Ok(Reply::Int(added as i64))
 }
@@ -144,8 +143,7 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if empty {
             ctx.notify(ev::GENERIC, "del", key);
         }
-        ctx.modified(key);
-        ctx.dirty(removed as u64 - 1);
+        ctx.modified(key, removed as u64);
     }
     Ok(Reply::Int(removed))
 }
@@ -222,7 +220,7 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.db().remove(key, now);
             ctx.notify(ev::GENERIC, "del", key);
         }
-        ctx.modified(key);
+        ctx.modified(key, 1);
         if let Some(member) = &popped {
             ctx.propagate_as_parts(&[b"SREM", key, member]);
         }
@@ -244,7 +242,7 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 ctx.db().remove(key, now);
                 ctx.notify(ev::SET, "spop", key);
                 ctx.notify(ev::GENERIC, "del", key);
-                ctx.modified(key);
+                ctx.modified(key, 1);
                 let verb: &[u8] = if super::keys::lazy_server_del(ctx) { b"UNLINK" } else { b"DEL" };
                 ctx.propagate_as_parts(&[verb, key]);
                 return Ok(r);
@@ -267,7 +265,7 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     ctx.notify(ev::SET, "spop", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(reply)
 }
 
@@ -384,10 +382,10 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Some(Value::Set(s)) => s.insert(m, limit),
         _ => false,
     };
-    ctx.modified(src);
+    ctx.modified(src, 1);
     // A member already in the destination changes only the source (no `sadd`, one change).
     if added {
-        ctx.modified(dst);
+        ctx.modified(dst, 1);
         ctx.notify(ev::SET, "sadd", dst);
     }
     Ok(Reply::Int(1))
@@ -412,7 +410,7 @@ fn lookup_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<bool>, CmdError> {
 
 /// Shared references to the sets under `keys` (already looked up, so expiry was applied).
 fn borrow_sets<'a>(ctx: &'a Ctx, keys: &[&[u8]]) -> Vec<Option<&'a Set>> {
-    let db = &ctx.srv.dbs[ctx.client.db];
+    let db = ctx.db_ref();
     keys.iter()
         .map(|k| match db.get_ref(k) {
             Some(Value::Set(s)) => Some(&**s),
@@ -513,7 +511,7 @@ fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
     let n = result.len();
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {
-            ctx.modified(dst);
+            ctx.modified(dst, 1);
             ctx.notify(ev::GENERIC, "del", dst);
         }
     } else {
@@ -523,7 +521,7 @@ fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
             ctx.notify(ev::NEW, "new", dst);
         }
         ctx.notify(ev::SET, event, dst);
-        ctx.modified(dst);
+        ctx.modified(dst, 1);
     }
     Ok(Reply::Int(n as i64))
 }

@@ -208,11 +208,11 @@ fn write_stream<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut Strea
 /// XREAD's lookup of `key`: a counted read (hits, misses, `keymiss`), except when a blocked
 /// XREAD is re-run to serve it: Redis serves it without looking its keys up again.
 fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
-    if !ctx.client.woken {
+    if !ctx.woken() {
         return read_stream(ctx, key);
     }
     let now = ctx.now_ms;
-    match ctx.srv.dbs[ctx.client.db].get(key, now) {
+    match ctx.db().get(key, now) {
         None => Ok(None),
         Some(Value::Stream(s)) => Ok(Some(s)),
         Some(_) => Err(CmdError::WrongType),
@@ -223,7 +223,7 @@ fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, 
 /// modifies it (XREADGROUP, XACK, XCLAIM: Redis looks these up for reading).
 fn stream_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Stream> {
     let now = ctx.now_ms;
-    match ctx.srv.dbs[ctx.client.db].get_mut(key, now) {
+    match ctx.db().get_mut(key, now) {
         Some(Value::Stream(s)) => Some(s),
         _ => None,
     }
@@ -402,7 +402,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64, loading: bo
 /// partial one (`ms-*`) or an explicit one that must exceed the last ID; then trims as asked.
 /// Replies with the new entry's ID (nil with NOMKSTREAM on a missing key).
 pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let t = parse_add_or_trim(args, true, ctx.srv.config.stream_node_max_entries, ctx.loading())?;
+    let t = parse_add_or_trim(args, true, ctx.config().stream_node_max_entries, ctx.loading())?;
     let field_pos = t.next;
     let nfields = args.len().saturating_sub(field_pos);
     if nfields < 2 || nfields % 2 == 1 {
@@ -416,8 +416,8 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let now = ctx.now_ms;
     let propagating = ctx.propagating();
-    let node_max_bytes = ctx.srv.config.stream_node_max_bytes;
-    let node_max_entries = ctx.srv.config.stream_node_max_entries.max(0) as usize;
+    let node_max_bytes = ctx.config().stream_node_max_bytes;
+    let node_max_entries = ctx.config().stream_node_max_entries.max(0) as usize;
     if write_stream(ctx, key)?.is_none() {
         if t.nomkstream {
             return Ok(Reply::Nil);
@@ -469,7 +469,7 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if trimmed > 0 {
         ctx.notify(ev::STREAM, "xtrim", key);
     }
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.signal_ready(key);
     Ok(id_reply(id))
 }
@@ -532,7 +532,7 @@ fn propagate_claims(
 /// (at most LIMIT entries). Replies with the number of entries removed; 0 on a missing key.
 pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let t = parse_add_or_trim(args, false, ctx.srv.config.stream_node_max_entries, ctx.loading())?;
+    let t = parse_add_or_trim(args, false, ctx.config().stream_node_max_entries, ctx.loading())?;
     if write_stream(ctx, key)?.is_none() {
         return Ok(Reply::Int(0));
     }
@@ -548,8 +548,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     if n > 0 {
         ctx.notify(ev::STREAM, "xtrim", key);
-        ctx.modified(key);
-        ctx.dirty(n - 1);
+        ctx.modified(key, n);
     }
     Ok(Reply::Int(n as i64))
 }
@@ -639,8 +638,7 @@ pub fn xdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
             s.first_id = s.edge_id(true);
         }
         ctx.notify(ev::STREAM, "xdel", key);
-        ctx.modified(key);
-        ctx.dirty(deleted - 1);
+        ctx.modified(key, deleted);
     }
     Ok(Reply::Int(deleted as i64))
 }
@@ -694,7 +692,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
         s.max_deleted_id = max_xdel;
     }
     ctx.notify(ev::STREAM, "xsetid", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(Reply::Ok)
 }
 
@@ -858,7 +856,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         if eq(o, "block") && more > 0 {
             // As Redis: BLOCK makes no sense in a script, which can never wait (the name as the
             // script spelled it).
-            if ctx.client.id == crate::executor::scripting::SCRIPT_CLIENT_ID {
+            if ctx.from_script() {
                 return Err(CmdError::err(format!(
                     "{} command is not allowed with BLOCK option from scripts",
                     String::from_utf8_lossy(args.get(0))
@@ -922,7 +920,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         let s = xread_lookup(ctx, key)?;
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
-                if ctx.client.woken {
+                if ctx.woken() {
                     return Err(CmdError::Raw(
                         "NOGROUP the consumer group this client was blocked on no longer exists".into(),
                     ));
@@ -1046,7 +1044,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     }
     let keys: Vec<Vec<u8>> = (0..streams_count).map(|k| args.key(streams_arg + k).to_vec()).collect();
     let reply = ctx.block(keys, timeout, Reply::NilArray, "stream")?;
-    if let Some(req) = ctx.client.block_request.as_mut() {
+    if let Some(req) = ctx.block_request_mut() {
         let mut argv: Vec<Bytes> = Vec::with_capacity(argc + 2);
         argv.push(args.argv[0].clone());
         if !count_given {
@@ -1156,7 +1154,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
         ctx.notify(ev::NEW, "new", key);
         // Counts the dirty change of the group creation below too (Redis counts one).
-        ctx.modified(key);
+        ctx.modified(key, 1);
     }
     let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
     if t.has_group {

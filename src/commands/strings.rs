@@ -242,7 +242,7 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
         // lazily (and counted in expired_keys) on the next access.
         db.set_expire(plan.key, at);
     }
-    ctx.modified(plan.key);
+    ctx.modified(plan.key, 1);
     ctx.notify(ev::STRING, "set", plan.key);
     if let Some(at) = plan.expire_at {
         ctx.notify(ev::GENERIC, "expire", plan.key);
@@ -363,7 +363,7 @@ fn set_with_expire(ctx: &mut Ctx, args: &Args, kind: ExpireKind) -> CmdResult {
 pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let old = get_reply(ctx, args.key(1))?;
     ctx.set_key(args.key(1), Value::Str(RStr::from_bytes(args.get(2))));
-    ctx.modified(args.key(1));
+    ctx.modified(args.key(1), 1);
     ctx.notify(ev::STRING, "set", args.key(1));
     ctx.propagate_as_parts(&[b"SET", args.key(1), args.get(2)]);
     Ok(old)
@@ -377,7 +377,7 @@ pub fn getdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !matches!(reply, Reply::Nil) {
         let now = ctx.now_ms;
         ctx.db().remove(args.key(1), now);
-        ctx.modified(args.key(1));
+        ctx.modified(args.key(1), 1);
         ctx.notify(ev::GENERIC, "del", args.key(1));
         ctx.propagate_as_parts(&[b"DEL", args.key(1)]);
     }
@@ -405,19 +405,19 @@ pub fn getex(ctx: &mut Ctx, args: &Args) -> CmdResult {
     match expire_at {
         Some((kind, at)) if !kind.relative() && at <= now && !ctx.loading() => {
             ctx.db().remove(key, now);
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "del", key);
             let verb: &[u8] = if lazy_expire(ctx) { b"UNLINK" } else { b"DEL" };
             ctx.propagate_as_parts(&[verb, key]);
         }
         Some((_, at)) => {
             ctx.db().set_expire(key, at);
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "expire", key);
             ctx.propagate_as_parts(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
         }
         None if opts.persist && ctx.db().persist(key, now) => {
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "persist", key);
             ctx.propagate_as_parts(&[b"PERSIST", key]);
         }
@@ -470,7 +470,7 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     }
     for j in (1..args.len()).step_by(2) {
         ctx.set_key(args.key(j), Value::Str(RStr::from_bytes(args.get(j + 1))));
-        ctx.modified(args.key(j));
+        ctx.modified(args.key(j), 1);
         ctx.notify(ev::STRING, "set", args.key(j));
     }
     Ok(if nx { Reply::Int(1) } else { Reply::Ok })
@@ -484,7 +484,7 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
 pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let tail = args.get(2);
-    let max = ctx.srv.config.proto_max_bulk_len;
+    let max = ctx.config().proto_max_bulk_len;
     let total = match ctx.lookup_write(key) {
         None => {
             ctx.set_key(key, Value::Str(RStr::from_bytes(tail)));
@@ -498,7 +498,7 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
             buf.len()
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "append", key);
     Ok(Reply::Int(total as i64))
 }
@@ -525,7 +525,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if offset < 0 {
         return Err(CmdError::err("offset is out of range"));
     }
-    let max = ctx.srv.config.proto_max_bulk_len;
+    let max = ctx.config().proto_max_bulk_len;
     let len = match ctx.lookup_write(key) {
         None => {
             if value.is_empty() {
@@ -554,7 +554,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
             buf.len()
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "setrange", key);
     Ok(Reply::Int(len as i64))
 }
@@ -613,7 +613,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
             delta
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "incrby", key);
     Ok(Reply::Int(result))
 }
@@ -673,7 +673,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
             next
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "incrbyfloat", key);
     ctx.propagate_as_parts(&[b"SET", key, &result, b"KEEPTTL"]);
     Ok(Reply::Bulk(result))
@@ -681,7 +681,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// lazyfree-lazy-expire: a key deleted for a time already past propagates as UNLINK.
 pub(crate) fn lazy_expire(ctx: &Ctx) -> bool {
-    ctx.srv.config.lazyfree_lazy_expire
+    ctx.config().lazyfree_lazy_expire
 }
 
 fn ld_error(e: LdError) -> CmdError {
@@ -812,7 +812,7 @@ pub fn lcs(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // The table is (len(a)+1) x (len(b)+1) u32 cells: bounded by proto-max-bulk-len, as Redis
     // bounds it, so two big strings cannot make the server allocate without limit.
     let table_bytes = (a.len() as u128 + 1) * (b.len() as u128 + 1) * 4;
-    if table_bytes > ctx.srv.config.proto_max_bulk_len.max(0) as u128 {
+    if table_bytes > ctx.config().proto_max_bulk_len.max(0) as u128 {
         return Err(CmdError::err("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
     }
     let walk = getidx || !getlen;

@@ -63,7 +63,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 type Pairs = Vec<(Vec<u8>, f64)>;
 
 pub(super) fn limits(ctx: &Ctx) -> Limits {
-    Limits { max_entries: ctx.srv.config.zset_max_listpack_entries, max_value: ctx.srv.config.zset_max_listpack_value }
+    Limits { max_entries: ctx.config().zset_max_listpack_entries, max_value: ctx.config().zset_max_listpack_value }
 }
 
 /// The zset under `key` for reading (hit/miss counted); WRONGTYPE for other types.
@@ -92,7 +92,7 @@ fn after_removal(ctx: &mut Ctx, key: &[u8], empty: bool, event: &str) {
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
-    ctx.modified(key);
+    ctx.modified(key, 1);
 }
 
 /// Appends a score in `%.17g` (integers take a fast path that prints the same digits).
@@ -384,8 +384,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     }
     if added + updated > 0 {
         ctx.notify(ev::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
-        ctx.modified(key);
-        ctx.dirty((added + updated - 1) as u64);
+        ctx.modified(key, (added + updated) as u64);
         if created {
             ctx.signal_ready(key);
         }
@@ -637,7 +636,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &s
     let now = ctx.now_ms;
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {
-            ctx.modified(dst);
+            ctx.modified(dst, 1);
             ctx.notify(ev::GENERIC, "del", dst);
         }
         return Ok(Reply::Int(0));
@@ -649,7 +648,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &s
         ctx.notify(ev::NEW, "new", dst);
     }
     ctx.notify(ev::ZSET, event, dst);
-    ctx.modified(dst);
+    ctx.modified(dst, 1);
     ctx.signal_ready(dst);
     Ok(Reply::Int(n as i64))
 }
