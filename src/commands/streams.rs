@@ -189,27 +189,11 @@ fn subcommand_syntax(args: &Args) -> CmdError {
 // ---------------------------------------------------------------------------------------------
 // Lookups
 
-fn read_stream<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
-    match ctx.lookup_read(key) {
-        None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-fn write_stream<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut Stream>, CmdError> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 /// XREAD's lookup of `key`: a counted read (hits, misses, `keymiss`), except when a blocked
 /// XREAD is re-run to serve it: Redis serves it without looking its keys up again.
 fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
     if !ctx.woken() {
-        return read_stream(ctx, key);
+        return ctx.read::<Stream>(key);
     }
     let now = ctx.now_ms;
     match ctx.db().get(key, now) {
@@ -418,14 +402,10 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let propagating = ctx.propagating();
     let node_max_bytes = ctx.config().stream_node_max_bytes;
     let node_max_entries = ctx.config().stream_node_max_entries.max(0) as usize;
-    if write_stream(ctx, key)?.is_none() {
-        if t.nomkstream {
-            return Ok(Reply::Nil);
-        }
-        ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
-        ctx.notify(ev::NEW, "new", key);
+    if t.nomkstream && ctx.write::<Stream>(key)?.is_none() {
+        return Ok(Reply::Nil);
     }
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write_or_create::<Stream>(key)?;
     if s.last_id == StreamId::MAX {
         return Err(CmdError::err("The stream has exhausted the last possible ID, unable to add more items"));
     }
@@ -533,10 +513,10 @@ fn propagate_claims(
 pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let t = parse_add_or_trim(args, false, ctx.config().stream_node_max_entries, ctx.loading())?;
-    if write_stream(ctx, key)?.is_none() {
+    if ctx.write::<Stream>(key)?.is_none() {
         return Ok(Reply::Int(0));
     }
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let n = s.trim(t.maxlen, t.minid, t.approx, t.limit);
     let exact = t.approx.then(|| {
         let mut argv: Vec<bytes::Bytes> = args.argv.clone();
@@ -557,7 +537,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// Replies with the number of entries in the stream (0 when the key is missing).
 pub fn xlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(Reply::Int(read_stream(ctx, args.key(1))?.map_or(0, |s| s.len() as i64)))
+    Ok(Reply::Int(ctx.read::<Stream>(args.key(1))?.map_or(0, |s| s.len() as i64)))
 }
 
 fn range_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
@@ -574,7 +554,7 @@ fn range_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let Some(s) = read_stream(ctx, args.key(1))? else {
+    let Some(s) = ctx.read::<Stream>(args.key(1))? else {
         return Ok(Reply::Array(Vec::new()));
     };
     if count == 0 {
@@ -613,11 +593,11 @@ pub fn xrevrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Deletes the given entries (all IDs are validated first). Replies with how many existed.
 pub fn xdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    if write_stream(ctx, key)?.is_none() {
+    if ctx.write::<Stream>(key)?.is_none() {
         return Ok(Reply::Int(0));
     }
     let ids = args.from(2).map(parse_strict_id).collect::<Result<Vec<_>, _>>()?;
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let mut deleted = 0u64;
     let mut first_entry = false;
     for id in ids {
@@ -672,7 +652,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let key = args.key(1);
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if s.length > 0 {
         let top = s.edge_id(false);
         if id < top {
@@ -1113,7 +1093,7 @@ fn xgroup_preamble(ctx: &mut Ctx, args: &Args, sub: &str) -> Result<(GroupTarget
     }
     let key = args.key(2);
     let grp = args.get(3);
-    let s = write_stream(ctx, key)?;
+    let s = ctx.write::<Stream>(key)?;
     let exists = s.is_some();
     let has_group = s.is_some_and(|s| s.groups.contains_key(grp));
     if !exists && !mkstream {
@@ -1142,7 +1122,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(2);
     let id = if args.get(4) == b"$" {
-        match write_stream(ctx, key)? {
+        match ctx.write::<Stream>(key)? {
             Some(s) => s.last_id,
             None => StreamId::MIN,
         }
@@ -1156,7 +1136,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
         // Counts the dirty change of the group creation below too (Redis counts one).
         ctx.modified(key, 1);
     }
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if t.has_group {
         return Err(CmdError::Raw("BUSYGROUP Consumer Group name already exists".into()));
     }
@@ -1178,7 +1158,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let (_, _, entries_read) = xgroup_preamble(ctx, args, "setid")?;
     let key = args.key(2);
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let id = if args.get(4) == b"$" { s.last_id } else { parse_id(args.get(4), false, 0, false)?.0 };
     if let Some(g) = s.groups.get_mut(args.get(3)) {
         g.last_id = id;
@@ -1195,7 +1175,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "destroy")?;
     let key = args.key(2);
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if s.groups.remove(args.get(3)).is_some() {
         ctx.dirty(1);
         ctx.notify(ev::STREAM, "xgroup-destroy", key);
@@ -1213,7 +1193,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "createconsumer")?;
     let now = ctx.now_ms;
-    let s = write_stream(ctx, args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let created = s.groups.get_mut(args.get(3)).is_some_and(|g| g.create_consumer(args.get(4), now));
     if created {
         ctx.dirty(1);
@@ -1227,7 +1207,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Deletes a consumer and its pending entries. Replies with how many entries it had pending.
 pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "delconsumer")?;
-    let s = write_stream(ctx, args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let pending = s.groups.get_mut(args.get(3)).and_then(|g| g.delete_consumer(args.get(4)));
     if pending.is_some() {
         ctx.dirty(1);
@@ -1278,7 +1258,7 @@ pub fn xgroup_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Removes the given IDs from the group's pending list. Replies with how many were pending.
 pub fn xack(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let has_group = match read_stream(ctx, key)? {
+    let has_group = match ctx.read::<Stream>(key)? {
         Some(s) => s.groups.contains_key(args.get(2)),
         None => false,
     };
@@ -1334,7 +1314,7 @@ pub fn xpending(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let gname = args.get(2);
     let proto = ctx.proto();
     let now = ctx.now_ms;
-    let s = read_stream(ctx, key)?;
+    let s = ctx.read::<Stream>(key)?;
     let Some(g) = s.and_then(|s| s.groups.get(gname)) else {
         return Err(nogroup_key_group(key, gname));
     };
@@ -1438,7 +1418,7 @@ fn drop_pending(g: &mut Group, id: StreamId) {
 pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let gname = args.get(2);
-    let has_group = read_stream(ctx, key)?.is_some_and(|s| s.groups.contains_key(gname));
+    let has_group = ctx.read::<Stream>(key)?.is_some_and(|s| s.groups.contains_key(gname));
     if !has_group {
         return Err(nogroup_key_group(key, gname));
     }
@@ -1578,7 +1558,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(1);
     let gname = args.get(2);
-    let has_group = read_stream(ctx, key)?.is_some_and(|s| s.groups.contains_key(gname));
+    let has_group = ctx.read::<Stream>(key)?.is_some_and(|s| s.groups.contains_key(gname));
     if !has_group {
         return Err(nogroup_key_group(key, gname));
     }
@@ -1716,7 +1696,7 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let proto = ctx.proto();
     let now = ctx.now_ms;
     let _ = now;
-    let s = read_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.read::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let optc = args.len() - 3;
     let mut full = false;
     let mut count: i64 = 10;
@@ -1826,7 +1806,7 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Replies with one map per consumer group: name, consumers, pending, last-delivered-id,
 /// entries-read and lag.
 pub fn xinfo_groups(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let s = read_stream(ctx, args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.read::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let out = s
         .groups
         .iter()
@@ -1851,7 +1831,7 @@ pub fn xinfo_consumers(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     let gname = args.get(3);
     let now = ctx.now_ms;
-    let s = read_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.read::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let Some(g) = s.groups.get(gname) else {
         return Err(CmdError::Raw(format!(
             "NOGROUP No such consumer group '{}' for key name '{}'",
