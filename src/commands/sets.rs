@@ -42,20 +42,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("sscan", -3, READONLY, keys(1, 1, 1), acl::SET, sscan),
 ];
 
-fn as_set(v: &Value) -> Result<&Set, CmdError> {
-    match v {
-        Value::Set(s) => Ok(s),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
-fn as_set_mut(v: &mut Value) -> Result<&mut Set, CmdError> {
-    match v {
-        Value::Set(s) => Ok(s),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
 fn max_intset(ctx: &Ctx) -> usize {
     ctx.config().set_max_intset_entries
 }
@@ -90,21 +76,8 @@ fn empty_set(proto: u8) -> Reply {
 pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let limit = max_intset(ctx);
     let key = args.key(1);
-    let added = {
-        let set = match ctx.lookup_write(key) {
-            Some(v) => as_set_mut(v)?,
-            None => {
-                let now = ctx.now_ms;
-                ctx.db().set(key, Value::Set(Box::default()), now);
-                ctx.notify(ev::NEW, "new", key);
-                match ctx.lookup_write(key) {
-                    Some(Value::Set(s)) => &mut **s,
-                    _ => return Err(CmdError::err("internal error")),
-                }
-            }
-        };
-        args.from(2).filter(|m| set.insert(m, limit)).count()
-    };
+    let set = ctx.write_or_create::<Set>(key)?;
+    let added = args.from(2).filter(|m| set.insert(m, limit)).count();
     if added > 0 {
         ctx.notify(ev::SET, "sadd", key);
         ctx.modified(key, added as u64);
@@ -118,10 +91,10 @@ pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// at). Replies with the number removed.
 pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let (removed, empty) = match ctx.lookup_write(key) {
+    let (removed, empty) = match ctx.write::<Set>(key)? {
         None => return Ok(Reply::Int(0)),
         Some(v) => {
-            let set = as_set_mut(v)?;
+            let set = v;
             let mut removed = 0;
             for m in args.from(2) {
                 if set.remove(m) {
@@ -153,9 +126,9 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Every member, as a set reply (empty when the key is absent). Intsets list in ascending order.
 pub fn smembers(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let proto = ctx.proto();
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<Set>(args.key(1))? {
         None => Ok(empty_set(proto)),
-        Some(v) => Ok(set_reply(proto, as_set(v)?)),
+        Some(v) => Ok(set_reply(proto, v)),
     }
 }
 
@@ -163,9 +136,9 @@ pub fn smembers(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// 1 when `member` is in the set, else 0 (also for an absent key).
 pub fn sismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<Set>(args.key(1))? {
         None => Ok(Reply::Int(0)),
-        Some(v) => Ok(Reply::Int(as_set(v)?.contains(args.get(2)) as i64)),
+        Some(v) => Ok(Reply::Int(v.contains(args.get(2)) as i64)),
     }
 }
 
@@ -173,9 +146,9 @@ pub fn sismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// An array of 1/0, one per member, telling whether each is in the set.
 pub fn smismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let set = match ctx.lookup_read(args.key(1)) {
+    let set = match ctx.read::<Set>(args.key(1))? {
         None => None,
-        Some(v) => Some(as_set(v)?),
+        Some(v) => Some(v),
     };
     let mut out = Vec::new();
     int_line(&mut out, b'*', (args.len() - 2) as i64);
@@ -190,9 +163,9 @@ pub fn smismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The number of members, 0 for an absent key.
 pub fn scard(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<Set>(args.key(1))? {
         None => Ok(Reply::Int(0)),
-        Some(v) => Ok(Reply::Int(as_set(v)?.len() as i64)),
+        Some(v) => Ok(Reply::Int(v.len() as i64)),
     }
 }
 
@@ -207,10 +180,10 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if args.len() == 2 {
-        let (popped, empty) = match ctx.lookup_write(key) {
+        let (popped, empty) = match ctx.write::<Set>(key)? {
             None => return Ok(Reply::Nil),
             Some(v) => {
-                let set = as_set_mut(v)?;
+                let set = v;
                 (set.pop_random(), set.is_empty())
             }
         };
@@ -229,10 +202,10 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let count = parse_i64(args.get(2))
         .filter(|&c| c >= 0)
         .ok_or_else(|| CmdError::err("value is out of range, must be positive"))? as u64;
-    let reply = match ctx.lookup_write(key) {
+    let reply = match ctx.write::<Set>(key)? {
         None => return Ok(empty_set(proto)),
         Some(v) => {
-            let set = as_set_mut(v)?;
+            let set = v;
             if count == 0 {
                 return Ok(empty_set(proto));
             }
@@ -278,9 +251,9 @@ pub fn srandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if args.len() == 2 {
-        return match ctx.lookup_read(args.key(1)) {
+        return match ctx.read::<Set>(args.key(1))? {
             None => Ok(Reply::Nil),
-            Some(v) => Ok(as_set(v)?.random().map_or(Reply::Nil, |e| Reply::Bulk(e.to_vec()))),
+            Some(v) => Ok(v.random().map_or(Reply::Nil, |e| Reply::Bulk(e.to_vec()))),
         };
     }
     let count = args.i64(2)?;
@@ -290,9 +263,9 @@ pub fn srandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ));
     }
     let cap = ctx.reply_cap();
-    let set = match ctx.lookup_read(args.key(1)) {
+    let set = match ctx.read::<Set>(args.key(1))? {
         None => return Ok(Reply::Raw(b"*0\r\n".to_vec())),
-        Some(v) => as_set(v)?,
+        Some(v) => v,
     };
     let mut out = Vec::new();
     if count == 0 || set.is_empty() {
@@ -396,14 +369,7 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn lookup_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<bool>, CmdError> {
     let mut present = Vec::with_capacity(keys.len());
     for k in keys {
-        let v = ctx.lookup_read(k);
-        match v {
-            None => present.push(false),
-            Some(v) => {
-                as_set(v)?;
-                present.push(true);
-            }
-        }
+        present.push(ctx.read::<Set>(k)?.is_some());
     }
     Ok(present)
 }
@@ -626,9 +592,9 @@ use super::keys::{parse_cursor, scan_options, ScanOptions};
 /// steps). Members present for the whole walk are returned at least once.
 pub fn sscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let set = match ctx.lookup_read(args.key(1)) {
+    let set = match ctx.read::<Set>(args.key(1))? {
         None => return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec())),
-        Some(v) => as_set(v)?,
+        Some(v) => v,
     };
     let ScanOptions { count, pattern, .. } = scan_options(args, 3, false)?;
     let mut found: Vec<u8> = Vec::new();
