@@ -14,7 +14,7 @@
 //!   only the first N (`partial_sort`).
 
 use super::flags::*;
-use super::zsets::{limits, read_zset, write_zset};
+use super::zsets::limits;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::pubsub::ev;
 use crate::resp::Reply;
@@ -165,7 +165,7 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let options_end = i;
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = match write_zset(ctx, key)? {
+    let created = match ctx.write::<ZSet>(key)? {
         Some(_) => false,
         None => {
             if xx {
@@ -177,7 +177,7 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
             true
         }
     };
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let (mut added, mut updated) = (0i64, 0i64);
@@ -234,7 +234,7 @@ pub fn geodist(ctx: &mut Ctx, args: &Args) -> CmdResult {
         n if n > 5 => return Err(CmdError::Syntax),
         _ => 1.0,
     };
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Nil);
     };
     let (Some(s1), Some(s2)) = (z.score(args.get(2)), z.score(args.get(3))) else {
@@ -249,7 +249,7 @@ pub fn geodist(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The standard 11-character geohash string of each member (null for missing ones).
 pub fn geohash(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     let out = args
         .from(2)
         .map(|m| match z.and_then(|z| z.score(m)) {
@@ -265,7 +265,7 @@ pub fn geohash(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The `[longitude, latitude]` of each member (a null array for missing ones).
 pub fn geopos(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let proto = ctx.proto();
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     let out = args
         .from(2)
         .map(|m| match z.and_then(|z| z.score(m)) {
@@ -402,7 +402,7 @@ fn partial_sort(v: &mut [usize], lo: usize, hi: usize, cmp: &dyn Fn(usize, usize
 fn search_generic(ctx: &mut Ctx, args: &Args, kind: Kind, store_allowed: bool, search_store: bool) -> CmdResult {
     let proto = ctx.proto();
     let src_index = if search_store { 2 } else { 1 };
-    let z = read_zset(ctx, args.key(src_index))?;
+    let z = ctx.read::<ZSet>(args.key(src_index))?;
 
     let mut center: Option<(f64, f64)> = None;
     let mut shape: Option<Shape> = None;

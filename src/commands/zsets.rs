@@ -66,23 +66,6 @@ pub(super) fn limits(ctx: &Ctx) -> Limits {
     Limits { max_entries: ctx.config().zset_max_listpack_entries, max_value: ctx.config().zset_max_listpack_value }
 }
 
-/// The zset under `key` for reading (hit/miss counted); WRONGTYPE for other types.
-pub(super) fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, CmdError> {
-    match ctx.lookup_read(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-pub(super) fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, CmdError> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 /// After a removal: publishes `event`, deletes the key when the zset became empty (a `del`
 /// event after the command's own), and records the write.
 fn after_removal(ctx: &mut Ctx, key: &[u8], empty: bool, event: &str) {
@@ -335,7 +318,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     }
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = match write_zset(ctx, key)? {
+    let created = match ctx.write::<ZSet>(key)? {
         Some(_) => false,
         None => {
             if f.xx {
@@ -347,7 +330,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
             true
         }
     };
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
@@ -428,7 +411,7 @@ pub fn zincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Removes the members; replies with how many existed. The key goes when the zset empties.
 pub fn zrem(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let mut n = 0;
@@ -451,14 +434,14 @@ pub fn zrem(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The number of members (0 for a missing key).
 pub fn zcard(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(Reply::Int(read_zset(ctx, args.key(1))?.map_or(0, |z| z.len() as i64)))
+    Ok(Reply::Int(ctx.read::<ZSet>(args.key(1))?.map_or(0, |z| z.len() as i64)))
 }
 
 /// ZSCORE key member
 ///
 /// The member's score, or null.
 pub fn zscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     Ok(z.and_then(|z| z.score(args.get(2))).map_or(Reply::Nil, Reply::Double))
 }
 
@@ -466,12 +449,12 @@ pub fn zscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The score of each member, null for absent ones (all null for a missing key).
 pub fn zmscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     Ok(Reply::Array(args.from(2).map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, Reply::Double)).collect()))
 }
 
 fn rank_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Nil);
     };
     let len = z.len();
@@ -568,7 +551,7 @@ fn zrange_generic(
     };
     let key = args.key(key_idx);
     let proto = ctx.proto();
-    let z = read_zset(ctx, key)?;
+    let z = ctx.read::<ZSet>(key)?;
     // The interval to walk, as positions in walking order (from the top when rev).
     let walk: Option<(usize, usize)> = z.and_then(|z| {
         let len = z.len();
@@ -712,7 +695,7 @@ pub fn zrevrangebylex(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The number of members within a score range.
 pub fn zcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let r = parse_score_range(args.get(2), args.get(3))?;
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Int(0));
     };
     let (a, b) = score_ranks(z, &r);
@@ -724,7 +707,7 @@ pub fn zcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The number of members within a lex range.
 pub fn zlexcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (min, max) = parse_lex_range(args.get(2), args.get(3))?;
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Int(0));
     };
     let (a, b) = lex_ranks(z, &min, &max);
@@ -732,7 +715,7 @@ pub fn zlexcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 fn remrange(ctx: &mut Ctx, key: &[u8], event: &str, ranks: impl FnOnce(&ZSet) -> Option<(usize, usize)>) -> CmdResult {
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let Some((s, e)) = ranks(z) else {
@@ -782,7 +765,7 @@ pub fn zremrangebylex(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Pops up to `count` members from the low (or, with `max`, high) end of the zset under `key`,
 /// deleting the key when it empties. None when the key is missing.
 fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Option<Pairs>, CmdError> {
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(None);
     };
     let mut out = Vec::with_capacity(count.min(z.len()));
@@ -974,7 +957,7 @@ pub fn bzpopmax(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// count exactly |count| members that may repeat; WITHSCORES adds scores.
 pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() == 2 {
-        let Some(z) = read_zset(ctx, args.key(1))? else {
+        let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
             return Ok(Reply::Nil);
         };
         let k = fastrand::usize(..z.len().max(1));
@@ -996,7 +979,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let proto = ctx.proto();
     let cap = ctx.reply_cap();
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let len = z.len();
