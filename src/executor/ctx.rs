@@ -99,6 +99,11 @@ impl Ctx<'_> {
         self.srv
     }
 
+    /// The admin handle, read-only (INFO-like reports that also look at the calling client).
+    pub fn state(&self) -> &State {
+        self.srv
+    }
+
     /// The admin handle together with the calling client, for calls that need both at once.
     pub fn admin_and_client(&mut self) -> (&mut State, &mut Client) {
         (self.srv, self.client)
