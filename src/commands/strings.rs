@@ -49,14 +49,6 @@ fn as_rstr(v: &Value) -> Result<&RStr, CmdError> {
     }
 }
 
-#[allow(unreachable_patterns)]
-fn as_rstr_mut(v: &mut Value) -> Result<&mut RStr, CmdError> {
-    match v {
-        Value::Str(s) => Ok(s),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
 /// An option word as Redis compares it: C string semantics, so the word ends at the first NUL.
 fn word(arg: &[u8]) -> &[u8] {
     match memchr::memchr(0, arg) {
@@ -184,9 +176,9 @@ fn check_string_length(max: i64, size: u64, append: u64) -> Result<(), CmdError>
 /// The current string under `key` as a bulk reply (nil when absent), counting a keyspace hit or
 /// miss: Redis's getGenericCommand, shared by GET, GETSET, GETDEL and SET ... GET.
 fn get_reply(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
-    match ctx.lookup_read(key) {
+    match ctx.read::<RStr>(key)? {
         None => Ok(Reply::Nil),
-        Some(v) => Ok(Reply::Bulk(as_rstr(v)?.to_vec())),
+        Some(v) => Ok(Reply::Bulk(v.to_vec())),
     }
 }
 
@@ -393,9 +385,9 @@ pub fn getdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn getex(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let opts = parse_ext_opts(args, 2, false)?;
     let key = args.key(1);
-    let reply = match ctx.lookup_read(key) {
+    let reply = match ctx.read::<RStr>(key)? {
         None => return Ok(Reply::Nil),
-        Some(v) => as_rstr(v)?.to_vec(),
+        Some(v) => v.to_vec(),
     };
     let expire_at = match opts.expire {
         Some((kind, raw)) => Some((kind, expire_at_ms(ctx, kind, raw)?)),
@@ -485,13 +477,13 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let tail = args.get(2);
     let max = ctx.config().proto_max_bulk_len;
-    let total = match ctx.lookup_write(key) {
+    let total = match ctx.write::<RStr>(key)? {
         None => {
             ctx.set_key(key, Value::Str(RStr::from_bytes(tail)));
             tail.len()
         }
         Some(v) => {
-            let s = as_rstr_mut(v)?;
+            let s = v;
             check_string_length(max, s.len() as u64, tail.len() as u64)?;
             let buf = s.make_raw();
             buf.extend_from_slice(tail);
@@ -507,9 +499,9 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The length of the string under `key`, 0 when absent.
 pub fn strlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<RStr>(args.key(1))? {
         None => Ok(Reply::Int(0)),
-        Some(v) => Ok(Reply::Int(as_rstr(v)?.len() as i64)),
+        Some(v) => Ok(Reply::Int(v.len() as i64)),
     }
 }
 
@@ -526,7 +518,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("offset is out of range"));
     }
     let max = ctx.config().proto_max_bulk_len;
-    let len = match ctx.lookup_write(key) {
+    let len = match ctx.write::<RStr>(key)? {
         None => {
             if value.is_empty() {
                 return Ok(Reply::Int(0));
@@ -540,7 +532,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
             len
         }
         Some(v) => {
-            let s = as_rstr_mut(v)?;
+            let s = v;
             if value.is_empty() {
                 return Ok(Reply::Int(s.len() as i64));
             }
@@ -600,9 +592,9 @@ pub fn getrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Adds `delta` to the integer under `key` (0 when absent), keeping its TTL, and replies with the
 /// result, stored with `int` encoding.
 fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
-    let result = match ctx.lookup_write(key) {
+    let result = match ctx.write::<RStr>(key)? {
         Some(v) => {
-            let s = as_rstr_mut(v)?;
+            let s = v;
             let cur = s.as_i64().ok_or(CmdError::NotInteger)?;
             let next = cur.checked_add(delta).ok_or(CmdError::Overflow)?;
             *s = RStr::from_i64(next);
@@ -660,9 +652,9 @@ pub fn decrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let incr = args.get(2);
-    let result = match ctx.lookup_write(key) {
+    let result = match ctx.write::<RStr>(key)? {
         Some(v) => {
-            let s = as_rstr_mut(v)?;
+            let s = v;
             let next = s.with_bytes(|cur| incr_long_double(Some(cur), incr)).map_err(ld_error)?;
             *s = RStr::from_bytes_no_int(&next);
             next
