@@ -66,7 +66,7 @@ fn bit_offset(arg: &[u8], bits: u32, max_bulk: i64) -> Result<u64, CmdError> {
 /// Makes the string under `key` at least `min_len` bytes long (creating it when absent) and
 /// returns it with whether it was created or grew. WRONGTYPE for other types.
 fn string_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], min_len: usize) -> Result<(&'a mut Vec<u8>, bool), CmdError> {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let exists = match ctx.lookup_write(key) {
         Some(v) => {
             string_of(v)?;
@@ -241,7 +241,7 @@ pub fn bitop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let out = bits::bitop(op, &refs);
     let len = out.len();
     let dest = args.key(2);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if len > 0 {
         ctx.set_key(dest, raw_string(out));
         ctx.modified(dest, 1);

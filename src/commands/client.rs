@@ -82,7 +82,7 @@ pub fn client_id(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// The calling connection's CLIENT LIST line.
 pub fn client_info(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let cur = Current::of(ctx, args);
-    let now_ms = ctx.now_ms;
+    let now_ms = ctx.now_ms();
     let (srv, client) = ctx.admin_and_client();
     let mut line = client_line(srv, client, now_ms, Some(&cur));
     line.push('\n');
@@ -109,7 +109,7 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let cur = Current::of(ctx, args);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let me = ctx.client().id;
     let mut out = String::new();
     let st: &State = ctx.state();
@@ -267,7 +267,7 @@ pub fn client_pause(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         true
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let srv = ctx.admin();
     let end = now.saturating_add(timeout);
     let active = srv.pause_end_ms > now;
@@ -281,7 +281,7 @@ pub fn client_unpause(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     // Ended now rather than forgotten: the clients it held run when this batch ends, even
     // those held under ALL while FAILOVER or a shutdown still holds writes (see
     // `call::resume_postponed`). Those pauses are not CLIENT UNPAUSE's to lift.
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let srv = ctx.admin();
     srv.pause_end_ms = srv.pause_end_ms.min(now);
     Ok(Reply::Ok)
@@ -361,7 +361,7 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
             i += 2;
         }
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let st: &State = ctx.state();
     let victims: Vec<&Client> =
         st.clients.values().filter(|c| !c.handle.close_requested() && f.matches(st, c, now)).map(|c| &**c).collect();

@@ -512,7 +512,7 @@ pub fn replicas(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// CLUSTER COUNT-FAILURE-REPORTS node
 pub fn count_failure_reports(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let validity = cluster::node_timeout(ctx.admin()) * 2;
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let c = state(ctx)?;
     let Some(n) = lookup(c, args.get(2)) else { return Err(unknown_node(args.get(2))) };
     let node = c.nodes.get_mut(&n).expect("known");

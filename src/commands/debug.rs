@@ -60,7 +60,7 @@ fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
             }
         }
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let clock = crate::db::lru_clock(now);
     for (idx, src) in loaded.dbs.iter().enumerate().take(dbs) {
         let db = &mut ctx.admin().dbs[idx];
@@ -132,7 +132,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"populate", 3..=5) => debug_populate(ctx, args),
         (b"digest", 2) => Ok(Reply::StatusOwned(hex(&dataset_digest(ctx)))),
         (b"digest-value", _) => {
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             let digests = args
                 .from(2)
                 .map(|key| {
@@ -200,7 +200,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             tracing::warn!(
                 "Guru Meditation: DEBUG {} called at Unix time {}",
                 args.str(1).to_ascii_uppercase(),
-                ctx.now_ms / 1000
+                ctx.now_ms() / 1000
             );
             std::process::abort();
         }
@@ -224,7 +224,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Ok(Reply::Verbatim("txt", ctx.admin().dbs[db as usize].table_stats().into_bytes()))
         }
         (b"htstats-key", 3..) => {
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             let Some(value) = ctx.db().peek(args.get(2), now) else { return Err(CmdError::err("no such key")) };
             // Redis's text for each encoding that is a hash table (hashtable sets and hashes,
             // skiplist zsets' member dict).
@@ -452,7 +452,7 @@ fn dataset_digest(ctx: &mut Ctx) -> [u8; 20] {
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 
 fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let shared_ints = crate::executor::evict::shares_integers(ctx.admin());
     let db = ctx.db();
     // As Redis, a direct look in the table: a key past its TTL but not yet expired is shown.
@@ -576,7 +576,7 @@ fn debug_populate(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         None
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut key = Vec::with_capacity(prefix.len() + 21);
     for j in 0..count {
         key.clear();

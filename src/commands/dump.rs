@@ -154,7 +154,7 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !verify_payload(payload) {
         return Err(CmdError::err("DUMP payload version or checksum are wrong"));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let limits = Limits::from_config(ctx.config());
     let value =
         decode_payload(payload, limits, now, !deep_sanitize(ctx)).ok_or_else(|| CmdError::err("Bad data format"))?;

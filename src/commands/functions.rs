@@ -43,7 +43,7 @@ pub fn fcall_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
-    let spec = ctx.spec;
+    let spec = ctx.spec();
     let (srv, client) = ctx.admin_and_client();
     crate::executor::pubsub::feed_monitor_line(srv, client, spec.name, &args.argv);
     let Some(def) = ctx.state().scripting.registry().function(args.get(1)).cloned() else {
@@ -59,7 +59,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
     }
     let rules = super::scripting::prepare_run(ctx.admin(), def.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let what = crate::executor::scripting::Callable::Function(&def);
     // FUNCTION STATS from another client while this one is busy shows it.
     ctx.admin().running_function = Some(RunningFunction {

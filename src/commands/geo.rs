@@ -171,7 +171,7 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
             if xx {
                 return Ok(Reply::Int(0));
             }
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             ctx.db().set(key, Value::ZSet(Box::default()), now);
             ctx.notify(ev::NEW, "new", key);
             true
@@ -199,7 +199,7 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     if z.is_empty() {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
     }
     if added + updated > 0 {
@@ -582,7 +582,7 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Kind, store_allowed: bool, s
 /// Stores a search result as the zset `dst` (replacing whatever was there, TTL included) and
 /// replies with its size; an empty result deletes `dst`.
 fn store_result(ctx: &mut Ctx, dst: &[u8], mut pairs: Vec<(Vec<u8>, f64)>, event: &str) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if pairs.is_empty() {
         if ctx.db().remove(dst, now).is_some() {
             ctx.modified(dst, 1);

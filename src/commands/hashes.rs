@@ -60,7 +60,7 @@ fn limits(ctx: &Ctx) -> (usize, usize) {
 /// this handler, replies OK). An odd number of field/value arguments is an arity error.
 pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() % 2 == 1 {
-        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
+        return Err(CmdError::WrongArity(ctx.spec().name.to_string()));
     }
     let key = args.key(1);
     let (max_entries, max_value) = limits(ctx);
@@ -73,7 +73,7 @@ pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let pairs = (args.len() as u64 - 2) / 2;
     ctx.notify(crate::pubsub::ev::HASH, "hset", key);
     ctx.modified(key, pairs);
-    if ctx.spec.name == "hmset" {
+    if ctx.spec().name == "hmset" {
         Ok(Reply::Ok)
     } else {
         Ok(Reply::Int(created))
@@ -146,7 +146,7 @@ pub fn hdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.notify(crate::pubsub::ev::HASH, "hdel", key);
     }
     if now_empty {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(crate::pubsub::ev::GENERIC, "del", key);
     }
@@ -494,14 +494,14 @@ fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> 
     if at < 0 {
         return Err(CmdError::err("invalid expire time, must be >= 0"));
     }
-    let bad_time = || CmdError::err(format!("invalid expire time in '{}' command", ctx.spec.name));
+    let bad_time = || CmdError::err(format!("invalid expire time in '{}' command", ctx.spec().name));
     if unit_ms == 1000 {
         if at > HFE_MAX_ABS_TIME_MS / 1000 {
             return Err(bad_time());
         }
         at *= 1000;
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let base = if relative { now } else { 0 };
     if at > HFE_MAX_ABS_TIME_MS - base {
         return Err(bad_time());
@@ -602,7 +602,7 @@ pub fn hpexpireat(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The shared body of HTTL and friends: per field -2 absent (or no key), -1 no TTL, else the
 /// time left (`relative`) or the unix time, in seconds rounded up or in milliseconds.
 fn httl_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let h = ctx.read::<Hash>(args.key(1))?;
     let fields = fields_at(args, 2)?;
     let base = if relative { now } else { 0 };

@@ -98,7 +98,7 @@ pub fn unlink(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 fn delete_keys(ctx: &mut Ctx, args: &Args, lazy: bool) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut n = 0;
     for key in args.from(1) {
         if let Some(value) = ctx.db().remove(key, now) {
@@ -141,7 +141,7 @@ pub fn type_(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let pattern = args.get(1);
     let all = pattern == b"*";
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let out: Vec<Reply> = ctx
         .db()
         .keys(now)
@@ -229,7 +229,7 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
 pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = parse_cursor(args.get(1)).ok_or_else(|| CmdError::err("invalid cursor"))?;
     let ScanOptions { count, pattern, type_name } = scan_options(args, 2, true)?;
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut budget = count.saturating_mul(10);
     let mut seen: i64 = 0;
     let mut type_checks = 0u64;
@@ -264,7 +264,7 @@ pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// A random live key, nil when the database is empty.
 pub fn randomkey(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     Ok(ctx.db().random_key(now).map_or(Reply::Nil, Reply::Bulk))
 }
 
@@ -286,7 +286,7 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     if src == dst {
         return Ok(if nx { Reply::Int(0) } else { Reply::Ok });
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let db = ctx.db();
     let expire = db.expire_at(src, now);
     if nx && db.contains(dst, now) {
@@ -352,7 +352,7 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some(value) = ctx.lookup_read(src).cloned() else {
         return Ok(Reply::Int(0));
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let expire = ctx.db_at(src_db).expire_at(src, now);
     let target = ctx.db_at(dst_db);
     if target.contains(dst, now) && !replace {
@@ -382,7 +382,7 @@ pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if ctx.lookup_write(key).is_none() {
         return Ok(Reply::Int(0));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let expire = ctx.db_at(src_db).expire_at(key, now);
     if ctx.db_at(dst_db).contains(key, now) {
         return Ok(Reply::Int(0));
@@ -552,7 +552,7 @@ pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
         crate::db::AccessClock::Lfu { decay_minutes, .. } => decay_minutes,
         crate::db::AccessClock::Lru => 1,
     };
-    Ok(Reply::Int(crate::db::lfu_decayed(field, ctx.now_ms, decay) as i64))
+    Ok(Reply::Int(crate::db::lfu_decayed(field, ctx.now_ms(), decay) as i64))
 }
 
 /// OBJECT IDLETIME key
@@ -570,7 +570,7 @@ pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
              between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     Ok(ctx.db().idle_seconds(key, now).map_or(Reply::Nil, |s| Reply::Int(s as i64)))
 }
 
@@ -653,19 +653,19 @@ fn parse_expire_cond(args: &Args) -> Result<ExpireCond, CmdError> {
 fn expire_generic(ctx: &mut Ctx, args: &Args, relative: bool, seconds: bool) -> CmdResult {
     let cond = parse_expire_cond(args)?;
     let mut when = args.i64(2)?;
-    let invalid = || CmdError::InvalidExpire(ctx.spec.name.to_string());
+    let invalid = || CmdError::InvalidExpire(ctx.spec().name.to_string());
     if seconds {
         when = when.checked_mul(1000).ok_or_else(invalid)?;
     }
     if relative {
         // Redis only rejects overflow past the top; a huge negative time simply lies in the past.
-        when = when.checked_add(ctx.now_ms).ok_or_else(invalid)?;
+        when = when.checked_add(ctx.now_ms()).ok_or_else(invalid)?;
     }
     let key = args.key(1);
     if ctx.lookup_write(key).is_none() {
         return Ok(Reply::Int(0));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let current = ctx.db().expire_at(key, now);
     let refused = (cond.nx && current.is_some())
         || (cond.xx && current.is_none())
@@ -733,7 +733,7 @@ fn ttl_generic(ctx: &mut Ctx, args: &Args, millis: bool, absolute: bool) -> CmdR
     if peek_read(ctx, key).is_none() {
         return Ok(Reply::Int(-2));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let Some(at) = ctx.db().expire_at(key, now) else {
         return Ok(Reply::Int(-1));
     };
@@ -774,7 +774,7 @@ pub fn pexpiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Removes the expiry: 1 if the key had one, 0 if it had none or is absent.
 pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if ctx.db().persist(key, now) {
         ctx.modified(key, 1);
         ctx.notify(ev::GENERIC, "persist", key);

@@ -84,7 +84,7 @@ fn fill(ctx: &Ctx) -> i64 {
 fn after_write(ctx: &mut Ctx, key: &[u8], n: usize, emptied: bool, event: &str) {
     ctx.notify(ev::LIST, event, key);
     if emptied {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
@@ -177,7 +177,7 @@ fn push_one(list: &mut List, end: End, data: &[u8], fill: i64) {
 fn push_generic(ctx: &mut Ctx, args: &Args, end: End, only_existing: bool) -> CmdResult {
     let key = args.key(1);
     let fill = fill(ctx);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let len = match ctx.write::<List>(key)? {
         Some(list) => {
             for elem in args.from(2) {
@@ -234,7 +234,7 @@ pub fn rpushx(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 fn pop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
     if args.len() > 3 {
-        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
+        return Err(CmdError::WrongArity(ctx.spec().name.to_string()));
     }
     let key = args.key(1);
     let count = if args.len() == 3 {
@@ -409,7 +409,7 @@ pub fn ltrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     ctx.modified(key, (front + back) as u64);
     ctx.notify(ev::LIST, "ltrim", key);
     if emptied {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
@@ -485,7 +485,7 @@ pub fn lpos(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// parsing). Replies null when `src` is absent.
 fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> CmdResult {
     let fill = fill(ctx);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if ctx.write::<List>(src)?.is_none() {
         return Ok(Reply::Nil);
     }

@@ -32,7 +32,7 @@ pub fn memory_usage(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     const DICT_ENTRY: usize = 24;
     let key = args.key(2);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     Ok(match ctx.db().peek(key, now) {
         Some(v) => {
             Reply::Int((crate::types::value_memory(v) + crate::util::alloc::sds_alloc(key.len()) + DICT_ENTRY) as i64)

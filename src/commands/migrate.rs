@@ -110,7 +110,7 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let timeout = Duration::from_millis(if timeout_ms <= 0 { 1000 } else { timeout_ms as u64 });
 
     // The keys that exist, with their payloads and remaining TTLs (an expired one is skipped).
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let compress = ctx.config().rdbcompression;
     let mut found: Vec<(Bytes, Vec<u8>, i64)> = Vec::new();
     for k in first_key..first_key + num_keys {
@@ -253,7 +253,7 @@ fn delete_acked(ctx: &mut Ctx, acked: &[Bytes], copy: bool) {
         ctx.no_propagate();
         return;
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut del = Vec::with_capacity(acked.len() + 1);
     del.push(Bytes::from_static(b"DEL"));
     for key in acked {

@@ -63,7 +63,7 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let st = ctx.admin();
     if st.repl.failover.state != FailoverState::None {
         return Err(CmdError::err("FAILOVER already in progress."));
@@ -119,7 +119,7 @@ pub fn wait(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if acked >= numreplicas || !ctx.may_block() {
         return Ok(Reply::Int(acked));
     }
-    let deadline = if timeout == 0 { 0 } else { ctx.now_ms.saturating_add(timeout) };
+    let deadline = if timeout == 0 { 0 } else { ctx.now_ms().saturating_add(timeout) };
     let (srv, client) = ctx.admin_and_client();
     replication::wait_for(srv, client.id, target, numreplicas);
     ctx.block(Vec::new(), deadline, Reply::Int(0), "")
@@ -157,7 +157,7 @@ pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
         } else if args.is(j, "ack") {
             if ctx.client().handle.is_replica() {
                 if let Some(offset) = crate::util::num::parse_i64(value) {
-                    let now_ms = ctx.now_ms;
+                    let now_ms = ctx.now_ms();
                     let (srv, client) = ctx.admin_and_client();
                     replication::ack(srv, client.id, offset, now_ms);
                 }
@@ -259,7 +259,7 @@ fn failover_request(ctx: &mut Ctx, args: &Args) -> Result<(), CmdError> {
         return Err(CmdError::err("PSYNC FAILOVER replid must match my replid."));
     }
     replication::unset_master(ctx.admin());
-    let now_ms = ctx.now_ms;
+    let now_ms = ctx.now_ms();
     let (srv, client) = ctx.admin_and_client();
     let info = crate::executor::clients::client_line(srv, client, now_ms, None);
     tracing::info!("MASTER MODE enabled (failover request from '{info}')");
@@ -313,7 +313,7 @@ fn full_sync(ctx: &mut Ctx, psync: bool) -> CmdResult {
         psync,
         ip,
         port,
-        since_ms: ctx.now_ms,
+        since_ms: ctx.now_ms(),
     };
     replication::request_full_sync(ctx.admin(), replica)
         .map_err(|e| CmdError::err(format!("Can't fork the snapshot for SYNC: {e}")))?;
@@ -328,7 +328,7 @@ pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.is(1, "no") && args.is(2, "one") {
         if ctx.state().repl.is_replica() {
             replication::unset_master(ctx.admin());
-            let now_ms = ctx.now_ms;
+            let now_ms = ctx.now_ms();
             let (srv, client) = ctx.admin_and_client();
             let info = crate::executor::clients::client_line(srv, client, now_ms, None);
             tracing::info!("MASTER MODE enabled (user request from '{info}')");
@@ -353,7 +353,7 @@ pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     replication::set_master(ctx.admin(), host, port);
     let host = &ctx.admin().repl.master.as_ref().map_or(String::new(), |m| m.host.clone());
-    let now_ms = ctx.now_ms;
+    let now_ms = ctx.now_ms();
     let (srv, client) = ctx.admin_and_client();
     let info = crate::executor::clients::client_line(srv, client, now_ms, None);
     tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{info}')");

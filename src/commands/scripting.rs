@@ -55,7 +55,7 @@ pub fn evalsha_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     // EVAL skips the usual feed (after the command) and shows itself first, so that MONITOR
     // lists the script's commands after it.
-    let spec = ctx.spec;
+    let spec = ctx.spec();
     let (srv, client) = ctx.admin_and_client();
     crate::executor::pubsub::feed_monitor_line(srv, client, spec.name, &args.argv);
     // A digest of the wrong length cannot match: NOSCRIPT before anything else is looked at.
@@ -106,7 +106,7 @@ fn run_checked(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cmd
     };
     let rules = prepare_run(ctx.admin(), script.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let (srv, client) = ctx.admin_and_client();
     Ok(crate::executor::scripting::run(
         srv,

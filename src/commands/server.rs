@@ -57,7 +57,7 @@ pub(super) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
 pub fn info(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let names: Vec<&[u8]> = args.from(1).collect();
     let sections = crate::info::select_sections(&names);
-    let now_ms = ctx.now_ms;
+    let now_ms = ctx.now_ms();
     let (srv, client) = ctx.admin_and_client();
     let text = crate::info::render(srv, client, now_ms, &sections);
     Ok(Reply::Verbatim("txt", text.into_bytes()))

@@ -108,7 +108,7 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     if empty {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
     }
     if removed > 0 {
@@ -189,7 +189,7 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
         };
         ctx.notify(ev::SET, "spop", key);
         if empty {
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             ctx.db().remove(key, now);
             ctx.notify(ev::GENERIC, "del", key);
         }
@@ -211,7 +211,7 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
             }
             if count >= set.len() as u64 {
                 let r = set_reply(proto, set);
-                let now = ctx.now_ms;
+                let now = ctx.now_ms();
                 ctx.db().remove(key, now);
                 ctx.notify(ev::SET, "spop", key);
                 ctx.notify(ev::GENERIC, "del", key);
@@ -341,7 +341,7 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         _ => return Ok(Reply::Int(0)),
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     ctx.notify(ev::SET, "srem", src);
     if empty {
         ctx.db().remove(src, now);
@@ -473,7 +473,7 @@ pub fn sintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// or deletes `dst` when the result is empty (a `del` event if it existed); replies with the
 /// result's size.
 fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let n = result.len();
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {

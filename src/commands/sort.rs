@@ -321,7 +321,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
                 }
             }
             let n = list.len() as i64;
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             if n > 0 {
                 let existed = ctx.lookup_write(dst).is_some();
                 ctx.db().set(dst, Value::List(Box::new(list)), now);

@@ -195,7 +195,7 @@ fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, 
     if !ctx.woken() {
         return ctx.read::<Stream>(key);
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     match ctx.db().get(key, now) {
         None => Ok(None),
         Some(Value::Stream(s)) => Ok(Some(s)),
@@ -206,7 +206,7 @@ fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, 
 /// The stream under `key` for a command that found it with a counted read lookup and now
 /// modifies it (XREADGROUP, XACK, XCLAIM: Redis looks these up for reading).
 fn stream_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Stream> {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     match ctx.db().get_mut(key, now) {
         Some(Value::Stream(s)) => Some(s),
         _ => None,
@@ -398,7 +398,7 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let key = args.key(1);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let propagating = ctx.propagating();
     let node_max_bytes = ctx.config().stream_node_max_bytes;
     let node_max_entries = ctx.config().stream_node_max_entries.max(0) as usize;
@@ -848,7 +848,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                 return Err(CmdError::err("timeout is negative"));
             }
             // Redis 7.0 adds without an overflow check; a deadline past the i64 range waits for good.
-            timeout = if v > 0 { ctx.now_ms.saturating_add(v) } else { 0 };
+            timeout = if v > 0 { ctx.now_ms().saturating_add(v) } else { 0 };
         } else if eq(o, "count") && more > 0 {
             i += 1;
             count = ll(args.get(i))?.max(0);
@@ -937,7 +937,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     }
 
     // Serve synchronously what can be served.
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let propagating = ctx.propagating();
     let proto = ctx.proto();
     let mut served: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -1129,7 +1129,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         parse_strict_id(args.get(4))?
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if !t.exists {
         ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
         ctx.notify(ev::NEW, "new", key);
@@ -1192,7 +1192,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Creates a consumer in a group. Replies 1 if created, 0 if it existed.
 pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "createconsumer")?;
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let s = ctx.write::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let created = s.groups.get_mut(args.get(3)).is_some_and(|g| g.create_consumer(args.get(4), now));
     if created {
@@ -1313,7 +1313,7 @@ pub fn xpending(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let gname = args.get(2);
     let proto = ctx.proto();
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let s = ctx.read::<Stream>(key)?;
     let Some(g) = s.and_then(|s| s.groups.get(gname)) else {
         return Err(nogroup_key_group(key, gname));
@@ -1432,7 +1432,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         j += 1;
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut force = false;
     let mut justid = false;
     let mut retrycount: i64 = -1;
@@ -1562,7 +1562,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !has_group {
         return Err(nogroup_key_group(key, gname));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let cname = args.get(3);
     let s = stream_mut(ctx, key).ok_or(CmdError::NoSuchKey)?;
     let Some(mut g) = s.groups.remove(gname) else { return Err(nogroup_key_group(key, gname)) };
@@ -1694,7 +1694,7 @@ fn entries_read_reply(v: i64) -> Reply {
 pub fn xinfo_stream(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     let proto = ctx.proto();
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let _ = now;
     let s = ctx.read::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let optc = args.len() - 3;
@@ -1830,7 +1830,7 @@ pub fn xinfo_groups(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn xinfo_consumers(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     let gname = args.get(3);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let s = ctx.read::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let Some(g) = s.groups.get(gname) else {
         return Err(CmdError::Raw(format!(

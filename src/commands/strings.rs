@@ -145,7 +145,7 @@ fn parse_ext_opts(args: &Args, start: usize, for_set: bool) -> Result<ExtOpts<'_
 /// Turns an expire argument into an absolute unix-ms time. Zero, negative and overflowing
 /// values are `invalid expire time in '<cmd>' command`; non-integers are "not an integer".
 fn expire_at_ms(ctx: &Ctx, kind: ExpireKind, raw: &[u8]) -> Result<i64, CmdError> {
-    let invalid = || CmdError::InvalidExpire(ctx.spec.name.to_string());
+    let invalid = || CmdError::InvalidExpire(ctx.spec().name.to_string());
     let mut ms = parse_i64(raw).ok_or(CmdError::NotInteger)?;
     if ms <= 0 || (kind.seconds() && ms > i64::MAX / 1000) {
         return Err(invalid());
@@ -156,7 +156,7 @@ fn expire_at_ms(ctx: &Ctx, kind: ExpireKind, raw: &[u8]) -> Result<i64, CmdError
     if kind.relative() {
         // Redis adds without an overflow check and then refuses a non-positive result; a
         // wrapping add reproduces exactly which values it accepts.
-        ms = ms.wrapping_add(ctx.now_ms);
+        ms = ms.wrapping_add(ctx.now_ms());
     }
     if ms <= 0 {
         return Err(invalid());
@@ -208,7 +208,7 @@ struct SetPlan<'a> {
 /// the value was stored and, with GET, the old value's reply.
 fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError> {
     let old = if plan.get { get_reply(ctx, plan.key)? } else { Reply::Nil };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if plan.nx || plan.xx {
         let found = ctx.lookup_write(plan.key).is_some();
         if (plan.nx && found) || (plan.xx && !found) {
@@ -367,7 +367,7 @@ pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn getdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let reply = get_reply(ctx, args.key(1))?;
     if !matches!(reply, Reply::Nil) {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(args.key(1), now);
         ctx.modified(args.key(1), 1);
         ctx.notify(ev::GENERIC, "del", args.key(1));
@@ -393,7 +393,7 @@ pub fn getex(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Some((kind, raw)) => Some((kind, expire_at_ms(ctx, kind, raw)?)),
         None => None,
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     match expire_at {
         Some((kind, at)) if !kind.relative() && at <= now && !ctx.loading() => {
             ctx.db().remove(key, now);
@@ -451,7 +451,7 @@ pub fn msetnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     if args.len().is_multiple_of(2) {
-        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
+        return Err(CmdError::WrongArity(ctx.spec().name.to_string()));
     }
     if nx {
         for j in (1..args.len()).step_by(2) {

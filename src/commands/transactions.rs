@@ -44,7 +44,7 @@ pub fn exec(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         return Err(CmdError::err("EXEC without MULTI"));
     };
     let aborted = std::mem::take(&mut ctx.client_mut().dirty_exec);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     // A watched key that existed at WATCH time and is gone now has expired meanwhile.
     let (srv, client) = ctx.admin_and_client();
     let expired = client.watched_keys.iter().any(|(db, key, existed)| *existed && !srv.dbs[*db].contains(key, now));
@@ -88,7 +88,7 @@ pub fn watch(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("WATCH inside MULTI is not allowed"));
     }
     let db = ctx.client().db;
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     for key in args.from(1) {
         if ctx.client().watched_keys.iter().any(|(d, k, _)| *d == db && k == key) {
             continue;

@@ -71,7 +71,7 @@ pub(super) fn limits(ctx: &Ctx) -> Limits {
 fn after_removal(ctx: &mut Ctx, key: &[u8], empty: bool, event: &str) {
     ctx.notify(ev::ZSET, event, key);
     if empty {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
@@ -324,7 +324,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
             if f.xx {
                 return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
             }
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             ctx.db().set(key, Value::ZSet(Box::default()), now);
             ctx.notify(ev::NEW, "new", key);
             true
@@ -362,7 +362,7 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     let empty = z.is_empty();
     if empty {
         // Created for nothing (INCR refused, for instance): Redis never leaves an empty zset.
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
     }
     if added + updated > 0 {
@@ -616,7 +616,7 @@ fn zrange_generic(
 /// event if it existed) and replies with the count.
 fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &str) -> CmdResult {
     let n = pairs.len();
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {
             ctx.modified(dst, 1);

@@ -76,12 +76,12 @@ pub struct BlockRequest {
 
 /// What a handler sees: the executor state, the calling client, and the command's time snapshot.
 pub struct Ctx<'a> {
-    pub srv: &'a mut State,
-    pub client: &'a mut Client,
+    srv: &'a mut State,
+    client: &'a mut Client,
     /// Unix milliseconds, fixed for the whole command (and a whole MULTI/EXEC).
-    pub now_ms: i64,
+    now_ms: i64,
     /// The spec being run (the subcommand's, for containers).
-    pub spec: &'static CommandSpec,
+    spec: &'static CommandSpec,
 }
 
 impl<'a> Ctx<'a> {
@@ -92,6 +92,17 @@ impl<'a> Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Unix milliseconds, fixed for the whole command (and a whole MULTI/EXEC): lazy expiry, TTL
+    /// replies and every time a command stores see this one "now".
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// The spec being run (the subcommand's, for containers).
+    pub fn spec(&self) -> &'static CommandSpec {
+        self.spec
+    }
+
     /// The admin handle: the whole server state, for the families that manage the server
     /// (CLIENT, CONFIG, DEBUG, replication, cluster, ACL, scripting, persistence, ...). Data-type
     /// handlers use the narrow calls instead.
