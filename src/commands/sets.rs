@@ -146,10 +146,7 @@ pub fn sismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// An array of 1/0, one per member, telling whether each is in the set.
 pub fn smismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let set = match ctx.read::<Set>(args.key(1))? {
-        None => None,
-        Some(v) => Some(v),
-    };
+    let set = ctx.read::<Set>(args.key(1))?;
     let mut out = Vec::new();
     int_line(&mut out, b'*', (args.len() - 2) as i64);
     for m in args.from(2) {

@@ -482,8 +482,7 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.set_key(key, Value::Str(RStr::from_bytes(tail)));
             tail.len()
         }
-        Some(v) => {
-            let s = v;
+        Some(s) => {
             check_string_length(max, s.len() as u64, tail.len() as u64)?;
             let buf = s.make_raw();
             buf.extend_from_slice(tail);
@@ -531,8 +530,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.set_key(key, Value::Str(RStr::Raw(Box::new(buf))));
             len
         }
-        Some(v) => {
-            let s = v;
+        Some(s) => {
             if value.is_empty() {
                 return Ok(Reply::Int(s.len() as i64));
             }
@@ -593,8 +591,7 @@ pub fn getrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// result, stored with `int` encoding.
 fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
     let result = match ctx.write::<RStr>(key)? {
-        Some(v) => {
-            let s = v;
+        Some(s) => {
             let cur = s.as_i64().ok_or(CmdError::NotInteger)?;
             let next = cur.checked_add(delta).ok_or(CmdError::Overflow)?;
             *s = RStr::from_i64(next);
@@ -653,8 +650,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let incr = args.get(2);
     let result = match ctx.write::<RStr>(key)? {
-        Some(v) => {
-            let s = v;
+        Some(s) => {
             let next = s.with_bytes(|cur| incr_long_double(Some(cur), incr)).map_err(ld_error)?;
             *s = RStr::from_bytes_no_int(&next);
             next
