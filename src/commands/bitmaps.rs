@@ -66,7 +66,7 @@ fn bit_offset(arg: &[u8], bits: u32, max_bulk: i64) -> Result<u64, CmdError> {
 /// Makes the string under `key` at least `min_len` bytes long (creating it when absent) and
 /// returns it with whether it was created or grew. WRONGTYPE for other types.
 fn string_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], min_len: usize) -> Result<(&'a mut Vec<u8>, bool), CmdError> {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let exists = match ctx.lookup_write(key) {
         Some(v) => {
             string_of(v)?;
@@ -94,7 +94,7 @@ fn string_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], min_len: usize) -> Result<
 /// needed; replies with the bit's previous value. The offset must address a byte below
 /// proto-max-bulk-len and the value must be 0 or 1.
 pub fn setbit(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let offset = bit_offset(args.get(2), 0, ctx.srv.config.proto_max_bulk_len)?;
+    let offset = bit_offset(args.get(2), 0, ctx.config().proto_max_bulk_len)?;
     let on = match parse_i64(args.get(3)) {
         Some(v) if v & !1 == 0 => v == 1,
         _ => return Err(CmdError::err("bit is not an integer or out of range")),
@@ -106,7 +106,7 @@ pub fn setbit(ctx: &mut Ctx, args: &Args) -> CmdResult {
         bits::set_bit(buf, offset, on);
     }
     if dirty || old != on {
-        ctx.modified(key);
+        ctx.modified(key, 1);
         ctx.notify(ev::STRING, "setbit", key);
     }
     Ok(Reply::Int(old as i64))
@@ -116,7 +116,7 @@ pub fn setbit(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The bit at `offset`; 0 past the end of the string or when the key is absent.
 pub fn getbit(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let offset = bit_offset(args.get(2), 0, ctx.srv.config.proto_max_bulk_len)?;
+    let offset = bit_offset(args.get(2), 0, ctx.config().proto_max_bulk_len)?;
     match ctx.lookup_read(args.key(1)) {
         None => Ok(Reply::Int(0)),
         Some(v) => {
@@ -241,13 +241,13 @@ pub fn bitop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let out = bits::bitop(op, &refs);
     let len = out.len();
     let dest = args.key(2);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if len > 0 {
         ctx.set_key(dest, raw_string(out));
-        ctx.modified(dest);
+        ctx.modified(dest, 1);
         ctx.notify(ev::STRING, "set", dest);
     } else if ctx.db().remove(dest, now).is_some() {
-        ctx.modified(dest);
+        ctx.modified(dest, 1);
         ctx.notify(ev::GENERIC, "del", dest);
     }
     Ok(Reply::Int(len as i64))
@@ -369,7 +369,7 @@ fn field_write(buf: &mut [u8], f: &Field) -> (Reply, bool) {
 }
 
 fn bitfield_generic(ctx: &mut Ctx, args: &Args, read_only_cmd: bool) -> CmdResult {
-    let (fields, highest) = parse_fields(args, ctx.srv.config.proto_max_bulk_len)?;
+    let (fields, highest) = parse_fields(args, ctx.config().proto_max_bulk_len)?;
     let key = args.key(1);
     let Some(highest) = highest else {
         let replies = match ctx.lookup_read(key) {
@@ -395,9 +395,8 @@ fn bitfield_generic(ctx: &mut Ctx, args: &Args, read_only_cmd: bool) -> CmdResul
         }
     }
     if changes > 0 {
-        ctx.modified(key);
+        ctx.modified(key, changes);
         ctx.notify(ev::STRING, "setbit", key);
-        ctx.dirty(changes - 1);
     }
     Ok(Reply::Array(replies))
 }

@@ -74,7 +74,7 @@ fn client_type(st: &State, c: &Client) -> ClientType {
 
 /// CLIENT ID
 pub fn client_id(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Int(ctx.client.id as i64))
+    Ok(Reply::Int(ctx.client().id as i64))
 }
 
 /// CLIENT INFO
@@ -82,7 +82,9 @@ pub fn client_id(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// The calling connection's CLIENT LIST line.
 pub fn client_info(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let cur = Current::of(ctx, args);
-    let mut line = client_line(ctx.srv, ctx.client, ctx.now_ms, Some(&cur));
+    let now_ms = ctx.now_ms();
+    let (srv, client) = ctx.admin_and_client();
+    let mut line = client_line(srv, client, now_ms, Some(&cur));
     line.push('\n');
     Ok(Reply::Verbatim("txt", line.into_bytes()))
 }
@@ -107,10 +109,10 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let cur = Current::of(ctx, args);
-    let now = ctx.now_ms;
-    let me = ctx.client.id;
+    let now = ctx.now_ms();
+    let me = ctx.client().id;
     let mut out = String::new();
-    let st: &State = ctx.srv;
+    let st: &State = ctx.state();
     let client_type = |c: &Client| client_type(st, c);
     let mut emit = |c: &Client, is_me: bool| {
         out.push_str(&client_line(st, c, now, if is_me { Some(&cur) } else { None }));
@@ -121,15 +123,15 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Some(ids) => {
             for id in ids {
                 if id == me {
-                    emit(ctx.client, true);
-                } else if let Some(c) = ctx.srv.clients.get(&id).filter(|c| live(c)) {
+                    emit(ctx.client(), true);
+                } else if let Some(c) = ctx.state().clients.get(&id).filter(|c| live(c)) {
                     emit(c, false);
                 }
             }
         }
         None => {
-            let mut mine = Some(&*ctx.client);
-            let mut others: Vec<&Client> = ctx.srv.clients.values().filter(|c| live(c)).map(|c| &**c).collect();
+            let mut mine = Some(ctx.client());
+            let mut others: Vec<&Client> = ctx.state().clients.values().filter(|c| live(c)).map(|c| &**c).collect();
             others.sort_unstable_by_key(|c| c.id);
             for c in others {
                 if let Some(m) = mine.filter(|m| m.id < c.id) {
@@ -158,13 +160,13 @@ pub fn client_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn client_setname(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let name = args.get(2);
     super::validate_client_name(name)?;
-    ctx.client.name = if name.is_empty() { None } else { Some(name.to_vec()) };
+    ctx.client_mut().name = if name.is_empty() { None } else { Some(name.to_vec()) };
     Ok(Reply::Ok)
 }
 
 /// CLIENT GETNAME
 pub fn client_getname(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(match &ctx.client.name {
+    Ok(match &ctx.client().name {
         Some(n) => Reply::bulk(n.clone()),
         None => Reply::Nil,
     })
@@ -187,9 +189,9 @@ pub fn client_setinfo(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let v = if value.is_empty() { None } else { Some(value.to_vec()) };
     if is_name {
-        ctx.client.lib_name = v;
+        ctx.client_mut().lib_name = v;
     } else {
-        ctx.client.lib_ver = v;
+        ctx.client_mut().lib_ver = v;
     }
     Ok(Reply::Ok)
 }
@@ -206,7 +208,7 @@ fn on_off(args: &Args, i: usize) -> Result<bool, CmdError> {
 
 /// CLIENT NO-EVICT ON|OFF
 pub fn client_no_evict(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    ctx.client.no_evict = on_off(args, 2)?;
+    ctx.client_mut().no_evict = on_off(args, 2)?;
     Ok(Reply::Ok)
 }
 
@@ -214,7 +216,7 @@ pub fn client_no_evict(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// When on, the client's reads do not update keys' access times (Redis 7.2).
 pub fn client_no_touch(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    ctx.client.no_touch = on_off(args, 2)?;
+    ctx.client_mut().no_touch = on_off(args, 2)?;
     Ok(Reply::Ok)
 }
 
@@ -224,16 +226,16 @@ pub fn client_no_touch(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// themselves get no reply, ON replies OK.
 pub fn client_reply(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.is(2, "on") {
-        ctx.client.reply_off = false;
-        ctx.client.reply_skip_next = false;
-        ctx.client.reply_skip_now = false;
+        ctx.client_mut().reply_off = false;
+        ctx.client_mut().reply_skip_next = false;
+        ctx.client_mut().reply_skip_now = false;
         Ok(Reply::Ok)
     } else if args.is(2, "off") {
-        ctx.client.reply_off = true;
+        ctx.client_mut().reply_off = true;
         Ok(Reply::Raw(Vec::new()))
     } else if args.is(2, "skip") {
-        if !ctx.client.reply_off {
-            ctx.client.reply_skip_next = true;
+        if !ctx.client().reply_off {
+            ctx.client_mut().reply_skip_next = true;
         }
         Ok(Reply::Raw(Vec::new()))
     } else {
@@ -265,9 +267,10 @@ pub fn client_pause(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         true
     };
-    let srv = &mut *ctx.srv;
-    let end = ctx.now_ms.saturating_add(timeout);
-    let active = srv.pause_end_ms > ctx.now_ms;
+    let now = ctx.now_ms();
+    let srv = ctx.admin();
+    let end = now.saturating_add(timeout);
+    let active = srv.pause_end_ms > now;
     srv.pause_all = all || (active && srv.pause_all);
     srv.pause_end_ms = if active { srv.pause_end_ms.max(end) } else { end };
     Ok(Reply::Ok)
@@ -278,8 +281,9 @@ pub fn client_unpause(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     // Ended now rather than forgotten: the clients it held run when this batch ends, even
     // those held under ALL while FAILOVER or a shutdown still holds writes (see
     // `call::resume_postponed`). Those pauses are not CLIENT UNPAUSE's to lift.
-    let srv = &mut *ctx.srv;
-    srv.pause_end_ms = srv.pause_end_ms.min(ctx.now_ms);
+    let now = ctx.now_ms();
+    let srv = ctx.admin();
+    srv.pause_end_ms = srv.pause_end_ms.min(now);
     Ok(Reply::Ok)
 }
 
@@ -337,7 +341,7 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
             } else if args.is(i, "laddr") {
                 f.laddr = Some(v.to_vec());
             } else if args.is(i, "user") {
-                if !ctx.srv.acl.users.contains_key(v) {
+                if !ctx.state().acl.users.contains_key(v) {
                     return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v))));
                 }
                 f.user = Some(v.to_vec());
@@ -357,8 +361,8 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
             i += 2;
         }
     }
-    let now = ctx.now_ms;
-    let st: &State = ctx.srv;
+    let now = ctx.now_ms();
+    let st: &State = ctx.state();
     let victims: Vec<&Client> =
         st.clients.values().filter(|c| !c.handle.close_requested() && f.matches(st, c, now)).map(|c| &**c).collect();
     let mut killed = victims.len() as i64;
@@ -366,12 +370,12 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
     for c in victims {
         c.handle.request_close();
     }
-    if !f.skipme && f.matches(st, ctx.client, now) {
-        ctx.client.close_after_reply = true;
+    if !f.skipme && f.matches(st, ctx.client(), now) {
+        ctx.client_mut().close_after_reply = true;
         killed += 1;
     }
     for id in masters {
-        crate::executor::replication::master_client_killed(ctx.srv, id);
+        crate::executor::replication::master_client_killed(ctx.admin(), id);
     }
     if old_form {
         return if killed == 0 { Err(CmdError::err("No such client")) } else { Ok(Reply::Ok) };
@@ -395,7 +399,7 @@ pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 return Err(CmdError::err("A client can only redirect to a single other client"));
             }
             let id = args.i64(i)?;
-            let exists = id > 0 && (id as u64 == ctx.client.id || ctx.srv.clients.contains_key(&(id as u64)));
+            let exists = id > 0 && (id as u64 == ctx.client().id || ctx.state().clients.contains_key(&(id as u64)));
             if !exists {
                 return Err(CmdError::err("The client ID you want redirect to does not exist"));
             }
@@ -417,13 +421,14 @@ pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
         i += 1;
     }
     if args.is(2, "off") {
-        crate::executor::tracking::disable(&mut ctx.srv.tracking, ctx.client);
+        let (srv, client) = ctx.admin_and_client();
+        crate::executor::tracking::disable(&mut srv.tracking, client);
         return Ok(Reply::Ok);
     }
     if !args.is(2, "on") {
         return Err(CmdError::Syntax);
     }
-    let t = &ctx.client.tracking;
+    let t = &ctx.client().tracking;
     if !opts.bcast && !opts.prefixes.is_empty() {
         return Err(CmdError::err("PREFIX option requires BCAST mode to be enabled"));
     }
@@ -448,7 +453,8 @@ pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::err(e));
         }
     }
-    crate::executor::tracking::enable(&mut ctx.srv.tracking, ctx.client, opts);
+    let (srv, client) = ctx.admin_and_client();
+    crate::executor::tracking::enable(&mut srv.tracking, client, opts);
     Ok(Reply::Ok)
 }
 
@@ -456,7 +462,7 @@ pub fn client_tracking(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// In OPTIN mode YES tracks the keys of the next command; in OPTOUT mode NO skips them.
 pub fn client_caching(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let t = &mut ctx.client.tracking;
+    let t = &mut ctx.client_mut().tracking;
     if !t.on {
         return Err(CmdError::err(
             "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
@@ -481,7 +487,7 @@ pub fn client_caching(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The id invalidations are redirected to: 0 for none, -1 when tracking is off.
 pub fn client_getredir(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let t = &ctx.client.tracking;
+    let t = &ctx.client().tracking;
     Ok(Reply::Int(if t.on { t.redirect as i64 } else { -1 }))
 }
 
@@ -489,7 +495,7 @@ pub fn client_getredir(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 ///
 /// The tracking mode as a map: flags (a set), redirect (-1 when off) and the BCAST prefixes.
 pub fn client_trackinginfo(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let t = &ctx.client.tracking;
+    let t = &ctx.client().tracking;
     let mut flags: Vec<&'static str> = Vec::new();
     if !t.on {
         flags.push("off");
@@ -583,5 +589,5 @@ pub fn client_unblock(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if id <= 0 {
         return Ok(Reply::Int(0));
     }
-    Ok(Reply::Int(crate::executor::blocking::unblock(ctx.srv, id as u64, with_error) as i64))
+    Ok(Reply::Int(crate::executor::blocking::unblock(ctx.admin(), id as u64, with_error) as i64))
 }

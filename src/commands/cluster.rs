@@ -62,7 +62,7 @@ pub fn cluster_disabled(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 
 /// The cluster state, or the standalone refusal.
 fn state<'a>(ctx: &'a mut Ctx) -> Result<&'a mut ClusterState, CmdError> {
-    match ctx.srv.cluster.as_deref_mut() {
+    match ctx.admin().cluster.as_deref_mut() {
         Some(c) => Ok(c),
         None => Err(CmdError::err("This instance has cluster support disabled")),
     }
@@ -166,7 +166,7 @@ pub fn nodes(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// CLUSTER INFO
 pub fn info(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
-    Ok(Reply::Verbatim("txt", info_text(ctx.srv).into_bytes()))
+    Ok(Reply::Verbatim("txt", info_text(ctx.admin()).into_bytes()))
 }
 
 /// CLUSTER INFO's text.
@@ -222,7 +222,7 @@ pub fn countkeysinslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !(0..SLOTS as i64).contains(&slot) {
         return Err(CmdError::err("Invalid slot"));
     }
-    Ok(Reply::Int(ctx.srv.dbs[0].count_keys_in_slot(slot as usize) as i64))
+    Ok(Reply::Int(ctx.admin().dbs[0].count_keys_in_slot(slot as usize) as i64))
 }
 
 /// CLUSTER GETKEYSINSLOT slot count
@@ -233,7 +233,7 @@ pub fn getkeysinslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !(0..SLOTS as i64).contains(&slot) || count < 0 {
         return Err(CmdError::err("Invalid slot or number of keys"));
     }
-    let keys = ctx.srv.dbs[0].keys_in_slot(slot as usize, count as usize);
+    let keys = ctx.admin().dbs[0].keys_in_slot(slot as usize, count as usize);
     Ok(Reply::Array(keys.into_iter().map(Reply::bulk).collect()))
 }
 
@@ -256,7 +256,7 @@ pub fn meet(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let ip = args.str(2);
     let valid = (1..=65535).contains(&port) && (1..=65535).contains(&cport);
-    if !valid || !cluster::start_handshake(ctx.srv, &ip, port as u16, cport as u16) {
+    if !valid || !cluster::start_handshake(ctx.admin(), &ip, port as u16, cport as u16) {
         return Err(CmdError::err(format!("Invalid node address specified: {ip}:{}", args.str(3))));
     }
     Ok(Reply::Ok)
@@ -316,7 +316,7 @@ fn change_slots(ctx: &mut Ctx, args: &Args, ranges: bool, del: bool) -> CmdResul
     }
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.srv);
+    cluster::before_sleep(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -340,7 +340,7 @@ pub fn delslotsrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// CLUSTER FLUSHSLOTS
 pub fn flushslots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
-    if !ctx.srv.dbs[0].is_empty() {
+    if !ctx.admin().dbs[0].is_empty() {
         return Err(CmdError::err("DB must be empty to perform CLUSTER FLUSHSLOTS."));
     }
     let c = state(ctx)?;
@@ -348,7 +348,7 @@ pub fn flushslots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     c.del_node_slots(&me);
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.srv);
+    cluster::before_sleep(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -390,9 +390,8 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         (b"node", 5) => {
             let n = node_arg(c, "Unknown node")?;
-            let keys = ctx.srv.dbs[0].count_keys_in_slot(slot);
-            let allow_migration =
-                ctx.srv.config.other.get("cluster-allow-replica-migration").is_none_or(|v| v == "yes");
+            let keys = ctx.admin().dbs[0].count_keys_in_slot(slot);
+            let allow_migration = ctx.config().other.get("cluster-allow-replica-migration").is_none_or(|v| v == "yes");
             let c = state(ctx)?;
             if c.slots[slot] == Some(me) && n != me && keys != 0 {
                 return Err(CmdError::err(format!(
@@ -407,15 +406,15 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
             c.add_slot(&n, slot);
             if was_mine && n != me && c.me().numslots == 0 && allow_migration {
                 tracing::warn!("Configuration change detected. Reconfiguring myself as a replica of {}", name_str(&n));
-                cluster::set_my_master(ctx.srv, n);
+                cluster::set_my_master(ctx.admin(), n);
             }
             let c = state(ctx)?;
             if n == me && c.importing.contains_key(&slot) {
-                if cluster::bump_epoch_without_consensus(ctx.srv) {
+                if cluster::bump_epoch_without_consensus(ctx.admin()) {
                     tracing::warn!("configEpoch updated after importing slot {slot}");
                 }
                 state(ctx)?.importing.remove(&slot);
-                cluster::broadcast_pong_all(ctx.srv);
+                cluster::broadcast_pong_all(ctx.admin());
             }
         }
         _ => return Err(CmdError::err("Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP")),
@@ -423,15 +422,15 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let c = state(ctx)?;
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.srv);
+    cluster::before_sleep(ctx.admin());
     Ok(Reply::Ok)
 }
 
 /// CLUSTER BUMPEPOCH
 pub fn bumpepoch(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
-    let bumped = cluster::bump_epoch_without_consensus(ctx.srv);
-    cluster::before_sleep(ctx.srv);
+    let bumped = cluster::bump_epoch_without_consensus(ctx.admin());
+    cluster::before_sleep(ctx.admin());
     let epoch = state(ctx)?.me().config_epoch;
     Ok(Reply::StatusOwned(format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" })))
 }
@@ -459,7 +458,7 @@ pub fn set_config_epoch(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.srv);
+    cluster::before_sleep(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -473,14 +472,14 @@ pub fn forget(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if c.me().is_replica() && c.me().replicaof == Some(n) {
         return Err(CmdError::err("Can't forget my master!"));
     }
-    cluster::forget(ctx.srv, n);
-    cluster::before_sleep(ctx.srv);
+    cluster::forget(ctx.admin(), n);
+    cluster::before_sleep(ctx.admin());
     Ok(Reply::Ok)
 }
 
 /// CLUSTER REPLICATE node
 pub fn replicate(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let keys = ctx.srv.dbs[0].len();
+    let keys = ctx.admin().dbs[0].len();
     let c = state(ctx)?;
     let Some(n) = lookup(c, args.get(2)) else { return Err(unknown_node(args.get(2))) };
     if n == c.myself {
@@ -492,8 +491,8 @@ pub fn replicate(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if c.me().is_master() && (c.me().numslots != 0 || keys != 0) {
         return Err(CmdError::err("To set a master the node must be empty and without assigned slots."));
     }
-    cluster::set_my_master(ctx.srv, n);
-    cluster::before_sleep(ctx.srv);
+    cluster::set_my_master(ctx.admin(), n);
+    cluster::before_sleep(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -512,8 +511,8 @@ pub fn replicas(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// CLUSTER COUNT-FAILURE-REPORTS node
 pub fn count_failure_reports(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let validity = cluster::node_timeout(ctx.srv) * 2;
-    let now = ctx.now_ms;
+    let validity = cluster::node_timeout(ctx.admin()) * 2;
+    let now = ctx.now_ms();
     let c = state(ctx)?;
     let Some(n) = lookup(c, args.get(2)) else { return Err(unknown_node(args.get(2))) };
     let node = c.nodes.get_mut(&n).expect("known");
@@ -546,8 +545,8 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !force && (master.failed() || master.link.is_none()) {
         return Err(CmdError::err("Master is down or failed, please use CLUSTER FAILOVER FORCE"));
     }
-    cluster::start_manual_failover(ctx.srv, force, takeover);
-    cluster::before_sleep(ctx.srv);
+    cluster::start_manual_failover(ctx.admin(), force, takeover);
+    cluster::before_sleep(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -560,18 +559,18 @@ pub fn reset(ctx: &mut Ctx, args: &Args) -> CmdResult {
         3 if args.is(2, "soft") => false,
         _ => return Err(CmdError::Syntax),
     };
-    let keys = ctx.srv.dbs[0].len();
+    let keys = ctx.admin().dbs[0].len();
     if state(ctx)?.me().is_master() && keys != 0 {
         return Err(CmdError::err("CLUSTER RESET can't be called with master nodes containing keys"));
     }
-    cluster::reset(ctx.srv, hard);
+    cluster::reset(ctx.admin(), hard);
     Ok(Reply::Ok)
 }
 
 /// CLUSTER SAVECONFIG
 pub fn saveconfig(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
-    cluster::save_config(ctx.srv).map_err(|e| {
+    cluster::save_config(ctx.admin()).map_err(|e| {
         CmdError::err(format!(
             "error saving the cluster node config: {}",
             e.trim_start_matches("Could not save cluster config file: ")
@@ -600,7 +599,7 @@ fn slot_node(st: &crate::executor::State, n: &Node) -> Reply {
 /// CLUSTER SLOTS
 pub fn slots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
-    let st = &*ctx.srv;
+    let st = ctx.admin();
     let c = st.cluster.as_deref().expect("checked");
     let mut out = Vec::new();
     let mut start = 0;
@@ -654,7 +653,7 @@ fn shard_node(st: &crate::executor::State, c: &ClusterState, n: &Node) -> Reply 
 /// CLUSTER SHARDS
 pub fn shards(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
-    let st = &*ctx.srv;
+    let st = ctx.admin();
     let c = st.cluster.as_deref().expect("checked");
     let mut names: Vec<&Name> = c.nodes.keys().collect();
     names.sort();

@@ -25,7 +25,7 @@ pub static COMMANDS: &[CommandSpec] = &[container("config", -2, acl::SLOW, SUBCO
 /// a name without glob characters is looked up directly and may name a hidden directive), each
 /// reported once, under the name that matched (aliases included).
 pub fn get(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let cfg = &ctx.srv.config;
+    let cfg = &ctx.admin().config;
     let mut found: Vec<(String, &'static Desc)> = Vec::new();
     for pat in args.from(2) {
         let pat_str = String::from_utf8_lossy(pat);
@@ -80,7 +80,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return refuse("can't set protected config");
         }
         // Redis's DENY_LOADING_CONFIG: these wait for a load in progress to end.
-        let loading = ctx.srv.stats.persistence.loading || ctx.srv.repl.sync_loading.is_some();
+        let loading = ctx.admin().stats.persistence.loading || ctx.state().repl.sync_loading.is_some();
         if matches!(desc.name, "dir" | "appendonly") && loading {
             return Err(CmdError::Raw("LOADING Redis is loading the dataset in memory".into()));
         }
@@ -92,7 +92,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         pairs.push((desc, registered, args.str(i + 1)));
     }
     let old_dir = std::env::current_dir().ok();
-    let mut next: Config = ctx.srv.config.clone();
+    let mut next: Config = ctx.config().clone();
     let mut state = LoadState::default();
     for (desc, registered, value) in &pairs {
         let argv: Vec<String> = if desc.has(MULTI_ARG) { split_spaces(value) } else { vec![value.clone()] };
@@ -108,8 +108,8 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     // A new port or bind list is listened on before anything else changes; when that fails the
     // old listeners stay and nothing is set.
-    let bind_changed = next.bind != ctx.srv.config.bind;
-    if bind_changed || next.port != ctx.srv.config.port {
+    let bind_changed = next.bind != ctx.config().bind;
+    if bind_changed || next.port != ctx.config().port {
         if let Err(e) = crate::config::live::rebind_tcp(&next) {
             tracing::warn!("{e}");
             if let Some(d) = &old_dir {
@@ -123,13 +123,13 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")));
         }
     }
-    if let Err(e) = apply_tls(&ctx.srv.config, &next, &pairs, bind_changed) {
+    if let Err(e) = apply_tls(&ctx.admin().config, &next, &pairs, bind_changed) {
         if let Some(d) = &old_dir {
             let _ = std::env::set_current_dir(d);
         }
         return Err(e);
     }
-    if pairs.iter().any(|(d, _, _)| d.name == "maxclients") && next.maxclients != ctx.srv.config.maxclients {
+    if pairs.iter().any(|(d, _, _)| d.name == "maxclients") && next.maxclients != ctx.config().maxclients {
         let wanted = next.maxclients;
         let granted = crate::daemon::adjust_open_files_limit(wanted);
         if granted < wanted {
@@ -142,8 +142,8 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let oom = |c: &Config| ["oom-score-adj", "oom-score-adj-values"].map(|n| config::lookup(n).map(|d| c.get(d)));
-    if oom(&next) != oom(&ctx.srv.config) {
-        let class = if ctx.srv.repl.is_replica() { OomClass::Replica } else { OomClass::Master };
+    if oom(&next) != oom(&ctx.admin().config) {
+        let class = if ctx.state().repl.is_replica() { OomClass::Replica } else { OomClass::Master };
         if let Err(why) = crate::daemon::apply_oom_score_adj(&next, class) {
             let name =
                 pairs.iter().find(|(d, _, _)| d.name.starts_with("oom-score-adj")).map_or("oom-score-adj", |p| p.1);
@@ -152,7 +152,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
             );
             // Redis's rollback re-applies the old settings (which restores the old score).
-            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.srv.config, class) {
+            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.admin().config, class) {
                 tracing::warn!("{why}");
             }
             if let Some(d) = &old_dir {
@@ -165,30 +165,30 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     // Redis's updateWatchdogPeriod, on a changed period (it may raise the value it stores).
     if pairs.iter().any(|(d, _, _)| d.name == "watchdog-period")
-        && next.watchdog_period() != ctx.srv.config.watchdog_period()
+        && next.watchdog_period() != ctx.config().watchdog_period()
     {
         crate::watchdog::apply(&mut next);
     }
-    if next.loglevel != ctx.srv.config.loglevel {
+    if next.loglevel != ctx.config().loglevel {
         crate::log::set_level(&next.loglevel);
     }
-    let password_changed = next.requirepass != ctx.srv.config.requirepass;
+    let password_changed = next.requirepass != ctx.config().requirepass;
     let title = |c: &Config| config::lookup("proc-title-template").map(|d| c.get(d));
-    let title_changed = title(&next) != title(&ctx.srv.config);
-    ctx.srv.config = next;
+    let title_changed = title(&next) != title(&ctx.admin().config);
+    ctx.admin().config = next;
     if title_changed {
-        crate::proctitle::set(&ctx.srv.config);
+        crate::proctitle::set(&ctx.admin().config);
     }
     if password_changed {
-        let password = ctx.srv.config.requirepass.clone();
-        ctx.srv.acl.set_default_password(password.as_deref());
+        let password = ctx.config().requirepass.clone();
+        ctx.admin().acl.set_default_password(password.as_deref());
     }
-    config::live::publish(&ctx.srv.config);
-    super::users::acl_changed(ctx.srv);
+    config::live::publish(&ctx.admin().config);
+    super::users::acl_changed(ctx.admin());
     // cluster-announce-* and cluster-replica-no-failover change what this node tells its peers.
-    if ctx.srv.cluster.is_some() {
-        crate::executor::cluster::update_myself_announced(ctx.srv);
-        crate::executor::cluster::before_sleep(ctx.srv);
+    if ctx.state().cluster.is_some() {
+        crate::executor::cluster::update_myself_announced(ctx.admin());
+        crate::executor::cluster::before_sleep(ctx.admin());
     }
     Ok(Reply::Ok)
 }
@@ -233,7 +233,7 @@ fn apply_tls(
 
 /// Whether protected directives (dir, dbfilename) may be changed by this client.
 fn protected_allowed(ctx: &Ctx) -> bool {
-    config::protected_action_allowed(&ctx.srv.config.enable_protected_configs, ctx.client.info.local)
+    config::protected_action_allowed(&ctx.config().enable_protected_configs, ctx.client().info.local)
 }
 
 /// Redis splits a multi-argument CONFIG SET value on single spaces (empty value: no arguments).
@@ -248,9 +248,9 @@ fn split_spaces(v: &str) -> Vec<String> {
 ///
 /// Resets the INFO counters, command and error statistics. The slowlog is kept, as in Redis.
 pub fn resetstat(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    ctx.srv.stats.reset();
+    ctx.admin().stats.reset();
     // The sync counters live with the replication state; Redis's resetServerStats clears them too.
-    let r = &mut ctx.srv.repl;
+    let r = &mut ctx.admin().repl;
     (r.sync_full, r.sync_partial_ok, r.sync_partial_err) = (0, 0, 0);
     Ok(Reply::Ok)
 }
@@ -260,7 +260,7 @@ pub fn resetstat(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Rewrites the config file the server was started with so that it reflects the running
 /// configuration, keeping comments and the order of existing lines.
 pub fn rewrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let Some(path) = ctx.srv.config.config_file.clone() else {
+    let Some(path) = ctx.config().config_file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
     };
     match rewrite_file(ctx, &path, false) {
@@ -280,13 +280,13 @@ pub fn rewrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Rewrites the config file with the running configuration and users; `force_all` writes
 /// every directive, defaults included (DEBUG CONFIG-REWRITE-FORCE-ALL).
 pub fn rewrite_file(ctx: &mut Ctx, path: &str, force_all: bool) -> std::io::Result<()> {
-    let has_aclfile = crate::config::lookup("aclfile").is_some_and(|d| !ctx.srv.config.get(d).is_empty());
+    let has_aclfile = crate::config::lookup("aclfile").is_some_and(|d| !ctx.config().get(d).is_empty());
     let users: Vec<String> = if has_aclfile {
         Vec::new()
     } else {
-        super::users::acl_file_text(ctx.srv).lines().map(str::to_string).collect()
+        super::users::acl_file_text(ctx.admin()).lines().map(str::to_string).collect()
     };
-    ctx.srv.config.rewrite(path, &users, force_all)
+    ctx.config().rewrite(path, &users, force_all)
 }
 
 /// CONFIG HELP

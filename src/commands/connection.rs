@@ -59,7 +59,7 @@ pub fn echo(_ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// Replies OK, then the connection closes once the reply is written.
 pub fn quit(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    ctx.client.close_after_reply = true;
+    ctx.client_mut().close_after_reply = true;
     Ok(Reply::Ok)
 }
 
@@ -70,8 +70,8 @@ pub fn quit(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     // Runs even inside MULTI: the transaction, WATCHes, tracking and CLIENT REPLY modes go too.
     super::transactions::unwatch_all(ctx);
-    crate::executor::tracking::disable(&mut ctx.srv.tracking, ctx.client);
-    let c = &mut *ctx.client;
+    let (srv, c) = ctx.admin_and_client();
+    crate::executor::tracking::disable(&mut srv.tracking, c);
     c.multi = None;
     c.dirty_exec = false;
     c.dirty_cas = false;
@@ -83,7 +83,7 @@ pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     c.no_evict = false;
     c.no_touch = false;
     c.user = None;
-    c.authenticated = ctx.srv.acl.new_connections_authenticated();
+    c.authenticated = srv.acl.new_connections_authenticated();
     c.handle.set_authenticated(c.authenticated);
     Ok(Reply::Status("RESET"))
 }
@@ -91,13 +91,13 @@ pub fn reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// SELECT index
 pub fn select(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let idx = args.i64(1)?;
-    if ctx.srv.cluster.is_some() && idx != 0 {
+    if ctx.state().cluster.is_some() && idx != 0 {
         return Err(CmdError::err("SELECT is not allowed in cluster mode"));
     }
-    if idx < 0 || idx as usize >= ctx.srv.dbs.len() {
+    if idx < 0 || idx as usize >= ctx.state().dbs.len() {
         return Err(CmdError::DbIndexOutOfRange);
     }
-    ctx.client.db = idx as usize;
+    ctx.client_mut().db = idx as usize;
     Ok(Reply::Ok)
 }
 
@@ -110,13 +110,14 @@ pub fn auth(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let (user, pass): (&[u8], &[u8]) =
         if args.len() == 2 { (b"default", args.get(1)) } else { (args.get(1), args.get(2)) };
-    if args.len() == 2 && ctx.srv.acl.default_user().nopass {
+    if args.len() == 2 && ctx.admin().acl.default_user().nopass {
         return Err(CmdError::err(
             "AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
         ));
     }
-    if super::users::authenticate(ctx.srv, ctx.client, args.get(0), user, pass) {
+    let (srv, client) = ctx.admin_and_client();
+    if super::users::authenticate(srv, client, args.get(0), user, pass) {
         Ok(Reply::Ok)
     } else {
         Err(CmdError::Raw(WRONGPASS.into()))
@@ -153,11 +154,12 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     if let Some((user, pass)) = &creds {
-        if !super::users::authenticate(ctx.srv, ctx.client, args.get(0), user, pass) {
+        let (srv, client) = ctx.admin_and_client();
+        if !super::users::authenticate(srv, client, args.get(0), user, pass) {
             return Err(CmdError::Raw(WRONGPASS.into()));
         }
     }
-    if !ctx.client.authenticated {
+    if !ctx.client().authenticated {
         return Err(CmdError::Raw(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> \
              <pass> option can be used to authenticate the client and select the RESP protocol version at \
@@ -167,18 +169,18 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     if let Some(name) = setname {
         super::validate_client_name(&name)?;
-        ctx.client.name = Some(name).filter(|n| !n.is_empty());
+        ctx.client_mut().name = Some(name).filter(|n| !n.is_empty());
     }
     if let Some(p) = proto {
-        ctx.client.proto = p;
+        ctx.client_mut().proto = p;
     }
     Ok(Reply::Map(vec![
         (Reply::bulk("server"), Reply::bulk("redis")),
         (Reply::bulk("version"), Reply::bulk(crate::REDIS_VERSION)),
-        (Reply::bulk("proto"), Reply::Int(ctx.client.proto as i64)),
-        (Reply::bulk("id"), Reply::Int(ctx.client.id as i64)),
-        (Reply::bulk("mode"), Reply::bulk(if ctx.srv.cluster.is_some() { "cluster" } else { "standalone" })),
-        (Reply::bulk("role"), Reply::bulk(if ctx.srv.repl.is_replica() { "replica" } else { "master" })),
+        (Reply::bulk("proto"), Reply::Int(ctx.client().proto as i64)),
+        (Reply::bulk("id"), Reply::Int(ctx.client().id as i64)),
+        (Reply::bulk("mode"), Reply::bulk(if ctx.state().cluster.is_some() { "cluster" } else { "standalone" })),
+        (Reply::bulk("role"), Reply::bulk(if ctx.state().repl.is_replica() { "replica" } else { "master" })),
         (Reply::bulk("modules"), Reply::Array(vec![])),
     ]))
 }
@@ -188,7 +190,7 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Cluster-mode connection states; a standalone server refuses them, as Redis does without
 /// cluster-enabled.
 fn cluster_only(ctx: &mut Ctx) -> Result<(), CmdError> {
-    if ctx.srv.cluster.is_none() {
+    if ctx.state().cluster.is_none() {
         return Err(CmdError::err("This instance has cluster support disabled"));
     }
     Ok(())
@@ -197,20 +199,20 @@ fn cluster_only(ctx: &mut Ctx) -> Result<(), CmdError> {
 /// READONLY: this connection may read from a replica the slots its master serves.
 pub fn readonly(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     cluster_only(ctx)?;
-    ctx.client.cluster_readonly = true;
+    ctx.client_mut().cluster_readonly = true;
     Ok(Reply::Ok)
 }
 
 /// READWRITE: back to redirections for every key on a replica.
 pub fn readwrite(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     cluster_only(ctx)?;
-    ctx.client.cluster_readonly = false;
+    ctx.client_mut().cluster_readonly = false;
     Ok(Reply::Ok)
 }
 
 /// ASKING: the next command (or transaction) may use a slot this node is importing.
 pub fn asking(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     cluster_only(ctx)?;
-    ctx.client.cluster_asking = true;
+    ctx.client_mut().cluster_asking = true;
     Ok(Reply::Ok)
 }

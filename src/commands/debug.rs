@@ -25,16 +25,16 @@ fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
             _ => return Err(CmdError::err("DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")),
         }
     }
-    if !nosave && crate::executor::snapshot::save_foreground(ctx.srv).is_err() {
+    if !nosave && crate::executor::snapshot::save_foreground(ctx.admin()).is_err() {
         return Err(CmdError::err("Error trying to save the DB"));
     }
-    let path = std::path::Path::new(&ctx.srv.config.dir).join(&ctx.srv.config.dbfilename);
-    let loaded = crate::rdb::load::load_path(&path, &ctx.srv.config, None);
+    let path = std::path::Path::new(&ctx.config().dir).join(&ctx.config().dbfilename);
+    let loaded = crate::rdb::load::load_path(&path, ctx.config(), None);
     if !noflush {
-        for idx in 0..ctx.srv.dbs.len() {
+        for idx in 0..ctx.state().dbs.len() {
             crate::commands::keys::empty_db(ctx, idx, false);
         }
-        ctx.srv.functions = Default::default();
+        ctx.admin().functions = Default::default();
     }
     let loaded = match loaded {
         Ok(l) => l,
@@ -43,37 +43,38 @@ fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::err("Error trying to load the RDB dump, check server logs."));
         }
     };
-    let dbs = ctx.srv.dbs.len();
+    let dbs = ctx.state().dbs.len();
     if noflush && !merge {
         // Checked before anything is inserted, so a refused reload changes nothing. A library
         // already loaded clashes as a duplicate key does.
         if let Some(lib) =
-            loaded.functions.libs.iter().find(|l| ctx.srv.functions.libs.iter().any(|o| o.name == l.name))
+            loaded.functions.libs.iter().find(|l| ctx.state().functions.libs.iter().any(|o| o.name == l.name))
         {
             tracing::warn!("Failed loading library: Library '{}' already exists", String::from_utf8_lossy(&lib.name));
             return Err(CmdError::err("Error trying to load the RDB dump, check server logs."));
         }
         for (idx, src) in loaded.dbs.iter().enumerate().take(dbs) {
-            if let Some((key, _, _)) = src.iter_all().find(|(k, _, _)| ctx.srv.dbs[idx].get_ref(k).is_some()) {
+            if let Some((key, _, _)) = src.iter_all().find(|(k, _, _)| ctx.state().dbs[idx].get_ref(k).is_some()) {
                 tracing::warn!("RDB has duplicated key '{}' in DB {idx}", String::from_utf8_lossy(key));
                 return Err(CmdError::err("Error trying to load the RDB dump, check server logs."));
             }
         }
     }
-    let clock = crate::db::lru_clock(ctx.now_ms);
+    let now = ctx.now_ms();
+    let clock = crate::db::lru_clock(now);
     for (idx, src) in loaded.dbs.iter().enumerate().take(dbs) {
-        let db = &mut ctx.srv.dbs[idx];
+        let db = &mut ctx.admin().dbs[idx];
         for (key, value, expire) in src.iter_all() {
-            db.remove(key, ctx.now_ms);
+            db.remove(key, now);
             db.insert_new(key, value.clone(), expire, clock);
         }
     }
     for lib in loaded.functions.libs {
-        ctx.srv.functions.libs.retain(|l| l.name != lib.name);
-        ctx.srv.functions.libs.push(lib);
+        ctx.admin().functions.libs.retain(|l| l.name != lib.name);
+        ctx.admin().functions.libs.push(lib);
     }
-    ctx.srv.functions.libs.sort_by(|a, b| a.name.cmp(&b.name));
-    crate::executor::scripting::host::reload_all(ctx.srv);
+    ctx.admin().functions.libs.sort_by(|a, b| a.name.cmp(&b.name));
+    crate::executor::scripting::host::reload_all(ctx.admin());
     tracing::info!("DB reloaded by DEBUG RELOAD");
     Ok(Reply::Ok)
 }
@@ -93,18 +94,18 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"reload", _) => debug_reload(ctx, args),
         (b"drop-cluster-packet-filter", 3) => {
             let t = args.i64(2)?;
-            if let Some(c) = ctx.srv.cluster.as_deref_mut() {
+            if let Some(c) = ctx.admin().cluster.as_deref_mut() {
                 c.drop_packet_filter = t;
             }
             Ok(Reply::Ok)
         }
         (b"clusterlink", 5) if args.is(2, "kill") => {
-            if ctx.srv.cluster.is_none() {
+            if ctx.state().cluster.is_none() {
                 return Err(CmdError::err("Debug option only available for cluster mode enabled setup!"));
             }
             let id = args.get(4);
             let Some(name) = crate::cluster::parse_name(id)
-                .filter(|n| ctx.srv.cluster.as_ref().is_some_and(|c| c.nodes.contains_key(n)))
+                .filter(|n| ctx.admin().cluster.as_ref().is_some_and(|c| c.nodes.contains_key(n)))
             else {
                 return Err(CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(id))));
             };
@@ -114,11 +115,11 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 b"all" => (true, true),
                 _ => return Err(CmdError::err(format!("Unknown direction {}", args.str(3)))),
             };
-            crate::executor::cluster::kill_links(ctx.srv, name, to, from);
+            crate::executor::cluster::kill_links(ctx.admin(), name, to, from);
             Ok(Reply::Ok)
         }
         (b"set-active-expire", 3) => {
-            ctx.srv.active_expire_enabled = crate::util::num::atoi(args.get(2)) != 0;
+            ctx.admin().active_expire_enabled = crate::util::num::atoi(args.get(2)) != 0;
             Ok(Reply::Ok)
         }
         (b"object", 3) => debug_object(ctx, args.get(2)),
@@ -131,7 +132,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"populate", 3..=5) => debug_populate(ctx, args),
         (b"digest", 2) => Ok(Reply::StatusOwned(hex(&dataset_digest(ctx)))),
         (b"digest-value", _) => {
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             let digests = args
                 .from(2)
                 .map(|key| {
@@ -144,7 +145,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Ok(Reply::Array(digests))
         }
         (b"aof-flush-sleep", 3) => {
-            ctx.srv.aof.flush_sleep_us = crate::util::num::atoi(args.get(2)).max(0) as u64;
+            ctx.admin().aof.flush_sleep_us = crate::util::num::atoi(args.get(2)).max(0) as u64;
             Ok(Reply::Ok)
         }
         (b"set-skip-checksum-validation", 3) => {
@@ -160,16 +161,16 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Ok(Reply::Ok)
         }
         (b"set-disable-deny-scripts", 3) => {
-            ctx.srv.scripts_may_call_noscript = crate::util::num::atoi(args.get(2)) != 0;
+            ctx.admin().scripts_may_call_noscript = crate::util::num::atoi(args.get(2)) != 0;
             Ok(Reply::Ok)
         }
         (b"pause-cron", 3) => {
-            ctx.srv.cron_paused = crate::util::num::atoi(args.get(2)) != 0;
+            ctx.admin().cron_paused = crate::util::num::atoi(args.get(2)) != 0;
             Ok(Reply::Ok)
         }
         // How the client cron resizes the (modelled) reply buffers CLIENT LIST shows.
         (b"replybuffer", 4) if args.is(2, "peak-reset-time") => {
-            let policy = &mut ctx.srv.reply_buffer;
+            let policy = &mut ctx.admin().reply_buffer;
             policy.peak_reset_ms = if args.is(3, "never") {
                 -1
             } else if args.is(3, "reset") {
@@ -180,11 +181,11 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Ok(Reply::Ok)
         }
         (b"replybuffer", 4) if args.is(2, "resizing") => {
-            ctx.srv.reply_buffer.resizing = crate::util::num::atoi(args.get(3)) != 0;
+            ctx.admin().reply_buffer.resizing = crate::util::num::atoi(args.get(3)) != 0;
             Ok(Reply::Ok)
         }
         (b"loadaof", 2) => {
-            if !crate::executor::aof::reload_from_disk(ctx.srv) {
+            if !crate::executor::aof::reload_from_disk(ctx.admin()) {
                 std::process::exit(1);
             }
             Ok(Reply::Ok)
@@ -199,12 +200,12 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             tracing::warn!(
                 "Guru Meditation: DEBUG {} called at Unix time {}",
                 args.str(1).to_ascii_uppercase(),
-                ctx.now_ms / 1000
+                ctx.now_ms() / 1000
             );
             std::process::abort();
         }
         (b"config-rewrite-force-all", 2) => {
-            let path = ctx.srv.config.config_file.clone().unwrap_or_default();
+            let path = ctx.config().config_file.clone().unwrap_or_default();
             let result = if path.is_empty() {
                 Err(std::io::Error::from_raw_os_error(libc::EFAULT))
             } else {
@@ -217,13 +218,13 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         (b"htstats", 3..) => {
             let db = args.i64(2)?;
-            if db < 0 || db as usize >= ctx.srv.dbs.len() {
+            if db < 0 || db as usize >= ctx.state().dbs.len() {
                 return Err(CmdError::err("Out of range database"));
             }
-            Ok(Reply::Verbatim("txt", ctx.srv.dbs[db as usize].table_stats().into_bytes()))
+            Ok(Reply::Verbatim("txt", ctx.admin().dbs[db as usize].table_stats().into_bytes()))
         }
         (b"htstats-key", 3..) => {
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             let Some(value) = ctx.db().peek(args.get(2), now) else { return Err(CmdError::err("no such key")) };
             // Redis's text for each encoding that is a hash table (hashtable sets and hashes,
             // skiplist zsets' member dict).
@@ -243,13 +244,13 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (b"mallctl", 3 | 4) => debug_mallctl(args, false),
         (b"mallctl-str", 3 | 4) => debug_mallctl(args, true),
         (b"change-repl-id", 2) => {
-            ctx.srv.repl.new_history();
+            ctx.admin().repl.new_history();
             Ok(Reply::Ok)
         }
         // Sends the arguments to the replicas as a command of the stream (tests use it to make
         // a replica fail a command).
         (b"replicate", n) if n >= 3 => {
-            crate::executor::replication::feed_raw(ctx.srv, &args.argv[2..]);
+            crate::executor::replication::feed_raw(ctx.admin(), &args.argv[2..]);
             Ok(Reply::Ok)
         }
         _ => Err(sub_syntax_error(args)),
@@ -432,7 +433,7 @@ fn value_digest(v: &Value, expires: bool) -> [u8; 20] {
 /// master meanwhile).
 fn dataset_digest(ctx: &mut Ctx) -> [u8; 20] {
     let mut total = [0u8; 20];
-    for (i, db) in ctx.srv.dbs.iter().enumerate() {
+    for (i, db) in ctx.state().dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
         }
@@ -451,8 +452,8 @@ fn dataset_digest(ctx: &mut Ctx) -> [u8; 20] {
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 
 fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
-    let now = ctx.now_ms;
-    let shared_ints = crate::executor::evict::shares_integers(ctx.srv);
+    let now = ctx.now_ms();
+    let shared_ints = crate::executor::evict::shares_integers(ctx.admin());
     let db = ctx.db();
     // As Redis, a direct look in the table: a key past its TTL but not yet expired is shown.
     let idle = db.idle_seconds_peek(key, now).unwrap_or(0);
@@ -575,7 +576,7 @@ fn debug_populate(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         None
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut key = Vec::with_capacity(prefix.len() + 21);
     for j in 0..count {
         key.clear();
@@ -740,9 +741,9 @@ mod tests {
         st.dbs[0].set_expire(b"foo", far);
         st.dbs[0].set(b"n", Value::Str(RStr::from_bytes(b"123")), 0);
         let spec = &super::super::server::COMMANDS[0];
-        let mut ctx = Ctx { srv: &mut st, client: &mut client, now_ms: 1000, spec };
+        let mut ctx = Ctx::new(&mut st, &mut client, 1000, spec);
         assert_eq!(hex(&dataset_digest(&mut ctx)), "7568d5279aa6c244d229b00c2026ef70e142ae1c");
-        ctx.srv.dbs[1].set(b"x", Value::Str(RStr::from_bytes(b"y")), 0);
+        ctx.admin().dbs[1].set(b"x", Value::Str(RStr::from_bytes(b"y")), 0);
         assert_eq!(hex(&dataset_digest(&mut ctx)), "aec541f463b8302e1e5bd3726e790955ab38fa6d");
     }
 }

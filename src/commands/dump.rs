@@ -96,7 +96,7 @@ pub fn decode_payload(p: &[u8], limits: Limits, now_ms: i64, shallow: bool) -> O
 /// hashes with field TTLs), or nil when the key does not exist. Strings over 20 bytes are
 /// LZF-compressed when `rdbcompression` is on.
 pub fn dump(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let compress = ctx.srv.config.rdbcompression;
+    let compress = ctx.config().rdbcompression;
     let Some(value) = ctx.lookup_read(args.key(1)) else {
         return Ok(Reply::Nil);
     };
@@ -154,8 +154,8 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !verify_payload(payload) {
         return Err(CmdError::err("DUMP payload version or checksum are wrong"));
     }
-    let now = ctx.now_ms;
-    let limits = Limits::from_config(&ctx.srv.config);
+    let now = ctx.now_ms();
+    let limits = Limits::from_config(ctx.config());
     let value =
         decode_payload(payload, limits, now, !deep_sanitize(ctx)).ok_or_else(|| CmdError::err("Bad data format"))?;
 
@@ -171,15 +171,15 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     if expire_at.is_some_and(|at| at <= now) && !ctx.loading() {
         if deleted {
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "del", key);
             ctx.propagate_as_parts(&[b"DEL", key]);
         }
         return Ok(Reply::Ok);
     }
-    let clock = access_clock(&ctx.srv.config.maxmemory_policy, now, idle, freq);
+    let clock = access_clock(&ctx.config().maxmemory_policy, now, idle, freq);
     ctx.db().insert_new(key, value, expire_at, clock);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::GENERIC, "restore", key);
     // A relative TTL propagates as an absolute one: argument 2 becomes the time, ABSTTL is added.
     if let (Some(at), false, true) = (expire_at, absttl, ctx.propagating()) {
@@ -196,16 +196,11 @@ pub fn restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// sanitize-dump-payload yes, never under no, and under clients unless the command is replayed
 /// from the AOF or the client's user has skip-sanitize-payload.
 fn deep_sanitize(ctx: &Ctx) -> bool {
-    match Sanitize::from_config(&ctx.srv.config) {
+    match Sanitize::from_config(ctx.config()) {
         Sanitize::Yes => true,
         Sanitize::No => false,
         Sanitize::Clients => {
-            let skip_user = ctx
-                .client
-                .user
-                .as_deref()
-                .map_or(ctx.srv.acl.users.get(&b"default"[..]), |u| ctx.srv.acl.users.get(u))
-                .is_some_and(|u| u.skips_sanitize_payload());
+            let skip_user = ctx.user_skips_sanitize();
             !ctx.loading() && !skip_user
         }
     }

@@ -43,8 +43,10 @@ pub fn fcall_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
-    crate::executor::pubsub::feed_monitor_line(ctx.srv, ctx.client, ctx.spec.name, &args.argv);
-    let Some(def) = ctx.srv.scripting.registry().function(args.get(1)).cloned() else {
+    let spec = ctx.spec();
+    let (srv, client) = ctx.admin_and_client();
+    crate::executor::pubsub::feed_monitor_line(srv, client, spec.name, &args.argv);
+    let Some(def) = ctx.state().scripting.registry().function(args.get(1)).cloned() else {
         return Err(CmdError::err("Function not found"));
     };
     let numkeys =
@@ -55,18 +57,19 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
     if numkeys < 0 {
         return Err(CmdError::err("Number of keys can't be negative"));
     }
-    let rules = super::scripting::prepare_run(ctx.srv, def.flags, read_only)?;
+    let rules = super::scripting::prepare_run(ctx.admin(), def.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let what = crate::executor::scripting::Callable::Function(&def);
     // FUNCTION STATS from another client while this one is busy shows it.
-    ctx.srv.running_function = Some(RunningFunction {
+    ctx.admin().running_function = Some(RunningFunction {
         name: def.name.clone(),
         command: args.argv.clone(),
         started_us: crate::util::clock::mono_us(),
     });
-    let reply = crate::executor::scripting::run(ctx.srv, ctx.client, what, keys, argv, rules, now);
-    ctx.srv.running_function = None;
+    let (srv, client) = ctx.admin_and_client();
+    let reply = crate::executor::scripting::run(srv, client, what, keys, argv, rules, now);
+    ctx.admin().running_function = None;
     Ok(reply)
 }
 
@@ -88,8 +91,8 @@ pub fn function_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("Function code is missing"));
     }
     let code = args.get(args.len() - 1);
-    let name = ctx.srv.scripting.load_library(code, replace).map_err(CmdError::Raw)?;
-    store_code(ctx.srv, &name, code);
+    let name = ctx.admin().scripting.load_library(code, replace).map_err(CmdError::Raw)?;
+    store_code(ctx.admin(), &name, code);
     ctx.dirty(1);
     Ok(Reply::Bulk(name.into_bytes()))
 }
@@ -99,10 +102,10 @@ pub fn function_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Removes one library with all its functions; an unknown name is an error.
 pub fn function_delete(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let name = args.str(2);
-    if !ctx.srv.scripting.delete_library(&name) {
+    if !ctx.admin().scripting.delete_library(&name) {
         return Err(CmdError::err("Library not found"));
     }
-    ctx.srv.functions.libs.retain(|l| l.name != name.as_bytes());
+    ctx.admin().functions.libs.retain(|l| l.name != name.as_bytes());
     ctx.dirty(1);
     Ok(Reply::Ok)
 }
@@ -117,8 +120,8 @@ pub fn function_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() == 3 && !args.is(2, "sync") && !args.is(2, "async") {
         return Err(CmdError::err("FUNCTION FLUSH only supports SYNC|ASYNC option"));
     }
-    ctx.srv.scripting.flush_libraries();
-    ctx.srv.functions.libs.clear();
+    ctx.admin().scripting.flush_libraries();
+    ctx.admin().functions.libs.clear();
     ctx.dirty(1);
     Ok(Reply::Ok)
 }
@@ -146,7 +149,7 @@ pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
         i += 1;
     }
     let mut out = Vec::new();
-    for (name, lib) in &ctx.srv.scripting.registry().libraries {
+    for (name, lib) in &ctx.state().scripting.registry().libraries {
         if pattern.is_some_and(|p| !crate::glob::glob_match(p, name.as_bytes(), true)) {
             continue;
         }
@@ -172,7 +175,7 @@ pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
             (Reply::bulk("functions"), Reply::Array(functions)),
         ];
         if with_code {
-            let code = ctx.srv.functions.libs.iter().find(|l| l.name == name.as_bytes()).map(|l| l.code.clone());
+            let code = ctx.state().functions.libs.iter().find(|l| l.name == name.as_bytes()).map(|l| l.code.clone());
             fields.push((Reply::bulk("library_code"), Reply::bulk(code.unwrap_or_default())));
         }
         out.push(Reply::Map(fields));
@@ -185,7 +188,7 @@ pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The running function (never one: functions run to completion before this is read) and the
 /// engine's library and function counts.
 pub fn function_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(stats_reply(ctx.srv))
+    Ok(stats_reply(ctx.admin()))
 }
 
 /// FUNCTION KILL
@@ -202,9 +205,9 @@ pub fn function_kill(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// payloads end.
 pub fn function_dump(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let mut payload = Vec::new();
-    for lib in &ctx.srv.functions.libs {
+    for lib in &ctx.state().functions.libs {
         payload.push(crate::rdb::format::op::FUNCTION2);
-        crate::rdb::save::put_string(&mut payload, &lib.code, ctx.srv.config.rdbcompression);
+        crate::rdb::save::put_string(&mut payload, &lib.code, ctx.config().rdbcompression);
     }
     super::dump::seal_payload(&mut payload);
     Ok(Reply::Bulk(payload))
@@ -249,7 +252,7 @@ pub fn function_restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     // The new set is built aside; the current libraries change only once it has loaded.
-    let mut staged = if policy == "flush" { Vec::new() } else { ctx.srv.functions.libs.clone() };
+    let mut staged = if policy == "flush" { Vec::new() } else { ctx.admin().functions.libs.clone() };
     for code in codes {
         let lib = crate::functions::Library::parse(code).map_err(|e| CmdError::Raw(format!("ERR {e}")))?;
         if staged.iter().any(|l| l.name == lib.name) {
@@ -262,10 +265,10 @@ pub fn function_restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
         staged.push(lib);
     }
     staged.sort_by(|a, b| a.name.cmp(&b.name));
-    let saved = std::mem::replace(&mut ctx.srv.functions.libs, staged);
-    if let Err(e) = rebuild(ctx.srv) {
-        ctx.srv.functions.libs = saved;
-        let _ = rebuild(ctx.srv);
+    let saved = std::mem::replace(&mut ctx.admin().functions.libs, staged);
+    if let Err(e) = rebuild(ctx.admin()) {
+        ctx.admin().functions.libs = saved;
+        let _ = rebuild(ctx.admin());
         return Err(CmdError::Raw(e));
     }
     ctx.dirty(1);

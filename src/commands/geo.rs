@@ -14,7 +14,7 @@
 //!   only the first N (`partial_sort`).
 
 use super::flags::*;
-use super::zsets::{limits, read_zset, write_zset};
+use super::zsets::limits;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::pubsub::ev;
 use crate::resp::Reply;
@@ -165,19 +165,19 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let options_end = i;
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = match write_zset(ctx, key)? {
+    let created = match ctx.write::<ZSet>(key)? {
         Some(_) => false,
         None => {
             if xx {
                 return Ok(Reply::Int(0));
             }
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             ctx.db().set(key, Value::ZSet(Box::default()), now);
             ctx.notify(ev::NEW, "new", key);
             true
         }
     };
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let (mut added, mut updated) = (0i64, 0i64);
@@ -199,13 +199,12 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     if z.is_empty() {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
     }
     if added + updated > 0 {
         ctx.notify(ev::ZSET, "zadd", key);
-        ctx.modified(key);
-        ctx.dirty((added + updated - 1) as u64);
+        ctx.modified(key, (added + updated) as u64);
         if created {
             ctx.signal_ready(key);
         }
@@ -235,7 +234,7 @@ pub fn geodist(ctx: &mut Ctx, args: &Args) -> CmdResult {
         n if n > 5 => return Err(CmdError::Syntax),
         _ => 1.0,
     };
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Nil);
     };
     let (Some(s1), Some(s2)) = (z.score(args.get(2)), z.score(args.get(3))) else {
@@ -250,7 +249,7 @@ pub fn geodist(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The standard 11-character geohash string of each member (null for missing ones).
 pub fn geohash(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     let out = args
         .from(2)
         .map(|m| match z.and_then(|z| z.score(m)) {
@@ -266,7 +265,7 @@ pub fn geohash(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The `[longitude, latitude]` of each member (a null array for missing ones).
 pub fn geopos(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let proto = ctx.proto();
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     let out = args
         .from(2)
         .map(|m| match z.and_then(|z| z.score(m)) {
@@ -403,7 +402,7 @@ fn partial_sort(v: &mut [usize], lo: usize, hi: usize, cmp: &dyn Fn(usize, usize
 fn search_generic(ctx: &mut Ctx, args: &Args, kind: Kind, store_allowed: bool, search_store: bool) -> CmdResult {
     let proto = ctx.proto();
     let src_index = if search_store { 2 } else { 1 };
-    let z = read_zset(ctx, args.key(src_index))?;
+    let z = ctx.read::<ZSet>(args.key(src_index))?;
 
     let mut center: Option<(f64, f64)> = None;
     let mut shape: Option<Shape> = None;
@@ -583,10 +582,10 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Kind, store_allowed: bool, s
 /// Stores a search result as the zset `dst` (replacing whatever was there, TTL included) and
 /// replies with its size; an empty result deletes `dst`.
 fn store_result(ctx: &mut Ctx, dst: &[u8], mut pairs: Vec<(Vec<u8>, f64)>, event: &str) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if pairs.is_empty() {
         if ctx.db().remove(dst, now).is_some() {
-            ctx.modified(dst);
+            ctx.modified(dst, 1);
             ctx.notify(ev::GENERIC, "del", dst);
         }
         return Ok(Reply::Int(0));
@@ -598,8 +597,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], mut pairs: Vec<(Vec<u8>, f64)>, event
     let z = ZSet::from_pairs(pairs, limits(ctx));
     ctx.set_key(dst, Value::ZSet(Box::new(z)));
     ctx.notify(ev::ZSET, event, dst);
-    ctx.modified(dst);
-    ctx.dirty(n as u64 - 1);
+    ctx.modified(dst, n as u64);
     Ok(Reply::Int(n as i64))
 }
 

@@ -38,7 +38,7 @@ pub fn call(st: &mut State, me: &mut Client, argv: Vec<Bytes>, now_ms: i64) -> C
     let args = Args::new(argv);
     let top = super::lookup(args.get(0)).expect("known command");
     let spec = if top.is_container() { top.subcommand(args.get(1)).expect("known subcommand") } else { top };
-    let mut ctx = Ctx { srv: st, client: me, now_ms, spec };
+    let mut ctx = Ctx::new(st, me, now_ms, spec);
     (spec.handler)(&mut ctx, &args)
 }
 

@@ -52,41 +52,9 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// keep growing the client's output buffer).
 const MAX_RANDOM_REPLY_BYTES: usize = 1 << 31;
 
-fn as_hash(v: &Value) -> Result<&Hash, CmdError> {
-    match v {
-        Value::Hash(h) => Ok(h),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
-/// The hash under `key` for reading (counts a keyspace hit or miss); None when absent.
-fn read_hash<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Hash>, CmdError> {
-    ctx.lookup_read(key).map(as_hash).transpose()
-}
-
-/// The hash under `key` for writing, WRONGTYPE for another type; None when absent.
-fn write_hash<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut Hash>, CmdError> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-/// The hash under `key` for writing, created empty when absent (Redis's
-/// hashTypeLookupWriteOrCreate).
-fn hash_or_create<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<&'a mut Hash, CmdError> {
-    if write_hash(ctx, key)?.is_none() {
-        let now = ctx.now_ms;
-        ctx.db().set(key, Value::Hash(Box::default()), now);
-        ctx.notify(crate::pubsub::ev::NEW, "new", key);
-    }
-    write_hash(ctx, key)?.ok_or(CmdError::WrongType)
-}
-
 /// The conversion limits from config: (max entries, max value length).
 fn limits(ctx: &Ctx) -> (usize, usize) {
-    (ctx.srv.config.hash_max_listpack_entries, ctx.srv.config.hash_max_listpack_value)
+    (ctx.config().hash_max_listpack_entries, ctx.config().hash_max_listpack_value)
 }
 
 /// HSET key field value [field value ...]
@@ -96,11 +64,11 @@ fn limits(ctx: &Ctx) -> (usize, usize) {
 /// this handler, replies OK). An odd number of field/value arguments is an arity error.
 pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() % 2 == 1 {
-        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
+        return Err(CmdError::WrongArity(ctx.spec().name.to_string()));
     }
     let key = args.key(1);
     let (max_entries, max_value) = limits(ctx);
-    let h = hash_or_create(ctx, key)?;
+    let h = ctx.write_or_create::<Hash>(key)?;
     h.convert_for_lengths(args.from(2), max_value);
     let mut created = 0;
     for pair in args.argv[2..].chunks_exact(2) {
@@ -108,9 +76,8 @@ pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let pairs = (args.len() as u64 - 2) / 2;
     ctx.notify(crate::pubsub::ev::HASH, "hset", key);
-    ctx.modified(key);
-    ctx.dirty(pairs - 1);
-    if ctx.spec.name == "hmset" {
+    ctx.modified(key, pairs);
+    if ctx.spec().name == "hmset" {
         Ok(Reply::Ok)
     } else {
         Ok(Reply::Int(created))
@@ -124,14 +91,14 @@ pub fn hset(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn hsetnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let (max_entries, max_value) = limits(ctx);
-    let h = hash_or_create(ctx, key)?;
+    let h = ctx.write_or_create::<Hash>(key)?;
     if h.contains(args.get(2)) {
         return Ok(int_bool(false));
     }
     h.convert_for_lengths(args.from(2), max_value);
     h.set(args.get(2), args.get(3), max_entries, max_value);
     ctx.notify(crate::pubsub::ev::HASH, "hset", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(int_bool(true))
 }
 
@@ -139,7 +106,7 @@ pub fn hsetnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The value of the field, nil when the field or the key is absent.
 pub fn hget(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(match read_hash(ctx, args.key(1))?.and_then(|h| h.get(args.get(2))) {
+    Ok(match ctx.read::<Hash>(args.key(1))?.and_then(|h| h.get(args.get(2))) {
         Some(v) => Reply::Bulk(v.to_vec()),
         None => Reply::Nil,
     })
@@ -149,7 +116,7 @@ pub fn hget(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The value of each field in argument order, nil for absent fields (all nils for a missing key).
 pub fn hmget(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let h = read_hash(ctx, args.key(1))?;
+    let h = ctx.read::<Hash>(args.key(1))?;
     let out = args
         .from(2)
         .map(|f| match h.and_then(|h| h.get(f)) {
@@ -166,7 +133,7 @@ pub fn hmget(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// of fields removed.
 pub fn hdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let Some(h) = write_hash(ctx, key)? else {
+    let Some(h) = ctx.write::<Hash>(key)? else {
         return Ok(Reply::Int(0));
     };
     let mut deleted = 0u64;
@@ -183,13 +150,12 @@ pub fn hdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.notify(crate::pubsub::ev::HASH, "hdel", key);
     }
     if now_empty {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(crate::pubsub::ev::GENERIC, "del", key);
     }
     if deleted > 0 {
-        ctx.modified(key);
-        ctx.dirty(deleted - 1);
+        ctx.modified(key, deleted);
     }
     Ok(Reply::Int(deleted as i64))
 }
@@ -198,14 +164,14 @@ pub fn hdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The number of fields, 0 for a missing key.
 pub fn hlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(Reply::Int(read_hash(ctx, args.key(1))?.map_or(0, |h| h.len()) as i64))
+    Ok(Reply::Int(ctx.read::<Hash>(args.key(1))?.map_or(0, |h| h.len()) as i64))
 }
 
 /// HSTRLEN key field
 ///
 /// The length of the field's value, 0 when the field or the key is absent.
 pub fn hstrlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let len = read_hash(ctx, args.key(1))?.and_then(|h| h.get(args.get(2))).map_or(0, |v| v.len());
+    let len = ctx.read::<Hash>(args.key(1))?.and_then(|h| h.get(args.get(2))).map_or(0, |v| v.len());
     Ok(Reply::Int(len as i64))
 }
 
@@ -213,7 +179,7 @@ pub fn hstrlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// 1 when the field exists, 0 otherwise.
 pub fn hexists(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(int_bool(read_hash(ctx, args.key(1))?.is_some_and(|h| h.contains(args.get(2)))))
+    Ok(int_bool(ctx.read::<Hash>(args.key(1))?.is_some_and(|h| h.contains(args.get(2)))))
 }
 
 /// Which parts of each pair a listing sends.
@@ -226,7 +192,7 @@ enum Parts {
 
 fn listing(ctx: &mut Ctx, args: &Args, parts: Parts) -> CmdResult {
     let resp3 = ctx.proto() >= 3;
-    let Some(h) = read_hash(ctx, args.key(1))? else {
+    let Some(h) = ctx.read::<Hash>(args.key(1))? else {
         return Ok(Reply::Raw(if parts == Parts::Both && resp3 { b"%0\r\n".to_vec() } else { b"*0\r\n".to_vec() }));
     };
     if h.len() < super::DEFER_MIN_ELEMENTS {
@@ -319,7 +285,7 @@ pub fn hincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let field = args.get(2);
     let (max_entries, max_value) = limits(ctx);
-    let h = hash_or_create(ctx, key)?;
+    let h = ctx.write_or_create::<Hash>(key)?;
     let current = match h.get(field) {
         Some(v) => parse_i64(v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
         None => 0,
@@ -328,7 +294,7 @@ pub fn hincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut buf = itoa::Buffer::new();
     h.set_keep_ttl(field, buf.format(next).as_bytes(), max_entries, max_value);
     ctx.notify(crate::pubsub::ev::HASH, "hincrby", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(Reply::Int(next))
 }
 
@@ -347,7 +313,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let field = args.get(2);
     let (max_entries, max_value) = limits(ctx);
-    let h = hash_or_create(ctx, key)?;
+    let h = ctx.write_or_create::<Hash>(key)?;
     let next = incr_long_double(Some(h.get(field).unwrap_or(b"0")), incr).map_err(|e| match e {
         LdError::BadCurrent => CmdError::err("hash value is not a float"),
         LdError::BadIncrement => CmdError::NotFloat,
@@ -355,7 +321,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     })?;
     h.set_keep_ttl(field, &next, max_entries, max_value);
     ctx.notify(crate::pubsub::ev::HASH, "hincrbyfloat", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.propagate_as_parts(&[b"HSET", key, field, &next]);
     Ok(Reply::Bulk(next))
 }
@@ -385,7 +351,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         return hrandfield_count(ctx, args.key(1), l, with_values);
     }
-    let Some(h) = read_hash(ctx, args.key(1))? else {
+    let Some(h) = ctx.read::<Hash>(args.key(1))? else {
         return Ok(Reply::Nil);
     };
     let ix = h.indexed();
@@ -399,7 +365,7 @@ fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, with_values: bool) -> Cmd
     let resp3 = ctx.proto() >= 3;
     // A reply past the client's hard output limit only closes it: stop building there.
     let cap = ctx.reply_cap();
-    let Some(h) = read_hash(ctx, key)? else {
+    let Some(h) = ctx.read::<Hash>(key)? else {
         return Ok(Reply::Raw(b"*0\r\n".to_vec()));
     };
     let count = l.unsigned_abs();
@@ -481,7 +447,7 @@ pub fn hscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
     // Bad options are reported only once the key is known to exist with the right type.
     let options = scan_options(args, 3, false);
-    let Some(h) = read_hash(ctx, args.key(1))? else {
+    let Some(h) = ctx.read::<Hash>(args.key(1))? else {
         return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec()));
     };
     let ScanOptions { count, pattern, .. } = options?;
@@ -573,14 +539,14 @@ fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> 
     if at < 0 {
         return Err(CmdError::err("invalid expire time, must be >= 0"));
     }
-    let bad_time = || CmdError::err(format!("invalid expire time in '{}' command", ctx.spec.name));
+    let bad_time = || CmdError::err(format!("invalid expire time in '{}' command", ctx.spec().name));
     if unit_ms == 1000 {
         if at > HFE_MAX_ABS_TIME_MS / 1000 {
             return Err(bad_time());
         }
         at *= 1000;
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let base = if relative { now } else { 0 };
     if at > HFE_MAX_ABS_TIME_MS - base {
         return Err(bad_time());
@@ -595,7 +561,7 @@ fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> 
     if !exists {
         return Ok(codes(fields.map(|_| NO_FIELD)));
     }
-    let Some(h) = write_hash(ctx, key)? else {
+    let Some(h) = ctx.write::<Hash>(key)? else {
         return Ok(codes(fields.map(|_| NO_FIELD)));
     };
     // 7.4 turns a listpack into listpackex on any call that reaches the fields.
@@ -632,8 +598,7 @@ fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> 
     }
     let emptied = h.is_empty();
     if updated + deleted > 0 {
-        ctx.modified(key);
-        ctx.dirty(updated + deleted - 1);
+        ctx.modified(key, updated + deleted);
         if emptied {
             ctx.db().remove(key, now);
             ctx.notify(ev::HASH, "hdel", key);
@@ -682,8 +647,8 @@ pub fn hpexpireat(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The shared body of HTTL and friends: per field -2 absent (or no key), -1 no TTL, else the
 /// time left (`relative`) or the unix time, in seconds rounded up or in milliseconds.
 fn httl_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> CmdResult {
-    let now = ctx.now_ms;
-    let h = read_hash(ctx, args.key(1))?;
+    let now = ctx.now_ms();
+    let h = ctx.read::<Hash>(args.key(1))?;
     let fields = fields_at(args, 2)?;
     let base = if relative { now } else { 0 };
     Ok(codes(fields.map(|i| {
@@ -734,7 +699,7 @@ pub fn hpexpiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Emits `hpersist` when some TTL was removed.
 pub fn hpersist(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let h = write_hash(ctx, key)?;
+    let h = ctx.write::<Hash>(key)?;
     let fields = fields_at(args, 2)?;
     let Some(h) = h else {
         return Ok(codes(fields.map(|_| NO_FIELD)));
@@ -752,8 +717,7 @@ pub fn hpersist(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }));
     if changed > 0 {
-        ctx.modified(key);
-        ctx.dirty(changed - 1);
+        ctx.modified(key, changed);
         ctx.notify(ev::HASH, "hpersist", key);
     }
     Ok(out)

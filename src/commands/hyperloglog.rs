@@ -21,7 +21,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// hll-sparse-max-bytes: past this size a sparse HLL is converted to the dense encoding.
 fn sparse_max_bytes(ctx: &Ctx) -> usize {
-    ctx.srv.config.hll_sparse_max_bytes
+    ctx.config().hll_sparse_max_bytes
 }
 
 fn not_hll() -> CmdError {
@@ -95,9 +95,8 @@ pub fn pfadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     if updated > 0 {
-        ctx.modified(key);
+        ctx.modified(key, updated);
         ctx.notify(ev::STRING, "pfadd", key);
-        ctx.dirty(updated - 1);
     }
     Ok(Reply::Int((updated > 0) as i64))
 }
@@ -137,7 +136,7 @@ pub fn pfcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let card = hll::count(h).map_err(corrupt)?;
     hll::store_card(h, card);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(Reply::Int(card as i64))
 }
 
@@ -183,7 +182,7 @@ pub fn pfmerge(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.set_key(dest, raw_string(h));
         }
     }
-    ctx.modified(dest);
+    ctx.modified(dest, 1);
     ctx.notify(ev::STRING, "pfadd", dest);
     Ok(Reply::Ok)
 }

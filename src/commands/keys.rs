@@ -60,25 +60,12 @@ const SHARED_INTEGERS: i64 = 10_000;
 /// A read that counts a keyspace hit or miss but leaves the access time alone (Redis's
 /// `lookupKeyReadWithFlags(.., LOOKUP_NOTOUCH)`).
 fn peek_read<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Value> {
-    peek_read_with(ctx, key, true)
+    ctx.peek_read(key, true)
 }
 
 /// `peek_read` without the `keymiss` event: OBJECT's lookup (LOOKUP_NONOTIFY).
 fn peek_read_quiet<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Value> {
-    peek_read_with(ctx, key, false)
-}
-
-fn peek_read_with<'a>(ctx: &'a mut Ctx, key: &[u8], notify_miss: bool) -> Option<&'a Value> {
-    let now = ctx.now_ms;
-    if ctx.srv.dbs[ctx.client.db].peek(key, now).is_none() {
-        ctx.srv.stats.keyspace_misses += 1;
-        if notify_miss {
-            ctx.notify(ev::KEY_MISS, "keymiss", key);
-        }
-        return None;
-    }
-    ctx.srv.stats.keyspace_hits += 1;
-    ctx.srv.dbs[ctx.client.db].peek(key, now)
+    ctx.peek_read(key, false)
 }
 
 /// Parses a database index argument the way `getIntFromObjectOrReply` does (no custom message).
@@ -87,7 +74,7 @@ fn parse_db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
     if n < i32::MIN as i64 || n > i32::MAX as i64 {
         return Err(CmdError::err("value is out of range, value must between -2147483648 and 2147483647"));
     }
-    if n < 0 || n as usize >= ctx.srv.dbs.len() {
+    if n < 0 || n as usize >= ctx.db_count() {
         return Err(CmdError::DbIndexOutOfRange);
     }
     Ok(n as usize)
@@ -98,7 +85,7 @@ fn parse_db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
 /// Removes the keys; replies with how many existed. With lazyfree-lazy-user-del, big values are
 /// freed in the background as UNLINK does.
 pub fn del(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let lazy = ctx.srv.config.other.get("lazyfree-lazy-user-del").is_some_and(|v| v == "yes");
+    let lazy = ctx.config().other.get("lazyfree-lazy-user-del").is_some_and(|v| v == "yes");
     delete_keys(ctx, args, lazy)
 }
 
@@ -111,12 +98,12 @@ pub fn unlink(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 fn delete_keys(ctx: &mut Ctx, args: &Args, lazy: bool) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut n = 0;
     for key in args.from(1) {
         if let Some(value) = ctx.db().remove(key, now) {
             n += 1;
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "del", key);
             if lazy {
                 crate::db::lazyfree::free(value);
@@ -154,7 +141,7 @@ pub fn type_(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let pattern = args.get(1);
     let all = pattern == b"*";
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let out: Vec<Reply> = ctx
         .db()
         .keys(now)
@@ -242,12 +229,12 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
 pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = parse_cursor(args.get(1)).ok_or_else(|| CmdError::err("invalid cursor"))?;
     let ScanOptions { count, pattern, type_name } = scan_options(args, 2, true)?;
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut budget = count.saturating_mul(10);
     let mut seen: i64 = 0;
     let mut type_checks = 0u64;
     let mut found: Vec<Reply> = Vec::new();
-    let db = &mut ctx.srv.dbs[ctx.client.db];
+    let db = ctx.db();
     loop {
         cursor = db.scan(cursor, now, |k, v| {
             seen += 1;
@@ -268,7 +255,7 @@ pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
         budget -= 1;
     }
     // Redis looks each candidate up (a keyspace hit) to learn its type.
-    ctx.srv.stats.keyspace_hits += type_checks;
+    ctx.count_hits(type_checks);
     let mut buf = itoa::Buffer::new();
     Ok(Reply::Array(vec![Reply::bulk(buf.format(cursor)), Reply::Array(found)]))
 }
@@ -277,7 +264,7 @@ pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// A random live key, nil when the database is empty.
 pub fn randomkey(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     Ok(ctx.db().random_key(now).map_or(Reply::Nil, Reply::Bulk))
 }
 
@@ -299,7 +286,7 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     if src == dst {
         return Ok(if nx { Reply::Int(0) } else { Reply::Ok });
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let db = ctx.db();
     let expire = db.expire_at(src, now);
     if nx && db.contains(dst, now) {
@@ -314,8 +301,8 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     }
     // Redis deletes the destination and adds it afresh: `new` even when it existed.
     ctx.notify(ev::NEW, "new", dst);
-    ctx.modified(src);
-    ctx.modified(dst);
+    ctx.modified(src, 1);
+    ctx.modified(dst, 1);
     ctx.notify(ev::GENERIC, "rename_from", src);
     ctx.notify(ev::GENERIC, "rename_to", dst);
     Ok(done)
@@ -344,7 +331,7 @@ pub fn renamenx(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// onto itself in the same database is an error.
 pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (src, dst) = (args.key(1), args.key(2));
-    let src_db = ctx.client.db;
+    let src_db = ctx.db_index();
     let mut dst_db = src_db;
     let mut replace = false;
     let mut i = 3;
@@ -365,9 +352,9 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some(value) = ctx.lookup_read(src).cloned() else {
         return Ok(Reply::Int(0));
     };
-    let now = ctx.now_ms;
-    let expire = ctx.srv.dbs[src_db].expire_at(src, now);
-    let target = &mut ctx.srv.dbs[dst_db];
+    let now = ctx.now_ms();
+    let expire = ctx.db_at(src_db).expire_at(src, now);
+    let target = ctx.db_at(dst_db);
     if target.contains(dst, now) && !replace {
         return Ok(Reply::Int(0));
     }
@@ -376,7 +363,7 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
         target.set_expire(dst, at);
     }
     ctx.notify_in(dst_db, ev::NEW, "new", dst);
-    ctx.modified_in(dst_db, dst);
+    ctx.modified_in(dst_db, dst, 1);
     ctx.notify_in(dst_db, ev::GENERIC, "copy_to", dst);
     Ok(Reply::Int(1))
 }
@@ -387,7 +374,7 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// already present there. Moving to the current database is an error.
 pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let src_db = ctx.client.db;
+    let src_db = ctx.db_index();
     let dst_db = parse_db_index(ctx, args.get(2))?;
     if dst_db == src_db {
         return Err(CmdError::err("source and destination objects are the same"));
@@ -395,24 +382,23 @@ pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if ctx.lookup_write(key).is_none() {
         return Ok(Reply::Int(0));
     }
-    let now = ctx.now_ms;
-    let expire = ctx.srv.dbs[src_db].expire_at(key, now);
-    if ctx.srv.dbs[dst_db].contains(key, now) {
+    let now = ctx.now_ms();
+    let expire = ctx.db_at(src_db).expire_at(key, now);
+    if ctx.db_at(dst_db).contains(key, now) {
         return Ok(Reply::Int(0));
     }
-    let Some(value) = ctx.srv.dbs[src_db].remove(key, now) else {
+    let Some(value) = ctx.db_at(src_db).remove(key, now) else {
         return Ok(Reply::Int(0));
     };
-    let target = &mut ctx.srv.dbs[dst_db];
+    let target = ctx.db_at(dst_db);
     target.set(key, value, now);
     if let Some(at) = expire {
         target.set_expire(key, at);
     }
     ctx.notify_in(dst_db, ev::NEW, "new", key);
     // Redis counts one change for a MOVE but signals the key in both databases.
-    ctx.modified(key);
-    ctx.srv.dirty -= 1;
-    ctx.modified_in(dst_db, key);
+    ctx.modified(key, 0);
+    ctx.modified_in(dst_db, key, 1);
     ctx.notify_in(src_db, ev::GENERIC, "move_from", key);
     ctx.notify_in(dst_db, ev::GENERIC, "move_to", key);
     Ok(Reply::Int(1))
@@ -432,7 +418,7 @@ fn swapdb_index(arg: &[u8], msg: &str) -> Result<i64, CmdError> {
 pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let a = swapdb_index(args.get(1), "invalid first DB index")?;
     let b = swapdb_index(args.get(2), "invalid second DB index")?;
-    let n = ctx.srv.dbs.len() as i64;
+    let n = ctx.db_count() as i64;
     if a < 0 || a >= n || b < 0 || b >= n {
         return Err(CmdError::DbIndexOutOfRange);
     }
@@ -440,9 +426,10 @@ pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if a != b {
         ctx.touch_watched_in_db(a, Some(b));
         ctx.touch_watched_in_db(b, Some(a));
-        ctx.srv.signal_db_waiters(a);
-        ctx.srv.signal_db_waiters(b);
-        let dbs = &mut ctx.srv.dbs;
+        let srv = ctx.admin();
+        srv.signal_db_waiters(a);
+        srv.signal_db_waiters(b);
+        let dbs = &mut srv.dbs;
         dbs.swap(a, b);
         // Only the data moves: per-index bookkeeping stays with its index.
         let (lo, hi) = dbs.split_at_mut(a.max(b));
@@ -470,9 +457,10 @@ fn flush_mode(args: &Args) -> Result<bool, CmdError> {
 /// dropped on a helper thread so freeing millions of entries does not stall the executor.
 pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
     ctx.touch_watched_in_db(idx, None);
-    ctx.srv.signal_db_waiters(idx);
-    crate::executor::tracking::on_flush(ctx.srv);
-    let db = &mut ctx.srv.dbs[idx];
+    let srv = ctx.admin();
+    srv.signal_db_waiters(idx);
+    crate::executor::tracking::on_flush(srv);
+    let db = &mut srv.dbs[idx];
     let removed = db.len() as u64;
     let tables = db.clear();
     if background && removed > 0 {
@@ -488,7 +476,7 @@ pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
 /// Deletes every key of the selected database; ASYNC frees the memory in the background.
 pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let background = flush_mode(args)?;
-    let idx = ctx.client.db;
+    let idx = ctx.db_index();
     let removed = empty_db(ctx, idx, background);
     ctx.dirty(removed);
     // Propagated even when the database was empty (Redis's forceCommandPropagation).
@@ -502,15 +490,16 @@ pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let background = flush_mode(args)?;
     let mut removed = 0;
-    for idx in 0..ctx.srv.dbs.len() {
+    for idx in 0..ctx.db_count() {
         removed += empty_db(ctx, idx, background);
     }
     ctx.dirty(removed);
     // As Redis: a running snapshot of the old data is abandoned, and with save points the
     // empty dataset is saved at once (so a restart does not bring the data back).
-    crate::executor::snapshot::kill_child(ctx.srv);
-    if !ctx.srv.config.save.is_empty() {
-        let _ = crate::executor::snapshot::save_foreground(ctx.srv);
+    let srv = ctx.admin();
+    crate::executor::snapshot::kill_child(srv);
+    if !srv.config.save.is_empty() {
+        let _ = crate::executor::snapshot::save_foreground(srv);
     }
     // Always propagated, even when there was nothing to flush (a save reset the counter).
     ctx.force_propagate();
@@ -522,14 +511,14 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Refreshes the access time of the keys; replies with how many exist.
 pub fn touch(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // TOUCH touches even for a client in CLIENT NO-TOUCH mode (Redis 7.2).
-    let no_touch = std::mem::take(&mut ctx.client.no_touch);
+    let no_touch = ctx.set_no_touch(false);
     let mut n = 0;
     for key in args.from(1) {
         if ctx.lookup_read(key).is_some() {
             n += 1;
         }
     }
-    ctx.client.no_touch = no_touch;
+    ctx.set_no_touch(no_touch);
     Ok(Reply::Int(n))
 }
 
@@ -551,7 +540,7 @@ pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if peek_read_quiet(ctx, key).is_none() {
         return Ok(Reply::Nil);
     }
-    if !ctx.srv.config.maxmemory_policy.contains("lfu") {
+    if !ctx.config().maxmemory_policy.contains("lfu") {
         return Err(CmdError::err(
             "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
              switching between policies at runtime LRU and LFU data will take some time to adjust.",
@@ -563,7 +552,7 @@ pub fn object_freq(ctx: &mut Ctx, args: &Args) -> CmdResult {
         crate::db::AccessClock::Lfu { decay_minutes, .. } => decay_minutes,
         crate::db::AccessClock::Lru => 1,
     };
-    Ok(Reply::Int(crate::db::lfu_decayed(field, ctx.now_ms, decay) as i64))
+    Ok(Reply::Int(crate::db::lfu_decayed(field, ctx.now_ms(), decay) as i64))
 }
 
 /// OBJECT IDLETIME key
@@ -574,14 +563,14 @@ pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if peek_read_quiet(ctx, key).is_none() {
         return Ok(Reply::Nil);
     }
-    if ctx.srv.config.maxmemory_policy.contains("lfu") {
+    if ctx.config().maxmemory_policy.contains("lfu") {
         // The access field holds the LFU counter then, not a time.
         return Err(CmdError::err(
             "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching \
              between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     Ok(ctx.db().idle_seconds(key, now).map_or(Reply::Nil, |s| Reply::Int(s as i64)))
 }
 
@@ -592,7 +581,7 @@ pub fn object_idletime(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// while maxmemory is set with an LRU or LFU policy (each value needs its own access clock);
 /// here that is read from the configuration now, where Redis decides when the value is stored.
 pub fn object_refcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let shared_ints = crate::executor::evict::shares_integers(ctx.srv);
+    let shared_ints = ctx.shares_integers();
     Ok(match peek_read_quiet(ctx, args.key(2)) {
         None => Reply::Nil,
         Some(Value::Str(RStr::Int(n))) if shared_ints && (0..SHARED_INTEGERS).contains(n) => {
@@ -664,19 +653,19 @@ fn parse_expire_cond(args: &Args) -> Result<ExpireCond, CmdError> {
 fn expire_generic(ctx: &mut Ctx, args: &Args, relative: bool, seconds: bool) -> CmdResult {
     let cond = parse_expire_cond(args)?;
     let mut when = args.i64(2)?;
-    let invalid = || CmdError::InvalidExpire(ctx.spec.name.to_string());
+    let invalid = || CmdError::InvalidExpire(ctx.spec().name.to_string());
     if seconds {
         when = when.checked_mul(1000).ok_or_else(invalid)?;
     }
     if relative {
         // Redis only rejects overflow past the top; a huge negative time simply lies in the past.
-        when = when.checked_add(ctx.now_ms).ok_or_else(invalid)?;
+        when = when.checked_add(ctx.now_ms()).ok_or_else(invalid)?;
     }
     let key = args.key(1);
     if ctx.lookup_write(key).is_none() {
         return Ok(Reply::Int(0));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let current = ctx.db().expire_at(key, now);
     let refused = (cond.nx && current.is_some())
         || (cond.xx && current.is_none())
@@ -688,13 +677,13 @@ fn expire_generic(ctx: &mut Ctx, args: &Args, relative: bool, seconds: bool) -> 
     // Replayed from the AOF, a time already past is kept as is: the key expires once loaded.
     if when <= now && !ctx.loading() {
         ctx.db().remove(key, now);
-        ctx.modified(key);
+        ctx.modified(key, 1);
         ctx.notify(ev::GENERIC, "del", key);
         let verb: &[u8] = if super::strings::lazy_expire(ctx) { b"UNLINK" } else { b"DEL" };
         ctx.propagate_as_parts(&[verb, key]);
     } else {
         ctx.db().set_expire(key, when);
-        ctx.modified(key);
+        ctx.modified(key, 1);
         ctx.notify(ev::GENERIC, "expire", key);
         // Propagated as PEXPIREAT with the absolute time, the condition flags kept.
         if ctx.propagating() && (relative || seconds) {
@@ -744,7 +733,7 @@ fn ttl_generic(ctx: &mut Ctx, args: &Args, millis: bool, absolute: bool) -> CmdR
     if peek_read(ctx, key).is_none() {
         return Ok(Reply::Int(-2));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let Some(at) = ctx.db().expire_at(key, now) else {
         return Ok(Reply::Int(-1));
     };
@@ -785,9 +774,9 @@ pub fn pexpiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Removes the expiry: 1 if the key had one, 0 if it had none or is absent.
 pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if ctx.db().persist(key, now) {
-        ctx.modified(key);
+        ctx.modified(key, 1);
         ctx.notify(ev::GENERIC, "persist", key);
         return Ok(Reply::Int(1));
     }
@@ -796,7 +785,7 @@ pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// lazyfree-lazy-server-del: a key a command deletes as a side effect propagates as UNLINK.
 pub(crate) fn lazy_server_del(ctx: &Ctx) -> bool {
-    ctx.srv.config.lazyfree_lazy_server_del
+    ctx.config().lazyfree_lazy_server_del
 }
 
 #[cfg(test)]

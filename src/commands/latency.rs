@@ -22,7 +22,7 @@ pub static SUBCOMMANDS: &[CommandSpec] = &[
 ///
 /// Per event: [name, unix time of the latest spike, its milliseconds, the worst ever].
 pub fn latency_latest(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let rows = ctx.srv.latency.latest().into_iter().map(|(name, time, ms, max)| {
+    let rows = ctx.state().latency.latest().into_iter().map(|(name, time, ms, max)| {
         Reply::Array(vec![Reply::bulk(name), Reply::Int(time), Reply::Int(ms as i64), Reply::Int(max as i64)])
     });
     Ok(Reply::Array(rows.collect()))
@@ -33,7 +33,7 @@ pub fn latency_latest(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// The event's [unix time, milliseconds] samples, oldest first; empty for an unknown event
 /// (names match exactly).
 pub fn latency_history(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let samples = ctx.srv.latency.history(args.get(2)).unwrap_or_default();
+    let samples = ctx.state().latency.history(args.get(2)).unwrap_or_default();
     let rows = samples.into_iter().map(|(t, ms)| Reply::Array(vec![Reply::Int(t), Reply::Int(ms as i64)]));
     Ok(Reply::Array(rows.collect()))
 }
@@ -43,9 +43,9 @@ pub fn latency_history(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Drops the named events (any case), or all of them; replies with how many were dropped.
 pub fn latency_reset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let n = if args.len() == 2 {
-        ctx.srv.latency.reset(None)
+        ctx.admin().latency.reset(None)
     } else {
-        args.from(2).map(|e| ctx.srv.latency.reset(Some(e))).sum()
+        args.from(2).map(|e| ctx.admin().latency.reset(Some(e))).sum()
     };
     Ok(Reply::Int(n as i64))
 }
@@ -55,7 +55,7 @@ pub fn latency_reset(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// An ASCII sparkline of the event's samples, each labelled with its age.
 pub fn latency_graph(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = crate::util::clock::unix_ms() / 1000;
-    match ctx.srv.latency.graph(args.get(2), now) {
+    match ctx.state().latency.graph(args.get(2), now) {
         Some(text) => Ok(Reply::Verbatim("txt", text.into_bytes())),
         None => Err(CmdError::err(format!("No samples available for event '{}'", args.str(2)))),
     }
@@ -65,7 +65,7 @@ pub fn latency_graph(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// A human readable analysis of the recorded events, with advice, in Redis's words.
 pub fn latency_doctor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let st = &*ctx.srv;
+    let st = ctx.admin();
     let fork_us = st.stats.persistence.latest_fork_usec;
     // Redis's stat_fork_rate: GB of used memory copied per second of fork.
     let fork_rate = if fork_us == 0 {
@@ -116,7 +116,7 @@ pub fn latency_histogram(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let mut out = Vec::new();
     for name in specs {
-        let Some(stat) = ctx.srv.stats.commands.get(&crate::stats::StatName(name)) else { continue };
+        let Some(stat) = ctx.state().stats.commands.get(&crate::stats::StatName(name)) else { continue };
         if stat.latency.total() == 0 {
             continue;
         }

@@ -76,26 +76,8 @@ fn parse_positive(arg: &[u8], msg: &str) -> Result<i64, CmdError> {
     }
 }
 
-/// The list under `key` for writing; None when absent, WRONGTYPE for other types.
-fn list_mut<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut List>, CmdError> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-/// The list under `key` for reading (counts a keyspace hit or miss).
-fn list_ref<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c List>, CmdError> {
-    match ctx.lookup_read(key) {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 fn fill(ctx: &Ctx) -> i64 {
-    ctx.srv.config.list_max_listpack_size as i64
+    ctx.config().list_max_listpack_size as i64
 }
 
 /// Records `n` changed elements of `key` and publishes `event` (class l), deleting the key when
@@ -103,22 +85,12 @@ fn fill(ctx: &Ctx) -> i64 {
 fn after_write(ctx: &mut Ctx, key: &[u8], n: usize, emptied: bool, event: &str) {
     ctx.notify(ev::LIST, event, key);
     if emptied {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
-    ctx.modified(key);
-    if n > 1 {
-        ctx.dirty(n as u64 - 1);
-    }
-}
-
-/// Marks `key` modified (WATCH, keyspace events) without counting a dataset change: Redis
-/// signals LTRIM's key even when nothing was trimmed, and counts LMOVE as one change for two keys.
-fn touch_uncounted(ctx: &mut Ctx, key: &[u8]) {
-    let dirty = ctx.srv.dirty;
-    ctx.modified(key);
-    ctx.srv.dirty = dirty;
+    // At least one change even when nothing moved, as Redis counts it.
+    ctx.modified(key, n.max(1) as u64);
 }
 
 /// The keyspace event a push (`lpush`/`rpush`) or pop (`lpop`/`rpop`) at `end` publishes.
@@ -206,8 +178,8 @@ fn push_one(list: &mut List, end: End, data: &[u8], fill: i64) {
 fn push_generic(ctx: &mut Ctx, args: &Args, end: End, only_existing: bool) -> CmdResult {
     let key = args.key(1);
     let fill = fill(ctx);
-    let now = ctx.now_ms;
-    let len = match list_mut(ctx, key)? {
+    let now = ctx.now_ms();
+    let len = match ctx.write::<List>(key)? {
         Some(list) => {
             for elem in args.from(2) {
                 push_one(list, end, elem, fill);
@@ -263,7 +235,7 @@ pub fn rpushx(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 fn pop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
     if args.len() > 3 {
-        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
+        return Err(CmdError::WrongArity(ctx.spec().name.to_string()));
     }
     let key = args.key(1);
     let count = if args.len() == 3 {
@@ -271,7 +243,7 @@ fn pop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
     } else {
         None
     };
-    let Some(list) = list_mut(ctx, key)? else {
+    let Some(list) = ctx.write::<List>(key)? else {
         return Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil });
     };
     let (reply, n) = match count {
@@ -312,7 +284,7 @@ pub fn rpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The length of the list, 0 when the key is absent.
 pub fn llen(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(Reply::Int(list_ref(ctx, args.key(1))?.map_or(0, |l| l.len() as i64)))
+    Ok(Reply::Int(ctx.read::<List>(args.key(1))?.map_or(0, |l| l.len() as i64)))
 }
 
 /// LRANGE key start stop
@@ -322,7 +294,7 @@ pub fn llen(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn lrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let start = args.i64(2)?;
     let stop = args.i64(3)?;
-    let Some(list) = list_ref(ctx, args.key(1))? else {
+    let Some(list) = ctx.read::<List>(args.key(1))? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let Some((s, e)) = crate::util::num::clamp_index_range(start, stop, list.len()) else {
@@ -365,7 +337,7 @@ fn resolve_index(i: i64, len: usize) -> Option<usize> {
 ///
 /// The element at `index` (negative from the tail), or null when out of range or absent.
 pub fn lindex(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let Some(list) = list_ref(ctx, args.key(1))? else {
+    let Some(list) = ctx.read::<List>(args.key(1))? else {
         return Ok(Reply::Nil);
     };
     let index = parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
@@ -381,7 +353,7 @@ pub fn lindex(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn lset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let fill = fill(ctx);
-    let Some(list) = list_mut(ctx, key)? else {
+    let Some(list) = ctx.write::<List>(key)? else {
         return Err(CmdError::NoSuchKey);
     };
     let index = parse_i64(args.get(2)).ok_or(CmdError::NotInteger)?;
@@ -407,7 +379,7 @@ pub fn linsert(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let key = args.key(1);
     let fill = fill(ctx);
-    let Some(list) = list_mut(ctx, key)? else {
+    let Some(list) = ctx.write::<List>(key)? else {
         return Ok(Reply::Int(0));
     };
     let Some(pos) = list.position(args.get(3)) else {
@@ -426,7 +398,7 @@ pub fn linsert(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn lrem(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let count = args.i64(2)?;
     let key = args.key(1);
-    let Some(list) = list_mut(ctx, key)? else {
+    let Some(list) = ctx.write::<List>(key)? else {
         return Ok(Reply::Int(0));
     };
     let removed = list.remove_matching(args.get(3), count);
@@ -445,7 +417,7 @@ pub fn ltrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let start = args.i64(2)?;
     let stop = args.i64(3)?;
     let key = args.key(1);
-    let Some(list) = list_mut(ctx, key)? else {
+    let Some(list) = ctx.write::<List>(key)? else {
         return Ok(Reply::Ok);
     };
     let len = list.len();
@@ -457,11 +429,10 @@ pub fn ltrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     list.remove_front(front);
     let emptied = list.is_empty();
     // Redis counts the trimmed elements as dirty and signals the key even when nothing went.
-    touch_uncounted(ctx, key);
-    ctx.dirty((front + back) as u64);
+    ctx.modified(key, (front + back) as u64);
     ctx.notify(ev::LIST, "ltrim", key);
     if emptied {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
@@ -497,7 +468,7 @@ pub fn lpos(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         j += 2;
     }
-    let Some(list) = list_ref(ctx, args.key(1))? else {
+    let Some(list) = ctx.read::<List>(args.key(1))? else {
         return Ok(if count != -1 { Reply::Array(Vec::new()) } else { Reply::Nil });
     };
     let elem = args.get(2);
@@ -537,27 +508,27 @@ pub fn lpos(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// parsing). Replies null when `src` is absent.
 fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> CmdResult {
     let fill = fill(ctx);
-    let now = ctx.now_ms;
-    if list_mut(ctx, src)?.is_none() {
+    let now = ctx.now_ms();
+    if ctx.write::<List>(src)?.is_none() {
         return Ok(Reply::Nil);
     }
     if src == dst {
-        let Some(list) = list_mut(ctx, src)? else { return Ok(Reply::Nil) };
+        let Some(list) = ctx.write::<List>(src)? else { return Ok(Reply::Nil) };
         let Some(v) = pop_one(list, from) else { return Ok(Reply::Nil) };
         push_one(list, to, &v, fill);
         ctx.notify(ev::LIST, push_event(to), dst);
         ctx.notify(ev::LIST, pop_event(from), src);
-        ctx.modified(src);
+        ctx.modified(src, 1);
         ctx.signal_ready(dst);
         return Ok(Reply::Bulk(v));
     }
     // The destination's type is checked before anything is popped.
-    let dst_exists = list_mut(ctx, dst)?.is_some();
-    let Some(list) = list_mut(ctx, src)? else { return Ok(Reply::Nil) };
+    let dst_exists = ctx.write::<List>(dst)?.is_some();
+    let Some(list) = ctx.write::<List>(src)? else { return Ok(Reply::Nil) };
     let Some(v) = pop_one(list, from) else { return Ok(Reply::Nil) };
     let emptied = list.is_empty();
     if dst_exists {
-        if let Some(d) = list_mut(ctx, dst)? {
+        if let Some(d) = ctx.write::<List>(dst)? {
             push_one(d, to, &v, fill);
         }
     } else {
@@ -567,7 +538,8 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         ctx.notify(ev::NEW, "new", dst);
     }
     ctx.notify(ev::LIST, push_event(to), dst);
-    touch_uncounted(ctx, dst);
+    // LMOVE counts one change for its two keys (the source's, below).
+    ctx.modified(dst, 0);
     ctx.signal_ready(dst);
     after_write(ctx, src, 1, emptied, pop_event(from));
     Ok(Reply::Bulk(v))
@@ -627,7 +599,7 @@ fn parse_mpop(args: &Args, at: usize) -> Result<Mpop, CmdError> {
 fn mpop_serve(ctx: &mut Ctx, args: &Args, m: &Mpop) -> Result<Option<Reply>, CmdError> {
     for k in m.keys_at..m.keys_at + m.numkeys {
         let key = args.key(k);
-        let Some(list) = list_mut(ctx, key)? else { continue };
+        let Some(list) = ctx.write::<List>(key)? else { continue };
         let n = (m.count as u64).min(list.len() as u64) as usize;
         let mut out = Vec::new();
         array_header(&mut out, 2);
@@ -659,7 +631,7 @@ fn bpop_generic(ctx: &mut Ctx, args: &Args, end: End) -> CmdResult {
     let last = args.len() - 1;
     for k in 1..last {
         let key = args.key(k);
-        let Some(list) = list_mut(ctx, key)? else { continue };
+        let Some(list) = ctx.write::<List>(key)? else { continue };
         let Some(v) = pop_one(list, end) else { continue };
         let emptied = list.is_empty();
         let mut out = Vec::with_capacity(v.len() + key.len() + 32);
@@ -699,7 +671,7 @@ pub fn brpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn bmove_generic(ctx: &mut Ctx, args: &Args, from: End, to: End, timeout_at: usize) -> CmdResult {
     let deadline = ctx.parse_timeout(args.get(timeout_at))?;
     let src = args.key(1);
-    if list_mut(ctx, src)?.is_some() {
+    if ctx.write::<List>(src)?.is_some() {
         let reply = move_generic(ctx, src, args.key(2), from, to)?;
         // Propagated as the non-blocking form: RPOPLPUSH, or LMOVE with the client's end words.
         if timeout_at == 3 {

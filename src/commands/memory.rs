@@ -32,7 +32,7 @@ pub fn memory_usage(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     const DICT_ENTRY: usize = 24;
     let key = args.key(2);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     Ok(match ctx.db().peek(key, now) {
         Some(v) => {
             Reply::Int((crate::types::value_memory(v) + crate::util::alloc::sds_alloc(key.len()) + DICT_ENTRY) as i64)
@@ -45,7 +45,8 @@ pub fn memory_usage(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The memory breakdown INFO memory summarizes, as a map.
 pub fn memory_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let m = crate::info::memory_figures(ctx.srv, ctx.client);
+    let (srv, client) = ctx.admin_and_client();
+    let m = crate::info::memory_figures(srv, client);
     let a = m.alloc;
     let int = |n: u64| Reply::Int(n as i64);
     let signed = |a: u64, b: u64| Reply::Int(a as i64 - b as i64);
@@ -65,7 +66,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     ];
     let mut dbs = Vec::new();
     let mut total_keys = 0u64;
-    for (i, db) in ctx.srv.dbs.iter().enumerate() {
+    for (i, db) in ctx.state().dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
         }
@@ -114,7 +115,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Redis's memory advice. Below 5 MB there is nothing to analyse; above, ferrodis finds no
 /// issue to report (it has no eviction, replicas or big client buffers to warn about).
 pub fn memory_doctor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let used = ctx.srv.sample_memory().1;
+    let used = ctx.admin().sample_memory().1;
     let text = if used < 5 * 1024 * 1024 {
         "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in \
          these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I \

@@ -109,8 +109,8 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let timeout = Duration::from_millis(if timeout_ms <= 0 { 1000 } else { timeout_ms as u64 });
 
     // The keys that exist, with their payloads and remaining TTLs (an expired one is skipped).
-    let now = ctx.now_ms;
-    let compress = ctx.srv.config.rdbcompression;
+    let now = ctx.now_ms();
+    let compress = ctx.config().rdbcompression;
     let mut found: Vec<(Bytes, Vec<u8>, i64)> = Vec::new();
     for k in first_key..first_key + num_keys {
         let key = args.get(k);
@@ -130,10 +130,12 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let host = args.str(1);
     let port: u16 = args.str(2).parse().unwrap_or(0);
     let target = format!("{host}:{}", args.str(2));
+    // A cluster node sends RESTORE-ASKING, which the target takes on an importing slot.
+    let cluster = ctx.config().other.get("cluster-enabled").is_some_and(|v| v == "yes");
     let mut may_retry = true;
     loop {
-        let tls = ctx.srv.config.other.get("tls-cluster").is_some_and(|v| v == "yes");
-        let cached = match ctx.srv.migrate.get(&target, &host, port, tls, timeout, now) {
+        let tls = ctx.config().other.get("tls-cluster").is_some_and(|v| v == "yes");
+        let cached = match ctx.admin().migrate.get(&target, &host, port, tls, timeout, now) {
             Ok(c) => c,
             Err(true) => return Err(CmdError::Raw("IOERR error or timeout connecting to the client".into())),
             // Redis connects without waiting for the outcome: a refused connection shows as a
@@ -156,8 +158,6 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if select {
             encode(&mut out, &[b"SELECT", db_text.as_bytes()]);
         }
-        // A cluster node sends RESTORE-ASKING, which the target takes on an importing slot.
-        let cluster = ctx.srv.config.other.get("cluster-enabled").is_some_and(|v| v == "yes");
         let restore: &[u8] = if cluster { b"RESTORE-ASKING" } else { b"RESTORE" };
         for (key, payload, ttl) in &found {
             let ttl_text = ttl.to_string();
@@ -217,7 +217,7 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
             cached.last_db = None;
         }
         if let Attempt::SocketError { writing, timed_out, replies } = attempt {
-            ctx.srv.migrate.close(&target);
+            ctx.admin().migrate.close(&target);
             // A failure before any reply on a socket that may just have gone stale is retried
             // once on a fresh connection, unless it was a timeout.
             if target_error.is_none() && replies == 0 && acked.is_empty() && may_retry && !timed_out {
@@ -238,7 +238,7 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 Err(CmdError::err(format!("Target instance replied with error: {}", String::from_utf8_lossy(&line))))
             }
             None => {
-                if let Some(c) = ctx.srv.migrate.by_target.get_mut(&target) {
+                if let Some(c) = ctx.admin().migrate.by_target.get_mut(&target) {
                     c.last_db = Some(db);
                 }
                 Ok(Reply::Ok)
@@ -254,12 +254,12 @@ fn delete_acked(ctx: &mut Ctx, acked: &[Bytes], copy: bool) {
         ctx.no_propagate();
         return;
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut del = Vec::with_capacity(acked.len() + 1);
     del.push(Bytes::from_static(b"DEL"));
     for key in acked {
         if ctx.db().remove(key, now).is_some() {
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "del", key);
         }
         del.push(key.clone());

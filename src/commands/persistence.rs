@@ -34,12 +34,12 @@ fn save_error(e: SaveError) -> CmdError {
 /// file is on disk. Refused while a background save runs. Replies OK, or a bare ERR when the
 /// write failed (the reason goes to the log).
 pub fn save(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    if ctx.srv.snapshot.child.is_some() {
+    if ctx.state().snapshot.child.is_some() {
         return Err(CmdError::err(IN_PROGRESS));
     }
-    snapshot::save_foreground(ctx.srv).map_err(save_error)?;
+    snapshot::save_foreground(ctx.admin()).map_err(save_error)?;
     // Counted here, not in the save itself: FLUSHALL's save does not count in Redis.
-    ctx.srv.stats.persistence.rdb_saves += 1;
+    ctx.admin().stats.persistence.rdb_saves += 1;
     Ok(Reply::Ok)
 }
 
@@ -54,22 +54,22 @@ pub fn bgsave(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() > 2 || (args.len() == 2 && !args.is(1, "schedule")) {
         return Err(CmdError::Syntax);
     }
-    match ctx.srv.snapshot.child.as_ref().map(|c| c.kind) {
+    match ctx.admin().snapshot.child.as_ref().map(|c| c.kind) {
         Some(ChildKind::Rdb) => return Err(CmdError::err(IN_PROGRESS)),
         Some(ChildKind::Aof) if args.len() == 2 => {
-            ctx.srv.snapshot.scheduled = true;
+            ctx.admin().snapshot.scheduled = true;
             return Ok(Reply::Status("Background saving scheduled"));
         }
         Some(ChildKind::Aof) => return Err(CmdError::err(OTHER_CHILD)),
         None => {}
     }
-    if ctx.client.in_exec {
+    if ctx.client().in_exec {
         // Redis defers a BGSAVE issued inside EXEC: forking mid-transaction would snapshot
         // half of it.
-        ctx.srv.snapshot.scheduled = true;
+        ctx.admin().snapshot.scheduled = true;
         return Ok(Reply::Status("Background saving scheduled"));
     }
-    match snapshot::bgsave_start(ctx.srv) {
+    match snapshot::bgsave_start(ctx.admin()) {
         Ok(_) => Ok(Reply::Status("Background saving started")),
         Err(BgsaveError::InProgress) => Err(CmdError::err(IN_PROGRESS)),
         Err(BgsaveError::Version(e)) => Err(save_error(e)),
@@ -83,15 +83,15 @@ pub fn bgsave(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// file while new writes go to a fresh incremental file. While a background save runs (or
 /// inside MULTI/EXEC) the rewrite is scheduled to start as soon as possible.
 pub fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    match ctx.srv.snapshot.child.as_ref().map(|c| c.kind) {
+    match ctx.admin().snapshot.child.as_ref().map(|c| c.kind) {
         Some(ChildKind::Aof) => return Err(CmdError::err("Background append only file rewriting already in progress")),
         // Started by cron once the child is gone or the transaction is over; asking by hand
         // clears the failure count, so a rewrite held back after failures may run at once.
         Some(ChildKind::Rdb) => return Ok(schedule_rewrite(ctx)),
-        None if ctx.client.in_exec => return Ok(schedule_rewrite(ctx)),
+        None if ctx.client().in_exec => return Ok(schedule_rewrite(ctx)),
         None => {}
     }
-    match crate::executor::aof::rewrite_start(ctx.srv) {
+    match crate::executor::aof::rewrite_start(ctx.admin()) {
         Ok(()) => Ok(Reply::Status("Background append only file rewriting started")),
         Err(RewriteError::InProgress) => {
             Err(CmdError::err("Background append only file rewriting already in progress"))
@@ -104,8 +104,8 @@ pub fn bgrewriteaof(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 }
 
 fn schedule_rewrite(ctx: &mut Ctx) -> Reply {
-    ctx.srv.aof.rewrite_scheduled = true;
-    ctx.srv.aof.consecutive_failures = 0;
+    ctx.admin().aof.rewrite_scheduled = true;
+    ctx.admin().aof.consecutive_failures = 0;
     Reply::Status("Background append only file rewriting scheduled")
 }
 
@@ -113,5 +113,5 @@ fn schedule_rewrite(ctx: &mut Ctx) -> Reply {
 ///
 /// Unix time of the last successful save (or of startup).
 pub fn lastsave(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Int(ctx.srv.lastsave_unix))
+    Ok(Reply::Int(ctx.admin().lastsave_unix))
 }

@@ -40,29 +40,29 @@ fn confirm(out: &mut Vec<u8>, word: &'static [u8], name: Option<&[u8]>, count: u
 /// The confirmations go out as pushes (arrays in RESP2), which Redis delivers whatever CLIENT
 /// REPLY OFF/SKIP says: the command itself has no reply to silence.
 fn confirmations(ctx: &mut Ctx, out: Vec<u8>) -> CmdResult {
-    ctx.srv.pubsub.self_out.extend_from_slice(&out);
+    ctx.admin().pubsub.self_out.extend_from_slice(&out);
     Ok(Reply::Raw(Vec::new()))
 }
 
 fn do_subscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -> CmdResult {
-    let id = ctx.client.id;
-    let proto = ctx.client.proto;
+    let id = ctx.client().id;
+    let proto = ctx.client().proto;
     let mut out = Vec::new();
     for name in args.from(1) {
-        ctx.srv.pubsub.subscribe(id, kind, name);
-        let (plain, shard) = ctx.srv.pubsub.counts(id);
+        ctx.admin().pubsub.subscribe(id, kind, name);
+        let (plain, shard) = ctx.state().pubsub.counts(id);
         confirm(&mut out, word, Some(name), if kind == Kind::Shard { shard } else { plain }, proto);
     }
     confirmations(ctx, out)
 }
 
 fn do_unsubscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -> CmdResult {
-    let id = ctx.client.id;
-    let proto = ctx.client.proto;
+    let id = ctx.client().id;
+    let proto = ctx.client().proto;
     let names: Vec<Vec<u8>> =
-        if args.len() > 1 { args.from(1).map(<[u8]>::to_vec).collect() } else { ctx.srv.pubsub.names_of(id, kind) };
+        if args.len() > 1 { args.from(1).map(<[u8]>::to_vec).collect() } else { ctx.state().pubsub.names_of(id, kind) };
     let count = |ctx: &Ctx| {
-        let (plain, shard) = ctx.srv.pubsub.counts(id);
+        let (plain, shard) = ctx.state().pubsub.counts(id);
         if kind == Kind::Shard {
             shard
         } else {
@@ -74,7 +74,7 @@ fn do_unsubscribe(ctx: &mut Ctx, args: &Args, kind: Kind, word: &'static [u8]) -
         confirm(&mut out, word, None, count(ctx), proto);
     }
     for name in names {
-        ctx.srv.pubsub.unsubscribe(id, kind, &name);
+        ctx.admin().pubsub.unsubscribe(id, kind, &name);
         confirm(&mut out, word, Some(&name), count(ctx), proto);
     }
     confirmations(ctx, out)
@@ -129,11 +129,12 @@ pub fn sunsubscribe(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Delivers the message to the channel's subscribers and to every matching pattern
 /// subscription; replies with the number of deliveries.
 pub fn publish(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Channel, args.get(1), args.get(2));
+    let (srv, client) = ctx.admin_and_client();
+    let n = publish_message(srv, Some(client), Kind::Channel, args.get(1), args.get(2));
     // Replicas publish it to their own subscribers (the AOF does not keep it); in cluster mode
     // every node gets it over the bus instead.
-    if ctx.srv.cluster.is_some() {
-        crate::executor::cluster::propagate_publish(ctx.srv, args.get(1), args.get(2), false);
+    if ctx.state().cluster.is_some() {
+        crate::executor::cluster::propagate_publish(ctx.admin(), args.get(1), args.get(2), false);
     } else {
         ctx.force_replicate();
     }
@@ -144,9 +145,10 @@ pub fn publish(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// PUBLISH for shard channels (no pattern matching).
 pub fn spublish(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let n = publish_message(ctx.srv, Some(&*ctx.client), Kind::Shard, args.get(1), args.get(2));
-    if ctx.srv.cluster.is_some() {
-        crate::executor::cluster::propagate_publish(ctx.srv, args.get(1), args.get(2), true);
+    let (srv, client) = ctx.admin_and_client();
+    let n = publish_message(srv, Some(client), Kind::Shard, args.get(1), args.get(2));
+    if ctx.state().cluster.is_some() {
+        crate::executor::cluster::propagate_publish(ctx.admin(), args.get(1), args.get(2), true);
     } else {
         ctx.force_replicate();
     }
@@ -167,7 +169,7 @@ fn list_channels(ctx: &mut Ctx, args: &Args, kind: Kind) -> CmdResult {
     }
     let pattern = if args.len() == 3 { Some(args.get(2)) } else { None };
     let names = ctx
-        .srv
+        .state()
         .pubsub
         .channel_names(kind)
         .filter(|n| pattern.is_none_or(|p| crate::glob::glob_match(p, n, false)))
@@ -194,7 +196,7 @@ fn numsub(ctx: &mut Ctx, args: &Args, kind: Kind) -> CmdResult {
     // A flat array in RESP3 too, as Redis 7.0 answers.
     let mut items = Vec::new();
     for name in args.from(2) {
-        let n = ctx.srv.pubsub.subscribers(kind, name).len() as i64;
+        let n = ctx.state().pubsub.subscribers(kind, name).len() as i64;
         items.push(Reply::bulk(name));
         items.push(Reply::Int(n));
     }
@@ -219,7 +221,7 @@ pub fn pubsub_shardnumsub(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The number of distinct patterns subscribed to.
 pub fn pubsub_numpat(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Int(ctx.srv.pubsub.pattern_count() as i64))
+    Ok(Reply::Int(ctx.state().pubsub.pattern_count() as i64))
 }
 
 /// PUBSUB HELP
@@ -248,9 +250,9 @@ pub fn pubsub_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Puts the connection in monitor mode: every command any client runs from now on (admin
 /// commands excepted) is streamed to it as one status line.
 pub fn monitor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let id = ctx.client.id;
-    if !ctx.srv.pubsub.monitors.contains(&id) {
-        ctx.srv.pubsub.monitors.push(id);
+    let id = ctx.client().id;
+    if !ctx.state().pubsub.monitors.contains(&id) {
+        ctx.admin().pubsub.monitors.push(id);
     }
     Ok(Reply::Ok)
 }

@@ -37,10 +37,10 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// checked first, then the server's state, in Redis's order.
 pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() == 2 && args.is(1, "abort") {
-        if ctx.srv.repl.failover.state == FailoverState::None {
+        if ctx.admin().repl.failover.state == FailoverState::None {
             return Err(CmdError::err("No failover in progress."));
         }
-        replication::abort_failover(ctx.srv, "Failover manually aborted");
+        replication::abort_failover(ctx.admin(), "Failover manually aborted");
         return Ok(Reply::Ok);
     }
     let (mut timeout, mut target, mut force) = (0i64, None, false);
@@ -63,7 +63,8 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let st = &mut *ctx.srv;
+    let now = ctx.now_ms();
+    let st = ctx.admin();
     if st.repl.failover.state != FailoverState::None {
         return Err(CmdError::err("FAILOVER already in progress."));
     }
@@ -90,7 +91,7 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         None => None,
     };
-    replication::start_failover(st, target, timeout, force, ctx.now_ms);
+    replication::start_failover(st, target, timeout, force, now);
     Ok(Reply::Ok)
 }
 
@@ -100,7 +101,7 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// client may not block), otherwise when enough do or the timeout (milliseconds, 0 = forever)
 /// passes; the replicas are asked for an acknowledgement when the batch ends.
 pub fn wait(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if ctx.srv.repl.is_replica() {
+    if ctx.state().repl.is_replica() {
         return Err(CmdError::err(
             "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is \
              configured to be writable (which is not the default) writes to replicas are just local and are not \
@@ -113,13 +114,14 @@ pub fn wait(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if timeout < 0 {
         return Err(CmdError::err("timeout is negative"));
     }
-    let target = ctx.client.woff;
-    let acked = replication::acked(ctx.srv, target);
+    let target = ctx.client().woff;
+    let acked = replication::acked(ctx.admin(), target);
     if acked >= numreplicas || !ctx.may_block() {
         return Ok(Reply::Int(acked));
     }
-    let deadline = if timeout == 0 { 0 } else { ctx.now_ms.saturating_add(timeout) };
-    replication::wait_for(ctx.srv, ctx.client.id, target, numreplicas);
+    let deadline = if timeout == 0 { 0 } else { ctx.now_ms().saturating_add(timeout) };
+    let (srv, client) = ctx.admin_and_client();
+    replication::wait_for(srv, client.id, target, numreplicas);
     ctx.block(Vec::new(), deadline, Reply::Int(0), "")
 }
 
@@ -137,7 +139,7 @@ pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
     while j < args.len() {
         let value = args.get(j + 1);
         if args.is(j, "listening-port") {
-            ctx.client.replconf.listening_port = args.i64(j + 1)? as u16;
+            ctx.client_mut().replconf.listening_port = args.i64(j + 1)? as u16;
         } else if args.is(j, "ip-address") {
             if value.len() >= 46 {
                 return Err(CmdError::err(format!(
@@ -145,26 +147,28 @@ pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
                     value.len()
                 )));
             }
-            ctx.client.replconf.ip_address = Some(String::from_utf8_lossy(value).into_owned());
+            ctx.client_mut().replconf.ip_address = Some(String::from_utf8_lossy(value).into_owned());
         } else if args.is(j, "capa") {
             if value.eq_ignore_ascii_case(b"eof") {
-                ctx.client.replconf.capa_eof = true;
+                ctx.client_mut().replconf.capa_eof = true;
             } else if value.eq_ignore_ascii_case(b"psync2") {
-                ctx.client.replconf.capa_psync2 = true;
+                ctx.client_mut().replconf.capa_psync2 = true;
             }
         } else if args.is(j, "ack") {
-            if ctx.client.handle.is_replica() {
+            if ctx.client().handle.is_replica() {
                 if let Some(offset) = crate::util::num::parse_i64(value) {
-                    replication::ack(ctx.srv, ctx.client.id, offset, ctx.now_ms);
+                    let now_ms = ctx.now_ms();
+                    let (srv, client) = ctx.admin_and_client();
+                    replication::ack(srv, client.id, offset, now_ms);
                 }
             }
             return Ok(Reply::Raw(Vec::new()));
         } else if args.is(j, "getack") {
-            if ctx.client.master {
-                let offset = ctx.srv.repl.offset.to_string();
+            if ctx.client().master {
+                let offset = ctx.admin().repl.offset.to_string();
                 let mut ack = Vec::new();
                 crate::aof::encode_command(&mut ack, &[&b"REPLCONF"[..], b"ACK", offset.as_bytes()]);
-                ctx.client.handle.push_output(ack);
+                ctx.client().handle.push_output(ack);
             }
             return Ok(Reply::Raw(Vec::new()));
         } else if args.is(j, "rdb-only") {
@@ -172,12 +176,12 @@ pub fn replconf(ctx: &mut Ctx, args: &Args) -> CmdResult {
             if !(0..=1).contains(&v) {
                 return Err(CmdError::err("value is out of range, value must between 0 and 1"));
             }
-            ctx.client.replconf.rdb_only = v == 1;
+            ctx.client_mut().replconf.rdb_only = v == 1;
         } else if args.is(j, "rdb-filter-only") {
             if value.eq_ignore_ascii_case(b"functions") {
-                ctx.client.replconf.functions_only = true;
+                ctx.client_mut().replconf.functions_only = true;
             } else if value.is_empty() {
-                ctx.client.replconf.functions_only = false;
+                ctx.client_mut().replconf.functions_only = false;
             } else {
                 return Err(CmdError::err(format!(
                     "Unsupported rdb-filter-only option: {}",
@@ -211,7 +215,7 @@ pub fn sync(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// previous one, up to where that history ended) and the backlog still holds `offset`;
 /// otherwise `+FULLRESYNC <replid> <offset>` and a full sync.
 pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if ctx.client.handle.is_replica() {
+    if ctx.client().handle.is_replica() {
         // Already a replica: ignored without a reply.
         return Ok(Reply::Raw(Vec::new()));
     }
@@ -226,15 +230,17 @@ pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
         tracing::warn!("Replica {} asks for synchronization but with a wrong offset", replica_name(ctx));
     })?;
     let replid = args.get(1);
-    let psync2 = ctx.client.replconf.capa_psync2;
-    if !ctx.client.replconf.rdb_only && replication::try_partial(ctx.srv, &ctx.client.handle, replid, from, psync2) {
-        ctx.srv.repl.sync_partial_ok += 1;
+    let psync2 = ctx.client().replconf.capa_psync2;
+    let (srv, client) = ctx.admin_and_client();
+    if !client.replconf.rdb_only && replication::try_partial(srv, &client.handle, replid, from, psync2) {
+        ctx.admin().repl.sync_partial_ok += 1;
         let (ip, port) = announced(ctx);
-        replication::attach(ctx.srv, ctx.client.id, ctx.client.handle.clone(), ip, port, true);
+        let (srv, client) = ctx.admin_and_client();
+        replication::attach(srv, client.id, client.handle.clone(), ip, port, true);
         return Ok(Reply::Raw(Vec::new()));
     }
     if replid != b"?" {
-        ctx.srv.repl.sync_partial_err += 1;
+        ctx.admin().repl.sync_partial_err += 1;
     }
     full_sync(ctx, true)
 }
@@ -246,31 +252,33 @@ pub fn psync(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn failover_request(ctx: &mut Ctx, args: &Args) -> Result<(), CmdError> {
     let replid = String::from_utf8_lossy(args.get(1)).into_owned();
     tracing::warn!("Failover request received for replid {replid}.");
-    if !ctx.srv.repl.is_replica() {
+    if !ctx.state().repl.is_replica() {
         return Err(CmdError::err("PSYNC FAILOVER can't be sent to a master."));
     }
-    if replid != ctx.srv.repl.replid {
+    if replid != ctx.admin().repl.replid {
         return Err(CmdError::err("PSYNC FAILOVER replid must match my replid."));
     }
-    replication::unset_master(ctx.srv);
-    let info = crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None);
+    replication::unset_master(ctx.admin());
+    let now_ms = ctx.now_ms();
+    let (srv, client) = ctx.admin_and_client();
+    let info = crate::executor::clients::client_line(srv, client, now_ms, None);
     tracing::info!("MASTER MODE enabled (failover request from '{info}')");
     Ok(())
 }
 
 /// Why SYNC/PSYNC cannot be served now, as Redis checks it.
 fn sync_refusal(ctx: &mut Ctx) -> Option<CmdResult> {
-    if ctx.client.handle.is_replica() {
+    if ctx.client().handle.is_replica() {
         // Already a replica: ignored without a reply.
         return Some(Ok(Reply::Raw(Vec::new())));
     }
-    if ctx.srv.repl.failover.state != FailoverState::None {
+    if ctx.admin().repl.failover.state != FailoverState::None {
         return Some(Err(CmdError::Raw("NOMASTERLINK Can't SYNC while failing over".into())));
     }
-    if ctx.srv.repl.is_replica() && !replication::link_up(ctx.srv) {
+    if ctx.state().repl.is_replica() && !replication::link_up(ctx.admin()) {
         return Some(Err(CmdError::Raw("NOMASTERLINK Can't SYNC while not connected with my master".into())));
     }
-    if ctx.client.handle.pending_output() > 0 {
+    if ctx.client().handle.pending_output() > 0 {
         return Some(Err(CmdError::err("SYNC and PSYNC are invalid with pending output")));
     }
     None
@@ -278,11 +286,11 @@ fn sync_refusal(ctx: &mut Ctx) -> Option<CmdResult> {
 
 /// The address a replica announced (REPLCONF ip-address), else its peer IP; and its port.
 fn announced(ctx: &Ctx) -> (String, u16) {
-    let ip = ctx.client.replconf.ip_address.clone().unwrap_or_else(|| {
-        let addr = &ctx.client.info.addr;
+    let ip = ctx.client().replconf.ip_address.clone().unwrap_or_else(|| {
+        let addr = &ctx.client().info.addr;
         addr.rsplit_once(':').map_or(addr.as_str(), |(ip, _)| ip).to_string()
     });
-    (ip, ctx.client.replconf.listening_port)
+    (ip, ctx.client().replconf.listening_port)
 }
 
 fn replica_name(ctx: &Ctx) -> String {
@@ -296,43 +304,45 @@ fn replica_name(ctx: &Ctx) -> String {
 /// A full sync (see `replication::request_full_sync`). `psync` says whether the replica gets a
 /// `+FULLRESYNC` line.
 fn full_sync(ctx: &mut Ctx, psync: bool) -> CmdResult {
-    replication::before_full_sync(ctx.srv);
+    replication::before_full_sync(ctx.admin());
     let (ip, port) = announced(ctx);
     let replica = replication::Waiting {
-        id: ctx.client.id,
-        handle: ctx.client.handle.clone(),
-        conf: ctx.client.replconf.clone(),
+        id: ctx.client().id,
+        handle: ctx.client().handle.clone(),
+        conf: ctx.client().replconf.clone(),
         psync,
         ip,
         port,
-        since_ms: ctx.now_ms,
+        since_ms: ctx.now_ms(),
     };
-    replication::request_full_sync(ctx.srv, replica)
+    replication::request_full_sync(ctx.admin(), replica)
         .map_err(|e| CmdError::err(format!("Can't fork the snapshot for SYNC: {e}")))?;
     Ok(Reply::Raw(Vec::new()))
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF)
 pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if ctx.srv.repl.failover.state != FailoverState::None {
+    if ctx.admin().repl.failover.state != FailoverState::None {
         return Err(CmdError::err("REPLICAOF not allowed while failing over."));
     }
     if args.is(1, "no") && args.is(2, "one") {
-        if ctx.srv.repl.is_replica() {
-            replication::unset_master(ctx.srv);
-            let info = crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None);
+        if ctx.state().repl.is_replica() {
+            replication::unset_master(ctx.admin());
+            let now_ms = ctx.now_ms();
+            let (srv, client) = ctx.admin_and_client();
+            let info = crate::executor::clients::client_line(srv, client, now_ms, None);
             tracing::info!("MASTER MODE enabled (user request from '{info}')");
         }
         return Ok(Reply::Ok);
     }
-    if ctx.client.handle.is_replica() {
+    if ctx.client().handle.is_replica() {
         return Err(CmdError::err("Command is not valid when client is a replica."));
     }
     let port = crate::util::num::parse_i64(args.get(2))
         .filter(|p| (0..=65535).contains(p))
         .ok_or_else(|| CmdError::err("Invalid master port"))? as u16;
     let host = String::from_utf8_lossy(args.get(1)).into_owned();
-    if let Some(m) = &ctx.srv.repl.master {
+    if let Some(m) = &ctx.admin().repl.master {
         if m.host.eq_ignore_ascii_case(&host) && m.port == port {
             tracing::info!(
                 "REPLICAOF would result into synchronization with the master we are already connected with. No \
@@ -341,9 +351,11 @@ pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
             return Ok(Reply::Status("OK Already connected to specified master"));
         }
     }
-    replication::set_master(ctx.srv, host, port);
-    let host = &ctx.srv.repl.master.as_ref().map_or(String::new(), |m| m.host.clone());
-    let info = crate::executor::clients::client_line(ctx.srv, ctx.client, ctx.now_ms, None);
+    replication::set_master(ctx.admin(), host, port);
+    let host = &ctx.admin().repl.master.as_ref().map_or(String::new(), |m| m.host.clone());
+    let now_ms = ctx.now_ms();
+    let (srv, client) = ctx.admin_and_client();
+    let info = crate::executor::clients::client_line(srv, client, now_ms, None);
     tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{info}')");
     Ok(Reply::Ok)
 }
@@ -353,7 +365,7 @@ pub fn replicaof(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// `master`, its offset and its online replicas (ip, port, acknowledged offset as strings), or
 /// `slave`, its master, the link state and the offset applied.
 pub fn role(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let r = &ctx.srv.repl;
+    let r = &ctx.admin().repl;
     match &r.master {
         None => {
             let replicas = r

@@ -55,21 +55,24 @@ pub fn evalsha_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     // EVAL skips the usual feed (after the command) and shows itself first, so that MONITOR
     // lists the script's commands after it.
-    crate::executor::pubsub::feed_monitor_line(ctx.srv, ctx.client, ctx.spec.name, &args.argv);
+    let spec = ctx.spec();
+    let (srv, client) = ctx.admin_and_client();
+    crate::executor::pubsub::feed_monitor_line(srv, client, spec.name, &args.argv);
     // A digest of the wrong length cannot match: NOSCRIPT before anything else is looked at.
     if by_sha && args.get(1).len() != 40 {
         return Err(CmdError::Raw(NOSCRIPT_ERROR.into()));
     }
-    if let Some(mode) = ctx.client.lua_debug {
+    if let Some(mode) = ctx.client().lua_debug {
         if by_sha {
             return Err(CmdError::err("Please use EVAL instead of EVALSHA for debugging"));
         }
         // The session starts before anything is checked, so even an argument error is
         // answered after `<endsession>`, and the connection closes (evalGenericCommandWithDebugging).
-        let side = match ldb::begin(ctx.srv, ctx.client, mode, args.get(1)) {
+        let (srv, client) = ctx.admin_and_client();
+        let side = match ldb::begin(srv, client, mode, args.get(1)) {
             Ok(side) => side,
             Err(e) => {
-                ctx.client.lua_debug = None;
+                ctx.client_mut().lua_debug = None;
                 return Err(CmdError::err(format!("Fork() failed: can't run EVAL in debugging mode: {e}")));
             }
         };
@@ -78,7 +81,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
             return Ok(Reply::Ok);
         }
         let reply = run_checked(ctx, args, by_sha, read_only).unwrap_or_else(CmdError::into_reply);
-        return Ok(ldb::finish(ctx.client, side, reply));
+        return Ok(ldb::finish(ctx.client_mut(), side, reply));
     }
     run_checked(ctx, args, by_sha, read_only)
 }
@@ -94,19 +97,20 @@ fn run_checked(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cmd
     }
     let script = if by_sha {
         let sha = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
-        match ctx.srv.scripting.get(&sha) {
+        match ctx.state().scripting.get(&sha) {
             Some(script) => script.clone(),
             None => return Err(CmdError::Raw(NOSCRIPT_ERROR.into())),
         }
     } else {
-        ctx.srv.scripting.create(args.get(1)).map_err(CmdError::Raw)?
+        ctx.admin().scripting.create(args.get(1)).map_err(CmdError::Raw)?
     };
-    let rules = prepare_run(ctx.srv, script.flags, read_only)?;
+    let rules = prepare_run(ctx.admin(), script.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
+    let (srv, client) = ctx.admin_and_client();
     Ok(crate::executor::scripting::run(
-        ctx.srv,
-        ctx.client,
+        srv,
+        client,
         crate::executor::scripting::Callable::Script(&script),
         keys,
         argv,
@@ -165,7 +169,7 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
 ///
 /// Compiles the script into the cache without running it; replies with its SHA1.
 pub fn script_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let script = ctx.srv.scripting.create(args.get(2)).map_err(CmdError::Raw)?;
+    let script = ctx.admin().scripting.create(args.get(2)).map_err(CmdError::Raw)?;
     Ok(Reply::Bulk(script.sha.clone().into_bytes()))
 }
 
@@ -173,9 +177,9 @@ pub fn script_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// 1 or 0 for each digest (any case) by whether the cache holds it.
 pub fn script_exists(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let found = args
-        .from(2)
-        .map(|sha| Reply::Int(ctx.srv.scripting.contains(&String::from_utf8_lossy(sha).to_ascii_lowercase()) as i64));
+    let found = args.from(2).map(|sha| {
+        Reply::Int(ctx.state().scripting.contains(&String::from_utf8_lossy(sha).to_ascii_lowercase()) as i64)
+    });
     Ok(Reply::Array(found.collect()))
 }
 
@@ -189,9 +193,9 @@ pub fn script_flush(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     // As Redis, the scripts' Lua VM starts afresh (its memory with it); function libraries, which
     // share the VM here (Redis gives them their own), are loaded into the new one again.
-    ctx.srv.scripting = crate::executor::scripting::Engine::default();
-    if !ctx.srv.functions.libs.is_empty() {
-        crate::executor::scripting::host::reload_all(ctx.srv);
+    ctx.admin().scripting = crate::executor::scripting::Engine::default();
+    if !ctx.state().functions.libs.is_empty() {
+        crate::executor::scripting::host::reload_all(ctx.admin());
     }
     Ok(Reply::Ok)
 }
@@ -209,7 +213,7 @@ pub fn script_kill(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Sets how the client's next EVAL runs: under the Lua debugger in a forked session (YES), in
 /// this server (SYNC), or normally (NO). See `executor::scripting::ldb`.
 pub fn script_debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if ctx.client.handle.pending_output() > 0 {
+    if ctx.client().handle.pending_output() > 0 {
         return Err(CmdError::err("SCRIPT DEBUG must be called outside a pipeline"));
     }
     let mode = if args.is(2, "no") {
@@ -221,7 +225,7 @@ pub fn script_debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
     } else {
         return Err(CmdError::err("Use SCRIPT DEBUG YES/SYNC/NO"));
     };
-    ctx.client.lua_debug = mode;
+    ctx.client_mut().lua_debug = mode;
     Ok(Reply::Ok)
 }
 

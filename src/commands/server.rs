@@ -57,7 +57,9 @@ pub(super) fn help_reply(cmd: &str, lines: &[&str]) -> Reply {
 pub fn info(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let names: Vec<&[u8]> = args.from(1).collect();
     let sections = crate::info::select_sections(&names);
-    let text = crate::info::render(ctx.srv, ctx.client, ctx.now_ms, &sections);
+    let now_ms = ctx.now_ms();
+    let (srv, client) = ctx.admin_and_client();
+    let text = crate::info::render(srv, client, now_ms, &sections);
     Ok(Reply::Verbatim("txt", text.into_bytes()))
 }
 
@@ -93,7 +95,7 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if abort {
-        if !shutdown::abort(ctx.srv) {
+        if !shutdown::abort(ctx.admin()) {
             return Err(CmdError::err("No shutdown in progress."));
         }
         return Ok(Reply::Ok);
@@ -101,12 +103,13 @@ pub fn shutdown(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if !flags.now && !ctx.may_block() {
         return Err(CmdError::err("SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client"));
     }
-    match shutdown::prepare(ctx.srv, flags) {
+    match shutdown::prepare(ctx.admin(), flags) {
         // The server exits once this batch is answered; the connection just closes.
         Ok(()) => Ok(Reply::Raw(Vec::new())),
         Err(shutdown::NotYet::Failed) => Err(CmdError::err("Errors trying to SHUTDOWN. Check logs.")),
         Err(shutdown::NotYet::Waiting) => {
-            ctx.srv.shutdown_state.waiting.push(ctx.client.id);
+            let id = ctx.client().id;
+            ctx.admin().shutdown_state.waiting.push(id);
             ctx.block(Vec::new(), 0, Reply::Raw(Vec::new()), "")
         }
     }

@@ -45,22 +45,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("sscan", -3, READONLY, keys(1, 1, 1), acl::SET, sscan),
 ];
 
-fn as_set(v: &Value) -> Result<&Set, CmdError> {
-    match v {
-        Value::Set(s) => Ok(s),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
-fn as_set_mut(v: &mut Value) -> Result<&mut Set, CmdError> {
-    match v {
-        Value::Set(s) => Ok(s),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
 fn max_intset(ctx: &Ctx) -> usize {
-    ctx.srv.config.set_max_intset_entries
+    ctx.config().set_max_intset_entries
 }
 
 /// Appends a member as a bulk string.
@@ -93,25 +79,11 @@ fn empty_set(proto: u8) -> Reply {
 pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let limit = max_intset(ctx);
     let key = args.key(1);
-    let added = {
-        let set = match ctx.lookup_write(key) {
-            Some(v) => as_set_mut(v)?,
-            None => {
-                let now = ctx.now_ms;
-                ctx.db().set(key, Value::Set(Box::default()), now);
-                ctx.notify(ev::NEW, "new", key);
-                match ctx.lookup_write(key) {
-                    Some(Value::Set(s)) => &mut **s,
-                    _ => return Err(CmdError::err("internal error")),
-                }
-            }
-        };
-        args.from(2).filter(|m| set.insert(m, limit)).count()
-    };
+    let set = ctx.write_or_create::<Set>(key)?;
+    let added = args.from(2).filter(|m| set.insert(m, limit)).count();
     if added > 0 {
         ctx.notify(ev::SET, "sadd", key);
-        ctx.modified(key);
-        ctx.dirty(added as u64 - 1);
+        ctx.modified(key, added as u64);
     }
     Ok(Reply::Int(added as i64))
 }
@@ -122,10 +94,10 @@ pub fn sadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// at). Replies with the number removed.
 pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let (removed, empty) = match ctx.lookup_write(key) {
+    let (removed, empty) = match ctx.write::<Set>(key)? {
         None => return Ok(Reply::Int(0)),
         Some(v) => {
-            let set = as_set_mut(v)?;
+            let set = v;
             let mut removed = 0;
             for m in args.from(2) {
                 if set.remove(m) {
@@ -139,7 +111,7 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     if empty {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
     }
     if removed > 0 {
@@ -147,8 +119,7 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if empty {
             ctx.notify(ev::GENERIC, "del", key);
         }
-        ctx.modified(key);
-        ctx.dirty(removed as u64 - 1);
+        ctx.modified(key, removed as u64);
     }
     Ok(Reply::Int(removed))
 }
@@ -158,14 +129,10 @@ pub fn srem(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Every member, as a set reply (empty when the key is absent). Intsets list in ascending order.
 pub fn smembers(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let proto = ctx.proto();
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<Set>(args.key(1))? {
         None => return Ok(empty_set(proto)),
-        Some(v) => {
-            let s = as_set(v)?;
-            if s.len() < super::DEFER_MIN_ELEMENTS {
-                return Ok(set_reply(proto, s));
-            }
-        }
+        Some(s) if s.len() < super::DEFER_MIN_ELEMENTS => return Ok(set_reply(proto, s)),
+        Some(_) => {}
     }
     // A big set: its snapshot, encoded off the executor (see `types::cow`).
     match ctx.db().get_ref_mut(args.key(1)) {
@@ -195,9 +162,9 @@ impl Encode for SetMembers {
 ///
 /// 1 when `member` is in the set, else 0 (also for an absent key).
 pub fn sismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<Set>(args.key(1))? {
         None => Ok(Reply::Int(0)),
-        Some(v) => Ok(Reply::Int(as_set(v)?.contains(args.get(2)) as i64)),
+        Some(v) => Ok(Reply::Int(v.contains(args.get(2)) as i64)),
     }
 }
 
@@ -205,10 +172,7 @@ pub fn sismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// An array of 1/0, one per member, telling whether each is in the set.
 pub fn smismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let set = match ctx.lookup_read(args.key(1)) {
-        None => None,
-        Some(v) => Some(as_set(v)?),
-    };
+    let set = ctx.read::<Set>(args.key(1))?;
     let mut out = Vec::new();
     int_line(&mut out, b'*', (args.len() - 2) as i64);
     for m in args.from(2) {
@@ -222,9 +186,9 @@ pub fn smismember(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The number of members, 0 for an absent key.
 pub fn scard(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<Set>(args.key(1))? {
         None => Ok(Reply::Int(0)),
-        Some(v) => Ok(Reply::Int(as_set(v)?.len() as i64)),
+        Some(v) => Ok(Reply::Int(v.len() as i64)),
     }
 }
 
@@ -239,20 +203,20 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if args.len() == 2 {
-        let (popped, empty) = match ctx.lookup_write(key) {
+        let (popped, empty) = match ctx.write::<Set>(key)? {
             None => return Ok(Reply::Nil),
             Some(v) => {
-                let set = as_set_mut(v)?;
+                let set = v;
                 (set.pop_random(), set.is_empty())
             }
         };
         ctx.notify(ev::SET, "spop", key);
         if empty {
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             ctx.db().remove(key, now);
             ctx.notify(ev::GENERIC, "del", key);
         }
-        ctx.modified(key);
+        ctx.modified(key, 1);
         if let Some(member) = &popped {
             ctx.propagate_as_parts(&[b"SREM", key, member]);
         }
@@ -261,20 +225,20 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let count = parse_i64(args.get(2))
         .filter(|&c| c >= 0)
         .ok_or_else(|| CmdError::err("value is out of range, must be positive"))? as u64;
-    let reply = match ctx.lookup_write(key) {
+    let reply = match ctx.write::<Set>(key)? {
         None => return Ok(empty_set(proto)),
         Some(v) => {
-            let set = as_set_mut(v)?;
+            let set = v;
             if count == 0 {
                 return Ok(empty_set(proto));
             }
             if count >= set.len() as u64 {
                 let r = set_reply(proto, set);
-                let now = ctx.now_ms;
+                let now = ctx.now_ms();
                 ctx.db().remove(key, now);
                 ctx.notify(ev::SET, "spop", key);
                 ctx.notify(ev::GENERIC, "del", key);
-                ctx.modified(key);
+                ctx.modified(key, 1);
                 let verb: &[u8] = if super::keys::lazy_server_del(ctx) { b"UNLINK" } else { b"DEL" };
                 ctx.propagate_as_parts(&[verb, key]);
                 return Ok(r);
@@ -297,7 +261,7 @@ pub fn spop(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     };
     ctx.notify(ev::SET, "spop", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(reply)
 }
 
@@ -310,9 +274,9 @@ pub fn srandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if args.len() == 2 {
-        return match ctx.lookup_read(args.key(1)) {
+        return match ctx.read::<Set>(args.key(1))? {
             None => Ok(Reply::Nil),
-            Some(v) => Ok(as_set(v)?.random().map_or(Reply::Nil, |e| Reply::Bulk(e.to_vec()))),
+            Some(v) => Ok(v.random().map_or(Reply::Nil, |e| Reply::Bulk(e.to_vec()))),
         };
     }
     let count = args.i64(2)?;
@@ -322,9 +286,9 @@ pub fn srandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ));
     }
     let cap = ctx.reply_cap();
-    let set = match ctx.lookup_read(args.key(1)) {
+    let set = match ctx.read::<Set>(args.key(1))? {
         None => return Ok(Reply::Raw(b"*0\r\n".to_vec())),
-        Some(v) => as_set(v)?,
+        Some(v) => v,
     };
     let mut out = Vec::new();
     if count == 0 || set.is_empty() {
@@ -400,7 +364,7 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         _ => return Ok(Reply::Int(0)),
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     ctx.notify(ev::SET, "srem", src);
     if empty {
         ctx.db().remove(src, now);
@@ -414,10 +378,10 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         Some(Value::Set(s)) => s.insert(m, limit),
         _ => false,
     };
-    ctx.modified(src);
+    ctx.modified(src, 1);
     // A member already in the destination changes only the source (no `sadd`, one change).
     if added {
-        ctx.modified(dst);
+        ctx.modified(dst, 1);
         ctx.notify(ev::SET, "sadd", dst);
     }
     Ok(Reply::Int(1))
@@ -428,21 +392,14 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn lookup_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Result<Vec<bool>, CmdError> {
     let mut present = Vec::with_capacity(keys.len());
     for k in keys {
-        let v = ctx.lookup_read(k);
-        match v {
-            None => present.push(false),
-            Some(v) => {
-                as_set(v)?;
-                present.push(true);
-            }
-        }
+        present.push(ctx.read::<Set>(k)?.is_some());
     }
     Ok(present)
 }
 
 /// Shared references to the sets under `keys` (already looked up, so expiry was applied).
 fn borrow_sets<'a>(ctx: &'a Ctx, keys: &[&[u8]]) -> Vec<Option<&'a Set>> {
-    let db = &ctx.srv.dbs[ctx.client.db];
+    let db = ctx.db_ref();
     keys.iter()
         .map(|k| match db.get_ref(k) {
             Some(Value::Set(s)) => Some(&**s),
@@ -539,11 +496,11 @@ pub fn sintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// or deletes `dst` when the result is empty (a `del` event if it existed); replies with the
 /// result's size.
 fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let n = result.len();
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {
-            ctx.modified(dst);
+            ctx.modified(dst, 1);
             ctx.notify(ev::GENERIC, "del", dst);
         }
     } else {
@@ -553,7 +510,7 @@ fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
             ctx.notify(ev::NEW, "new", dst);
         }
         ctx.notify(ev::SET, event, dst);
-        ctx.modified(dst);
+        ctx.modified(dst, 1);
     }
     Ok(Reply::Int(n as i64))
 }
@@ -658,9 +615,9 @@ use super::keys::{parse_cursor, scan_options, ScanOptions};
 /// steps). Members present for the whole walk are returned at least once.
 pub fn sscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let set = match ctx.lookup_read(args.key(1)) {
+    let set = match ctx.read::<Set>(args.key(1))? {
         None => return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec())),
-        Some(v) => as_set(v)?,
+        Some(v) => v,
     };
     let ScanOptions { count, pattern, .. } = scan_options(args, 3, false)?;
     let mut found: Vec<u8> = Vec::new();

@@ -30,7 +30,7 @@ pub fn slowlog_get(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let take = if count == -1 { usize::MAX } else { count as usize };
     let entries = ctx
-        .srv
+        .state()
         .slowlog
         .entries
         .iter()
@@ -51,14 +51,14 @@ pub fn slowlog_get(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// SLOWLOG LEN
 pub fn slowlog_len(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Int(ctx.srv.slowlog.entries.len() as i64))
+    Ok(Reply::Int(ctx.state().slowlog.entries.len() as i64))
 }
 
 /// SLOWLOG RESET
 ///
 /// Drops every entry; ids keep counting up.
 pub fn slowlog_reset(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    ctx.srv.slowlog.reset();
+    ctx.admin().slowlog.reset();
     Ok(Reply::Ok)
 }
 

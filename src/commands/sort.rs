@@ -135,10 +135,7 @@ fn cstr(b: &[u8]) -> &[u8] {
 }
 
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
-    let full_key_access = ctx.client.user.is_none() && ctx.srv.acl.default_unrestricted || {
-        let user = ctx.srv.acl.users.get(ctx.client.user_name());
-        user.is_some_and(|u| u.reads_any_key(ctx.spec, ctx.spec.name, &args.argv))
-    };
+    let full_key_access = ctx.user_reads_any_key(&args.argv);
     let mut o = parse_options(args, readonly, full_key_access)?;
     let key = args.key(1);
 
@@ -154,7 +151,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
 
     // A set has no native order to keep: when the result is stored, or returned to a script, it
     // is sorted anyway (ALPHA), so replicas and AOF replays get the same list.
-    let in_script = ctx.client.script_caller.is_some();
+    let in_script = ctx.script_caller();
     if o.dontsort && kind == Some(Kind::Set) && (o.store.is_some() || in_script) {
         o.dontsort = false;
         o.alpha = true;
@@ -312,7 +309,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
             Ok(Reply::Array(out))
         }
         Some(dst) => {
-            let fill = ctx.srv.config.list_max_listpack_size as i64;
+            let fill = ctx.config().list_max_listpack_size as i64;
             let mut list = List::new();
             for it in range {
                 if o.gets.is_empty() {
@@ -324,7 +321,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
                 }
             }
             let n = list.len() as i64;
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             if n > 0 {
                 let existed = ctx.lookup_write(dst).is_some();
                 ctx.db().set(dst, Value::List(Box::new(list)), now);
@@ -332,10 +329,9 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
                     ctx.notify(ev::NEW, "new", dst);
                 }
                 ctx.notify(ev::LIST, "sortstore", dst);
-                ctx.modified(dst);
-                ctx.dirty(n as u64 - 1);
+                ctx.modified(dst, n as u64);
             } else if ctx.db().remove(dst, now).is_some() {
-                ctx.modified(dst);
+                ctx.modified(dst, 1);
                 ctx.notify(ev::GENERIC, "del", dst);
             }
             Ok(Reply::Int(n))

@@ -189,30 +189,14 @@ fn subcommand_syntax(args: &Args) -> CmdError {
 // ---------------------------------------------------------------------------------------------
 // Lookups
 
-fn read_stream<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
-    match ctx.lookup_read(key) {
-        None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-fn write_stream<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut Stream>, CmdError> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 /// XREAD's lookup of `key`: a counted read (hits, misses, `keymiss`), except when a blocked
 /// XREAD is re-run to serve it: Redis serves it without looking its keys up again.
 fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
-    if !ctx.client.woken {
-        return read_stream(ctx, key);
+    if !ctx.woken() {
+        return ctx.read::<Stream>(key);
     }
-    let now = ctx.now_ms;
-    match ctx.srv.dbs[ctx.client.db].get(key, now) {
+    let now = ctx.now_ms();
+    match ctx.db().get(key, now) {
         None => Ok(None),
         Some(Value::Stream(s)) => Ok(Some(s)),
         Some(_) => Err(CmdError::WrongType),
@@ -222,8 +206,8 @@ fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, 
 /// The stream under `key` for a command that found it with a counted read lookup and now
 /// modifies it (XREADGROUP, XACK, XCLAIM: Redis looks these up for reading).
 fn stream_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Stream> {
-    let now = ctx.now_ms;
-    match ctx.srv.dbs[ctx.client.db].get_mut(key, now) {
+    let now = ctx.now_ms();
+    match ctx.db().get_mut(key, now) {
         Some(Value::Stream(s)) => Some(s),
         _ => None,
     }
@@ -402,7 +386,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64, loading: bo
 /// partial one (`ms-*`) or an explicit one that must exceed the last ID; then trims as asked.
 /// Replies with the new entry's ID (nil with NOMKSTREAM on a missing key).
 pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let t = parse_add_or_trim(args, true, ctx.srv.config.stream_node_max_entries, ctx.loading())?;
+    let t = parse_add_or_trim(args, true, ctx.config().stream_node_max_entries, ctx.loading())?;
     let field_pos = t.next;
     let nfields = args.len().saturating_sub(field_pos);
     if nfields < 2 || nfields % 2 == 1 {
@@ -414,18 +398,14 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let key = args.key(1);
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let propagating = ctx.propagating();
-    let node_max_bytes = ctx.srv.config.stream_node_max_bytes;
-    let node_max_entries = ctx.srv.config.stream_node_max_entries.max(0) as usize;
-    if write_stream(ctx, key)?.is_none() {
-        if t.nomkstream {
-            return Ok(Reply::Nil);
-        }
-        ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
-        ctx.notify(ev::NEW, "new", key);
+    let node_max_bytes = ctx.config().stream_node_max_bytes;
+    let node_max_entries = ctx.config().stream_node_max_entries.max(0) as usize;
+    if t.nomkstream && ctx.write::<Stream>(key)?.is_none() {
+        return Ok(Reply::Nil);
     }
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write_or_create::<Stream>(key)?;
     if s.last_id == StreamId::MAX {
         return Err(CmdError::err("The stream has exhausted the last possible ID, unable to add more items"));
     }
@@ -469,7 +449,7 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if trimmed > 0 {
         ctx.notify(ev::STREAM, "xtrim", key);
     }
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.signal_ready(key);
     Ok(id_reply(id))
 }
@@ -532,11 +512,11 @@ fn propagate_claims(
 /// (at most LIMIT entries). Replies with the number of entries removed; 0 on a missing key.
 pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let t = parse_add_or_trim(args, false, ctx.srv.config.stream_node_max_entries, ctx.loading())?;
-    if write_stream(ctx, key)?.is_none() {
+    let t = parse_add_or_trim(args, false, ctx.config().stream_node_max_entries, ctx.loading())?;
+    if ctx.write::<Stream>(key)?.is_none() {
         return Ok(Reply::Int(0));
     }
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let n = s.trim(t.maxlen, t.minid, t.approx, t.limit);
     let exact = t.approx.then(|| {
         let mut argv: Vec<bytes::Bytes> = args.argv.clone();
@@ -548,8 +528,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     if n > 0 {
         ctx.notify(ev::STREAM, "xtrim", key);
-        ctx.modified(key);
-        ctx.dirty(n - 1);
+        ctx.modified(key, n);
     }
     Ok(Reply::Int(n as i64))
 }
@@ -558,7 +537,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// Replies with the number of entries in the stream (0 when the key is missing).
 pub fn xlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(Reply::Int(read_stream(ctx, args.key(1))?.map_or(0, |s| s.len() as i64)))
+    Ok(Reply::Int(ctx.read::<Stream>(args.key(1))?.map_or(0, |s| s.len() as i64)))
 }
 
 fn range_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
@@ -575,7 +554,7 @@ fn range_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let Some(s) = read_stream(ctx, args.key(1))? else {
+    let Some(s) = ctx.read::<Stream>(args.key(1))? else {
         return Ok(Reply::Array(Vec::new()));
     };
     if count == 0 {
@@ -614,11 +593,11 @@ pub fn xrevrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Deletes the given entries (all IDs are validated first). Replies with how many existed.
 pub fn xdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    if write_stream(ctx, key)?.is_none() {
+    if ctx.write::<Stream>(key)?.is_none() {
         return Ok(Reply::Int(0));
     }
     let ids = args.from(2).map(parse_strict_id).collect::<Result<Vec<_>, _>>()?;
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let mut deleted = 0u64;
     let mut first_entry = false;
     for id in ids {
@@ -639,8 +618,7 @@ pub fn xdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
             s.first_id = s.edge_id(true);
         }
         ctx.notify(ev::STREAM, "xdel", key);
-        ctx.modified(key);
-        ctx.dirty(deleted - 1);
+        ctx.modified(key, deleted);
     }
     Ok(Reply::Int(deleted as i64))
 }
@@ -674,7 +652,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
     }
     let key = args.key(1);
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if s.length > 0 {
         let top = s.edge_id(false);
         if id < top {
@@ -694,7 +672,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &Args) -> CmdResult {
         s.max_deleted_id = max_xdel;
     }
     ctx.notify(ev::STREAM, "xsetid", key);
-    ctx.modified(key);
+    ctx.modified(key, 1);
     Ok(Reply::Ok)
 }
 
@@ -858,7 +836,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         if eq(o, "block") && more > 0 {
             // As Redis: BLOCK makes no sense in a script, which can never wait (the name as the
             // script spelled it).
-            if ctx.client.id == crate::executor::scripting::SCRIPT_CLIENT_ID {
+            if ctx.from_script() {
                 return Err(CmdError::err(format!(
                     "{} command is not allowed with BLOCK option from scripts",
                     String::from_utf8_lossy(args.get(0))
@@ -870,7 +848,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                 return Err(CmdError::err("timeout is negative"));
             }
             // Redis 7.0 adds without an overflow check; a deadline past the i64 range waits for good.
-            timeout = if v > 0 { ctx.now_ms.saturating_add(v) } else { 0 };
+            timeout = if v > 0 { ctx.now_ms().saturating_add(v) } else { 0 };
         } else if eq(o, "count") && more > 0 {
             i += 1;
             count = ll(args.get(i))?.max(0);
@@ -922,7 +900,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         let s = xread_lookup(ctx, key)?;
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
-                if ctx.client.woken {
+                if ctx.woken() {
                     return Err(CmdError::Raw(
                         "NOGROUP the consumer group this client was blocked on no longer exists".into(),
                     ));
@@ -959,7 +937,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     }
 
     // Serve synchronously what can be served.
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let propagating = ctx.propagating();
     let proto = ctx.proto();
     let mut served: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
@@ -1046,7 +1024,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     }
     let keys: Vec<Vec<u8>> = (0..streams_count).map(|k| args.key(streams_arg + k).to_vec()).collect();
     let reply = ctx.block(keys, timeout, Reply::NilArray, "stream")?;
-    if let Some(req) = ctx.client.block_request.as_mut() {
+    if let Some(req) = ctx.block_request_mut() {
         let mut argv: Vec<Bytes> = Vec::with_capacity(argc + 2);
         argv.push(args.argv[0].clone());
         if !count_given {
@@ -1115,7 +1093,7 @@ fn xgroup_preamble(ctx: &mut Ctx, args: &Args, sub: &str) -> Result<(GroupTarget
     }
     let key = args.key(2);
     let grp = args.get(3);
-    let s = write_stream(ctx, key)?;
+    let s = ctx.write::<Stream>(key)?;
     let exists = s.is_some();
     let has_group = s.is_some_and(|s| s.groups.contains_key(grp));
     if !exists && !mkstream {
@@ -1144,21 +1122,21 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(2);
     let id = if args.get(4) == b"$" {
-        match write_stream(ctx, key)? {
+        match ctx.write::<Stream>(key)? {
             Some(s) => s.last_id,
             None => StreamId::MIN,
         }
     } else {
         parse_strict_id(args.get(4))?
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if !t.exists {
         ctx.db().set(key, Value::Stream(Box::new(Stream::new())), now);
         ctx.notify(ev::NEW, "new", key);
         // Counts the dirty change of the group creation below too (Redis counts one).
-        ctx.modified(key);
+        ctx.modified(key, 1);
     }
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if t.has_group {
         return Err(CmdError::Raw("BUSYGROUP Consumer Group name already exists".into()));
     }
@@ -1180,7 +1158,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let (_, _, entries_read) = xgroup_preamble(ctx, args, "setid")?;
     let key = args.key(2);
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let id = if args.get(4) == b"$" { s.last_id } else { parse_id(args.get(4), false, 0, false)?.0 };
     if let Some(g) = s.groups.get_mut(args.get(3)) {
         g.last_id = id;
@@ -1197,7 +1175,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "destroy")?;
     let key = args.key(2);
-    let s = write_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if s.groups.remove(args.get(3)).is_some() {
         ctx.dirty(1);
         ctx.notify(ev::STREAM, "xgroup-destroy", key);
@@ -1214,8 +1192,8 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Creates a consumer in a group. Replies 1 if created, 0 if it existed.
 pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "createconsumer")?;
-    let now = ctx.now_ms;
-    let s = write_stream(ctx, args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let now = ctx.now_ms();
+    let s = ctx.write::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let created = s.groups.get_mut(args.get(3)).is_some_and(|g| g.create_consumer(args.get(4), now));
     if created {
         ctx.dirty(1);
@@ -1229,7 +1207,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Deletes a consumer and its pending entries. Replies with how many entries it had pending.
 pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "delconsumer")?;
-    let s = write_stream(ctx, args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.write::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let pending = s.groups.get_mut(args.get(3)).and_then(|g| g.delete_consumer(args.get(4)));
     if pending.is_some() {
         ctx.dirty(1);
@@ -1280,7 +1258,7 @@ pub fn xgroup_help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
 /// Removes the given IDs from the group's pending list. Replies with how many were pending.
 pub fn xack(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let has_group = match read_stream(ctx, key)? {
+    let has_group = match ctx.read::<Stream>(key)? {
         Some(s) => s.groups.contains_key(args.get(2)),
         None => false,
     };
@@ -1335,8 +1313,8 @@ pub fn xpending(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let gname = args.get(2);
     let proto = ctx.proto();
-    let now = ctx.now_ms;
-    let s = read_stream(ctx, key)?;
+    let now = ctx.now_ms();
+    let s = ctx.read::<Stream>(key)?;
     let Some(g) = s.and_then(|s| s.groups.get(gname)) else {
         return Err(nogroup_key_group(key, gname));
     };
@@ -1440,7 +1418,7 @@ fn drop_pending(g: &mut Group, id: StreamId) {
 pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let gname = args.get(2);
-    let has_group = read_stream(ctx, key)?.is_some_and(|s| s.groups.contains_key(gname));
+    let has_group = ctx.read::<Stream>(key)?.is_some_and(|s| s.groups.contains_key(gname));
     if !has_group {
         return Err(nogroup_key_group(key, gname));
     }
@@ -1454,7 +1432,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         j += 1;
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let mut force = false;
     let mut justid = false;
     let mut retrycount: i64 = -1;
@@ -1580,11 +1558,11 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(1);
     let gname = args.get(2);
-    let has_group = read_stream(ctx, key)?.is_some_and(|s| s.groups.contains_key(gname));
+    let has_group = ctx.read::<Stream>(key)?.is_some_and(|s| s.groups.contains_key(gname));
     if !has_group {
         return Err(nogroup_key_group(key, gname));
     }
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let cname = args.get(3);
     let s = stream_mut(ctx, key).ok_or(CmdError::NoSuchKey)?;
     let Some(mut g) = s.groups.remove(gname) else { return Err(nogroup_key_group(key, gname)) };
@@ -1716,9 +1694,9 @@ fn entries_read_reply(v: i64) -> Reply {
 pub fn xinfo_stream(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     let proto = ctx.proto();
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     let _ = now;
-    let s = read_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.read::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let optc = args.len() - 3;
     let mut full = false;
     let mut count: i64 = 10;
@@ -1828,7 +1806,7 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Replies with one map per consumer group: name, consumers, pending, last-delivered-id,
 /// entries-read and lag.
 pub fn xinfo_groups(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let s = read_stream(ctx, args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.read::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let out = s
         .groups
         .iter()
@@ -1852,8 +1830,8 @@ pub fn xinfo_groups(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn xinfo_consumers(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(2);
     let gname = args.get(3);
-    let now = ctx.now_ms;
-    let s = read_stream(ctx, key)?.ok_or(CmdError::NoSuchKey)?;
+    let now = ctx.now_ms();
+    let s = ctx.read::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let Some(g) = s.groups.get(gname) else {
         return Err(CmdError::Raw(format!(
             "NOGROUP No such consumer group '{}' for key name '{}'",

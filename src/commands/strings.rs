@@ -49,14 +49,6 @@ fn as_rstr(v: &Value) -> Result<&RStr, CmdError> {
     }
 }
 
-#[allow(unreachable_patterns)]
-fn as_rstr_mut(v: &mut Value) -> Result<&mut RStr, CmdError> {
-    match v {
-        Value::Str(s) => Ok(s),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
 /// An option word as Redis compares it: C string semantics, so the word ends at the first NUL.
 fn word(arg: &[u8]) -> &[u8] {
     match memchr::memchr(0, arg) {
@@ -153,7 +145,7 @@ fn parse_ext_opts(args: &Args, start: usize, for_set: bool) -> Result<ExtOpts<'_
 /// Turns an expire argument into an absolute unix-ms time. Zero, negative and overflowing
 /// values are `invalid expire time in '<cmd>' command`; non-integers are "not an integer".
 fn expire_at_ms(ctx: &Ctx, kind: ExpireKind, raw: &[u8]) -> Result<i64, CmdError> {
-    let invalid = || CmdError::InvalidExpire(ctx.spec.name.to_string());
+    let invalid = || CmdError::InvalidExpire(ctx.spec().name.to_string());
     let mut ms = parse_i64(raw).ok_or(CmdError::NotInteger)?;
     if ms <= 0 || (kind.seconds() && ms > i64::MAX / 1000) {
         return Err(invalid());
@@ -164,7 +156,7 @@ fn expire_at_ms(ctx: &Ctx, kind: ExpireKind, raw: &[u8]) -> Result<i64, CmdError
     if kind.relative() {
         // Redis adds without an overflow check and then refuses a non-positive result; a
         // wrapping add reproduces exactly which values it accepts.
-        ms = ms.wrapping_add(ctx.now_ms);
+        ms = ms.wrapping_add(ctx.now_ms());
     }
     if ms <= 0 {
         return Err(invalid());
@@ -184,9 +176,9 @@ fn check_string_length(max: i64, size: u64, append: u64) -> Result<(), CmdError>
 /// The current string under `key` as a bulk reply (nil when absent), counting a keyspace hit or
 /// miss: Redis's getGenericCommand, shared by GET, GETSET, GETDEL and SET ... GET.
 fn get_reply(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
-    match ctx.lookup_read(key) {
+    match ctx.read::<RStr>(key)? {
         None => Ok(Reply::Nil),
-        Some(v) => Ok(Reply::Bulk(as_rstr(v)?.to_vec())),
+        Some(v) => Ok(Reply::Bulk(v.to_vec())),
     }
 }
 
@@ -216,7 +208,7 @@ struct SetPlan<'a> {
 /// the value was stored and, with GET, the old value's reply.
 fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError> {
     let old = if plan.get { get_reply(ctx, plan.key)? } else { Reply::Nil };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if plan.nx || plan.xx {
         let found = ctx.lookup_write(plan.key).is_some();
         if (plan.nx && found) || (plan.xx && !found) {
@@ -242,7 +234,7 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
         // lazily (and counted in expired_keys) on the next access.
         db.set_expire(plan.key, at);
     }
-    ctx.modified(plan.key);
+    ctx.modified(plan.key, 1);
     ctx.notify(ev::STRING, "set", plan.key);
     if let Some(at) = plan.expire_at {
         ctx.notify(ev::GENERIC, "expire", plan.key);
@@ -363,7 +355,7 @@ fn set_with_expire(ctx: &mut Ctx, args: &Args, kind: ExpireKind) -> CmdResult {
 pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let old = get_reply(ctx, args.key(1))?;
     ctx.set_key(args.key(1), Value::Str(RStr::from_bytes(args.get(2))));
-    ctx.modified(args.key(1));
+    ctx.modified(args.key(1), 1);
     ctx.notify(ev::STRING, "set", args.key(1));
     ctx.propagate_as_parts(&[b"SET", args.key(1), args.get(2)]);
     Ok(old)
@@ -375,9 +367,9 @@ pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn getdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let reply = get_reply(ctx, args.key(1))?;
     if !matches!(reply, Reply::Nil) {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(args.key(1), now);
-        ctx.modified(args.key(1));
+        ctx.modified(args.key(1), 1);
         ctx.notify(ev::GENERIC, "del", args.key(1));
         ctx.propagate_as_parts(&[b"DEL", args.key(1)]);
     }
@@ -393,31 +385,31 @@ pub fn getdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn getex(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let opts = parse_ext_opts(args, 2, false)?;
     let key = args.key(1);
-    let reply = match ctx.lookup_read(key) {
+    let reply = match ctx.read::<RStr>(key)? {
         None => return Ok(Reply::Nil),
-        Some(v) => as_rstr(v)?.to_vec(),
+        Some(v) => v.to_vec(),
     };
     let expire_at = match opts.expire {
         Some((kind, raw)) => Some((kind, expire_at_ms(ctx, kind, raw)?)),
         None => None,
     };
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     match expire_at {
         Some((kind, at)) if !kind.relative() && at <= now && !ctx.loading() => {
             ctx.db().remove(key, now);
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "del", key);
             let verb: &[u8] = if lazy_expire(ctx) { b"UNLINK" } else { b"DEL" };
             ctx.propagate_as_parts(&[verb, key]);
         }
         Some((_, at)) => {
             ctx.db().set_expire(key, at);
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "expire", key);
             ctx.propagate_as_parts(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
         }
         None if opts.persist && ctx.db().persist(key, now) => {
-            ctx.modified(key);
+            ctx.modified(key, 1);
             ctx.notify(ev::GENERIC, "persist", key);
             ctx.propagate_as_parts(&[b"PERSIST", key]);
         }
@@ -459,7 +451,7 @@ pub fn msetnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     if args.len().is_multiple_of(2) {
-        return Err(CmdError::WrongArity(ctx.spec.name.to_string()));
+        return Err(CmdError::WrongArity(ctx.spec().name.to_string()));
     }
     if nx {
         for j in (1..args.len()).step_by(2) {
@@ -470,7 +462,7 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     }
     for j in (1..args.len()).step_by(2) {
         ctx.set_key(args.key(j), Value::Str(RStr::from_bytes(args.get(j + 1))));
-        ctx.modified(args.key(j));
+        ctx.modified(args.key(j), 1);
         ctx.notify(ev::STRING, "set", args.key(j));
     }
     Ok(if nx { Reply::Int(1) } else { Reply::Ok })
@@ -484,21 +476,20 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
 pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let tail = args.get(2);
-    let max = ctx.srv.config.proto_max_bulk_len;
-    let total = match ctx.lookup_write(key) {
+    let max = ctx.config().proto_max_bulk_len;
+    let total = match ctx.write::<RStr>(key)? {
         None => {
             ctx.set_key(key, Value::Str(RStr::from_bytes(tail)));
             tail.len()
         }
-        Some(v) => {
-            let s = as_rstr_mut(v)?;
+        Some(s) => {
             check_string_length(max, s.len() as u64, tail.len() as u64)?;
             let buf = s.make_raw();
             buf.extend_from_slice(tail);
             buf.len()
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "append", key);
     Ok(Reply::Int(total as i64))
 }
@@ -507,9 +498,9 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The length of the string under `key`, 0 when absent.
 pub fn strlen(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    match ctx.lookup_read(args.key(1)) {
+    match ctx.read::<RStr>(args.key(1))? {
         None => Ok(Reply::Int(0)),
-        Some(v) => Ok(Reply::Int(as_rstr(v)?.len() as i64)),
+        Some(v) => Ok(Reply::Int(v.len() as i64)),
     }
 }
 
@@ -525,8 +516,8 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if offset < 0 {
         return Err(CmdError::err("offset is out of range"));
     }
-    let max = ctx.srv.config.proto_max_bulk_len;
-    let len = match ctx.lookup_write(key) {
+    let max = ctx.config().proto_max_bulk_len;
+    let len = match ctx.write::<RStr>(key)? {
         None => {
             if value.is_empty() {
                 return Ok(Reply::Int(0));
@@ -539,8 +530,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
             ctx.set_key(key, Value::Str(RStr::Raw(Box::new(buf))));
             len
         }
-        Some(v) => {
-            let s = as_rstr_mut(v)?;
+        Some(s) => {
             if value.is_empty() {
                 return Ok(Reply::Int(s.len() as i64));
             }
@@ -554,7 +544,7 @@ pub fn setrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
             buf.len()
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "setrange", key);
     Ok(Reply::Int(len as i64))
 }
@@ -600,9 +590,8 @@ pub fn getrange(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Adds `delta` to the integer under `key` (0 when absent), keeping its TTL, and replies with the
 /// result, stored with `int` encoding.
 fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
-    let result = match ctx.lookup_write(key) {
-        Some(v) => {
-            let s = as_rstr_mut(v)?;
+    let result = match ctx.write::<RStr>(key)? {
+        Some(s) => {
             let cur = s.as_i64().ok_or(CmdError::NotInteger)?;
             let next = cur.checked_add(delta).ok_or(CmdError::Overflow)?;
             *s = RStr::from_i64(next);
@@ -613,7 +602,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
             delta
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "incrby", key);
     Ok(Reply::Int(result))
 }
@@ -660,9 +649,8 @@ pub fn decrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let incr = args.get(2);
-    let result = match ctx.lookup_write(key) {
-        Some(v) => {
-            let s = as_rstr_mut(v)?;
+    let result = match ctx.write::<RStr>(key)? {
+        Some(s) => {
             let next = s.with_bytes(|cur| incr_long_double(Some(cur), incr)).map_err(ld_error)?;
             *s = RStr::from_bytes_no_int(&next);
             next
@@ -673,7 +661,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
             next
         }
     };
-    ctx.modified(key);
+    ctx.modified(key, 1);
     ctx.notify(ev::STRING, "incrbyfloat", key);
     ctx.propagate_as_parts(&[b"SET", key, &result, b"KEEPTTL"]);
     Ok(Reply::Bulk(result))
@@ -681,7 +669,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// lazyfree-lazy-expire: a key deleted for a time already past propagates as UNLINK.
 pub(crate) fn lazy_expire(ctx: &Ctx) -> bool {
-    ctx.srv.config.lazyfree_lazy_expire
+    ctx.config().lazyfree_lazy_expire
 }
 
 fn ld_error(e: LdError) -> CmdError {
@@ -812,7 +800,7 @@ pub fn lcs(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // The table is (len(a)+1) x (len(b)+1) u32 cells: bounded by proto-max-bulk-len, as Redis
     // bounds it, so two big strings cannot make the server allocate without limit.
     let table_bytes = (a.len() as u128 + 1) * (b.len() as u128 + 1) * 4;
-    if table_bytes > ctx.srv.config.proto_max_bulk_len.max(0) as u128 {
+    if table_bytes > ctx.config().proto_max_bulk_len.max(0) as u128 {
         return Err(CmdError::err("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
     }
     let walk = getidx || !getlen;

@@ -22,16 +22,17 @@ pub static COMMANDS: &[CommandSpec] = &[
 ///
 /// Starts queueing commands until EXEC or DISCARD.
 pub fn multi(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    if ctx.client.multi.is_some() {
+    if ctx.client().multi.is_some() {
         return Err(CmdError::err("MULTI calls can not be nested"));
     }
-    ctx.client.multi = Some(Vec::new());
+    ctx.client_mut().multi = Some(Vec::new());
     Ok(Reply::Ok)
 }
 
 /// Forgets the client's watched keys.
 pub fn unwatch_all(ctx: &mut Ctx) {
-    unwatch_client(ctx.srv, ctx.client);
+    let (srv, client) = ctx.admin_and_client();
+    unwatch_client(srv, client);
 }
 
 /// EXEC
@@ -39,15 +40,15 @@ pub fn unwatch_all(ctx: &mut Ctx) {
 /// Runs the queued commands atomically and replies with their replies in one array; a null array
 /// when a watched key changed (or expired) since WATCH; EXECABORT when queueing hit an error.
 pub fn exec(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let Some(queued) = ctx.client.multi.take() else {
+    let Some(queued) = ctx.client_mut().multi.take() else {
         return Err(CmdError::err("EXEC without MULTI"));
     };
-    let aborted = std::mem::take(&mut ctx.client.dirty_exec);
-    let now = ctx.now_ms;
+    let aborted = std::mem::take(&mut ctx.client_mut().dirty_exec);
+    let now = ctx.now_ms();
     // A watched key that existed at WATCH time and is gone now has expired meanwhile.
-    let expired =
-        ctx.client.watched_keys.iter().any(|(db, key, existed)| *existed && !ctx.srv.dbs[*db].contains(key, now));
-    let dirty = ctx.client.dirty_cas || expired;
+    let (srv, client) = ctx.admin_and_client();
+    let expired = client.watched_keys.iter().any(|(db, key, existed)| *existed && !srv.dbs[*db].contains(key, now));
+    let dirty = ctx.client().dirty_cas || expired;
     unwatch_all(ctx);
     if aborted {
         return Err(CmdError::Raw("EXECABORT Transaction discarded because of previous errors.".into()));
@@ -57,12 +58,13 @@ pub fn exec(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     }
     let mut out = Vec::new();
     int_line(&mut out, b'*', queued.len() as i64);
-    ctx.client.in_exec = true;
+    ctx.client_mut().in_exec = true;
     let mut clock = crate::executor::call::Clock::new(now);
     for cmd in queued {
-        crate::executor::call::call(ctx.srv, ctx.client, cmd, &mut out, &mut clock);
+        let (srv, client) = ctx.admin_and_client();
+        crate::executor::call::call(srv, client, cmd, &mut out, &mut clock);
     }
-    ctx.client.in_exec = false;
+    ctx.client_mut().in_exec = false;
     Ok(Reply::Raw(out))
 }
 
@@ -70,10 +72,10 @@ pub fn exec(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 ///
 /// Drops the queued commands and the watched keys.
 pub fn discard(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    if ctx.client.multi.take().is_none() {
+    if ctx.client_mut().multi.take().is_none() {
         return Err(CmdError::err("DISCARD without MULTI"));
     }
-    ctx.client.dirty_exec = false;
+    ctx.client_mut().dirty_exec = false;
     unwatch_all(ctx);
     Ok(Reply::Ok)
 }
@@ -82,18 +84,19 @@ pub fn discard(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 ///
 /// Makes the next EXEC fail if any of the keys is modified before it.
 pub fn watch(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if ctx.client.multi.is_some() {
+    if ctx.client().multi.is_some() {
         return Err(CmdError::err("WATCH inside MULTI is not allowed"));
     }
-    let db = ctx.client.db;
-    let now = ctx.now_ms;
+    let db = ctx.client().db;
+    let now = ctx.now_ms();
     for key in args.from(1) {
-        if ctx.client.watched_keys.iter().any(|(d, k, _)| *d == db && k == key) {
+        if ctx.client().watched_keys.iter().any(|(d, k, _)| *d == db && k == key) {
             continue;
         }
-        let existed = ctx.srv.dbs[db].contains(key, now);
-        ctx.client.watched_keys.push((db, key.to_vec(), existed));
-        ctx.srv.watched.entry((db, key.to_vec())).or_default().push(ctx.client.id);
+        let existed = ctx.admin().dbs[db].contains(key, now);
+        ctx.client_mut().watched_keys.push((db, key.to_vec(), existed));
+        let id = ctx.client().id;
+        ctx.admin().watched.entry((db, key.to_vec())).or_default().push(id);
     }
     Ok(Reply::Ok)
 }

@@ -77,15 +77,15 @@ pub fn setuser(ctx: &mut Ctx, args: &Args) -> CmdResult {
             String::from_utf8_lossy(&start)
         ))
     })?;
-    let pubsub_all = pubsub_default_all(ctx.srv);
-    let mut user = ctx.srv.acl.users.get(name).cloned().unwrap_or_else(|| User::new(name, pubsub_all));
+    let pubsub_all = pubsub_default_all(ctx.admin());
+    let mut user = ctx.state().acl.users.get(name).cloned().unwrap_or_else(|| User::new(name, pubsub_all));
     for rule in &rules {
         user.apply(rule, pubsub_all).map_err(|e| {
             CmdError::err(format!("Error in ACL SETUSER modifier '{}': {}", String::from_utf8_lossy(rule), e.text()))
         })?;
     }
-    ctx.srv.acl.users.insert(name.to_vec(), user);
-    acl_changed(ctx.srv);
+    ctx.admin().acl.users.insert(name.to_vec(), user);
+    acl_changed(ctx.admin());
     drop_lost_subscribers(ctx, name);
     Ok(Reply::Ok)
 }
@@ -93,7 +93,7 @@ pub fn setuser(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Closes the connections of `name` subscribed to a channel or pattern the user no longer
 /// allows (Redis 7.0 does this when channel permissions shrink).
 fn drop_lost_subscribers(ctx: &mut Ctx, name: &[u8]) {
-    let st: &State = ctx.srv;
+    let st: &State = ctx.state();
     let Some(user) = st.acl.users.get(name) else { return };
     let lost = |c: &Client| {
         c.user_name() == name
@@ -105,8 +105,8 @@ fn drop_lost_subscribers(ctx: &mut Ctx, name: &[u8]) {
     for c in st.clients.values().filter(|c| lost(c)) {
         c.handle.request_close();
     }
-    if lost(ctx.client) {
-        ctx.client.close_after_reply = true;
+    if lost(ctx.client()) {
+        ctx.client_mut().close_after_reply = true;
     }
 }
 
@@ -116,7 +116,7 @@ fn wrong_subcommand_arity(args: &Args) -> CmdError {
 
 /// ACL GETUSER username
 pub fn getuser(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(ctx.srv.acl.users.get(args.get(2)).map_or(Reply::Nil, User::getuser_reply))
+    Ok(ctx.state().acl.users.get(args.get(2)).map_or(Reply::Nil, User::getuser_reply))
 }
 
 /// ACL DELUSER username [username ...]
@@ -127,34 +127,34 @@ pub fn deluser(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let mut deleted = 0;
     for name in names {
-        if ctx.srv.acl.users.remove(name).is_none() {
+        if ctx.admin().acl.users.remove(name).is_none() {
             continue;
         }
         deleted += 1;
-        for c in ctx.srv.clients.values().filter(|c| c.user_name() == name) {
+        for c in ctx.state().clients.values().filter(|c| c.user_name() == name) {
             c.handle.request_close();
         }
-        if ctx.client.user_name() == name {
-            ctx.client.close_after_reply = true;
+        if ctx.client().user_name() == name {
+            ctx.client_mut().close_after_reply = true;
         }
     }
-    acl_changed(ctx.srv);
+    acl_changed(ctx.admin());
     Ok(Reply::Int(deleted))
 }
 
 /// ACL LIST
 pub fn list(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Array(ctx.srv.acl.users.values().map(|u| Reply::Bulk(u.line())).collect()))
+    Ok(Reply::Array(ctx.state().acl.users.values().map(|u| Reply::Bulk(u.line())).collect()))
 }
 
 /// ACL USERS
 pub fn users(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Array(ctx.srv.acl.users.keys().map(|n| Reply::Bulk(n.clone())).collect()))
+    Ok(Reply::Array(ctx.state().acl.users.keys().map(|n| Reply::Bulk(n.clone())).collect()))
 }
 
 /// ACL WHOAMI
 pub fn whoami(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Bulk(ctx.client.user_name().to_vec()))
+    Ok(Reply::Bulk(ctx.client().user_name().to_vec()))
 }
 
 /// ACL CAT [category]
@@ -217,7 +217,7 @@ fn fill_random(buf: &mut [u8]) {
 /// ACL DRYRUN username command [arg ...]
 pub fn dryrun(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let name = args.get(2);
-    let Some(user) = ctx.srv.acl.users.get(name) else {
+    let Some(user) = ctx.state().acl.users.get(name) else {
         return Err(CmdError::err(format!("User '{}' not found", String::from_utf8_lossy(name))));
     };
     let argv: Vec<Bytes> = args.argv[3..].to_vec();
@@ -260,40 +260,40 @@ pub fn log(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut count = 10usize;
     if args.len() == 3 {
         if args.is(2, "reset") {
-            ctx.srv.acl.log.clear();
+            ctx.admin().acl.log.clear();
             return Ok(Reply::Ok);
         }
         count = args.i64(2)?.max(0) as usize;
     }
     let now = crate::util::clock::unix_ms();
-    Ok(Reply::Array(ctx.srv.acl.log.iter().take(count).map(|e| e.reply(now)).collect()))
+    Ok(Reply::Array(ctx.state().acl.log.iter().take(count).map(|e| e.reply(now)).collect()))
 }
 
 /// ACL LOAD
 pub fn load(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let Some(path) = aclfile(ctx.srv) else {
+    let Some(path) = aclfile(ctx.admin()) else {
         return Err(CmdError::err(NO_ACLFILE));
     };
-    let users = read_acl_file(&path, pubsub_default_all(ctx.srv)).map_err(CmdError::err)?;
-    ctx.srv.acl.users = users;
-    acl_changed(ctx.srv);
+    let users = read_acl_file(&path, pubsub_default_all(ctx.admin())).map_err(CmdError::err)?;
+    ctx.admin().acl.users = users;
+    acl_changed(ctx.admin());
     // The old users are gone, and their connections with them (the default user's stay), as
     // in Redis.
-    for c in ctx.srv.clients.values().filter(|c| c.user.is_some()) {
+    for c in ctx.state().clients.values().filter(|c| c.user.is_some()) {
         c.handle.request_close();
     }
-    if ctx.client.user.is_some() {
-        ctx.client.close_after_reply = true;
+    if ctx.client().user.is_some() {
+        ctx.client_mut().close_after_reply = true;
     }
     Ok(Reply::Ok)
 }
 
 /// ACL SAVE
 pub fn save(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let Some(path) = aclfile(ctx.srv) else {
+    let Some(path) = aclfile(ctx.admin()) else {
         return Err(CmdError::err(NO_ACLFILE));
     };
-    let text = acl_file_text(ctx.srv);
+    let text = acl_file_text(ctx.admin());
     let tmp = format!("{path}.tmp-{}", std::process::id());
     let written = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &path));
     if let Err(e) = written {

@@ -63,24 +63,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 type Pairs = Vec<(Vec<u8>, f64)>;
 
 pub(super) fn limits(ctx: &Ctx) -> Limits {
-    Limits { max_entries: ctx.srv.config.zset_max_listpack_entries, max_value: ctx.srv.config.zset_max_listpack_value }
-}
-
-/// The zset under `key` for reading (hit/miss counted); WRONGTYPE for other types.
-pub(super) fn read_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a ZSet>, CmdError> {
-    match ctx.lookup_read(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-pub(super) fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a mut ZSet>, CmdError> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    Limits { max_entries: ctx.config().zset_max_listpack_entries, max_value: ctx.config().zset_max_listpack_value }
 }
 
 /// After a removal: publishes `event`, deletes the key when the zset became empty (a `del`
@@ -88,11 +71,11 @@ pub(super) fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a 
 fn after_removal(ctx: &mut Ctx, key: &[u8], empty: bool, event: &str) {
     ctx.notify(ev::ZSET, event, key);
     if empty {
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
         ctx.notify(ev::GENERIC, "del", key);
     }
-    ctx.modified(key);
+    ctx.modified(key, 1);
 }
 
 /// Appends a score in `%.17g` (integers take a fast path that prints the same digits).
@@ -335,19 +318,19 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     }
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = match write_zset(ctx, key)? {
+    let created = match ctx.write::<ZSet>(key)? {
         Some(_) => false,
         None => {
             if f.xx {
                 return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
             }
-            let now = ctx.now_ms;
+            let now = ctx.now_ms();
             ctx.db().set(key, Value::ZSet(Box::default()), now);
             ctx.notify(ev::NEW, "new", key);
             true
         }
     };
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
@@ -379,13 +362,12 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     let empty = z.is_empty();
     if empty {
         // Created for nothing (INCR refused, for instance): Redis never leaves an empty zset.
-        let now = ctx.now_ms;
+        let now = ctx.now_ms();
         ctx.db().remove(key, now);
     }
     if added + updated > 0 {
         ctx.notify(ev::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
-        ctx.modified(key);
-        ctx.dirty((added + updated - 1) as u64);
+        ctx.modified(key, (added + updated) as u64);
         if created {
             ctx.signal_ready(key);
         }
@@ -429,7 +411,7 @@ pub fn zincrby(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Removes the members; replies with how many existed. The key goes when the zset empties.
 pub fn zrem(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let mut n = 0;
@@ -452,14 +434,14 @@ pub fn zrem(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The number of members (0 for a missing key).
 pub fn zcard(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    Ok(Reply::Int(read_zset(ctx, args.key(1))?.map_or(0, |z| z.len() as i64)))
+    Ok(Reply::Int(ctx.read::<ZSet>(args.key(1))?.map_or(0, |z| z.len() as i64)))
 }
 
 /// ZSCORE key member
 ///
 /// The member's score, or null.
 pub fn zscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     Ok(z.and_then(|z| z.score(args.get(2))).map_or(Reply::Nil, Reply::Double))
 }
 
@@ -467,12 +449,12 @@ pub fn zscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The score of each member, null for absent ones (all null for a missing key).
 pub fn zmscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let z = read_zset(ctx, args.key(1))?;
+    let z = ctx.read::<ZSet>(args.key(1))?;
     Ok(Reply::Array(args.from(2).map(|m| z.and_then(|z| z.score(m)).map_or(Reply::Nil, Reply::Double)).collect()))
 }
 
 fn rank_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Nil);
     };
     let len = z.len();
@@ -569,7 +551,7 @@ fn zrange_generic(
     };
     let key = args.key(key_idx);
     let proto = ctx.proto();
-    let z = read_zset(ctx, key)?;
+    let z = ctx.read::<ZSet>(key)?;
     // The interval to walk, as positions in walking order (from the top when rev).
     let walk: Option<(usize, usize)> = z.and_then(|z| {
         let len = z.len();
@@ -634,10 +616,10 @@ fn zrange_generic(
 /// event if it existed) and replies with the count.
 fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &str) -> CmdResult {
     let n = pairs.len();
-    let now = ctx.now_ms;
+    let now = ctx.now_ms();
     if n == 0 {
         if ctx.db().remove(dst, now).is_some() {
-            ctx.modified(dst);
+            ctx.modified(dst, 1);
             ctx.notify(ev::GENERIC, "del", dst);
         }
         return Ok(Reply::Int(0));
@@ -649,7 +631,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &s
         ctx.notify(ev::NEW, "new", dst);
     }
     ctx.notify(ev::ZSET, event, dst);
-    ctx.modified(dst);
+    ctx.modified(dst, 1);
     ctx.signal_ready(dst);
     Ok(Reply::Int(n as i64))
 }
@@ -713,7 +695,7 @@ pub fn zrevrangebylex(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The number of members within a score range.
 pub fn zcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let r = parse_score_range(args.get(2), args.get(3))?;
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Int(0));
     };
     let (a, b) = score_ranks(z, &r);
@@ -725,7 +707,7 @@ pub fn zcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The number of members within a lex range.
 pub fn zlexcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (min, max) = parse_lex_range(args.get(2), args.get(3))?;
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Int(0));
     };
     let (a, b) = lex_ranks(z, &min, &max);
@@ -733,7 +715,7 @@ pub fn zlexcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
 }
 
 fn remrange(ctx: &mut Ctx, key: &[u8], event: &str, ranks: impl FnOnce(&ZSet) -> Option<(usize, usize)>) -> CmdResult {
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(Reply::Int(0));
     };
     let Some((s, e)) = ranks(z) else {
@@ -783,7 +765,7 @@ pub fn zremrangebylex(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Pops up to `count` members from the low (or, with `max`, high) end of the zset under `key`,
 /// deleting the key when it empties. None when the key is missing.
 fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Option<Pairs>, CmdError> {
-    let Some(z) = write_zset(ctx, key)? else {
+    let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(None);
     };
     let mut out = Vec::with_capacity(count.min(z.len()));
@@ -975,7 +957,7 @@ pub fn bzpopmax(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// count exactly |count| members that may repeat; WITHSCORES adds scores.
 pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if args.len() == 2 {
-        let Some(z) = read_zset(ctx, args.key(1))? else {
+        let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
             return Ok(Reply::Nil);
         };
         let k = fastrand::usize(..z.len().max(1));
@@ -997,7 +979,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let proto = ctx.proto();
     let cap = ctx.reply_cap();
-    let Some(z) = read_zset(ctx, args.key(1))? else {
+    let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Array(Vec::new()));
     };
     let len = z.len();

@@ -792,7 +792,7 @@ fn replay(st: &mut State, client: &mut super::clients::Client, argv: Vec<Vec<u8>
     };
     let args = crate::spec::Args::new(cmd.argv);
     let now_ms = unix_ms();
-    let mut ctx = super::ctx::Ctx { srv: st, client, now_ms, spec };
+    let mut ctx = super::ctx::Ctx::new(st, client, now_ms, spec);
     let _ = (spec.handler)(&mut ctx, &args);
     super::propagate::discard(st);
     st.ready_keys.clear();

@@ -409,7 +409,7 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
     let frame = super::propagate::enter(st);
     let stream_before = st.repl.offset;
     let result = {
-        let mut ctx = Ctx { srv: st, client, now_ms, spec };
+        let mut ctx = Ctx::new(st, client, now_ms, spec);
         if subscribed_ping {
             crate::executor::pubsub::subscribed_ping(&args)
         } else {

@@ -997,7 +997,7 @@ impl Current {
             qbuf += 1 + digits(a.len()) + 2 + a.len() + 2;
             argv_mem += a.len();
         }
-        Current { cmd: format!("client|{}", ctx.spec.name), qbuf, argv_mem }
+        Current { cmd: format!("client|{}", ctx.spec().name), qbuf, argv_mem }
     }
 }
 

@@ -1,16 +1,61 @@
 //! `Ctx`: what a handler sees while it runs: the executor state, the calling client and the
-//! command's time snapshot, with the narrow operations handlers use on them (lookups with
+//! command's time snapshot, with the narrow operations handlers use on them (typed lookups with
 //! Redis's expiry and hit/miss rules, change notification, propagation rewrites, blocking).
+//!
+//! The state and the client are private: a data-type handler (strings, lists, sets, ...) reaches
+//! the keyspace only through the calls below (`read::<Set>`, `write_or_create::<Hash>`,
+//! `modified`, `config`), so what a write must do (expiry, WATCH, keyspace events, blocked
+//! clients, the dirty count) is done in one place. The families that manage the server itself
+//! (CLIENT, CONFIG, DEBUG, replication, cluster, ACL, scripting, ...) say so by taking the admin
+//! handle, `admin()` / `admin_and_client()`, which is the whole `State`.
 
 use bytes::Bytes;
 
 use super::clients::Client;
 use super::registry::CommandSpec;
 use super::State;
+use crate::config::Config;
 use crate::db::Db;
 use crate::resp::Reply;
 use crate::spec::{CmdError, CmdResult};
-use crate::types::Value;
+use crate::types::{Hash, List, RStr, Set, Stream, Value, ZSet};
+
+/// A type a key can hold, for the typed lookups (`ctx.read::<Set>(key)`): how to see it inside
+/// a `Value`, and the empty value a write creates.
+pub trait Typed: Sized {
+    fn of(v: &Value) -> Option<&Self>;
+    fn of_mut(v: &mut Value) -> Option<&mut Self>;
+    fn empty() -> Value;
+}
+
+macro_rules! typed {
+    ($ty:ty, $variant:ident, $empty:expr) => {
+        impl Typed for $ty {
+            fn of(v: &Value) -> Option<&Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            fn of_mut(v: &mut Value) -> Option<&mut Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            fn empty() -> Value {
+                $empty
+            }
+        }
+    };
+}
+
+typed!(RStr, Str, Value::Str(RStr::from_bytes(b"")));
+typed!(List, List, Value::List(Box::default()));
+typed!(Hash, Hash, Value::Hash(Box::default()));
+typed!(Set, Set, Value::Set(Box::default()));
+typed!(ZSet, ZSet, Value::ZSet(Box::default()));
+typed!(Stream, Stream, Value::Stream(Box::new(Stream::new())));
 
 /// A blocking command's request to wait (BLPOP, BZPOPMIN, XREAD BLOCK, ...), made through `Ctx::block`.
 #[derive(Debug, Clone)]
@@ -31,15 +76,154 @@ pub struct BlockRequest {
 
 /// What a handler sees: the executor state, the calling client, and the command's time snapshot.
 pub struct Ctx<'a> {
-    pub srv: &'a mut State,
-    pub client: &'a mut Client,
+    srv: &'a mut State,
+    client: &'a mut Client,
     /// Unix milliseconds, fixed for the whole command (and a whole MULTI/EXEC).
-    pub now_ms: i64,
+    now_ms: i64,
     /// The spec being run (the subcommand's, for containers).
-    pub spec: &'static CommandSpec,
+    spec: &'static CommandSpec,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context for running `spec` for `client` at `now_ms` (the executor, and unit tests).
+    pub fn new(srv: &'a mut State, client: &'a mut Client, now_ms: i64, spec: &'static CommandSpec) -> Self {
+        Ctx { srv, client, now_ms, spec }
+    }
 }
 
 impl Ctx<'_> {
+    /// Unix milliseconds, fixed for the whole command (and a whole MULTI/EXEC): lazy expiry, TTL
+    /// replies and every time a command stores see this one "now".
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// The spec being run (the subcommand's, for containers).
+    pub fn spec(&self) -> &'static CommandSpec {
+        self.spec
+    }
+
+    /// The admin handle: the whole server state, for the families that manage the server
+    /// (CLIENT, CONFIG, DEBUG, replication, cluster, ACL, scripting, persistence, ...). Data-type
+    /// handlers use the narrow calls instead.
+    pub fn admin(&mut self) -> &mut State {
+        self.srv
+    }
+
+    /// The admin handle, read-only (INFO-like reports that also look at the calling client).
+    pub fn state(&self) -> &State {
+        self.srv
+    }
+
+    /// The admin handle together with the calling client, for calls that need both at once.
+    pub fn admin_and_client(&mut self) -> (&mut State, &mut Client) {
+        (self.srv, self.client)
+    }
+
+    /// The calling client (read-only).
+    pub fn client(&self) -> &Client {
+        self.client
+    }
+
+    /// The calling client, to change its own connection state (SELECT, CLIENT SETNAME, MULTI, ...).
+    pub fn client_mut(&mut self) -> &mut Client {
+        self.client
+    }
+
+    /// The configuration in force (read-only; CONFIG SET goes through the admin handle).
+    pub fn config(&self) -> &Config {
+        &self.srv.config
+    }
+
+    /// The index of the client's selected database.
+    pub fn db_index(&self) -> usize {
+        self.client.db
+    }
+
+    /// The value under `key` as a `T`, for reading (lookup_read's expiry and hit/miss rules);
+    /// None when absent, WRONGTYPE when it holds another type.
+    pub fn read<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
+        match self.lookup_read(key) {
+            None => Ok(None),
+            Some(v) => T::of(v).map(Some).ok_or(CmdError::WrongType),
+        }
+    }
+
+    /// The value under `key` as a `T`, for writing (lookup_write); None when absent, WRONGTYPE
+    /// when it holds another type.
+    pub fn write<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&mut T>, CmdError> {
+        match self.lookup_write(key) {
+            None => Ok(None),
+            Some(v) => T::of_mut(v).map(Some).ok_or(CmdError::WrongType),
+        }
+    }
+
+    /// The value under `key` as a `T`, created empty when absent (publishing the `new` event, as
+    /// Redis's dbAdd does); WRONGTYPE when it holds another type.
+    pub fn write_or_create<T: Typed>(&mut self, key: &[u8]) -> Result<&mut T, CmdError> {
+        let now = self.now_ms;
+        match self.lookup_write(key) {
+            Some(v) if T::of(v).is_none() => return Err(CmdError::WrongType),
+            Some(_) => {}
+            None => {
+                self.srv.dbs[self.client.db].set(key, T::empty(), now);
+                self.notify(crate::pubsub::ev::NEW, "new", key);
+            }
+        }
+        // A second probe: returning the first one's borrow from one arm is what the borrow
+        // checker cannot accept yet (the value is there now, so this finds it).
+        self.srv.dbs[self.client.db].get_mut(key, now).and_then(T::of_mut).ok_or(CmdError::WrongType)
+    }
+
+    /// Deletes `key` from the client's database (a collection left empty), returning its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+        let now = self.now_ms;
+        self.srv.dbs[self.client.db].remove(key, now)
+    }
+
+    /// The client's selected database, read-only (values already looked up, so expiry was applied).
+    pub fn db_ref(&self) -> &Db {
+        &self.srv.dbs[self.client.db]
+    }
+
+    /// Whether the running command is a blocked one re-run because a key it waits on became ready.
+    pub fn woken(&self) -> bool {
+        self.client.woken
+    }
+
+    /// Whether the command runs from a Lua script or function (the scripting client).
+    pub fn from_script(&self) -> bool {
+        self.client.id == crate::executor::scripting::SCRIPT_CLIENT_ID
+    }
+
+    /// Whether the command was called by a script (the caller a script runs for is set).
+    pub fn script_caller(&self) -> bool {
+        self.client.script_caller.is_some()
+    }
+
+    /// The wait `block` just requested, for a handler that adjusts it (XREAD's re-run argv).
+    pub fn block_request_mut(&mut self) -> Option<&mut BlockRequest> {
+        self.client.block_request.as_mut()
+    }
+
+    /// Whether the calling user may read every key with this command (SORT's BY and GET patterns
+    /// reach keys that are not its arguments, so they need full key access).
+    pub fn user_reads_any_key(&self, argv: &[Bytes]) -> bool {
+        self.client.user.is_none() && self.srv.acl.default_unrestricted || {
+            let user = self.srv.acl.users.get(self.client.user_name());
+            user.is_some_and(|u| u.reads_any_key(self.spec, self.spec.name, argv))
+        }
+    }
+
+    /// Whether the calling user has skip-sanitize-payload (RESTORE's deep validation).
+    pub fn user_skips_sanitize(&self) -> bool {
+        self.client
+            .user
+            .as_deref()
+            .map_or(self.srv.acl.users.get(&b"default"[..]), |u| self.srv.acl.users.get(u))
+            .is_some_and(|u| u.skips_sanitize_payload())
+    }
+
     /// The client's selected database.
     pub fn db(&mut self) -> &mut Db {
         &mut self.srv.dbs[self.client.db]
@@ -81,6 +265,47 @@ impl Ctx<'_> {
             return None;
         }
         self.client.handle.hard_limit()
+    }
+
+    /// A read that counts a keyspace hit or miss but leaves the access time alone (Redis's
+    /// `lookupKeyReadWithFlags(.., LOOKUP_NOTOUCH)`); `notify_miss` false also skips the
+    /// `keymiss` event (LOOKUP_NONOTIFY, OBJECT's lookup).
+    pub fn peek_read(&mut self, key: &[u8], notify_miss: bool) -> Option<&Value> {
+        let now = self.now_ms;
+        if self.srv.dbs[self.client.db].peek(key, now).is_none() {
+            self.srv.stats.keyspace_misses += 1;
+            if notify_miss {
+                self.notify(crate::pubsub::ev::KEY_MISS, "keymiss", key);
+            }
+            return None;
+        }
+        self.srv.stats.keyspace_hits += 1;
+        self.srv.dbs[self.client.db].peek(key, now)
+    }
+
+    /// Counts `n` keyspace hits for lookups done without `lookup_read` (SCAN's TYPE filter).
+    pub fn count_hits(&mut self, n: u64) {
+        self.srv.stats.keyspace_hits += n;
+    }
+
+    /// How many databases there are (`databases`).
+    pub fn db_count(&self) -> usize {
+        self.srv.dbs.len()
+    }
+
+    /// Database `idx` (COPY ... DB, MOVE); the caller checked `idx < db_count()`.
+    pub fn db_at(&mut self, idx: usize) -> &mut Db {
+        &mut self.srv.dbs[idx]
+    }
+
+    /// Sets CLIENT NO-TOUCH for the calling client, returning what it was (TOUCH touches anyway).
+    pub fn set_no_touch(&mut self, on: bool) -> bool {
+        std::mem::replace(&mut self.client.no_touch, on)
+    }
+
+    /// Whether small integers count as shared values now (OBJECT REFCOUNT; see evict).
+    pub fn shares_integers(&self) -> bool {
+        crate::executor::evict::shares_integers(self.srv)
     }
 
     /// Looks up `key` for writing: applies lazy expiry, no hit/miss accounting (lookupKeyWrite).
@@ -140,21 +365,24 @@ impl Ctx<'_> {
         self.srv.aof.loading
     }
 
-    /// Records that a write changed the dataset (`dirty` for save points, WATCH later).
+    /// Records that a write changed the dataset by `n` changes not tied to one key (FLUSHALL,
+    /// FUNCTION LOAD): the dirty count that save points read.
     pub fn dirty(&mut self, n: u64) {
         self.srv.dirty += n;
     }
 
-    /// Records a keyspace modification of `key` in the client's database: counts a change for
-    /// save points, fails the EXEC of clients watching the key, and wakes clients blocked on it.
-    pub fn modified(&mut self, key: &[u8]) {
+    /// Records a keyspace modification of `key` in the client's database that counts `changes`
+    /// changes for save points (SADD of three new members: 3; LTRIM that trimmed nothing: 0),
+    /// fails the EXEC of clients watching the key, invalidates tracking and wakes clients
+    /// blocked on it.
+    pub fn modified(&mut self, key: &[u8], changes: u64) {
         let db = self.client.db;
-        self.modified_in(db, key);
+        self.modified_in(db, key, changes);
     }
 
     /// `modified` for a key of another database (MOVE, COPY ... DB n).
-    pub fn modified_in(&mut self, db: usize, key: &[u8]) {
-        self.srv.dirty += 1;
+    pub fn modified_in(&mut self, db: usize, key: &[u8], changes: u64) {
+        self.srv.dirty += changes;
         if !self.srv.watched.is_empty() {
             if let Some(ids) = self.srv.watched.get(&(db, key.to_vec())) {
                 for &id in ids {
