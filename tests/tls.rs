@@ -125,6 +125,18 @@ fn tls_ping(certs: &Certs, port: u16, cert: Option<&str>) -> String {
     }
 }
 
+/// redis-cli over TLS with the client certificate, reading its commands from a pipe (one
+/// connection for all of them) and writing what it reads to another.
+fn piped_tls_cli(certs: &Certs, port: u16) -> std::process::Child {
+    Command::new("redis-cli")
+        .args(["--tls", "--cacert", &certs.path("ca.crt"), "-p", &port.to_string()])
+        .args(["--cert", &certs.path("client.crt"), "--key", &certs.path("client.key")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("redis-cli is needed (apt-get install redis-tools)")
+}
+
 /// What a plain-text client sees on the TLS port: bytes read before the connection ends.
 fn plain_text_on(port: u16) -> String {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return "connect refused".into() };
@@ -332,13 +344,7 @@ fn busy_script_over_tls(which: &str) -> Vec<String> {
     let certs = Certs::new();
     let tls_port = common::free_port();
     let server = start(which, &certs, tls_port, &["--lua-time-limit", "10"]);
-    let mut cli = Command::new("redis-cli")
-        .args(["--tls", "--cacert", &certs.path("ca.crt"), "-p", &tls_port.to_string()])
-        .args(["--cert", &certs.path("client.crt"), "--key", &certs.path("client.key")])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("redis-cli");
+    let mut cli = piped_tls_cli(&certs, tls_port);
     let mut to_cli = cli.stdin.take().unwrap();
     let mut from_cli = std::io::BufReader::new(cli.stdout.take().unwrap());
     let mut ask = |cmd: &str| {
@@ -380,13 +386,7 @@ fn debugger_over_tls(which: &str, mode: &str) -> Vec<String> {
     let certs = Certs::new();
     let tls_port = common::free_port();
     let server = start(which, &certs, tls_port, &[]);
-    let mut cli = Command::new("redis-cli")
-        .args(["--tls", "--cacert", &certs.path("ca.crt"), "-p", &tls_port.to_string()])
-        .args(["--cert", &certs.path("client.crt"), "--key", &certs.path("client.key")])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("redis-cli");
+    let mut cli = piped_tls_cli(&certs, tls_port);
     let script = format!(
         "SCRIPT DEBUG {mode}\nEVAL \"redis.call('set','x','{mode}')\\nlocal a = 1\\nreturn a + 1\" 0\nn\nprint\nc\n"
     );
