@@ -301,6 +301,91 @@ fn tls_bad_input_is_refused_or_timed_out_like_redis() {
     assert_eq!(got, expected);
 }
 
+/// One `openssl s_client` session over TLS `proto` ("-tls1_2", "-tls1_3") that sends PING and
+/// waits for PONG (a TLS 1.3 ticket arrives before it), saving the session to `sess_out` or
+/// resuming from `sess_in`: "Reused" or "New".
+fn s_client_session(certs: &Certs, port: u16, proto: &str, sess_flag: &str, sess_file: &Path) -> String {
+    use std::io::BufRead;
+    let mut child = Command::new("openssl")
+        .args(["s_client", proto, "-connect", &format!("127.0.0.1:{port}"), "-CAfile", &certs.path("ca.crt")])
+        .args(["-cert", &certs.path("client.crt"), "-key", &certs.path("client.key")])
+        .arg(sess_flag)
+        .arg(sess_file)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl is needed (apt-get install openssl)");
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(b"PING\r\n");
+    // s_client's stdout to a pipe is flushed only at exit, and it exits when its input ends:
+    // give the ticket and the PONG time to arrive first.
+    std::thread::sleep(Duration::from_millis(500));
+    drop(stdin);
+    let mut kind = "no handshake".to_string();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let Ok(line) = line else { break };
+        if line.starts_with("Reused,") || line.starts_with("New,") {
+            kind = line.split(',').next().unwrap_or_default().to_string();
+        }
+    }
+    let _ = child.wait();
+    kind
+}
+
+/// TLS session resumption as OpenSSL gives Redis: a second connection resumes the first one's
+/// session (TLS 1.3 and 1.2 tickets), none with `tls-session-caching no`; and a TLS client that
+/// came and went leaves nothing behind in `used_memory` (the unit obuf-limits checks that within
+/// 10 KB), which stateful tickets, kept server-side per connection, would.
+fn session_resumption(which: &str) -> Vec<String> {
+    let certs = Certs::new();
+    let tls_port = common::free_port();
+    let server = start(which, &certs, tls_port, &[]);
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let sess = certs.dir.join("session.pem");
+    for caching in ["yes", "no"] {
+        out.push(show(&c.cmd(&["CONFIG", "SET", "tls-session-caching", caching])));
+        for proto in ["-tls1_3", "-tls1_2"] {
+            let _ = std::fs::remove_file(&sess);
+            let first = s_client_session(&certs, tls_port, proto, "-sess_out", &sess);
+            // Without a resumable session, openssl may save nothing at all: the next one is new.
+            let second = if sess.exists() {
+                s_client_session(&certs, tls_port, proto, "-sess_in", &sess)
+            } else {
+                "New".into()
+            };
+            out.push(format!("caching {caching} {proto}: {first} then {second}"));
+        }
+    }
+    out.push(show(&c.cmd(&["CONFIG", "SET", "tls-session-caching", "yes"])));
+    // What 50 clients that come and go leave in used_memory, over TLS against plain TCP: the
+    // difference is what TLS keeps per connection after it is gone.
+    let used = |c: &mut common::Client| common::info_field(c, "memory", "used_memory").parse::<i64>().unwrap_or(0);
+    let plain_ping = || {
+        let out = Command::new("redis-cli").args(["-p", &server.port.to_string(), "ping"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "PONG");
+    };
+    let before = used(&mut c);
+    (0..50).for_each(|_| plain_ping());
+    let plain = used(&mut c) - before;
+    let before = used(&mut c);
+    (0..50).for_each(|_| assert_eq!(tls_ping(&certs, tls_port, Some("client")), "PONG"));
+    let tls = used(&mut c) - before;
+    eprintln!("{which}: 50 clients gone, used_memory grew {plain} plain, {tls} TLS");
+    out.push(format!("50 TLS clients gone, used_memory within 10 KB of plain ones: {}", tls - plain < 10_000));
+    out
+}
+
+#[test]
+fn tls_sessions_resume_and_leave_no_memory_behind() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let expected = session_resumption("redis");
+    let got = session_resumption("ferrodis");
+    assert_eq!(got, expected);
+}
+
 /// `tls-replication yes`: a replica dials its master over TLS, presenting its client
 /// certificate; the full sync and the command stream then flow over TLS. Ferrodis as replica of
 /// Redis, and Redis as replica of Ferrodis.

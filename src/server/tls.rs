@@ -22,11 +22,11 @@
 //!   ECDHE (X25519, P-256, P-384) always.
 //! - `tls-key-file-pass` decrypts PKCS#8 keys (`BEGIN ENCRYPTED PRIVATE KEY`, what OpenSSL 3 writes);
 //!   legacy `Proc-Type: 4,ENCRYPTED` keys are refused with the reason.
-//! - Session caching: a server-side cache of `tls-session-cache-size` entries that expire after
-//!   `tls-session-cache-timeout` seconds (TLS 1.2 session IDs and TLS 1.3 stateful tickets);
-//!   `tls-session-caching no` disables both.
+//! - Session caching, as OpenSSL does it: stateless tickets (TLS 1.2 and 1.3) whose lifetime is
+//!   `tls-session-cache-timeout`, and a server-side cache of `tls-session-cache-size` TLS 1.2
+//!   session IDs for clients that do not take tickets; `tls-session-caching no` disables both.
 //! - Certificates are checked by webpki, which refuses X.509 v1 certificates (OpenSSL accepts them):
-//!   a v1 client certificate is refused. Redis does not check the master's host name on the
+//!   a v1 client certificate goes to `tls_v1`, which checks it as OpenSSL would. Redis does not check the master's host name on the
 //!   replica link, nor does Ferrodis; the chain is checked against the CA.
 //!
 //! Must not touch: the executor's state. The listeners (`listener`) decide when to hand a socket
@@ -46,7 +46,7 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::{NoServerSessionStorage, StoresServerSessions, WebPkiClientVerifier};
+use rustls::server::{NoServerSessionStorage, ProducesTickets, StoresServerSessions, WebPkiClientVerifier};
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme,
@@ -385,6 +385,10 @@ fn build(cfg: &Config) -> Result<Contexts, Vec<String>> {
         let size = opt(cfg, "tls-session-cache-size").parse().unwrap_or(20480);
         let timeout = opt(cfg, "tls-session-cache-timeout").parse().unwrap_or(300);
         server.session_storage = Arc::new(SessionCache::new(size, Duration::from_secs(timeout)));
+        let tickets = rustls::crypto::ring::Ticketer::new()
+            .map_err(|e| one(format!("Failed to configure TLS session tickets: {e}")))?;
+        server.ticketer =
+            Arc::new(TimedTickets { inner: tickets, lifetime: u32::try_from(timeout).unwrap_or(u32::MAX) });
     } else {
         server.session_storage = Arc::new(NoServerSessionStorage {});
         server.send_tls13_tickets = 0;
@@ -705,6 +709,35 @@ impl ServerCertVerifier for ChainOnly {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.supported_verify_schemes()
+    }
+}
+
+/// Session tickets as OpenSSL issues them: stateless (the session is sealed into the ticket under a
+/// key the server rotates), with `tls-session-cache-timeout` as the lifetime clients are told.
+/// Stateless matters beyond resumption: a stateful TLS 1.3 ticket keeps the session (client
+/// certificate chain included) in server memory for every connection ever made, which Redis, whose
+/// OpenSSL tickets are stateless, never holds.
+#[derive(Debug)]
+struct TimedTickets {
+    inner: Arc<dyn ProducesTickets>,
+    lifetime: u32,
+}
+
+impl ProducesTickets for TimedTickets {
+    fn enabled(&self) -> bool {
+        true
+    }
+
+    fn lifetime(&self) -> u32 {
+        self.lifetime
+    }
+
+    fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        self.inner.encrypt(plain)
+    }
+
+    fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
+        self.inner.decrypt(cipher)
     }
 }
 
