@@ -8,7 +8,7 @@ CONF    ?= redis.conf
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FUZZ_SECONDS ?= 60
 
-.PHONY: build test deps bench install run fmt clippy fuzz fuzz-seed conformance conformance-external suite-slice
+.PHONY: build test deps bench bench-tls install run fmt clippy fuzz fuzz-seed conformance conformance-external suite-slice
 
 build:
 	$(CARGO) build --release
@@ -60,6 +60,10 @@ bench: build
 		echo "../shared/bench/compare.py not found; running the criterion micro-benchmarks instead"; \
 		$(CARGO) bench --bench hot_paths; \
 	fi
+
+# redis-benchmark --tls side by side with real Redis (SET/GET at -P 1 and -P 16, handshake rate).
+bench-tls: deps build
+	python3 tools/tls_bench.py --server $(BIN) --rounds 5 --pin
 
 install: build
 	$(SUDO) install -D -m 0755 $(BIN) $(PREFIX)/bin/ferrodis-server
