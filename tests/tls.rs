@@ -350,11 +350,8 @@ fn session_resumption(which: &str) -> Vec<String> {
             let _ = std::fs::remove_file(&sess);
             let first = s_client_session(&certs, tls_port, proto, "-sess_out", &sess);
             // Without a resumable session, openssl may save nothing at all: the next one is new.
-            let second = if sess.exists() {
-                s_client_session(&certs, tls_port, proto, "-sess_in", &sess)
-            } else {
-                "New".into()
-            };
+            let second =
+                if sess.exists() { s_client_session(&certs, tls_port, proto, "-sess_in", &sess) } else { "New".into() };
             out.push(format!("caching {caching} {proto}: {first} then {second}"));
         }
     }
@@ -384,6 +381,93 @@ fn tls_sessions_resume_and_leave_no_memory_behind() {
     let expected = session_resumption("redis");
     let got = session_resumption("ferrodis");
     assert_eq!(got, expected);
+}
+
+/// `redis-cli --tls` with the client certificate: `args` on `port`, its output.
+fn tls_cli(certs: &Certs, port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["--tls", "--cacert", &certs.path("ca.crt"), "-p", &port.to_string()])
+        .args(["--cert", &certs.path("client.crt"), "--key", &certs.path("client.key")])
+        .args(args)
+        .output()
+        .expect("redis-cli is needed (apt-get install redis-tools)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A bulk reply's text (what follows its `$len` line).
+fn bulk_text(reply: &[u8]) -> String {
+    let text = String::from_utf8_lossy(reply);
+    text.split_once("\r\n").map_or(String::new(), |(_, body)| body.trim_end_matches("\r\n").to_string())
+}
+
+/// `tls-cluster yes`: nodes announce their TLS port, the plaintext one beside it; CLUSTER NODES,
+/// SLOTS and MOVED give a plain-TCP client the plaintext ports and a TLS client the TLS ones, and
+/// SHARDS names both. Then two nodes meet over a TLS bus (its port the TLS port plus 10000).
+fn tls_cluster(which: &str) -> Vec<String> {
+    let certs = Certs::new();
+    let (tls_a, tls_b) = (common::free_port(), common::free_port());
+    let args = ["--cluster-enabled", "yes", "--tls-cluster", "yes", "--tls-replication", "yes"];
+    let a = start(which, &certs, tls_a, &args);
+    let b = start(which, &certs, tls_b, &args);
+    let mut c = a.client();
+    let mut out = vec![show(&c.cmd(&["CLUSTER", "ADDSLOTS", "0", "1", "2"]))];
+    let id = bulk_text(&c.cmd(&["CLUSTER", "MYID"])).trim().to_string();
+    let mask = |text: String| {
+        text.replace(&id, "ID")
+            .replace(&(tls_a + 10000).to_string(), "BUSPORT")
+            .replace(&tls_a.to_string(), "TLSPORT")
+            .replace(&a.port.to_string(), "PORT")
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let nodes =
+        |text: &str| text.lines().map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" ")).collect::<Vec<_>>();
+    let plain_nodes = bulk_text(&c.cmd(&["CLUSTER", "NODES"]));
+    out.push(mask(format!("plain NODES: {:?}", nodes(&plain_nodes))));
+    out.push(mask(format!("TLS NODES: {:?}", nodes(&tls_cli(&certs, tls_a, &["CLUSTER", "NODES"])))));
+    out.push(mask(format!("plain SLOTS: {}", show(&c.cmd(&["CLUSTER", "SLOTS"])))));
+    out.push(mask(format!("TLS SLOTS: {}", tls_cli(&certs, tls_a, &["CLUSTER", "SLOTS"]))));
+    out.push(mask(format!("plain SHARDS: {}", show(&c.cmd(&["CLUSTER", "SHARDS"])))));
+    // Slot 15495 ("a") is served by no one: the refusal; the node's own slot 0's key is served.
+    out.push(mask(format!("plain GET a: {}", show(&c.cmd(&["GET", "a"])))));
+    // The second node meets the first over the TLS bus.
+    let mut cb = b.client();
+    out.push(show(&cb.cmd(&["CLUSTER", "MEET", "127.0.0.1", &tls_a.to_string()])));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let met = loop {
+        let seen = |cl: &mut common::Client| {
+            let text = bulk_text(&cl.cmd(&["CLUSTER", "NODES"]));
+            text.lines()
+                .filter(|l| !l.contains("myself") && l.contains(" connected") && !l.contains("handshake"))
+                .count()
+        };
+        if seen(&mut c) == 1 && seen(&mut cb) == 1 {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    out.push(format!("met over the TLS bus: {met}"));
+    if met {
+        // The other node knows this one by its TLS port, and sends a TLS client there.
+        let moved = tls_cli(&certs, tls_b, &["GET", "x"]);
+        out.push(
+            mask(format!("TLS client of the other node, GET of a slot here: {moved}"))
+                .replace(&tls_b.to_string(), "OTHER"),
+        );
+    }
+    out
+}
+
+#[test]
+fn tls_cluster_ports_and_bus_like_redis() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    drop(redis);
+    let expected = tls_cluster("redis");
+    let got = tls_cluster("ferrodis");
+    assert_eq!(got, expected);
+    assert!(got.iter().any(|l| l == "met over the TLS bus: true"), "{got:#?}");
 }
 
 /// `tls-replication yes`: a replica dials its master over TLS, presenting its client

@@ -121,6 +121,17 @@ pub struct Node {
 }
 
 impl Node {
+    /// The port a client is sent to. Under tls-cluster a node announces its TLS port and, beside
+    /// it, its plaintext one (pport): clients on plain TCP get the latter when there is one
+    /// (Redis's getNodeClientPort).
+    pub fn client_port(&self, plaintext_client: bool) -> u16 {
+        if plaintext_client && self.pport != 0 {
+            self.pport
+        } else {
+            self.port
+        }
+    }
+
     pub fn new(name: Name, flags: u16, now: i64) -> Node {
         Node {
             name,
@@ -458,9 +469,10 @@ impl ClusterState {
             .any(|n| n.in_handshake() && n.ip.eq_ignore_ascii_case(ip) && n.port == port && n.cport == cport)
     }
 
-    /// One CLUSTER NODES line (also a nodes.conf line), without the newline.
-    pub fn node_line(&self, n: &Node, with_hostname: bool) -> String {
-        let mut s = format!("{} {}:{}@{}", name_str(&n.name), n.ip, n.port, n.cport);
+    /// One CLUSTER NODES line (also a nodes.conf line), without the newline; `plaintext_client`:
+    /// see `Node::client_port` (false for nodes.conf).
+    pub fn node_line(&self, n: &Node, with_hostname: bool, plaintext_client: bool) -> String {
+        let mut s = format!("{} {}:{}@{}", name_str(&n.name), n.ip, n.client_port(plaintext_client), n.cport);
         if with_hostname && !n.hostname.is_empty() {
             s.push(',');
             s.push_str(&n.hostname);
@@ -504,7 +516,7 @@ impl ClusterState {
     }
 
     /// CLUSTER NODES: every node, one line each (order: the table's, as Redis's dict).
-    pub fn nodes_text(&self, include_handshake: bool) -> String {
+    pub fn nodes_text(&self, include_handshake: bool, plaintext_client: bool) -> String {
         let mut names: Vec<&Name> = self.nodes.keys().collect();
         names.sort();
         let mut out = String::new();
@@ -513,7 +525,7 @@ impl ClusterState {
             if !include_handshake && n.in_handshake() {
                 continue;
             }
-            out.push_str(&self.node_line(n, true));
+            out.push_str(&self.node_line(n, true, plaintext_client));
             out.push('\n');
         }
         out
@@ -521,7 +533,7 @@ impl ClusterState {
 
     /// nodes.conf's content: the nodes (no handshake ones) and the epochs.
     pub fn config_text(&self) -> String {
-        let mut out = self.nodes_text(false);
+        let mut out = self.nodes_text(false, false);
         out.push_str(&format!("vars currentEpoch {} lastVoteEpoch {}\n", self.current_epoch, self.last_vote_epoch));
         out
     }
@@ -667,7 +679,7 @@ mod tests {
         assert_eq!(name_str(&st.myself), "e37a9c27217bf22a6fcf09b634e73bf58d092f30");
         assert_eq!(st.current_epoch, 3);
         assert_eq!(st.me().numslots, 6);
-        let line = st.node_line(st.me(), true);
+        let line = st.node_line(st.me(), true, false);
         assert_eq!(
             line,
             "e37a9c27217bf22a6fcf09b634e73bf58d092f30 127.0.0.1:20001@30001 myself,master - 0 0 1 disconnected 0-4 11 [12->-fe8107ac0852d83ba0fce802298f26d35a3dcf1c]".replace(" disconnected", " connected")

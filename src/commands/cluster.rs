@@ -68,6 +68,12 @@ fn state<'a>(ctx: &'a mut Ctx) -> Result<&'a mut ClusterState, CmdError> {
     }
 }
 
+/// Whether the caller is sent to nodes' plaintext ports (`Node::client_port`).
+fn plaintext_client(ctx: &mut Ctx) -> bool {
+    let tls = ctx.client().info.tls;
+    cluster::plaintext_client(ctx.admin(), tls)
+}
+
 fn lookup(c: &ClusterState, id: &[u8]) -> Option<Name> {
     parse_name(id).filter(|n| c.nodes.contains_key(n))
 }
@@ -159,8 +165,9 @@ pub fn myid(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 
 /// CLUSTER NODES
 pub fn nodes(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let plaintext = plaintext_client(ctx);
     let c = state(ctx)?;
-    Ok(Reply::Verbatim("txt", c.nodes_text(true).into_bytes()))
+    Ok(Reply::Verbatim("txt", c.nodes_text(true, plaintext).into_bytes()))
 }
 
 /// CLUSTER INFO
@@ -498,14 +505,19 @@ pub fn replicate(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// CLUSTER REPLICAS node / CLUSTER SLAVES node
 pub fn replicas(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    let plaintext = plaintext_client(ctx);
     let c = state(ctx)?;
     let Some(n) = lookup(c, args.get(2)) else { return Err(unknown_node(args.get(2))) };
     let node = &c.nodes[&n];
     if node.is_replica() {
         return Err(CmdError::err("The specified node is not a master"));
     }
-    let lines =
-        node.replicas.iter().filter_map(|r| c.nodes.get(r)).map(|r| Reply::bulk(c.node_line(r, true))).collect();
+    let lines = node
+        .replicas
+        .iter()
+        .filter_map(|r| c.nodes.get(r))
+        .map(|r| Reply::bulk(c.node_line(r, true, plaintext)))
+        .collect();
     Ok(Reply::Array(lines))
 }
 
@@ -580,7 +592,7 @@ pub fn saveconfig(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 }
 
 /// One node of CLUSTER SLOTS: endpoint, port, id, and the other endpoints as metadata.
-fn slot_node(st: &crate::executor::State, n: &Node) -> Reply {
+fn slot_node(st: &crate::executor::State, n: &Node, plaintext_client: bool) -> Reply {
     let endpoint = cluster::preferred_endpoint(st, n);
     let pref = st.config.other.get("cluster-preferred-endpoint-type").map_or("ip", String::as_str);
     let mut meta = Vec::new();
@@ -593,11 +605,17 @@ fn slot_node(st: &crate::executor::State, n: &Node) -> Reply {
     }
     // An unknown endpoint is a null: the client is to use the address it reached this node at.
     let endpoint = if pref == "unknown-endpoint" { Reply::Nil } else { Reply::bulk(endpoint.into_bytes()) };
-    Reply::Array(vec![endpoint, Reply::Int(n.port as i64), Reply::bulk(&n.name[..]), Reply::Map(meta)])
+    Reply::Array(vec![
+        endpoint,
+        Reply::Int(n.client_port(plaintext_client) as i64),
+        Reply::bulk(&n.name[..]),
+        Reply::Map(meta),
+    ])
 }
 
 /// CLUSTER SLOTS
 pub fn slots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
+    let plaintext = plaintext_client(ctx);
     state(ctx)?;
     let st = ctx.admin();
     let c = st.cluster.as_deref().expect("checked");
@@ -608,13 +626,13 @@ pub fn slots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         let owner = if i < SLOTS { c.slots[i] } else { None };
         if owner != cur || i == SLOTS {
             if let Some(n) = cur.and_then(|n| c.nodes.get(&n)) {
-                let mut entry = vec![Reply::Int(start as i64), Reply::Int(i as i64 - 1), slot_node(st, n)];
+                let mut entry = vec![Reply::Int(start as i64), Reply::Int(i as i64 - 1), slot_node(st, n, plaintext)];
                 // Only replicas that are up and done with their first sync (Redis's
                 // isReplicaAvailable: a replica loading reports offset 0).
                 for r in n.replicas.iter().filter_map(|r| c.nodes.get(r)) {
                     let offset = if r.name == c.myself { cluster::my_repl_offset(st) } else { r.repl_offset };
                     if !r.failed() && offset != 0 {
-                        entry.push(slot_node(st, r));
+                        entry.push(slot_node(st, r, plaintext));
                     }
                 }
                 out.push(Reply::Array(entry));
@@ -627,12 +645,18 @@ pub fn slots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 }
 
 fn shard_node(st: &crate::executor::State, c: &ClusterState, n: &Node) -> Reply {
-    let mut m = vec![
-        (Reply::bulk("id"), Reply::bulk(&n.name[..])),
-        (Reply::bulk("port"), Reply::Int(n.port as i64)),
-        (Reply::bulk("ip"), Reply::bulk(n.ip.as_bytes())),
-        (Reply::bulk("endpoint"), Reply::bulk(cluster::preferred_endpoint(st, n).into_bytes())),
-    ];
+    let mut m = vec![(Reply::bulk("id"), Reply::bulk(&n.name[..]))];
+    // A TLS cluster: the TLS port, and the plaintext one when the node has one.
+    if cluster::tls_cluster(&st.config) {
+        if n.pport != 0 {
+            m.push((Reply::bulk("port"), Reply::Int(n.pport as i64)));
+        }
+        m.push((Reply::bulk("tls-port"), Reply::Int(n.port as i64)));
+    } else {
+        m.push((Reply::bulk("port"), Reply::Int(n.port as i64)));
+    }
+    m.push((Reply::bulk("ip"), Reply::bulk(n.ip.as_bytes())));
+    m.push((Reply::bulk("endpoint"), Reply::bulk(cluster::preferred_endpoint(st, n).into_bytes())));
     if !n.hostname.is_empty() {
         m.push((Reply::bulk("hostname"), Reply::bulk(n.hostname.as_bytes())));
     }

@@ -166,7 +166,7 @@ fn cluster_route(
             st.cluster_caller_slot = slot;
             Ok(())
         }
-        Err(r) => Err(r.text(st)),
+        Err(r) => Err(r.text(st, super::cluster::plaintext_client(st, client.info.tls))),
     }
 }
 

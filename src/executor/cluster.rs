@@ -47,31 +47,61 @@ fn announce_ip(st: &State) -> String {
     cfg_str(st, "cluster-announce-ip").to_string()
 }
 
-/// The bus port this node listens on: cluster-port, or the client port plus 10000.
-pub fn bus_port(config: &crate::config::Config) -> u16 {
-    let p = config.other.get("cluster-port").and_then(|v| v.parse::<u16>().ok()).unwrap_or(0);
-    if p != 0 {
-        p
+/// Whether the cluster speaks TLS (tls-cluster yes): its bus, and the client port nodes announce.
+pub fn tls_cluster(config: &crate::config::Config) -> bool {
+    config.other.get("tls-cluster").is_some_and(|v| v == "yes")
+}
+
+/// Whether a client is sent to plaintext ports (`Node::client_port`): one on plain TCP while the
+/// cluster announces TLS ones.
+pub fn plaintext_client(st: &State, client_tls: bool) -> bool {
+    !client_tls && tls_cluster(&st.config)
+}
+
+fn config_port(config: &crate::config::Config, name: &str) -> u16 {
+    config.other.get(name).and_then(|v| v.parse::<u16>().ok()).unwrap_or(0)
+}
+
+/// The client port the cluster knows this node by: the TLS port under tls-cluster.
+fn base_port(config: &crate::config::Config) -> u16 {
+    if tls_cluster(config) {
+        config_port(config, "tls-port")
     } else {
-        config.port.wrapping_add(10000)
+        config.port
     }
 }
 
-fn announced_port(st: &State) -> u16 {
-    let p = cfg_i64(st, "cluster-announce-port", 0) as u16;
-    if p != 0 {
-        p
-    } else {
-        st.config.port
+/// The bus port this node listens on: cluster-port, or the client port plus 10000.
+pub fn bus_port(config: &crate::config::Config) -> u16 {
+    match config_port(config, "cluster-port") {
+        0 => base_port(config).wrapping_add(10000),
+        p => p,
     }
 }
-fn announced_bus_port(st: &State) -> u16 {
-    let p = cfg_i64(st, "cluster-announce-bus-port", 0) as u16;
-    if p != 0 {
-        p
-    } else {
-        bus_port(&st.config)
+
+/// What this node announces (Redis's deriveAnnouncedPorts): the client port, the plaintext port
+/// beside a TLS one (0 when the cluster is not TLS), and the bus port; each overridden by its
+/// cluster-announce-* directive.
+fn announced_ports(st: &State) -> (u16, u16, u16) {
+    let config = &st.config;
+    let announce = |name| config_port(config, name);
+    let (mut port, mut pport) = (base_port(config), 0);
+    if tls_cluster(config) {
+        pport = config.port;
+        if announce("cluster-announce-tls-port") != 0 {
+            port = announce("cluster-announce-tls-port");
+        }
+        if announce("cluster-announce-port") != 0 {
+            pport = announce("cluster-announce-port");
+        }
+    } else if announce("cluster-announce-port") != 0 {
+        port = announce("cluster-announce-port");
     }
+    let cport = match announce("cluster-announce-bus-port") {
+        0 => bus_port(config),
+        p => p,
+    };
+    (port, pport, cport)
 }
 
 fn cl(st: &mut State) -> &mut ClusterState {
@@ -118,8 +148,7 @@ fn config_path(st: &State) -> String {
 /// SET).
 pub fn update_myself_announced(st: &mut State) {
     let ip = announce_ip(st);
-    let port = announced_port(st);
-    let cport = announced_bus_port(st);
+    let (port, pport, cport) = announced_ports(st);
     let hostname = cfg_str(st, "cluster-announce-hostname").to_string();
     let nofailover = cfg_bool(st, "cluster-replica-no-failover", false);
     let c = cl(st);
@@ -129,6 +158,7 @@ pub fn update_myself_announced(st: &mut State) {
         me.ip = ip;
     }
     me.port = port;
+    me.pport = pport;
     me.cport = cport;
     me.hostname = hostname;
     if nofailover {
@@ -299,8 +329,7 @@ fn header(st: &State, typ: u16) -> Header {
     let master = c.nodes.get(&master_name).unwrap_or(me);
     let mut h = Header::new(typ, c.myself);
     h.myip = announce_ip(st);
-    h.port = announced_port(st);
-    h.cport = announced_bus_port(st);
+    (h.port, h.pport, h.cport) = announced_ports(st);
     h.myslots.copy_from_slice(&master.slots[..]);
     if me.is_replica() {
         if let Some(m) = me.replicaof {
@@ -1789,14 +1818,15 @@ pub fn reset(st: &mut State, hard: bool) {
 pub fn redirect_blocked(st: &mut State) {
     let Some(c) = st.cluster.as_ref() else { return };
     let myself = c.myself;
-    let mut answers: Vec<(u64, Redirect)> = Vec::new();
+    let mut answers: Vec<(u64, Redirect, bool)> = Vec::new();
     for (&id, client) in &st.clients {
         let Some(blocked) = client.blocked.as_ref() else { continue };
         if blocked.request.keys.is_empty() {
             continue;
         }
+        let plaintext = plaintext_client(st, client.info.tls);
         if c.state != STATE_OK {
-            answers.push((id, Redirect::DownState));
+            answers.push((id, Redirect::DownState, plaintext));
             continue;
         }
         let write = blocked.cmd.spec.is_some_and(|s| s.has_flag(crate::spec::flags::WRITE));
@@ -1808,13 +1838,13 @@ pub fn redirect_blocked(st: &mut State) {
                 owner = Some(myself);
             }
             if owner != Some(myself) && !c.importing.contains_key(&slot) {
-                answers.push((id, owner.map_or(Redirect::DownUnbound, |n| Redirect::Moved(slot, n))));
+                answers.push((id, owner.map_or(Redirect::DownUnbound, |n| Redirect::Moved(slot, n)), plaintext));
                 break;
             }
         }
     }
-    for (id, redirect) in answers {
-        let text = redirect.text(st);
+    for (id, redirect, plaintext) in answers {
+        let text = redirect.text(st, plaintext);
         super::blocking::finish(st, id, crate::resp::Reply::error(text));
     }
 }
@@ -1832,8 +1862,8 @@ pub enum Redirect {
 }
 
 impl Redirect {
-    /// The error line (without `-`).
-    pub fn text(&self, st: &State) -> String {
+    /// The error line (without `-`); `plaintext_client`: see `Node::client_port`.
+    pub fn text(&self, st: &State, plaintext_client: bool) -> String {
         match self {
             Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
             Redirect::TryAgain => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
@@ -1842,11 +1872,10 @@ impl Redirect {
             Redirect::DownUnbound => "CLUSTERDOWN Hash slot not served".into(),
             Redirect::Moved(slot, n) | Redirect::Ask(slot, n) => {
                 let word = if matches!(self, Redirect::Moved(..)) { "MOVED" } else { "ASK" };
-                let (endpoint, port) = st
-                    .cluster
-                    .as_ref()
-                    .and_then(|c| c.nodes.get(n))
-                    .map_or(("?".to_string(), 0), |node| (preferred_endpoint(st, node), node.port));
+                let (endpoint, port) =
+                    st.cluster.as_ref().and_then(|c| c.nodes.get(n)).map_or(("?".to_string(), 0), |node| {
+                        (preferred_endpoint(st, node), node.client_port(plaintext_client))
+                    });
                 format!("{word} {slot} {endpoint}:{port}")
             }
         }

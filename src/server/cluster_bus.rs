@@ -2,8 +2,9 @@
 //! 10000) on the configured bind addresses, a task per link that frames what it reads into
 //! whole messages (by the length in their first 8 bytes) and hands them to the executor
 //! (`executor::cluster::on_frames`), and writes what the executor queued on the link's channel.
-//! Outbound links are opened on the executor's request (`BusRequest::Connect`). The protocol
-//! itself is the executor's; nothing here looks inside a message.
+//! Outbound links are opened on the executor's request (`BusRequest::Connect`). Under
+//! `tls-cluster yes` links are TLS both ways, with the contexts of `tls`. The protocol itself is
+//! the executor's; nothing here looks inside a message.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -96,12 +97,39 @@ async fn accept_loop(exec: ExecHandle, listener: TcpListener) {
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
         let peer_ip = ip_text(peer.ip());
-        let Some(Some((id, rx, queued))) = exec.run(move |e| cluster::accept_link(&mut e.state, peer_ip, local)).await
-        else {
-            continue;
-        };
-        tokio::spawn(serve_link(exec.clone(), stream, id, rx, queued));
+        let accepted = exec
+            .run(move |e| {
+                let transport = (cluster::tls_cluster(&e.state.config), cluster::node_timeout(&e.state));
+                cluster::accept_link(&mut e.state, peer_ip, local).map(|link| (link, transport))
+            })
+            .await;
+        let Some(Some(((id, rx, queued), (tls, timeout)))) = accepted else { continue };
+        let exec = exec.clone();
+        tokio::spawn(async move {
+            if !tls {
+                return serve_link(exec, stream, id, rx, queued).await;
+            }
+            // Under tls-cluster the bus is TLS, the peer presenting its client certificate as
+            // tls-auth-clients asks; a handshake that does not finish within the node timeout
+            // drops the link as a silent peer would.
+            let handshake = async {
+                let acceptor = super::tls::acceptor().ok_or("TLS is not configured")?;
+                acceptor.accept(stream).await.map_err(|e| e.to_string())
+            };
+            match tokio::time::timeout(handshake_timeout(timeout), handshake).await {
+                Ok(Ok(stream)) => serve_link(exec, stream, id, rx, queued).await,
+                failed => {
+                    let why = failed.map_or_else(|_| "handshake timeout".to_string(), |r| r.err().unwrap_or_default());
+                    tracing::debug!("Error accepting cluster node connection: {why}");
+                    exec.run(move |e| cluster::link_closed(&mut e.state, id)).await;
+                }
+            }
+        });
     }
+}
+
+fn handshake_timeout(node_timeout_ms: i64) -> Duration {
+    Duration::from_millis(node_timeout_ms.max(100) as u64)
 }
 
 async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>) {
@@ -109,17 +137,27 @@ async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>) {
         let BusRequest::Connect { link, ip, port, rx, queued } = req;
         let exec = exec.clone();
         tokio::spawn(async move {
-            let timeout = exec.run(|e| cluster::node_timeout(&e.state)).await.unwrap_or(15000).max(100) as u64;
-            let attempt = tokio::time::timeout(Duration::from_millis(timeout), TcpStream::connect((ip.as_str(), port)));
-            match attempt.await {
-                Ok(Ok(stream)) => {
-                    let _ = stream.set_nodelay(true);
-                    let local = stream.local_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
-                    let peer = stream.peer_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
+            let transport =
+                exec.run(|e| (cluster::node_timeout(&e.state), cluster::tls_cluster(&e.state.config))).await;
+            let (timeout, tls) = transport.unwrap_or((15000, false));
+            // The TCP connect and, under tls-cluster, the TLS handshake (the client certificate is
+            // tls-client-cert-file's, else the server's), both within the node timeout.
+            let attempt = async {
+                let stream = TcpStream::connect((ip.as_str(), port)).await.map_err(|e| e.to_string())?;
+                let _ = stream.set_nodelay(true);
+                let local = stream.local_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
+                let peer = stream.peer_addr().map(|a| ip_text(a.ip())).unwrap_or_default();
+                let stream = super::tls::ClientStream::start(stream, &ip, tls).await?;
+                Ok::<_, String>((stream, local, peer))
+            };
+            match tokio::time::timeout(handshake_timeout(timeout), attempt).await {
+                Ok(Ok((stream, local, peer))) => {
                     exec.run(move |e| cluster::link_connected(&mut e.state, link, peer, local)).await;
                     serve_link(exec, stream, link, rx, queued).await;
                 }
-                _ => {
+                failed => {
+                    let why = failed.map_or_else(|_| "timeout".to_string(), |r| r.err().unwrap_or_default());
+                    tracing::debug!("Connection with Node at {ip}:{port} failed: {why}");
                     exec.run(move |e| cluster::link_closed(&mut e.state, link)).await;
                 }
             }
@@ -129,14 +167,14 @@ async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>) {
 
 /// Moves bytes both ways until either side ends; then tells the executor (unless it closed the
 /// link itself, which it learns of by the channel ending).
-async fn serve_link(
+async fn serve_link<S: AsyncRead + AsyncWrite + Send + 'static>(
     exec: ExecHandle,
-    stream: TcpStream,
+    stream: S,
     id: u64,
     mut rx: UnboundedReceiver<Vec<u8>>,
     queued: Arc<AtomicUsize>,
 ) {
-    let (mut rd, mut wr) = stream.into_split();
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let writer = async {
         let mut out = Vec::new();
         while let Some(first) = rx.recv().await {

@@ -218,7 +218,7 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
         return 1;
     }
     tokio::spawn(replica_link::run(shared.clone()));
-    tracing::info!("Ready to accept connections tcp");
+    tracing::info!("Ready to accept connections");
     if shared.config.notify_systemd {
         crate::daemon::notify_systemd_ready();
     }

@@ -397,11 +397,12 @@ fn build(cfg: &Config) -> Result<Contexts, Vec<String>> {
     let verifier = WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
         .build()
         .map_err(|e| one(format!("Failed to configure CA certificate(s) file/directory: {e}")))?;
+    let algorithms = provider.signature_verification_algorithms;
     let client = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
         .map_err(|e| one(format!("Failed to configure TLS protocols: {e}")))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(ChainOnly(verifier)))
+        .with_custom_certificate_verifier(Arc::new(ChainOnly { webpki: verifier, roots: roots.clone(), algorithms }))
         .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(client_key)));
     Ok(Contexts {
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
@@ -666,10 +667,15 @@ fn load_roots(file: &str, dir: &str) -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// Checks the master's certificate chain against the CA but not its name, as Redis's replica
-/// link (OpenSSL with SSL_VERIFY_PEER and no host check) does.
+/// Checks a server's certificate chain against the CA but not its name, as Redis's replica link
+/// and cluster bus (OpenSSL with SSL_VERIFY_PEER and no host check) do; a version 1 certificate
+/// goes to `tls_v1`.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct ChainOnly {
+    webpki: Arc<WebPkiServerVerifier>,
+    roots: Arc<RootCertStore>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
 
 impl ServerCertVerifier for ChainOnly {
     fn verify_server_cert(
@@ -681,11 +687,15 @@ impl ServerCertVerifier for ChainOnly {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         // webpki checks the chain before the name: a name error means the chain is good.
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
-            other => other,
+            Err(refused) => match super::tls_v1::verify_certificate(end_entity, &self.roots, &self.algorithms, now) {
+                Some(v1) => v1.map(|()| ServerCertVerified::assertion()),
+                None => Err(refused),
+            },
+            verified => verified,
         }
     }
 
@@ -695,7 +705,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        super::tls_v1::handshake_signature(cert, message, dss, &self.algorithms, false)
+            .unwrap_or_else(|| self.webpki.verify_tls12_signature(message, cert, dss))
     }
 
     fn verify_tls13_signature(
@@ -704,11 +715,12 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        super::tls_v1::handshake_signature(cert, message, dss, &self.algorithms, true)
+            .unwrap_or_else(|| self.webpki.verify_tls13_signature(message, cert, dss))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.webpki.supported_verify_schemes()
     }
 }
 

@@ -1,4 +1,4 @@
-//! X.509 version 1 client certificates, which OpenSSL (and so Redis) accepts and webpki refuses:
+//! X.509 version 1 certificates, which OpenSSL (and so Redis) accepts and webpki refuses:
 //! `openssl x509 -req` without extensions makes one, as Redis's own gen-test-certs.sh does for
 //! the "generic" certificate a replica presents when it has no client certificate of its own.
 //!
@@ -8,6 +8,8 @@
 //! within its validity. A version 1 certificate has no extensions, so there is nothing else to
 //! check, and it cannot be a CA, so a chain through intermediates is not looked for. Handshake
 //! signatures made with its key are checked against its subjectPublicKeyInfo the same way.
+//! `verify_certificate` and `handshake_signature` do the same for a server's certificate, for
+//! the client side (the replica link, the cluster bus).
 
 use std::sync::Arc;
 
@@ -59,10 +61,8 @@ impl ClientCertVerifier for AcceptV1 {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        match V1Cert::parse(cert) {
-            Some(v1) => v1.verify_handshake(message, dss, &self.algorithms),
-            None => self.inner.verify_tls12_signature(message, cert, dss),
-        }
+        handshake_signature(cert, message, dss, &self.algorithms, false)
+            .unwrap_or_else(|| self.inner.verify_tls12_signature(message, cert, dss))
     }
 
     fn verify_tls13_signature(
@@ -71,26 +71,47 @@ impl ClientCertVerifier for AcceptV1 {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        match V1Cert::parse(cert) {
-            // TLS 1.3 allows no PKCS#1 v1.5 handshake signatures.
-            Some(_)
-                if matches!(
-                    dss.scheme,
-                    SignatureScheme::RSA_PKCS1_SHA256
-                        | SignatureScheme::RSA_PKCS1_SHA384
-                        | SignatureScheme::RSA_PKCS1_SHA512
-                ) =>
-            {
-                Err(rustls::Error::PeerMisbehaved(rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme))
-            }
-            Some(v1) => v1.verify_handshake(message, dss, &self.algorithms),
-            None => self.inner.verify_tls13_signature(message, cert, dss),
-        }
+        handshake_signature(cert, message, dss, &self.algorithms, true)
+            .unwrap_or_else(|| self.inner.verify_tls13_signature(message, cert, dss))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
     }
+}
+
+/// A server's certificate that webpki refused, checked as a client certificate is above (the
+/// replica link and the cluster bus dial servers whose certificate may be version 1, as
+/// gen-test-certs.sh's "generic" one is): None when `der` is not version 1.
+pub fn verify_certificate(
+    der: &CertificateDer<'_>,
+    roots: &RootCertStore,
+    algorithms: &WebPkiSupportedAlgorithms,
+    now: UnixTime,
+) -> Option<Result<(), rustls::Error>> {
+    V1Cert::parse(der).map(|cert| cert.verify(roots, algorithms, now))
+}
+
+/// A handshake signature made with a version 1 certificate's key: None when `der` is not version 1.
+pub fn handshake_signature(
+    der: &CertificateDer<'_>,
+    message: &[u8],
+    dss: &DigitallySignedStruct,
+    algorithms: &WebPkiSupportedAlgorithms,
+    tls13: bool,
+) -> Option<Result<HandshakeSignatureValid, rustls::Error>> {
+    let cert = V1Cert::parse(der)?;
+    // TLS 1.3 allows no PKCS#1 v1.5 handshake signatures.
+    let pkcs1 = matches!(
+        dss.scheme,
+        SignatureScheme::RSA_PKCS1_SHA256 | SignatureScheme::RSA_PKCS1_SHA384 | SignatureScheme::RSA_PKCS1_SHA512
+    );
+    if tls13 && pkcs1 {
+        return Some(Err(rustls::Error::PeerMisbehaved(
+            rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme,
+        )));
+    }
+    Some(cert.verify_handshake(message, dss, algorithms))
 }
 
 /// One DER element: its tag, its content, and the whole encoding.
