@@ -21,6 +21,7 @@ pub mod multi;
 pub mod propagate;
 pub mod pubsub;
 pub mod registry;
+pub mod repl_block;
 pub mod replication;
 pub mod scripting;
 pub mod shutdown;
