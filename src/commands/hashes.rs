@@ -506,11 +506,7 @@ enum Cond {
 /// (an integer, not negative, the result within the limit), the condition, then FIELDS.
 fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> CmdResult {
     let key = args.key(1);
-    let exists = match ctx.lookup_write(key) {
-        None => false,
-        Some(Value::Hash(_)) => true,
-        Some(_) => return Err(CmdError::WrongType),
-    };
+    let exists = ctx.write::<Hash>(key)?.is_some();
     let mut at = args.i64(2)?;
     if at < 0 {
         return Err(CmdError::err("invalid expire time, must be >= 0"));

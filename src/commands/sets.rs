@@ -351,32 +351,23 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (Some(false), _) | (_, Some(false)) => return Err(CmdError::WrongType),
         _ => {}
     }
-    let empty = match ctx.lookup_write(src) {
-        Some(Value::Set(set)) => {
-            if src == dst {
-                return Ok(Reply::Int(set.contains(m) as i64));
-            }
-            if !set.remove(m) {
-                return Ok(Reply::Int(0));
-            }
-            set.is_empty()
-        }
-        _ => return Ok(Reply::Int(0)),
+    let Some(set) = ctx.write::<Set>(src)? else {
+        return Ok(Reply::Int(0));
     };
+    if src == dst {
+        return Ok(Reply::Int(set.contains(m) as i64));
+    }
+    if !set.remove(m) {
+        return Ok(Reply::Int(0));
+    }
+    let empty = set.is_empty();
     let now = ctx.now_ms();
     ctx.notify(ev::SET, "srem", src);
     if empty {
         ctx.db().remove(src, now);
         ctx.notify(ev::GENERIC, "del", src);
     }
-    if dst_is_set.is_none() {
-        ctx.db().set(dst, Value::Set(Box::default()), now);
-        ctx.notify(ev::NEW, "new", dst);
-    }
-    let added = match ctx.lookup_write(dst) {
-        Some(Value::Set(s)) => s.insert(m, limit),
-        _ => false,
-    };
+    let added = ctx.write_or_create::<Set>(dst)?.insert(m, limit);
     ctx.modified(src, 1);
     // A member already in the destination changes only the source (no `sadd`, one change).
     if added {

@@ -318,21 +318,11 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     }
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = match ctx.write::<ZSet>(key)? {
-        Some(_) => false,
-        None => {
-            if f.xx {
-                return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
-            }
-            let now = ctx.now_ms();
-            ctx.db().set(key, Value::ZSet(Box::default()), now);
-            ctx.notify(ev::NEW, "new", key);
-            true
-        }
-    };
-    let Some(z) = ctx.write::<ZSet>(key)? else {
-        return Ok(Reply::Int(0));
-    };
+    let created = ctx.write::<ZSet>(key)?.is_none();
+    if created && f.xx {
+        return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
+    }
+    let z = ctx.write_or_create::<ZSet>(key)?;
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last = 0.0;
     let mut failure = None;
