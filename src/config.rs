@@ -1847,7 +1847,9 @@ pub mod live {
 
     /// What builds the TLS contexts from a config, and what rebinds the TLS listeners to its
     /// tls-port and bind list, installed by the server once its accept loops run.
-    static TLS: std::sync::OnceLock<(Rebinder, Rebinder, fn() -> bool)> = std::sync::OnceLock::new();
+    /// Builds the contexts, rebinds the TLS listeners, tells whether contexts exist.
+    type TlsHooks = (Rebinder, Rebinder, fn() -> bool);
+    static TLS: std::sync::OnceLock<TlsHooks> = std::sync::OnceLock::new();
 
     pub fn install_tls(configure: Rebinder, rebind: Rebinder, configured: fn() -> bool) {
         let _ = TLS.set((configure, rebind, configured));
