@@ -288,18 +288,17 @@ pub fn rewrite_file(ctx: &mut Ctx, path: &str, force_all: bool) -> std::io::Resu
 
 /// CONFIG HELP
 pub fn help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    const LINES: &[&str] = &[
-        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "GET <pattern>",
-        "    Return parameters matching the glob-like <pattern> and their values.",
-        "SET <directive> <value>",
-        "    Set the configuration <directive> to <value>.",
-        "RESETSTAT",
-        "    Reset statistics reported by the INFO command.",
-        "REWRITE",
-        "    Rewrite the configuration file.",
-        "HELP",
-        "    Prints this help.",
-    ];
-    Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(l)).collect()))
+    Ok(super::server::help_reply(
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    ))
 }
