@@ -1101,11 +1101,6 @@ fn scan_family_full_iterations_match_redis() {
     }
 }
 
-/// Sends `argv` without waiting for a reply (the client is expected to block).
-fn send(c: &mut Client, argv: &[&str]) {
-    c.send_raw(&common::encode(argv)).expect("send");
-}
-
 fn pause() {
     std::thread::sleep(std::time::Duration::from_millis(100));
 }
@@ -1121,9 +1116,9 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
     out.push(ctl.cmd(&["FLUSHALL"]));
 
     // Two waiters, min and max, one ZADD.
-    send(&mut w1, &["BZPOPMIN", "z", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "z", "0"]);
     pause();
-    send(&mut w2, &["BZPOPMAX", "z", "0"]);
+    common::send(&mut w2, &["BZPOPMAX", "z", "0"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]));
     out.push(w1.read_reply().expect("w1"));
@@ -1132,14 +1127,14 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
 
     // BZMPOP woken by a store into its second key.
     out.push(ctl.cmd(&["ZADD", "zsrc", "1", "x", "2", "y", "3", "w"]));
-    send(&mut w1, &["BZMPOP", "0", "2", "z1", "z2", "MAX", "COUNT", "2"]);
+    common::send(&mut w1, &["BZMPOP", "0", "2", "z1", "z2", "MAX", "COUNT", "2"]);
     pause();
     out.push(ctl.cmd(&["ZUNIONSTORE", "z2", "1", "zsrc"]));
     out.push(w1.read_reply().expect("bzmpop"));
     out.push(ctl.cmd(&["ZRANGE", "z2", "0", "-1"]));
 
     // A transaction that adds and removes leaves the waiter blocked; a later ZADD serves it.
-    send(&mut w1, &["BZPOPMIN", "zz", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "zz", "0"]);
     pause();
     out.push(ctl.cmd(&["MULTI"]));
     out.push(ctl.cmd(&["ZADD", "zz", "1", "a"]));
@@ -1150,7 +1145,7 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
     out.push(w1.read_reply().expect("after exec"));
 
     // Another type on the key does not serve the waiter; a sorted set there later does.
-    send(&mut w1, &["BZPOPMIN", "k", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "k", "0"]);
     pause();
     out.push(ctl.cmd(&["SADD", "k", "x"]));
     pause();
@@ -1159,43 +1154,43 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
     out.push(w1.read_reply().expect("zincrby wake"));
 
     // RENAME onto the waited key, ZRANGESTORE and ZINTERSTORE into it.
-    send(&mut w1, &["BZPOPMAX", "r", "0"]);
+    common::send(&mut w1, &["BZPOPMAX", "r", "0"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "tmp", "7", "t"]));
     out.push(ctl.cmd(&["RENAME", "tmp", "r"]));
     out.push(w1.read_reply().expect("rename wake"));
-    send(&mut w1, &["BZPOPMAX", "r2", "r3", "0"]);
+    common::send(&mut w1, &["BZPOPMAX", "r2", "r3", "0"]);
     pause();
     out.push(ctl.cmd(&["ZRANGESTORE", "r3", "zsrc", "0", "0"]));
     out.push(w1.read_reply().expect("zrangestore wake"));
-    send(&mut w1, &["BZPOPMIN", "r4", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "r4", "0"]);
     pause();
     out.push(ctl.cmd(&["ZINTERSTORE", "r4", "2", "zsrc", "zsrc"]));
     out.push(w1.read_reply().expect("zinterstore wake"));
 
     // COUNT larger than the key: everything, and the key is gone.
-    send(&mut w2, &["BZMPOP", "0", "1", "q", "MIN", "COUNT", "10"]);
+    common::send(&mut w2, &["BZMPOP", "0", "1", "q", "MIN", "COUNT", "10"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "q", "1", "a", "2", "b"]));
     out.push(w2.read_reply().expect("count"));
     out.push(ctl.cmd(&["EXISTS", "q"]));
 
     // Timeouts, RESP2 and RESP3, and a RESP3 waiter served.
-    send(&mut w1, &["BZPOPMIN", "none", "0.2"]);
+    common::send(&mut w1, &["BZPOPMIN", "none", "0.2"]);
     out.push(w1.read_reply().expect("timeout"));
-    send(&mut w1, &["BZMPOP", "0.2", "1", "none", "MIN"]);
+    common::send(&mut w1, &["BZMPOP", "0.2", "1", "none", "MIN"]);
     out.push(w1.read_reply().expect("timeout"));
     let hello = w2.cmd(&["HELLO", "3"]);
     out.push(hello[..1].to_vec());
-    send(&mut w2, &["BZPOPMIN", "none", "0.2"]);
+    common::send(&mut w2, &["BZPOPMIN", "none", "0.2"]);
     out.push(w2.read_reply().expect("timeout"));
-    send(&mut w2, &["BZMPOP", "0.2", "1", "none", "MIN"]);
+    common::send(&mut w2, &["BZMPOP", "0.2", "1", "none", "MIN"]);
     out.push(w2.read_reply().expect("timeout"));
-    send(&mut w2, &["BZPOPMIN", "z3", "0"]);
+    common::send(&mut w2, &["BZPOPMIN", "z3", "0"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "z3", "1.5", "a"]));
     out.push(w2.read_reply().expect("resp3 served"));
-    send(&mut w2, &["BZMPOP", "0", "1", "z4", "MAX", "COUNT", "3"]);
+    common::send(&mut w2, &["BZMPOP", "0", "1", "z4", "MAX", "COUNT", "3"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "z4", "0.5", "a", "inf", "b"]));
     out.push(w2.read_reply().expect("resp3 bzmpop"));
