@@ -57,6 +57,32 @@ pub enum Kind {
     Special,
 }
 
+/// What a changed directive does to the running server beyond holding its new value: Redis's
+/// apply functions. The table names each directive's hook; `commands::config` runs them (they
+/// reach listeners, the ACL and the process, which sit above this module) after every value of a
+/// CONFIG SET is set, once per hook, and again with the old values when one of them fails. A hook
+/// makes the server match the configuration it is given, so running it twice is harmless.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Apply {
+    /// Listen on the bind addresses (TCP and TLS ports).
+    Bind,
+    /// Listen on the TCP port.
+    Port,
+    /// Listen on the TLS port (building the TLS contexts first if there are none).
+    TlsPort,
+    /// Rebuild the TLS contexts when TLS is in use.
+    Tls,
+    /// Raise the open-files limit for the clients.
+    MaxClients,
+    /// Set the process's oom_score_adj.
+    OomScoreAdj,
+    Watchdog,
+    LogLevel,
+    ProcTitle,
+    /// The default user's password.
+    RequirePass,
+}
+
 /// One directive of the table.
 #[derive(Debug, Clone, Copy)]
 pub struct Desc {
@@ -66,11 +92,17 @@ pub struct Desc {
     pub flags: u8,
     /// The CONFIG GET text of the default value.
     pub default: &'static str,
+    /// What CONFIG SET runs when the value changes.
+    pub apply: Option<Apply>,
 }
 
 impl Desc {
     const fn alias(mut self, a: &'static str) -> Desc {
         self.alias = Some(a);
+        self
+    }
+    const fn on_set(mut self, hook: Apply) -> Desc {
+        self.apply = Some(hook);
         self
     }
     pub fn has(&self, f: u8) -> bool {
@@ -79,7 +111,7 @@ impl Desc {
 }
 
 const fn d(name: &'static str, kind: Kind, flags: u8, default: &'static str) -> Desc {
-    Desc { name, alias: None, kind, flags, default }
+    Desc { name, alias: None, kind, flags, default, apply: None }
 }
 const fn yn(name: &'static str, flags: u8, default: &'static str) -> Desc {
     d(name, Kind::Bool, flags, default)
@@ -197,11 +229,11 @@ pub static TABLE: &[Desc] = &[
     st("aof_rewrite_cpulist", IMMUTABLE, ""),
     st("bgsave_cpulist", IMMUTABLE, ""),
     st("ignore-warnings", M, ""),
-    st("proc-title-template", M, "{title} {listen-addr} {server-mode}"),
+    st("proc-title-template", M, "{title} {listen-addr} {server-mode}").on_set(Apply::ProcTitle),
     st("bind-source-addr", M, ""),
     st("logfile", IMMUTABLE, ""),
     st("masterauth", M, ""),
-    st("requirepass", M, ""),
+    st("requirepass", M, "").on_set(Apply::RequirePass),
     en("supervised", IMMUTABLE, &["upstart", "systemd", "auto", "no"], "no"),
     en(
         "syslog-facility",
@@ -210,10 +242,10 @@ pub static TABLE: &[Desc] = &[
         "local0",
     ),
     en("repl-diskless-load", M, &["disabled", "on-empty-db", "swapdb"], "disabled"),
-    en("loglevel", M, LOGLEVELS, "notice"),
+    en("loglevel", M, LOGLEVELS, "notice").on_set(Apply::LogLevel),
     en("maxmemory-policy", M, MAXMEMORY_POLICIES, "noeviction"),
     en("appendfsync", M, &["everysec", "always", "no"], "everysec"),
-    en("oom-score-adj", M, &["no", "yes", "relative", "absolute"], "no"),
+    en("oom-score-adj", M, &["no", "yes", "relative", "absolute"], "no").on_set(Apply::OomScoreAdj),
     en("acl-pubsub-default", M, &["allchannels", "resetchannels"], "resetchannels"),
     en("sanitize-dump-payload", M, &["no", "yes", "clients"], "no"),
     en("enable-protected-configs", IMMUTABLE, YES_NO_LOCAL, "no"),
@@ -224,7 +256,7 @@ pub static TABLE: &[Desc] = &[
     en("shutdown-on-sigint", MULTI_ARG, &["default", "save", "nosave", "now", "force"], "default"),
     en("shutdown-on-sigterm", MULTI_ARG, &["default", "save", "nosave", "now", "force"], "default"),
     int("databases", IMMUTABLE, 1, I32MAX, "16"),
-    int("port", M, 0, 65535, "6379"),
+    int("port", M, 0, 65535, "6379").on_set(Apply::Port),
     int("io-threads", IMMUTABLE, 1, 128, "1"),
     int("auto-aof-rewrite-percentage", M, 0, I32MAX, "100"),
     int("cluster-replica-validity-factor", M, 0, I32MAX, "10").alias("cluster-slave-validity-factor"),
@@ -257,10 +289,10 @@ pub static TABLE: &[Desc] = &[
     int("hz", M, 0, I32MAX, "10"),
     int("min-replicas-to-write", M, 0, I32MAX, "0").alias("min-slaves-to-write"),
     int("min-replicas-max-lag", M, 0, I32MAX, "10").alias("min-slaves-max-lag"),
-    int("watchdog-period", HIDDEN, 0, I32MAX, "0"),
+    int("watchdog-period", HIDDEN, 0, I32MAX, "0").on_set(Apply::Watchdog),
     int("shutdown-timeout", M, 0, I32MAX, "10"),
     int("repl-diskless-sync-max-replicas", M, 0, I32MAX, "0"),
-    uint("maxclients", M, 1, U32MAX, "10000"),
+    uint("maxclients", M, 1, U32MAX, "10000").on_set(Apply::MaxClients),
     d("unixsocketperm", Kind::Num { min: 0, max: 0o777, fmt: NumFmt::Octal, unsigned: true }, IMMUTABLE, "0"),
     uint("socket-mark-id", IMMUTABLE, 0, U32MAX, "0"),
     uint("active-defrag-max-scan-fields", M, 1, I64MAX, "1000"),
@@ -292,32 +324,32 @@ pub static TABLE: &[Desc] = &[
     int("repl-backlog-ttl", M, 0, I64MAX, "3600"),
     mem("auto-aof-rewrite-min-size", M, 0, I64MAX, "67108864"),
     int("loading-process-events-interval-bytes", HIDDEN, 1024, I32MAX, "2097152"),
-    int("tls-port", M, 0, 65535, "0"),
-    int("tls-session-cache-size", M, 0, I32MAX, "20480"),
-    int("tls-session-cache-timeout", M, 0, I32MAX, "300"),
-    yn("tls-cluster", M, "no"),
-    yn("tls-replication", M, "no"),
-    en("tls-auth-clients", M, &["no", "yes", "optional"], "yes"),
-    yn("tls-prefer-server-ciphers", M, "no"),
-    yn("tls-session-caching", M, "yes"),
-    st("tls-cert-file", M, ""),
-    st("tls-key-file", M, ""),
-    st("tls-key-file-pass", M, ""),
-    st("tls-client-cert-file", M, ""),
-    st("tls-client-key-file", M, ""),
-    st("tls-client-key-file-pass", M, ""),
-    st("tls-dh-params-file", M, ""),
-    st("tls-ca-cert-file", M, ""),
-    st("tls-ca-cert-dir", M, ""),
-    st("tls-protocols", M, ""),
-    st("tls-ciphers", M, ""),
-    st("tls-ciphersuites", M, ""),
+    int("tls-port", M, 0, 65535, "0").on_set(Apply::TlsPort),
+    int("tls-session-cache-size", M, 0, I32MAX, "20480").on_set(Apply::Tls),
+    int("tls-session-cache-timeout", M, 0, I32MAX, "300").on_set(Apply::Tls),
+    yn("tls-cluster", M, "no").on_set(Apply::Tls),
+    yn("tls-replication", M, "no").on_set(Apply::Tls),
+    en("tls-auth-clients", M, &["no", "yes", "optional"], "yes").on_set(Apply::Tls),
+    yn("tls-prefer-server-ciphers", M, "no").on_set(Apply::Tls),
+    yn("tls-session-caching", M, "yes").on_set(Apply::Tls),
+    st("tls-cert-file", M, "").on_set(Apply::Tls),
+    st("tls-key-file", M, "").on_set(Apply::Tls),
+    st("tls-key-file-pass", M, "").on_set(Apply::Tls),
+    st("tls-client-cert-file", M, "").on_set(Apply::Tls),
+    st("tls-client-key-file", M, "").on_set(Apply::Tls),
+    st("tls-client-key-file-pass", M, "").on_set(Apply::Tls),
+    st("tls-dh-params-file", M, "").on_set(Apply::Tls),
+    st("tls-ca-cert-file", M, "").on_set(Apply::Tls),
+    st("tls-ca-cert-dir", M, "").on_set(Apply::Tls),
+    st("tls-protocols", M, "").on_set(Apply::Tls),
+    st("tls-ciphers", M, "").on_set(Apply::Tls),
+    st("tls-ciphersuites", M, "").on_set(Apply::Tls),
     sp("dir", PROTECTED, ""),
     sp("save", MULTI_ARG, "3600 1 300 100 60 10000"),
     sp("client-output-buffer-limit", MULTI_ARG, "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
-    sp("oom-score-adj-values", MULTI_ARG, "0 200 800"),
+    sp("oom-score-adj-values", MULTI_ARG, "0 200 800").on_set(Apply::OomScoreAdj),
     sp("notify-keyspace-events", M, ""),
-    sp("bind", MULTI_ARG, "* -::*"),
+    sp("bind", MULTI_ARG, "* -::*").on_set(Apply::Bind),
     sp("replicaof", IMMUTABLE | MULTI_ARG, "").alias("slaveof"),
     sp("latency-tracking-info-percentiles", MULTI_ARG, "50 99 99.9"),
     // Redis 7.2 (and Valkey 8).
@@ -1834,17 +1866,24 @@ pub mod live {
 
     /// What builds the TLS contexts from a config, and what rebinds the TLS listeners to its
     /// tls-port and bind list, installed by the server once its accept loops run.
-    static TLS: std::sync::OnceLock<(Rebinder, Rebinder)> = std::sync::OnceLock::new();
+    /// Builds the contexts, rebinds the TLS listeners, tells whether contexts exist.
+    type TlsHooks = (Rebinder, Rebinder, fn() -> bool);
+    static TLS: std::sync::OnceLock<TlsHooks> = std::sync::OnceLock::new();
 
-    pub fn install_tls(configure: Rebinder, rebind: Rebinder) {
-        let _ = TLS.set((configure, rebind));
+    pub fn install_tls(configure: Rebinder, rebind: Rebinder, configured: fn() -> bool) {
+        let _ = TLS.set((configure, rebind, configured));
+    }
+
+    /// Whether TLS contexts have been built (Redis's isTlsConfigured).
+    pub fn tls_configured() -> bool {
+        TLS.get().is_some_and(|(_, _, configured)| configured())
     }
 
     /// Rebuilds the TLS contexts (certificates, CA, protocols, ciphers) for new connections; on
     /// an error the current contexts stay.
     pub fn configure_tls(cfg: &super::Config) -> Result<(), String> {
         match TLS.get() {
-            Some((configure, _)) => configure(cfg),
+            Some((configure, _, _)) => configure(cfg),
             None => Err("the listeners are not running".into()),
         }
     }
@@ -1852,7 +1891,7 @@ pub mod live {
     /// Listens on `cfg`'s tls-port and bind addresses instead of the current ones.
     pub fn rebind_tls(cfg: &super::Config) -> Result<(), String> {
         match TLS.get() {
-            Some((_, rebind)) => rebind(cfg),
+            Some((_, rebind, _)) => rebind(cfg),
             None => Err("the listeners are not running".into()),
         }
     }

@@ -42,10 +42,6 @@ fn assert_same(expected: &[Vec<u8>], got: &[Vec<u8>]) {
     assert_eq!(got.len(), expected.len(), "number of steps");
 }
 
-fn send(c: &mut Client, argv: &[&str]) {
-    c.send_raw(&common::encode(argv)).expect("send");
-}
-
 /// A HELLO reply reduced to its type byte (the client id in it is opaque), or the error in full.
 fn hello(c: &mut Client, argv: &[&str]) -> Vec<u8> {
     let r = c.cmd(argv);
@@ -58,7 +54,7 @@ fn hello(c: &mut Client, argv: &[&str]) -> Vec<u8> {
 
 /// Whether the server has closed `c`: a PING gets no reply.
 fn closed(c: &mut Client) -> Vec<u8> {
-    send(c, &["PING"]);
+    common::send(c, &["PING"]);
     let d = c.drain(CLOSE_WAIT);
     format!("closed={} {}", d.closed, show(&d.bytes)).into_bytes()
 }
@@ -125,7 +121,7 @@ fn deluser_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(b.cmd(&["ACL", "WHOAMI"]));
     out.push(ctl.cmd(&["ACL", "USERS"]));
     // A user deleting itself: the reply comes, then the connection closes.
-    send(&mut b, &["ACL", "DELUSER", "bob"]);
+    common::send(&mut b, &["ACL", "DELUSER", "bob"]);
     let d = b.drain(CLOSE_WAIT);
     out.push(format!("closed={} {}", d.closed, show(&d.bytes)).into_bytes());
     out.push(ctl.cmd(&["ACL", "USERS"]));

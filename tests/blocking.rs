@@ -4,20 +4,7 @@
 
 mod common;
 
-use common::{Client, RedisServer, Server, TestServer};
-
-/// Sends `argv` without waiting for a reply (the client is expected to block).
-fn send(c: &mut Client, argv: &[&str]) {
-    c.send_raw(&common::encode(argv)).expect("send");
-}
-
-/// Sends `argv` on `c` (which is expected to block) and waits, on `ctl`, until the server counts
-/// one more blocked client: the order of the steps rests on that condition, not on a sleep.
-fn block(ctl: &mut Client, c: &mut Client, argv: &[&str]) {
-    let before: usize = common::info_field(ctl, "clients", "blocked_clients").parse().expect("blocked_clients");
-    send(c, argv);
-    common::wait_blocked(ctl, before + 1, &common::show_argv(argv));
-}
+use common::{RedisServer, Server, TestServer};
 
 /// Runs one scenario against a server and returns every reply it produced, in order.
 fn scenario(server: &Server) -> Vec<Vec<u8>> {
@@ -28,16 +15,16 @@ fn scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(ctl.cmd(&["FLUSHALL"]));
 
     // Two waiters on one key are served in arrival order, one element each.
-    block(&mut ctl, &mut w1, &["BLPOP", "q", "0"]);
-    block(&mut ctl, &mut w2, &["BLPOP", "q", "other", "0"]);
+    common::block(&mut ctl, &mut w1, &["BLPOP", "q", "0"]);
+    common::block(&mut ctl, &mut w2, &["BLPOP", "q", "other", "0"]);
     out.push(ctl.cmd(&["RPUSH", "q", "a", "b", "c"]));
     out.push(w1.read_reply().expect("w1 served"));
     out.push(w2.read_reply().expect("w2 served"));
     out.push(ctl.cmd(&["LRANGE", "q", "0", "-1"]));
 
     // A timeout answers the null reply; a command pipelined behind the blocked one runs after it.
-    send(&mut w1, &["BRPOP", "empty", "0.2"]);
-    send(&mut w1, &["PING"]);
+    common::send(&mut w1, &["BRPOP", "empty", "0.2"]);
+    common::send(&mut w1, &["PING"]);
     out.push(w1.read_reply().expect("timeout reply"));
     out.push(w1.read_reply().expect("pipelined reply"));
 
@@ -47,7 +34,7 @@ fn scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(w1.cmd(&["EXEC"]));
 
     // A transaction that pushes wakes the waiter once, after EXEC.
-    block(&mut ctl, &mut w2, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
+    common::block(&mut ctl, &mut w2, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
     out.push(ctl.cmd(&["MULTI"]));
     out.push(ctl.cmd(&["LPUSH", "src", "x"]));
     out.push(ctl.cmd(&["LPUSH", "src", "y"]));
@@ -57,8 +44,8 @@ fn scenario(server: &Server) -> Vec<Vec<u8>> {
 
     // A script that pushes several times wakes the waiters once it has finished, in FIFO order,
     // and each sees the list as the script left it.
-    block(&mut ctl, &mut w1, &["BLPOP", "jobs", "0"]);
-    block(&mut ctl, &mut w2, &["BRPOP", "jobs", "0"]);
+    common::block(&mut ctl, &mut w1, &["BLPOP", "jobs", "0"]);
+    common::block(&mut ctl, &mut w2, &["BRPOP", "jobs", "0"]);
     out.push(ctl.cmd(&[
         "EVAL",
         "redis.call('rpush', KEYS[1], 'a') redis.call('rpush', KEYS[1], 'b', 'c') \
@@ -74,7 +61,7 @@ fn scenario(server: &Server) -> Vec<Vec<u8>> {
 
     // A key of another type does not wake the waiter; CLIENT UNBLOCK does.
     let id = String::from_utf8_lossy(&w1.cmd(&["CLIENT", "ID"])).trim_start_matches(':').trim().to_string();
-    block(&mut ctl, &mut w1, &["BZPOPMIN", "z", "0"]);
+    common::block(&mut ctl, &mut w1, &["BZPOPMIN", "z", "0"]);
     out.push(ctl.cmd(&["SET", "z", "string"]));
     out.push(ctl.cmd(&["CLIENT", "UNBLOCK", &id, "ERROR"]));
     out.push(w1.read_reply().expect("unblocked"));
@@ -98,7 +85,7 @@ fn blocking_matches_redis() {
 /// command was refused: Redis records the command when it looks it up.
 fn last_cmd_fields(server: &Server) -> Vec<String> {
     let mut blocked = server.client();
-    send(&mut blocked, &["BLPOP", "nosuch", "5"]);
+    common::send(&mut blocked, &["BLPOP", "nosuch", "5"]);
     let mut refused = server.client();
     refused.cmd(&["LPUSH", "onlyonearg"]);
     let mut c = server.client();

@@ -12,10 +12,6 @@ use common::{show, Client, RedisServer, Server, TestServer};
 
 const QUIET: Duration = Duration::from_millis(250);
 
-fn send(c: &mut Client, argv: &[&str]) {
-    c.send_raw(&common::encode(argv)).expect("send");
-}
-
 /// One field (`flags`, `sub`, ...) of a CLIENT LIST / CLIENT INFO line.
 fn field(line: &[u8], name: &str) -> String {
     let text = String::from_utf8_lossy(line);
@@ -32,12 +28,12 @@ fn pause_scenario(server: &Server) -> Vec<Vec<u8>> {
 
     // WRITE: reads go on, a write waits and so does everything behind it, in order.
     out.push(a.cmd(&["CLIENT", "PAUSE", "2000", "WRITE"]));
-    send(&mut b, &["GET", "x"]);
-    send(&mut b, &["SET", "x", "1"]);
-    send(&mut b, &["GET", "x"]);
+    common::send(&mut b, &["GET", "x"]);
+    common::send(&mut b, &["SET", "x", "1"]);
+    common::send(&mut b, &["GET", "x"]);
     out.push(b.drain(QUIET).bytes);
     out.push(c.cmd(&["GET", "x"]));
-    send(&mut c, &["PUBLISH", "ch", "m"]);
+    common::send(&mut c, &["PUBLISH", "ch", "m"]);
     out.push(c.drain(QUIET).bytes);
     out.push(a.cmd(&["MULTI"]));
     out.push(a.cmd(&["GET", "x"]));
@@ -52,15 +48,15 @@ fn pause_scenario(server: &Server) -> Vec<Vec<u8>> {
 
     // UNPAUSE releases at once.
     out.push(a.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]));
-    send(&mut b, &["INCR", "x"]);
+    common::send(&mut b, &["INCR", "x"]);
     out.push(b.drain(QUIET).bytes);
     out.push(a.cmd(&["CLIENT", "UNPAUSE"]));
     out.push(b.drain(QUIET).bytes);
 
     // ALL holds every client, the pausing one included.
     out.push(a.cmd(&["CLIENT", "PAUSE", "1200"]));
-    send(&mut b, &["PING"]);
-    send(&mut a, &["PING"]);
+    common::send(&mut b, &["PING"]);
+    common::send(&mut a, &["PING"]);
     out.push(b.drain(QUIET).bytes);
     out.push(a.drain(QUIET).bytes);
     std::thread::sleep(Duration::from_millis(1300));
@@ -101,7 +97,7 @@ fn reply_scenario(server: &Server) -> Vec<Vec<u8>> {
         &["CLIENT", "REPLY", "ON"],
         &["ECHO", "end-of-scenario"],
     ] {
-        send(&mut a, argv);
+        common::send(&mut a, argv);
     }
     let mut out = Vec::new();
     loop {
@@ -319,7 +315,7 @@ fn huge_random_reply_scenario(server: &Server) -> Vec<Vec<u8>> {
     {
         let mut a = server.client();
         let started = std::time::Instant::now();
-        send(&mut a, &argv);
+        common::send(&mut a, &argv);
         let d = a.drain(Duration::from_millis(300));
         let quick = started.elapsed() < Duration::from_secs(5);
         out.push(format!("{}: {} bytes, closed {}, quick {quick}", argv[0], d.bytes.len(), d.closed).into_bytes());
@@ -390,7 +386,7 @@ fn normal_limit_scenario(server: &Server) -> Vec<Vec<u8>> {
     out.push(a.cmd(&["SET", "big", &"x".repeat(200_000)]));
     out.push(a.cmd(&["SET", "small", "x"]));
     out.push(a.cmd(&["GET", "small"]));
-    send(&mut a, &["GET", "big"]);
+    common::send(&mut a, &["GET", "big"]);
     let d = a.drain(Duration::from_millis(300));
     out.push(format!("{} bytes, closed {}", d.bytes.len(), d.closed).into_bytes());
     out.push(ctl.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]));

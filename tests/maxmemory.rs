@@ -22,24 +22,13 @@ fn same(redis: &mut Client, ferrodis: &mut Client, script: &[&[&str]]) {
     }
 }
 
-fn info_field(c: &mut Client, section: &str, name: &str) -> String {
-    let reply = String::from_utf8_lossy(&c.cmd(&["INFO", section])).into_owned();
-    let prefix = format!("{name}:");
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("INFO {section} has no {name}"))
-        .trim()
-        .to_string()
-}
-
 fn int(reply: &[u8]) -> i64 {
     let text = String::from_utf8_lossy(reply);
     text.trim_start_matches(':').trim().parse().unwrap_or_else(|_| panic!("not an integer: {text}"))
 }
 
 fn used_memory(c: &mut Client) -> u64 {
-    info_field(c, "memory", "used_memory").parse().unwrap()
+    common::info_field(c, "memory", "used_memory").parse().unwrap()
 }
 
 #[test]
@@ -92,7 +81,11 @@ fn refusals_match_redis() {
         ],
     );
     for field in ["maxmemory", "maxmemory_human", "maxmemory_policy"] {
-        assert_eq!(info_field(&mut fc, "memory", field), info_field(&mut rc, "memory", field), "{field}");
+        assert_eq!(
+            common::info_field(&mut fc, "memory", field),
+            common::info_field(&mut rc, "memory", field),
+            "{field}"
+        );
     }
 }
 
@@ -114,7 +107,7 @@ fn allkeys_policies_hold_memory_near_the_limit() {
         // Every command may evict first (INFO included): lift the limit before counting.
         c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
         let keys = int(&c.cmd(&["DBSIZE"]));
-        let evicted: i64 = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+        let evicted: i64 = common::info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
         assert!(used <= limit + limit / 20, "{policy}: used {used} over limit {limit}");
         assert!(keys < 20_000 && keys > 1000, "{policy}: {keys} keys left");
         assert_eq!(evicted + keys, 20_000, "{policy}: evicted {evicted} + left {keys}");
@@ -143,7 +136,7 @@ fn lru_keeps_the_keys_in_use() {
             c.cmd(&["SET", &format!("cold:{round}:{i}"), &value]);
         }
     }
-    let evicted: i64 = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+    let evicted: i64 = common::info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
     assert!(evicted > 4000, "evicted {evicted}");
     let hot_left = (0..100).filter(|i| int(&c.cmd(&["EXISTS", &format!("hot:{i}")])) == 1).count();
     assert!(hot_left >= 90, "only {hot_left} of 100 hot keys survived");
@@ -203,7 +196,7 @@ fn eviction_scenario(server: &Server) -> Vec<String> {
     out.push(show(&watcher.cmd(&["MULTI"])));
     out.push(show(&watcher.cmd(&["SET", "watched", "y"])));
     out.push(show(&watcher.cmd(&["EXEC"])));
-    out.push(format!("evicted_keys:{}", info_field(&mut c, "stats", "evicted_keys")));
+    out.push(format!("evicted_keys:{}", common::info_field(&mut c, "stats", "evicted_keys")));
     out.push(show(&sub.cmd(&["PING"])));
     out
 }
@@ -299,7 +292,7 @@ fn tracking_eviction_scenario(server: &Server) -> (i64, u64) {
     std::thread::sleep(Duration::from_millis(1100));
     let limit = used_memory(&mut c) - 40_000;
     assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]), b"+OK\r\n");
-    let evicted: u64 = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+    let evicted: u64 = common::info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
     let dbsize = int(&c.cmd(&["DBSIZE"]));
     c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
     (dbsize, evicted)

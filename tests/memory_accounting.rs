@@ -10,19 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::{Client, RedisServer, Server, TestServer};
 
-fn info_field(c: &mut Client, section: &str, name: &str) -> String {
-    let reply = String::from_utf8_lossy(&c.cmd(&["INFO", section])).into_owned();
-    let prefix = format!("{name}:");
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("INFO {section} has no {name}"))
-        .trim()
-        .to_string()
-}
-
 fn info_u64(c: &mut Client, section: &str, name: &str) -> u64 {
-    info_field(c, section, name).parse().unwrap()
+    common::info_field(c, section, name).parse().unwrap()
 }
 
 fn int(reply: &[u8]) -> i64 {
@@ -117,7 +106,7 @@ fn maxmemory_clients_closes_the_biggest_client() {
         assert!(
             eventually(5, || info_u64(&mut c, "stats", "evicted_clients") == 1),
             "{who}: evicted_clients {}",
-            info_field(&mut c, "stats", "evicted_clients")
+            common::info_field(&mut c, "stats", "evicted_clients")
         );
         assert!(query_buffer(&mut c, "hog").is_none(), "{who}: the hog is still listed");
         assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n", "{who}: a no-evict client stays");
@@ -200,7 +189,7 @@ fn unlink_frees_in_the_background_and_counts_it() {
         assert!(
             eventually(5, || info_u64(&mut c, "memory", "used_memory") < before * 2),
             "{who}: used_memory stayed at {} (from {before})",
-            info_field(&mut c, "memory", "used_memory")
+            common::info_field(&mut c, "memory", "used_memory")
         );
         assert!(eventually(5, || info_u64(&mut c, "memory", "lazyfree_pending_objects") == 0), "{who}");
         assert_eq!(info_u64(&mut c, "memory", "lazyfreed_objects"), 1, "{who}");

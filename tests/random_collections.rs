@@ -998,9 +998,107 @@ fn big_scans_return_every_member() {
     }
 }
 
-/// Sends `argv` without waiting for a reply (the client is expected to block).
-fn send(c: &mut Client, argv: &[&str]) {
-    c.send_raw(&common::encode(argv)).expect("send");
+/// Every call of a full *SCAN iteration from cursor 0 to cursor 0: the reply's elements, in
+/// order, and how many calls it took. Panics on a reply that is not a cursor and an array.
+fn full_iteration(c: &mut Client, argv: &[&str]) -> (Vec<Vec<u8>>, usize) {
+    let cursor_at = if argv[0] == "SCAN" { 1 } else { 2 };
+    let mut argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+    let mut out = Vec::new();
+    for calls in 1..=100_000 {
+        let reply = c.cmd(&argv);
+        let Value::Agg(_, Some(parts)) = parse_value(&reply) else { panic!("{argv:?}: {}", show(&reply)) };
+        let (Value::Bulk(Some(next)), Value::Agg(_, Some(items))) = (&parts[0], &parts[1]) else {
+            panic!("{argv:?}: {}", show(&reply))
+        };
+        for v in items {
+            let Value::Bulk(Some(b)) = v else { panic!("{argv:?}: element {v:?}") };
+            out.push(b.clone());
+        }
+        if next == b"0" {
+            return (out, calls);
+        }
+        argv[cursor_at] = String::from_utf8_lossy(next).into_owned();
+    }
+    panic!("{argv:?}: the scan does not terminate");
+}
+
+/// The distinct entries of a full iteration: names alone, or name and value for HSCAN and ZSCAN
+/// (a walk may return an entry twice; the SCAN guarantee is about the set).
+fn scan_entries(c: &mut Client, argv: &[&str]) -> std::collections::BTreeSet<Vec<Vec<u8>>> {
+    let (items, _) = full_iteration(c, argv);
+    let pairs = matches!(argv[0], "HSCAN" | "ZSCAN");
+    items.chunks(if pairs { 2 } else { 1 }).map(|e| e.to_vec()).collect()
+}
+
+/// SCAN, SSCAN, HSCAN and ZSCAN walked to the end against real Redis: the same set of entries
+/// (keys, members, field-value and member-score pairs), with MATCH, TYPE and COUNTs from 1 up,
+/// over small encodings (returned whole) and big tables (walked bucket by bucket).
+#[test]
+fn scan_family_full_iterations_match_redis() {
+    let redis = RedisServer::new();
+    let ferro = TestServer::new();
+    let mut clients = [redis.client(), ferro.client()];
+    for c in clients.iter_mut() {
+        for i in 0..300 {
+            c.cmd(&["SET", &format!("str:{i}"), "v"]);
+        }
+        for i in 0..40 {
+            c.cmd(&["RPUSH", &format!("list:{i}"), "x"]);
+        }
+        for (key, n) in [("bigset", 700), ("smallset", 20)] {
+            let mut argv = vec!["SADD".to_string(), key.to_string()];
+            argv.extend((0..n).map(|i| format!("m{i}")));
+            c.cmd(&argv);
+        }
+        let mut ints = vec!["SADD".to_string(), "intset".to_string()];
+        ints.extend((0..100).map(|i| (i * 7 - 300).to_string()));
+        c.cmd(&ints);
+        for (key, n) in [("bighash", 700), ("smallhash", 20)] {
+            let mut argv = vec!["HSET".to_string(), key.to_string()];
+            argv.extend((0..n).flat_map(|i| [format!("f{i}"), format!("v{i}")]));
+            c.cmd(&argv);
+        }
+        for (key, n) in [("bigzset", 700), ("smallzset", 20)] {
+            let mut argv = vec!["ZADD".to_string(), key.to_string()];
+            argv.extend((0..n).flat_map(|i| [format!("{}.5", i as i64 - 100), format!("m{i}")]));
+            c.cmd(&argv);
+        }
+    }
+    let mut cases: Vec<Vec<&str>> = Vec::new();
+    for count in ["1", "7", "100", "10000"] {
+        cases.push(vec!["SCAN", "0", "COUNT", count]);
+        cases.push(vec!["SCAN", "0", "COUNT", count, "MATCH", "str:1*"]);
+        cases.push(vec!["SCAN", "0", "COUNT", count, "TYPE", "list"]);
+        cases.push(vec!["SCAN", "0", "MATCH", "*:3*", "TYPE", "string", "COUNT", count]);
+        for key in ["bigset", "smallset", "intset", "bighash", "smallhash", "bigzset", "smallzset"] {
+            let cmd = if key.ends_with("zset") {
+                "ZSCAN"
+            } else if key.ends_with("hash") {
+                "HSCAN"
+            } else {
+                "SSCAN"
+            };
+            cases.push(vec![cmd, key, "0", "COUNT", count]);
+            cases.push(vec![cmd, key, "0", "COUNT", count, "MATCH", "*1*"]);
+        }
+    }
+    for argv in &cases {
+        let expected = scan_entries(&mut clients[0], argv);
+        let got = scan_entries(&mut clients[1], argv);
+        assert!(!expected.is_empty(), "{argv:?}: Redis returned nothing");
+        assert_eq!(got, expected, "{argv:?}");
+    }
+    // COUNT is about entries for every type: a big table gives about COUNT entries per call (so
+    // a pair type returns twice as many elements), never the whole table at once.
+    for (argv, per_entry) in [
+        (["SSCAN", "bigset", "0", "COUNT", "50"], 1),
+        (["HSCAN", "bighash", "0", "COUNT", "50"], 2),
+        (["ZSCAN", "bigzset", "0", "COUNT", "50"], 2),
+    ] {
+        let (items, calls) = full_iteration(&mut clients[1], &argv);
+        let entries = items.len() / per_entry;
+        assert!(calls > 1 && entries / calls >= 40, "{argv:?}: {entries} entries in {calls} calls");
+    }
 }
 
 fn pause() {
@@ -1018,9 +1116,9 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
     out.push(ctl.cmd(&["FLUSHALL"]));
 
     // Two waiters, min and max, one ZADD.
-    send(&mut w1, &["BZPOPMIN", "z", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "z", "0"]);
     pause();
-    send(&mut w2, &["BZPOPMAX", "z", "0"]);
+    common::send(&mut w2, &["BZPOPMAX", "z", "0"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]));
     out.push(w1.read_reply().expect("w1"));
@@ -1029,14 +1127,14 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
 
     // BZMPOP woken by a store into its second key.
     out.push(ctl.cmd(&["ZADD", "zsrc", "1", "x", "2", "y", "3", "w"]));
-    send(&mut w1, &["BZMPOP", "0", "2", "z1", "z2", "MAX", "COUNT", "2"]);
+    common::send(&mut w1, &["BZMPOP", "0", "2", "z1", "z2", "MAX", "COUNT", "2"]);
     pause();
     out.push(ctl.cmd(&["ZUNIONSTORE", "z2", "1", "zsrc"]));
     out.push(w1.read_reply().expect("bzmpop"));
     out.push(ctl.cmd(&["ZRANGE", "z2", "0", "-1"]));
 
     // A transaction that adds and removes leaves the waiter blocked; a later ZADD serves it.
-    send(&mut w1, &["BZPOPMIN", "zz", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "zz", "0"]);
     pause();
     out.push(ctl.cmd(&["MULTI"]));
     out.push(ctl.cmd(&["ZADD", "zz", "1", "a"]));
@@ -1047,7 +1145,7 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
     out.push(w1.read_reply().expect("after exec"));
 
     // Another type on the key does not serve the waiter; a sorted set there later does.
-    send(&mut w1, &["BZPOPMIN", "k", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "k", "0"]);
     pause();
     out.push(ctl.cmd(&["SADD", "k", "x"]));
     pause();
@@ -1056,43 +1154,43 @@ fn zset_blocking_scenario(server: &common::Server) -> Vec<Vec<u8>> {
     out.push(w1.read_reply().expect("zincrby wake"));
 
     // RENAME onto the waited key, ZRANGESTORE and ZINTERSTORE into it.
-    send(&mut w1, &["BZPOPMAX", "r", "0"]);
+    common::send(&mut w1, &["BZPOPMAX", "r", "0"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "tmp", "7", "t"]));
     out.push(ctl.cmd(&["RENAME", "tmp", "r"]));
     out.push(w1.read_reply().expect("rename wake"));
-    send(&mut w1, &["BZPOPMAX", "r2", "r3", "0"]);
+    common::send(&mut w1, &["BZPOPMAX", "r2", "r3", "0"]);
     pause();
     out.push(ctl.cmd(&["ZRANGESTORE", "r3", "zsrc", "0", "0"]));
     out.push(w1.read_reply().expect("zrangestore wake"));
-    send(&mut w1, &["BZPOPMIN", "r4", "0"]);
+    common::send(&mut w1, &["BZPOPMIN", "r4", "0"]);
     pause();
     out.push(ctl.cmd(&["ZINTERSTORE", "r4", "2", "zsrc", "zsrc"]));
     out.push(w1.read_reply().expect("zinterstore wake"));
 
     // COUNT larger than the key: everything, and the key is gone.
-    send(&mut w2, &["BZMPOP", "0", "1", "q", "MIN", "COUNT", "10"]);
+    common::send(&mut w2, &["BZMPOP", "0", "1", "q", "MIN", "COUNT", "10"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "q", "1", "a", "2", "b"]));
     out.push(w2.read_reply().expect("count"));
     out.push(ctl.cmd(&["EXISTS", "q"]));
 
     // Timeouts, RESP2 and RESP3, and a RESP3 waiter served.
-    send(&mut w1, &["BZPOPMIN", "none", "0.2"]);
+    common::send(&mut w1, &["BZPOPMIN", "none", "0.2"]);
     out.push(w1.read_reply().expect("timeout"));
-    send(&mut w1, &["BZMPOP", "0.2", "1", "none", "MIN"]);
+    common::send(&mut w1, &["BZMPOP", "0.2", "1", "none", "MIN"]);
     out.push(w1.read_reply().expect("timeout"));
     let hello = w2.cmd(&["HELLO", "3"]);
     out.push(hello[..1].to_vec());
-    send(&mut w2, &["BZPOPMIN", "none", "0.2"]);
+    common::send(&mut w2, &["BZPOPMIN", "none", "0.2"]);
     out.push(w2.read_reply().expect("timeout"));
-    send(&mut w2, &["BZMPOP", "0.2", "1", "none", "MIN"]);
+    common::send(&mut w2, &["BZMPOP", "0.2", "1", "none", "MIN"]);
     out.push(w2.read_reply().expect("timeout"));
-    send(&mut w2, &["BZPOPMIN", "z3", "0"]);
+    common::send(&mut w2, &["BZPOPMIN", "z3", "0"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "z3", "1.5", "a"]));
     out.push(w2.read_reply().expect("resp3 served"));
-    send(&mut w2, &["BZMPOP", "0", "1", "z4", "MAX", "COUNT", "3"]);
+    common::send(&mut w2, &["BZMPOP", "0", "1", "z4", "MAX", "COUNT", "3"]);
     pause();
     out.push(ctl.cmd(&["ZADD", "z4", "0.5", "a", "inf", "b"]));
     out.push(w2.read_reply().expect("resp3 bzmpop"));

@@ -70,3 +70,71 @@ fn startup_on_a_taken_port_fails_like_redis() {
         assert_eq!(last[0], format!("Failed listening on port {port} (TCP), aborting."), "{bin}: {log}");
     }
 }
+
+/// CONFIG SET of several directives is all or nothing, as Redis's configSetCommand: every value
+/// is set first, then the apply hooks run in argument order; a value that does not validate or a
+/// hook that fails (a port in use, a maxclients the open-files limit cannot hold) restores every
+/// directive of the call, listeners included, and names the directive in Redis's error.
+fn multi_set_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    let port = server.port.to_string();
+    let get = |c: &mut Client, name: &str| show(&c.cmd(&["CONFIG", "GET", name])).replace(&port, "PORT");
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = holder.local_addr().unwrap().port().to_string();
+    let mask = |s: String, p: &str, as_: &str| s.replace(p, as_);
+
+    // Several directives at once, all valid.
+    out.push(show(&c.cmd(&["CONFIG", "SET", "maxmemory", "10mb", "maxmemory-policy", "allkeys-lru", "hz", "20"])));
+    for name in ["maxmemory", "maxmemory-policy", "hz"] {
+        out.push(get(&mut c, name));
+    }
+    // A value that does not validate after a valid one: nothing changes.
+    out.push(show(&c.cmd(&["CONFIG", "SET", "maxmemory", "20mb", "hz", "abc"])));
+    out.push(show(&c.cmd(&["CONFIG", "SET", "hz", "30", "maxmemory-policy", "lru"])));
+    for name in ["maxmemory", "maxmemory-policy", "hz"] {
+        out.push(get(&mut c, name));
+    }
+    // A hook that fails, before or after other directives: every value is restored.
+    for argv in [
+        vec!["CONFIG", "SET", "port", &taken, "maxmemory", "30mb"],
+        vec!["CONFIG", "SET", "maxmemory", "30mb", "port", &taken],
+    ] {
+        out.push(mask(show(&c.cmd(&argv)), &taken, "TAKEN"));
+        out.push(get(&mut c, "maxmemory"));
+        out.push(get(&mut c, "port"));
+    }
+    // A later hook fails after the port moved: the server listens on its old port again.
+    let new_port = common::free_port().to_string();
+    for argv in [
+        vec!["CONFIG", "SET", "port", &new_port, "maxclients", "10000000"],
+        vec!["CONFIG", "SET", "maxclients", "10000000", "port", &new_port],
+    ] {
+        out.push(mask(show(&c.cmd(&argv)), &new_port, "NEW"));
+        out.push(format!(
+            "old port connects: {}, new port connects: {}",
+            connects(server.port),
+            connects(new_port.parse().unwrap())
+        ));
+        out.push(get(&mut c, "port"));
+        out.push(get(&mut c, "maxclients"));
+    }
+    let mut fresh = Client::connect(server.port);
+    out.push(show(&fresh.cmd(&["PING"])));
+    // Redis logs each rollback.
+    let log = server.log();
+    let rollbacks: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once("# ").map(|(_, m)| m))
+        .filter(|m| m.starts_with("Failed applying new configuration"))
+        .collect();
+    out.push(format!("{rollbacks:?}"));
+    out
+}
+
+#[test]
+fn config_set_is_all_or_nothing_like_redis() {
+    let expected = multi_set_scenario(&RedisServer::new());
+    let got = multi_set_scenario(&TestServer::new());
+    assert_eq!(got, expected);
+}

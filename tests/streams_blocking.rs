@@ -13,19 +13,6 @@ use std::time::Duration;
 
 use common::{Client, RedisServer, Server, TestServer};
 
-/// Sends `argv` without waiting for a reply (the client is expected to block).
-fn send(c: &mut Client, argv: &[&str]) {
-    c.send_raw(&common::encode(argv)).expect("send");
-}
-
-/// Sends `argv` on `c` (which is expected to block) and waits, on `ctl`, until the server counts
-/// one more blocked client: the order of the steps rests on that condition, not on a sleep.
-fn block(ctl: &mut Client, c: &mut Client, argv: &[&str]) {
-    let before: usize = common::info_field(ctl, "clients", "blocked_clients").parse().expect("blocked_clients");
-    send(c, argv);
-    common::wait_blocked(ctl, before + 1, &common::show_argv(argv));
-}
-
 /// What a client has received after a quiet spell: its bytes, or `(still blocked)`.
 fn pending(c: &mut Client) -> Vec<u8> {
     let d = c.drain(Duration::from_millis(300));
@@ -54,33 +41,33 @@ fn scenario(server: &Server) -> Log {
 
     // `$` means "after the last entry when the command blocked": only the new entry comes back.
     log.push("xadd 1-1", ctl.cmd(&["XADD", "s", "1-1", "f", "v1"]));
-    block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    common::block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     log.push("xadd 2-1", ctl.cmd(&["XADD", "s", "2-1", "f", "v2"]));
     log.push("xread $ woken", r1.read_reply().expect("xread $ woken"));
 
     // An explicit ID on a key that does not exist yet: an entry not after it leaves the reader
     // waiting, the next one serves it.
-    block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "n", "5-0"]);
+    common::block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "n", "5-0"]);
     log.push("xadd n 3-0", ctl.cmd(&["XADD", "n", "3-0", "f", "early"]));
     log.push("xread id not yet served", pending(&mut r1));
     log.push("xadd n 6-0", ctl.cmd(&["XADD", "n", "6-0", "f", "late"]));
     log.push("xread id woken", r1.read_reply().expect("xread id woken"));
 
     // Two plain readers on one stream: both get the new entry, in arrival order.
-    block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
-    block(&mut ctl, &mut r2, &["XREAD", "BLOCK", "0", "STREAMS", "other", "s", "$", "$"]);
+    common::block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    common::block(&mut ctl, &mut r2, &["XREAD", "BLOCK", "0", "STREAMS", "other", "s", "$", "$"]);
     log.push("xadd 3-1", ctl.cmd(&["XADD", "s", "3-1", "f", "v3"]));
     log.push("reader 1", r1.read_reply().expect("reader 1"));
     log.push("reader 2", r2.read_reply().expect("reader 2"));
 
     // A reader on two streams is served with the one that got data.
-    block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "n", "$", "$"]);
+    common::block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "n", "$", "$"]);
     log.push("xadd n 7-0", ctl.cmd(&["XADD", "n", "7-0", "f", "x"]));
     log.push("two-stream reader", r1.read_reply().expect("two-stream reader"));
 
     // Without COUNT a woken XREAD gets everything a transaction added; with COUNT only that many.
-    block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
-    block(&mut ctl, &mut r2, &["XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", "$"]);
+    common::block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    common::block(&mut ctl, &mut r2, &["XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", "$"]);
     log.push("multi", ctl.cmd(&["MULTI"]));
     log.push("queued 4-1", ctl.cmd(&["XADD", "s", "4-1", "f", "v4"]));
     log.push("queued 4-2", ctl.cmd(&["XADD", "s", "4-2", "f", "v5"]));
@@ -91,8 +78,12 @@ fn scenario(server: &Server) -> Log {
     // XREADGROUP `>`: two consumers of one group are served first come first served; the second
     // stays blocked until there is an entry for it.
     log.push("xgroup create", ctl.cmd(&["XGROUP", "CREATE", "s", "g", "$"]));
-    block(&mut ctl, &mut r1, &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s", ">"]);
-    block(&mut ctl, &mut r2, &["XREADGROUP", "GROUP", "g", "c2", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">"]);
+    common::block(&mut ctl, &mut r1, &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s", ">"]);
+    common::block(
+        &mut ctl,
+        &mut r2,
+        &["XREADGROUP", "GROUP", "g", "c2", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">"],
+    );
     log.push("xadd 5-1", ctl.cmd(&["XADD", "s", "5-1", "f", "g1"]));
     log.push("group reader 1", r1.read_reply().expect("group reader 1"));
     log.push("group reader 2 waits", pending(&mut r2));
@@ -106,9 +97,9 @@ fn scenario(server: &Server) -> Log {
     log.push("xinfo groups", ctl.cmd(&["XINFO", "GROUPS", "s"]));
 
     // NOACK on wake-up leaves nothing pending.
-    send(&mut r1, &["XREADGROUP", "GROUP", "g", "c1", "NOACK", "BLOCK", "0", "STREAMS", "s", ">"]);
+    common::send(&mut r1, &["XREADGROUP", "GROUP", "g", "c1", "NOACK", "BLOCK", "0", "STREAMS", "s", ">"]);
     log.push("noack served at once", r1.read_reply().expect("noack"));
-    block(&mut ctl, &mut r1, &["XREADGROUP", "GROUP", "g", "c1", "NOACK", "BLOCK", "0", "STREAMS", "s", ">"]);
+    common::block(&mut ctl, &mut r1, &["XREADGROUP", "GROUP", "g", "c1", "NOACK", "BLOCK", "0", "STREAMS", "s", ">"]);
     log.push("xadd 7-1", ctl.cmd(&["XADD", "s", "7-1", "f", "g4"]));
     log.push("noack woken", r1.read_reply().expect("noack woken"));
     log.push("xpending noack", ctl.cmd(&["XPENDING", "s", "g"]));
@@ -117,18 +108,18 @@ fn scenario(server: &Server) -> Log {
     log.push("history no block", r1.cmd(&["XREADGROUP", "GROUP", "g", "c9", "BLOCK", "0", "STREAMS", "s", "0"]));
 
     // Timeouts: a null array in RESP2, a null in RESP3; a pipelined command runs after it.
-    send(&mut r1, &["XREAD", "BLOCK", "200", "STREAMS", "s", "$"]);
-    send(&mut r1, &["PING"]);
+    common::send(&mut r1, &["XREAD", "BLOCK", "200", "STREAMS", "s", "$"]);
+    common::send(&mut r1, &["PING"]);
     log.push("xread timeout", r1.read_reply().expect("xread timeout"));
     log.push("pipelined ping", r1.read_reply().expect("ping"));
-    send(&mut r1, &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "200", "STREAMS", "s", ">"]);
+    common::send(&mut r1, &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "200", "STREAMS", "s", ">"]);
     log.push("xreadgroup timeout", r1.read_reply().expect("xreadgroup timeout"));
     let _ = r2.cmd(&["HELLO", "3"]);
-    send(&mut r2, &["XREAD", "BLOCK", "150", "STREAMS", "s", "$"]);
+    common::send(&mut r2, &["XREAD", "BLOCK", "150", "STREAMS", "s", "$"]);
     log.push("resp3 xread timeout", r2.read_reply().expect("resp3 timeout"));
-    send(&mut r2, &["XREADGROUP", "GROUP", "g", "c2", "BLOCK", "150", "STREAMS", "s", ">"]);
+    common::send(&mut r2, &["XREADGROUP", "GROUP", "g", "c2", "BLOCK", "150", "STREAMS", "s", ">"]);
     log.push("resp3 xreadgroup timeout", r2.read_reply().expect("resp3 group timeout"));
-    block(&mut ctl, &mut r2, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    common::block(&mut ctl, &mut r2, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     log.push("xadd 8-1", ctl.cmd(&["XADD", "s", "8-1", "f", "r3"]));
     log.push("resp3 woken", r2.read_reply().expect("resp3 woken"));
     let _ = r2.cmd(&["HELLO", "2"]);
@@ -142,7 +133,7 @@ fn scenario(server: &Server) -> Log {
 
     // A stream deleted and re-created with lower IDs does not serve a reader waiting after `$`;
     // a higher ID does.
-    block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    common::block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     log.push("del s", ctl.cmd(&["DEL", "s"]));
     log.push("xadd low", ctl.cmd(&["XADD", "s", "1-0", "f", "low"]));
     log.push("plain reader waits", pending(&mut r1));
@@ -151,15 +142,15 @@ fn scenario(server: &Server) -> Log {
 
     // A key of another type does not wake a plain reader; CLIENT UNBLOCK answers the timeout reply.
     let id = String::from_utf8_lossy(&r1.cmd(&["CLIENT", "ID"])).trim_start_matches(':').trim().to_string();
-    block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "str", "$"]);
+    common::block(&mut ctl, &mut r1, &["XREAD", "BLOCK", "0", "STREAMS", "str", "$"]);
     log.push("set str", ctl.cmd(&["SET", "str", "x"]));
     log.push("string does not wake", pending(&mut r1));
     log.push("client unblock", ctl.cmd(&["CLIENT", "UNBLOCK", &id]));
     log.push("unblocked reply", r1.read_reply().expect("unblocked"));
-    send(&mut r1, &["XREADGROUP", "GROUP", "g2", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
+    common::send(&mut r1, &["XREADGROUP", "GROUP", "g2", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
     log.push("no group, no block", r1.read_reply().expect("nogroup"));
     log.push("xgroup create g2", ctl.cmd(&["XGROUP", "CREATE", "s", "g2", "$"]));
-    block(&mut ctl, &mut r1, &["XREADGROUP", "GROUP", "g2", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
+    common::block(&mut ctl, &mut r1, &["XREADGROUP", "GROUP", "g2", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
     log.push("client unblock error", ctl.cmd(&["CLIENT", "UNBLOCK", &id, "ERROR"]));
     log.push("unblocked error reply", r1.read_reply().expect("unblocked error"));
     log.push("ping after", r1.cmd(&["PING"]));
@@ -207,8 +198,8 @@ fn lost_group_scenario(server: &Server) -> Log {
         log.push("create", ctl.cmd(&["XGROUP", "CREATE", "s", "g", "$"]));
         // The readers of the previous case are gone (their connections closed) before these block.
         common::wait_blocked(&mut ctl, 0, "the previous case's readers to go");
-        block(&mut ctl, &mut r, &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
-        block(&mut ctl, &mut plain, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+        common::block(&mut ctl, &mut r, &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
+        common::block(&mut ctl, &mut plain, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
         for argv in *actions {
             log.push(name, ctl.cmd(argv));
         }

@@ -1,12 +1,14 @@
 //! CONFIG GET / SET / RESETSTAT / REWRITE / HELP over the executor's `State.config`, the
 //! authoritative copy. Names, validation and value texts come from `crate::config`'s table; this
-//! module adds Redis's CONFIG SET semantics (all-or-nothing multi-set, error precedence, protected
-//! and immutable directives) and publishes network-side values to `config::live`.
+//! module adds Redis's CONFIG SET semantics (validate all, apply all, one rollback; error
+//! precedence; protected and immutable directives), runs the table's apply hooks
+//! (`config::Apply`) and publishes network-side values to `config::live`.
 
 use super::flags::*;
 use super::{acl, container, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::config::{self, Config, Desc, LoadState, IMMUTABLE, MULTI_ARG, PROTECTED};
+use crate::config::{self, Apply, Config, Desc, LoadState, IMMUTABLE, MULTI_ARG, PROTECTED};
 use crate::daemon::OomClass;
+use crate::executor::State;
 use crate::resp::Reply;
 
 const SUBCOMMANDS: &[CommandSpec] = &[
@@ -53,135 +55,56 @@ pub fn get(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// CONFIG SET parameter value [parameter value ...]
 ///
-/// Sets every pair or none: names are checked first (unknown, immutable, protected, duplicate;
-/// the first problem in argument order wins), then the values are applied to a copy of the
-/// config that replaces the live one only when all succeed. Multi-argument directives take their
-/// arguments space-separated in one value, as Redis does.
+/// Sets every pair or none, as Redis's configSetCommand: names are checked first (unknown,
+/// immutable, protected, duplicate; the first problem in argument order wins); then every value
+/// is validated and set on a copy of the config; the copy is committed and the apply hooks of
+/// the directives whose value changed run (each hook once, in argument order). A value that does
+/// not validate leaves the config as it was; a hook that fails restores every old value and runs
+/// the hooks again with them. Multi-argument directives take their arguments space-separated in
+/// one value, as Redis does.
 pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    if args.len() % 2 == 1 {
-        return Err(CmdError::Syntax);
-    }
-    // Each pair keeps the name it was registered under (canonical or alias): Redis registers an
-    // alias as a separate entry, so errors name the alias, and an alias plus its canonical name
-    // in one call do not count as a duplicate.
-    let mut pairs: Vec<(&'static Desc, &'static str, String)> = Vec::new();
-    for i in (2..args.len()).step_by(2) {
-        let name = args.str(i);
-        let Some(desc) = config::lookup(&name) else {
-            return Err(CmdError::err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")));
-        };
-        let refuse = |why: &str| {
-            Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")))
-        };
-        if desc.has(IMMUTABLE) {
-            return refuse("can't set immutable config");
-        }
-        if desc.has(PROTECTED) && !protected_allowed(ctx) {
-            return refuse("can't set protected config");
-        }
-        // Redis's DENY_LOADING_CONFIG: these wait for a load in progress to end.
-        let loading = ctx.admin().stats.persistence.loading || ctx.state().repl.sync_loading.is_some();
-        if matches!(desc.name, "dir" | "appendonly") && loading {
-            return Err(CmdError::Raw("LOADING Redis is loading the dataset in memory".into()));
-        }
-        let lower = name.to_ascii_lowercase();
-        let registered = if desc.alias == Some(lower.as_str()) { desc.alias.unwrap_or(desc.name) } else { desc.name };
-        if pairs.iter().any(|(_, n, _)| *n == registered) {
-            return refuse("duplicate parameter");
-        }
-        pairs.push((desc, registered, args.str(i + 1)));
-    }
+    let pairs = named_pairs(ctx, args)?;
+    let old: Config = ctx.config().clone();
+    // `dir` changes the process's working directory as it is set (its validation is the chdir).
     let old_dir = std::env::current_dir().ok();
-    let mut next: Config = ctx.config().clone();
+    let restore_dir = || {
+        if let Some(d) = &old_dir {
+            let _ = std::env::set_current_dir(d);
+        }
+    };
+    let mut next = old.clone();
     let mut state = LoadState::default();
     for (desc, registered, value) in &pairs {
         let argv: Vec<String> = if desc.has(MULTI_ARG) { split_spaces(value) } else { vec![value.clone()] };
         if let Err(why) = next.set_directive(desc, &argv, &mut state) {
-            // `dir` changes the process's working directory as it is set: undo that too.
-            if let Some(d) = &old_dir {
-                let _ = std::env::set_current_dir(d);
+            restore_dir();
+            return Err(set_failed(registered, &why));
+        }
+    }
+    // Each hook runs once, named in errors after the first changed directive that asks for it.
+    let mut hooks: Vec<(Apply, &str)> = Vec::new();
+    for (desc, registered, _) in &pairs {
+        if let Some(hook) = desc.apply {
+            if !hooks.iter().any(|(h, _)| *h == hook) && old.get(desc) != next.get(desc) {
+                hooks.push((hook, registered));
             }
-            return Err(CmdError::err(format!(
-                "CONFIG SET failed (possibly related to argument '{registered}') - {why}"
-            )));
         }
     }
-    // A new port or bind list is listened on before anything else changes; when that fails the
-    // old listeners stay and nothing is set.
-    let bind_changed = next.bind != ctx.config().bind;
-    if bind_changed || next.port != ctx.config().port {
-        if let Err(e) = crate::config::live::rebind_tcp(&next) {
-            tracing::warn!("{e}");
-            if let Some(d) = &old_dir {
-                let _ = std::env::set_current_dir(d);
-            }
-            let (name, why) = if bind_changed {
-                ("bind", "Failed to bind to specified addresses.")
-            } else {
-                ("port", "Unable to listen on this port. Check server logs.")
-            };
-            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}")));
-        }
-    }
-    if let Err(e) = apply_tls(&ctx.admin().config, &next, &pairs, bind_changed) {
-        if let Some(d) = &old_dir {
-            let _ = std::env::set_current_dir(d);
-        }
-        return Err(e);
-    }
-    if pairs.iter().any(|(d, _, _)| d.name == "maxclients") && next.maxclients != ctx.config().maxclients {
-        let wanted = next.maxclients;
-        let granted = crate::daemon::adjust_open_files_limit(wanted);
-        if granted < wanted {
-            if let Some(d) = &old_dir {
-                let _ = std::env::set_current_dir(d);
-            }
-            return Err(CmdError::err(format!(
-                "CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {granted}"
-            )));
-        }
-    }
-    let oom = |c: &Config| ["oom-score-adj", "oom-score-adj-values"].map(|n| config::lookup(n).map(|d| c.get(d)));
-    if oom(&next) != oom(&ctx.admin().config) {
-        let class = if ctx.state().repl.is_replica() { OomClass::Replica } else { OomClass::Master };
-        if let Err(why) = crate::daemon::apply_oom_score_adj(&next, class) {
-            let name =
-                pairs.iter().find(|(d, _, _)| d.name.starts_with("oom-score-adj")).map_or("oom-score-adj", |p| p.1);
-            tracing::warn!("{why}");
+    ctx.admin().config = next;
+    for (hook, name) in &hooks {
+        if let Err(why) = run_hook(*hook, ctx.admin()) {
             tracing::warn!(
                 "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
             );
-            // Redis's rollback re-applies the old settings (which restores the old score).
-            if let Err(why) = crate::daemon::apply_oom_score_adj(&ctx.admin().config, class) {
-                tracing::warn!("{why}");
+            ctx.admin().config = old;
+            restore_dir();
+            for (hook, _) in &hooks {
+                if let Err(e) = run_hook(*hook, ctx.admin()) {
+                    tracing::warn!("Failed applying restored failed CONFIG SET command: {e}");
+                }
             }
-            if let Some(d) = &old_dir {
-                let _ = std::env::set_current_dir(d);
-            }
-            return Err(CmdError::err(format!(
-                "CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs."
-            )));
+            return Err(set_failed(name, &why));
         }
-    }
-    // Redis's updateWatchdogPeriod, on a changed period (it may raise the value it stores).
-    if pairs.iter().any(|(d, _, _)| d.name == "watchdog-period")
-        && next.watchdog_period() != ctx.config().watchdog_period()
-    {
-        crate::watchdog::apply(&mut next);
-    }
-    if next.loglevel != ctx.config().loglevel {
-        crate::log::set_level(&next.loglevel);
-    }
-    let password_changed = next.requirepass != ctx.config().requirepass;
-    let title = |c: &Config| config::lookup("proc-title-template").map(|d| c.get(d));
-    let title_changed = title(&next) != title(&ctx.admin().config);
-    ctx.admin().config = next;
-    if title_changed {
-        crate::proctitle::set(&ctx.admin().config);
-    }
-    if password_changed {
-        let password = ctx.config().requirepass.clone();
-        ctx.admin().acl.set_default_password(password.as_deref());
     }
     config::live::publish(&ctx.admin().config);
     super::users::acl_changed(ctx.admin());
@@ -193,42 +116,116 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Ok)
 }
 
-/// TLS directives, as Redis's applyTlsCfg and applyTLSPort: a changed TLS setting rebuilds the
-/// contexts new connections get (when TLS is in use: a TLS port, tls-replication or tls-cluster);
-/// a new tls-port, or bind list, is listened on. Either failing fails the CONFIG SET, the old
-/// contexts and listeners staying.
-fn apply_tls(
-    old: &Config,
-    next: &Config,
-    pairs: &[(&'static Desc, &'static str, String)],
-    bind_changed: bool,
-) -> Result<(), CmdError> {
-    let value = |c: &Config, n: &str| config::lookup(n).map(|d| c.get(d)).unwrap_or_default();
-    let changed = |n: &str| value(old, n) != value(next, n);
-    let refuse = |name: &str, why: &str| {
-        tracing::warn!(
-            "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
-        );
-        CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"))
-    };
-    let port_changed = changed("tls-port");
-    let new_port = value(next, "tls-port") != "0";
-    let in_use = new_port || value(next, "tls-replication") == "yes" || value(next, "tls-cluster") == "yes";
-    let ctx_name = pairs.iter().find(|(d, _, _)| d.name.starts_with("tls-") && d.name != "tls-port" && changed(d.name));
-    if let Some((_, name, _)) = ctx_name.filter(|_| in_use) {
-        if config::live::configure_tls(next).is_err() {
-            return Err(refuse(name, "Unable to update TLS configuration. Check server logs."));
-        }
-    } else if port_changed && new_port && config::live::configure_tls(next).is_err() {
-        return Err(refuse("tls-port", "Unable to update TLS configuration. Check server logs."));
+fn set_failed(name: &str, why: &str) -> CmdError {
+    CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"))
+}
+
+/// CONFIG SET's pairs, each with the name it was registered under (canonical or alias): Redis
+/// registers an alias as a separate entry, so errors name the alias, and an alias plus its
+/// canonical name in one call do not count as a duplicate.
+fn named_pairs(ctx: &mut Ctx, args: &Args) -> Result<Vec<(&'static Desc, &'static str, String)>, CmdError> {
+    if args.len() % 2 == 1 {
+        return Err(CmdError::Syntax);
     }
-    if port_changed || (bind_changed && new_port) {
-        if let Err(e) = config::live::rebind_tls(next) {
+    let mut pairs: Vec<(&'static Desc, &'static str, String)> = Vec::new();
+    for i in (2..args.len()).step_by(2) {
+        let name = args.str(i);
+        let Some(desc) = config::lookup(&name) else {
+            return Err(CmdError::err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")));
+        };
+        if desc.has(IMMUTABLE) {
+            return Err(set_failed(&name, "can't set immutable config"));
+        }
+        if desc.has(PROTECTED) && !protected_allowed(ctx) {
+            return Err(set_failed(&name, "can't set protected config"));
+        }
+        // Redis's DENY_LOADING_CONFIG: these wait for a load in progress to end.
+        let loading = ctx.admin().stats.persistence.loading || ctx.state().repl.sync_loading.is_some();
+        if matches!(desc.name, "dir" | "appendonly") && loading {
+            return Err(CmdError::Raw("LOADING Redis is loading the dataset in memory".into()));
+        }
+        let lower = name.to_ascii_lowercase();
+        let registered = if desc.alias == Some(lower.as_str()) { desc.alias.unwrap_or(desc.name) } else { desc.name };
+        if pairs.iter().any(|(_, n, _)| *n == registered) {
+            return Err(set_failed(&name, "duplicate parameter"));
+        }
+        pairs.push((desc, registered, args.str(i + 1)));
+    }
+    Ok(pairs)
+}
+
+/// Runs one apply hook (`config::Apply`, named by the table) against the committed `st.config`:
+/// Redis's apply functions, with their error texts. Each makes the server match the config it
+/// finds, so the rollback can run them again with the old values.
+fn run_hook(hook: Apply, st: &mut State) -> Result<(), String> {
+    let cfg = &st.config;
+    let value = |n: &str| config::lookup(n).map(|d| cfg.get(d)).unwrap_or_default();
+    let listen = |result: Result<(), String>, why: &str| {
+        result.map_err(|e| {
             tracing::warn!("{e}");
-            return Err(refuse("tls-port", "Unable to listen on this port. Check server logs."));
+            why.to_string()
+        })
+    };
+    const TLS_FAILED: &str = "Unable to update TLS configuration. Check server logs.";
+    const LISTEN_FAILED: &str = "Unable to listen on this port. Check server logs.";
+    match hook {
+        // The bind list is shared by the TCP and TLS listeners (Redis's changeBindAddr).
+        Apply::Bind => {
+            const WHY: &str = "Failed to bind to specified addresses.";
+            listen(config::live::rebind_tcp(cfg), WHY)?;
+            listen(config::live::rebind_tls(cfg), WHY)
+        }
+        Apply::Port => listen(config::live::rebind_tcp(cfg), LISTEN_FAILED),
+        Apply::TlsPort => {
+            if value("tls-port") != "0" && !config::live::tls_configured() && config::live::configure_tls(cfg).is_err()
+            {
+                return Err(TLS_FAILED.into());
+            }
+            listen(config::live::rebind_tls(cfg), LISTEN_FAILED)
+        }
+        Apply::Tls => {
+            let in_use = value("tls-port") != "0" || value("tls-replication") == "yes" || value("tls-cluster") == "yes";
+            if in_use && config::live::configure_tls(cfg).is_err() {
+                return Err(TLS_FAILED.into());
+            }
+            Ok(())
+        }
+        Apply::MaxClients => {
+            let wanted = cfg.maxclients;
+            let granted = crate::daemon::adjust_open_files_limit(wanted);
+            if granted < wanted {
+                return Err(format!(
+                    "The operating system is not able to handle the specified number of clients, try with {granted}"
+                ));
+            }
+            Ok(())
+        }
+        Apply::OomScoreAdj => {
+            let class = if st.repl.is_replica() { OomClass::Replica } else { OomClass::Master };
+            crate::daemon::apply_oom_score_adj(cfg, class).map_err(|why| {
+                tracing::warn!("{why}");
+                "Failed to set current oom_score_adj. Check server logs.".to_string()
+            })
+        }
+        // Redis's updateWatchdogPeriod (it may raise the value it stores).
+        Apply::Watchdog => {
+            crate::watchdog::apply(&mut st.config);
+            Ok(())
+        }
+        Apply::LogLevel => {
+            crate::log::set_level(&cfg.loglevel);
+            Ok(())
+        }
+        Apply::ProcTitle => {
+            crate::proctitle::set(cfg);
+            Ok(())
+        }
+        Apply::RequirePass => {
+            let password = cfg.requirepass.clone();
+            st.acl.set_default_password(password.as_deref());
+            Ok(())
         }
     }
-    Ok(())
 }
 
 /// Whether protected directives (dir, dbfilename) may be changed by this client.
@@ -291,18 +288,17 @@ pub fn rewrite_file(ctx: &mut Ctx, path: &str, force_all: bool) -> std::io::Resu
 
 /// CONFIG HELP
 pub fn help(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    const LINES: &[&str] = &[
-        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "GET <pattern>",
-        "    Return parameters matching the glob-like <pattern> and their values.",
-        "SET <directive> <value>",
-        "    Set the configuration <directive> to <value>.",
-        "RESETSTAT",
-        "    Reset statistics reported by the INFO command.",
-        "REWRITE",
-        "    Rewrite the configuration file.",
-        "HELP",
-        "    Prints this help.",
-    ];
-    Ok(Reply::Array(LINES.iter().map(|l| Reply::Status(l)).collect()))
+    Ok(super::server::help_reply(
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    ))
 }

@@ -165,21 +165,11 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let options_end = i;
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = match ctx.write::<ZSet>(key)? {
-        Some(_) => false,
-        None => {
-            if xx {
-                return Ok(Reply::Int(0));
-            }
-            let now = ctx.now_ms();
-            ctx.db().set(key, Value::ZSet(Box::default()), now);
-            ctx.notify(ev::NEW, "new", key);
-            true
-        }
-    };
-    let Some(z) = ctx.write::<ZSet>(key)? else {
+    let created = ctx.write::<ZSet>(key)?.is_none();
+    if created && xx {
         return Ok(Reply::Int(0));
-    };
+    }
+    let z = ctx.write_or_create::<ZSet>(key)?;
     let (mut added, mut updated) = (0i64, 0i64);
     for (score, at) in elements {
         let member = args.get(at);

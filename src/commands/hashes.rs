@@ -10,7 +10,6 @@
 
 use super::flags::*;
 use super::{acl, int_bool, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
-use crate::glob::glob_match;
 use crate::pubsub::ev;
 use crate::resp::reply::{Deferred, Encode};
 use crate::resp::writer::{bulk, int_line};
@@ -435,7 +434,7 @@ fn hrandfield_count(ctx: &mut Ctx, key: &[u8], l: i64, with_values: bool) -> Cmd
     Ok(Reply::Raw(out))
 }
 
-use super::keys::{c_word_is, parse_cursor, scan_options, ScanOptions};
+use super::scan::{self, c_word_is};
 
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 ///
@@ -444,39 +443,16 @@ use super::keys::{c_word_is, parse_cursor, scan_options, ScanOptions};
 /// were collected or ten times COUNT buckets were visited. MATCH filters by field name after
 /// collection. The cursor is checked first, then the key, then the options.
 pub fn hscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let mut cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    // Bad options are reported only once the key is known to exist with the right type.
-    let options = scan_options(args, 3, false);
-    let Some(h) = ctx.read::<Hash>(args.key(1))? else {
-        return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec()));
-    };
-    let ScanOptions { count, pattern, .. } = options?;
-    let mut found: Vec<(&[u8], &[u8])> = Vec::new();
-    if h.is_listpack() {
-        cursor = h.scan(cursor, |k, v| found.push((k, v)));
-    } else {
-        let mut budget = count.saturating_mul(10);
-        loop {
-            cursor = h.scan(cursor, |k, v| found.push((k, v)));
-            if cursor == 0 || budget == 0 || (found.len() as i64).saturating_mul(2) >= count {
-                break;
-            }
-            budget -= 1;
-        }
+    let cursor = scan::cursor_arg(args, 2)?;
+    let hash = ctx.read::<Hash>(args.key(1))?;
+    scan::collection(hash, cursor, args)
+}
+
+impl scan::Scan for &Hash {
+    const ITEMS: i64 = 2;
+    fn step(&mut self, cursor: u64, visit: &mut dyn FnMut(scan::Entry<'_>)) -> u64 {
+        self.scan(cursor, |k, v| visit(scan::Entry { name: k, value: Some(v), type_name: None }))
     }
-    if let Some(p) = pattern {
-        found.retain(|(k, _)| glob_match(p, k, false));
-    }
-    let mut out = Vec::with_capacity(32 + found.len() * 32);
-    out.extend_from_slice(b"*2\r\n");
-    let mut buf = itoa::Buffer::new();
-    bulk(&mut out, buf.format(cursor).as_bytes());
-    int_line(&mut out, b'*', 2 * found.len() as i64);
-    for (k, v) in found {
-        bulk(&mut out, k);
-        bulk(&mut out, v);
-    }
-    Ok(Reply::Raw(out))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -530,11 +506,7 @@ enum Cond {
 /// (an integer, not negative, the result within the limit), the condition, then FIELDS.
 fn hexpire_generic(ctx: &mut Ctx, args: &Args, unit_ms: i64, relative: bool) -> CmdResult {
     let key = args.key(1);
-    let exists = match ctx.lookup_write(key) {
-        None => false,
-        Some(Value::Hash(_)) => true,
-        Some(_) => return Err(CmdError::WrongType),
-    };
+    let exists = ctx.write::<Hash>(key)?.is_some();
     let mut at = args.i64(2)?;
     if at < 0 {
         return Err(CmdError::err("invalid expire time, must be >= 0"));
@@ -721,18 +693,4 @@ pub fn hpersist(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.notify(ev::HASH, "hpersist", key);
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_cursor;
-
-    #[test]
-    fn cursor_parsing_follows_strtoul() {
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(parse_cursor(b" 5"), None);
-        assert_eq!(parse_cursor(b"7\0junk"), Some(7));
-    }
 }

@@ -9,7 +9,7 @@
 //! without stats.
 
 use super::flags::*;
-use super::{acl, container, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
+use super::{acl, container, keys, scan, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::glob::glob_match;
 use crate::pubsub::ev;
 use crate::resp::Reply;
@@ -151,75 +151,6 @@ pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Array(out))
 }
 
-/// The options every *SCAN command takes (Redis's scanGenericCommand): COUNT (at least 1),
-/// MATCH (`*` matches all, so it is dropped) and, for SCAN itself, TYPE. Option names compare
-/// as C strings (`strcasecmp`: the text ends at a NUL), as Redis compares them.
-pub(crate) struct ScanOptions<'a> {
-    pub count: i64,
-    pub pattern: Option<&'a [u8]>,
-    pub type_name: Option<&'a [u8]>,
-}
-
-/// Parses the options from argument `from` on; the first bad one is the error.
-pub(crate) fn scan_options(args: &Args, from: usize, with_type: bool) -> Result<ScanOptions<'_>, CmdError> {
-    let mut opts = ScanOptions { count: 10, pattern: None, type_name: None };
-    let mut i = from;
-    while i < args.len() {
-        let has_value = args.len() - i >= 2;
-        let name = args.get(i);
-        if c_word_is(name, "count") && has_value {
-            opts.count = args.i64(i + 1)?;
-            if opts.count < 1 {
-                return Err(CmdError::Syntax);
-            }
-        } else if c_word_is(name, "match") && has_value {
-            let p = args.get(i + 1);
-            opts.pattern = if p == b"*" { None } else { Some(p) };
-        } else if with_type && c_word_is(name, "type") && has_value {
-            opts.type_name = Some(args.get(i + 1));
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
-    Ok(opts)
-}
-
-/// `arg` equals `word` case-insensitively as C's strcasecmp sees it: up to the first NUL.
-pub(crate) fn c_word_is(arg: &[u8], word: &str) -> bool {
-    let arg = memchr::memchr(0, arg).map_or(arg, |end| &arg[..end]);
-    arg.eq_ignore_ascii_case(word.as_bytes())
-}
-
-/// Parses a SCAN cursor as Redis 7.0 does with `strtoul`: leading whitespace is refused, an
-/// optional sign is accepted (a negative value wraps around), the text ends at the first NUL, the
-/// empty string is cursor 0, and overflow or trailing bytes are errors.
-pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
-    let Some(&first) = text.first() else {
-        return Some(0);
-    };
-    if first == b' ' || (b'\t'..=b'\r').contains(&first) {
-        return None;
-    }
-    let (negative, digits) = match first {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
-}
-
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 ///
 /// One step of a cursor walk over the keyspace: visits table buckets from `cursor` until about
@@ -227,37 +158,27 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
 /// type (compared case-insensitively; an unknown type name simply matches nothing) and replies
 /// with the next cursor (0 when the walk is over) and the keys.
 pub fn scan(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let mut cursor = parse_cursor(args.get(1)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let ScanOptions { count, pattern, type_name } = scan_options(args, 2, true)?;
+    let cursor = scan::cursor_arg(args, 1)?;
+    let opts = scan::scan_options(args, 2, true)?;
     let now = ctx.now_ms();
-    let mut budget = count.saturating_mul(10);
-    let mut seen: i64 = 0;
-    let mut type_checks = 0u64;
-    let mut found: Vec<Reply> = Vec::new();
-    let db = ctx.db();
-    loop {
-        cursor = db.scan(cursor, now, |k, v| {
-            seen += 1;
-            if pattern.is_some_and(|p| !glob_match(p, k, false)) {
-                return;
-            }
-            if let Some(t) = type_name {
-                type_checks += 1;
-                if !v.type_name().as_bytes().eq_ignore_ascii_case(t) {
-                    return;
-                }
-            }
-            found.push(Reply::Bulk(k.to_vec()));
-        });
-        if cursor == 0 || budget == 0 || seen >= count {
-            break;
-        }
-        budget -= 1;
-    }
+    let (reply, type_checks) = scan::run(Keyspace { db: ctx.db(), now }, cursor, &opts);
     // Redis looks each candidate up (a keyspace hit) to learn its type.
     ctx.count_hits(type_checks);
-    let mut buf = itoa::Buffer::new();
-    Ok(Reply::Array(vec![Reply::bulk(buf.format(cursor)), Reply::Array(found)]))
+    Ok(reply)
+}
+
+/// What SCAN walks: one database's live keys (expired ones are skipped, as `Db::scan` does).
+struct Keyspace<'a> {
+    db: &'a mut crate::db::Db,
+    now: i64,
+}
+
+impl scan::Scan for Keyspace<'_> {
+    const ITEMS: i64 = 1;
+    fn step(&mut self, cursor: u64, visit: &mut dyn FnMut(scan::Entry<'_>)) -> u64 {
+        self.db
+            .scan(cursor, self.now, |k, v| visit(scan::Entry { name: k, value: None, type_name: Some(v.type_name()) }))
+    }
 }
 
 /// RANDOMKEY
@@ -786,25 +707,4 @@ pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// lazyfree-lazy-server-del: a key a command deletes as a side effect propagates as UNLINK.
 pub(crate) fn lazy_server_del(ctx: &Ctx) -> bool {
     ctx.config().lazyfree_lazy_server_del
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_cursor;
-
-    #[test]
-    fn cursor_parsing_follows_strtoul() {
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b"+3"), Some(3));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(parse_cursor(b" 5"), None);
-        assert_eq!(parse_cursor(b"5 "), None);
-        assert_eq!(parse_cursor(b"0x1"), None);
-        assert_eq!(parse_cursor(b"+"), None);
-        assert_eq!(parse_cursor(b"-"), None);
-        assert_eq!(parse_cursor(b"7\0junk"), Some(7));
-    }
 }

@@ -28,6 +28,7 @@ pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
+pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod sets;

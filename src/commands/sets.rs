@@ -16,7 +16,6 @@ use std::collections::HashSet;
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::glob::glob_match;
 use crate::pubsub::ev;
 use crate::resp::reply::{Deferred, Encode};
 use crate::resp::writer::{bulk, int_line};
@@ -352,32 +351,23 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (Some(false), _) | (_, Some(false)) => return Err(CmdError::WrongType),
         _ => {}
     }
-    let empty = match ctx.lookup_write(src) {
-        Some(Value::Set(set)) => {
-            if src == dst {
-                return Ok(Reply::Int(set.contains(m) as i64));
-            }
-            if !set.remove(m) {
-                return Ok(Reply::Int(0));
-            }
-            set.is_empty()
-        }
-        _ => return Ok(Reply::Int(0)),
+    let Some(set) = ctx.write::<Set>(src)? else {
+        return Ok(Reply::Int(0));
     };
+    if src == dst {
+        return Ok(Reply::Int(set.contains(m) as i64));
+    }
+    if !set.remove(m) {
+        return Ok(Reply::Int(0));
+    }
+    let empty = set.is_empty();
     let now = ctx.now_ms();
     ctx.notify(ev::SET, "srem", src);
     if empty {
         ctx.db().remove(src, now);
         ctx.notify(ev::GENERIC, "del", src);
     }
-    if dst_is_set.is_none() {
-        ctx.db().set(dst, Value::Set(Box::default()), now);
-        ctx.notify(ev::NEW, "new", dst);
-    }
-    let added = match ctx.lookup_write(dst) {
-        Some(Value::Set(s)) => s.insert(m, limit),
-        _ => false,
-    };
+    let added = ctx.write_or_create::<Set>(dst)?.insert(m, limit);
     ctx.modified(src, 1);
     // A member already in the destination changes only the source (no `sadd`, one change).
     if added {
@@ -606,7 +596,7 @@ pub fn sdiffstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     store(ctx, args.key(1), result, "sdiffstore")
 }
 
-use super::keys::{parse_cursor, scan_options, ScanOptions};
+use super::scan;
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 ///
@@ -614,49 +604,14 @@ use super::keys::{parse_cursor, scan_options, ScanOptions};
 /// hashtable visits buckets until about COUNT members were seen (at most ten times COUNT
 /// steps). Members present for the whole walk are returned at least once.
 pub fn sscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let mut cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let set = match ctx.read::<Set>(args.key(1))? {
-        None => return Ok(Reply::Raw(b"*2\r\n$1\r\n0\r\n*0\r\n".to_vec())),
-        Some(v) => v,
-    };
-    let ScanOptions { count, pattern, .. } = scan_options(args, 3, false)?;
-    let mut found: Vec<u8> = Vec::new();
-    let mut n = 0usize;
-    let mut seen: i64 = 0;
-    let mut budget = count.saturating_mul(10);
-    loop {
-        cursor = set.scan_step(cursor, |e| {
-            seen += 1;
-            e.with_bytes(|b| {
-                if pattern.is_none_or(|p| glob_match(p, b, false)) {
-                    bulk(&mut found, b);
-                    n += 1;
-                }
-            })
-        });
-        if cursor == 0 || budget == 0 || seen >= count {
-            break;
-        }
-        budget -= 1;
-    }
-    let mut out = Vec::with_capacity(found.len() + 40);
-    out.extend_from_slice(b"*2\r\n");
-    bulk(&mut out, itoa::Buffer::new().format(cursor).as_bytes());
-    int_line(&mut out, b'*', n as i64);
-    out.extend_from_slice(&found);
-    Ok(Reply::Raw(out))
+    let cursor = scan::cursor_arg(args, 2)?;
+    let set = ctx.read::<Set>(args.key(1))?;
+    scan::collection(set, cursor, args)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursor_parsing() {
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(parse_cursor(b"x"), None);
+impl scan::Scan for &Set {
+    const ITEMS: i64 = 1;
+    fn step(&mut self, cursor: u64, visit: &mut dyn FnMut(scan::Entry<'_>)) -> u64 {
+        self.scan_step(cursor, |e| e.with_bytes(|b| visit(scan::Entry { name: b, value: None, type_name: None })))
     }
 }

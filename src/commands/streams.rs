@@ -298,41 +298,28 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64, loading: bo
         let opt = args.get(i);
         if xadd && opt == b"*" {
             break;
-        } else if eq(opt, "maxlen") && more > 0 {
+        } else if (eq(opt, "maxlen") || eq(opt, "minid")) && more > 0 {
             if t.maxlen.is_some() || t.minid.is_some() {
                 return Err(both_strategies());
             }
-            t.approx = false;
+            // An optional `~` (approximate) or `=` (exact) before the threshold.
             let next = args.get(i + 1);
-            if next == b"~" && more >= 2 {
-                t.approx = true;
-                i += 1;
-            } else if next == b"=" && more >= 2 {
+            t.approx = next == b"~" && more >= 2;
+            if (next == b"~" || next == b"=") && more >= 2 {
                 i += 1;
             }
             t.threshold_at = i + 1;
-            let v = ll(args.get(i + 1))?;
-            if v < 0 {
-                return Err(CmdError::err("The MAXLEN argument must be >= 0."));
+            if eq(opt, "maxlen") {
+                let v = ll(args.get(i + 1))?;
+                if v < 0 {
+                    return Err(CmdError::err("The MAXLEN argument must be >= 0."));
+                }
+                t.maxlen = Some(v as u64);
+                t.minid = None;
+            } else {
+                t.minid = Some(parse_strict_id(args.get(i + 1))?);
+                t.maxlen = None;
             }
-            t.maxlen = Some(v as u64);
-            t.minid = None;
-            i += 1;
-        } else if eq(opt, "minid") && more > 0 {
-            if t.maxlen.is_some() || t.minid.is_some() {
-                return Err(both_strategies());
-            }
-            t.approx = false;
-            let next = args.get(i + 1);
-            if next == b"~" && more >= 2 {
-                t.approx = true;
-                i += 1;
-            } else if next == b"=" && more >= 2 {
-                i += 1;
-            }
-            t.threshold_at = i + 1;
-            t.minid = Some(parse_strict_id(args.get(i + 1))?);
-            t.maxlen = None;
             i += 1;
         } else if eq(opt, "limit") && more > 0 {
             let v = ll(args.get(i + 1))?;

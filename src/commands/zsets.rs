@@ -318,21 +318,11 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     }
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = match ctx.write::<ZSet>(key)? {
-        Some(_) => false,
-        None => {
-            if f.xx {
-                return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
-            }
-            let now = ctx.now_ms();
-            ctx.db().set(key, Value::ZSet(Box::default()), now);
-            ctx.notify(ev::NEW, "new", key);
-            true
-        }
-    };
-    let Some(z) = ctx.write::<ZSet>(key)? else {
-        return Ok(Reply::Int(0));
-    };
+    let created = ctx.write::<ZSet>(key)?.is_none();
+    if created && f.xx {
+        return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
+    }
+    let z = ctx.write_or_create::<ZSet>(key)?;
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last = 0.0;
     let mut failure = None;
@@ -1292,46 +1282,28 @@ pub fn zintercard(ctx: &mut Ctx, args: &Args) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // ZSCAN
 
-use super::keys::{parse_cursor, scan_options, ScanOptions};
+use super::scan;
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 ///
 /// One step of a cursor walk over the members; replies with the next cursor (0 when done) and
 /// member, score pairs (scores as strings in both protocols, as Redis sends them).
 pub fn zscan(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let cursor = parse_cursor(args.get(2)).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let empty = || Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
-    match ctx.lookup_read(args.key(1)) {
-        None => return Ok(empty()),
-        Some(Value::ZSet(_)) => {}
-        Some(_) => return Err(CmdError::WrongType),
+    let cursor = scan::cursor_arg(args, 2)?;
+    let zset = ctx.read::<ZSet>(args.key(1))?;
+    scan::collection(zset, cursor, args)
+}
+
+impl scan::Scan for &ZSet {
+    const ITEMS: i64 = 2;
+    fn step(&mut self, cursor: u64, visit: &mut dyn FnMut(scan::Entry<'_>)) -> u64 {
+        // Scores are written as the encoding holds them (a listpack keeps a short text form).
+        let packed = self.encoding_name() == "listpack";
+        self.scan(cursor, &mut |m, s| {
+            let text = if packed { packed_score_text(s) } else { score_text(s) };
+            visit(scan::Entry { name: m, value: Some(&text), type_name: None })
+        })
     }
-    let ScanOptions { count, pattern, .. } = scan_options(args, 3, false)?;
-    let Some(Value::ZSet(z)) = ctx.lookup_read(args.key(1)) else {
-        return Ok(empty());
-    };
-    let packed = z.encoding_name() == "listpack";
-    let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
-    let mut cursor = cursor;
-    let mut steps = count.saturating_mul(10);
-    loop {
-        cursor = z.scan(cursor, &mut |m, s| found.push((m.to_vec(), s)));
-        steps -= 1;
-        if cursor == 0 || steps <= 0 || found.len() as i64 >= count {
-            break;
-        }
-    }
-    let mut out = Vec::new();
-    for (m, s) in found {
-        if let Some(p) = pattern {
-            if !crate::glob::glob_match(p, &m, false) {
-                continue;
-            }
-        }
-        out.push(Reply::Bulk(m));
-        out.push(Reply::Bulk(if packed { packed_score_text(s) } else { score_text(s) }));
-    }
-    Ok(Reply::Array(vec![Reply::Bulk(cursor.to_string().into_bytes()), Reply::Array(out)]))
 }
 
 #[cfg(test)]

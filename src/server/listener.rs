@@ -54,8 +54,26 @@ fn tls_generation() -> &'static tokio::sync::watch::Sender<u64> {
     GENERATION.get_or_init(|| tokio::sync::watch::Sender::new(0))
 }
 
+/// What the TCP or the TLS listeners are bound to: the bind list and the port (empty and 0 when
+/// there are none). A rebind to what is already bound does nothing, so CONFIG SET's hooks may
+/// run more than once in one call (bind and port both changed, or a rollback).
+type Listening = std::sync::Mutex<Option<(Vec<String>, u16)>>;
+static TCP_LISTENING: Listening = std::sync::Mutex::new(None);
+static TLS_LISTENING: Listening = std::sync::Mutex::new(None);
+
+fn listening_key(cfg: &crate::config::Config, port: u16) -> (Vec<String>, u16) {
+    if port == 0 {
+        (Vec::new(), 0)
+    } else {
+        (cfg.bind.clone(), port)
+    }
+}
+
 /// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
 pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
+    *TCP_LISTENING.lock().unwrap_or_else(|p| p.into_inner()) = Some(listening_key(&shared.config, shared.config.port));
+    *TLS_LISTENING.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some(listening_key(&shared.config, super::tls::port(&shared.config)));
     let prebound = PREBOUND.lock().unwrap_or_else(|p| p.into_inner()).take();
     let bound = match prebound {
         Some(b) => b,
@@ -63,7 +81,7 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     };
     *ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()) = Some((tokio::runtime::Handle::current(), shared.clone()));
     live::install_rebinder(rebind_tcp);
-    live::install_tls(super::tls::configure, rebind_tls);
+    live::install_tls(super::tls::configure, rebind_tls, super::tls::configured);
     let mut tcp = Vec::new();
     let mut tls = Vec::new();
     for b in bound {
@@ -77,61 +95,63 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
             }
         }
     }
-    spawn_tls(tls, &shared, 0).map_err(|e| format!("Failed listening on port (TLS): {e}"))?;
-    spawn_tcp(tcp, &shared, 0).map(drop).map_err(|e| format!("Failed listening on port (tcp): {e}"))
+    spawn_loops(tls, &shared, 0, true).map_err(|e| format!("Failed listening on port (TLS): {e}"))?;
+    spawn_loops(tcp, &shared, 0, false).map(drop).map_err(|e| format!("Failed listening on port (tcp): {e}"))
 }
 
-/// Starts a TLS accept loop on each listener, as generation `mine`; returns the descriptors of
-/// the listeners they replace.
-fn spawn_tls(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: u64) -> std::io::Result<Vec<RawFd>> {
+/// Starts an accept loop (a TLS one when `tls`) on each listener, as generation `mine`;
+/// returns the descriptors of the listeners they replace.
+fn spawn_loops(
+    listeners: Vec<std::net::TcpListener>,
+    shared: &Arc<Shared>,
+    mine: u64,
+    tls: bool,
+) -> std::io::Result<Vec<RawFd>> {
     let fds: Vec<_> = listeners.iter().map(AsRawFd::as_raw_fd).collect();
-    let generation = tls_generation().subscribe();
+    let generation = if tls { tls_generation() } else { tcp_generation() }.subscribe();
     for l in listeners {
-        tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine, true));
+        tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine, tls));
     }
-    Ok(crate::executor::handoff::replace_tls_listeners(&fds))
+    Ok(if tls {
+        crate::executor::handoff::replace_tls_listeners(&fds)
+    } else {
+        crate::executor::handoff::replace_tcp_listeners(&fds)
+    })
 }
 
 /// CONFIG SET tls-port (or bind): as `rebind_tcp` for the TLS port. Port 0 closes TLS.
 fn rebind_tls(cfg: &crate::config::Config) -> Result<(), String> {
-    rebind(|| bind_port_all(cfg, super::tls::port(cfg)), tls_generation(), spawn_tls, "TLS")
-}
-
-/// Starts an accept loop on each listener, as generation `mine`; returns the descriptors of the
-/// listeners they replace.
-fn spawn_tcp(listeners: Vec<std::net::TcpListener>, shared: &Arc<Shared>, mine: u64) -> std::io::Result<Vec<RawFd>> {
-    let fds: Vec<_> = listeners.iter().map(AsRawFd::as_raw_fd).collect();
-    let generation = tcp_generation().subscribe();
-    for l in listeners {
-        tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine, false));
-    }
-    Ok(crate::executor::handoff::replace_tcp_listeners(&fds))
+    let port = super::tls::port(cfg);
+    rebind(listening_key(cfg, port), || bind_port_all(cfg, port), true)
 }
 
 /// CONFIG SET port / bind: as `rebind`. Port 0 closes TCP.
 fn rebind_tcp(cfg: &crate::config::Config) -> Result<(), String> {
-    rebind(|| bind_tcp_all(cfg), tcp_generation(), spawn_tcp, "tcp")
+    rebind(listening_key(cfg, cfg.port), || bind_tcp_all(cfg), false)
 }
 
-/// `spawn_tcp` or `spawn_tls`.
-type SpawnLoops = fn(Vec<std::net::TcpListener>, &Arc<Shared>, u64) -> std::io::Result<Vec<RawFd>>;
-
 /// Binds the new addresses first, and only when all of them (those without `-`) are bound
-/// retires the old accept loops of `generation`, closing their sockets, as Redis's
-/// changeListenPort and changeBindAddr.
+/// retires the old accept loops (TCP, or TLS when `tls`), closing their sockets, as Redis's
+/// changeListenPort and changeBindAddr. Nothing happens when `wanted` is what those listeners
+/// are already bound to.
 fn rebind(
+    wanted: (Vec<String>, u16),
     bind: impl FnOnce() -> Result<Vec<std::net::TcpListener>, String>,
-    generation: &'static tokio::sync::watch::Sender<u64>,
-    spawn: SpawnLoops,
-    kind: &str,
+    tls: bool,
 ) -> Result<(), String> {
     let Some((handle, shared)) = ACCEPTING.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
         return Err("the listeners are not running".into());
     };
+    let (listening, generation, kind) =
+        if tls { (&TLS_LISTENING, tls_generation(), "TLS") } else { (&TCP_LISTENING, tcp_generation(), "tcp") };
+    let mut listening = listening.lock().unwrap_or_else(|p| p.into_inner());
+    if listening.as_ref() == Some(&wanted) {
+        return Ok(());
+    }
     let bound = bind()?;
     let _entered = handle.enter();
     let next = *generation.borrow() + 1;
-    let old = spawn(bound, &shared, next).map_err(|e| format!("Failed listening on port ({kind}): {e}"))?;
+    let old = spawn_loops(bound, &shared, next, tls).map_err(|e| format!("Failed listening on port ({kind}): {e}"))?;
     // The old sockets stop listening before the reply (connecting there is refused from now
     // on); their accept loops then end, which closes them.
     for fd in old {
@@ -140,6 +160,7 @@ fn rebind(
         unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
     }
     generation.send_replace(next);
+    *listening = Some(wanted);
     Ok(())
 }
 

@@ -97,6 +97,11 @@ pub fn configure(cfg: &Config) -> Result<(), String> {
     }
 }
 
+/// Whether contexts have been built (by startup or a CONFIG SET).
+pub fn configured() -> bool {
+    CURRENT.read().unwrap_or_else(|p| p.into_inner()).is_some()
+}
+
 /// The server side of the current context (None until configured).
 pub fn acceptor() -> Option<tokio_rustls::TlsAcceptor> {
     CURRENT.read().unwrap_or_else(|p| p.into_inner()).as_ref().map(|c| c.acceptor.clone())

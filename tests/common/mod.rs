@@ -711,6 +711,20 @@ pub fn info_field(c: &mut Client, section: &str, name: &str) -> String {
         .to_string()
 }
 
+/// Sends `argv` without waiting for a reply (the client is expected to block, or the reply is
+/// read later).
+pub fn send(c: &mut Client, argv: &[&str]) {
+    c.send_raw(&encode(argv)).expect("send");
+}
+
+/// Sends `argv` on `c` (which is expected to block) and waits, on `ctl`, until the server counts
+/// one more blocked client: the order of the steps rests on that condition, not on a sleep.
+pub fn block(ctl: &mut Client, c: &mut Client, argv: &[&str]) {
+    let before: usize = info_field(ctl, "clients", "blocked_clients").parse().expect("blocked_clients");
+    send(c, argv);
+    wait_blocked(ctl, before + 1, &show_argv(argv));
+}
+
 /// How long a condition may take to come true before the test fails (a condition, not a sleep,
 /// orders the steps of a test: on a loaded machine a sleep is too short, a bound is just slow).
 pub const WAIT_LIMIT: Duration = Duration::from_secs(10);
