@@ -383,3 +383,122 @@ fn set_algebra_is_the_sets_at_the_command_despite_later_writes() {
     assert_eq!(items(results[1][8].clone()).len(), 100);
     assert_eq!(items(results[1][21].clone()).len(), 98);
 }
+
+/// Everything the server sends on `c` until it closes the connection (or 5 s pass).
+fn read_until_close(c: &mut Client) -> (Vec<u8>, bool) {
+    use std::io::Read;
+    c.stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match c.stream.read(&mut buf) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (got, true),
+            Err(_) => return (got, false),
+        }
+    }
+}
+
+/// A big deferred reply counts against the client's output limit from the moment the command
+/// runs: a client whose limit it breaks is closed with nothing sent (not even the replies before
+/// it in the batch), as Redis closes it; under a limit it fits, the reply comes whole. Each case
+/// side by side with Redis.
+#[test]
+fn a_big_deferred_reply_over_the_output_limit_closes_the_client_as_redis_does() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        load(&mut c);
+        let mut z = vec![b"ZADD".to_vec(), b"z".to_vec()];
+        for i in 0..10_000 {
+            z.push(i.to_string().into_bytes());
+            z.push(format!("m:{i}").into_bytes());
+        }
+        c.cmd(&z);
+    }
+    for (limit, reads) in [
+        ("normal 1mb 0 0", vec![argv(&[b"SMEMBERS", b"s"])]),
+        ("normal 1mb 0 0", vec![argv(&[b"PING"]), argv(&[b"HGETALL", b"h"])]),
+        ("normal 100kb 0 0", vec![argv(&[b"ZRANGE", b"z", b"0", b"-1", b"WITHSCORES"])]),
+        ("normal 100kb 0 0", vec![argv(&[b"SUNION", b"s", b"nosuch"])]),
+        ("normal 64mb 0 0", vec![argv(&[b"SMEMBERS", b"s"]), argv(&[b"ZRANGE", b"z", b"0", b"-1"])]),
+    ] {
+        let mut outcomes = Vec::new();
+        for server in [&redis, &ours] {
+            let mut admin = server.client();
+            assert_eq!(
+                admin.cmd(&[&b"CONFIG"[..], b"SET", b"client-output-buffer-limit", limit.as_bytes()]),
+                b"+OK\r\n"
+            );
+            let mut c = server.client();
+            let mut bytes = Vec::new();
+            for a in &reads {
+                bytes.extend_from_slice(&encode(a));
+            }
+            c.stream.write_all(&bytes).expect("send");
+            let (got, closed) = if limit == "normal 64mb 0 0" {
+                let n: usize = reads.iter().map(|_| c.read_reply().expect("reply").len()).sum();
+                (vec![0; n], false)
+            } else {
+                read_until_close(&mut c)
+            };
+            assert_eq!(admin.line("PING"), b"+PONG\r\n");
+            assert_eq!(admin.line("CONFIG SET client-output-buffer-limit \"normal 0 0 0\""), b"+OK\r\n");
+            outcomes.push((got.len(), closed));
+        }
+        assert_eq!(
+            outcomes[1], outcomes[0],
+            "{limit} {:?}: ours against Redis's (bytes received, closed)",
+            reads[0][0]
+        );
+    }
+}
+
+/// Many clients reading big collections at once: the encodings run a few at a time on a
+/// bounded number of threads (one per core), not one new thread each, and every reply is whole.
+#[test]
+fn concurrent_big_reads_use_a_bounded_number_of_threads() {
+    let ours = TestServer::new();
+    let mut c = ours.client();
+    load(&mut c);
+    let threads = |pid: u32| std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0);
+    let before = threads(ours.pid());
+    let readers = 24;
+    let port = ours.port;
+    let pid = ours.pid();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while !stop.load(Ordering::Relaxed) {
+                most = most.max(threads(pid));
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            most
+        })
+    };
+    let handles: Vec<_> = (0..readers)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut r = Client::connect(port);
+                // Several big reads pipelined per client, so they overlap.
+                let cmds = vec![argv(if i % 2 == 0 { &[b"SMEMBERS", b"s"] } else { &[b"HGETALL", b"h"] }); 3];
+                pipeline(&mut r, &cmds).into_iter().map(|v| items(v).len()).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let want = if i % 2 == 0 { N } else { 2 * N };
+        assert_eq!(h.join().expect("reader"), vec![want; 3]);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let most = sampler.join().expect("sampler");
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+    assert!(
+        most <= before + cores + 2,
+        "{most} threads at most during {readers} concurrent big reads ({before} before, {cores} cores)"
+    );
+}

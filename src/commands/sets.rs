@@ -160,6 +160,11 @@ impl Encode for SetMembers {
     fn size_hint(&self) -> usize {
         16 + self.0.data_bytes_hint() + self.0.len() * 8
     }
+
+    fn min_size(&self) -> usize {
+        // Each member is a bulk string: `$len\r\n` and `\r\n` around its bytes.
+        self.0.data_bytes_hint() + self.0.len() * 6
+    }
 }
 
 /// SISMEMBER key member
@@ -735,6 +740,14 @@ impl Encode for SetAlgebra {
     fn size_hint(&self) -> usize {
         // Members average about 16 bytes on the wire; the union's bound, the others' at most.
         16 + self.sets.iter().map(SetView::len).sum::<usize>() * 24
+    }
+
+    fn min_size(&self) -> usize {
+        // Only a union is known to hold at least its biggest input.
+        match self.op {
+            AlgebraOp::Union => self.sets.iter().map(SetView::len).max().unwrap_or(0) * 6,
+            _ => 0,
+        }
     }
 }
 

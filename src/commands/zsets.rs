@@ -655,6 +655,11 @@ impl Encode for ZRangeReply {
         let n = self.end - self.start + 1;
         16 + n * if self.withscores { 48 } else { 24 }
     }
+
+    fn min_size(&self) -> usize {
+        // A member's bulk string takes six bytes at the least, a score's text (or double) four.
+        (self.end - self.start + 1) * if self.withscores { 10 } else { 6 }
+    }
 }
 
 /// Stores `pairs` as the zset `dst` and publishes `event` (deleting `dst` when empty, with a `del`
