@@ -502,3 +502,63 @@ fn concurrent_big_reads_use_a_bounded_number_of_threads() {
         "{most} threads at most during {readers} concurrent big reads ({before} before, {cores} cores)"
     );
 }
+
+/// Big SORTs without BY key lookups, GET or STORE (numeric, ALPHA, DESC, LIMIT, BY nosort) of a
+/// list, a set and a zset, read and then changed in the same batch: each reply is the collection
+/// at its position, byte for byte as Redis sends it (sets only where sorted: BY nosort keeps
+/// the set's own order), the conversion error included.
+#[test]
+fn sort_is_the_collection_at_the_command_despite_later_writes() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let reads = |out: &mut Vec<Vec<Vec<u8>>>| {
+        out.push(argv(&[b"SORT", b"l"]));
+        out.push(argv(&[b"SORT", b"l", b"DESC", b"LIMIT", b"10", b"20000"]));
+        out.push(argv(&[b"SORT", b"l", b"BY", b"nosort", b"DESC", b"LIMIT", b"100", b"20000"]));
+        out.push(argv(&[b"SORT_RO", b"l", b"BY", b"nosort"]));
+        out.push(argv(&[b"SORT", b"ns"]));
+        out.push(argv(&[b"SORT", b"s", b"ALPHA", b"DESC"]));
+        out.push(argv(&[b"SORT", b"s"]));
+        out.push(argv(&[b"SORT", b"z", b"BY", b"nosort", b"DESC", b"LIMIT", b"5", b"10000"]));
+        out.push(argv(&[b"SORT", b"z", b"ALPHA", b"LIMIT", b"0", b"7000"]));
+        out.push(argv(&[b"SORT", b"s", b"BY", b"nosort"]));
+    };
+    let mut cmds = Vec::new();
+    reads(&mut cmds);
+    cmds.push(argv(&[b"LSET", b"l", b"5", b"-1.5"]));
+    cmds.push(argv(&[b"LPUSH", b"l", b"100000000", b"-7"]));
+    cmds.push(argv(&[b"RPOP", b"l", b"1000"]));
+    cmds.push(bulk_cmd("SREM", "s", "m", 0..1_000, None));
+    cmds.push(argv(&[b"SADD", b"ns", b"-3.25", b"1e10"]));
+    cmds.push(argv(&[b"ZADD", b"z", b"-5", b"first", b"1e9", b"last"]));
+    reads(&mut cmds);
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        load(&mut c);
+        for from in (0..N).step_by(10_000) {
+            let mut l = vec![b"RPUSH".to_vec(), b"l".to_vec()];
+            let mut ns = vec![b"SADD".to_vec(), b"ns".to_vec()];
+            let mut z = vec![b"ZADD".to_vec(), b"z".to_vec()];
+            for i in from..from + 10_000 {
+                l.push(((i * 7919) % 100_003).to_string().into_bytes());
+                ns.push(format!("{}.25", (i * 31) % 50_000 + i).into_bytes());
+                z.push((i % 100).to_string().into_bytes());
+                z.push(format!("z:{i}").into_bytes());
+            }
+            c.cmd(&l);
+            c.cmd(&ns);
+            c.cmd(&z);
+        }
+        results.push(pipeline(&mut c, &cmds));
+    }
+    for (i, (a, b)) in results[0].iter().zip(results[1].iter()).enumerate() {
+        if i % 16 == 9 {
+            assert_eq!(set_of(a.clone()), set_of(b.clone()), "reply {i} (SORT s BY nosort)");
+        } else {
+            assert!(a == b, "reply {i} ({:?}) differs from Redis's", String::from_utf8_lossy(&cmds[i].concat()));
+        }
+    }
+    assert!(matches!(&results[1][6], Value::Simple(b'-', _)), "SORT of non-numbers: {:?}", results[1][6]);
+    assert_eq!(items(results[1][0].clone()).len(), N);
+}
