@@ -247,7 +247,7 @@ impl Nodes {
     }
 
     fn push(&mut self, node: Node) {
-        if self.len % CHUNK == 0 {
+        if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK).into());
         }
         if let Some(last) = self.chunks.last_mut() {
