@@ -220,7 +220,9 @@ fn a_concurrent_writer_never_tears_a_reply() {
         std::thread::spawn(move || {
             let mut w = Client::connect(port);
             let mut i = 0;
-            while !stop.load(Ordering::Relaxed) && i < N {
+            // Up to half way: past it, the rewrites reach fields the deletions already took
+            // and recreate them, which the checks below do not model.
+            while !stop.load(Ordering::Relaxed) && i < N / 2 {
                 w.cmd(&[&b"SREM"[..], b"s", format!("m:{i}").as_bytes()]);
                 w.cmd(&[&b"SADD"[..], b"s", format!("n:{i}").as_bytes()]);
                 w.cmd(&[&b"HDEL"[..], b"h", format!("f:{i}").as_bytes()]);
