@@ -251,6 +251,11 @@ impl Encode for HashListing {
     fn size_hint(&self) -> usize {
         16 + self.0.data_bytes_hint() + self.0.len() * 16
     }
+
+    fn min_size(&self) -> usize {
+        // At least six bytes per bulk string (the arena's bytes may include both parts).
+        self.0.len() * if self.1 == Parts::Both { 12 } else { 6 }
+    }
 }
 
 /// HKEYS key

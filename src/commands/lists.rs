@@ -325,6 +325,10 @@ impl Encode for ListRange {
     fn size_hint(&self) -> usize {
         self.0.approx_bytes() + 6 * self.0.len() + 16
     }
+
+    fn min_size(&self) -> usize {
+        6 * self.0.len()
+    }
 }
 
 /// Element index `i` (negative from the tail) as a position, if in range.

@@ -6,7 +6,11 @@
 //! sets (`~`) and are encoded straight into one byte buffer (`Reply::Raw`) with no allocation per
 //! member: a 2.6M-member SMEMBERS is one sequential walk of the set's arena. SMEMBERS of a set
 //! of `DEFER_MIN_ELEMENTS` or more takes a snapshot of the arena instead (microseconds) and the
-//! walk runs off the executor (`Reply::Deferred`), so other clients do not wait behind it. SRANDMEMBER with a
+//! walk runs off the executor (`Reply::Deferred`), so other clients do not wait behind it. So do
+//! SUNION and SDIFF whose inputs (the union's, the difference's first set) have that many members
+//! and SINTER whose smallest set has: the sets are snapshotted (an intset copied) and the result
+//! is worked out off the executor by the same steps as in place, the sets needing lookups rebuilt
+//! there as sets (memory for their index, off the executor's time). SRANDMEMBER with a
 //! count and SMISMEMBER are arrays in both protocols, as in 7.0. Result sets of the *STORE
 //! commands (and of SUNION/SDIFF, which Redis also builds as a set before replying) start as
 //! intsets and convert exactly where Redis's would, so OBJECT ENCODING and the ascending order of
@@ -154,6 +158,11 @@ impl Encode for SetMembers {
 
     fn size_hint(&self) -> usize {
         16 + self.0.data_bytes_hint() + self.0.len() * 8
+    }
+
+    fn min_size(&self) -> usize {
+        // Each member is a bulk string: `$len\r\n` and `\r\n` around its bytes.
+        self.0.data_bytes_hint() + self.0.len() * 6
     }
 }
 
@@ -441,6 +450,16 @@ pub fn sinter(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if present.contains(&false) {
         return Ok(empty_set(proto));
     }
+    let smallest = borrow_sets(ctx, &keys).iter().flatten().map(|s| s.len()).min().unwrap_or(0);
+    if smallest >= super::DEFER_MIN_ELEMENTS {
+        // Every member of the smallest set is looked up in the others: worked out off the
+        // executor, over snapshots.
+        return Ok(Reply::Deferred(Deferred::new(SetAlgebra {
+            sets: snapshot_sets(ctx, &keys),
+            op: AlgebraOp::Inter,
+            max_intset: 0,
+        })));
+    }
     let sets = borrow_sets(ctx, &keys);
     let mut body = Vec::new();
     let n = intersect(&sets, 0, |e| push_elem(&mut body, e));
@@ -565,8 +584,167 @@ fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op) -> Result<Set, CmdError> {
 /// The members of any of the sets, as a set reply (absent keys count as empty sets).
 pub fn sunion(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
+    if let Some(r) = deferred_union_diff(ctx, &keys, AlgebraOp::Union)? {
+        return Ok(r);
+    }
     let result = union_diff(ctx, &keys, Op::Union)?;
     Ok(set_reply(ctx.proto(), &result))
+}
+
+/// SUNION or SDIFF of big sets (the union's inputs, or the difference's first set, of
+/// `DEFER_MIN_ELEMENTS` or more members): built off the executor from snapshots of the sets, as
+/// `union_diff` builds it. None when the sets are small enough to answer in place.
+fn deferred_union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: AlgebraOp) -> Result<Option<Reply>, CmdError> {
+    lookup_sets(ctx, keys)?;
+    let sets = borrow_sets(ctx, keys);
+    let work = match op {
+        AlgebraOp::Union => sets.iter().flatten().map(|s| s.len()).sum(),
+        _ => sets.first().copied().flatten().map_or(0, |s| s.len()),
+    };
+    if work < super::DEFER_MIN_ELEMENTS {
+        return Ok(None);
+    }
+    let max_intset = max_intset(ctx);
+    let sets = snapshot_sets(ctx, keys);
+    Ok(Some(Reply::Deferred(Deferred::new(SetAlgebra { sets, op, max_intset }))))
+}
+
+/// A set as a deferred set operation reads it: a hashtable's snapshot, a copy of an intset
+/// (small: at most set-max-intset-entries), or nothing for a missing key.
+enum SetView {
+    Snap(SetSnapshot),
+    Small(Set),
+    Missing,
+}
+
+impl SetView {
+    fn len(&self) -> usize {
+        match self {
+            SetView::Snap(s) => s.len(),
+            SetView::Small(s) => s.len(),
+            SetView::Missing => 0,
+        }
+    }
+
+    fn for_each<'a>(&'a self, mut f: impl FnMut(Elem<'a>)) {
+        match self {
+            SetView::Snap(s) => s.for_each(|m| f(Elem::Str(m))),
+            SetView::Small(s) => s.for_each(f),
+            SetView::Missing => {}
+        }
+    }
+
+    /// The members as a set that answers lookups (built off the executor).
+    fn to_set(&self) -> Set {
+        match self {
+            SetView::Small(s) => s.clone(),
+            _ => {
+                let mut set = Set::with_table_capacity(self.len());
+                self.for_each(|e| {
+                    set.insert_elem(e, 0);
+                });
+                set
+            }
+        }
+    }
+}
+
+/// Snapshots of the sets under `keys` (already looked up, so of the right type).
+fn snapshot_sets(ctx: &mut Ctx, keys: &[&[u8]]) -> Vec<SetView> {
+    keys.iter()
+        .map(|k| match ctx.db().get_ref_mut(k) {
+            Some(Value::Set(s)) => match s.snapshot() {
+                Some(snap) => SetView::Snap(snap),
+                None => SetView::Small((**s).clone()),
+            },
+            _ => SetView::Missing,
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AlgebraOp {
+    Union,
+    Inter,
+    Diff,
+}
+
+/// SUNION/SINTER/SDIFF of big sets, worked out and encoded wherever the reply is written, from
+/// the sets as they were when the command ran: the same steps as the in-place forms (`intersect`
+/// walks the smallest set in its order; `union_diff` builds a fresh set), so the replies match.
+struct SetAlgebra {
+    sets: Vec<SetView>,
+    op: AlgebraOp,
+    max_intset: usize,
+}
+
+impl Encode for SetAlgebra {
+    fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        match self.op {
+            AlgebraOp::Inter => {
+                if self.sets.iter().any(|s| matches!(s, SetView::Missing)) {
+                    set_header(out, proto, 0);
+                    return;
+                }
+                let Some(first) = (0..self.sets.len()).min_by_key(|&i| self.sets[i].len()) else {
+                    set_header(out, proto, 0);
+                    return;
+                };
+                let others: Vec<Set> =
+                    self.sets.iter().enumerate().filter(|&(i, _)| i != first).map(|(_, s)| s.to_set()).collect();
+                let mut body = Vec::new();
+                let mut n = 0;
+                self.sets[first].for_each(|e| {
+                    if others.iter().all(|o| o.contains_elem(e)) {
+                        n += 1;
+                        push_elem(&mut body, e);
+                    }
+                });
+                set_header(out, proto, n);
+                out.extend_from_slice(&body);
+            }
+            AlgebraOp::Union => {
+                let mut result = Set::new();
+                for s in &self.sets {
+                    s.for_each(|e| {
+                        result.insert_elem(e, self.max_intset);
+                    });
+                }
+                write_set(out, proto, &result);
+            }
+            AlgebraOp::Diff => {
+                let mut result = Set::new();
+                if let Some(first) = self.sets.first() {
+                    let others: Vec<Set> = self.sets[1..].iter().map(SetView::to_set).collect();
+                    first.for_each(|e| {
+                        if !others.iter().any(|o| o.contains_elem(e)) {
+                            result.insert_elem(e, self.max_intset);
+                        }
+                    });
+                }
+                write_set(out, proto, &result);
+            }
+        }
+    }
+
+    fn size_hint(&self) -> usize {
+        // Members average about 16 bytes on the wire; the union's bound, the others' at most.
+        16 + self.sets.iter().map(SetView::len).sum::<usize>() * 24
+    }
+
+    fn min_size(&self) -> usize {
+        // Only a union is known to hold at least its biggest input.
+        match self.op {
+            AlgebraOp::Union => self.sets.iter().map(SetView::len).max().unwrap_or(0) * 6,
+            _ => 0,
+        }
+    }
+}
+
+/// A whole set as a set reply, appended to `out`.
+fn write_set(out: &mut Vec<u8>, proto: u8, s: &Set) {
+    set_header(out, proto, s.len());
+    s.for_each(|e| push_elem(out, e));
 }
 
 /// SUNIONSTORE destination key [key ...]
@@ -583,6 +761,9 @@ pub fn sunionstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The members of the first set that are in none of the others, as a set reply.
 pub fn sdiff(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
+    if let Some(r) = deferred_union_diff(ctx, &keys, AlgebraOp::Diff)? {
+        return Ok(r);
+    }
     let result = union_diff(ctx, &keys, Op::Diff)?;
     Ok(set_reply(ctx.proto(), &result))
 }

@@ -11,12 +11,20 @@
 //! C library's `strtod`, which is what decides Redis's "can't be converted" error (Redis does not
 //! clear errno first, so after an ERANGE its later numeric sorts may fail spuriously: not copied).
 //! Like Redis, sorting a listpack zset converts it to a skiplist (SORT_RO included).
+//!
+//! A SORT of `DEFER_MIN_ELEMENTS` or more elements whose cost is all its own (no BY key lookups,
+//! no GET, no STORE) takes a snapshot of the collection (`types::cow`) and loads, sorts and
+//! encodes off the executor (`Reply::Deferred`): other clients do not wait behind the sort.
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::pubsub::ev;
+use crate::resp::reply::{Deferred, Encode};
+use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
-use crate::types::zset::Limits;
+use crate::types::list::ListSnapshot;
+use crate::types::set::SetSnapshot;
+use crate::types::zset::{Limits, ZSetSnapshot};
 use crate::types::{List, Value, ZSet};
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -190,6 +198,30 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     }
     let vectorlen = vectorlen.max(0) as usize;
 
+    // A big SORT whose cost is the sort and the reply (no BY key lookups, no GET, no STORE):
+    // a snapshot of the collection, sorted and encoded off the executor.
+    let plain = o.gets.is_empty() && o.store.is_none() && (o.dontsort || o.sortby.is_none());
+    if plain && end >= start && start >= 0 && total as usize >= super::DEFER_MIN_ELEMENTS {
+        let (s, n) = (start as usize, vectorlen);
+        let source = match ctx.lookup_write(key) {
+            Some(Value::List(l)) if o.dontsort => {
+                let first = if o.desc { l.len() - s - n } else { s };
+                Some(SortSource::List(l.snapshot_range(first, n)))
+            }
+            Some(Value::List(l)) => {
+                let len = l.len();
+                Some(SortSource::List(l.snapshot_range(0, len)))
+            }
+            Some(Value::Set(set)) => set.snapshot().map(SortSource::Set),
+            Some(Value::ZSet(z)) => Some(SortSource::ZSet(z.snapshot())),
+            _ => None,
+        };
+        if let Some(source) = source {
+            let (alpha, desc, dontsort) = (o.alpha, o.desc, o.dontsort);
+            return Ok(Reply::Deferred(Deferred::new(SortReply { source, alpha, desc, dontsort, start, end, n })));
+        }
+    }
+
     let mut items: Vec<Item> = Vec::with_capacity(vectorlen);
     let push = |items: &mut Vec<Item>, obj: Vec<u8>| items.push(Item { obj, score: 0.0, cmp: None });
     match kind.and_then(|_| ctx.lookup_write(key)) {
@@ -347,6 +379,103 @@ enum Kind {
 }
 
 /// Redis's sortCompare, before DESC is applied.
+/// What a deferred SORT reads: a snapshot of its collection (for a list or zset read without
+/// sorting, only the LIMIT range, in the order it is read).
+enum SortSource {
+    List(ListSnapshot),
+    Set(SetSnapshot),
+    ZSet(ZSetSnapshot),
+}
+
+/// SORT of a big list, set or zset without BY key lookups, GET or STORE, done wherever the
+/// reply is written by the same steps as `sort_generic`: load, score (unless ALPHA), sort, take
+/// the LIMIT range. A member that is not a number makes the reply Redis's conversion error
+/// (which, encoded here, INFO's errorstats and failed_calls do not count).
+struct SortReply {
+    source: SortSource,
+    alpha: bool,
+    desc: bool,
+    dontsort: bool,
+    start: i64,
+    end: i64,
+    /// Elements a list or zset read unsorted loads (the range's length).
+    n: usize,
+}
+
+impl SortReply {
+    fn items(&self) -> Vec<Item> {
+        let mut items = Vec::new();
+        let mut push = |obj: Vec<u8>| items.push(Item { obj, score: 0.0, cmp: None });
+        match &self.source {
+            SortSource::List(l) => l.for_each(|e| push(e.to_vec())),
+            SortSource::Set(s) => s.for_each(|m| push(m.to_vec())),
+            SortSource::ZSet(z) if self.dontsort => {
+                let s = self.start as usize;
+                z.walk(s, s + self.n - 1, self.desc, &mut |m, _| {
+                    push(m.to_vec());
+                    true
+                });
+            }
+            SortSource::ZSet(z) => z.walk(0, usize::MAX, false, &mut |m, _| {
+                push(m.to_vec());
+                true
+            }),
+        }
+        if self.dontsort && self.desc && matches!(self.source, SortSource::List(_)) {
+            items.reverse();
+        }
+        items
+    }
+}
+
+impl Encode for SortReply {
+    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
+        let mut items = self.items();
+        let (mut start, mut end) = (self.start, self.end);
+        if self.dontsort && !matches!(self.source, SortSource::Set(_)) {
+            end -= start;
+            start = 0;
+        }
+        if !self.dontsort {
+            if !self.alpha {
+                for it in items.iter_mut() {
+                    match strtod(&it.obj) {
+                        Some(d) => it.score = d,
+                        None => {
+                            out.extend_from_slice(b"-ERR One or more scores can't be converted into double\r\n");
+                            return;
+                        }
+                    }
+                }
+            }
+            let (alpha, desc) = (self.alpha, self.desc);
+            items.sort_by(|a, b| {
+                let c = compare(a, b, alpha, false, false);
+                if desc {
+                    c.reverse()
+                } else {
+                    c
+                }
+            });
+        }
+        let s = start.max(0) as usize;
+        let e = (end.max(0) as usize).min(items.len().saturating_sub(1));
+        let range = if end >= start && s < items.len() { &items[s..=e] } else { &[][..] };
+        int_line(out, b'*', range.len() as i64);
+        for it in range {
+            bulk(out, &it.obj);
+        }
+    }
+
+    fn size_hint(&self) -> usize {
+        16 + (self.end - self.start + 1).max(0) as usize * 24
+    }
+
+    fn min_size(&self) -> usize {
+        (self.end - self.start + 1).max(0) as usize * 6
+    }
+}
+
 fn compare(a: &Item, b: &Item, alpha: bool, by: bool, store: bool) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     if !alpha {

@@ -12,9 +12,10 @@
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::pubsub::ev;
+use crate::resp::reply::{Deferred, Encode};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
-use crate::types::zset::{LexBound, Limits};
+use crate::types::zset::{LexBound, Limits, ZSetSnapshot};
 use crate::types::{Value, ZSet};
 use crate::util::num::{fmt_g17, parse_i64};
 
@@ -120,22 +121,7 @@ impl Emitter {
 
     fn push(&mut self, member: &[u8], score: f64) {
         self.count += 1;
-        if !self.withscores {
-            bulk(&mut self.body, member);
-            return;
-        }
-        self.tmp.clear();
-        push_score_text(&mut self.tmp, score);
-        if self.resp3 {
-            self.body.extend_from_slice(b"*2\r\n");
-            bulk(&mut self.body, member);
-            self.body.push(b',');
-            self.body.extend_from_slice(&self.tmp);
-            self.body.extend_from_slice(b"\r\n");
-        } else {
-            bulk(&mut self.body, member);
-            bulk(&mut self.body, &self.tmp);
-        }
+        emit(&mut self.body, &mut self.tmp, self.withscores, self.resp3, member, score);
     }
 
     fn finish(self) -> Reply {
@@ -144,6 +130,27 @@ impl Emitter {
         int_line(&mut out, b'*', n as i64);
         out.extend_from_slice(&self.body);
         Reply::Raw(out)
+    }
+}
+
+/// One element of a member list: the member, or with scores a pair (RESP3) or the member then
+/// its score (RESP2). `tmp` is scratch for the score's text.
+fn emit(out: &mut Vec<u8>, tmp: &mut Vec<u8>, withscores: bool, resp3: bool, member: &[u8], score: f64) {
+    if !withscores {
+        bulk(out, member);
+        return;
+    }
+    tmp.clear();
+    push_score_text(tmp, score);
+    if resp3 {
+        out.extend_from_slice(b"*2\r\n");
+        bulk(out, member);
+        out.push(b',');
+        out.extend_from_slice(tmp);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        bulk(out, member);
+        bulk(out, tmp);
     }
 }
 
@@ -592,6 +599,16 @@ fn zrange_generic(
         }
         return store_result(ctx, dst, pairs, "zrangestore");
     }
+    if let Some((s, e)) = walk {
+        if e - s + 1 >= super::DEFER_MIN_ELEMENTS {
+            // A big range: a snapshot of the zset, walked and encoded off the executor.
+            let snap = match ctx.db().get_ref_mut(key) {
+                Some(Value::ZSet(z)) => z.snapshot(),
+                _ => return Ok(Reply::Array(Vec::new())),
+            };
+            return Ok(Reply::Deferred(Deferred::new(ZRangeReply { snap, start: s, end: e, rev, withscores })));
+        }
+    }
     let mut em = Emitter::new(withscores, proto);
     if let (Some(z), Some((s, e))) = (z, walk) {
         z.walk(s, e, rev, &mut |m, sc| {
@@ -600,6 +617,39 @@ fn zrange_generic(
         });
     }
     Ok(em.finish())
+}
+
+/// A big ZRANGE (any form: by rank, score or lex, REV, LIMIT) reduced to the ranks it walks,
+/// over a snapshot of the zset: encoded wherever the reply is written.
+struct ZRangeReply {
+    snap: ZSetSnapshot,
+    start: usize,
+    end: usize,
+    rev: bool,
+    withscores: bool,
+}
+
+impl Encode for ZRangeReply {
+    fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        let n = self.end - self.start + 1;
+        let resp3 = proto >= 3;
+        int_line(out, b'*', if self.withscores && !resp3 { 2 * n } else { n } as i64);
+        let mut tmp = Vec::new();
+        self.snap.walk(self.start, self.end, self.rev, &mut |m, sc| {
+            emit(out, &mut tmp, self.withscores, resp3, m, sc);
+            true
+        });
+    }
+
+    fn size_hint(&self) -> usize {
+        let n = self.end - self.start + 1;
+        16 + n * if self.withscores { 48 } else { 24 }
+    }
+
+    fn min_size(&self) -> usize {
+        // A member's bulk string takes six bytes at the least, a score's text (or double) four.
+        (self.end - self.start + 1) * if self.withscores { 10 } else { 6 }
+    }
 }
 
 /// Stores `pairs` as the zset `dst` and publishes `event` (deleting `dst` when empty, with a `del`

@@ -490,7 +490,9 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
     match &reply {
         // Encoded by the connection, off this thread, at this point of the batch's output.
         Reply::Deferred(d) if client.defer_reply && !client.in_exec && client.script_caller.is_none() => {
-            client.handle.push_deferred(reply_start, client.proto, d.clone());
+            // Refused when it puts the client over its output limit: the client is being
+            // closed and the reply goes nowhere.
+            let _ = client.handle.push_deferred(reply_start, client.proto, d.clone());
         }
         _ => write_reply(out, &reply, client.proto),
     }

@@ -95,6 +95,12 @@ pub struct ClientHandle {
     deferred: std::sync::Mutex<Vec<(usize, u8, Deferred)>>,
     /// Whether `deferred` holds any (checked after every batch without the lock).
     has_deferred: AtomicBool,
+    /// The least the queued deferred replies will take once encoded (`Encode::min_size`):
+    /// pending output from the moment the command ran, as Redis counts a reply as it builds
+    /// it, until the connection holds the encoded bytes.
+    deferred_bytes: AtomicUsize,
+    /// The output limit closed the client: nothing more is written to it.
+    output_dropped: AtomicBool,
 }
 
 /// Redis's PROTO_REPLY_CHUNK_BYTES (a new client's reply buffer, the most it grows to) and
@@ -230,6 +236,9 @@ impl ClientHandle {
     /// Checks a batch's replies (`len` bytes) against the client's limit before the connection
     /// writes them, with whatever is still queued; false means the client is being closed.
     pub fn admit_reply(&self, len: usize) -> bool {
+        if self.output_dropped.load(Ordering::Acquire) {
+            return false;
+        }
         let pending = self.pending_output() + len;
         if self.over_limit(pending) {
             self.obuf_exceeded.store(true, Ordering::Release);
@@ -300,10 +309,27 @@ impl ClientHandle {
     }
 
     /// Queues a big reply of the running batch, to go at `at` in its output, encoded later for
-    /// protocol `proto` (by the connection, off the executor thread).
-    pub fn push_deferred(&self, at: usize, proto: u8, reply: Deferred) {
+    /// protocol `proto` (by the connection, off the executor thread). Its least size counts as
+    /// pending output at once, with the `at` bytes of the batch's replies before it: a client
+    /// that this puts over its output limit is closed, as Redis closes one whose reply grows past
+    /// the limit while the command builds it, and the reply is never encoded (false).
+    pub fn push_deferred(&self, at: usize, proto: u8, reply: Deferred) -> bool {
+        let min = reply.0.min_size();
+        if self.over_limit(self.pending_output() + at + min) {
+            self.output_dropped.store(true, Ordering::Release);
+            self.obuf_exceeded.store(true, Ordering::Release);
+            self.request_close();
+            return false;
+        }
+        self.deferred_bytes.fetch_add(min, Ordering::Relaxed);
         self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push((at, proto, reply));
         self.has_deferred.store(true, Ordering::Release);
+        true
+    }
+
+    /// The connection holds the deferred replies' bytes now (counted as its output from here).
+    pub fn deferred_encoded(&self) {
+        self.deferred_bytes.store(0, Ordering::Relaxed);
     }
 
     /// The batch's deferred replies, in output order (empty when none).
@@ -344,6 +370,7 @@ impl ClientHandle {
         crate::alloc::usable_size(tail)
             + self.in_flight.load(Ordering::Relaxed) as u64
             + self.out_held.load(Ordering::Relaxed) as u64
+            + self.deferred_bytes.load(Ordering::Relaxed) as u64
     }
 
     /// Bytes of the shared replication stream the outbox references (counted once, in the
@@ -358,7 +385,9 @@ impl ClientHandle {
     }
 
     pub fn pending_output(&self) -> usize {
-        self.queued.load(Ordering::Acquire) + self.in_flight.load(Ordering::Relaxed)
+        self.queued.load(Ordering::Acquire)
+            + self.in_flight.load(Ordering::Relaxed)
+            + self.deferred_bytes.load(Ordering::Relaxed)
     }
 
     pub fn set_pubsub(&self, yes: bool) {

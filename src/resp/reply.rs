@@ -49,6 +49,11 @@ pub trait Encode: Send + Sync {
     fn encode(&self, proto: u8, out: &mut Vec<u8>);
     /// About how many bytes `encode` appends (a capacity hint).
     fn size_hint(&self) -> usize;
+    /// Bytes `encode` appends at the least, known before encoding: a client whose output limit
+    /// this breaks is closed at once, without encoding a reply that would be dropped.
+    fn min_size(&self) -> usize {
+        0
+    }
 }
 
 /// A shared handle on a deferred reply's encoder.

@@ -140,6 +140,7 @@ where
             let deferred = handle.take_deferred();
             if !deferred.is_empty() {
                 out = encode_deferred(std::mem::take(&mut out), deferred).await;
+                handle.deferred_encoded();
             }
             parser.unauthenticated = !handle.authenticated();
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
@@ -220,10 +221,25 @@ where
     shared.exec.disconnect(id);
 }
 
+/// How many deferred replies are encoded at once: one per core (at least two). More would not
+/// finish sooner, and each encoding holds a thread of the blocking pool (which tokio grows to
+/// 512) and its reply's memory; connections past the cap wait their turn without holding a
+/// thread, and the executor and the other connections are not held either.
+fn encode_permits() -> &'static tokio::sync::Semaphore {
+    static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    PERMITS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cores.max(2))
+    })
+}
+
 /// The batch's output with its big replies spliced in where they go, encoded on the blocking
 /// pool: the executor only took their snapshots (`Reply::Deferred`), so neither it nor the
-/// other connections on this runtime wait while millions of elements are encoded.
+/// other connections on this runtime wait while millions of elements are encoded. At most
+/// `encode_permits` encodings run at a time; the rest queue.
 async fn encode_deferred(out: Vec<u8>, deferred: Vec<(usize, u8, Deferred)>) -> Vec<u8> {
+    // The semaphore is never closed; were it, encoding without a permit is still correct.
+    let _permit = encode_permits().acquire().await.ok();
     let job = move || {
         let size = out.len() + deferred.iter().map(|(_, _, d)| d.0.size_hint()).sum::<usize>();
         let mut full = Vec::with_capacity(size);

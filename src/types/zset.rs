@@ -14,6 +14,9 @@
 //!   O(log n) insert, delete, rank, select and range boundaries, plus a member → score `Table` for
 //!   O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's span skiplist: same
 //!   complexities, no raw pointers, and ranges are walked with an explicit stack in O(log n + k).
+//!   The node arena is in chunks of 128 nodes that a reply snapshot shares (`types::cow`): a big
+//!   ZRANGE takes one `Arc` per chunk and the root, and is walked off the executor while writers
+//!   copy only the chunks they touch (a write touches about twice the tree's depth of nodes).
 //!
 //! Conversion listpack → skiplist happens when a member longer than `max_value` is added or the
 //! length passes `max_entries` (callers pass `zset-max-listpack-*`); the reverse only for newly built
@@ -24,6 +27,9 @@
 use crate::util::varint;
 use std::cmp::Ordering;
 
+use std::sync::Arc;
+
+use crate::types::cow::CowVec;
 use crate::types::table::Table;
 
 /// Encoding thresholds (`zset-max-listpack-entries`, `zset-max-listpack-value`).
@@ -208,7 +214,9 @@ fn pack_len(buf: &[u8]) -> usize {
 
 const NIL: u32 = u32::MAX;
 
-struct Node {
+/// A treap node (public only as the element type of a snapshot's chunks).
+#[derive(Clone)]
+pub struct Node {
     score: f64,
     member: Box<[u8]>,
     l: u32,
@@ -217,24 +225,102 @@ struct Node {
     prio: u32,
 }
 
+/// log2 of the nodes per arena chunk: 128 nodes (5 KiB). A snapshot takes one `Arc` per chunk,
+/// and a write while a snapshot holds a chunk copies it (its members cloned); a write touches
+/// about twice the tree's depth of nodes, so the first writes after a snapshot copy a few dozen
+/// chunks each. Measured on 1.5M members (`snapshot_cost` below, thread CPU time, a loaded
+/// 2-core machine): snapshot 0.76 ms with 128 or 256 nodes a chunk; worst ZADD+ZREM while it is
+/// held 1.18 ms with 128, 1.43 ms with 256 (mean 93 and 107 us; 20 us with no snapshot).
+const CHUNK_SHIFT: u32 = 7;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
+
+/// The treap's node arena in chunks that a reply snapshot can share (`types::cow`): a node at
+/// index `i` is `chunks[i >> CHUNK_SHIFT][i % CHUNK]`. Writes go through `IndexMut`, which copies
+/// a chunk first while a snapshot still holds it.
+#[derive(Default)]
+struct Nodes {
+    chunks: Vec<CowVec<Node>>,
+    len: usize,
+}
+
+impl Nodes {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, node: Node) {
+        if self.len.is_multiple_of(CHUNK) {
+            self.chunks.push(Vec::with_capacity(CHUNK).into());
+        }
+        if let Some(last) = self.chunks.last_mut() {
+            last.make_mut().push(node);
+        }
+        self.len += 1;
+    }
+
+    fn clear(&mut self) {
+        self.chunks.clear();
+        self.len = 0;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Node> {
+        self.chunks.iter().flat_map(|c| c.iter())
+    }
+}
+
+impl std::ops::Index<usize> for Nodes {
+    type Output = Node;
+    fn index(&self, i: usize) -> &Node {
+        &self.chunks[i >> CHUNK_SHIFT][i & (CHUNK - 1)]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Nodes {
+    fn index_mut(&mut self, i: usize) -> &mut Node {
+        &mut self.chunks[i >> CHUNK_SHIFT].make_mut()[i & (CHUNK - 1)]
+    }
+}
+
+/// Read access to a node arena: the live one or a snapshot's chunks.
+trait NodeAt {
+    fn node(&self, t: u32) -> &Node;
+
+    fn size(&self, t: u32) -> usize {
+        if t == NIL {
+            0
+        } else {
+            self.node(t).size as usize
+        }
+    }
+}
+
+impl NodeAt for Nodes {
+    fn node(&self, t: u32) -> &Node {
+        &self[t as usize]
+    }
+}
+
+impl NodeAt for [Arc<Vec<Node>>] {
+    fn node(&self, t: u32) -> &Node {
+        let i = t as usize;
+        &self[i >> CHUNK_SHIFT][i & (CHUNK - 1)]
+    }
+}
+
 #[derive(Default)]
 struct Treap {
-    nodes: Vec<Node>,
+    nodes: Nodes,
     free: Vec<u32>,
     root: u32,
 }
 
 impl Treap {
     fn new() -> Self {
-        Treap { nodes: Vec::new(), free: Vec::new(), root: NIL }
+        Treap { nodes: Nodes::default(), free: Vec::new(), root: NIL }
     }
 
     fn size(&self, t: u32) -> usize {
-        if t == NIL {
-            0
-        } else {
-            self.nodes[t as usize].size as usize
-        }
+        self.nodes.size(t)
     }
 
     fn len(&self) -> usize {
@@ -387,7 +473,21 @@ impl Treap {
     /// Visits ranks `start..=end` (ascending) or, with `rev`, the same positions counted from the
     /// top (descending order), stopping when `f` returns false.
     fn walk(&self, start: usize, end: usize, rev: bool, f: &mut dyn FnMut(&[u8], f64) -> bool) {
-        let len = self.len();
+        walk_nodes(&self.nodes, self.root, start, end, rev, f)
+    }
+}
+
+/// `Treap::walk` over any node arena (the live tree's or a snapshot's) rooted at `root`.
+fn walk_nodes<N: NodeAt + ?Sized>(
+    nodes: &N,
+    root: u32,
+    start: usize,
+    end: usize,
+    rev: bool,
+    f: &mut dyn FnMut(&[u8], f64) -> bool,
+) {
+    {
+        let len = nodes.size(root);
         if start > end || start >= len {
             return;
         }
@@ -396,11 +496,11 @@ impl Treap {
         // descending from there is the mirror image (right and left swapped).
         let child = |n: &Node, first: bool| if first != rev { n.l } else { n.r };
         let mut stack: Vec<u32> = Vec::with_capacity(48);
-        let mut t = self.root;
+        let mut t = root;
         let mut k = start;
         while t != NIL {
-            let node = &self.nodes[t as usize];
-            let ls = self.size(child(node, true));
+            let node = nodes.node(t);
+            let ls = nodes.size(child(node, true));
             match k.cmp(&ls) {
                 Ordering::Less => {
                     stack.push(t);
@@ -419,7 +519,7 @@ impl Treap {
         let mut remaining = end - start + 1;
         while remaining > 0 {
             let Some(x) = stack.pop() else { break };
-            let node = &self.nodes[x as usize];
+            let node = nodes.node(x);
             if !f(&node.member, node.score) {
                 return;
             }
@@ -427,8 +527,36 @@ impl Treap {
             let mut t = child(node, false);
             while t != NIL {
                 stack.push(t);
-                t = child(&self.nodes[t as usize], true);
+                t = child(nodes.node(t), true);
             }
+        }
+    }
+}
+
+/// A zset as it was when the snapshot was taken (`ZSet::snapshot`): the treap's node chunks,
+/// shared with the zset until a write copies them, and its root then; or a listpack's copy.
+pub enum ZSetSnapshot {
+    Pack(Box<[u8]>),
+    Tree { chunks: Vec<Arc<Vec<Node>>>, root: u32 },
+}
+
+impl ZSetSnapshot {
+    pub fn len(&self) -> usize {
+        match self {
+            ZSetSnapshot::Pack(b) => pack_len(b),
+            ZSetSnapshot::Tree { chunks, root } => chunks[..].size(*root),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `ZSet::walk` over the zset as it was.
+    pub fn walk(&self, start: usize, end: usize, rev: bool, f: &mut dyn FnMut(&[u8], f64) -> bool) {
+        match self {
+            ZSetSnapshot::Pack(b) => ZSet { repr: Repr::Pack(b.clone()) }.walk(start, end, rev, f),
+            ZSetSnapshot::Tree { chunks, root } => walk_nodes(&chunks[..], *root, start, end, rev, f),
         }
     }
 }
@@ -696,6 +824,19 @@ impl ZSet {
         }
     }
 
+    /// A snapshot of the zset for a reply encoded elsewhere (see `types::cow`): the skiplist's
+    /// node chunks move behind `Arc`s (no copy), a listpack is copied (it is small unless the
+    /// limits were raised, and then still one buffer).
+    pub fn snapshot(&mut self) -> ZSetSnapshot {
+        match &mut self.repr {
+            Repr::Pack(b) => ZSetSnapshot::Pack(b.clone()),
+            Repr::Tree(t) => ZSetSnapshot::Tree {
+                chunks: t.tree.nodes.chunks.iter_mut().map(CowVec::share).collect(),
+                root: t.tree.root,
+            },
+        }
+    }
+
     /// The member at ascending rank `k`.
     pub fn at(&self, k: usize) -> Option<(Vec<u8>, f64)> {
         match &self.repr {
@@ -771,6 +912,43 @@ impl ZSet {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// A snapshot walks the zset as it was: inserts, removals (freed nodes reused) and range
+    /// removals after it copy the chunks they touch and leave the snapshot's alone.
+    #[test]
+    fn snapshot_is_the_zset_when_taken() {
+        let lim = Limits { max_entries: 128, max_value: 64 };
+        let mut z = ZSet::new();
+        for i in 0..20_000 {
+            z.insert(format!("m:{i}").as_bytes(), (i % 977) as f64, lim);
+        }
+        let before = z.to_vec();
+        let snap = z.snapshot();
+        for i in 0..5_000 {
+            z.remove(format!("m:{}", i * 3).as_bytes());
+            z.insert(format!("n:{i}").as_bytes(), -(i as f64), lim);
+        }
+        z.remove_ranks(100, 2_000);
+        let mut seen = Vec::new();
+        snap.walk(0, usize::MAX, false, &mut |m, s| {
+            seen.push((m.to_vec(), s));
+            true
+        });
+        assert_eq!(seen, before);
+        assert_eq!(snap.len(), 20_000);
+        let mut tail = Vec::new();
+        snap.walk(0, 9, true, &mut |m, s| {
+            tail.push((m.to_vec(), s));
+            true
+        });
+        let want: Vec<_> = before.iter().rev().take(10).cloned().collect();
+        assert_eq!(tail, want);
+        // The live zset went on as it should.
+        assert_eq!(z.len(), 20_000 - 5_000 + 5_000 - 1_901);
+        drop(snap);
+        z.insert(b"last", 1e9, lim);
+        assert_eq!(z.at(z.len() - 1).map(|p| p.0), Some(b"last".to_vec()));
+    }
 
     fn model_vec(m: &BTreeMap<Vec<u8>, f64>) -> Vec<(Vec<u8>, f64)> {
         let mut v: Vec<(Vec<u8>, f64)> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
@@ -906,5 +1084,61 @@ mod tests {
         assert_eq!(z.encoding_name(), "skiplist");
         let z = ZSet::from_pairs(vec![(b"a".to_vec(), 1.0)], l);
         assert_eq!(z.encoding_name(), "listpack");
+    }
+}
+
+/// What a big ZRANGE's snapshot costs the executor, in thread CPU time (no preemption): taking
+/// it on a 1.5M-member zset, and the worst ZADD/ZREM while it is held (the writes that copy the
+/// chunks they touch). `cargo test --profile ci --lib zset_snapshot_cost -- --ignored --nocapture`.
+#[cfg(test)]
+mod snapshot_cost {
+    use super::*;
+    use std::time::Duration;
+
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec through a valid pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    #[test]
+    #[ignore]
+    fn zset_snapshot_cost() {
+        let lim = Limits { max_entries: 128, max_value: 64 };
+        let n = 1_500_000;
+        let mut z = ZSet::new();
+        for i in 0..n {
+            z.insert(format!("member:{i}").as_bytes(), (i % 100_000) as f64 + 0.5, lim);
+        }
+        for round in 0..3 {
+            let c0 = thread_cpu();
+            let snap = z.snapshot();
+            let take = thread_cpu() - c0;
+            let (mut worst, mut total) = (Duration::ZERO, Duration::ZERO);
+            for i in 0..2_000 {
+                let c0 = thread_cpu();
+                z.insert(format!("w:{round}:{i}").as_bytes(), (i % 7) as f64, lim);
+                z.remove(format!("member:{}", (i * 7919 + round) % n).as_bytes());
+                let c = thread_cpu() - c0;
+                worst = worst.max(c);
+                total += c;
+            }
+            println!(
+                "round {round}: snapshot {take:?}; 2000 ZADD+ZREM pairs while held: worst {worst:?}, mean {:?}",
+                total / 2_000
+            );
+            drop(snap);
+        }
+        let (mut worst, mut total) = (Duration::ZERO, Duration::ZERO);
+        for i in 0..2_000 {
+            let c0 = thread_cpu();
+            z.insert(format!("x:{i}").as_bytes(), (i % 7) as f64, lim);
+            z.remove(format!("member:{}", (i * 104_729 + 11) % n).as_bytes());
+            let c = thread_cpu() - c0;
+            worst = worst.max(c);
+            total += c;
+        }
+        println!("no snapshot: worst {worst:?}, mean {:?}", total / 2_000);
     }
 }

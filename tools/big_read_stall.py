@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The stall other clients see during one client's big read (issue 21, acceptance 1).
+
+    python3 big_read_stall.py PORT KIND [--n 1500000] [--rounds 5] [--no-writer]
+
+Loads a collection of N elements for KIND (zrange, zrangews, zrevrangebyscore, sunion, sinter,
+sdiff, smembers), then for each round: a PING probe every millisecond on its own connection, a
+writer changing the collection on another (unless --no-writer), and the big read on a third,
+its whole reply read. Prints per round the read's time and the probe's maximum while it ran,
+then the maxima over rounds.
+"""
+import argparse, multiprocessing as mp, socket, time
+
+def conn(port):
+    s = socket.create_connection(('127.0.0.1', port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+def enc(*args):
+    out = [b'*%d\r\n' % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+    return b''.join(out)
+
+class Reader:
+    def __init__(self, s):
+        self.s, self.buf, self.pos = s, bytearray(), 0
+    def fill(self):
+        d = self.s.recv(1 << 20)
+        if not d:
+            raise EOFError
+        if self.pos > (1 << 20):
+            del self.buf[:self.pos]; self.pos = 0
+        self.buf += d
+    def line(self):
+        while True:
+            i = self.buf.find(b'\r\n', self.pos)
+            if i >= 0:
+                l = bytes(self.buf[self.pos:i]); self.pos = i + 2; return l
+            self.fill()
+    def skip(self, n):
+        while len(self.buf) - self.pos < n:
+            self.fill()
+        self.pos += n
+    def reply(self):
+        """Reads one reply, returns the element count of an aggregate (else 0)."""
+        l = self.line(); t = l[:1]
+        if t in (b'*', b'~', b'%'):
+            n = int(l[1:]) * (2 if t == b'%' else 1)
+            for _ in range(n):
+                self.reply()
+            return n
+        if t == b'$':
+            n = int(l[1:])
+            if n >= 0:
+                self.skip(n + 2)
+        return 0
+
+def value(r):
+    """One reply as a Python value (small replies only: SLOWLOG GET)."""
+    l = r.line(); t = l[:1]
+    if t in (b'*', b'~'):
+        return [value(r) for _ in range(max(0, int(l[1:])))]
+    if t == b'$':
+        n = int(l[1:])
+        if n < 0:
+            return None
+        while len(r.buf) - r.pos < n + 2:
+            r.fill()
+        v = bytes(r.buf[r.pos:r.pos + n]); r.pos += n + 2; return v
+    if t == b':':
+        return int(l[1:])
+    return l[1:]
+
+def slowest(port):
+    """The slowest duration (us) the server logged per command name since SLOWLOG RESET."""
+    s = conn(port); r = Reader(s); s.sendall(enc('SLOWLOG', 'GET', 100000)); entries = value(r); s.close()
+    worst = {}
+    for e in entries:
+        name = e[3][0].decode().upper()
+        worst[name] = max(worst.get(name, 0), e[2])
+    return worst
+
+def run(s, r, *args):
+    s.sendall(enc(*args)); return r.reply()
+
+def load(port, kind, n):
+    s = conn(port); r = Reader(s)
+    run(s, r, 'FLUSHALL')
+    batch = 10000
+    def bulk(cmd):
+        pending = 0
+        for lo in range(0, n, batch):
+            s.sendall(cmd(lo, min(n, lo + batch))); pending += 1
+            if pending >= 8:
+                r.reply(); pending -= 1
+        for _ in range(pending):
+            r.reply()
+    if kind == 'sort':
+        bulk(lambda lo, hi: enc('RPUSH', 'l', *[i * 7919 % 1000003 for i in range(lo, hi)]))
+    elif kind.startswith('z'):
+        bulk(lambda lo, hi: enc('ZADD', 'z', *[x for i in range(lo, hi) for x in (i % 100000 + 0.5, 'member:%d' % i)]))
+    else:
+        bulk(lambda lo, hi: enc('SADD', 'a', *['member:%d' % i for i in range(lo, hi)]))
+        bulk(lambda lo, hi: enc('SADD', 'b', *['member:%d' % i for i in range(lo + n // 2, hi + n // 2)]))
+    s.close()
+
+READS = {
+    'zrange': ('ZRANGE', 'z', 0, -1),
+    'zrangews': ('ZRANGE', 'z', 0, -1, 'WITHSCORES'),
+    'zrevrangebyscore': ('ZREVRANGEBYSCORE', 'z', '+inf', '-inf', 'WITHSCORES'),
+    'smembers': ('SMEMBERS', 'a'),
+    'sort': ('SORT', 'l'),
+    'sunion': ('SUNION', 'a', 'b'),
+    'sinter': ('SINTER', 'a', 'b'),
+    'sdiff': ('SDIFF', 'a', 'b'),
+}
+
+def prober(port, stop, reset, probe_max):
+    """PING every millisecond; the maximum round trip since `reset` was set goes to probe_max."""
+    s = conn(port); r = Reader(s); mx = 0.0; counting = False
+    while not stop.is_set():
+        t = time.perf_counter(); s.sendall(b'PING\r\n'); r.line(); d = (time.perf_counter() - t) * 1000
+        if not counting and reset.is_set():
+            counting = True; mx = 0.0
+        if counting and d > mx:
+            mx = d; probe_max.value = mx
+        time.sleep(max(0.0, 0.001 - d / 1000))
+
+def writer(port, kind, n, stop):
+    """Changes the collection under the read: one add and one removal every half millisecond."""
+    s = conn(port); r = Reader(s); i = 0
+    while not stop.is_set():
+        if kind == 'sort':
+            run(s, r, 'LPUSH', 'l', i); run(s, r, 'RPOP', 'l')
+        elif kind.startswith('z'):
+            run(s, r, 'ZADD', 'z', i % 7, 'w:%d' % i); run(s, r, 'ZREM', 'z', 'member:%d' % (i * 7919 % n))
+        else:
+            run(s, r, 'SADD', 'a', 'w:%d' % i); run(s, r, 'SREM', 'b', 'member:%d' % (i * 7919 % n + n // 2))
+        i += 1
+        time.sleep(0.0005)
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('port', type=int); ap.add_argument('kind', choices=READS)
+    ap.add_argument('--n', type=int, default=1500000); ap.add_argument('--rounds', type=int, default=5)
+    ap.add_argument('--rss-pid', type=int, help='report the peak RSS over the rounds above the RSS before them')
+    ap.add_argument('--no-writer', action='store_true'); ap.add_argument('--no-load', action='store_true')
+    a = ap.parse_args()
+    if not a.no_load:
+        load(a.port, a.kind, a.n)
+    # The server's own measure of how long each command held it (load on a shared machine
+    # stretches the probe's round trips; this is what one command costs every other client).
+    s = conn(a.port); r = Reader(s)
+    for cmd in (('CONFIG', 'SET', 'slowlog-log-slower-than', 200), ('CONFIG', 'SET', 'slowlog-max-len', 100000), ('SLOWLOG', 'RESET')):
+        run(s, r, *cmd)
+    s.close()
+    def status(field):
+        for line in open(f'/proc/{a.rss_pid}/status'):
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    if a.rss_pid:
+        steady = status('VmRSS')
+        with open(f'/proc/{a.rss_pid}/clear_refs', 'w') as f:
+            f.write('5')  # resets VmHWM, the peak RSS, to the RSS now
+    worst_probe = worst_read = 0.0
+    for rnd in range(a.rounds):
+        # The probe and the writer are processes of their own: threads would share this one's
+        # interpreter lock with the reader parsing millions of elements, and measure that.
+        stop = mp.Event(); reset = mp.Event(); probe_max = mp.Value('d', 0.0)
+        procs = [mp.Process(target=prober, args=(a.port, stop, reset, probe_max))]
+        if not a.no_writer:
+            procs.append(mp.Process(target=writer, args=(a.port, a.kind, a.n, stop)))
+        for pr in procs:
+            pr.start()
+        time.sleep(0.5)
+        reset.set(); time.sleep(0.01)
+        s = conn(a.port); r = Reader(s)
+        t = time.perf_counter(); cnt = run(s, r, *READS[a.kind]); dt = time.perf_counter() - t
+        pm = probe_max.value
+        stop.set()
+        for pr in procs:
+            pr.join()
+        s.close()
+        worst_probe = max(worst_probe, pm); worst_read = max(worst_read, dt)
+        print(f'round {rnd}: {a.kind} {cnt} elements in {dt*1000:.1f} ms, probe max {pm:.2f} ms')
+    print('slowlog max us by command:', slowest(a.port))
+    if a.rss_pid:
+        peak = status('VmHWM')
+        print(f'RSS steady {steady / 2**20:.1f} MiB, peak during the rounds {peak / 2**20:.1f} MiB (+{(peak - steady) / 2**20:.1f} MiB)')
+    print(f'MAX {a.kind}: read {worst_read*1000:.1f} ms, probe max {worst_probe:.2f} ms over {a.rounds} rounds')
+
+main()
