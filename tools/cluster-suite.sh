@@ -76,8 +76,13 @@ done
 # Per-unit table from the log ("Testing unit: X", then "HH:MM:SS> name: OK | FAILED: ...").
 sed 's/\x1b\[[0-9;]*m//g' "$OUT/run.log" | awk -v rc="$rc" '
   /^Testing unit: / { if (u != "") done[u] = 1; u = $3; order[++n] = u; ok[u] = 0; err[u] = 0; next }
-  /^[0-9:]+> .*: OK$/ { ok[u]++; next }
-  /^[0-9:]+> .*: FAILED/ { err[u]++; next }
+  /^[0-9:]+> .*: FAILED/ { err[u]++; pending = 0; next }
+  # The result ends the test line, after any progress the test prints ("WWW...OK")...
+  /^[0-9:]+> .*OK$/ { ok[u]++; pending = 0; next }
+  /^[0-9:]+> / { pending = 1; next }
+  # ...or a later line, after lines a tool or the runner printed in between.
+  pending && /^FAILED/ { err[u]++; pending = 0; next }
+  pending && /OK$/ { ok[u]++; pending = 0; next }
   /^FAILED: caught an error/ { err[u]++; next }
   /^Cleaning up|^GOOD! No errors|^WARNING [0-9]+ test\(s\) failed/ { if (u != "") done[u] = 1 }
   END {
