@@ -483,6 +483,24 @@ pub const IMPLEMENTED: &[&str] = &[
     "tls-session-cache-size",
     "tls-session-cache-timeout",
     "tls-replication",
+    // Cluster mode (issue 19); cluster-announce-tls-port is still only stored.
+    "cluster-enabled",
+    "cluster-config-file",
+    "cluster-node-timeout",
+    "cluster-port",
+    "cluster-announce-ip",
+    "cluster-announce-port",
+    "cluster-announce-bus-port",
+    "cluster-announce-hostname",
+    "cluster-require-full-coverage",
+    "cluster-replica-validity-factor",
+    "cluster-migration-barrier",
+    "cluster-allow-replica-migration",
+    "cluster-allow-reads-when-down",
+    "cluster-allow-pubsubshard-when-down",
+    "cluster-replica-no-failover",
+    "cluster-link-sendbuf-limit",
+    "cluster-preferred-endpoint-type",
 ];
 
 struct Index {
