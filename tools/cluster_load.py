@@ -13,8 +13,8 @@ type and TTL (PTTL > 0 where one was set, -1 where not).
 
 It speaks RESP itself and follows the cluster as Redis's clients do: a slot map from CLUSTER
 SLOTS, -MOVED (update the slot, reload the map), -ASK (ASKING then the command on the target),
--TRYAGAIN (wait a little, retry), a connection refused or reset (reload the map from another
-node, retry). Those are counted as redirections; any other error reply, a key missing, a value
+-TRYAGAIN (wait a little, retry), -CLUSTERDOWN and a connection refused or reset (reload the map
+from another node, retry). Those are counted (the summary's "redirections"); any other error reply, a key missing, a value
 differing from the model, or a TTL lost is counted as an error and the first few are printed.
 Exit status 0 when there were no errors. The last line is a one-line JSON summary.
 """
@@ -115,7 +115,7 @@ class Cluster:
         self.seeds = [seed]
         self.slots = [None] * 16384
         self.conns = {}
-        self.stats = {"moved": 0, "ask": 0, "tryagain": 0, "reconnect": 0, "map_reloads": 0}
+        self.stats = {"moved": 0, "ask": 0, "tryagain": 0, "clusterdown": 0, "reconnect": 0, "map_reloads": 0}
         self.reload()
 
     def conn(self, addr):
@@ -132,7 +132,8 @@ class Cluster:
 
     def reload(self):
         self.stats["map_reloads"] += 1
-        known = [a for a in dict.fromkeys(self.seeds + [a for a in self.slots if a])]
+        known = list(dict.fromkeys(self.seeds + [a for a in self.slots if a]))
+        random.shuffle(known)
         last = None
         for addr in known:
             try:
@@ -144,6 +145,10 @@ class Cluster:
             except (OSError, ConnectionError, ReplyError) as e:
                 self.drop(addr)
                 last = e
+                continue
+            if not r:
+                # A node that serves nothing (reset by del-node, or just met): ask another.
+                last = "no slots"
                 continue
             for entry in r:
                 lo, hi, master = entry[0], entry[1], entry[2]
@@ -192,6 +197,14 @@ class Cluster:
                     self.stats["ask"] += 1
                     host, port = msg.split()[2].rsplit(":", 1)
                     asking = (host, int(port))
+                    continue
+                if msg.startswith("CLUSTERDOWN"):
+                    # The node serves no slot any more (a reset, or a failover in progress):
+                    # reload the map from the others and retry, as cluster clients do.
+                    self.stats["clusterdown"] += 1
+                    asking = None
+                    time.sleep(0.1)
+                    self.reload()
                     continue
                 if msg.startswith("TRYAGAIN"):
                     self.stats["tryagain"] += 1
