@@ -516,6 +516,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "tls-session-cache-timeout",
     "tls-replication",
     "tls-cluster",
+    // Cluster mode (issue 19).
     "cluster-enabled",
     "cluster-config-file",
     "cluster-node-timeout",

@@ -310,3 +310,16 @@ fn unknown_endpoint_and_cluster_mode_as_redis() {
     assert!(hello.contains("$4\r\nmode\r\n$7\r\ncluster\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"), "{hello}");
     assert_eq!(common::info_field(&mut c, "server", "redis_mode"), "cluster");
 }
+
+/// The cluster directives are acted on, so a node started with non-default ones logs no
+/// "not implemented yet ... (value stored for CONFIG GET only)" warning for them (it did for
+/// cluster-enabled, cluster-port and cluster-node-timeout on every cluster node's start).
+#[test]
+fn cluster_directives_are_not_reported_as_unimplemented() {
+    let node = start_node();
+    let mut c = node.client();
+    assert_eq!(common::info_field(&mut c, "cluster", "cluster_enabled"), "1");
+    let log = node.log();
+    let warned: Vec<&str> = log.lines().filter(|l| l.contains("not implemented yet")).collect();
+    assert!(warned.is_empty(), "{warned:?}");
+}

@@ -262,6 +262,11 @@ pub struct ClusterState {
     pub mf: ManualFailover,
     /// Work left for the executor's next pass (clusterBeforeSleep): save, update state, fsync.
     pub todo_save: bool,
+    /// The epochs (current, my config epoch, last vote) the last fsynced save held: a save
+    /// fsyncs only when one changed, as Redis fsyncs nodes.conf only for epoch changes
+    /// (CLUSTER_TODO_FSYNC_CONFIG); slot moves (SETSLOT, 3-5 per slot in a resharding) and
+    /// gossip are written without waiting for the disk.
+    pub synced_epochs: (u64, u64, u64),
     /// Slots this node (or its master) stopped serving since the executor's last pass: their
     /// shard channels' subscribers are to be unsubscribed (Redis's removeChannelsInSlot).
     pub lost_slots: Vec<u16>,
@@ -310,6 +315,7 @@ impl ClusterState {
             lastlog_time: 0,
             mf: ManualFailover::default(),
             todo_save: false,
+            synced_epochs: (0, 0, 0),
             lost_slots: Vec::new(),
             todo_update_state: false,
             todo_handle_failover: false,

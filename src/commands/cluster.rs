@@ -180,11 +180,26 @@ pub fn info(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 pub fn info_text(st: &crate::executor::State) -> String {
     let Some(c) = st.cluster.as_deref() else { return String::new() };
     let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
+    // Owners come in long runs of slots: classify each run's owner once (a hash lookup per
+    // slot made CLUSTER INFO cost a millisecond).
+    let mut last = None;
     for owner in c.slots.iter().flatten() {
         assigned += 1;
-        match c.nodes.get(owner) {
-            Some(n) if n.failed() => fail += 1,
-            Some(n) if n.timed_out() => pfail += 1,
+        let class = match last {
+            Some((o, class)) if o == *owner => class,
+            _ => {
+                let class = match c.nodes.get(owner) {
+                    Some(n) if n.failed() => 2,
+                    Some(n) if n.timed_out() => 1,
+                    _ => 0,
+                };
+                last = Some((*owner, class));
+                class
+            }
+        };
+        match class {
+            2 => fail += 1,
+            1 => pfail += 1,
             _ => ok += 1,
         }
     }
