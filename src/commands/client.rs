@@ -367,15 +367,23 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
         st.clients.values().filter(|c| !c.handle.close_requested() && f.matches(st, c, now)).map(|c| &**c).collect();
     let mut killed = victims.len() as i64;
     let masters: Vec<u64> = victims.iter().filter(|c| c.master).map(|c| c.id).collect();
+    let replicas: Vec<u64> = victims.iter().filter(|c| c.handle.is_replica() && !c.master).map(|c| c.id).collect();
     for c in victims {
         c.handle.request_close();
     }
+
     if !f.skipme && f.matches(st, ctx.client(), now) {
         ctx.client_mut().close_after_reply = true;
         killed += 1;
     }
     for id in masters {
         crate::executor::replication::master_client_killed(ctx.admin(), id);
+    }
+    // Redis frees a killed replica at once: it leaves the replica list, and what only it still
+    // had to send leaves the backlog, before the connection itself is torn down (a TLS one takes
+    // a while).
+    for id in replicas {
+        crate::executor::replication::detach(ctx.admin(), id);
     }
     if old_form {
         return if killed == 0 { Err(CmdError::err("No such client")) } else { Ok(Reply::Ok) };
