@@ -194,18 +194,7 @@ fn start_on(asset: &str, extra: &[&str], wait: Duration) -> (Option<i32>, String
         .stdout(std::fs::File::create(&out).unwrap())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + wait;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::exit_code_within(&mut child, wait);
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     (status, text)

@@ -144,6 +144,33 @@ impl RedisServer {
 }
 
 /// A port that was free a moment ago (the OS picks it; the listener is dropped before returning).
+/// Waits up to `limit` for `child` to exit; its status, or None if it still runs.
+pub fn wait_child(child: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits up to `limit` for `child` to exit and returns its exit code; a child still running
+/// then is killed, and None stands for that as for an exit by signal.
+pub fn exit_code_within(child: &mut std::process::Child, limit: Duration) -> Option<i32> {
+    match wait_child(child, limit) {
+        Some(status) => status.code(),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    }
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port()
 }
@@ -239,16 +266,7 @@ impl Server {
 
     /// Waits up to `limit` for the process to exit; its status, or None if it still runs.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_child(&mut self.child, limit)
     }
 
     /// Resident set size in kB, from /proc (Linux).
