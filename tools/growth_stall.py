@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The stall other clients see while the keyspace grows (issue 21, acceptance 2).
+
+    python3 tools/growth_stall.py --server target/release/ferrodis-server [--keys 10000000]
+                                  [--rounds 1] [--pin]
+
+Starts ferrodis and real redis-server in turn, each empty with persistence off, and runs
+redis-benchmark `-t set -P 16 -r KEYS*10 -n KEYS` against it while a probe on its own connection
+sends a PING every millisecond. Prints, per server and round, the probe's maximum and 99.9th
+percentile round trip, the keys the server ended with, and the benchmark's time. With --pin
+the server runs on CPU 0 and the benchmark and the probe on the last CPU.
+"""
+import argparse
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connect(port, deadline_s=10.0):
+    end = time.time() + deadline_s
+    while True:
+        try:
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return s
+        except OSError:
+            if time.time() > end:
+                raise
+            time.sleep(0.05)
+
+
+def command(s, line):
+    s.sendall(line.encode() + b"\r\n")
+    data = b""
+    while not data.endswith(b"\r\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        data += chunk
+    return data
+
+
+def probe(port, stop, samples):
+    s = connect(port)
+    while not stop.is_set():
+        t = time.perf_counter()
+        s.sendall(b"PING\r\n")
+        got = b""
+        while not got.endswith(b"\r\n"):
+            got += s.recv(64)
+        samples.append((time.perf_counter() - t) * 1000.0)
+        time.sleep(0.001)
+    s.close()
+
+
+def one_run(server_cmd, keys, pin):
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="growth-stall-")
+    cmd = server_cmd + ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                        "--dir", workdir]
+    cpus = os.cpu_count() or 1
+    if pin:
+        cmd = ["taskset", "-c", "0"] + cmd
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ctl = connect(port)
+        stop, samples = threading.Event(), []
+        prober = threading.Thread(target=probe, args=(port, stop, samples))
+        prober.start()
+        time.sleep(0.5)
+        bench = ["redis-benchmark", "-p", str(port), "-t", "set", "-P", "16", "-c", "50", "-q",
+                 "-n", str(keys), "-r", str(keys * 10)]
+        if pin:
+            bench = ["taskset", "-c", str(cpus - 1)] + bench
+        started = time.time()
+        subprocess.run(bench, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        elapsed = time.time() - started
+        time.sleep(0.5)
+        stop.set()
+        prober.join()
+        dbsize = int(command(ctl, "DBSIZE")[1:-2])
+        ordered = sorted(samples)
+        p999 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.999))]
+        return {"max_ms": ordered[-1], "p999_ms": p999, "samples": len(ordered), "keys": dbsize,
+                "seconds": elapsed}
+    finally:
+        server.kill()
+        server.wait()
+        subprocess.run(["rm", "-rf", workdir])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--redis", default="redis-server")
+    ap.add_argument("--keys", type=int, default=10_000_000)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--pin", action="store_true")
+    a = ap.parse_args()
+    worst = {}
+    for r in range(a.rounds):
+        for name, cmd in (("ferrodis", a.server.split()), ("redis", a.redis.split())):
+            res = one_run(cmd, a.keys, a.pin)
+            worst[name] = max(worst.get(name, 0.0), res["max_ms"])
+            print(f"round {r + 1} {name:8} probe max {res['max_ms']:7.2f} ms  p99.9 {res['p999_ms']:6.2f} ms  "
+                  f"samples {res['samples']}  keys {res['keys']}  {res['seconds']:.1f} s", flush=True)
+    print(f"probe max over rounds: ferrodis {worst['ferrodis']:.2f} ms, redis {worst['redis']:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
