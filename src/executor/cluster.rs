@@ -1545,7 +1545,8 @@ pub fn start_manual_failover(st: &mut State, force: bool, takeover: bool) {
 /// clusterBumpConfigEpochWithoutConsensus; true when the epoch changed.
 pub fn bump_epoch_without_consensus(st: &mut State) -> bool {
     let c = cl(st);
-    let max = c.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0);
+    // clusterGetMaxEpoch: the greatest config epoch, or the current epoch when greater.
+    let max = c.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0).max(c.current_epoch);
     if c.me().config_epoch == 0 || c.me().config_epoch != max {
         c.current_epoch += 1;
         let e = c.current_epoch;
