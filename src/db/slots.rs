@@ -24,6 +24,9 @@ type Handle = EntryRef<Value>;
 /// to `CHUNK`, so a slot holding a few keys costs little).
 #[derive(Default)]
 struct SlotKeys {
+    // Boxed on purpose: a `Vec` of the arrays themselves would grow by doubling 512-byte
+    // elements, up to twice the memory for full chunks; boxes cost one pointer per 64 keys.
+    #[allow(clippy::vec_box)]
     full: Vec<Box<[Handle; CHUNK]>>,
     tail: Vec<Handle>,
 }
