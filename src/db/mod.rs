@@ -7,6 +7,7 @@
 //! field), and `active_expire_fields` is the cron's pass over the hashes due, in time order.
 
 pub mod lazyfree;
+pub mod slots;
 
 pub use crate::types::table::Table;
 use crate::types::Value;
@@ -76,9 +77,10 @@ impl FieldTtlIndex {
 #[derive(Default)]
 pub struct Db {
     keys: Table<Value>,
-    /// Cluster mode: keys per hash slot, kept from the first time it is asked for (COUNTKEYSINSLOT,
-    /// GETKEYSINSLOT, slot ownership changes). 64 KiB per database, nothing per key.
-    slot_counts: Option<Box<[u32]>>,
+    /// Cluster mode: the keys of each hash slot (see `slots`), kept from the first time it is
+    /// asked for (COUNTKEYSINSLOT, GETKEYSINSLOT, slot ownership changes), so a standalone
+    /// server pays nothing.
+    slot_index: Option<Box<slots::SlotIndex>>,
     expires: Table<i64>,
     /// Keys removed by expiry since the caller last drained them (keyspace events, WATCH).
     pub expired_log: Vec<Vec<u8>>,
@@ -550,60 +552,53 @@ impl Db {
     }
 
     fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {
-        let old = self.keys.insert(key, value, clock);
+        let Some(index) = self.slot_index.as_mut() else { return self.keys.insert(key, value, clock) };
+        let (old, entry) = self.keys.insert_entry(key, value, clock);
         if old.is_none() {
-            if let Some(c) = self.slot_counts.as_mut() {
-                c[crate::util::slot::key_hash_slot(key)] += 1;
-            }
+            index.add(crate::util::slot::key_hash_slot(key), entry);
         }
         old
     }
 
     fn key_remove(&mut self, key: &[u8]) -> Option<Value> {
-        let old = self.keys.remove(key);
-        if old.is_some() {
-            if let Some(c) = self.slot_counts.as_mut() {
-                let slot = crate::util::slot::key_hash_slot(key);
-                c[slot] = c[slot].saturating_sub(1);
-            }
-        }
-        old
+        let Some(index) = self.slot_index.as_mut() else { return self.keys.remove(key) };
+        let (old, entry) = self.keys.remove_entry(key)?;
+        index.remove(crate::util::slot::key_hash_slot(key), entry);
+        Some(old)
     }
 
-    /// The per-slot counts, built by one pass over the keys the first time.
-    fn slot_counts(&mut self) -> &[u32] {
-        if self.slot_counts.is_none() {
-            let mut counts = vec![0u32; crate::util::slot::SLOTS].into_boxed_slice();
-            for (k, _) in self.keys.iter() {
-                counts[crate::util::slot::key_hash_slot(k)] += 1;
+    /// The per-slot index, built by one pass over the keys the first time.
+    fn slot_index(&mut self) -> &slots::SlotIndex {
+        let keys = &self.keys;
+        self.slot_index.get_or_insert_with(|| {
+            let mut index = Box::<slots::SlotIndex>::default();
+            for (k, _) in keys.iter() {
+                if let Some(entry) = keys.entry(k) {
+                    index.add(crate::util::slot::key_hash_slot(k), entry);
+                }
             }
-            self.slot_counts = Some(counts);
-        }
-        self.slot_counts.as_deref().unwrap_or(&[])
+            index
+        })
     }
 
     /// Keys stored in hash slot `slot` (cluster mode), at most `limit`, expired ones included
-    /// as Redis's slot index includes them. A scan of the table: see `count_keys_in_slot`.
+    /// as Redis's slot index includes them.
     pub fn keys_in_slot(&mut self, slot: usize, limit: usize) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        let limit = limit.min(self.count_keys_in_slot(slot));
-        if limit == 0 {
-            return out;
-        }
-        for (k, _) in self.keys.iter() {
-            if crate::util::slot::key_hash_slot(k) == slot {
-                out.push(k.to_vec());
-                if out.len() >= limit {
-                    break;
-                }
-            }
-        }
-        out
+        self.slot_index();
+        let Some(index) = self.slot_index.as_deref() else { return Vec::new() };
+        index
+            .handles(slot)
+            .take(limit)
+            // SAFETY: the index holds exactly the entries now in `self.keys`: every insert and
+            // removal goes through key_insert / key_remove, and `clear` drops the index with
+            // the table it describes.
+            .map(|entry| unsafe { self.keys.entry_key(entry) }.to_vec())
+            .collect()
     }
 
     /// Number of keys stored in hash slot `slot`.
     pub fn count_keys_in_slot(&mut self, slot: usize) -> usize {
-        self.slot_counts().get(slot).map_or(0, |&n| n as usize)
+        self.slot_index().count(slot)
     }
 
     /// Every live key, in table order.
@@ -627,9 +622,8 @@ impl Db {
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
         self.field_ttl = FieldTtlIndex::default();
-        if let Some(counts) = self.slot_counts.as_mut() {
-            counts.fill(0);
-        }
+        // The index describes the table being handed away; the next use rebuilds it (empty).
+        self.slot_index = None;
         (self.keys.take(), self.expires.take())
     }
 

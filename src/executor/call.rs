@@ -136,32 +136,37 @@ fn cluster_route(
     st.cluster_caller_slot = None;
     st.cluster_caller_flags = (client.cluster_asking, client.cluster_readonly);
     let is_exec = spec.name == "exec" && parent.is_none();
+    fn routed_of<'a>(pos: &[usize], f: u32, argv: &'a [bytes::Bytes], name: &str) -> super::cluster::Routed<'a> {
+        super::cluster::Routed {
+            keys: pos.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect(),
+            write: f & flags::WRITE != 0,
+            is_migrate: name == "migrate",
+            asking_cmd: f & flags::ASKING != 0,
+            pubsubshard: matches!(name, "ssubscribe" | "sunsubscribe" | "spublish"),
+        }
+    }
     let mut owned: Vec<(Vec<usize>, u32, &[bytes::Bytes], &'static str)> = Vec::new();
-    if is_exec {
+    let one: [super::cluster::Routed; 1];
+    let many: Vec<super::cluster::Routed>;
+    // One command (the usual case) routes from the stack: no list of commands to allocate.
+    let routed: &[super::cluster::Routed] = if is_exec {
         let Some(queue) = &client.multi else { return Ok(()) };
         for c in queue {
             let Ok((s, p)) = resolve(c) else { continue };
             let (pos, f) = keys_of(st, s, p, &c.argv);
             owned.push((pos, f, &c.argv, s.name));
         }
+        many = owned.iter().map(|(pos, f, argv, name)| routed_of(pos, *f, argv, name)).collect();
+        &many
     } else {
         let (pos, f) = keys_of(st, spec, parent, argv);
         if pos.is_empty() {
             return Ok(());
         }
-        owned.push((pos, f, argv, spec.name));
-    }
-    let routed: Vec<super::cluster::Routed> = owned
-        .iter()
-        .map(|(pos, f, argv, name)| super::cluster::Routed {
-            keys: pos.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect(),
-            write: f & flags::WRITE != 0,
-            is_migrate: *name == "migrate",
-            asking_cmd: f & flags::ASKING != 0,
-            pubsubshard: matches!(*name, "ssubscribe" | "sunsubscribe" | "spublish"),
-        })
-        .collect();
-    match super::cluster::route(st, &routed, client.cluster_asking, client.cluster_readonly) {
+        one = [routed_of(&pos, f, argv, spec.name)];
+        &one
+    };
+    match super::cluster::route(st, routed, client.cluster_asking, client.cluster_readonly) {
         Ok(slot) => {
             st.cluster_caller_slot = slot;
             Ok(())

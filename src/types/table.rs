@@ -140,6 +140,37 @@ fn chain_len<V>(mut node: *mut Node<V>) -> usize {
     n
 }
 
+/// A handle to one entry of a table: its node's address, which stays put while the entry lives
+/// (resizing relinks nodes, never moves them; replacing a value writes in place). Indexes kept
+/// beside a table (the cluster's keys per hash slot) hold these to reach an entry's key without
+/// copying it: 8 bytes per entry. Comparing handles is safe at any time; reading through one is
+/// only while the entry is still in its table (see `Table::entry_key`).
+pub struct EntryRef<V>(NonNull<Node<V>>);
+
+impl<V> Clone for EntryRef<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for EntryRef<V> {}
+impl<V> PartialEq for EntryRef<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl<V> Eq for EntryRef<V> {}
+impl<V> std::fmt::Debug for EntryRef<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EntryRef({:p})", self.0)
+    }
+}
+// SAFETY: a handle is an address; it is only dereferenced through `Table::entry_key`, which
+// borrows the table owning the node, so moving or sharing handles between threads adds nothing
+// beyond what moving or sharing the table allows.
+unsafe impl<V: Send> Send for EntryRef<V> {}
+// SAFETY: as above.
+unsafe impl<V: Sync> Sync for EntryRef<V> {}
+
 /// Whether tables may start a resize now (false while a fork child shares the pages).
 pub fn resize_allowed() -> bool {
     RESIZE_ALLOWED.load(Ordering::Relaxed)
@@ -422,22 +453,56 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
 
     /// Inserts or replaces; returns the previous value.
     pub fn insert(&mut self, key: &[u8], value: V, clock: u32) -> Option<V> {
+        self.insert_entry(key, value, clock).0
+    }
+
+    /// `insert`, also handing back the entry's handle (new or replaced in place).
+    pub fn insert_entry(&mut self, key: &[u8], value: V, clock: u32) -> (Option<V>, EntryRef<V>) {
         self.step_if_rehashing();
         let h = self.hash(key);
         let node = self.find_hashed(h, key);
-        if !node.is_null() {
+        if let Some(node) = NonNull::new(node) {
             // SAFETY: `node` is live, and `&mut self` makes the access unique.
-            return unsafe {
-                (*node).clock = clock;
-                Some(std::mem::replace(&mut (*node).value, value))
+            let old = unsafe {
+                (*node.as_ptr()).clock = clock;
+                std::mem::replace(&mut (*node.as_ptr()).value, value)
             };
+            return (Some(old), EntryRef(node));
         }
         self.expand_if_needed();
         let t = &mut self.ht[if self.rehash_idx.is_some() { 1 } else { 0 }];
         let slot = &mut t.slots[h & t.mask()];
-        *slot = alloc_node(key, value, clock, *slot).as_ptr();
+        let node = alloc_node(key, value, clock, *slot);
+        *slot = node.as_ptr();
         t.used += 1;
-        None
+        (None, EntryRef(node))
+    }
+
+    /// The handle of `key`'s entry.
+    pub fn entry(&self, key: &[u8]) -> Option<EntryRef<V>> {
+        NonNull::new(self.find(key)).map(EntryRef)
+    }
+
+    /// The key of the entry behind `entry`.
+    ///
+    /// # Safety
+    /// `entry` must have come from this table and its entry must not have been removed since
+    /// (nor the table taken, cleared or dropped).
+    pub unsafe fn entry_key(&self, entry: EntryRef<V>) -> &[u8] {
+        // SAFETY: per the contract the node is live for the borrow of `self`.
+        unsafe { node_key(entry.0.as_ptr()) }
+    }
+
+    /// `remove`, also handing back the removed entry's handle: dangling now, good only for
+    /// comparing with handles taken while it lived.
+    pub fn remove_entry(&mut self, key: &[u8]) -> Option<(V, EntryRef<V>)> {
+        self.step_if_rehashing();
+        if self.is_empty() {
+            return None;
+        }
+        let found = self.unlink_entry(key)?;
+        self.shrink_if_sparse();
+        Some(found)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
@@ -445,13 +510,13 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         if self.is_empty() {
             return None;
         }
-        let value = self.unlink(key)?;
+        let (value, _) = self.unlink_entry(key)?;
         self.shrink_if_sparse();
         Some(value)
     }
 
-    /// Removes `key` without considering a shrink.
-    fn unlink(&mut self, key: &[u8]) -> Option<V> {
+    /// Removes `key` without considering a shrink; hands back its value and (dangling) handle.
+    fn unlink_entry(&mut self, key: &[u8]) -> Option<(V, EntryRef<V>)> {
         let h = self.hash(key);
         let tables = if self.rehash_idx.is_some() { 2 } else { 1 };
         for t in &mut self.ht[..tables] {
@@ -469,7 +534,8 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
                     if (*node).klen as usize == key.len() && node_key(node) == key {
                         *link = (*node).next;
                         t.used -= 1;
-                        return Some(free_node(node));
+                        let handle = EntryRef(NonNull::new_unchecked(node));
+                        return Some((free_node(node), handle));
                     }
                     link = &mut (*node).next;
                 }
