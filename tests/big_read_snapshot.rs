@@ -760,3 +760,82 @@ fn dump_is_the_value_at_the_command_despite_later_writes() {
     // The later DUMPs saw the writes.
     assert_ne!(bulk(&results[1][dumps[0]]), bulk(&results[1][dumps[5]]));
 }
+
+/// From INFO text: `total_error_replies`, the errorstats lines, and the calls / failed_calls /
+/// rejected_calls of the SORT commands (their times differ between servers).
+fn error_counts(info: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(info);
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("total_error_replies:") || line.starts_with("errorstat_") {
+            out.push(line.to_string());
+        } else if line.starts_with("cmdstat_sort") {
+            let (name, fields) = line.split_once(':').unwrap_or((line, ""));
+            let kept: Vec<&str> = fields
+                .split(',')
+                .filter(|f| {
+                    f.starts_with("calls=") || f.starts_with("failed_calls=") || f.starts_with("rejected_calls=")
+                })
+                .collect();
+            out.push(format!("{name}:{}", kept.join(",")));
+        }
+    }
+    // commandstats' order is the command table's, which differs between servers.
+    out.sort();
+    out
+}
+
+/// A big SORT of members that are not all numbers fails with Redis's conversion error, whether
+/// it was sorted off the executor (alone in its batch) or in place (followed by more commands in
+/// its batch, inside MULTI): INFO's errorstats, total_error_replies and the command's
+/// failed_calls count it exactly as Redis's do, on the same connection right after it and on
+/// another one.
+#[test]
+fn a_failed_big_sort_counts_in_info_as_in_redis() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        let mut other = server.client();
+        for from in (0..N).step_by(10_000) {
+            let mut l = vec![b"RPUSH".to_vec(), b"l".to_vec()];
+            for i in from..from + 10_000 {
+                l.push(if i == 77_777 { b"not-a-number".to_vec() } else { (i % 1000).to_string().into_bytes() });
+            }
+            c.cmd(&l);
+        }
+        c.cmd(&[b"CONFIG".as_slice(), b"RESETSTAT"]);
+        let info = argv(&[b"INFO", b"all"]);
+        let mut seen = Vec::new();
+        // Alone in its batch (off the executor on our side), then INFO from another client.
+        let r = c.cmd(&[b"SORT".as_slice(), b"l"]);
+        assert!(
+            r.starts_with(b"-ERR One or more scores can't be converted into double"),
+            "{}",
+            String::from_utf8_lossy(&r)
+        );
+        seen.push(error_counts(&other.cmd(&info)));
+        let r = c.cmd(&[b"SORT_RO".as_slice(), b"l", b"DESC"]);
+        assert!(r.starts_with(b"-ERR"));
+        seen.push(error_counts(&c.cmd(&info)));
+        // Followed by INFO in the same batch.
+        let replies = pipeline(&mut c, &[argv(&[b"SORT", b"l", b"LIMIT", b"0", b"10"]), info.clone()]);
+        seen.push(error_counts(&bulk(&replies[1])));
+        // Inside MULTI, then one that succeeds (ALPHA) and one BY nosort.
+        let replies = pipeline(
+            &mut c,
+            &[argv(&[b"MULTI"]), argv(&[b"SORT", b"l"]), argv(&[b"EXEC"]), argv(&[b"SORT", b"l", b"ALPHA"])],
+        );
+        assert!(matches!(&replies[3], Value::Agg(_, Some(v)) if v.len() == N));
+        c.cmd(&[b"SORT".as_slice(), b"l", b"BY", b"nosort"]);
+        seen.push(error_counts(&other.cmd(&info)));
+        results.push(seen);
+    }
+    assert_eq!(results[0], results[1]);
+    assert!(
+        results[1][0].iter().any(|l| l.starts_with("cmdstat_sort:calls=1,rejected_calls=0,failed_calls=1")),
+        "{:?}",
+        results[1][0]
+    );
+}

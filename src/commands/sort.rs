@@ -390,7 +390,7 @@ enum SortSource {
 /// SORT of a big list, set or zset without BY key lookups, GET or STORE, done wherever the
 /// reply is written by the same steps as `sort_generic`: load, score (unless ALPHA), sort, take
 /// the LIMIT range. A member that is not a number makes the reply Redis's conversion error
-/// (which, encoded here, INFO's errorstats and failed_calls do not count).
+/// (`encode_checked` tells it, for INFO's errorstats and failed_calls).
 struct SortReply {
     source: SortSource,
     alpha: bool,
@@ -428,8 +428,19 @@ impl SortReply {
     }
 }
 
+/// The error a SORT of a member that is not a number replies with.
+const NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+
 impl Encode for SortReply {
-    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
+    fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        let _ = self.encode_checked(proto, out);
+    }
+
+    fn may_fail(&self) -> bool {
+        !self.dontsort && !self.alpha
+    }
+
+    fn encode_checked(&self, _proto: u8, out: &mut Vec<u8>) -> Option<&'static str> {
         let mut items = self.items();
         let (mut start, mut end) = (self.start, self.end);
         if self.dontsort && !matches!(self.source, SortSource::Set(_)) {
@@ -442,8 +453,10 @@ impl Encode for SortReply {
                     match strtod(&it.obj) {
                         Some(d) => it.score = d,
                         None => {
-                            out.extend_from_slice(b"-ERR One or more scores can't be converted into double\r\n");
-                            return;
+                            out.push(b'-');
+                            out.extend_from_slice(NOT_A_DOUBLE.as_bytes());
+                            out.extend_from_slice(b"\r\n");
+                            return Some(NOT_A_DOUBLE);
                         }
                     }
                 }
@@ -465,6 +478,7 @@ impl Encode for SortReply {
         for it in range {
             bulk(out, &it.obj);
         }
+        None
     }
 
     fn size_hint(&self) -> usize {
