@@ -857,7 +857,7 @@ mod tests {
                 .append(StreamId::new(i as u64 + 1, 0), &[b"f", m.as_bytes(), b"n", v.as_bytes()], 4096, 100)
                 .unwrap();
         }
-        let mut values = vec![
+        let mut values = [
             Value::Set(Box::new(set)),
             Value::Hash(Box::new(hash)),
             Value::ZSet(Box::new(zset)),
