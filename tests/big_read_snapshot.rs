@@ -564,3 +564,278 @@ fn sort_is_the_collection_at_the_command_despite_later_writes() {
     assert!(matches!(&results[1][6], Value::Simple(b'-', _)), "SORT of non-numbers: {:?}", results[1][6]);
     assert_eq!(items(results[1][0].clone()).len(), N);
 }
+
+/// Loads a stream `x` of N entries with IDs 1-0 .. N-0 and three fields (one of them numeric,
+/// stored as an integer), ten thousand XADDs per pipeline.
+fn load_stream(c: &mut Client) {
+    for from in (0..N).step_by(10_000) {
+        let cmds: Vec<Vec<Vec<u8>>> = (from..from + 10_000)
+            .map(|i| {
+                let id = format!("{}-0", i + 1);
+                let (n, m) = (i.to_string(), format!("member:{i}"));
+                argv(&[b"XADD", b"x", id.as_bytes(), b"f", n.as_bytes(), b"g", m.as_bytes(), b"h", b"abcdefghij"])
+            })
+            .collect();
+        pipeline(c, &cmds);
+    }
+}
+
+/// XRANGE and XREVRANGE of a big stream (`- +`, exclusive bounds, COUNT), then the stream
+/// changed in the same batch (entries deleted inside blocks the reads share, whole blocks
+/// trimmed away and a block trimmed in part, entries appended to the last block and to new
+/// ones): each reply is the stream at its position, byte for byte Redis's.
+#[test]
+fn xrange_is_the_stream_at_the_command_despite_later_writes() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let reads = |out: &mut Vec<Vec<Vec<u8>>>| {
+        out.push(argv(&[b"XRANGE", b"x", b"-", b"+"]));
+        out.push(argv(&[b"XREVRANGE", b"x", b"+", b"-"]));
+        out.push(argv(&[b"XRANGE", b"x", b"(1000-0", b"+", b"COUNT", b"50000"]));
+        out.push(argv(&[b"XREVRANGE", b"x", b"140000", b"(200-0", b"COUNT", b"100000"]));
+        out.push(argv(&[b"XRANGE", b"x", b"555", b"99999-0"]));
+    };
+    let mut cmds = Vec::new();
+    reads(&mut cmds);
+    cmds.push(argv(&[b"XDEL", b"x", b"5-0", b"140000-0", b"150000-0", b"7777-0"]));
+    cmds.push(argv(&[b"XTRIM", b"x", b"MINID", b"10050"]));
+    cmds.push(argv(&[b"XADD", b"x", b"200000-0", b"other", b"fields"]));
+    for i in 0..5_000 {
+        let id = format!("{}-1", 200_000 + i);
+        cmds.push(argv(&[b"XADD", b"x", id.as_bytes(), b"f", b"late"]));
+    }
+    for i in (20_000..60_000).step_by(3) {
+        let id = format!("{i}-0");
+        cmds.push(argv(&[b"XDEL", b"x", id.as_bytes()]));
+    }
+    let second = cmds.len();
+    reads(&mut cmds);
+    cmds.push(argv(&[b"XTRIM", b"x", b"MAXLEN", b"1000"]));
+    reads(&mut cmds);
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        load_stream(&mut c);
+        results.push(pipeline(&mut c, &cmds));
+    }
+    for (i, (a, b)) in results[0].iter().zip(results[1].iter()).enumerate() {
+        assert!(a == b, "reply {i} ({:?}) differs from Redis's", String::from_utf8_lossy(&cmds[i].concat()));
+    }
+    assert_eq!(items(results[1][0].clone()).len(), N);
+    assert!(items(results[1][second].clone()).len() < N);
+}
+
+/// `MSET prefix:i v:i ...` for `i` in `range`.
+fn mset(prefix: &str, range: std::ops::Range<usize>) -> Vec<Vec<u8>> {
+    let mut a = bulk_cmd("MSET", "", prefix, range, Some("v"));
+    a.remove(1);
+    a
+}
+
+/// KEYS * and KEYS with a pattern over a big keyspace, then the keyspace changed in the same
+/// batch: each reply is the keyspace at its position, logically expired keys left out (never
+/// read, so still stored), compared with Redis's as sets.
+#[test]
+fn keys_is_the_keyspace_at_the_command_despite_later_writes() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let reads = |out: &mut Vec<Vec<Vec<u8>>>| {
+        out.push(argv(&[b"KEYS", b"*"]));
+        out.push(argv(&[b"KEYS", b"k:1*"]));
+        out.push(argv(&[b"KEYS", b"k:?[0-4]?"]));
+    };
+    let mut cmds = Vec::new();
+    reads(&mut cmds);
+    cmds.push(bulk_cmd("DEL", "k", "k", 0..30_000, None));
+    cmds.push(mset("n", 0..20_000));
+    cmds.push(argv(&[b"RENAME", b"k:100000", b"renamed"]));
+    cmds.push(argv(&[b"PEXPIRE", b"k:100001", b"1"]));
+    reads(&mut cmds);
+    cmds.push(argv(&[b"FLUSHALL", b"ASYNC"]));
+    reads(&mut cmds);
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        for from in (0..N).step_by(10_000) {
+            c.cmd(&mset("k", from..from + 10_000));
+        }
+        // Keys whose TTL passes before the reads, never touched afterwards.
+        for i in 0..2_000 {
+            c.cmd(&[b"SET".as_slice(), format!("gone:{i}").as_bytes(), b"x", b"PX", b"1"]);
+        }
+        for i in 0..2_000 {
+            c.cmd(&[b"SET".as_slice(), format!("k:1{i}:ttl").as_bytes(), b"x", b"PX", b"100000"]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        results.push(pipeline(&mut c, &cmds));
+    }
+    for (i, (a, b)) in results[0].iter().zip(results[1].iter()).enumerate() {
+        if cmds[i][0] == b"KEYS" {
+            assert_eq!(
+                set_of(a.clone()),
+                set_of(b.clone()),
+                "reply {i} (KEYS {:?})",
+                String::from_utf8_lossy(&cmds[i][1])
+            );
+        } else {
+            assert!(a == b, "reply {i} ({:?}) differs from Redis's", String::from_utf8_lossy(&cmds[i][0]));
+        }
+    }
+    assert_eq!(items(results[1][0].clone()).len(), N + 2_000);
+}
+
+/// DUMP of big values of every kind, then the values changed in the same batch: each payload
+/// is the value at its position. Both servers' payloads are restored into Redis and read back
+/// (hashtable order differs between servers, so payloads are compared by what they hold).
+#[test]
+fn dump_is_the_value_at_the_command_despite_later_writes() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let keys: [&[u8]; 5] = [b"s", b"h", b"z", b"l", b"x"];
+    let mut cmds = Vec::new();
+    for k in keys {
+        cmds.push(argv(&[b"DUMP", k]));
+    }
+    cmds.push(bulk_cmd("SREM", "s", "m", 0..30_000, None));
+    cmds.push(bulk_cmd("SADD", "s", "n", 0..10_000, None));
+    cmds.push(bulk_cmd("HSET", "h", "f", 0..20_000, Some("w")));
+    cmds.push(bulk_cmd("HDEL", "h", "f", 40_000..70_000, None));
+    cmds.push(argv(&[b"ZADD", b"z", b"-1", b"m:5", b"2.5", b"new"]));
+    cmds.push(argv(&[b"ZREMRANGEBYRANK", b"z", b"1000", b"30000"]));
+    cmds.push(argv(&[b"LSET", b"l", b"5", b"changed"]));
+    cmds.push(argv(&[b"LTRIM", b"l", b"1000", b"-1000"]));
+    cmds.push(argv(&[b"XDEL", b"x", b"5-0", b"140000-0"]));
+    cmds.push(argv(&[b"XTRIM", b"x", b"MINID", b"10050"]));
+    cmds.push(argv(&[b"XADD", b"x", b"200000-0", b"other", b"fields"]));
+    for k in keys {
+        cmds.push(argv(&[b"DUMP", k]));
+    }
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        load(&mut c);
+        load_stream(&mut c);
+        for from in (0..N).step_by(10_000) {
+            c.cmd(&bulk_cmd("RPUSH", "l", "e", from..from + 10_000, None));
+            let mut z = vec![b"ZADD".to_vec(), b"z".to_vec()];
+            for i in from..from + 10_000 {
+                z.push(format!("{}.5", i % 1000).into_bytes());
+                z.push(format!("m:{i}").into_bytes());
+            }
+            c.cmd(&z);
+        }
+        results.push(pipeline(&mut c, &cmds));
+    }
+    let mut r = redis.client();
+    let dumps: Vec<usize> = (0..cmds.len()).filter(|&i| cmds[i][0] == b"DUMP").collect();
+    for &i in &dumps {
+        let k = cmds[i][1].clone();
+        let read: Vec<Vec<u8>> = match k.as_slice() {
+            b"s" => argv(&[b"SMEMBERS"]),
+            b"h" => argv(&[b"HGETALL"]),
+            b"z" => argv(&[b"ZRANGE", b"", b"0", b"-1", b"WITHSCORES"]),
+            b"l" => argv(&[b"LRANGE", b"", b"0", b"-1"]),
+            _ => argv(&[b"XRANGE", b"", b"-", b"+"]),
+        };
+        let mut got = Vec::new();
+        for (who, res) in ["redis", "ours"].iter().zip(&results) {
+            let name = format!("restored:{who}:{i}").into_bytes();
+            let payload = bulk(&res[i]);
+            let reply = r.cmd(&[b"RESTORE".as_slice(), &name, b"0", &payload]);
+            assert_eq!(reply, b"+OK\r\n", "RESTORE of {who}'s DUMP {i}");
+            let mut cmd = read.clone();
+            if cmd.len() == 1 {
+                cmd.push(name.clone());
+            } else {
+                cmd[1] = name.clone();
+            }
+            got.push(parse_value(&r.cmd(&cmd)));
+        }
+        match k.as_slice() {
+            b"s" => assert_eq!(set_of(got[0].clone()), set_of(got[1].clone()), "DUMP {i} of s"),
+            b"h" => assert_eq!(map_of(got[0].clone()), map_of(got[1].clone()), "DUMP {i} of h"),
+            _ => assert!(got[0] == got[1], "DUMP {i} of {}", String::from_utf8_lossy(&k)),
+        }
+    }
+    // The later DUMPs saw the writes.
+    assert_ne!(bulk(&results[1][dumps[0]]), bulk(&results[1][dumps[5]]));
+}
+
+/// From INFO text: `total_error_replies`, the errorstats lines, and the calls / failed_calls /
+/// rejected_calls of the SORT commands (their times differ between servers).
+fn error_counts(info: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(info);
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("total_error_replies:") || line.starts_with("errorstat_") {
+            out.push(line.to_string());
+        } else if line.starts_with("cmdstat_sort") {
+            let (name, fields) = line.split_once(':').unwrap_or((line, ""));
+            let kept: Vec<&str> = fields
+                .split(',')
+                .filter(|f| {
+                    f.starts_with("calls=") || f.starts_with("failed_calls=") || f.starts_with("rejected_calls=")
+                })
+                .collect();
+            out.push(format!("{name}:{}", kept.join(",")));
+        }
+    }
+    // commandstats' order is the command table's, which differs between servers.
+    out.sort();
+    out
+}
+
+/// A big SORT of members that are not all numbers fails with Redis's conversion error, whether
+/// it was sorted off the executor (alone in its batch) or in place (followed by more commands in
+/// its batch, inside MULTI): INFO's errorstats, total_error_replies and the command's
+/// failed_calls count it exactly as Redis's do, on the same connection right after it and on
+/// another one.
+#[test]
+fn a_failed_big_sort_counts_in_info_as_in_redis() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let mut results = Vec::new();
+    for server in [&redis, &ours] {
+        let mut c = server.client();
+        let mut other = server.client();
+        for from in (0..N).step_by(10_000) {
+            let mut l = vec![b"RPUSH".to_vec(), b"l".to_vec()];
+            for i in from..from + 10_000 {
+                l.push(if i == 77_777 { b"not-a-number".to_vec() } else { (i % 1000).to_string().into_bytes() });
+            }
+            c.cmd(&l);
+        }
+        c.cmd(&[b"CONFIG".as_slice(), b"RESETSTAT"]);
+        let info = argv(&[b"INFO", b"all"]);
+        let mut seen = Vec::new();
+        // Alone in its batch (off the executor on our side), then INFO from another client.
+        let r = c.cmd(&[b"SORT".as_slice(), b"l"]);
+        assert!(
+            r.starts_with(b"-ERR One or more scores can't be converted into double"),
+            "{}",
+            String::from_utf8_lossy(&r)
+        );
+        seen.push(error_counts(&other.cmd(&info)));
+        let r = c.cmd(&[b"SORT_RO".as_slice(), b"l", b"DESC"]);
+        assert!(r.starts_with(b"-ERR"));
+        seen.push(error_counts(&c.cmd(&info)));
+        // Followed by INFO in the same batch.
+        let replies = pipeline(&mut c, &[argv(&[b"SORT", b"l", b"LIMIT", b"0", b"10"]), info.clone()]);
+        seen.push(error_counts(&bulk(&replies[1])));
+        // Inside MULTI, then one that succeeds (ALPHA) and one BY nosort.
+        let replies = pipeline(
+            &mut c,
+            &[argv(&[b"MULTI"]), argv(&[b"SORT", b"l"]), argv(&[b"EXEC"]), argv(&[b"SORT", b"l", b"ALPHA"])],
+        );
+        assert!(matches!(&replies[3], Value::Agg(_, Some(v)) if v.len() == N));
+        c.cmd(&[b"SORT".as_slice(), b"l", b"BY", b"nosort"]);
+        seen.push(error_counts(&other.cmd(&info)));
+        results.push(seen);
+    }
+    assert_eq!(results[0], results[1]);
+    assert!(
+        results[1][0].iter().any(|l| l.starts_with("cmdstat_sort:calls=1,rejected_calls=0,failed_calls=1")),
+        "{:?}",
+        results[1][0]
+    );
+}

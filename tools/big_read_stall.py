@@ -4,9 +4,11 @@
     python3 big_read_stall.py PORT KIND [--n 1500000] [--rounds 5] [--no-writer]
 
 Loads a collection of N elements for KIND (zrange, zrangews, zrevrangebyscore, sunion, sinter,
-sdiff, smembers), then for each round: a PING probe every millisecond on its own connection, a
+sdiff, smembers, sort, xrange, xrevrange, dumpset, dumpzset, keys, keyspat: a stream, N keys of
+the keyspace, ...), then for each round: a PING probe every millisecond on its own connection, a
 writer changing the collection on another (unless --no-writer), and the big read on a third,
-its whole reply read. Prints per round the read's time and the probe's maximum while it ran,
+its whole reply read. KIND idle runs no read (a one-second window, no writer): the probe's
+maximum there is the machine's noise floor. Prints per round the read's time and the probe's maximum while it ran,
 then the maxima over rounds.
 """
 import argparse, multiprocessing as mp, socket, time
@@ -89,17 +91,29 @@ def load(port, kind, n):
     s = conn(port); r = Reader(s)
     run(s, r, 'FLUSHALL')
     batch = 10000
-    def bulk(cmd):
+    def bulk(cmd, per=False):
+        # `per`: a batch is one command per element (its replies read one by one).
         pending = 0
         for lo in range(0, n, batch):
-            s.sendall(cmd(lo, min(n, lo + batch))); pending += 1
+            hi = min(n, lo + batch)
+            s.sendall(cmd(lo, hi)); pending += 1
             if pending >= 8:
-                r.reply(); pending -= 1
-        for _ in range(pending):
-            r.reply()
-    if kind == 'sort':
+                for _ in range(batch if per else 1):
+                    r.reply()
+                pending -= 1
+        for k in range(pending):
+            for _ in range(batch if per else 1):
+                r.reply()
+    if kind == 'idle':
+        pass
+    elif kind == 'sort':
         bulk(lambda lo, hi: enc('RPUSH', 'l', *[i * 7919 % 1000003 for i in range(lo, hi)]))
-    elif kind.startswith('z'):
+    elif kind.startswith('x'):
+        # One pipelined XADD per entry, IDs 1-0 .. N-0 (three fields, as bigkey streams often have).
+        bulk(lambda lo, hi: b''.join(enc('XADD', 'x', '%d-0' % (i + 1), 'f', i, 'g', 'member:%d' % i, 'h', 'abcdefghij') for i in range(lo, hi)), per=True)
+    elif kind.startswith('keys'):
+        bulk(lambda lo, hi: enc('MSET', *[x for i in range(lo, hi) for x in ('key:%d' % i, i)]))
+    elif kind.startswith('z') or kind == 'dumpzset':
         bulk(lambda lo, hi: enc('ZADD', 'z', *[x for i in range(lo, hi) for x in (i % 100000 + 0.5, 'member:%d' % i)]))
     else:
         bulk(lambda lo, hi: enc('SADD', 'a', *['member:%d' % i for i in range(lo, hi)]))
@@ -115,6 +129,13 @@ READS = {
     'sunion': ('SUNION', 'a', 'b'),
     'sinter': ('SINTER', 'a', 'b'),
     'sdiff': ('SDIFF', 'a', 'b'),
+    'xrange': ('XRANGE', 'x', '-', '+'),
+    'xrevrange': ('XREVRANGE', 'x', '+', '-'),
+    'dumpset': ('DUMP', 'a'),
+    'dumpzset': ('DUMP', 'z'),
+    'keys': ('KEYS', '*'),
+    'keyspat': ('KEYS', 'key:1*'),
+    'idle': None,
 }
 
 def prober(port, stop, reset, probe_max):
@@ -134,7 +155,11 @@ def writer(port, kind, n, stop):
     while not stop.is_set():
         if kind == 'sort':
             run(s, r, 'LPUSH', 'l', i); run(s, r, 'RPOP', 'l')
-        elif kind.startswith('z'):
+        elif kind.startswith('x'):
+            run(s, r, 'XADD', 'x', '*', 'f', i); run(s, r, 'XDEL', 'x', '%d-0' % (i * 7919 % n + 1))
+        elif kind.startswith('keys'):
+            run(s, r, 'SET', 'w:%d' % i, i); run(s, r, 'DEL', 'key:%d' % (i * 7919 % n))
+        elif kind.startswith('z') or kind == 'dumpzset':
             run(s, r, 'ZADD', 'z', i % 7, 'w:%d' % i); run(s, r, 'ZREM', 'z', 'member:%d' % (i * 7919 % n))
         else:
             run(s, r, 'SADD', 'a', 'w:%d' % i); run(s, r, 'SREM', 'b', 'member:%d' % (i * 7919 % n + n // 2))
@@ -170,14 +195,19 @@ def main():
         # interpreter lock with the reader parsing millions of elements, and measure that.
         stop = mp.Event(); reset = mp.Event(); probe_max = mp.Value('d', 0.0)
         procs = [mp.Process(target=prober, args=(a.port, stop, reset, probe_max))]
-        if not a.no_writer:
+        if not a.no_writer and a.kind != 'idle':
             procs.append(mp.Process(target=writer, args=(a.port, a.kind, a.n, stop)))
         for pr in procs:
             pr.start()
         time.sleep(0.5)
         reset.set(); time.sleep(0.01)
         s = conn(a.port); r = Reader(s)
-        t = time.perf_counter(); cnt = run(s, r, *READS[a.kind]); dt = time.perf_counter() - t
+        t = time.perf_counter()
+        if READS[a.kind] is None:
+            time.sleep(1.0); cnt = 0
+        else:
+            cnt = run(s, r, *READS[a.kind])
+        dt = time.perf_counter() - t
         pm = probe_max.value
         stop.set()
         for pr in procs:

@@ -16,6 +16,8 @@ use crate::pubsub::ev;
 use crate::rdb::format;
 use crate::rdb::load::{decode_value, DecodeOpts, Limits, Sanitize};
 use crate::rdb::save::{self, SaveError};
+use crate::resp::reply::{Deferred, Encode};
+use crate::resp::writer::int_line;
 use crate::resp::Reply;
 use crate::types::Value;
 
@@ -100,8 +102,57 @@ pub fn dump(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some(value) = ctx.lookup_read(args.key(1)) else {
         return Ok(Reply::Nil);
     };
+    // A big collection is serialized off the executor from a snapshot sharing its storage,
+    // with the same bytes `dump_payload` gives (see `save::DumpSnapshot`).
+    if elements(value) >= super::DEFER_MIN_ELEMENTS {
+        if let Some(snap) = ctx.db().get_ref_mut(args.key(1)).and_then(save::DumpSnapshot::take) {
+            return Ok(Reply::Deferred(Deferred::new(DumpReply { snap, compress })));
+        }
+    }
+    // Looked up again without counting a second hit (the borrow above ended).
+    let Some(value) = ctx.db().get_ref(args.key(1)) else {
+        return Ok(Reply::Nil);
+    };
     let payload = dump_payload(value, compress).map_err(|e| CmdError::err(e.to_string()))?;
     Ok(Reply::Bulk(payload))
+}
+
+/// A collection's element count (entries of a stream); 1 for a string.
+fn elements(v: &Value) -> usize {
+    match v {
+        Value::Str(_) => 1,
+        Value::List(l) => l.len(),
+        Value::Hash(h) => h.len(),
+        Value::Set(s) => s.len(),
+        Value::ZSet(z) => z.len(),
+        Value::Stream(s) => s.len() as usize,
+    }
+}
+
+/// A big DUMP's reply: the payload as a bulk string, written into the output in place (the
+/// length line is spliced in front once the payload's size is known: one move of the bytes,
+/// rather than a second copy of the payload alive at once).
+struct DumpReply {
+    snap: save::DumpSnapshot,
+    compress: bool,
+}
+
+impl Encode for DumpReply {
+    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
+        let start = out.len();
+        self.snap.payload(DUMP_VERSION, self.compress, out);
+        let len = out.len() - start;
+        let mut head = Vec::with_capacity(24);
+        int_line(&mut head, b'$', len as i64);
+        out.extend_from_slice(&head);
+        out.copy_within(start..start + len, start + head.len());
+        out[start..start + head.len()].copy_from_slice(&head);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    fn size_hint(&self) -> usize {
+        self.snap.size_hint() + 32
+    }
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]

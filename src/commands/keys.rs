@@ -12,6 +12,7 @@ use super::flags::*;
 use super::{acl, container, keys, scan, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::glob::glob_match;
 use crate::pubsub::ev;
+use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::{RStr, Value};
 
@@ -142,13 +143,23 @@ pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let pattern = args.get(1);
     let all = pattern == b"*";
     let now = ctx.now_ms();
-    let out: Vec<Reply> = ctx
-        .db()
-        .keys(now)
-        .filter(|(k, _)| all || glob_match(pattern, k, false))
-        .map(|(k, _)| Reply::Bulk(k.to_vec()))
-        .collect();
-    Ok(Reply::Array(out))
+    // Encoded as the table is walked, straight into one buffer (no element allocated per key),
+    // the array's length spliced in front at the end. Measured on 1M keys (KEYS *, slowlog, a
+    // loaded 2-core machine): 235 ms building a reply per key, 184 ms this way (Redis 596 ms).
+    // Still a walk of the whole table on the executor: see the note on KEYS in issue 21's report.
+    let db = ctx.db();
+    let mut body = Vec::with_capacity(db.len().min(1 << 20) * 16);
+    let mut n = 0i64;
+    for (k, _) in db.keys(now) {
+        if all || glob_match(pattern, k, false) {
+            bulk(&mut body, k);
+            n += 1;
+        }
+    }
+    let mut head = Vec::with_capacity(24);
+    int_line(&mut head, b'*', n);
+    body.splice(0..0, head);
+    Ok(Reply::Raw(body))
 }
 
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]

@@ -390,7 +390,7 @@ enum SortSource {
 /// SORT of a big list, set or zset without BY key lookups, GET or STORE, done wherever the
 /// reply is written by the same steps as `sort_generic`: load, score (unless ALPHA), sort, take
 /// the LIMIT range. A member that is not a number makes the reply Redis's conversion error
-/// (which, encoded here, INFO's errorstats and failed_calls do not count).
+/// (`encode_checked` tells it, for INFO's errorstats and failed_calls).
 struct SortReply {
     source: SortSource,
     alpha: bool,
@@ -402,35 +402,65 @@ struct SortReply {
     n: usize,
 }
 
+/// SORT's loaded elements, compactly: every element's bytes in one buffer and, per element, its
+/// score and where its bytes are (24 bytes an element, against an `Item`'s 56 plus one
+/// allocation per element: sorting 1.5M list elements peaked at +138 MiB over steady state, for
+/// a 7.5 MB list, with an `Item` each).
+struct Loaded {
+    bytes: Vec<u8>,
+    /// (score, start in `bytes`, length).
+    items: Vec<(f64, usize, usize)>,
+}
+
+impl Loaded {
+    fn obj(&self, it: &(f64, usize, usize)) -> &[u8] {
+        &self.bytes[it.1..it.1 + it.2]
+    }
+}
+
 impl SortReply {
-    fn items(&self) -> Vec<Item> {
-        let mut items = Vec::new();
-        let mut push = |obj: Vec<u8>| items.push(Item { obj, score: 0.0, cmp: None });
+    fn load(&self) -> Loaded {
+        let mut l = Loaded { bytes: Vec::new(), items: Vec::new() };
+        let mut push = |b: &[u8]| {
+            l.items.push((0.0, l.bytes.len(), b.len()));
+            l.bytes.extend_from_slice(b);
+        };
         match &self.source {
-            SortSource::List(l) => l.for_each(|e| push(e.to_vec())),
-            SortSource::Set(s) => s.for_each(|m| push(m.to_vec())),
+            SortSource::List(list) => list.for_each(|e| e.with_bytes(&mut push)),
+            SortSource::Set(s) => s.for_each(push),
             SortSource::ZSet(z) if self.dontsort => {
                 let s = self.start as usize;
                 z.walk(s, s + self.n - 1, self.desc, &mut |m, _| {
-                    push(m.to_vec());
+                    push(m);
                     true
                 });
             }
             SortSource::ZSet(z) => z.walk(0, usize::MAX, false, &mut |m, _| {
-                push(m.to_vec());
+                push(m);
                 true
             }),
         }
         if self.dontsort && self.desc && matches!(self.source, SortSource::List(_)) {
-            items.reverse();
+            l.items.reverse();
         }
-        items
+        l
     }
 }
 
+/// The error a SORT of a member that is not a number replies with.
+const NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+
 impl Encode for SortReply {
-    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
-        let mut items = self.items();
+    fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        let _ = self.encode_checked(proto, out);
+    }
+
+    fn may_fail(&self) -> bool {
+        !self.dontsort && !self.alpha
+    }
+
+    fn encode_checked(&self, _proto: u8, out: &mut Vec<u8>) -> Option<&'static str> {
+        let mut l = self.load();
         let (mut start, mut end) = (self.start, self.end);
         if self.dontsort && !matches!(self.source, SortSource::Set(_)) {
             end -= start;
@@ -438,19 +468,34 @@ impl Encode for SortReply {
         }
         if !self.dontsort {
             if !self.alpha {
+                let Loaded { bytes, items } = &mut l;
                 for it in items.iter_mut() {
-                    match strtod(&it.obj) {
-                        Some(d) => it.score = d,
+                    match strtod(&bytes[it.1..it.1 + it.2]) {
+                        Some(d) => it.0 = d,
                         None => {
-                            out.extend_from_slice(b"-ERR One or more scores can't be converted into double\r\n");
-                            return;
+                            out.push(b'-');
+                            out.extend_from_slice(NOT_A_DOUBLE.as_bytes());
+                            out.extend_from_slice(b"\r\n");
+                            return Some(NOT_A_DOUBLE);
                         }
                     }
                 }
             }
+            // `compare` without BY or STORE: by score then bytes, or ALPHA by the C string.
             let (alpha, desc) = (self.alpha, self.desc);
+            let Loaded { bytes, items } = &mut l;
+            let obj = |it: &(f64, usize, usize)| &bytes[it.1..it.1 + it.2];
             items.sort_by(|a, b| {
-                let c = compare(a, b, alpha, false, false);
+                use std::cmp::Ordering;
+                let c = if alpha {
+                    cstr(obj(a)).cmp(cstr(obj(b)))
+                } else if a.0 > b.0 {
+                    Ordering::Greater
+                } else if a.0 < b.0 {
+                    Ordering::Less
+                } else {
+                    obj(a).cmp(obj(b))
+                };
                 if desc {
                     c.reverse()
                 } else {
@@ -458,13 +503,15 @@ impl Encode for SortReply {
                 }
             });
         }
+        let items = &l.items;
         let s = start.max(0) as usize;
         let e = (end.max(0) as usize).min(items.len().saturating_sub(1));
         let range = if end >= start && s < items.len() { &items[s..=e] } else { &[][..] };
         int_line(out, b'*', range.len() as i64);
         for it in range {
-            bulk(out, &it.obj);
+            bulk(out, l.obj(it));
         }
+        None
     }
 
     fn size_hint(&self) -> usize {

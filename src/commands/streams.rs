@@ -12,9 +12,12 @@ use bytes::Bytes;
 
 use super::{acl, flags::*, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::pubsub::ev;
+use crate::resp::reply::{Deferred, Encode};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
-use crate::types::stream::{AppendError, EntryRef, Group, Nack, Stream, StreamId, INVALID_ENTRIES_READ};
+use crate::types::stream::{
+    AppendError, EntryRef, Group, Nack, Stream, StreamId, StreamSnapshot, INVALID_ENTRIES_READ,
+};
 use crate::types::Value;
 
 /// Entries served to a woken XREAD without COUNT (Redis's XREAD_BLOCKED_DEFAULT_COUNT).
@@ -547,6 +550,12 @@ fn range_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
     if count == 0 {
         return Ok(Reply::NilArray);
     }
+    // A big range is encoded off the executor from the blocks as they are now (shared, see
+    // `Stream::snapshot_range`), so other clients do not wait while it is.
+    if s.len() as usize >= super::DEFER_MIN_ELEMENTS && (count < 0 || count as usize >= super::DEFER_MIN_ELEMENTS) {
+        let snap = s.snapshot_range(start, end);
+        return Ok(Reply::Deferred(Deferred::new(StreamRange { snap, start, end, rev, count, len: s.len() })));
+    }
     let mut body = Vec::new();
     let mut n = 0i64;
     s.range(start, end, rev, |e| {
@@ -558,6 +567,53 @@ fn range_generic(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
     int_line(&mut out, b'*', n);
     out.extend_from_slice(&body);
     Ok(Reply::Raw(out))
+}
+
+/// A big XRANGE/XREVRANGE: the blocks of its range, shared with the stream, encoded wherever
+/// the reply is written by the same steps as `range_generic`.
+struct StreamRange {
+    snap: StreamSnapshot,
+    start: StreamId,
+    end: StreamId,
+    rev: bool,
+    /// COUNT, negative for none.
+    count: i64,
+    /// The stream's length when taken: the most entries the reply holds.
+    len: u64,
+}
+
+impl Encode for StreamRange {
+    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
+        // Counted first, so the entries go straight into `out` (no second copy of the reply).
+        let more = |n: i64| self.count < 0 || n < self.count;
+        let mut n = 0i64;
+        self.snap.range(self.start, self.end, self.rev, |_| {
+            n += 1;
+            more(n)
+        });
+        int_line(out, b'*', n);
+        let mut written = 0i64;
+        self.snap.range(self.start, self.end, self.rev, |e| {
+            write_entry(out, &e);
+            written += 1;
+            more(written)
+        });
+    }
+
+    fn size_hint(&self) -> usize {
+        16 + self.max_entries() * 64
+    }
+}
+
+impl StreamRange {
+    fn max_entries(&self) -> usize {
+        let len = self.len as usize;
+        if self.count < 0 {
+            len
+        } else {
+            len.min(self.count as usize)
+        }
+    }
 }
 
 /// XRANGE key start end [COUNT count]

@@ -603,7 +603,9 @@ impl Db {
 
     /// Every live key, in table order.
     pub fn keys(&self, now_ms: i64) -> impl Iterator<Item = (&[u8], &Value)> {
-        self.keys.iter().filter(move |(k, _)| !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
+        // No key hashed a second time when no key has a TTL.
+        let has_expires = !self.expires.is_empty();
+        self.keys.iter().filter(move |(k, _)| !has_expires || !matches!(self.expires.get(k), Some(&at) if at <= now_ms))
     }
 
     /// Seconds since `key` was last accessed, without expiring or touching it (the RDB writer's

@@ -494,10 +494,21 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
     let reply_start = out.len();
     match &reply {
         // Encoded by the connection, off this thread, at this point of the batch's output.
-        Reply::Deferred(d) if client.defer_reply && !client.in_exec && client.script_caller.is_none() => {
+        Reply::Deferred(d)
+            if client.defer_reply
+                && !client.in_exec
+                && client.script_caller.is_none()
+                && (client.batch_last || !d.0.may_fail()) =>
+        {
             // Refused when it puts the client over its output limit: the client is being
             // closed and the reply goes nowhere.
-            let _ = client.handle.push_deferred(reply_start, client.proto, d.clone());
+            let _ = client.handle.push_deferred(reply_start, client.proto, d.clone(), stat_name);
+        }
+        // Encoded here: an error it turns out to be counts as a failed call's error does.
+        Reply::Deferred(d) => {
+            if let Some(line) = d.0.encode_checked(client.proto, out) {
+                count_failed(st, stat_name, line);
+            }
         }
         _ => write_reply(out, &reply, client.proto),
     }
@@ -511,6 +522,13 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
         let redacted = crate::slowlog::redacted_positions(stat_name.0, &args.argv);
         st.slowlog.push(&args.argv, &redacted, duration_us, now_ms / 1000, &client.info.addr, &name, max_len);
     }
+}
+
+/// A call whose reply turned out an error once encoded (a deferred SORT): counted in
+/// commandstats' failed_calls and in errorstats as the error reply of a call is.
+pub fn count_failed(st: &mut State, stat: StatName, line: &str) {
+    st.stats.commands.entry(stat).or_default().failed_calls += 1;
+    st.stats.count_error(line);
 }
 
 /// How a parked command ended without running again.

@@ -92,7 +92,7 @@ pub struct ClientHandle {
     reply_peak_reset_ms: AtomicI64,
     /// Big replies of the running batch to encode off the executor (see `Reply::Deferred`):
     /// where each goes in the batch's output, and the protocol it is encoded for.
-    deferred: std::sync::Mutex<Vec<(usize, u8, Deferred)>>,
+    deferred: std::sync::Mutex<Vec<(usize, u8, Deferred, crate::stats::StatName)>>,
     /// Whether `deferred` holds any (checked after every batch without the lock).
     has_deferred: AtomicBool,
     /// The least the queued deferred replies will take once encoded (`Encode::min_size`):
@@ -313,7 +313,7 @@ impl ClientHandle {
     /// pending output at once, with the `at` bytes of the batch's replies before it: a client
     /// that this puts over its output limit is closed, as Redis closes one whose reply grows past
     /// the limit while the command builds it, and the reply is never encoded (false).
-    pub fn push_deferred(&self, at: usize, proto: u8, reply: Deferred) -> bool {
+    pub fn push_deferred(&self, at: usize, proto: u8, reply: Deferred, stat: crate::stats::StatName) -> bool {
         let min = reply.0.min_size();
         if self.over_limit(self.pending_output() + at + min) {
             self.output_dropped.store(true, Ordering::Release);
@@ -322,7 +322,7 @@ impl ClientHandle {
             return false;
         }
         self.deferred_bytes.fetch_add(min, Ordering::Relaxed);
-        self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push((at, proto, reply));
+        self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push((at, proto, reply, stat));
         self.has_deferred.store(true, Ordering::Release);
         true
     }
@@ -333,7 +333,7 @@ impl ClientHandle {
     }
 
     /// The batch's deferred replies, in output order (empty when none).
-    pub fn take_deferred(&self) -> Vec<(usize, u8, Deferred)> {
+    pub fn take_deferred(&self) -> Vec<(usize, u8, Deferred, crate::stats::StatName)> {
         if !self.has_deferred.load(Ordering::Acquire) {
             return Vec::new();
         }
@@ -721,6 +721,10 @@ pub struct Client {
     /// Bytes of replies its running batch produced that the connection has not taken yet:
     /// they are its output buffer already (Redis's reply list), so maxmemory-clients counts them.
     pub batch_reply: usize,
+    /// The running command is the last of its connection's batch: a deferred reply that may
+    /// turn out an error is encoded off the executor only then, so no later command of the
+    /// batch (INFO) runs before the error is counted.
+    pub batch_last: bool,
     /// The command running now may leave a big reply to be encoded off the executor: it came
     /// straight from the connection's batch, and its reply goes to the batch's output whole.
     pub defer_reply: bool,
@@ -802,6 +806,7 @@ impl Client {
             master: false,
             woff: 0,
             batch_reply: 0,
+            batch_last: false,
             defer_reply: false,
             cluster_asking: false,
             cluster_readonly: false,

@@ -380,7 +380,8 @@ impl Executor {
         let evicting = clients::client_eviction_limit(st) > 0;
         let mut reply_checked = 0;
         if client.blocked.is_none() && !client.postponed {
-            for cmd in cmds.by_ref() {
+            while let Some(cmd) = cmds.next() {
+                client.batch_last = cmds.len() == 0;
                 client.batch_reply = out.len();
                 // maxmemory-clients between the commands of a pipeline too, once its replies
                 // grew by a reply buffer's worth: Redis evicts before each command, and the
@@ -403,6 +404,7 @@ impl Executor {
             }
         }
         client.batch_reply = 0;
+        client.batch_last = false;
         if cmds.len() > 0 {
             client.pending.extend(cmds);
         }

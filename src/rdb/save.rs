@@ -16,7 +16,11 @@ use super::format::{self, obj, op};
 use super::pack::{intset, Listpack, Packer, Ziplist};
 use crate::db::Db;
 use crate::functions::Libraries;
+use crate::types::hash::HashSnapshot;
+use crate::types::list::ListSnapshot;
+use crate::types::set::SetSnapshot;
 use crate::types::stream::{Elem as StreamElem, Stream};
+use crate::types::zset::ZSetSnapshot;
 use crate::types::{Hash, List, Set, Value, ZSet};
 
 /// Oldest and newest versions we write.
@@ -278,6 +282,92 @@ pub fn dump_payload(value: &Value, version: u32, compress: bool) -> Result<Vec<u
     Ok(out)
 }
 
+/// A big value as DUMP serializes it off the executor: its storage shared with the key (see
+/// `types::cow`), so the payload is the value as it was when DUMP ran whatever writers do
+/// meanwhile. Only the forms `write_value` writes as one entry per element (a hashtable set or
+/// hash without field TTLs, a skiplist zset, a quicklist, a stream) are taken this way.
+pub enum DumpSnapshot {
+    Set(SetSnapshot),
+    Hash(HashSnapshot),
+    ZSet(ZSetSnapshot),
+    List(ListSnapshot),
+    /// A clone: its blocks are shared (`Stream`'s nodes are behind `Arc`s), its consumer groups
+    /// copied.
+    Stream(Box<Stream>),
+}
+
+impl DumpSnapshot {
+    /// The snapshot of `value` for a DUMP at `version`, or None where `dump_payload` is to run
+    /// in place (a small encoding, or a hash with field TTLs).
+    pub fn take(value: &mut Value) -> Option<DumpSnapshot> {
+        match value {
+            Value::Set(s) => s.snapshot().map(DumpSnapshot::Set),
+            Value::Hash(h) if !h.has_field_expires() => h.snapshot().map(DumpSnapshot::Hash),
+            // (Up to 128 members a skiplist may be written packed: `small_with_neg_zero`.)
+            Value::ZSet(z) if z.encoding_name() != "listpack" && z.len() > 128 => {
+                Some(DumpSnapshot::ZSet(z.snapshot()))
+            }
+            Value::List(l) => {
+                let n = l.len();
+                Some(DumpSnapshot::List(l.snapshot_range(0, n)))
+            }
+            Value::Stream(s) => Some(DumpSnapshot::Stream(Box::new((**s).clone()))),
+            _ => None,
+        }
+    }
+
+    /// About how many bytes the payload takes (a capacity hint).
+    pub fn size_hint(&self) -> usize {
+        match self {
+            DumpSnapshot::Set(s) => s.data_bytes_hint() + s.len() * 2,
+            DumpSnapshot::Hash(h) => h.data_bytes_hint() + h.len() * 4,
+            DumpSnapshot::ZSet(z) => z.len() * 24,
+            DumpSnapshot::List(l) => l.approx_bytes(),
+            DumpSnapshot::Stream(s) => s.alloc_bytes(),
+        }
+    }
+
+    /// Appends the DUMP payload (type, body, `version`, CRC-64) to `out`: the bytes
+    /// `dump_payload` gives for the value as it was when the snapshot was taken.
+    pub fn payload(&self, version: u32, compress: bool, out: &mut Vec<u8>) {
+        let opts = Options { compress, ..Options::new(version) };
+        let start = out.len();
+        out.push(0);
+        let t = match self {
+            DumpSnapshot::Set(s) => {
+                put_len(out, s.len() as u64);
+                s.for_each(|m| put_string(out, m, compress));
+                obj::SET
+            }
+            DumpSnapshot::Hash(h) => {
+                put_len(out, h.len() as u64);
+                h.for_each(|f, x| {
+                    put_string(out, f, compress);
+                    put_string(out, x, compress);
+                });
+                obj::HASH
+            }
+            DumpSnapshot::ZSet(z) => {
+                let n = z.len();
+                write_tree_zset(out, n, compress, |f| z.walk(0, n.saturating_sub(1), true, f))
+            }
+            DumpSnapshot::List(l) => {
+                let nodes = if version >= 10 {
+                    pack_elems::<Listpack>(opts.list_fill, |f| l.for_each(f))
+                } else {
+                    pack_elems::<Ziplist>(opts.list_fill, |f| l.for_each(f))
+                };
+                write_list_nodes(out, &nodes, &opts)
+            }
+            DumpSnapshot::Stream(s) => write_stream(out, s, version, compress),
+        };
+        out[start] = t;
+        out.extend_from_slice(&(version as u16).to_le_bytes());
+        let crc = format::crc64(0, &out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+}
+
 /// Whether a quicklist node of `bytes` bytes and `count` entries has room for one more entry
 /// of `add` bytes under the list-max-listpack-size `fill` (size classes for negative fills, an
 /// entry count with Redis's 8 KB safety limit for positive ones).
@@ -296,9 +386,14 @@ fn node_has_room(bytes: usize, count: usize, add: usize, fill: i32) -> bool {
 
 /// A list's quicklist nodes, cut where Redis's list-max-listpack-size (`fill`) would cut them.
 fn pack_list_nodes<P: Packer>(list: &List, fill: i32) -> Vec<Vec<u8>> {
+    pack_elems::<P>(fill, |f| list.iter().for_each(f))
+}
+
+/// `pack_list_nodes` over any walk of a list's elements (a list, or a snapshot of one).
+fn pack_elems<P: Packer>(fill: i32, walk: impl FnOnce(&mut dyn FnMut(crate::types::list::Elem<'_>))) -> Vec<Vec<u8>> {
     let mut nodes = Vec::new();
     let mut cur = P::default();
-    for e in list.iter() {
+    walk(&mut |e| {
         let add = e.with_bytes(|b| b.len()) + 11;
         if !node_has_room(cur.bytes(), cur.len(), add, fill) {
             nodes.push(std::mem::take(&mut cur).finish());
@@ -307,7 +402,7 @@ fn pack_list_nodes<P: Packer>(list: &List, fill: i32) -> Vec<Vec<u8>> {
             crate::types::list::Elem::Int(i) => cur.push_int(i),
             crate::types::list::Elem::Bytes(b) => cur.push_str(b),
         }
-    }
+    });
     if !cur.is_empty() {
         nodes.push(cur.finish());
     }
@@ -315,14 +410,18 @@ fn pack_list_nodes<P: Packer>(list: &List, fill: i32) -> Vec<Vec<u8>> {
 }
 
 fn write_list(out: &mut Vec<u8>, list: &List, opts: &Options) -> u8 {
-    let quicklist_2 = opts.version >= 10;
-    let nodes = if quicklist_2 {
+    let nodes = if opts.version >= 10 {
         pack_list_nodes::<Listpack>(list, opts.list_fill)
     } else {
         pack_list_nodes::<Ziplist>(list, opts.list_fill)
     };
+    write_list_nodes(out, &nodes, opts)
+}
+
+fn write_list_nodes(out: &mut Vec<u8>, nodes: &[Vec<u8>], opts: &Options) -> u8 {
+    let quicklist_2 = opts.version >= 10;
     put_len(out, nodes.len() as u64);
-    for n in &nodes {
+    for n in nodes {
         if quicklist_2 {
             put_len(out, format::QUICKLIST_NODE_PACKED);
         }
@@ -484,11 +583,21 @@ fn write_zset(out: &mut Vec<u8>, z: &ZSet, version: u32, compress: bool) -> u8 {
         put_string(out, &pack_zset::<Ziplist>(z), compress);
         return obj::ZSET_ZIPLIST;
     }
+    write_tree_zset(out, n, compress, |f| z.walk(0, n.saturating_sub(1), true, f))
+}
+
+/// A skiplist zset of `n` members as ZSET_2, from a walk of it highest score first.
+fn write_tree_zset(
+    out: &mut Vec<u8>,
+    n: usize,
+    compress: bool,
+    walk_rev: impl FnOnce(&mut dyn FnMut(&[u8], f64) -> bool),
+) -> u8 {
     put_len(out, n as u64);
     // Highest score first, as Redis writes a skiplist, so a loader inserting at the head of
     // its own skiplist does no walking.
     if n > 0 {
-        z.walk(0, n - 1, true, &mut |m, score| {
+        walk_rev(&mut |m, score| {
             put_string(out, m, compress);
             out.extend_from_slice(&score.to_le_bytes());
             true
@@ -723,6 +832,85 @@ mod tests {
         assert_eq!(required_version(&dbs), 10);
         dbs[1].remove(b"ttl", 0);
         assert_eq!(required_version(&dbs), 10);
+    }
+
+    /// A big value's DUMP from its snapshot is byte for byte `dump_payload` of the value when
+    /// the snapshot was taken, whatever is written to the value afterwards.
+    #[test]
+    fn dump_snapshot_is_the_payload_when_taken() {
+        use crate::types::stream::StreamId;
+        let n = 5000usize;
+        let mut set = Set::new();
+        let mut hash = Hash::new();
+        let mut zset = ZSet::new();
+        let mut list = List::new();
+        let mut stream = Stream::new();
+        let lim = crate::types::zset::Limits { max_entries: 128, max_value: 64 };
+        for i in 0..n {
+            let m = format!("member:{i}");
+            set.insert(m.as_bytes(), 512);
+            hash.set(m.as_bytes(), format!("value:{i}").as_bytes(), 128, 64);
+            zset.insert(m.as_bytes(), (i % 97) as f64 * 1.5, lim);
+            list.push_back(if i % 3 == 0 { format!("{i}") } else { m.clone() }.as_bytes(), -2);
+            let v = i.to_string();
+            stream
+                .append(StreamId::new(i as u64 + 1, 0), &[b"f", m.as_bytes(), b"n", v.as_bytes()], 4096, 100)
+                .unwrap();
+        }
+        let mut values = [
+            Value::Set(Box::new(set)),
+            Value::Hash(Box::new(hash)),
+            Value::ZSet(Box::new(zset)),
+            Value::List(Box::new(list)),
+            Value::Stream(Box::new(stream)),
+        ];
+        for v in values.iter_mut() {
+            for (round, compress) in [false, true].into_iter().enumerate() {
+                let before = dump_payload(v, 10, compress).unwrap();
+                let snap = DumpSnapshot::take(v).expect("a big value has a snapshot");
+                // Writes of every kind after the snapshot.
+                match v {
+                    Value::Set(s) => {
+                        for i in 0..n / 2 {
+                            s.remove(format!("member:{i}").as_bytes());
+                            s.insert(format!("new:{round}:{i}").as_bytes(), 512);
+                        }
+                    }
+                    Value::Hash(h) => {
+                        for i in 0..n / 2 {
+                            h.remove(format!("member:{i}").as_bytes());
+                            h.set(format!("member:{}:{round}", n - 1 - i).as_bytes(), b"overwritten!", 128, 64);
+                        }
+                    }
+                    Value::ZSet(z) => {
+                        for i in 0..n / 2 {
+                            z.remove(format!("member:{i}").as_bytes());
+                            z.insert(format!("new:{round}:{i}").as_bytes(), i as f64, lim);
+                        }
+                    }
+                    Value::List(l) => {
+                        for i in 0..n / 2 {
+                            l.pop_front();
+                            l.push_back(format!("new:{i}").as_bytes(), -2);
+                            l.set(i, b"x", -2);
+                        }
+                    }
+                    Value::Stream(s) => {
+                        for i in 0..n / 2 {
+                            s.delete(StreamId::new(i as u64 * 2 + 1, 0));
+                        }
+                        s.trim(Some(n as u64 / 4), None, false, 0);
+                        s.append(StreamId::new(u64::MAX / 2 + round as u64, 0), &[b"f", b"late"], 4096, 100).unwrap();
+                    }
+                    Value::Str(_) => unreachable!(),
+                }
+                let mut out = b"prefix".to_vec();
+                snap.payload(10, compress, &mut out);
+                assert_eq!(&out[..6], b"prefix");
+                assert!(out[6..] == before[..], "{} payload differs (compress {compress})", v.type_name());
+                assert!(dump_payload(v, 10, compress).unwrap() != before, "{} was written", v.type_name());
+            }
+        }
     }
 
     #[test]

@@ -54,6 +54,17 @@ pub trait Encode: Send + Sync {
     fn min_size(&self) -> usize {
         0
     }
+    /// Whether the encoding may turn out to be an error reply (SORT of a member that is not a
+    /// number). Such a reply counts in INFO's errorstats and failed_calls once encoded, and is
+    /// encoded off the executor only as the last command of its batch (see `executor::call`).
+    fn may_fail(&self) -> bool {
+        false
+    }
+    /// `encode`, telling what error it wrote (the line without `-`), if it wrote one.
+    fn encode_checked(&self, proto: u8, out: &mut Vec<u8>) -> Option<&'static str> {
+        self.encode(proto, out);
+        None
+    }
 }
 
 /// A shared handle on a deferred reply's encoder.

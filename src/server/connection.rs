@@ -22,6 +22,7 @@ use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer};
 use crate::executor::{BatchEnd, Cmd};
 use crate::resp::reply::Deferred;
 use crate::resp::Parser;
+use crate::stats::StatName;
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -139,8 +140,21 @@ where
             let end = shared.exec.batch(id, &mut cmds, &mut out).await;
             let deferred = handle.take_deferred();
             if !deferred.is_empty() {
-                out = encode_deferred(std::mem::take(&mut out), deferred).await;
+                let failed;
+                (out, failed) = encode_deferred(std::mem::take(&mut out), deferred).await;
                 handle.deferred_encoded();
+                // Counted before the reply goes out, so whoever sees it (and then asks INFO,
+                // on any connection) finds it counted, as Redis counts it in the call.
+                if !failed.is_empty() {
+                    shared
+                        .exec
+                        .run(move |e| {
+                            for (stat, line) in failed {
+                                crate::executor::call::count_failed(&mut e.state, stat, line);
+                            }
+                        })
+                        .await;
+                }
             }
             parser.unauthenticated = !handle.authenticated();
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
@@ -237,21 +251,28 @@ fn encode_permits() -> &'static tokio::sync::Semaphore {
 /// pool: the executor only took their snapshots (`Reply::Deferred`), so neither it nor the
 /// other connections on this runtime wait while millions of elements are encoded. At most
 /// `encode_permits` encodings run at a time; the rest queue.
-async fn encode_deferred(out: Vec<u8>, deferred: Vec<(usize, u8, Deferred)>) -> Vec<u8> {
+/// Also returns the replies that turned out errors, with their command's stats name, for INFO.
+async fn encode_deferred(
+    out: Vec<u8>,
+    deferred: Vec<(usize, u8, Deferred, StatName)>,
+) -> (Vec<u8>, Vec<(StatName, &'static str)>) {
     // The semaphore is never closed; were it, encoding without a permit is still correct.
     let _permit = encode_permits().acquire().await.ok();
     let job = move || {
-        let size = out.len() + deferred.iter().map(|(_, _, d)| d.0.size_hint()).sum::<usize>();
+        let size = out.len() + deferred.iter().map(|(_, _, d, _)| d.0.size_hint()).sum::<usize>();
         let mut full = Vec::with_capacity(size);
+        let mut failed = Vec::new();
         let mut from = 0;
-        for (at, proto, d) in &deferred {
+        for (at, proto, d, stat) in &deferred {
             let at = (*at).clamp(from, out.len());
             full.extend_from_slice(&out[from..at]);
-            d.0.encode(*proto, &mut full);
+            if let Some(line) = d.0.encode_checked(*proto, &mut full) {
+                failed.push((*stat, line));
+            }
             from = at;
         }
         full.extend_from_slice(&out[from..]);
-        full
+        (full, failed)
     };
     tokio::task::spawn_blocking(job).await.unwrap_or_default()
 }

@@ -17,6 +17,7 @@
 
 use crate::util::varint;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// A stream entry ID: milliseconds and sequence number, ordered as a 128-bit number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -494,14 +495,121 @@ impl Group {
 /// A Redis stream.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Stream {
-    /// Boxed so a B-tree leaf stays small: a stream of a few entries is one leaf and one node.
-    nodes: BTreeMap<StreamId, Box<Node>>,
+    /// Behind an `Arc` (as small as a `Box`, so a B-tree leaf stays small) so a big XRANGE's
+    /// snapshot shares the blocks it lists (`snapshot_range`): a write to a block a snapshot
+    /// still holds copies that block first (`Arc::make_mut`), the others are not copied.
+    nodes: BTreeMap<StreamId, Arc<Node>>,
     pub length: u64,
     pub last_id: StreamId,
     pub first_id: StreamId,
     pub max_deleted_id: StreamId,
     pub entries_added: u64,
     pub groups: BTreeMap<Vec<u8>, Group>,
+}
+
+/// A range of a stream as it was when taken (`Stream::snapshot_range`): its blocks, shared.
+pub struct StreamSnapshot {
+    /// In ascending order: the block that may hold the range's start, up to the last that may
+    /// hold its end (a `Vec`, cheaper to build than a map of the same).
+    nodes: Vec<(StreamId, Arc<Node>)>,
+}
+
+impl StreamSnapshot {
+    /// As `Stream::range`, over the snapshot's blocks (`start` and `end` those it was taken for,
+    /// or inside them).
+    pub fn range<'a>(&'a self, start: StreamId, end: StreamId, rev: bool, f: impl FnMut(EntryRef<'a>) -> bool) {
+        if start > end {
+            return;
+        }
+        let blocks = self.nodes.iter().map(|(k, n)| (k, n));
+        if rev {
+            walk_rev(blocks.rev(), start, end, f)
+        } else {
+            walk_fwd(blocks, start, end, f)
+        }
+    }
+}
+
+/// Visits live entries of `nodes` with `start <= id <= end` in order (reverse when `rev`); `f`
+/// returns false to stop.
+fn range_in<'a>(
+    nodes: &'a BTreeMap<StreamId, Arc<Node>>,
+    start: StreamId,
+    end: StreamId,
+    rev: bool,
+    f: impl FnMut(EntryRef<'a>) -> bool,
+) {
+    if start > end {
+        return;
+    }
+    if !rev {
+        let from = nodes.range(..=start).next_back().map(|(k, _)| *k).unwrap_or(start);
+        walk_fwd(nodes.range(from..=end), start, end, f)
+    } else {
+        walk_rev(nodes.range(..=end).rev(), start, end, f)
+    }
+}
+
+/// The forward half of `range_in`, over blocks in ascending order from the one that may hold
+/// `start`.
+fn walk_fwd<'a>(
+    blocks: impl Iterator<Item = (&'a StreamId, &'a Arc<Node>)>,
+    start: StreamId,
+    end: StreamId,
+    mut f: impl FnMut(EntryRef<'a>) -> bool,
+) {
+    for (&master, node) in blocks {
+        if master > end {
+            return;
+        }
+        if node.last < start {
+            continue;
+        }
+        let mut p = node.entries_at as usize;
+        while p < node.buf.len() {
+            let (id, flags, body, next) = node.decode(master, p);
+            p = next;
+            if id > end {
+                return;
+            }
+            if id < start || flags & FLAG_DELETED != 0 {
+                continue;
+            }
+            if !f(EntryRef { id, node, body, same: flags & FLAG_SAMEFIELDS != 0 }) {
+                return;
+            }
+        }
+    }
+}
+
+/// The reverse half of `range_in`, over blocks in descending order from the last one that may
+/// hold `end`.
+fn walk_rev<'a>(
+    blocks: impl Iterator<Item = (&'a StreamId, &'a Arc<Node>)>,
+    start: StreamId,
+    end: StreamId,
+    mut f: impl FnMut(EntryRef<'a>) -> bool,
+) {
+    for (&master, node) in blocks {
+        if master > end {
+            continue;
+        }
+        if node.last < start {
+            return;
+        }
+        for &pos in node.positions(master).iter().rev() {
+            let (e, deleted) = node.entry_at(master, pos as usize);
+            if e.id < start {
+                return;
+            }
+            if e.id > end || deleted {
+                continue;
+            }
+            if !f(e) {
+                return;
+            }
+        }
+    }
 }
 
 /// Why an append failed.
@@ -619,14 +727,16 @@ impl Stream {
         };
         if need_new {
             if let Some(mut e) = self.nodes.last_entry() {
-                e.get_mut().buf.shrink_to_fit();
+                if e.get().buf.capacity() > e.get().buf.len() {
+                    Arc::make_mut(e.get_mut()).buf.shrink_to_fit();
+                }
             }
             let fields: Vec<&[u8]> = pairs.iter().step_by(2).copied().collect();
-            self.nodes.insert(id, Box::new(Node::new(id, &fields)));
+            self.nodes.insert(id, Arc::new(Node::new(id, &fields)));
         }
         if let Some(mut e) = self.nodes.last_entry() {
             let master = *e.key();
-            e.get_mut().append(master, id, pairs);
+            Arc::make_mut(e.get_mut()).append(master, id, pairs);
         }
         self.length += 1;
         self.entries_added += 1;
@@ -639,50 +749,20 @@ impl Stream {
 
     /// Visits live entries with `start <= id <= end` in order (reverse when `rev`); `f` returns
     /// false to stop.
-    pub fn range<'a>(&'a self, start: StreamId, end: StreamId, rev: bool, mut f: impl FnMut(EntryRef<'a>) -> bool) {
+    pub fn range<'a>(&'a self, start: StreamId, end: StreamId, rev: bool, f: impl FnMut(EntryRef<'a>) -> bool) {
+        range_in(&self.nodes, start, end, rev, f)
+    }
+
+    /// The blocks holding the entries with `start <= id <= end`, shared (no entry is copied):
+    /// the range as it is now, for a reply encoded on another thread while the stream is
+    /// written. Costs one reference count per block (a block holds up to
+    /// stream-node-max-entries entries, 100 by default).
+    pub fn snapshot_range(&self, start: StreamId, end: StreamId) -> StreamSnapshot {
         if start > end {
-            return;
+            return StreamSnapshot { nodes: Vec::new() };
         }
-        if !rev {
-            let from = self.nodes.range(..=start).next_back().map(|(k, _)| *k).unwrap_or(start);
-            for (&master, node) in self.nodes.range(from..=end) {
-                if node.last < start {
-                    continue;
-                }
-                let mut p = node.entries_at as usize;
-                while p < node.buf.len() {
-                    let (id, flags, body, next) = node.decode(master, p);
-                    p = next;
-                    if id > end {
-                        return;
-                    }
-                    if id < start || flags & FLAG_DELETED != 0 {
-                        continue;
-                    }
-                    if !f(EntryRef { id, node, body, same: flags & FLAG_SAMEFIELDS != 0 }) {
-                        return;
-                    }
-                }
-            }
-        } else {
-            for (&master, node) in self.nodes.range(..=end).rev() {
-                if node.last < start {
-                    return;
-                }
-                for &pos in node.positions(master).iter().rev() {
-                    let (e, deleted) = node.entry_at(master, pos as usize);
-                    if e.id < start {
-                        return;
-                    }
-                    if e.id > end || deleted {
-                        continue;
-                    }
-                    if !f(e) {
-                        return;
-                    }
-                }
-            }
-        }
+        let from = self.nodes.range(..=start).next_back().map(|(k, _)| *k).unwrap_or(start);
+        StreamSnapshot { nodes: self.nodes.range(from..=end).map(|(k, n)| (*k, n.clone())).collect() }
     }
 
     /// The live entry with this exact ID.
@@ -720,6 +800,7 @@ impl Stream {
                 if flags & FLAG_DELETED != 0 {
                     return false;
                 }
+                let node = Arc::make_mut(node);
                 node.buf[p] = flags | FLAG_DELETED;
                 let (l, d) = (node.live - 1, node.deleted + 1);
                 node.set_count(l, d);
@@ -755,14 +836,13 @@ impl Stream {
             }
             let Some(mut e) = self.nodes.first_entry() else { break };
             let master = *e.key();
-            let node = e.get_mut();
-            let entries = node.live as u64;
+            let entries = e.get().live as u64;
             if limit > 0 && deleted + entries > limit {
                 break;
             }
             let remove = match (maxlen, minid) {
                 (Some(m), _) => self.length - entries >= m,
-                (None, Some(id)) => node.last < id,
+                (None, Some(id)) => e.get().last < id,
                 _ => false,
             };
             if remove {
@@ -774,6 +854,7 @@ impl Stream {
             if approx {
                 break;
             }
+            let node = Arc::make_mut(e.get_mut());
             let mut removed_here = 0u32;
             let mut p = node.entries_at as usize;
             while p < node.buf.len() {
