@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Shared;
 use crate::commands;
@@ -200,10 +200,9 @@ where
             if !backlog.drain(&mut stream, &handle).await {
                 break;
             }
+            // Written as replies are: a peer that does not read cannot keep the task once killed.
             let line = format!("-{}\r\n", err.reply_text());
-            let _ = stream.write_all(line.as_bytes()).await;
-            let _ = stream.flush().await;
-            crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, line.len() as u64);
+            let _ = write_out(&mut stream, &handle, line.as_bytes()).await;
             break;
         }
         // A big reply's buffer is not kept once written: Redis frees its reply blocks past the
@@ -214,9 +213,17 @@ where
             out = Vec::with_capacity(READ_CHUNK);
         }
     }
+    // What the connection holds is freed before the socket is closed, and the close does not
+    // wait on the peer: Redis frees a client's buffers at once and ends a TLS session with one
+    // non-blocking SSL_shutdown. A TLS shutdown waits to send its close_notify, so a peer that
+    // stopped reading (a replica stopped with SIGSTOP) kept this task, and the output it never
+    // took, for as long as it slept. A TCP shutdown never waits.
+    drop((backlog, pushed, out, rbuf, cmds));
+    handle.set_in_flight(0);
+    handle.report_out_held(0);
     // A socket handed to a forked debugging session stays open for the child.
     if !handle.detached() {
-        let _ = stream.shutdown().await;
+        let _ = poll_fn(|cx| Poll::Ready(Pin::new(&mut stream).poll_shutdown(cx))).await;
     }
     shared.exec.disconnect(id);
 }
