@@ -31,6 +31,11 @@ pub async fn serve<S>(mut stream: S, info: ConnInfo, registered: Option<(u64, Ar
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    // A TLS session keeps up to `tls::SEND_BUFFER_LIMIT` of encrypted output the socket has not
+    // taken (allocated as it fills, unlike OpenSSL's buffer, which Redis allocates once per
+    // connection). It is full whenever replies wait in the backlog, so it counts with them as
+    // the client's output: uncounted, it made maxmemory evict keys for stalled TLS clients.
+    let tls_hold = if info.tls { crate::alloc::usable_size(super::tls::SEND_BUFFER_LIMIT + 256) as usize } else { 0 };
     let (id, handle) = match registered {
         Some(r) => r,
         None => {
@@ -51,7 +56,7 @@ where
     // Pushed output (pub/sub messages, served blocking commands), swapped with the outbox.
     let mut pushed: Vec<u8> = Vec::new();
     // Replies the peer has not taken yet.
-    let mut backlog = Backlog::default();
+    let mut backlog = Backlog { tls_hold, ..Backlog::default() };
 
     // Parsed commands, reused batch after batch.
     let mut cmds: Vec<Cmd> = Vec::new();
@@ -293,6 +298,8 @@ const WRITE_SLICE: usize = 256 * 1024;
 struct Backlog {
     buf: Vec<u8>,
     pos: usize,
+    /// What the TLS session holds while the backlog waits (0 for a plain connection).
+    tls_hold: usize,
 }
 
 impl Backlog {
@@ -306,8 +313,9 @@ impl Backlog {
         if self.len() == 0 {
             0
         } else {
-            // The allocation as the allocator serves it (its size class), as used_memory counts it.
-            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos
+            // The allocation as the allocator serves it (its size class), as used_memory counts
+            // it, and the TLS session's full buffer in front of it.
+            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos + self.tls_hold
         }
     }
 
@@ -330,7 +338,7 @@ impl Backlog {
             return true;
         }
         let ok = write_out(stream, handle, &self.buf[self.pos..]).await;
-        *self = Backlog::default();
+        *self = Backlog { tls_hold: self.tls_hold, ..Backlog::default() };
         ok
     }
 }
