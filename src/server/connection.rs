@@ -25,11 +25,22 @@ use crate::resp::Parser;
 
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Whether a stream holds output it accepted but the socket has not taken: a TLS session's
+/// encrypted records. Counted as the client's output while it does (see `Backlog::tls_hold`).
+pub trait Unsent {
+    fn holds_unsent(&self) -> bool {
+        false
+    }
+}
+
+impl Unsent for tokio::net::TcpStream {}
+impl Unsent for tokio::net::UnixStream {}
+
 /// Serves one connection until it closes; `registered` is the client id and handle when the
 /// accept loop registered it already (`ExecHandle::connect_now`).
 pub async fn serve<S>(mut stream: S, info: ConnInfo, registered: Option<(u64, Arc<ClientHandle>)>, shared: &Shared)
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + Unsent,
 {
     // A TLS session keeps up to `tls::SEND_BUFFER_LIMIT` of encrypted output the socket has not
     // taken (allocated as it fills, unlike OpenSSL's buffer, which Redis allocates once per
@@ -298,8 +309,10 @@ const WRITE_SLICE: usize = 256 * 1024;
 struct Backlog {
     buf: Vec<u8>,
     pos: usize,
-    /// What the TLS session holds while the backlog waits (0 for a plain connection).
+    /// What a TLS session's buffer takes when full (0 for a plain connection), and whether the
+    /// session held unsent records after the last write.
     tls_hold: usize,
+    tls_busy: bool,
 }
 
 impl Backlog {
@@ -310,12 +323,13 @@ impl Backlog {
     /// What it holds, as pending output: its allocation past what was written (Redis counts
     /// its reply list by the blocks' allocated sizes too).
     fn held(&self) -> usize {
+        let tls = if self.tls_busy { self.tls_hold } else { 0 };
         if self.len() == 0 {
-            0
+            tls
         } else {
             // The allocation as the allocator serves it (its size class), as used_memory counts
-            // it, and the TLS session's full buffer in front of it.
-            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos + self.tls_hold
+            // it, and the TLS session's buffer in front of it.
+            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos + tls
         }
     }
 
@@ -347,7 +361,7 @@ impl Backlog {
 /// backlog, everything queues. False when the connection must close.
 async fn send<S>(stream: &mut S, handle: &ClientHandle, bytes: &mut Vec<u8>, backlog: &mut Backlog) -> bool
 where
-    S: AsyncWrite + Unpin,
+    S: AsyncWrite + Unpin + Unsent,
 {
     if bytes.is_empty() {
         // Taking the outbox reset the count: the backlog is still pending.
@@ -381,6 +395,7 @@ where
             backlog.buf.extend_from_slice(&bytes[pos..]);
         }
     }
+    backlog.tls_busy = backlog.tls_hold > 0 && stream.holds_unsent();
     handle.set_in_flight(backlog.held());
     true
 }
@@ -395,7 +410,7 @@ fn read_or_flush<S>(
     handle: &ClientHandle,
 ) -> Poll<std::io::Result<usize>>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + Unsent,
 {
     let mut written = 0;
     while backlog.len() > 0 {
@@ -421,6 +436,13 @@ where
     if backlog.len() == 0 {
         if let Poll::Ready(Err(e)) = Pin::new(&mut *stream).poll_flush(cx) {
             return Poll::Ready(Err(e));
+        }
+    }
+    if backlog.tls_hold > 0 {
+        let busy = stream.holds_unsent();
+        if busy != backlog.tls_busy {
+            backlog.tls_busy = busy;
+            handle.set_in_flight(backlog.held());
         }
     }
     if rbuf.capacity() == rbuf.len() {

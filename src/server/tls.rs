@@ -188,6 +188,12 @@ impl AsyncWrite for ClientStream {
 /// never across an await) and a busy script (`executor::handoff::PlainIo`).
 pub struct SharedTls(pub Arc<Mutex<tokio_rustls::server::TlsStream<TcpStream>>>);
 
+impl super::connection::Unsent for SharedTls {
+    fn holds_unsent(&self) -> bool {
+        self.lock().get_ref().1.wants_write()
+    }
+}
+
 impl SharedTls {
     fn lock(&self) -> std::sync::MutexGuard<'_, tokio_rustls::server::TlsStream<TcpStream>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
