@@ -618,3 +618,58 @@ fn migrate_uses_tls_under_tls_cluster() {
     assert!(expected[1].contains("OK"), "redis: {expected:?}");
     assert_eq!(migrate_over_tls("ferrodis"), expected);
 }
+
+/// A TLS subscriber stopped with SIGSTOP while 24 MB are published to it, then CLIENT KILL: the
+/// output it never took is freed at once, as Redis frees a killed client's reply list
+/// (unit/maxmemory kills a stopped TLS replica so and reads used_memory next). Ferrodis freed it
+/// only once the connection task ended, and a TLS close waited on the stopped peer to take its
+/// close_notify: used_memory kept the 24 MB until the peer woke up.
+fn killed_stopped_subscriber(which: &str) -> (u64, u64, u64) {
+    let certs = Certs::new();
+    let tls_port = common::free_port();
+    let server = start(which, &certs, tls_port, &["--client-output-buffer-limit", "pubsub 0 0 0"]);
+    let mut c = server.client();
+    let used = |c: &mut common::Client| -> u64 { common::info_field(c, "memory", "used_memory").parse().unwrap() };
+    let mut sub = Command::new("redis-cli")
+        .args(["--tls", "--cacert", &certs.path("ca.crt"), "-p", &tls_port.to_string()])
+        .args(["--cert", &certs.path("client.crt"), "--key", &certs.path("client.key")])
+        .args(["subscribe", "ch"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-cli is needed (apt-get install redis-tools)");
+    common::wait_until("the subscriber", || show(&c.cmd(&["PUBSUB", "NUMSUB", "ch"])).contains("1"));
+    let before = used(&mut c);
+    let stopped = Command::new("kill").args(["-STOP", &sub.id().to_string()]).status();
+    assert!(stopped.is_ok_and(|s| s.success()), "SIGSTOP of redis-cli");
+    let payload = "x".repeat(512 * 1024);
+    for _ in 0..48 {
+        c.cmd(&["PUBLISH", "ch", &payload]);
+    }
+    let held = used(&mut c);
+    c.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    // Redis's figure right after the kill is already down; a connection task may need a moment
+    // to be scheduled, but not the peer's wake-up (it stays stopped until after the check).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut after = used(&mut c);
+    while after > before + (4 << 20) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        after = used(&mut c);
+    }
+    let _ = Command::new("kill").args(["-CONT", &sub.id().to_string()]).status();
+    let _ = sub.kill();
+    let _ = sub.wait();
+    (before, held, after)
+}
+
+#[test]
+fn killed_tls_client_frees_its_output_at_once() {
+    let _watchdog = common::Watchdog::new("killed_tls_client_frees_its_output_at_once", Duration::from_secs(120));
+    if let Some(redis) = RedisServer::or_skip() {
+        drop(redis);
+        let (before, held, after) = killed_stopped_subscriber("redis");
+        assert!(held > before + (12 << 20) && after < before + (4 << 20), "redis: {before} {held} {after}");
+    }
+    let (before, held, after) = killed_stopped_subscriber("ferrodis");
+    assert!(held > before + (12 << 20), "the stopped subscriber's output is held: {before} {held}");
+    assert!(after < before + (4 << 20), "used_memory after CLIENT KILL: {after}, before the publishes {before}");
+}

@@ -132,7 +132,7 @@ pub fn run_pending(st: &mut State, client: &mut Client, out: &mut Vec<u8>, clock
 fn deliver(client: &Client, out: Vec<u8>) {
     client.handle.push_output(out);
     if client.close_after_reply {
-        client.handle.request_close();
+        client.handle.close_after_output();
     }
 }
 

@@ -704,7 +704,7 @@ pub fn resume_postponed(st: &mut State) {
         crate::executor::tracking::broadcast(st, Some((&mut client, &mut out)));
         client.handle.push_output(out);
         if client.close_after_reply {
-            client.handle.request_close();
+            client.handle.close_after_output();
         }
         st.clients.insert(id, client);
     }

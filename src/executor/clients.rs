@@ -180,10 +180,43 @@ impl ClientHandle {
         self.detached.load(Ordering::Acquire)
     }
 
+    /// Closes the client as Redis frees one (CLIENT KILL, `timeout`, the output buffer limit, a
+    /// dropped replica): what it still had to receive goes at once, here, on the executor (the
+    /// outbox, with its references to the shared replication stream, and the deferred replies),
+    /// so its memory is back before the connection task even wakes; that task writes nothing
+    /// more and closes without waiting on the peer. A replica stopped with SIGSTOP held its
+    /// whole output until its TLS connection was torn down (unit/maxmemory's "slave buffer are
+    /// counted correctly" over TLS).
     pub fn request_close(&self) {
+        self.output_dropped.store(true, Ordering::Release);
+        self.drop_output();
+        self.close_after_output();
+    }
+
+    /// Closes the client once what is queued for it is written (Redis's CLOSE_AFTER_REPLY: a
+    /// QUIT that ran when the client was served).
+    pub fn close_after_output(&self) {
         self.kill.store(true, Ordering::Release);
         self.notify.raise();
         self.killed.raise();
+    }
+
+    /// Frees the queued output and the deferred replies. The buffers are taken under their locks
+    /// and freed after, so the connection is never held while megabytes are unmapped.
+    fn drop_output(&self) {
+        let outbox = {
+            let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+            self.queued.store(0, Ordering::Release);
+            std::mem::take(&mut *outbox)
+        };
+        drop(outbox);
+        let deferred = {
+            let mut deferred = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            self.has_deferred.store(false, Ordering::Release);
+            self.deferred_bytes.store(0, Ordering::Relaxed);
+            std::mem::take(&mut *deferred)
+        };
+        drop(deferred);
     }
 
     /// Queues bytes for the connection to write and wakes it. Bytes for a client that is being

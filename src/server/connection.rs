@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Shared;
 use crate::commands;
@@ -26,12 +26,28 @@ use crate::stats::StatName;
 
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Whether a stream holds output it accepted but the socket has not taken: a TLS session's
+/// encrypted records. Counted as the client's output while it does (see `Backlog::tls_hold`).
+pub trait Unsent {
+    fn holds_unsent(&self) -> bool {
+        false
+    }
+}
+
+impl Unsent for tokio::net::TcpStream {}
+impl Unsent for tokio::net::UnixStream {}
+
 /// Serves one connection until it closes; `registered` is the client id and handle when the
 /// accept loop registered it already (`ExecHandle::connect_now`).
 pub async fn serve<S>(mut stream: S, info: ConnInfo, registered: Option<(u64, Arc<ClientHandle>)>, shared: &Shared)
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + Unsent,
 {
+    // A TLS session keeps up to `tls::SEND_BUFFER_LIMIT` of encrypted output the socket has not
+    // taken (allocated as it fills, unlike OpenSSL's buffer, which Redis allocates once per
+    // connection). It is full whenever replies wait in the backlog, so it counts with them as
+    // the client's output: uncounted, it made maxmemory evict keys for stalled TLS clients.
+    let tls_hold = if info.tls { crate::alloc::usable_size(super::tls::SEND_BUFFER_LIMIT + 256) as usize } else { 0 };
     let (id, handle) = match registered {
         Some(r) => r,
         None => {
@@ -52,7 +68,7 @@ where
     // Pushed output (pub/sub messages, served blocking commands), swapped with the outbox.
     let mut pushed: Vec<u8> = Vec::new();
     // Replies the peer has not taken yet.
-    let mut backlog = Backlog::default();
+    let mut backlog = Backlog { tls_hold, ..Backlog::default() };
 
     // Parsed commands, reused batch after batch.
     let mut cmds: Vec<Cmd> = Vec::new();
@@ -214,10 +230,9 @@ where
             if !backlog.drain(&mut stream, &handle).await {
                 break;
             }
+            // Written as replies are: a peer that does not read cannot keep the task once killed.
             let line = format!("-{}\r\n", err.reply_text());
-            let _ = stream.write_all(line.as_bytes()).await;
-            let _ = stream.flush().await;
-            crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, line.len() as u64);
+            let _ = write_out(&mut stream, &handle, line.as_bytes()).await;
             break;
         }
         // A big reply's buffer is not kept once written: Redis frees its reply blocks past the
@@ -228,9 +243,17 @@ where
             out = Vec::with_capacity(READ_CHUNK);
         }
     }
+    // What the connection holds is freed before the socket is closed, and the close does not
+    // wait on the peer: Redis frees a client's buffers at once and ends a TLS session with one
+    // non-blocking SSL_shutdown. A TLS shutdown waits to send its close_notify, so a peer that
+    // stopped reading (a replica stopped with SIGSTOP) kept this task, and the output it never
+    // took, for as long as it slept. A TCP shutdown never waits.
+    drop((backlog, pushed, out, rbuf, cmds));
+    handle.set_in_flight(0);
+    handle.report_out_held(0);
     // A socket handed to a forked debugging session stays open for the child.
     if !handle.detached() {
-        let _ = stream.shutdown().await;
+        let _ = poll_fn(|cx| Poll::Ready(Pin::new(&mut stream).poll_shutdown(cx))).await;
     }
     shared.exec.disconnect(id);
 }
@@ -307,6 +330,10 @@ const WRITE_SLICE: usize = 256 * 1024;
 struct Backlog {
     buf: Vec<u8>,
     pos: usize,
+    /// What a TLS session's buffer takes when full (0 for a plain connection), and whether the
+    /// session held unsent records after the last write.
+    tls_hold: usize,
+    tls_busy: bool,
 }
 
 impl Backlog {
@@ -317,11 +344,13 @@ impl Backlog {
     /// What it holds, as pending output: its allocation past what was written (Redis counts
     /// its reply list by the blocks' allocated sizes too).
     fn held(&self) -> usize {
+        let tls = if self.tls_busy { self.tls_hold } else { 0 };
         if self.len() == 0 {
-            0
+            tls
         } else {
-            // The allocation as the allocator serves it (its size class), as used_memory counts it.
-            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos
+            // The allocation as the allocator serves it (its size class), as used_memory counts
+            // it, and the TLS session's buffer in front of it.
+            crate::alloc::usable_size(self.buf.capacity()) as usize - self.pos + tls
         }
     }
 
@@ -344,7 +373,7 @@ impl Backlog {
             return true;
         }
         let ok = write_out(stream, handle, &self.buf[self.pos..]).await;
-        *self = Backlog::default();
+        *self = Backlog { tls_hold: self.tls_hold, ..Backlog::default() };
         ok
     }
 }
@@ -353,7 +382,7 @@ impl Backlog {
 /// backlog, everything queues. False when the connection must close.
 async fn send<S>(stream: &mut S, handle: &ClientHandle, bytes: &mut Vec<u8>, backlog: &mut Backlog) -> bool
 where
-    S: AsyncWrite + Unpin,
+    S: AsyncWrite + Unpin + Unsent,
 {
     if bytes.is_empty() {
         // Taking the outbox reset the count: the backlog is still pending.
@@ -387,6 +416,7 @@ where
             backlog.buf.extend_from_slice(&bytes[pos..]);
         }
     }
+    backlog.tls_busy = backlog.tls_hold > 0 && stream.holds_unsent();
     handle.set_in_flight(backlog.held());
     true
 }
@@ -401,7 +431,7 @@ fn read_or_flush<S>(
     handle: &ClientHandle,
 ) -> Poll<std::io::Result<usize>>
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + Unsent,
 {
     let mut written = 0;
     while backlog.len() > 0 {
@@ -427,6 +457,13 @@ where
     if backlog.len() == 0 {
         if let Poll::Ready(Err(e)) = Pin::new(&mut *stream).poll_flush(cx) {
             return Poll::Ready(Err(e));
+        }
+    }
+    if backlog.tls_hold > 0 {
+        let busy = stream.holds_unsent();
+        if busy != backlog.tls_busy {
+            backlog.tls_busy = busy;
+            handle.set_in_flight(backlog.held());
         }
     }
     if rbuf.capacity() == rbuf.len() {

@@ -473,6 +473,7 @@ async fn serve_tls(stream: TcpStream, peer: SocketAddr, local: bool, shared: Arc
     };
     match accepted {
         Ok(mut stream) => {
+            stream.get_mut().1.set_buffer_limit(Some(super::tls::SEND_BUFFER_LIMIT));
             if !local && live::protected() {
                 crate::stats::add(&crate::stats::REJECTED_CONNECTIONS, 1);
                 let _ = stream.write_all(PROTECTED_MODE_ERR).await;

@@ -55,6 +55,14 @@ use rustls::{
 
 use crate::config::Config;
 
+/// The most ciphertext a client's TLS session holds that the socket has not taken (rustls's
+/// default is 64 KiB). Those bytes are memory no client's output figure shows, so they count
+/// against maxmemory: a replica that stopped reading made its master evict keys when its
+/// session filled up (unit/maxmemory's "replica buffer don't induce eviction" leaves 32 KiB of
+/// room). OpenSSL, Redis's TLS, holds about one record the same way; 16 KiB is one record's
+/// payload, and what does not fit stays in the connection's buffers, which are counted.
+pub const SEND_BUFFER_LIMIT: usize = 16 * 1024;
+
 /// The contexts new connections use, replaced whole by a successful configuration.
 struct Contexts {
     acceptor: tokio_rustls::TlsAcceptor,
@@ -179,6 +187,12 @@ impl AsyncWrite for ClientStream {
 /// A client's TLS stream, shared by its connection task (which locks it only inside each poll,
 /// never across an await) and a busy script (`executor::handoff::PlainIo`).
 pub struct SharedTls(pub Arc<Mutex<tokio_rustls::server::TlsStream<TcpStream>>>);
+
+impl super::connection::Unsent for SharedTls {
+    fn holds_unsent(&self) -> bool {
+        self.lock().get_ref().1.wants_write()
+    }
+}
 
 impl SharedTls {
     fn lock(&self) -> std::sync::MutexGuard<'_, tokio_rustls::server::TlsStream<TcpStream>> {

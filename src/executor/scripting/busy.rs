@@ -313,7 +313,7 @@ fn answer(run: &mut Run, authenticated: bool, id: Option<u64>, argv: Vec<bytes::
                 (_, Some(c)) if passes => {
                     crate::executor::call::call(run.st, c, cmd, out, &mut run.clock);
                     if c.close_after_reply {
-                        c.handle.request_close();
+                        c.handle.close_after_output();
                     }
                     c.handle.set_authenticated(c.authenticated);
                 }
