@@ -143,7 +143,6 @@ impl RedisServer {
     }
 }
 
-/// A port that was free a moment ago (the OS picks it; the listener is dropped before returning).
 /// Waits up to `limit` for `child` to exit; its status, or None if it still runs.
 pub fn wait_child(child: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + limit;
@@ -171,6 +170,7 @@ pub fn exit_code_within(child: &mut std::process::Child, limit: Duration) -> Opt
     }
 }
 
+/// A port that was free a moment ago (the OS picks it; the listener is dropped before returning).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port()
 }
