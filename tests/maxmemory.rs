@@ -308,3 +308,46 @@ fn tracking_invalidations_do_not_drain_the_keyspace() {
         assert!((10..=100).contains(&evicted), "{}: evicted {evicted}", s.name);
     }
 }
+
+/// unit/maxmemory's "eviction due to output buffers of many MGET clients, client eviction:
+/// true": 20 clients that never read ask MGET of a 100 KB value over and over. Their replies are
+/// client memory as soon as the command runs (Redis's reply list), so maxmemory-clients closes
+/// them and no key is evicted. Ferrodis counted a batch's replies only once its connection
+/// had tried to write them; meanwhile the other clients' batches saw the memory without its
+/// owner, and maxmemory evicted keys instead. Returns (evicted clients, evicted keys, keys).
+fn mget_flood(server: &Server) -> (i64, i64, i64) {
+    use std::io::Write;
+    let mut c = server.client();
+    for argv in [
+        &["CONFIG", "SET", "maxmemory", "11mb"][..],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        &["CONFIG", "SET", "maxmemory-clients", "3mb"],
+        &["CLIENT", "NO-EVICT", "on"],
+    ] {
+        assert_eq!(show(&c.cmd(argv)), "\"+OK\\r\\n\"", "{}", show_argv(argv));
+    }
+    for j in 0..50 {
+        c.cmd(&["SETRANGE", &j.to_string(), "100000", "x"]);
+    }
+    let mut flooders: Vec<std::net::TcpStream> =
+        (0..20).map(|_| std::net::TcpStream::connect(("127.0.0.1", server.port)).expect("connect")).collect();
+    let stat = |c: &mut Client, name: &str| -> i64 { common::info_field(c, "stats", name).parse().unwrap() };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stat(&mut c, "evicted_clients") == 0 && stat(&mut c, "evicted_keys") == 0 {
+        assert!(std::time::Instant::now() < deadline, "no eviction of any kind in 20 s");
+        flooders.retain_mut(|s| s.write_all(b"*2\r\n$4\r\nMGET\r\n$1\r\n1\r\n").is_ok());
+    }
+    (stat(&mut c, "evicted_clients"), stat(&mut c, "evicted_keys"), int(&c.cmd(&["DBSIZE"])))
+}
+
+#[test]
+fn clients_flooded_by_replies_are_evicted_before_keys() {
+    let _watchdog =
+        common::Watchdog::new("clients_flooded_by_replies_are_evicted_before_keys", Duration::from_secs(120));
+    let redis = RedisServer::new();
+    let (clients, keys, dbsize) = mget_flood(&redis);
+    assert!(clients > 0 && keys == 0 && dbsize == 50, "redis: {clients} clients, {keys} keys evicted, {dbsize} left");
+    let ferrodis = TestServer::new();
+    let (clients, keys, dbsize) = mget_flood(&ferrodis);
+    assert!(clients > 0 && keys == 0 && dbsize == 50, "{clients} clients, {keys} keys evicted, {dbsize} left");
+}

@@ -394,6 +394,12 @@ impl ClientHandle {
         self.in_flight.store(n, Ordering::Relaxed);
     }
 
+    /// A batch's replies, not yet handed to the connection, count as output until it writes
+    /// them (its next `set_in_flight` replaces the figure).
+    pub fn add_in_flight(&self, n: usize) {
+        self.in_flight.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Bytes queued for the client and not yet written (CLIENT LIST omem).
     /// What the client's output occupies: the outbox's allocation, the replies the connection
     /// holds unwritten and the buffers it writes from (a replica's share of the stream, which

@@ -55,6 +55,10 @@ pub enum ShutdownRequest {
     NoSave,
 }
 
+/// Redis's static reply buffer (PROTO_REPLY_CHUNK_BYTES): replies past it are the client's
+/// output list, which maxmemory-clients counts.
+const REPLY_BUFFER_BYTES: usize = 16 * 1024;
+
 /// `State::pause_held` bit: FAILOVER waits for its target with writes paused.
 pub const PAUSE_FAILOVER: u8 = 1;
 /// `State::pause_held` bit: a shutdown waits for lagging replicas with writes paused.
@@ -330,7 +334,12 @@ pub struct Executor {
 
 impl Executor {
     pub fn new(config: Config) -> Self {
-        Executor { state: State::new(config) }
+        let mut state = State::new(config);
+        // The limits of redis.conf and the command line hold from the first connection, not
+        // from the first cron tick (a subscriber flooded right after startup was closed at the
+        // default pubsub limit although `pubsub 0 0 0` was configured).
+        clients::refresh_limits(&mut state);
+        Executor { state }
     }
 
     /// Registers a new connection; returns its client id. `authenticated` is false when a password is set.
@@ -387,7 +396,7 @@ impl Executor {
                 // grew by a reply buffer's worth: Redis evicts before each command, and the
                 // replies of a long pipeline to a client that does not read are its output
                 // buffer (the client itself may go, then its remaining commands do not run).
-                if evicting && out.len() - reply_checked >= 16 * 1024 {
+                if evicting && out.len() - reply_checked >= REPLY_BUFFER_BYTES {
                     reply_checked = out.len();
                     let _ = clients::evict_clients(st, Some(&client));
                     if client.handle.close_requested() {
@@ -405,6 +414,13 @@ impl Executor {
         }
         client.batch_reply = 0;
         client.batch_last = false;
+        // Replies past a reply buffer's worth are the client's output from now until its
+        // connection writes them (Redis's reply list): maxmemory-clients must see them while
+        // other batches run before that write. The output limit goes first, as in Redis: a
+        // client it closes is not evicted for what it would have held.
+        if out.len() >= REPLY_BUFFER_BYTES && client.handle.admit_reply(out.len()) {
+            client.handle.add_in_flight(out.len());
+        }
         if cmds.len() > 0 {
             client.pending.extend(cmds);
         }

@@ -400,7 +400,9 @@ where
             }
             if pos < bytes.len() {
                 // A big reply to a fast reader would otherwise go out in one go while the
-                // other connections of this thread wait (30 MB: tens of ms).
+                // other connections of this thread wait (30 MB: tens of ms). What is unsent
+                // meanwhile is the client's output, for maxmemory-clients as for CLIENT LIST.
+                handle.set_in_flight(backlog.held() + bytes.len() - pos);
                 tokio::task::yield_now().await;
             }
         }
