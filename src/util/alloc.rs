@@ -8,11 +8,12 @@ pub fn size_class(n: usize) -> usize {
         return 8;
     }
     if n <= 128 {
-        return n.div_ceil(16) * 16;
+        return (n + 15) & !15;
     }
     let lg = usize::BITS - 1 - (n - 1).leading_zeros();
     let delta = 1usize << (lg - 2);
-    n.div_ceil(delta) * delta
+    // delta is a power of two: a mask, not a division (this runs on every allocation).
+    (n + delta - 1) & !(delta - 1)
 }
 
 /// The bytes an allocation of `n` really occupies here: a buffer may grow to this capacity for
