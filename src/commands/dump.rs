@@ -104,7 +104,7 @@ pub fn dump(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     // A big collection is serialized off the executor from a snapshot sharing its storage,
     // with the same bytes `dump_payload` gives (see `save::DumpSnapshot`).
-    if elements(value) >= super::DEFER_MIN_ELEMENTS {
+    if value.element_count() >= super::DEFER_MIN_ELEMENTS {
         if let Some(snap) = ctx.db().get_ref_mut(args.key(1)).and_then(save::DumpSnapshot::take) {
             return Ok(Reply::Deferred(Deferred::new(DumpReply { snap, compress })));
         }
@@ -115,18 +115,6 @@ pub fn dump(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let payload = dump_payload(value, compress).map_err(|e| CmdError::err(e.to_string()))?;
     Ok(Reply::Bulk(payload))
-}
-
-/// A collection's element count (entries of a stream); 1 for a string.
-fn elements(v: &Value) -> usize {
-    match v {
-        Value::Str(_) => 1,
-        Value::List(l) => l.len(),
-        Value::Hash(h) => h.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        Value::Stream(s) => s.len() as usize,
-    }
 }
 
 /// A big DUMP's reply: the payload as a bulk string, written into the output in place (the

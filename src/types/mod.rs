@@ -61,6 +61,11 @@ impl Value {
 
     /// How many allocations freeing the value costs, roughly (Redis's lazyfreeGetFreeEffort).
     pub fn free_effort(&self) -> usize {
+        self.element_count()
+    }
+
+    /// The collection's element count (a stream's entries); 1 for a string.
+    pub fn element_count(&self) -> usize {
         match self {
             Value::Str(_) => 1,
             Value::List(l) => l.len(),
