@@ -452,7 +452,10 @@ impl ClientHandle {
     pub fn report_qbuf(&self, len: usize, cap: usize, need: usize) {
         self.qbuf_len.store(len, Ordering::Relaxed);
         self.qbuf_cap.store(cap, Ordering::Relaxed);
-        self.qbuf_peak.fetch_max(need, Ordering::Relaxed);
+        // A locked read-modify-write only when the peak moves (this runs before every read).
+        if need > self.qbuf_peak.load(Ordering::Relaxed) {
+            self.qbuf_peak.fetch_max(need, Ordering::Relaxed);
+        }
     }
 
     /// The connection reports the capacity of the output buffers it holds.
@@ -482,8 +485,9 @@ impl ClientHandle {
     /// reply buffer up to its size first (the rest going to the reply list), so the peak rises
     /// to that.
     pub fn note_reply(&self, len: usize) {
-        if len > 0 {
-            self.reply_peak.fetch_max(len.min(self.reply_buffer_size()), Ordering::Relaxed);
+        let peak = len.min(self.reply_buffer_size());
+        if peak > self.reply_peak.load(Ordering::Relaxed) {
+            self.reply_peak.fetch_max(peak, Ordering::Relaxed);
         }
     }
 
@@ -895,6 +899,7 @@ impl Client {
 pub fn refresh_limits(st: &mut super::State) {
     use std::sync::Mutex;
     static LAST: Mutex<String> = Mutex::new(String::new());
+    st.client_eviction_limit = compute_client_eviction_limit(st);
     if let Some(desc) = crate::config::lookup("tracking-table-max-keys") {
         st.tracking.max_keys = st.config.get(desc).parse().unwrap_or(0);
     }
@@ -947,9 +952,14 @@ pub fn cron(st: &mut super::State, now_ms: i64) {
     let _ = evict_clients(st, None);
 }
 
-/// maxmemory-clients in bytes (Redis's getClientEvictionLimit): a size, or a percentage of
-/// maxmemory; never under 128 KiB, so a bad setting cannot cut every client off; 0 for none.
+/// maxmemory-clients in bytes (Redis's getClientEvictionLimit), as of the last CONFIG SET.
 pub fn client_eviction_limit(st: &super::State) -> u64 {
+    st.client_eviction_limit
+}
+
+/// maxmemory-clients in bytes: a size, or a percentage of maxmemory; never under 128 KiB, so a
+/// bad setting cannot cut every client off; 0 for none.
+fn compute_client_eviction_limit(st: &super::State) -> u64 {
     let text = st.config.other.get("maxmemory-clients").map_or("0", |s| s.as_str());
     let limit = match text.strip_suffix('%') {
         Some(pct) if st.config.maxmemory > 0 => {

@@ -134,6 +134,9 @@ pub struct State {
     pub connections_inline: bool,
     /// Client-side caching: keys read by tracking clients, BCAST prefixes.
     pub tracking: crate::executor::tracking::Table,
+    /// maxmemory-clients in bytes, as `clients::refresh_limits` last computed it (each batch
+    /// asks, and parsing the setting per batch showed in the -P 1 profile).
+    pub client_eviction_limit: u64,
     /// Clients holding commands until CLIENT PAUSE ends, in the order they were stopped.
     pub postponed: std::collections::VecDeque<u64>,
     /// The RDB load running in the background at startup; commands without the LOADING flag
@@ -203,6 +206,7 @@ impl State {
             pre_command_oom: false,
             connections_inline: false,
             tracking: crate::executor::tracking::Table::default(),
+            client_eviction_limit: 0,
             postponed: std::collections::VecDeque::new(),
             loading: None,
             prop: Default::default(),
