@@ -187,15 +187,25 @@ fn quote(name: &str) -> String {
 
 /// Appends one command in the AOF's (and replication's) wire form.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.push(b'*');
-    crate::util::num::push_i64(out, argv.len() as i64);
-    out.extend_from_slice(b"\r\n");
+    // One reservation for the whole command (a header is at most 1 + 20 + 2 bytes), so the
+    // pushes below never grow the buffer: this runs for every write while the AOF is on.
+    out.reserve(23 + argv.iter().map(|a| a.as_ref().len() + 25).sum::<usize>());
+    push_header(out, b'*', argv.len());
     for a in argv {
         let a = a.as_ref();
-        out.push(b'$');
-        crate::util::num::push_i64(out, a.len() as i64);
-        out.extend_from_slice(b"\r\n");
+        push_header(out, b'$', a.len());
         out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// `*<n>\r\n` or `$<n>\r\n`.
+fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    if n < 10 {
+        out.extend_from_slice(&[kind, b'0' + n as u8, b'\r', b'\n']);
+    } else {
+        out.push(kind);
+        crate::util::num::push_i64(out, n as i64);
         out.extend_from_slice(b"\r\n");
     }
 }
@@ -203,6 +213,23 @@ pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_encode_as_multibulk_with_any_length() {
+        let mut out = b"x".to_vec();
+        encode_command(&mut out, &[&b"SET"[..], b"", b"0123456789"]);
+        assert_eq!(out, b"x*3\r\n$3\r\nSET\r\n$0\r\n\r\n$10\r\n0123456789\r\n".to_vec());
+        let argv: Vec<Vec<u8>> = (0..12).map(|i| vec![b'a'; i]).collect();
+        let mut out = Vec::new();
+        encode_command(&mut out, &argv);
+        let mut expected = b"*12\r\n".to_vec();
+        for a in &argv {
+            expected.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            expected.extend_from_slice(a);
+            expected.extend_from_slice(b"\r\n");
+        }
+        assert_eq!(out, expected);
+    }
 
     #[test]
     fn manifest_round_trips_and_rotates() {
