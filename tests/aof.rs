@@ -1565,6 +1565,41 @@ fn redis_dump(setup: &[&[&str]], key: &str) -> Vec<u8> {
     bulk(&c.cmd(&["DUMP", key]))
 }
 
+/// FLUSHALL abandons a running BGSAVE but not an AOF rewrite (Redis's flushAllDataAndResetRDB
+/// kills only an RDB child): the rewrite finishes, INFO says so, and after a restart the data is
+/// what the FLUSHALL left. Killing the rewrite child left aof_rewrite_in_progress at 1 for good
+/// (unit/expire's writeable-replica test hung on it when its FLUSHALL arrived mid-rewrite).
+#[test]
+fn flushall_leaves_a_running_rewrite_alone() {
+    let tmp = TempDir::new("flushall_rewrite");
+    let (redis, ferrodis) = both(|kind| {
+        let dir = tmp.sub(kind.name());
+        // 100 ms per key: the rewrite child runs for about a second.
+        let mut node = Node::start(kind, &dir, &["--rdb-key-save-delay", "100000"]);
+        let mut c = node.client();
+        for i in 0..10 {
+            c.cmd(&["SET", &format!("k{i}"), "v"]);
+        }
+        let mut seen = vec![show(&c.cmd(&["BGREWRITEAOF"]))];
+        seen.push(info_field(&mut c, "persistence", "aof_rewrite_in_progress"));
+        seen.push(show(&c.cmd(&["FLUSHALL"])));
+        seen.push(info_field(&mut c, "persistence", "aof_rewrite_in_progress"));
+        wait_rewrite_done(&mut c, node.name());
+        seen.push(info_field(&mut c, "persistence", "aof_last_bgrewrite_status"));
+        seen.push(info_field(&mut c, "persistence", "aof_rewrites"));
+        c.cmd(&["SET", "after", "1"]);
+        drop(c);
+        node.kill9();
+        let node = Node::start(kind, &dir, &[]);
+        let mut c = node.client();
+        seen.push(show(&c.cmd(&["DBSIZE"])));
+        seen.push(show(&c.cmd(&["GET", "after"])));
+        seen
+    });
+    assert_eq!(redis, ferrodis);
+    assert_eq!(ferrodis[1], "1", "the rewrite was running when FLUSHALL came");
+}
+
 #[test]
 fn keyspace_commands() {
     let payload = redis_dump(&[&["SET", "x", "hello"]], "x");

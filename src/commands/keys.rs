@@ -426,10 +426,11 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
         removed += empty_db(ctx, idx, background);
     }
     ctx.dirty(removed);
-    // As Redis: a running snapshot of the old data is abandoned, and with save points the
-    // empty dataset is saved at once (so a restart does not bring the data back).
+    // As Redis: a running snapshot of the old data is abandoned (an AOF rewrite is not), and
+    // with save points the empty dataset is saved at once (so a restart does not bring the
+    // data back).
     let srv = ctx.admin();
-    crate::executor::snapshot::kill_child(srv);
+    crate::executor::snapshot::kill_rdb_child(srv);
     if !srv.config.save.is_empty() {
         let _ = crate::executor::snapshot::save_foreground(srv);
     }

@@ -739,7 +739,7 @@ pub fn detach(st: &mut State, id: u64) {
         && st.repl.disk_sync_offset.is_some()
         && !st.repl.replicas.iter().any(|r| r.disk_wait.is_some())
     {
-        super::snapshot::kill_child(st);
+        super::snapshot::kill_rdb_child(st);
     }
 }
 

@@ -516,7 +516,16 @@ fn remove_temp(pid: i32) {
     let _ = std::fs::remove_file(format!("temp-{pid}.rdb"));
 }
 
-/// Kills a running child (SHUTDOWN, FLUSHALL), waits for it and removes its temp file.
+/// Kills a running RDB child (a BGSAVE's or a sync's), as Redis's killRDBChild: FLUSHALL
+/// abandons a snapshot of the old data, but an AOF rewrite goes on (its base is followed by the
+/// FLUSHALL in the new incr file).
+pub fn kill_rdb_child(st: &mut State) {
+    if st.snapshot.child.as_ref().is_some_and(|c| c.kind == ChildKind::Rdb) {
+        kill_child(st);
+    }
+}
+
+/// Kills a running child of either kind (SHUTDOWN), waits for it and removes its temp file.
 pub fn kill_child(st: &mut State) {
     if let Some(child) = st.snapshot.child.take() {
         let pid = nix::unistd::Pid::from_raw(child.pid);
