@@ -201,3 +201,38 @@ fn unlink_frees_in_the_background_and_counts_it() {
         assert_eq!(info_u64(&mut c, "memory", "lazyfreed_objects"), 0, "{who}");
     }
 }
+
+/// A synchronous FLUSHALL or FLUSHDB has freed the keyspace by the time its caller reads +OK
+/// (ferrodis frees it off the executor and holds only the caller's reply for it), while FLUSHALL
+/// ASYNC may answer first; in MULTI the reply is still +OK in its place.
+#[test]
+fn sync_flushes_have_freed_the_memory_when_they_reply() {
+    for (who, s) in servers() {
+        let mut c = s.client();
+        let before = info_u64(&mut c, "memory", "used_memory");
+        for flush in [&["FLUSHALL"][..], &["FLUSHDB", "SYNC"], &["FLUSHALL", "SYNC"]] {
+            for chunk in 0..20 {
+                let mut argv: Vec<String> = vec!["MSET".into()];
+                for i in 0..5_000 {
+                    argv.push(format!("key:{chunk}:{i}"));
+                    argv.push(format!("value:{i}"));
+                }
+                c.cmd(&argv);
+            }
+            let full = info_u64(&mut c, "memory", "used_memory");
+            assert!(full > before + 5_000_000, "{who}: {before} -> {full}");
+            assert_eq!(c.cmd(flush), b"+OK\r\n", "{who}");
+            let after = info_u64(&mut c, "memory", "used_memory");
+            assert!(
+                after < before + 1_000_000,
+                "{who} {flush:?}: used_memory {after} right after (from {before}, {full} full)"
+            );
+            assert_eq!(c.cmd(&["DBSIZE"]), b":0\r\n", "{who}");
+        }
+        c.cmd(&["SET", "k", "v"]);
+        assert_eq!(c.cmd(&["MULTI"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["FLUSHALL"]), b"+QUEUED\r\n");
+        assert_eq!(c.cmd(&["DBSIZE"]), b"+QUEUED\r\n");
+        assert_eq!(c.cmd(&["EXEC"]), b"*2\r\n+OK\r\n:0\r\n", "{who}");
+    }
+}

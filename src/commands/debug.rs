@@ -32,7 +32,7 @@ fn debug_reload(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let loaded = crate::rdb::load::load_path(&path, ctx.config(), None);
     if !noflush {
         for idx in 0..ctx.state().dbs.len() {
-            crate::commands::keys::empty_db(ctx, idx, false);
+            crate::commands::keys::empty_db(ctx, idx);
         }
         ctx.admin().functions = Default::default();
     }

@@ -385,22 +385,58 @@ fn flush_mode(args: &Args) -> Result<bool, CmdError> {
     }
 }
 
-/// Empties database `idx`; returns how many keys it held. With `background`, the old tables are
-/// dropped on a helper thread so freeing millions of entries does not stall the executor.
-pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
+/// What emptying a database takes out of the keyspace: its key and expire tables.
+type EmptiedTables = (crate::types::table::Table<Value>, crate::types::table::Table<i64>);
+
+/// Empties database `idx` and hands back its old tables and how many keys they held.
+fn take_db(ctx: &mut Ctx, idx: usize) -> (u64, EmptiedTables) {
     ctx.touch_watched_in_db(idx, None);
     let srv = ctx.admin();
     srv.signal_db_waiters(idx);
     crate::executor::tracking::on_flush(srv);
     let db = &mut srv.dbs[idx];
     let removed = db.len() as u64;
-    let tables = db.clear();
-    if background && removed > 0 {
-        std::thread::spawn(move || drop(tables));
-    } else {
-        drop(tables);
+    (removed, db.clear())
+}
+
+/// Empties database `idx`, freeing its entries before returning; returns how many keys it held.
+pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize) -> u64 {
+    take_db(ctx, idx).0
+}
+
+/// The tables a synchronous FLUSHALL or FLUSHDB emptied, freed off the executor before its +OK
+/// is written: the flushing client finds the memory freed once it has the reply, as from Redis
+/// 7.0's synchronous flush, and no other client waits for millions of entries to be freed (what
+/// Redis 7.4 does for FLUSHALL SYNC by blocking only the caller). Inside MULTI or a script, or
+/// for a replication link, the reply is encoded on the executor, which then frees them itself.
+struct FreedThenOk(std::sync::Mutex<Vec<EmptiedTables>>);
+
+impl crate::resp::reply::Encode for FreedThenOk {
+    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
+        drop(std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner())));
+        crate::alloc::flush_thread_cache();
+        out.extend_from_slice(b"+OK\r\n");
     }
-    removed
+
+    fn size_hint(&self) -> usize {
+        5
+    }
+}
+
+/// Frees what a flush took: on a helper thread for ASYNC; for SYNC, off the executor before the
+/// reply (`FreedThenOk`) once there is anything to free.
+fn free_emptied(emptied: Vec<EmptiedTables>, removed: u64, background: bool) -> Reply {
+    if removed == 0 {
+        return Reply::Ok;
+    }
+    if background {
+        std::thread::spawn(move || {
+            drop(emptied);
+            crate::alloc::flush_thread_cache();
+        });
+        return Reply::Ok;
+    }
+    Reply::Deferred(crate::resp::reply::Deferred::new(FreedThenOk(std::sync::Mutex::new(emptied))))
 }
 
 /// FLUSHDB [ASYNC|SYNC]
@@ -409,11 +445,11 @@ pub(crate) fn empty_db(ctx: &mut Ctx, idx: usize, background: bool) -> u64 {
 pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let background = flush_mode(args)?;
     let idx = ctx.db_index();
-    let removed = empty_db(ctx, idx, background);
+    let (removed, tables) = take_db(ctx, idx);
     ctx.dirty(removed);
     // Propagated even when the database was empty (Redis's forceCommandPropagation).
     ctx.force_propagate();
-    Ok(Reply::Ok)
+    Ok(free_emptied(vec![tables], removed, background))
 }
 
 /// FLUSHALL [ASYNC|SYNC]
@@ -422,8 +458,11 @@ pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let background = flush_mode(args)?;
     let mut removed = 0;
+    let mut emptied = Vec::new();
     for idx in 0..ctx.db_count() {
-        removed += empty_db(ctx, idx, background);
+        let (n, tables) = take_db(ctx, idx);
+        removed += n;
+        emptied.push(tables);
     }
     ctx.dirty(removed);
     // As Redis: a running snapshot of the old data is abandoned (an AOF rewrite is not), and
@@ -436,7 +475,7 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     // Always propagated, even when there was nothing to flush (a save reset the counter).
     ctx.force_propagate();
-    Ok(Reply::Ok)
+    Ok(free_emptied(emptied, removed, background))
 }
 
 /// TOUCH key [key ...]
