@@ -13,6 +13,7 @@ maxima over rounds. Scenarios:
   flushall      FLUSHALL (sync) of 2M small keys
   flushall-big  FLUSHALL (sync) of 40 sets of 50k members
   del-big       DEL of one set of 2M members
+  overwrite-big SET over one set of 2M members (the old value is freed)
   expire-big    40 sets of 50k members given a 1 ms TTL at once: active expiry removes them
   evict-big     maxmemory set below the data (allkeys-random) with 40 sets of 50k members
   idle          nothing (the machine's noise floor)
@@ -92,7 +93,7 @@ def load(s, scenario):
         pipeline(s, cmds, chunk=200)
     elif scenario == 'flushall-big':
         big_sets(s, 40, 50_000)
-    elif scenario == 'del-big':
+    elif scenario in ('del-big', 'overwrite-big'):
         big_sets(s, 1, 2_000_000)
     elif scenario == 'expire-big':
         big_sets(s, 40, 50_000, ttl_ms=None)
@@ -107,6 +108,8 @@ def operate(s, scenario):
         cmd(s, 'FLUSHALL')
     elif scenario == 'del-big':
         cmd(s, 'DEL', 'big:0')
+    elif scenario == 'overwrite-big':
+        cmd(s, 'SET', 'big:0', 'x')
     elif scenario == 'expire-big':
         for k in range(40):
             cmd(s, 'PEXPIRE', f'big:{k}', 1)
@@ -174,7 +177,8 @@ def main():
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--base', type=int, default=21700)
     args = ap.parse_args()
-    scenarios = args.scenario or ['idle', 'flushall', 'flushall-big', 'del-big', 'expire-big', 'evict-big']
+    scenarios = args.scenario or ['idle', 'flushall', 'flushall-big', 'del-big', 'overwrite-big', 'expire-big',
+                                  'evict-big']
     tmp = tempfile.mkdtemp(prefix='free_stall-')
     servers = {}
     procs = []
