@@ -257,6 +257,10 @@ impl Encode for HashListing {
         self.0.len() * if self.1 == Parts::Both { 12 } else { 6 }
     }
 
+    fn streams(&self) -> bool {
+        true
+    }
+
     fn encode_piece(&self, proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
         let base = out.len();
         if !cur.started {

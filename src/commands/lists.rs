@@ -330,6 +330,10 @@ impl Encode for ListRange {
         6 * self.0.len()
     }
 
+    fn streams(&self) -> bool {
+        true
+    }
+
     fn encode_piece(&self, _proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
         let base = out.len();
         let at = if cur.started {

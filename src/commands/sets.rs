@@ -165,6 +165,10 @@ impl Encode for SetMembers {
         self.0.data_bytes_hint() + self.0.len() * 6
     }
 
+    fn streams(&self) -> bool {
+        true
+    }
+
     fn encode_piece(&self, proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
         let base = out.len();
         if !cur.started {

@@ -604,6 +604,10 @@ impl Encode for StreamRange {
         16 + self.max_entries() * 64
     }
 
+    fn streams(&self) -> bool {
+        true
+    }
+
     /// The cursor holds the entries still to send and the ID the next piece walks from.
     fn encode_piece(&self, _proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
         let base = out.len();

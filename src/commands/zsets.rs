@@ -651,6 +651,10 @@ impl Encode for ZRangeReply {
         (self.end - self.start + 1) * if self.withscores { 10 } else { 6 }
     }
 
+    fn streams(&self) -> bool {
+        true
+    }
+
     /// The cursor counts the members sent: the next piece walks on from that rank.
     fn encode_piece(&self, proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
         let n = self.end - self.start + 1;

@@ -74,6 +74,11 @@ pub trait Encode: Send + Sync {
         let _ = cursor;
         Piece::Done(self.encode_checked(proto, out))
     }
+    /// Whether `encode_piece` streams (else its one piece is the whole reply, and its buffer
+    /// is sized for it up front: grown by doubling, it held up to twice the reply).
+    fn streams(&self) -> bool {
+        false
+    }
 }
 
 /// How much of a streamed reply one piece holds at the least (but for the last): the

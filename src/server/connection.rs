@@ -307,7 +307,8 @@ struct Io<'a, S> {
 fn spawn_piece(d: Deferred, proto: u8, mut cursor: Cursor) -> tokio::sync::oneshot::Receiver<(Vec<u8>, Cursor, Piece)> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job = move || {
-        let mut buf = Vec::with_capacity(PIECE_CAPACITY.min(d.0.size_hint()));
+        let hint = d.0.size_hint();
+        let mut buf = Vec::with_capacity(if d.0.streams() { PIECE_CAPACITY.min(hint) } else { hint });
         let step = d.0.encode_piece(proto, &mut cursor, &mut buf);
         let _ = tx.send((buf, cursor, step));
     };
