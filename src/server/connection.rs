@@ -413,6 +413,9 @@ where
             Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(false),
             Poll::Ready(Ok(n)) => {
                 crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+                // Requests waiting behind the reply are the client's query buffer (CLIENT
+                // LIST qbuf, maxmemory-clients) as they are between batches.
+                handle.report_qbuf(rbuf.len(), rbuf.capacity(), rbuf.len());
                 if rbuf.len() as u64 > live::get_u64(&live::CLIENT_QUERY_BUFFER_LIMIT) {
                     tracing::warn!("Closing client that reached max query buffer length (qbuf={})", rbuf.len());
                     return Poll::Ready(false);
