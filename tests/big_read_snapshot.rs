@@ -839,3 +839,64 @@ fn a_failed_big_sort_counts_in_info_as_in_redis() {
         results[1][0]
     );
 }
+
+/// The `omem=` figure of the client named `name` in CLIENT LIST.
+fn omem_of(admin: &mut Client, name: &str) -> Option<u64> {
+    let list = admin.line("CLIENT LIST");
+    let text = String::from_utf8_lossy(&list).into_owned();
+    let line = text.lines().find(|l| l.contains(&format!(" name={name} ")))?;
+    let field = line.split(' ').find_map(|f| f.strip_prefix("omem="))?;
+    field.parse().ok()
+}
+
+/// A big reply to a client that does not read goes out piece by piece: while it waits, the
+/// client's output (CLIENT LIST omem) is a few pieces, not the whole reply (some 20 MB here);
+/// other clients are served meanwhile; the client may go on writing a long pipeline without
+/// reading (it must not block on its own writes while the server waits for it to read); and
+/// once it reads, the replies are whole and in order, the same as Redis's.
+#[test]
+fn a_slow_reader_of_a_big_reply_holds_a_few_pieces_and_may_keep_writing() {
+    let Some(redis) = RedisServer::or_skip() else { return };
+    let ours = TestServer::new();
+    let value = "v".repeat(1000);
+    let mut replies = Vec::new();
+    for (i, server) in [&redis, &ours].into_iter().enumerate() {
+        let mut c = server.client();
+        for from in (0..20_000).step_by(1_000) {
+            let mut a = vec![b"HSET".to_vec(), b"h".to_vec()];
+            for i in from..from + 1_000 {
+                a.push(format!("f:{i}").into_bytes());
+                a.push(format!("{value}{i}").into_bytes());
+            }
+            c.cmd(&a);
+        }
+        let mut slow = server.client();
+        assert_eq!(slow.line("CLIENT SETNAME slow"), b"+OK\r\n");
+        // The big read, then 4 MB of small commands, none of their replies read yet.
+        let mut bytes = encode(&argv(&[b"HGETALL", b"h"]));
+        let set = encode(&argv(&[b"SET", b"k", &[b'x'; 100]]));
+        for _ in 0..4 * 1024 * 1024 / set.len() {
+            bytes.extend_from_slice(&set);
+        }
+        let sets = (bytes.len() - encode(&argv(&[b"HGETALL", b"h"])).len()) / set.len();
+        bytes.extend_from_slice(&encode(&argv(&[b"HLEN", b"h"])));
+        let mut writer = slow.stream.try_clone().expect("clone");
+        let sender = std::thread::spawn(move || writer.write_all(&bytes).is_ok());
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let mut admin = server.client();
+        assert_eq!(admin.line("PING"), b"+PONG\r\n");
+        if i == 1 {
+            let omem = omem_of(&mut admin, "slow").expect("the slow client in CLIENT LIST");
+            assert!(omem < 4 << 20, "omem {omem} while a 20 MB reply waits for its reader");
+        }
+        let big = parse_value(&slow.read_reply().expect("HGETALL"));
+        assert!(sender.join().expect("sender"), "the pipeline could not be written");
+        for _ in 0..sets {
+            assert_eq!(slow.read_reply().expect("SET"), b"+OK\r\n");
+        }
+        assert_eq!(slow.read_reply().expect("HLEN"), b":20000\r\n");
+        replies.push(map_of(big));
+    }
+    assert_eq!(replies[0].len(), 20_000);
+    assert_eq!(replies[1], replies[0]);
+}

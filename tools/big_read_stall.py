@@ -4,7 +4,7 @@
     python3 big_read_stall.py PORT KIND [--n 1500000] [--rounds 5] [--no-writer]
 
 Loads a collection of N elements for KIND (zrange, zrangews, zrevrangebyscore, sunion, sinter,
-sdiff, smembers, sort, xrange, xrevrange, dumpset, dumpzset, keys, keyspat: a stream, N keys of
+sdiff, smembers, sort, lrange, hgetall, xrange, xrevrange, dumpset, dumpzset, keys, keyspat: a stream, N keys of
 the keyspace, ...), then for each round: a PING probe every millisecond on its own connection, a
 writer changing the collection on another (unless --no-writer), and the big read on a third,
 its whole reply read. KIND idle runs no read (a one-second window, no writer): the probe's
@@ -106,7 +106,9 @@ def load(port, kind, n):
                 r.reply()
     if kind == 'idle':
         pass
-    elif kind == 'sort':
+    elif kind == 'hgetall':
+        bulk(lambda lo, hi: enc('HSET', 'h', *[x for i in range(lo, hi) for x in ('field:%d' % i, 'value:%d' % i)]))
+    elif kind in ('sort', 'lrange'):
         bulk(lambda lo, hi: enc('RPUSH', 'l', *[i * 7919 % 1000003 for i in range(lo, hi)]))
     elif kind.startswith('x'):
         # One pipelined XADD per entry, IDs 1-0 .. N-0 (three fields, as bigkey streams often have).
@@ -126,6 +128,8 @@ READS = {
     'zrevrangebyscore': ('ZREVRANGEBYSCORE', 'z', '+inf', '-inf', 'WITHSCORES'),
     'smembers': ('SMEMBERS', 'a'),
     'sort': ('SORT', 'l'),
+    'lrange': ('LRANGE', 'l', 0, -1),
+    'hgetall': ('HGETALL', 'h'),
     'sunion': ('SUNION', 'a', 'b'),
     'sinter': ('SINTER', 'a', 'b'),
     'sdiff': ('SDIFF', 'a', 'b'),
@@ -153,8 +157,10 @@ def writer(port, kind, n, stop):
     """Changes the collection under the read: one add and one removal every half millisecond."""
     s = conn(port); r = Reader(s); i = 0
     while not stop.is_set():
-        if kind == 'sort':
+        if kind in ('sort', 'lrange'):
             run(s, r, 'LPUSH', 'l', i); run(s, r, 'RPOP', 'l')
+        elif kind == 'hgetall':
+            run(s, r, 'HSET', 'h', 'w:%d' % i, i); run(s, r, 'HDEL', 'h', 'field:%d' % (i * 7919 % n))
         elif kind.startswith('x'):
             run(s, r, 'XADD', 'x', '*', 'f', i); run(s, r, 'XDEL', 'x', '%d-0' % (i * 7919 % n + 1))
         elif kind.startswith('keys'):
@@ -170,9 +176,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('port', type=int); ap.add_argument('kind', choices=READS)
     ap.add_argument('--n', type=int, default=1500000); ap.add_argument('--rounds', type=int, default=5)
-    ap.add_argument('--rss-pid', type=int, help='report the peak RSS over the rounds above the RSS before them')
+    ap.add_argument('--rss-pid', type=int, help='report the peak RSS over the rounds above the RSS before them (VmHWM), and the collection\'s size (RSS added by loading it)')
     ap.add_argument('--no-writer', action='store_true'); ap.add_argument('--no-load', action='store_true')
     a = ap.parse_args()
+    def status(field):
+        for line in open(f'/proc/{a.rss_pid}/status'):
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    # The collection's size: what loading it added to the RSS (acceptance 4 bounds the peak
+    # during the reads, above steady state, by it).
+    before_load = status('VmRSS') if a.rss_pid and not a.no_load else None
     if not a.no_load:
         load(a.port, a.kind, a.n)
     # The server's own measure of how long each command held it (load on a shared machine
@@ -181,10 +194,6 @@ def main():
     for cmd in (('CONFIG', 'SET', 'slowlog-log-slower-than', 200), ('CONFIG', 'SET', 'slowlog-max-len', 100000), ('SLOWLOG', 'RESET')):
         run(s, r, *cmd)
     s.close()
-    def status(field):
-        for line in open(f'/proc/{a.rss_pid}/status'):
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
     if a.rss_pid:
         steady = status('VmRSS')
         with open(f'/proc/{a.rss_pid}/clear_refs', 'w') as f:
@@ -219,6 +228,9 @@ def main():
     if a.rss_pid:
         peak = status('VmHWM')
         print(f'RSS steady {steady / 2**20:.1f} MiB, peak during the rounds {peak / 2**20:.1f} MiB (+{(peak - steady) / 2**20:.1f} MiB)')
+        if before_load is not None:
+            size = steady - before_load
+            print(f'collection: +{size / 2**20:.1f} MiB of RSS when loaded; peak over steady / collection = {(peak - steady) / max(size, 1):.2f}')
     print(f'MAX {a.kind}: read {worst_read*1000:.1f} ms, probe max {worst_probe:.2f} ms over {a.rounds} rounds')
 
 main()

@@ -11,7 +11,7 @@
 use super::flags::*;
 use super::{acl, int_bool, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
 use crate::pubsub::ev;
-use crate::resp::reply::{Deferred, Encode};
+use crate::resp::reply::{Cursor, Deferred, Encode, Piece, PIECE_BYTES};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::hash::HashSnapshot;
@@ -255,6 +255,29 @@ impl Encode for HashListing {
     fn min_size(&self) -> usize {
         // At least six bytes per bulk string (the arena's bytes may include both parts).
         self.0.len() * if self.1 == Parts::Both { 12 } else { 6 }
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn encode_piece(&self, proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
+        let base = out.len();
+        if !cur.started {
+            cur.started = true;
+            listing_header(out, self.1, proto >= 3, self.0.len());
+        }
+        let next = self.0.for_each_from((cur.a, cur.b), |k, v| {
+            listing_pair(out, self.1, k, v);
+            out.len() - base < PIECE_BYTES
+        });
+        match next {
+            Some((seg, i)) => {
+                (cur.a, cur.b) = (seg, i);
+                Piece::More
+            }
+            None => Piece::Done(None),
+        }
     }
 }
 

@@ -11,7 +11,7 @@
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::pubsub::ev;
-use crate::resp::reply::{Deferred, Encode};
+use crate::resp::reply::{Cursor, Deferred, Encode, Piece, PIECE_BYTES};
 use crate::resp::Reply;
 use crate::types::list::{Elem, ListSnapshot};
 use crate::types::{List, Value};
@@ -328,6 +328,32 @@ impl Encode for ListRange {
 
     fn min_size(&self) -> usize {
         6 * self.0.len()
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn encode_piece(&self, _proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
+        let base = out.len();
+        let at = if cur.started {
+            (cur.a, cur.b, cur.c as usize)
+        } else {
+            cur.started = true;
+            array_header(out, self.0.len());
+            self.0.start()
+        };
+        let next = self.0.for_each_from(at, |e| {
+            put_elem(out, e);
+            out.len() - base < PIECE_BYTES
+        });
+        match next {
+            Some((node, off, left)) => {
+                (cur.a, cur.b, cur.c) = (node, off, left as u64);
+                Piece::More
+            }
+            None => Piece::Done(None),
+        }
     }
 }
 

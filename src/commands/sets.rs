@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::pubsub::ev;
-use crate::resp::reply::{Deferred, Encode};
+use crate::resp::reply::{Cursor, Deferred, Encode, Piece, PIECE_BYTES};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::set::{Elem, Set, SetSnapshot};
@@ -163,6 +163,29 @@ impl Encode for SetMembers {
     fn min_size(&self) -> usize {
         // Each member is a bulk string: `$len\r\n` and `\r\n` around its bytes.
         self.0.data_bytes_hint() + self.0.len() * 6
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn encode_piece(&self, proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
+        let base = out.len();
+        if !cur.started {
+            cur.started = true;
+            set_header(out, proto, self.0.len());
+        }
+        let next = self.0.for_each_from((cur.a, cur.b), |m| {
+            bulk(out, m);
+            out.len() - base < PIECE_BYTES
+        });
+        match next {
+            Some((chunk, off)) => {
+                (cur.a, cur.b) = (chunk, off);
+                Piece::More
+            }
+            None => Piece::Done(None),
+        }
     }
 }
 

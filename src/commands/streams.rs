@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::{acl, flags::*, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::pubsub::ev;
-use crate::resp::reply::{Deferred, Encode};
+use crate::resp::reply::{Cursor, Deferred, Encode, Piece, PIECE_BYTES};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::stream::{
@@ -602,6 +602,52 @@ impl Encode for StreamRange {
 
     fn size_hint(&self) -> usize {
         16 + self.max_entries() * 64
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    /// The cursor holds the entries still to send and the ID the next piece walks from.
+    fn encode_piece(&self, _proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
+        let base = out.len();
+        let (mut start, mut end) = (self.start, self.end);
+        if !cur.started {
+            cur.started = true;
+            let mut n = 0i64;
+            self.snap.range(self.start, self.end, self.rev, |_| {
+                n += 1;
+                self.count < 0 || n < self.count
+            });
+            int_line(out, b'*', n);
+            cur.a = n as usize;
+        } else {
+            let next = StreamId { ms: cur.c, seq: cur.d };
+            if self.rev {
+                end = next;
+            } else {
+                start = next;
+            }
+        }
+        let mut left = cur.a;
+        let mut last = None;
+        if left > 0 {
+            self.snap.range(start, end, self.rev, |e| {
+                write_entry(out, &e);
+                left -= 1;
+                last = Some(e.id);
+                left > 0 && out.len() - base < PIECE_BYTES
+            });
+        }
+        cur.a = left;
+        let next = last.and_then(|id| if self.rev { id.decr() } else { id.incr() });
+        match next {
+            Some(id) if left > 0 => {
+                (cur.c, cur.d) = (id.ms, id.seq);
+                Piece::More
+            }
+            _ => Piece::Done(None),
+        }
     }
 }
 

@@ -12,7 +12,7 @@
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
 use crate::pubsub::ev;
-use crate::resp::reply::{Deferred, Encode};
+use crate::resp::reply::{Cursor, Deferred, Encode, Piece, PIECE_BYTES};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
 use crate::types::zset::{LexBound, Limits, ZSetSnapshot};
@@ -649,6 +649,35 @@ impl Encode for ZRangeReply {
     fn min_size(&self) -> usize {
         // A member's bulk string takes six bytes at the least, a score's text (or double) four.
         (self.end - self.start + 1) * if self.withscores { 10 } else { 6 }
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    /// The cursor counts the members sent: the next piece walks on from that rank.
+    fn encode_piece(&self, proto: u8, cur: &mut Cursor, out: &mut Vec<u8>) -> Piece {
+        let n = self.end - self.start + 1;
+        let resp3 = proto >= 3;
+        let base = out.len();
+        if !cur.started {
+            cur.started = true;
+            int_line(out, b'*', if self.withscores && !resp3 { 2 * n } else { n } as i64);
+        }
+        let mut tmp = Vec::new();
+        let mut sent = 0;
+        self.snap.walk(self.start + cur.a, self.end, self.rev, &mut |m, sc| {
+            emit(out, &mut tmp, self.withscores, resp3, m, sc);
+            sent += 1;
+            out.len() - base < PIECE_BYTES
+        });
+        cur.a += sent;
+        // A walk that found nothing more ends the reply (it cannot loop on an empty piece).
+        if cur.a >= n || sent == 0 {
+            Piece::Done(None)
+        } else {
+            Piece::More
+        }
     }
 }
 

@@ -281,6 +281,21 @@ impl ClientHandle {
         true
     }
 
+    /// A reply streamed in pieces has brought the client's output to `total` bytes, counting
+    /// all it produced so far as Redis counts a reply it builds before writing any of it. False,
+    /// closing the client, when that is over its output limit.
+    pub fn admit_total(&self, total: usize) -> bool {
+        if self.output_dropped.load(Ordering::Acquire) {
+            return false;
+        }
+        if self.over_limit(total) {
+            self.obuf_exceeded.store(true, Ordering::Release);
+            self.request_close();
+            return false;
+        }
+        true
+    }
+
     /// The client cron's look at a client's limits (Redis checks them there too): a subscriber
     /// that stopped reading is closed once over the soft limit for longer than allowed, even if
     /// nothing more is published to it. False when the client is being closed.

@@ -65,6 +65,45 @@ pub trait Encode: Send + Sync {
         self.encode(proto, out);
         None
     }
+    /// Appends the next piece of the reply from where `cursor` stands (a new cursor: the
+    /// start), ending between two elements once it holds `PIECE_BYTES` or more. The pieces in
+    /// order are `encode`'s bytes. A streaming encoder keeps its place in the cursor, so no
+    /// thread waits while the client takes a piece; the default encodes the whole reply in one
+    /// piece (what may fail does: an error is always a whole reply).
+    fn encode_piece(&self, proto: u8, cursor: &mut Cursor, out: &mut Vec<u8>) -> Piece {
+        let _ = cursor;
+        Piece::Done(self.encode_checked(proto, out))
+    }
+    /// Whether `encode_piece` streams (else its one piece is the whole reply, and its buffer
+    /// is sized for it up front: grown by doubling, it held up to twice the reply).
+    fn streams(&self) -> bool {
+        false
+    }
+}
+
+/// How much of a streamed reply one piece holds at the least (but for the last): the
+/// connection encodes the next piece once the socket took the ones before, so a big reply
+/// holds a few pieces of memory instead of its whole encoding (Redis holds the whole reply).
+pub const PIECE_BYTES: usize = 256 * 1024;
+
+/// Where a streamed encoding stands between two pieces; what the fields mean is the encoder's
+/// (a position in a snapshot, elements left to send).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Cursor {
+    pub started: bool,
+    pub a: usize,
+    pub b: usize,
+    pub c: u64,
+    pub d: u64,
+}
+
+/// What `Encode::encode_piece` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// More pieces follow.
+    More,
+    /// That was the last, and the error the reply turned out to be, if it is one.
+    Done(Option<&'static str>),
 }
 
 /// A shared handle on a deferred reply's encoder.

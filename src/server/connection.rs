@@ -20,7 +20,7 @@ use crate::commands;
 use crate::config::live;
 use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer};
 use crate::executor::{BatchEnd, Cmd};
-use crate::resp::reply::Deferred;
+use crate::resp::reply::{Cursor, Deferred, Piece, PIECE_BYTES};
 use crate::resp::Parser;
 use crate::stats::StatName;
 
@@ -156,21 +156,22 @@ where
             let end = shared.exec.batch(id, &mut cmds, &mut out).await;
             let deferred = handle.take_deferred();
             if !deferred.is_empty() {
-                let failed;
-                (out, failed) = encode_deferred(std::mem::take(&mut out), deferred).await;
-                handle.deferred_encoded();
-                // Counted before the reply goes out, so whoever sees it (and then asks INFO,
-                // on any connection) finds it counted, as Redis counts it in the call.
-                if !failed.is_empty() {
-                    shared
-                        .exec
-                        .run(move |e| {
-                            for (stat, line) in failed {
-                                crate::executor::call::count_failed(&mut e.state, stat, line);
-                            }
-                        })
-                        .await;
+                // Replies the executor pushed earlier (a served blocking command) go first, as
+                // below for a batch without deferred replies.
+                handle.take_output_into(&mut pushed);
+                handle.note_reply(pushed.len() + out.len().max(PIECE_BYTES));
+                if !send(&mut stream, &handle, &mut pushed, &mut backlog).await {
+                    break;
                 }
+                release_large(&mut pushed);
+                let before = rbuf.len();
+                let io = Io { stream: &mut stream, handle: &handle, backlog: &mut backlog, rbuf: &mut rbuf };
+                if !send_with_deferred(io, &mut out, deferred, shared).await {
+                    break;
+                }
+                // Requests read while the replies went out are parsed next, without waiting
+                // for more input.
+                reparse |= rbuf.len() != before;
             }
             parser.unauthenticated = !handle.authenticated();
             // SYNC/PSYNC: the reply (`+FULLRESYNC ...`), then the snapshot; the stream queued on
@@ -258,46 +259,180 @@ where
     shared.exec.disconnect(id);
 }
 
-/// How many deferred replies are encoded at once: one per core (at least two). More would not
-/// finish sooner, and each encoding holds a thread of the blocking pool (which tokio grows to
-/// 512) and its reply's memory; connections past the cap wait their turn without holding a
-/// thread, and the executor and the other connections are not held either.
-fn encode_permits() -> &'static tokio::sync::Semaphore {
-    static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
-    PERMITS.get_or_init(|| {
+/// The threads that encode deferred reply pieces: one per core (at least two). More would not
+/// finish sooner; pieces past them queue, and neither the executor nor the other connections
+/// wait for them. A piece is a bounded amount of work and no encoding waits for its client
+/// between pieces, so a client that stopped reading holds no thread. (Tokio's blocking pool,
+/// with a permit per piece, grew new threads: a thread finishing a piece was not yet idle when
+/// the next piece came.)
+fn encoders() -> &'static std::sync::Mutex<std::sync::mpsc::Sender<EncodeJob>> {
+    static POOL: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<EncodeJob>>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<EncodeJob>();
+        let rx = Arc::new(std::sync::Mutex::new(rx));
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        tokio::sync::Semaphore::new(cores.max(2))
+        for i in 0..cores.max(2) {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new().name(format!("encode-{i}")).spawn(move || loop {
+                let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                match job {
+                    // A panicking encoder drops its result's sender: that connection closes.
+                    Ok(job) => drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))),
+                    Err(_) => return,
+                }
+            });
+            if let Err(e) = spawned {
+                tracing::warn!("could not start an encoding thread: {e}");
+            }
+        }
+        std::sync::Mutex::new(tx)
     })
 }
 
-/// The batch's output with its big replies spliced in where they go, encoded on the blocking
-/// pool: the executor only took their snapshots (`Reply::Deferred`), so neither it nor the
-/// other connections on this runtime wait while millions of elements are encoded. At most
-/// `encode_permits` encodings run at a time; the rest queue.
-/// Also returns the replies that turned out errors, with their command's stats name, for INFO.
-async fn encode_deferred(
-    out: Vec<u8>,
-    deferred: Vec<(usize, u8, Deferred, StatName)>,
-) -> (Vec<u8>, Vec<(StatName, &'static str)>) {
-    // The semaphore is never closed; were it, encoding without a permit is still correct.
-    let _permit = encode_permits().acquire().await.ok();
+type EncodeJob = Box<dyn FnOnce() + Send>;
+
+/// A piece's allocation: a piece closes at the first element past `PIECE_BYTES`, so it
+/// overshoots by one element (usually a few bytes).
+const PIECE_CAPACITY: usize = PIECE_BYTES + PIECE_BYTES / 8;
+
+/// What a connection writes with while it streams a reply.
+struct Io<'a, S> {
+    stream: &'a mut S,
+    handle: &'a ClientHandle,
+    backlog: &'a mut Backlog,
+    rbuf: &'a mut BytesMut,
+}
+
+/// A deferred reply's next piece, from `cursor`, encoded by the encoding threads.
+fn spawn_piece(d: Deferred, proto: u8, mut cursor: Cursor) -> tokio::sync::oneshot::Receiver<(Vec<u8>, Cursor, Piece)> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
     let job = move || {
-        let size = out.len() + deferred.iter().map(|(_, _, d, _)| d.0.size_hint()).sum::<usize>();
-        let mut full = Vec::with_capacity(size);
-        let mut failed = Vec::new();
-        let mut from = 0;
-        for (at, proto, d, stat) in &deferred {
-            let at = (*at).clamp(from, out.len());
-            full.extend_from_slice(&out[from..at]);
-            if let Some(line) = d.0.encode_checked(*proto, &mut full) {
-                failed.push((*stat, line));
-            }
-            from = at;
-        }
-        full.extend_from_slice(&out[from..]);
-        (full, failed)
+        let hint = d.0.size_hint();
+        let mut buf = Vec::with_capacity(if d.0.streams() { PIECE_CAPACITY.min(hint) } else { hint });
+        let step = d.0.encode_piece(proto, &mut cursor, &mut buf);
+        let _ = tx.send((buf, cursor, step));
     };
-    tokio::task::spawn_blocking(job).await.unwrap_or_default()
+    // Sending fails only if every encoding thread is gone; the reply then never comes and
+    // the connection closes (the dropped job drops `tx`).
+    let _ = encoders().lock().unwrap_or_else(|p| p.into_inner()).send(Box::new(job));
+    rx
+}
+
+/// Writes the batch's output `out` (emptied) with its big replies spliced in where they go.
+/// The executor only took their snapshots (`Reply::Deferred`); each is encoded here on the
+/// blocking pool, so neither the executor nor the other connections of this runtime wait while
+/// millions of elements are encoded, and piece by piece (`Encode::encode_piece`): the next
+/// piece is encoded while the one before goes out, and sent once the socket took that one, so
+/// a big reply holds about two pieces of memory rather than its whole encoding, however slowly
+/// its client reads. Requests arriving meanwhile are read, not run: a client that writes a
+/// long pipeline before it reads a reply must not block on its own writes while we wait for it
+/// to read. False when the connection must close.
+async fn send_with_deferred<S>(
+    io: Io<'_, S>,
+    out: &mut Vec<u8>,
+    deferred: Vec<(usize, u8, Deferred, StatName)>,
+    shared: &Shared,
+) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin + Unsent,
+{
+    let Io { stream, handle, backlog, rbuf } = io;
+    // From here the replies count by the bytes held, not by their least sizes.
+    handle.deferred_encoded();
+    let mut rest = std::mem::take(out);
+    let mut sent = 0;
+    for (at, proto, d, stat) in deferred {
+        let at = at.clamp(sent, sent + rest.len());
+        let tail = rest.split_off(at - sent);
+        let mut head = std::mem::replace(&mut rest, tail);
+        sent = at;
+        if !head.is_empty() && (!handle.admit_reply(head.len()) || !send(stream, handle, &mut head, backlog).await) {
+            return false;
+        }
+        // The piece in the making is the client's output too.
+        handle.report_out_held(rest.capacity() + PIECE_CAPACITY);
+        // Redis builds a whole reply before it writes any of it, so its output limit applies
+        // to everything the reply has produced, with what was pending when it started.
+        let base = handle.pending_output();
+        let mut produced = 0;
+        let mut next = Some(spawn_piece(d.clone(), proto, Cursor::default()));
+        while let Some(job) = next.take() {
+            let Ok((mut piece, cursor, step)) = job.await else {
+                return false;
+            };
+            match step {
+                Piece::More => next = Some(spawn_piece(d.clone(), proto, cursor)),
+                // Counted before the reply goes out, so whoever sees it (and then asks INFO,
+                // on any connection) finds it counted, as Redis counts it in the call. An
+                // error is a whole reply (see `Encode::encode_piece`).
+                Piece::Done(Some(line)) => {
+                    shared.exec.run(move |e| crate::executor::call::count_failed(&mut e.state, stat, line)).await;
+                }
+                Piece::Done(None) => {}
+            }
+            produced += piece.len();
+            if !handle.admit_total(base + produced) || !send(stream, handle, &mut piece, backlog).await {
+                return false;
+            }
+            if next.is_some() && !poll_fn(|cx| poll_room(stream, cx, rbuf, backlog, handle)).await {
+                return false;
+            }
+        }
+    }
+    handle.report_out_held(rest.capacity());
+    if !rest.is_empty() && (!handle.admit_reply(rest.len()) || !send(stream, handle, &mut rest, backlog).await) {
+        return false;
+    }
+    // The emptied buffer is the connection's output buffer again (dropped when large).
+    rest.clear();
+    *out = rest;
+    true
+}
+
+/// Ready once the backlog is written out (true), reading requests meanwhile, or once the
+/// connection must close (false: closed by the peer or the executor, or its query buffer over
+/// the limit).
+fn poll_room<S>(
+    stream: &mut S,
+    cx: &mut std::task::Context<'_>,
+    rbuf: &mut BytesMut,
+    backlog: &mut Backlog,
+    handle: &ClientHandle,
+) -> Poll<bool>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Unsent,
+{
+    loop {
+        if handle.close_requested() {
+            return Poll::Ready(false);
+        }
+        if rbuf.capacity() - rbuf.len() < 1024 {
+            rbuf.reserve(READ_CHUNK);
+        }
+        match read_or_flush(stream, cx, rbuf, backlog, handle) {
+            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(false),
+            Poll::Ready(Ok(n)) => {
+                crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+                // Requests waiting behind the reply are the client's query buffer (CLIENT
+                // LIST qbuf, maxmemory-clients) as they are between batches.
+                handle.report_qbuf(rbuf.len(), rbuf.capacity(), rbuf.len());
+                if rbuf.len() as u64 > live::get_u64(&live::CLIENT_QUERY_BUFFER_LIMIT) {
+                    tracing::warn!("Closing client that reached max query buffer length (qbuf={})", rbuf.len());
+                    return Poll::Ready(false);
+                }
+                continue;
+            }
+            Poll::Pending => {}
+        }
+        if backlog.len() == 0 {
+            return Poll::Ready(true);
+        }
+        // The executor may close the client while it does not read (its output limit).
+        match handle.killed.poll_take(cx) {
+            Poll::Ready(()) => continue,
+            Poll::Pending => return Poll::Pending,
+        }
+    }
 }
 
 /// Redis's static reply buffer (PROTO_REPLY_CHUNK_BYTES): what a connection may keep of its

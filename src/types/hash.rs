@@ -295,6 +295,26 @@ impl HashSnapshot {
             f(k, v);
         }
     }
+
+    /// The pairs from position `at` on (segment, index; `(0, 0)` is the first), in
+    /// `for_each`'s order, until `f` returns false: then where the next pair is, or None once
+    /// every pair was visited (a reply encoded piece by piece resumes there).
+    pub fn for_each_from(&self, at: (usize, usize), mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Option<(usize, usize)> {
+        let (mut si, mut i) = at;
+        while let Some(seg) = self.offsets.get(si) {
+            while let Some(&pos) = seg.get(i) {
+                i += 1;
+                let buf = self.chunks.get(pos >> 32).map_or(&[][..], |c| &c[..]);
+                let (k, v, _) = pair_in(buf, pos & 0xffff_ffff);
+                if !f(k, v) {
+                    return Some((si, i));
+                }
+            }
+            si += 1;
+            i = 0;
+        }
+        None
+    }
 }
 
 impl Table {

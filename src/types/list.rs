@@ -817,6 +817,37 @@ impl ListSnapshot {
             off = 0;
         }
     }
+
+    /// Where `for_each_from` starts: the range's first element (node, offset, elements left).
+    pub fn start(&self) -> (usize, usize, usize) {
+        (0, self.off, self.n)
+    }
+
+    /// The elements from position `at` on (see `start`), head to tail, until `f` returns
+    /// false: then where the next element is, or None once the range was visited (a reply
+    /// encoded piece by piece resumes there).
+    pub fn for_each_from(
+        &self,
+        at: (usize, usize, usize),
+        mut f: impl FnMut(Elem<'_>) -> bool,
+    ) -> Option<(usize, usize, usize)> {
+        let (mut ni, mut off, mut n) = at;
+        while n > 0 {
+            let Some(buf) = self.nodes.get(ni) else { break };
+            if off >= buf.len() {
+                ni += 1;
+                off = 0;
+                continue;
+            }
+            let (e, next) = read_fwd(buf, off);
+            off = next;
+            n -= 1;
+            if !f(e) {
+                return (n > 0).then_some((ni, off, n));
+            }
+        }
+        None
+    }
 }
 
 /// Forward iterator over a list's elements.

@@ -328,6 +328,30 @@ impl SetSnapshot {
     pub fn for_each<'a>(&'a self, f: impl FnMut(&'a [u8])) {
         arena_for_each(self.chunks.iter().map(|c| &c[..]), f);
     }
+
+    /// The members from position `at` on (chunk, offset; `(0, 0)` is the first), in
+    /// `for_each`'s order, until `f` returns false: then where the next member is, or None
+    /// once every member was visited (a reply encoded piece by piece resumes there).
+    pub fn for_each_from<'a>(
+        &'a self,
+        at: (usize, usize),
+        mut f: impl FnMut(&'a [u8]) -> bool,
+    ) -> Option<(usize, usize)> {
+        let (mut ci, mut off) = at;
+        while let Some(chunk) = self.chunks.get(ci) {
+            while off < chunk.len() {
+                let (len, dead, h) = read_header(chunk, off);
+                let member = &chunk[off + h..off + h + len];
+                off += h + len;
+                if !dead && !f(member) {
+                    return Some((ci, off));
+                }
+            }
+            ci += 1;
+            off = 0;
+        }
+        None
+    }
 }
 
 /// One open-addressing slot array: 0 = empty, else `tag << LOC_BITS | (location + 1)`, the tag

@@ -521,11 +521,14 @@ impl StreamSnapshot {
         if start > end {
             return;
         }
-        let blocks = self.nodes.iter().map(|(k, n)| (k, n));
+        // From the block that may hold the first entry wanted: a reply encoded piece by piece
+        // resumes the walk many times over.
         if rev {
-            walk_rev(blocks.rev(), start, end, f)
+            let to = self.nodes.partition_point(|(k, _)| *k <= end);
+            walk_rev(self.nodes[..to].iter().map(|(k, n)| (k, n)).rev(), start, end, f)
         } else {
-            walk_fwd(blocks, start, end, f)
+            let from = self.nodes.partition_point(|(k, _)| *k <= start).saturating_sub(1);
+            walk_fwd(self.nodes[from..].iter().map(|(k, n)| (k, n)), start, end, f)
         }
     }
 }
