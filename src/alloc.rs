@@ -159,6 +159,25 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// Turns jemalloc's background threads on or off (jemalloc-bg-thread, on by default as in
+/// Redis): with them, dirty pages are purged by those threads as they decay, instead of inline
+/// in whichever allocation or free crosses a decay tick on the executor. Returns false when
+/// jemalloc refuses (built without them).
+pub fn set_background_thread(on: bool) -> bool {
+    let mut value = on;
+    // SAFETY: background_thread takes a bool written from a local of its size.
+    let rc = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"background_thread".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut value as *mut bool as *mut std::ffi::c_void,
+            std::mem::size_of::<bool>(),
+        )
+    };
+    rc == 0
+}
+
 /// Hands what this thread's jemalloc cache holds back to the arenas. A thread that frees much
 /// of what another allocated (a flush freeing a keyspace off the executor) would otherwise keep
 /// those regions in its own cache, out of the executor's reach: new keys took fresh pages and

@@ -236,3 +236,30 @@ fn sync_flushes_have_freed_the_memory_when_they_reply() {
         assert_eq!(c.cmd(&["EXEC"]), b"*2\r\n+OK\r\n:0\r\n", "{who}");
     }
 }
+
+/// Names of a server's threads.
+fn thread_names(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.flatten().filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok()).collect())
+        .unwrap_or_default();
+    names.iter_mut().for_each(|n| *n = n.trim().to_string());
+    names
+}
+
+/// jemalloc-bg-thread (yes by default) runs jemalloc's purging threads, as in Redis, so dirty
+/// pages are returned off the main thread; `no` and CONFIG SET turn them off and on again.
+#[test]
+fn jemalloc_background_threads_follow_the_setting() {
+    let purgers = |pid: u32| thread_names(pid).iter().filter(|n| n.as_str() == "jemalloc_bg_thd").count();
+    for (who, s) in servers() {
+        let mut c = s.client();
+        assert!(eventually(5, || purgers(s.pid()) > 0), "{who}: no jemalloc_bg_thd in {:?}", thread_names(s.pid()));
+        assert_eq!(c.cmd(&["CONFIG", "SET", "jemalloc-bg-thread", "no"]), b"+OK\r\n", "{who}");
+        assert!(eventually(5, || purgers(s.pid()) == 0), "{who}: {:?}", thread_names(s.pid()));
+        assert_eq!(c.cmd(&["CONFIG", "SET", "jemalloc-bg-thread", "yes"]), b"+OK\r\n", "{who}");
+        assert!(eventually(5, || purgers(s.pid()) > 0), "{who}: {:?}", thread_names(s.pid()));
+    }
+    let s = TestServer::with_args(&["--jemalloc-bg-thread", "no"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(purgers(s.pid()), 0, "{:?}", thread_names(s.pid()));
+}

@@ -915,6 +915,7 @@ pub fn refresh_limits(st: &mut super::State) {
     use std::sync::Mutex;
     static LAST: Mutex<String> = Mutex::new(String::new());
     st.client_eviction_limit = compute_client_eviction_limit(st);
+    apply_jemalloc_bg_thread(st);
     if let Some(desc) = crate::config::lookup("tracking-table-max-keys") {
         st.tracking.max_keys = st.config.get(desc).parse().unwrap_or(0);
     }
@@ -965,6 +966,18 @@ pub fn cron(st: &mut super::State, now_ms: i64) {
     st.stats.reply_buffer_shrinks += shrinks;
     st.stats.reply_buffer_expands += expands;
     let _ = evict_clients(st, None);
+}
+
+/// jemalloc-bg-thread as configured, applied when it changes (at startup and after CONFIG SET).
+fn apply_jemalloc_bg_thread(st: &super::State) {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    /// 0: not applied yet, 1: off, 2: on.
+    static APPLIED: AtomicU8 = AtomicU8::new(0);
+    let on = st.config.other.get("jemalloc-bg-thread").is_none_or(|v| v == "yes");
+    let want = if on { 2 } else { 1 };
+    if APPLIED.swap(want, Ordering::Relaxed) != want && !crate::alloc::set_background_thread(on) {
+        tracing::warn!("jemalloc background threads could not be turned {}", if on { "on" } else { "off" });
+    }
 }
 
 /// maxmemory-clients in bytes (Redis's getClientEvictionLimit), as of the last CONFIG SET.
