@@ -456,3 +456,27 @@ fn slot_index_follows_every_keyspace_change() {
     c.cmd(&["FLUSHALL", "SYNC"]);
     check_slot_index(&mut c, "FLUSHALL SYNC");
 }
+
+/// A save that changes no epoch (ADDSLOTS) is written off the executor but whole: nodes.conf
+/// soon holds the new slots, written under a temp name and renamed (none left behind).
+#[test]
+fn slot_changes_reach_nodes_conf_whole() {
+    let node = start_node();
+    let mut c = node.client();
+    for range in [["0", "100"], ["200", "300"], ["400", "16383"]] {
+        c.cmd(&["CLUSTER", "ADDSLOTSRANGE", range[0], range[1]]);
+    }
+    let conf = || std::fs::read_to_string(node.dir.join("nodes.conf")).unwrap_or_default();
+    assert!(
+        wait_until(Duration::from_secs(5), || conf().contains(" connected 0-100 200-300 400-16383\n")),
+        "{}",
+        conf()
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(&node.dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("nodes.conf") && n != "nodes.conf")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(conf().ends_with("vars currentEpoch 0 lastVoteEpoch 0\n"), "{}", conf());
+}
