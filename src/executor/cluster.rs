@@ -2028,7 +2028,7 @@ pub fn preferred_endpoint(st: &State, n: &Node) -> String {
 
 /// One command of a request: its keys (argument indices already resolved to bytes) and flags.
 pub struct Routed<'a> {
-    pub keys: Vec<&'a [u8]>,
+    pub keys: &'a [&'a [u8]],
     pub write: bool,
     pub is_migrate: bool,
     pub asking_cmd: bool,
@@ -2059,7 +2059,7 @@ pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> R
         write |= cmd.write;
         migrate_cmd |= cmd.is_migrate;
         asking_cmd |= cmd.asking_cmd;
-        for &key in &cmd.keys {
+        for &key in cmd.keys {
             let this = key_hash_slot(key);
             match first {
                 None => {
