@@ -1070,10 +1070,14 @@ fn update_slots_config_with(st: &mut State, sender: Name, epoch: u64, slots: &[u
         tracing::info!("Discarding UPDATE message about myself.");
         return;
     }
-    let mine = cl_ref(st).myself;
-    let slot_has_keys: Vec<bool> = (0..SLOTS)
-        .map(|j| cl_ref(st).slots[j] == Some(mine) && bit(slots, j) && st.dbs[0].count_keys_in_slot(j) > 0)
-        .collect();
+    // Which of the slots claimed that we own hold keys (asked before the loop below borrows
+    // the cluster state); only the claimed slots we own are looked at: every PING of a master
+    // comes here, and a walk over all 16384 slots cost ~0.3 ms a message.
+    let claimed_mine = cl_ref(st).mine_among(slots);
+    let mut slot_has_keys = vec![false; if claimed_mine.is_empty() { 0 } else { SLOTS }];
+    for j in claimed_mine {
+        slot_has_keys[j] = st.dbs[0].count_keys_in_slot(j) > 0;
+    }
     let c = cl(st);
     let myself = c.myself;
     let curmaster = c.my_master();
