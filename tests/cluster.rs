@@ -323,3 +323,160 @@ fn cluster_directives_are_not_reported_as_unimplemented() {
     let warned: Vec<&str> = log.lines().filter(|l| l.contains("not implemented yet")).collect();
     assert!(warned.is_empty(), "{warned:?}");
 }
+
+/// Checks the keys-per-slot index against the keyspace: for every slot, COUNTKEYSINSLOT equals
+/// the number of keys KEYS lists in it, and GETKEYSINSLOT lists exactly those keys.
+fn check_slot_index(c: &mut common::Client, what: &str) {
+    use std::collections::BTreeMap;
+    let keys = common::parse_frame(&c.cmd(&["KEYS", "*"]));
+    let mut by_slot: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
+    for k in keys.items() {
+        let k = k.blob().expect("key").to_vec();
+        let slot =
+            String::from_utf8_lossy(&c.cmd(&[b"CLUSTER".as_slice(), b"KEYSLOT", &k]))[1..].trim().parse().unwrap();
+        by_slot.entry(slot).or_default().push(k);
+    }
+    let mut batch = Vec::new();
+    for slot in 0..16384 {
+        batch.extend(common::encode(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]));
+    }
+    c.send_raw(&batch).unwrap();
+    for slot in 0..16384u64 {
+        let got = c.read_reply().unwrap();
+        let want = by_slot.get(&slot).map_or(0, Vec::len);
+        assert_eq!(show(&got), show(format!(":{want}\r\n").as_bytes()), "{what}: COUNTKEYSINSLOT {slot}");
+    }
+    for (slot, want) in &mut by_slot {
+        let got = common::parse_frame(&c.cmd(&["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "100000"]));
+        let mut got: Vec<Vec<u8>> = got.items().iter().map(|k| k.blob().expect("key").to_vec()).collect();
+        got.sort();
+        want.sort();
+        assert!(got == *want, "{what}: GETKEYSINSLOT {slot}: {} keys listed, {} stored", got.len(), want.len());
+    }
+}
+
+/// Every path that adds or drops keys keeps the keys-per-slot index exact: writes of each type,
+/// DEL and UNLINK (lazyfree), RENAME and COPY, RESTORE, active and lazy expiry, eviction, DEBUG
+/// RELOAD (an RDB load), FLUSHALL SYNC and ASYNC, and an index built over keys already stored.
+/// One slot gets ~1500 keys (a hash tag), so its list spans several blocks.
+#[test]
+fn slot_index_follows_every_keyspace_change() {
+    let node = TestServer::with_args(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        &common::free_port().to_string(),
+        "--enable-debug-command",
+        "yes",
+        "--lazyfree-lazy-user-del",
+        "yes",
+    ]);
+    let mut c = node.client();
+    c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    assert!(
+        wait_until(Duration::from_secs(10), || common::info_field(&mut c, "cluster", "cluster_enabled") == "1"
+            && String::from_utf8_lossy(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")),
+        "cluster state ok"
+    );
+    // Keys stored before the index exists are indexed when it is first built.
+    for i in 0..200 {
+        assert_eq!(show(&c.cmd(&["SET", &format!("pre:{i}"), "v"])), show(b"+OK\r\n"));
+    }
+    check_slot_index(&mut c, "built over stored keys");
+    let mut batch = Vec::new();
+    for i in 0..1500 {
+        batch.extend(common::encode(&["SET", &format!("{{t}}:{i}"), "v"]));
+        batch.extend(common::encode(&["SET", &format!("k:{i}"), "v"]));
+    }
+    for i in 0..100 {
+        batch.extend(common::encode(&["RPUSH", &format!("l:{i}"), "a", "b"]));
+        batch.extend(common::encode(&["HSET", &format!("h:{i}"), "f", "v"]));
+        batch.extend(common::encode(&["SADD", &format!("s:{i}"), "m"]));
+        batch.extend(common::encode(&["ZADD", &format!("z:{i}"), "1", "m"]));
+        batch.extend(common::encode(&["XADD", &format!("x:{i}"), "*", "f", "v"]));
+    }
+    c.send_raw(&batch).unwrap();
+    for _ in 0..3000 + 500 {
+        c.read_reply().unwrap();
+    }
+    check_slot_index(&mut c, "writes");
+    // Deletes from the middle of the tagged slot's list, a big value freed lazily, renames
+    // (onto an existing key too), copies, GETDEL, RESTORE.
+    for i in (0..1500).step_by(3) {
+        c.cmd(&["DEL", &format!("{{t}}:{i}")]);
+    }
+    let big: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+    let mut rpush = vec!["RPUSH".to_string(), "big".into()];
+    rpush.extend(big);
+    c.cmd(&rpush);
+    c.cmd(&["UNLINK", "big", "l:1", "h:2"]);
+    c.cmd(&["RENAME", "k:1", "k:renamed"]);
+    c.cmd(&["RENAME", "k:2", "k:3"]);
+    c.cmd(&["RENAME", "{t}:1", "{t}:renamed"]);
+    c.cmd(&["COPY", "h:3", "h:copy"]);
+    c.cmd(&["GETDEL", "k:4"]);
+    let dump = common::parse_frame(&c.cmd(&["DUMP", "z:5"])).blob().expect("dump").to_vec();
+    c.cmd(&[b"RESTORE".as_slice(), b"z:restored", b"0", &dump]);
+    c.cmd(&[b"RESTORE".as_slice(), b"z:5", b"0", &dump, b"REPLACE"]);
+    check_slot_index(&mut c, "deletes, renames, copies, restores");
+    // Expiry: half lazily (read after their TTL), half by the active cycle.
+    for i in 0..300 {
+        c.cmd(&["PEXPIRE", &format!("k:{}", 100 + i), "1"]);
+        c.cmd(&["PEXPIRE", &format!("{{t}}:{}", 100 + i * 2), "1"]);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    for i in 0..150 {
+        c.cmd(&["GET", &format!("k:{}", 100 + i)]);
+    }
+    let dbsize =
+        |c: &mut common::Client| -> i64 { String::from_utf8_lossy(&c.cmd(&["DBSIZE"]))[1..].trim().parse().unwrap() };
+    let keys_now = common::parse_frame(&c.cmd(&["KEYS", "*"])).items().len() as i64;
+    assert!(wait_until(Duration::from_secs(10), || dbsize(&mut c) == keys_now), "active expiry");
+    check_slot_index(&mut c, "expiry");
+    // Eviction.
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+    let used: i64 = common::info_field(&mut c, "memory", "used_memory").parse().unwrap();
+    c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 50_000).to_string()]);
+    c.cmd(&["SET", "trigger", "v"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert!(common::info_field(&mut c, "stats", "evicted_keys") != "0");
+    check_slot_index(&mut c, "eviction");
+    // An RDB load replaces the keyspace.
+    assert_eq!(show(&c.cmd(&["DEBUG", "RELOAD"])), show(b"+OK\r\n"));
+    check_slot_index(&mut c, "DEBUG RELOAD");
+    c.cmd(&["SET", "{t}:after-reload", "v"]);
+    c.cmd(&["DEL", "{t}:5"]);
+    check_slot_index(&mut c, "after DEBUG RELOAD");
+    c.cmd(&["FLUSHALL", "ASYNC"]);
+    check_slot_index(&mut c, "FLUSHALL ASYNC");
+    for i in 0..700 {
+        c.cmd(&["SET", &format!("{{t}}:{i}"), "v"]);
+    }
+    check_slot_index(&mut c, "writes after FLUSHALL");
+    c.cmd(&["FLUSHALL", "SYNC"]);
+    check_slot_index(&mut c, "FLUSHALL SYNC");
+}
+
+/// A save that changes no epoch (ADDSLOTS) is written off the executor but whole: nodes.conf
+/// soon holds the new slots, written under a temp name and renamed (none left behind).
+#[test]
+fn slot_changes_reach_nodes_conf_whole() {
+    let node = start_node();
+    let mut c = node.client();
+    for range in [["0", "100"], ["200", "300"], ["400", "16383"]] {
+        c.cmd(&["CLUSTER", "ADDSLOTSRANGE", range[0], range[1]]);
+    }
+    let conf = || std::fs::read_to_string(node.dir.join("nodes.conf")).unwrap_or_default();
+    assert!(
+        wait_until(Duration::from_secs(5), || conf().contains(" connected 0-100 200-300 400-16383\n")),
+        "{}",
+        conf()
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(&node.dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("nodes.conf") && n != "nodes.conf")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(conf().ends_with("vars currentEpoch 0 lastVoteEpoch 0\n"), "{}", conf());
+}

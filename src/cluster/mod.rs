@@ -399,6 +399,19 @@ impl ClusterState {
         bit(&self.my_slots, slot)
     }
 
+    /// The slots of `bitmap` that `myself` owns, a bitmap byte at a time (a PING's claim is
+    /// checked against ours on every message; most bytes have nothing in common).
+    pub fn mine_among(&self, bitmap: &[u8; SLOT_BYTES]) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (i, (&a, &b)) in bitmap.iter().zip(self.my_slots.iter()).enumerate() {
+            let both = a & b;
+            if both != 0 {
+                out.extend((0..8).filter(|k| both & (1 << k) != 0).map(|k| i * 8 + k));
+            }
+        }
+        out
+    }
+
     /// Changes `myself` (a hard CLUSTER RESET's new name), keeping `my_slots` in step.
     pub fn set_myself(&mut self, name: Name) {
         self.myself = name;

@@ -597,7 +597,7 @@ pub fn reset(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// CLUSTER SAVECONFIG
 pub fn saveconfig(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
-    cluster::save_config(ctx.admin()).map_err(|e| {
+    cluster::save_config_sync(ctx.admin()).map_err(|e| {
         CmdError::err(format!(
             "error saving the cluster node config: {}",
             e.trim_start_matches("Could not save cluster config file: ")

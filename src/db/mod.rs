@@ -555,30 +555,40 @@ impl Db {
         let Some(index) = self.slot_index.as_mut() else { return self.keys.insert(key, value, clock) };
         let (old, entry) = self.keys.insert_entry(key, value, clock);
         if old.is_none() {
-            index.add(crate::util::slot::key_hash_slot(key), entry);
+            let tag = index.add(crate::util::slot::key_hash_slot(key), entry);
+            // SAFETY: `entry` was just inserted.
+            unsafe { self.keys.set_entry_tag(entry, tag) };
         }
         old
     }
 
     fn key_remove(&mut self, key: &[u8]) -> Option<Value> {
         let Some(index) = self.slot_index.as_mut() else { return self.keys.remove(key) };
-        let (old, entry) = self.keys.remove_entry(key)?;
-        index.remove(crate::util::slot::key_hash_slot(key), entry);
+        let (old, entry, tag) = self.keys.remove_entry(key)?;
+        let (_, moved) = index.remove(crate::util::slot::key_hash_slot(key), entry, tag);
+        if let Some((moved, tag)) = moved {
+            // SAFETY: the index holds only entries now in `self.keys` (see `keys_in_slot`).
+            unsafe { self.keys.set_entry_tag(moved, tag) };
+        }
         Some(old)
     }
 
     /// The per-slot index, built by one pass over the keys the first time.
     fn slot_index(&mut self) -> &slots::SlotIndex {
-        let keys = &self.keys;
-        self.slot_index.get_or_insert_with(|| {
+        if self.slot_index.is_none() {
             let mut index = Box::<slots::SlotIndex>::default();
-            for (k, _) in keys.iter() {
-                if let Some(entry) = keys.entry(k) {
+            for (k, _) in self.keys.iter() {
+                if let Some(entry) = self.keys.entry(k) {
                     index.add(crate::util::slot::key_hash_slot(k), entry);
                 }
             }
-            index
-        })
+            for (entry, tag) in index.positions() {
+                // SAFETY: every handle was taken from `self.keys` just above.
+                unsafe { self.keys.set_entry_tag(entry, tag) };
+            }
+            self.slot_index = Some(index);
+        }
+        self.slot_index.get_or_insert_with(Default::default)
     }
 
     /// Keys stored in hash slot `slot` (cluster mode), at most `limit`, expired ones included

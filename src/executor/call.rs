@@ -121,58 +121,80 @@ fn cluster_route(
     parent: Option<&'static CommandSpec>,
     argv: &[bytes::Bytes],
 ) -> Result<(), String> {
-    let keys_of =
-        |st: &State, spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, argv: &[bytes::Bytes]| {
-            let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
-                let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
-                let doc = crate::spec::docs::find(&full);
-                crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
-            } else {
-                spec.key_positions(argv.len())
-            };
-            let f = effective_flags(st, spec, argv);
-            (positions, f)
+    fn keys_of<'a>(
+        spec: &'static CommandSpec,
+        parent: Option<&'static CommandSpec>,
+        argv: &'a [bytes::Bytes],
+    ) -> Vec<&'a [u8]> {
+        let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
+            let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
+            let doc = crate::spec::docs::find(&full);
+            crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
+        } else {
+            spec.key_positions(argv.len())
         };
-    st.cluster_caller_slot = None;
-    st.cluster_caller_flags = (client.cluster_asking, client.cluster_readonly);
-    let is_exec = spec.name == "exec" && parent.is_none();
-    fn routed_of<'a>(pos: &[usize], f: u32, argv: &'a [bytes::Bytes], name: &str) -> super::cluster::Routed<'a> {
+        positions.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect()
+    }
+    fn routed_of<'a>(keys: &'a [&'a [u8]], f: u32, name: &str) -> super::cluster::Routed<'a> {
         super::cluster::Routed {
-            keys: pos.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect(),
+            keys,
             write: f & flags::WRITE != 0,
             is_migrate: name == "migrate",
             asking_cmd: f & flags::ASKING != 0,
             pubsubshard: matches!(name, "ssubscribe" | "sunsubscribe" | "spublish"),
         }
     }
-    let mut owned: Vec<(Vec<usize>, u32, &[bytes::Bytes], &'static str)> = Vec::new();
-    let one: [super::cluster::Routed; 1];
-    let many: Vec<super::cluster::Routed>;
-    // One command (the usual case) routes from the stack: no list of commands to allocate.
-    let routed: &[super::cluster::Routed] = if is_exec {
-        let Some(queue) = &client.multi else { return Ok(()) };
-        for c in queue {
-            let Ok((s, p)) = resolve(c) else { continue };
-            let (pos, f) = keys_of(st, s, p, &c.argv);
-            owned.push((pos, f, &c.argv, s.name));
-        }
-        many = owned.iter().map(|(pos, f, argv, name)| routed_of(pos, *f, argv, name)).collect();
-        &many
-    } else {
-        let (pos, f) = keys_of(st, spec, parent, argv);
-        if pos.is_empty() {
-            return Ok(());
-        }
-        one = [routed_of(&pos, f, argv, spec.name)];
-        &one
-    };
-    match super::cluster::route(st, routed, client.cluster_asking, client.cluster_readonly) {
+    st.cluster_caller_slot = None;
+    st.cluster_caller_flags = (client.cluster_asking, client.cluster_readonly);
+    let is_exec = spec.name == "exec" && parent.is_none();
+    let route = |st: &mut State, routed: &[super::cluster::Routed]| match super::cluster::route(
+        st,
+        routed,
+        client.cluster_asking,
+        client.cluster_readonly,
+    ) {
         Ok(slot) => {
             st.cluster_caller_slot = slot;
             Ok(())
         }
         Err(r) => Err(r.text(st, super::cluster::plaintext_client(st, client.info.tls))),
+    };
+    if is_exec {
+        let Some(queue) = &client.multi else { return Ok(()) };
+        let mut owned: Vec<(Vec<&[u8]>, u32, &'static str)> = Vec::new();
+        for c in queue {
+            let Ok((s, p)) = resolve(c) else { continue };
+            owned.push((keys_of(s, p, &c.argv), effective_flags(st, s, &c.argv), s.name));
+        }
+        let many: Vec<super::cluster::Routed> = owned.iter().map(|(keys, f, name)| routed_of(keys, *f, name)).collect();
+        return route(st, &many);
     }
+    // One command (the usual case) routes from the stack: its keys when the table gives their
+    // positions and there are a few, and no list of commands.
+    let mut stack: [&[u8]; 8] = [&[]; 8];
+    let mut n = 0;
+    let heap: Vec<&[u8]>;
+    let keys: &[&[u8]] = if spec.has_flag(flags::MOVABLEKEYS) {
+        heap = keys_of(spec, parent, argv);
+        &heap
+    } else {
+        let mut positions = spec.key_positions_iter(argv.len());
+        for (slot, i) in stack.iter_mut().zip(positions.by_ref()) {
+            *slot = &argv[i][..];
+            n += 1;
+        }
+        if n == stack.len() && positions.next().is_some() {
+            heap = keys_of(spec, parent, argv);
+            &heap
+        } else {
+            &stack[..n]
+        }
+    };
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let f = effective_flags(st, spec, argv);
+    route(st, &[routed_of(keys, f, spec.name)])
 }
 
 fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {

@@ -1,7 +1,7 @@
 //! The cluster protocol as the executor runs it (Redis 7.0's cluster.c minus the sockets): what
 //! each bus message does to the cluster state, the cron's pings, failure detection and
 //! replica elections, the slots configuration (config epochs, UPDATE), and nodes.conf, written
-//! to a temp file and renamed. The state and codec are `crate::cluster`; the sockets are
+//! to a temp file and renamed (by a writer thread unless an epoch changed, see `save_config`). The state and codec are `crate::cluster`; the sockets are
 //! `server::cluster_bus`, which hands every received frame here (`on_frames`) and drains
 //! each link's channel. Everything runs on the executor, between commands: a message costs
 //! microseconds, so gossip never holds a client for long.
@@ -135,7 +135,7 @@ pub fn init(st: &mut State) -> Result<(), String> {
     if let Some(m) = st.cluster.as_ref().and_then(|c| if c.me().is_replica() { c.me().replicaof } else { None }) {
         follow_master(st, &m);
     }
-    save_config(st)?;
+    save_config_sync(st)?;
     Ok(())
 }
 
@@ -171,62 +171,150 @@ pub fn update_myself_announced(st: &mut State) {
     }
 }
 
-/// Writes nodes.conf. When an epoch changed since the last fsynced save (a vote or an epoch must
-/// survive a crash, whole; Redis fsyncs for those only) the file is replaced atomically: a temp
-/// file, fsynced, renamed over it. Any other save (slot moves: SETSLOT, 3-5 per slot in a
-/// resharding, ADDSLOTS, gossip updates) rewrites the file in place, as Redis 7.0's
-/// clusterSaveConfig does for every save: a rename over an existing file makes ext4 flush the new
-/// file's data (auto_da_alloc), ~1 ms of blocking I/O on the executor per SETSLOT where an
-/// in-place write costs a few microseconds. The in-place write pads with newlines (skipped by
-/// the loader) when the old file is longer, then truncates, so the file is never shorter than its
-/// content at any point a killed process could leave it.
+/// Writes nodes.conf, always whole under a temp name renamed over it, so a crash at any point
+/// leaves the old file or the new one (issue 19: "written atomically"). When an epoch changed
+/// since the last fsynced save (a vote or an epoch must survive a crash; Redis fsyncs for those
+/// only) the temp file is fsynced and the executor waits for it. Any other save (slot moves:
+/// SETSLOT, 3-5 per slot in a resharding, ADDSLOTS, gossip updates) is handed to the config
+/// writer thread and not waited for: a rename over an existing file makes ext4 flush the new
+/// file's data (auto_da_alloc), ~1 ms of blocking I/O that on the executor stalled every SETSLOT
+/// (Redis 7.0 rewrites the file in place instead, which a crash mid-write can tear). Saves
+/// handed over while the writer is busy coalesce: only the newest text is written.
 pub fn save_config(st: &mut State) -> Result<(), String> {
-    /// Most newline padding an in-place save writes; a longer old file is replaced instead.
-    const MAX_PAD: u64 = 1 << 20;
+    save(st, false)
+}
+
+/// `save_config`, written and fsynced before returning whatever changed (CLUSTER SAVECONFIG,
+/// startup): its caller reports the outcome.
+pub fn save_config_sync(st: &mut State) -> Result<(), String> {
+    save(st, true)
+}
+
+fn save(st: &mut State, sync: bool) -> Result<(), String> {
     let Some(c) = st.cluster.as_mut() else { return Ok(()) };
     c.todo_save = false;
     let epochs = (c.current_epoch, c.me().config_epoch, c.last_vote_epoch);
-    let fsync = epochs != c.synced_epochs;
+    let fsync = sync || epochs != c.synced_epochs;
     let text = c.config_text();
     let path = config_path(st);
     let tmp = format!("{path}.tmp-{}", std::process::id());
-    let replace = || -> std::io::Result<()> {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    };
-    let in_place = || -> std::io::Result<()> {
-        use std::io::{Seek, Write};
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(&path)?;
-        let old_len = f.metadata()?.len();
-        let mut bytes = text.clone().into_bytes();
-        let content_len = bytes.len() as u64;
-        if old_len > content_len + MAX_PAD {
-            // Not a file this server wrote (a far bigger one): no padding of that size.
-            return replace();
+    let writer = conf_writer();
+    if !fsync {
+        if let Some(w) = writer {
+            w.post(ConfJob { path, tmp, text });
+            return Ok(());
         }
-        bytes.resize(old_len.max(content_len) as usize, b'\n');
-        f.seek(std::io::SeekFrom::Start(0))?;
-        f.write_all(&bytes)?;
-        if old_len > content_len {
-            f.set_len(content_len)?;
-        }
-        Ok(())
-    };
-    let done = if fsync { replace() } else { in_place() };
+    }
+    // Written here: whatever the writer holds is older, so it is dropped, and a write it has
+    // started ends before this one begins (the same temp name, and no older rename after ours).
+    if let Some(w) = writer {
+        w.cancel_and_wait();
+    }
+    let done = write_config(&ConfJob { path, tmp: tmp.clone(), text }, fsync);
     if done.is_ok() && fsync {
         if let Some(c) = st.cluster.as_mut() {
             c.synced_epochs = epochs;
         }
     }
     done.map_err(|e| {
-        if fsync {
-            let _ = std::fs::remove_file(&tmp);
-        }
+        let _ = std::fs::remove_file(&tmp);
         format!("Could not save cluster config file: {e}")
     })
+}
+
+/// One nodes.conf save: the file, the temp name it is written under, the text.
+struct ConfJob {
+    path: String,
+    tmp: String,
+    text: String,
+}
+
+fn write_config(job: &ConfJob, fsync: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(&job.tmp)?;
+    f.write_all(job.text.as_bytes())?;
+    if fsync {
+        f.sync_all()?;
+    }
+    drop(f);
+    std::fs::rename(&job.tmp, &job.path)
+}
+
+/// The thread that writes the saves the executor does not wait for (see `save_config`).
+struct ConfWriter {
+    state: std::sync::Mutex<WriterState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct WriterState {
+    /// The newest save not started yet.
+    next: Option<ConfJob>,
+    /// A save is being written.
+    busy: bool,
+}
+
+impl ConfWriter {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WriterState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn post(&self, job: ConfJob) {
+        self.lock().next = Some(job);
+        self.changed.notify_all();
+    }
+
+    /// Drops the save not started yet and waits for the one being written.
+    fn cancel_and_wait(&self) {
+        let mut g = self.lock();
+        g.next = None;
+        while g.busy {
+            g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            let job = {
+                let mut g = self.lock();
+                loop {
+                    if let Some(job) = g.next.take() {
+                        g.busy = true;
+                        break job;
+                    }
+                    g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            if let Err(e) = write_config(&job, false) {
+                let _ = std::fs::remove_file(&job.tmp);
+                tracing::warn!("Could not save cluster config file: {e}");
+            }
+            self.lock().busy = false;
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// The config writer, started on first use (None if no thread could be started: saves are then
+/// written on the executor).
+fn conf_writer() -> Option<&'static ConfWriter> {
+    static WRITER: std::sync::OnceLock<Option<&'static ConfWriter>> = std::sync::OnceLock::new();
+    *WRITER.get_or_init(|| {
+        let w: &'static ConfWriter = Box::leak(Box::new(ConfWriter {
+            state: std::sync::Mutex::new(WriterState::default()),
+            changed: std::sync::Condvar::new(),
+        }));
+        std::thread::Builder::new().name("nodes-conf".into()).spawn(move || w.run()).ok().map(|_| w)
+    })
+}
+
+/// Waits for the config writer's saves to reach the disk's page cache (shutdown).
+pub fn flush_config() {
+    let Some(w) = conf_writer() else { return };
+    let mut g = w.lock();
+    while g.busy || g.next.is_some() {
+        g = w.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+    }
 }
 
 /// Work noted by message handlers, done once per pass (clusterBeforeSleep).
@@ -982,10 +1070,14 @@ fn update_slots_config_with(st: &mut State, sender: Name, epoch: u64, slots: &[u
         tracing::info!("Discarding UPDATE message about myself.");
         return;
     }
-    let mine = cl_ref(st).myself;
-    let slot_has_keys: Vec<bool> = (0..SLOTS)
-        .map(|j| cl_ref(st).slots[j] == Some(mine) && bit(slots, j) && st.dbs[0].count_keys_in_slot(j) > 0)
-        .collect();
+    // Which of the slots claimed that we own hold keys (asked before the loop below borrows
+    // the cluster state); only the claimed slots we own are looked at: every PING of a master
+    // comes here, and a walk over all 16384 slots cost ~0.3 ms a message.
+    let claimed_mine = cl_ref(st).mine_among(slots);
+    let mut slot_has_keys = vec![false; if claimed_mine.is_empty() { 0 } else { SLOTS }];
+    for j in claimed_mine {
+        slot_has_keys[j] = st.dbs[0].count_keys_in_slot(j) > 0;
+    }
     let c = cl(st);
     let myself = c.myself;
     let curmaster = c.my_master();
@@ -1940,7 +2032,7 @@ pub fn preferred_endpoint(st: &State, n: &Node) -> String {
 
 /// One command of a request: its keys (argument indices already resolved to bytes) and flags.
 pub struct Routed<'a> {
-    pub keys: Vec<&'a [u8]>,
+    pub keys: &'a [&'a [u8]],
     pub write: bool,
     pub is_migrate: bool,
     pub asking_cmd: bool,
@@ -1971,7 +2063,7 @@ pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> R
         write |= cmd.write;
         migrate_cmd |= cmd.is_migrate;
         asking_cmd |= cmd.asking_cmd;
-        for &key in &cmd.keys {
+        for &key in cmd.keys {
             let this = key_hash_slot(key);
             match first {
                 None => {

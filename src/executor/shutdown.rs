@@ -179,6 +179,10 @@ fn finish(st: &mut State) -> Result<(), ()> {
         tracing::info!("Removing the pid file.");
         let _ = std::fs::remove_file(path);
     }
+    if st.cluster.is_some() {
+        // A nodes.conf save handed to its writer thread lands before the process goes.
+        super::cluster::flush_config();
+    }
     // A client that sees its connection close must find the port closed, as when Redis exits.
     super::handoff::stop_listening();
     tracing::warn!("Redis is now ready to exit, bye bye...");

@@ -211,18 +211,21 @@ impl<H> CommandSpec<H> {
 
     /// Positions of the key arguments in `argv` by the key range (movable-key commands refine this).
     pub fn key_positions(&self, argc: usize) -> Vec<usize> {
+        self.key_positions_iter(argc).collect()
+    }
+
+    /// `key_positions` without a list (cluster routing of every command asks for them).
+    pub fn key_positions_iter(&self, argc: usize) -> impl Iterator<Item = usize> {
         let k = self.keys;
-        if k.first <= 0 || k.step <= 0 || argc == 0 {
-            return Vec::new();
-        }
-        let last = if k.last < 0 { argc as i32 + k.last } else { k.last };
-        let mut out = Vec::new();
-        let mut i = k.first;
-        while i <= last && (i as usize) < argc {
-            out.push(i as usize);
-            i += k.step;
-        }
-        out
+        let (first, step) = if k.first <= 0 || k.step <= 0 || argc == 0 { (1, 1) } else { (k.first, k.step) };
+        let last = if k.first <= 0 || k.step <= 0 || argc == 0 {
+            0
+        } else if k.last < 0 {
+            argc as i32 + k.last
+        } else {
+            k.last
+        };
+        (first..=last).step_by(step as usize).map(|i| i as usize).take_while(move |&i| i < argc)
     }
 }
 

@@ -65,13 +65,83 @@ pub fn set_resize_allowed(allowed: bool) {
 
 /// One entry. The key bytes follow the struct in the same allocation (`klen` of them), so the
 /// struct is `repr(C)` and only ever handled through a raw pointer.
+///
+/// Each entry also carries a 24-bit tag that costs no byte: its low 8 bits sit in the top byte
+/// of `clock` (the access field is 24 bits, Redis's LRU/LFU width), its high 16 bits in the top
+/// of `next` (see `Link`). An index kept beside the table (the cluster's keys per slot) stores
+/// there where it holds the entry, so it can drop it without a search.
 #[repr(C)]
 struct Node<V> {
-    next: *mut Node<V>,
+    next: Link<V>,
     value: V,
-    /// 24-bit LRU clock of the last access (OBJECT IDLETIME).
+    /// 24-bit LRU clock of the last access (OBJECT IDLETIME), under 8 bits of the tag.
     clock: u32,
     klen: u32,
+}
+
+/// Bits of an access clock; the byte above holds part of the entry's tag.
+const CLOCK_MASK: u32 = 0x00ff_ffff;
+/// Bits of an entry's tag (`Table::entry_tag`).
+pub const TAG_BITS: u32 = 24;
+/// Address bits of a pointer kept in a `Link`: 64-bit Linux hands user space addresses below
+/// 2^47 (x86-64) or 2^48 (aarch64) unless a mapping asks for more, which no allocator here does.
+const ADDR_BITS: u32 = 48;
+const ADDR_MASK: usize = (1 << ADDR_BITS) - 1;
+const _: () = assert!(usize::BITS == 64, "the table keeps tag bits above 48-bit addresses");
+
+/// A chain pointer with 16 tag bits above its 48 address bits. Read only through `ptr`, which
+/// masks them (a tagged null must still read as the chain's end).
+#[repr(transparent)]
+struct Link<V>(*mut Node<V>);
+
+impl<V> Link<V> {
+    fn ptr(&self) -> *mut Node<V> {
+        self.0.map_addr(|a| a & ADDR_MASK)
+    }
+
+    /// Points the link at `to` (an untagged pointer), keeping the tag.
+    fn set_ptr(&mut self, to: *mut Node<V>) {
+        let tag = self.0.addr() & !ADDR_MASK;
+        self.0 = to.map_addr(|a| a | tag);
+    }
+
+    fn tag(&self) -> u32 {
+        (self.0.addr() >> ADDR_BITS) as u32
+    }
+
+    fn set_tag(&mut self, tag: u32) {
+        self.0 = self.0.map_addr(|a| (a & ADDR_MASK) | ((tag as usize & 0xffff) << ADDR_BITS));
+    }
+}
+
+/// The tag of a live node.
+///
+/// # Safety
+/// `node` must be live.
+unsafe fn node_tag<V>(node: *const Node<V>) -> u32 {
+    // SAFETY: per the contract.
+    unsafe { ((*node).clock >> 24) | ((*node).next.tag() << 8) }
+}
+
+/// Sets the tag of a live node (its low `TAG_BITS` bits).
+///
+/// # Safety
+/// `node` must be live and not otherwise borrowed.
+unsafe fn set_node_tag<V>(node: *mut Node<V>, tag: u32) {
+    // SAFETY: per the contract.
+    unsafe {
+        (*node).clock = ((*node).clock & CLOCK_MASK) | ((tag & 0xff) << 24);
+        (*node).next.set_tag(tag >> 8);
+    }
+}
+
+/// Replaces a node's access clock, keeping its tag.
+///
+/// # Safety
+/// `node` must be live and not otherwise borrowed.
+unsafe fn set_node_clock<V>(node: *mut Node<V>, clock: u32) {
+    // SAFETY: per the contract.
+    unsafe { (*node).clock = ((*node).clock & !CLOCK_MASK) | (clock & CLOCK_MASK) }
 }
 
 /// Offset of the key bytes inside a node allocation.
@@ -95,11 +165,16 @@ fn alloc_node<V>(key: &[u8], value: V, clock: u32, next: *mut Node<V>) -> NonNul
     // SAFETY: the layout has a non-zero size (the header alone is at least a pointer wide).
     let raw = unsafe { alloc::alloc(layout) } as *mut Node<V>;
     let Some(node) = NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
+    if raw.addr() & !ADDR_MASK != 0 {
+        // Not on the platforms this builds for (see ADDR_BITS): the chains could not be read.
+        eprintln!("the allocator returned an address above 2^48; the key table cannot link it");
+        std::process::abort();
+    }
     // SAFETY: `node` is a fresh allocation of `layout`, which is aligned for `Node<V>` and
     // large enough for the header plus `klen` bytes at `key_offset`; the key source cannot
     // overlap a fresh allocation.
     unsafe {
-        node.as_ptr().write(Node { next, value, clock, klen });
+        node.as_ptr().write(Node { next: Link(next), value, clock: clock & CLOCK_MASK, klen });
         ptr::copy_nonoverlapping(key.as_ptr(), (raw as *mut u8).add(key_offset::<V>()), key.len());
     }
     node
@@ -135,7 +210,7 @@ fn chain_len<V>(mut node: *mut Node<V>) -> usize {
     while !node.is_null() {
         n += 1;
         // SAFETY: chains link live nodes owned by their table, ending in null.
-        node = unsafe { (*node).next };
+        node = unsafe { (*node).next.ptr() };
     }
     n
 }
@@ -143,7 +218,7 @@ fn chain_len<V>(mut node: *mut Node<V>) -> usize {
 /// A handle to one entry of a table: its node's address, which stays put while the entry lives
 /// (resizing relinks nodes, never moves them; replacing a value writes in place). Indexes kept
 /// beside a table (the cluster's keys per hash slot) hold these to reach an entry's key without
-/// copying it: 8 bytes per entry. Comparing handles is safe at any time; reading through one is
+/// copying it (`addr` packs one in 6 bytes). Comparing handles is safe at any time; reading through one is
 /// only while the entry is still in its table (see `Table::entry_key`).
 pub struct EntryRef<V>(NonNull<Node<V>>);
 
@@ -159,6 +234,18 @@ impl<V> PartialEq for EntryRef<V> {
     }
 }
 impl<V> Eq for EntryRef<V> {}
+impl<V> EntryRef<V> {
+    /// The handle as an address (exposed, so `from_addr` may turn it back into a handle).
+    pub fn addr(self) -> usize {
+        self.0.as_ptr().expose_provenance()
+    }
+
+    /// The handle whose `addr` was `addr` (None for 0). Only as good as the handle it came
+    /// from: reading through it still needs the entry to be in its table.
+    pub fn from_addr(addr: usize) -> Option<Self> {
+        NonNull::new(ptr::with_exposed_provenance_mut(addr)).map(EntryRef)
+    }
+}
 impl<V> std::fmt::Debug for EntryRef<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "EntryRef({:p})", self.0)
@@ -260,7 +347,7 @@ impl<V> Buckets<V> {
                 // SAFETY: every node reachable from a slot is live and owned by this array; it
                 // is read before being freed and never reached again (the slot was cleared).
                 unsafe {
-                    let next = (*node).next;
+                    let next = (*node).next.ptr();
                     drop(free_node(node));
                     node = next;
                 }
@@ -381,7 +468,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
                     if (*node).klen as usize == key.len() && node_key(node) == key {
                         return node;
                     }
-                    node = (*node).next;
+                    node = (*node).next.ptr();
                 }
             }
         }
@@ -427,7 +514,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         // SAFETY: `node` is live, and `&mut self` makes the access unique.
         unsafe {
             if RESIZE_ALLOWED.load(Ordering::Relaxed) {
-                (*node).clock = stamp((*node).clock);
+                set_node_clock(node, stamp((*node).clock & CLOCK_MASK));
             }
             Some(&mut (*node).value)
         }
@@ -437,7 +524,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     pub fn clock(&self, key: &[u8]) -> Option<u32> {
         let node = self.find(key);
         // SAFETY: a non-null result of `find` is live for the borrow of `self`.
-        (!node.is_null()).then(|| unsafe { (*node).clock })
+        (!node.is_null()).then(|| unsafe { (*node).clock & CLOCK_MASK })
     }
 
     /// Sets the access clock of an existing key without reading it (RESTORE IDLETIME, loading).
@@ -447,7 +534,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
             return false;
         }
         // SAFETY: `node` is live, and `&mut self` makes the access unique.
-        unsafe { (*node).clock = clock };
+        unsafe { set_node_clock(node, clock) };
         true
     }
 
@@ -464,7 +551,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         if let Some(node) = NonNull::new(node) {
             // SAFETY: `node` is live, and `&mut self` makes the access unique.
             let old = unsafe {
-                (*node.as_ptr()).clock = clock;
+                set_node_clock(node.as_ptr(), clock);
                 std::mem::replace(&mut (*node.as_ptr()).value, value)
             };
             return (Some(old), EntryRef(node));
@@ -493,9 +580,27 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         unsafe { node_key(entry.0.as_ptr()) }
     }
 
-    /// `remove`, also handing back the removed entry's handle: dangling now, good only for
-    /// comparing with handles taken while it lived.
-    pub fn remove_entry(&mut self, key: &[u8]) -> Option<(V, EntryRef<V>)> {
+    /// The tag of the entry behind `entry` (0 until set).
+    ///
+    /// # Safety
+    /// As for `entry_key`.
+    pub unsafe fn entry_tag(&self, entry: EntryRef<V>) -> u32 {
+        // SAFETY: per the contract the node is live for the borrow of `self`.
+        unsafe { node_tag(entry.0.as_ptr()) }
+    }
+
+    /// Sets the tag of the entry behind `entry` to the low `TAG_BITS` bits of `tag`.
+    ///
+    /// # Safety
+    /// As for `entry_key`.
+    pub unsafe fn set_entry_tag(&mut self, entry: EntryRef<V>, tag: u32) {
+        // SAFETY: per the contract the node is live, and `&mut self` makes the access unique.
+        unsafe { set_node_tag(entry.0.as_ptr(), tag) }
+    }
+
+    /// `remove`, also handing back the removed entry's handle (dangling now, good only for
+    /// comparing with handles taken while it lived) and its tag.
+    pub fn remove_entry(&mut self, key: &[u8]) -> Option<(V, EntryRef<V>, u32)> {
         self.step_if_rehashing();
         if self.is_empty() {
             return None;
@@ -510,13 +615,13 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         if self.is_empty() {
             return None;
         }
-        let (value, _) = self.unlink_entry(key)?;
+        let (value, _, _) = self.unlink_entry(key)?;
         self.shrink_if_sparse();
         Some(value)
     }
 
-    /// Removes `key` without considering a shrink; hands back its value and (dangling) handle.
-    fn unlink_entry(&mut self, key: &[u8]) -> Option<(V, EntryRef<V>)> {
+    /// Removes `key` without considering a shrink; hands back its value, (dangling) handle and tag.
+    fn unlink_entry(&mut self, key: &[u8]) -> Option<(V, EntryRef<V>, u32)> {
         let h = self.hash(key);
         let tables = if self.rehash_idx.is_some() { 2 } else { 1 };
         for t in &mut self.ht[..tables] {
@@ -524,20 +629,27 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
                 continue;
             }
             let idx = h & t.mask();
-            let mut link: *mut *mut Node<V> = &mut t.slots[idx];
-            // SAFETY: `link` always points either at the bucket slot or at the `next` field of a
-            // live node of this chain; unlinking rewrites it before the node is freed, so the
-            // chain stays well formed and the freed node is never reached again.
+            let mut prev: *mut Node<V> = ptr::null_mut();
+            let mut node = t.slots[idx];
+            // SAFETY: `prev` (null: the bucket slot) and `node` are consecutive live nodes of
+            // this chain; unlinking rewrites the link to `node` before it is freed, so the chain
+            // stays well formed and the freed node is never reached again.
             unsafe {
-                while !(*link).is_null() {
-                    let node = *link;
+                while !node.is_null() {
                     if (*node).klen as usize == key.len() && node_key(node) == key {
-                        *link = (*node).next;
+                        let next = (*node).next.ptr();
+                        if prev.is_null() {
+                            t.slots[idx] = next;
+                        } else {
+                            (*prev).next.set_ptr(next);
+                        }
                         t.used -= 1;
                         let handle = EntryRef(NonNull::new_unchecked(node));
-                        return Some((free_node(node), handle));
+                        let tag = node_tag(node);
+                        return Some((free_node(node), handle, tag));
                     }
-                    link = &mut (*node).next;
+                    prev = node;
+                    node = (*node).next.ptr();
                 }
             }
         }
@@ -633,11 +745,11 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
                 // SAFETY: the chain was detached from `old` above, so each node is owned here
                 // until it is linked into `new`; `next` is read before being overwritten.
                 unsafe {
-                    let next = (*node).next;
+                    let next = (*node).next.ptr();
                     let mut h = self.hasher.build_hasher();
                     h.write(node_key(node));
                     let slot = &mut new.slots[h.finish() as usize & mask];
-                    (*node).next = *slot;
+                    (*node).next.set_ptr(*slot);
                     *slot = node;
                     node = next;
                 }
@@ -673,7 +785,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
             // SAFETY: chain nodes are live for the borrow of the table the caller holds.
             unsafe {
                 f(node_key(node), &(*node).value);
-                node = (*node).next;
+                node = (*node).next.ptr();
             }
         }
     }
@@ -729,7 +841,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     pub fn sample_entries(&self, n: usize, mut f: impl FnMut(&[u8], &V, u32)) {
         self.sample_nodes(n, |node| {
             // SAFETY: sampled nodes are live for the borrow of `self`.
-            unsafe { f(node_key(node), &(*node).value, (*node).clock) }
+            unsafe { f(node_key(node), &(*node).value, (*node).clock & CLOCK_MASK) }
         });
     }
 
@@ -778,7 +890,7 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
                         f(node);
                     }
                     // SAFETY: chain nodes are live for the borrow of `self`.
-                    node = unsafe { (*node).next };
+                    node = unsafe { (*node).next.ptr() };
                 }
                 if seen.len() == count {
                     return count;
@@ -833,12 +945,12 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         while !node.is_null() {
             len += 1;
             // SAFETY: chain nodes are live for the borrow of `self`.
-            node = unsafe { (*node).next };
+            node = unsafe { (*node).next.ptr() };
         }
         node = head;
         for _ in 0..fastrand::usize(..len) {
             // SAFETY: as above; the walk stays within the chain's `len` nodes.
-            node = unsafe { (*node).next };
+            node = unsafe { (*node).next.ptr() };
         }
         node
     }
@@ -885,7 +997,7 @@ impl<'a, V> Iterator for Iter<'a, V> {
         self.left -= 1;
         // SAFETY: the iterator borrows the table, so its nodes stay live for `'a`.
         unsafe {
-            self.node = (*node).next;
+            self.node = (*node).next.ptr();
             Some((node_key(node), &(*node).value))
         }
     }
@@ -918,7 +1030,7 @@ mod tests {
                     let k = unsafe { node_key(node) };
                     assert_eq!(t.hash(k) & b.mask(), i);
                     n += 1;
-                    node = unsafe { (*node).next };
+                    node = unsafe { (*node).next.ptr() };
                 }
             }
             assert_eq!(n, b.used);
@@ -933,6 +1045,41 @@ mod tests {
         assert_eq!(std::mem::size_of::<crate::types::Value>(), 16);
         assert_eq!(Table::<crate::types::Value>::entry_bytes(16), 48);
         assert_eq!(Table::<i64>::entry_bytes(16), 40);
+    }
+
+    /// An entry's tag survives clock stamps, value replacement and resizes, and never shows in
+    /// the clock or breaks a chain (its high bits ride on the chain pointer).
+    #[test]
+    fn tags_are_kept_apart_from_clock_and_chains() {
+        let mut t: Table<u64> = Table::new();
+        let mut handles = Vec::new();
+        for i in 0..2000u64 {
+            let (_, h) = t.insert_entry(&key(i), i, 0x00ab_cdef);
+            let tag = (i as u32 * 7919) & ((1 << TAG_BITS) - 1);
+            unsafe { t.set_entry_tag(h, tag) };
+            handles.push((h, tag));
+            check(&t);
+        }
+        t.get_touch_with(&key(5), |old| old + 1);
+        t.set_clock(&key(6), 0xffff_ffff);
+        t.insert(&key(7), 70, 3);
+        assert_eq!(t.clock(&key(5)), Some(0x00ab_cdf0));
+        assert_eq!(t.clock(&key(6)), Some(0x00ff_ffff));
+        assert_eq!(t.clock(&key(7)), Some(3));
+        // Removing half the keys shrinks the table: chains relinked, tags kept.
+        for i in (0..2000u64).step_by(2) {
+            let (v, h, tag) = t.remove_entry(&key(i)).unwrap();
+            assert_eq!(v, i);
+            assert_eq!((h, tag), handles[i as usize]);
+            check(&t);
+        }
+        while t.rehash_step(100) {}
+        for i in (1..2000u64).step_by(2) {
+            let (h, tag) = handles[i as usize];
+            assert_eq!(t.entry(&key(i)), Some(h));
+            assert_eq!(unsafe { t.entry_tag(h) }, tag);
+        }
+        check(&t);
     }
 
     #[test]

@@ -892,8 +892,9 @@ fn check_cluster(
     } else {
         spec.key_positions(argv.len())
     };
+    let keys: Vec<&[u8]> = positions.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect();
     let routed = [crate::executor::cluster::Routed {
-        keys: positions.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect(),
+        keys: &keys,
         write: spec.has_flag(flags::WRITE),
         is_migrate: false,
         asking_cmd: spec.has_flag(flags::ASKING),
