@@ -325,11 +325,12 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     }
     let key = args.key(1);
     let lim = limits(ctx);
-    let created = ctx.write::<ZSet>(key)?.is_none();
-    if created && f.xx {
+    if f.xx && ctx.write::<ZSet>(key)?.is_none() {
         return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
     }
     let z = ctx.write_or_create::<ZSet>(key)?;
+    // A zset is never left empty, so an empty one is the one just created.
+    let created = z.is_empty();
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
     let mut last = 0.0;
     let mut failure = None;

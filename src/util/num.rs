@@ -59,6 +59,17 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
 /// number for C's `strtod` (decimal, hex float, `inf`/`infinity`), with no leading space, never
 /// NaN, and not out of range (an overflow to infinity or an underflow to zero is refused).
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    // Plain integers (most scores) the short way: up to 15 digits are exact in an f64, as
+    // strtod reads them ("-0" included: the sign applies to the float).
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+        let v = digits.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')) as f64;
+        return Some(if neg { -v } else { v });
+    }
     match strtod(s)? {
         (v, false) if !v.is_nan() => Some(v),
         _ => None,
@@ -394,6 +405,18 @@ mod tests {
     #[test]
     fn floats_refuse_nan_and_spaces() {
         assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        // Plain integers, read the short way, as strtod reads them.
+        for text in
+            ["0", "-0", "+0", "7", "-7", "+7", "007", "999999999999999", "-999999999999999", "1234567890123456789"]
+        {
+            let got = parse_f64(text.as_bytes()).unwrap();
+            let want = strtod(text.as_bytes()).unwrap().0;
+            assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+        }
+        assert!(parse_f64(b"-0").unwrap().is_sign_negative());
+        assert_eq!(parse_f64(b"-"), None);
+        assert_eq!(parse_f64(b"+"), None);
+        assert_eq!(parse_f64(b"1 "), None);
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
