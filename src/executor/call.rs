@@ -113,6 +113,21 @@ pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, cl
     }
 }
 
+/// The argument positions of a command's keys: from the table, or for a command with movable
+/// keys (ZUNION, SINTERCARD, XREAD ...) from its key specs, as COMMAND GETKEYS finds them.
+pub(crate) fn key_positions(
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    argv: &[bytes::Bytes],
+) -> Vec<usize> {
+    if !spec.has_flag(flags::MOVABLEKEYS) {
+        return spec.key_positions(argv.len());
+    }
+    let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
+    let doc = crate::spec::docs::find(&full);
+    crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
+}
+
 /// Cluster mode's routing of a command with keys (or EXEC's queue): Err with the redirect line.
 fn cluster_route(
     st: &mut State,
@@ -126,14 +141,7 @@ fn cluster_route(
         parent: Option<&'static CommandSpec>,
         argv: &'a [bytes::Bytes],
     ) -> Vec<&'a [u8]> {
-        let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
-            let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
-            let doc = crate::spec::docs::find(&full);
-            crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
-        } else {
-            spec.key_positions(argv.len())
-        };
-        positions.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect()
+        key_positions(spec, parent, argv).iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect()
     }
     fn routed_of<'a>(keys: &'a [&'a [u8]], f: u32, name: &str) -> super::cluster::Routed<'a> {
         super::cluster::Routed {
@@ -661,14 +669,7 @@ fn after_reply(
         // A read-only script command is not tracked itself: the commands its script runs decide.
         let reads = spec.has_flag(flags::READONLY) && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
         if reads && t.remembers_reads() {
-            let positions = if spec.has_flag(flags::MOVABLEKEYS) {
-                // ZUNION, SINTERCARD, XREAD ...: the key specs find the keys, as COMMAND GETKEYS.
-                let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
-                let doc = crate::spec::docs::find(&full);
-                crate::spec::getkeys::extract_keys(spec, doc, &full, &args.argv).into_iter().map(|(i, _)| i).collect()
-            } else {
-                spec.key_positions(args.argv.len())
-            };
+            let positions = key_positions(spec, parent, &args.argv);
             let keys = positions.iter().filter_map(|&i| args.argv.get(i)).map(|a| &a[..]);
             st.tracking.remember(client.id, keys);
         }

@@ -885,13 +885,7 @@ fn check_cluster(
     parent: Option<&'static CommandSpec>,
     argv: &[Bytes],
 ) -> Result<(), &'static str> {
-    let positions: Vec<usize> = if spec.has_flag(flags::MOVABLEKEYS) {
-        let full = parent.map_or_else(|| spec.name.to_string(), |p| format!("{}|{}", p.name, spec.name));
-        let doc = crate::spec::docs::find(&full);
-        crate::spec::getkeys::extract_keys(spec, doc, &full, argv).into_iter().map(|(i, _)| i).collect()
-    } else {
-        spec.key_positions(argv.len())
-    };
+    let positions = crate::executor::call::key_positions(spec, parent, argv);
     let keys: Vec<&[u8]> = positions.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect();
     let routed = [crate::executor::cluster::Routed {
         keys: &keys,
