@@ -47,6 +47,7 @@ fn main() {
     let args: Vec<String> = argv.collect();
     // Before any thread exists (it rebuilds the environment) and after the last read of argv.
     ferrodis::proctitle::init(&program);
+    ferrodis::alloc::purge_oversize_eagerly();
     // The command table, before the config (rename-command is checked against it).
     ferrodis::commands::install();
     let (file, stdin, options) = match config::parse_cli(&args) {

@@ -2,7 +2,7 @@
 //! used_memory stays within maxmemory while keys are written, an idle client's query buffer is
 //! trimmed, maxmemory-clients closes the client with the biggest buffer, small integers are not
 //! shared under an LRU policy, UNLINK's background free shows in used_memory and in the lazyfree
-//! counters.
+//! counters, and a freed oversize value leaves RSS at once.
 
 mod common;
 
@@ -262,4 +262,44 @@ fn jemalloc_background_threads_follow_the_setting() {
     let s = TestServer::with_args(&["--jemalloc-bg-thread", "no"]);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(purgers(s.pid()), 0, "{:?}", thread_names(s.pid()));
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A freed value of tens of MiB leaves the resident set at once, as in Redis, whose jemalloc
+/// purges its oversize arena eagerly; a 10 s dirty decay kept it resident.
+#[test]
+fn freed_oversize_values_leave_rss_at_once() {
+    let value = "x".repeat(64 << 20);
+    for (who, s) in servers() {
+        let mut c = s.client();
+        let before = rss_kib(s.pid());
+        assert_eq!(c.cmd(&["SET", "big", &value]), b"+OK\r\n", "{who}");
+        let loaded = rss_kib(s.pid());
+        assert!(loaded > before + (60 << 10), "{who}: rss {before} KiB -> {loaded} KiB");
+        assert_eq!(c.cmd(&["DEL", "big"]), b":1\r\n", "{who}");
+        assert!(
+            eventually(2, || rss_kib(s.pid()) < before + (16 << 10)),
+            "{who}: rss {before} KiB, {loaded} KiB with the value, {} KiB 2 s after DEL",
+            rss_kib(s.pid())
+        );
+    }
+}
+
+/// MEMORY MALLOC-STATS is jemalloc's report and MEMORY PURGE returns dirty pages, as in Redis.
+#[test]
+fn malloc_stats_and_purge_reach_jemalloc() {
+    for (who, s) in servers() {
+        let mut c = s.client();
+        let report = c.cmd(&["MEMORY", "MALLOC-STATS"]);
+        let text = String::from_utf8_lossy(&report);
+        assert!(text.starts_with('$'), "{who}: {text:.80}");
+        assert!(text.contains("___ Begin jemalloc statistics ___"), "{who}: {text:.200}");
+        assert!(text.contains("--- End jemalloc statistics ---"), "{who}");
+        assert_eq!(c.cmd(&["MEMORY", "PURGE"]), b"+OK\r\n", "{who}");
+    }
 }

@@ -129,18 +129,20 @@ pub fn memory_doctor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
 
 /// MEMORY MALLOC-STATS
 ///
-/// Redis prints jemalloc's statistics report here. tikv-jemalloc-ctl only exposes that report
-/// with its `use_std` feature, which this build does not enable, so the reply is the one Redis
-/// gives when its allocator has no report.
+/// jemalloc's statistics report, as Redis prints it.
 pub fn memory_malloc_stats(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Verbatim("txt", b"Stats not supported for the current allocator".to_vec()))
+    Ok(Reply::Verbatim("txt", crate::alloc::stats_report()))
 }
 
 /// MEMORY PURGE
 ///
-/// Redis asks jemalloc to return dirty pages; jemalloc's background decay does that here.
+/// Returns jemalloc's dirty pages to the system now, as Redis does.
 pub fn memory_purge(_ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    Ok(Reply::Ok)
+    if crate::alloc::purge() {
+        Ok(Reply::Ok)
+    } else {
+        Err(CmdError::Err("Error purging dirty pages".into()))
+    }
 }
 
 /// MEMORY HELP
