@@ -288,14 +288,15 @@ pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
     let replica = |c: &Client| c.handle.is_replica() && !c.master;
     let clients_normal: u64 = st.clients.values().filter(|c| !replica(c.as_ref())).map(|c| c.memory()).sum::<u64>()
         + client_memory(CALLER_QUERY_BUFFER + caller.qbuf);
-    // A replica being closed is no replica any more (Redis frees it at once).
-    // Their share of the replication buffer is what it holds beyond the backlog's size; the
-    // chunks their outboxes reference are counted there, once.
+    // As Redis 7.0 counts them: what the shared replication buffer holds beyond the backlog's
+    // size, with the stream a replica's connection holds outside the shared chunks (in Redis
+    // that sits in the shared buffer too), and not the replica clients' own structures and
+    // query buffers (an idle replica shows 0). A replica being closed is no replica any more.
     let clients_slaves: u64 = crate::executor::replication::buffers_beyond_backlog(st)
         + st.clients
             .values()
             .filter(|c| replica(c.as_ref()) && !c.handle.close_requested())
-            .map(|c| c.memory().saturating_sub(c.handle.shared_output() as u64))
+            .map(|c| c.handle.pending_output().saturating_sub(c.handle.shared_output()) as u64)
             .sum::<u64>();
     let db_overhead = db_overhead(st);
     let startup = st.stats.mem_startup.min(used);

@@ -141,3 +141,20 @@ fn replica_buffers_are_not_counted_for_eviction() {
         assert!(not_counted > 2 * 1024 * 1024, "{what}: mem_not_counted_for_evict {not_counted}");
     }
 }
+
+/// An idle replica costs nothing in mem_clients_slaves: Redis 7.0 counts there only what the
+/// shared replication buffer holds beyond the backlog's size, not the replica clients
+/// themselves.
+#[test]
+fn an_idle_replica_shows_no_replica_buffer_memory() {
+    let _w = Watchdog::new("an_idle_replica_shows_no_replica_buffer_memory", Duration::from_secs(60));
+    for real in [true, false] {
+        let what = if real { "redis" } else { "ferrodis" };
+        let master = start(real, &["--repl-diskless-sync-delay", "0"]);
+        master.client().cmd(&["SET", "k", "v"]);
+        let replica = replica_of(true, &master);
+        wait_until("replica up", || link_up(&replica));
+        assert_eq!(field(&master, "replication", "connected_slaves"), 1, "{what}");
+        assert_eq!(field(&master, "memory", "mem_clients_slaves"), 0, "{what}");
+    }
+}

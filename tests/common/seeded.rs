@@ -204,18 +204,30 @@ impl Run {
         expected
     }
 
-    /// Prints what the run exercised and fails unless its replies were mostly not errors.
+    /// Prints what the run exercised and fails unless its replies were mostly not errors. A bug
+    /// hunt (extra seeds from a `FERRODIS_*_SEEDS` variable) only reports a poor mix: the
+    /// built-in seeds keep the generator honest, and a hunt goes on to find disagreements.
     pub fn finish(&self, bounds: &MixBounds) {
         let seed = self.seed;
         eprintln!("seed {seed}: {} commands agreed; reply kinds {:?}", self.agreed, self.kinds);
         eprintln!("seed {seed}: per command (replies/errors): {}", self.mix.summary());
-        self.mix.assert_mostly_non_errors(
-            &format!("seed {seed}"),
-            bounds.overall,
-            bounds.per_command,
-            bounds.min_samples,
-            bounds.exempt,
-        );
+        let check = || {
+            self.mix.assert_mostly_non_errors(
+                &format!("seed {seed}"),
+                bounds.overall,
+                bounds.per_command,
+                bounds.min_samples,
+                bounds.exempt,
+            )
+        };
+        let hunting = std::env::vars().any(|(k, _)| k.starts_with("FERRODIS_") && k.ends_with("_SEEDS"));
+        if hunting {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)).is_err() {
+                eprintln!("seed {seed}: poor reply mix (above), not counted as a failure in a hunt");
+            }
+        } else {
+            check();
+        }
     }
 }
 
