@@ -25,6 +25,8 @@ use crate::resp::Parser;
 use crate::stats::StatName;
 
 const READ_CHUNK: usize = 16 * 1024;
+/// A bulk argument this long or longer is read into room made for all of it (PROTO_MBULK_BIG_ARG).
+const BIG_ARG: usize = 32 * 1024;
 
 /// Whether a stream holds output it accepted but the socket has not taken: a TLS session's
 /// encrypted records. Counted as the client's output while it does (see `Backlog::tls_hold`).
@@ -87,13 +89,18 @@ where
                 Some(end) if end > rbuf.len() => end - rbuf.len(),
                 _ => READ_CHUNK,
             };
+            // A big argument (32 KiB or more, Redis's PROTO_MBULK_BIG_ARG) gets room for all of
+            // it at once, as Redis makes its query buffer: grown piece by piece, the buffer was
+            // reallocated (and copied) at each doubling, 64 MiB of copies for a 64 MiB SET,
+            // during which no other client was served.
+            let big_arg = parser.pending_bulk().is_some_and(|len| len >= BIG_ARG);
             if !trimmed && rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
-                rbuf.reserve(want.clamp(READ_CHUNK, READ_CHUNK * 64));
+                rbuf.reserve(if big_arg { want.max(READ_CHUNK) } else { want.clamp(READ_CHUNK, READ_CHUNK * 64) });
             }
-            // Redis moves a big argument (32 KiB or more) to the start of its own query
-            // buffer, so CLIENT LIST's qbuf counts only the argument's bytes: so do we.
+            // Redis moves a big argument to the start of its own query buffer, so CLIENT
+            // LIST's qbuf counts only the argument's bytes: so do we.
             let skip = match parser.pending_bulk_start() {
-                Some(start) if parser.pending_bulk().is_some_and(|len| len >= 32 * 1024) => start.min(rbuf.len()),
+                Some(start) if big_arg => start.min(rbuf.len()),
                 _ => 0,
             };
             handle.report_qbuf(rbuf.len() - skip, rbuf.capacity() - skip, rbuf.len() + want - skip);
