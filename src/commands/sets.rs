@@ -483,7 +483,13 @@ pub fn sinter(ctx: &mut Ctx, args: &Args) -> CmdResult {
         // executor, over snapshots.
         let (sets, same) = snapshot_sets(ctx, &keys);
         let op = AlgebraOp::Inter;
-        return Ok(Reply::Deferred(Deferred::new(SetAlgebra { sets, same, op, max_intset: 0, plan: Default::default() })));
+        return Ok(Reply::Deferred(Deferred::new(SetAlgebra {
+            sets,
+            same,
+            op,
+            max_intset: 0,
+            plan: Default::default(),
+        })));
     }
     let sets = borrow_sets(ctx, &keys);
     let mut body = Vec::new();

@@ -237,7 +237,16 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
         if let Some(source) = source {
             let (alpha, desc, dontsort) = (o.alpha, o.desc, o.dontsort);
             let sorted = Default::default();
-            return Ok(Reply::Deferred(Deferred::new(SortReply { source, alpha, desc, dontsort, start, end, n, sorted })));
+            return Ok(Reply::Deferred(Deferred::new(SortReply {
+                source,
+                alpha,
+                desc,
+                dontsort,
+                start,
+                end,
+                n,
+                sorted,
+            })));
         }
     }
 
