@@ -14,7 +14,13 @@
 //!
 //! A SORT of `DEFER_MIN_ELEMENTS` or more elements whose cost is all its own (no BY key lookups,
 //! no GET, no STORE) takes a snapshot of the collection (`types::cow`) and loads, sorts and
-//! encodes off the executor (`Reply::Deferred`): other clients do not wait behind the sort.
+//! encodes off the executor (`Reply::Deferred`): other clients do not wait behind the sort. It
+//! loads the most compact keys that sort as Redis's comparator does (`Keys`: integers as i32 or
+//! i64, short ALPHA strings packed in a u64, else bytes in one buffer) and streams the range in
+//! pieces. Its working set is O(n) by nature: 4 bytes an element for small integers, against a
+//! listpack's 2-5 (a 1M small-integer list of 6.3 MiB sorts at +9 MiB over steady state, Redis
+//! +59 MiB), so "at most the collection's size" holds for sets and zsets (+10 MiB for 34 and 93
+//! MiB) but not for the densest lists.
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
