@@ -4,7 +4,7 @@
     python3 big_read_stall.py PORT KIND [--n 1500000] [--rounds 5] [--no-writer]
 
 Loads a collection of N elements for KIND (zrange, zrangews, zrevrangebyscore, sunion, sinter,
-sdiff, smembers, sort, lrange, hgetall, xrange, xrevrange, dumpset, dumpzset, keys, keyspat: a stream, N keys of
+sdiff, smembers, sort (a list), sortset, sortzset (small integers), lrange, hgetall, xrange, xrevrange, dumpset, dumpzset, keys, keyspat: a stream, N keys of
 the keyspace, ...), then for each round: a PING probe every millisecond on its own connection, a
 writer changing the collection on another (unless --no-writer), and the big read on a third,
 its whole reply read. KIND idle runs no read (a one-second window, no writer): the probe's
@@ -110,6 +110,10 @@ def load(port, kind, n):
         bulk(lambda lo, hi: enc('HSET', 'h', *[x for i in range(lo, hi) for x in ('field:%d' % i, 'value:%d' % i)]))
     elif kind in ('sort', 'lrange'):
         bulk(lambda lo, hi: enc('RPUSH', 'l', *[i * 7919 % 1000003 for i in range(lo, hi)]))
+    elif kind == 'sortset':
+        bulk(lambda lo, hi: enc('SADD', 'si', *[i * 7919 % 1000003 for i in range(lo, hi)]))
+    elif kind == 'sortzset':
+        bulk(lambda lo, hi: enc('ZADD', 'zi', *[x for i in range(lo, hi) for x in (i, i * 7919 % 1000003)]))
     elif kind.startswith('x'):
         # One pipelined XADD per entry, IDs 1-0 .. N-0 (three fields, as bigkey streams often have).
         bulk(lambda lo, hi: b''.join(enc('XADD', 'x', '%d-0' % (i + 1), 'f', i, 'g', 'member:%d' % i, 'h', 'abcdefghij') for i in range(lo, hi)), per=True)
@@ -128,6 +132,8 @@ READS = {
     'zrevrangebyscore': ('ZREVRANGEBYSCORE', 'z', '+inf', '-inf', 'WITHSCORES'),
     'smembers': ('SMEMBERS', 'a'),
     'sort': ('SORT', 'l'),
+    'sortset': ('SORT', 'si'),
+    'sortzset': ('SORT', 'zi'),
     'lrange': ('LRANGE', 'l', 0, -1),
     'hgetall': ('HGETALL', 'h'),
     'sunion': ('SUNION', 'a', 'b'),
@@ -159,6 +165,10 @@ def writer(port, kind, n, stop):
     while not stop.is_set():
         if kind in ('sort', 'lrange'):
             run(s, r, 'LPUSH', 'l', i); run(s, r, 'RPOP', 'l')
+        elif kind == 'sortset':
+            run(s, r, 'SADD', 'si', n + i); run(s, r, 'SREM', 'si', i * 7919 % n)
+        elif kind == 'sortzset':
+            run(s, r, 'ZADD', 'zi', i, n + i); run(s, r, 'ZREM', 'zi', i * 7919 % n)
         elif kind == 'hgetall':
             run(s, r, 'HSET', 'h', 'w:%d' % i, i); run(s, r, 'HDEL', 'h', 'field:%d' % (i * 7919 % n))
         elif kind.startswith('x'):
@@ -178,6 +188,7 @@ def main():
     ap.add_argument('--n', type=int, default=1500000); ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--rss-pid', type=int, help='report the peak RSS over the rounds above the RSS before them (VmHWM), and the collection\'s size (RSS added by loading it)')
     ap.add_argument('--no-writer', action='store_true'); ap.add_argument('--no-load', action='store_true')
+    ap.add_argument('--cmd', help='the read to run instead of KIND\'s (space-separated words, e.g. "SORT l ALPHA LIMIT 0 10")')
     a = ap.parse_args()
     def status(field):
         for line in open(f'/proc/{a.rss_pid}/status'):
@@ -215,7 +226,7 @@ def main():
         if READS[a.kind] is None:
             time.sleep(1.0); cnt = 0
         else:
-            cnt = run(s, r, *READS[a.kind])
+            cnt = run(s, r, *(a.cmd.split() if a.cmd else READS[a.kind]))
         dt = time.perf_counter() - t
         pm = probe_max.value
         stop.set()

@@ -311,6 +311,13 @@ impl ClientHandle {
         true
     }
 
+    /// The least output (bytes) that can put the client over a limit of its class, if it has
+    /// one: its hard limit, or its soft limit (which closes it only once held long enough).
+    pub fn obuf_limit(&self) -> Option<usize> {
+        let (hard, soft, _) = obuf_limits(self.class());
+        [hard, soft].into_iter().filter(|&l| l > 0).min().map(|l| l as usize)
+    }
+
     /// The hard output limit of the client's class (bytes), if one is set: a reply that long
     /// closes the client whatever else it holds, so a command building a huge reply may stop
     /// there (Redis's loops stop once the client is flagged to close).
