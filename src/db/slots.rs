@@ -489,5 +489,7 @@ mod tests {
         let (_, h) = table.insert_entry(b"a", val(), 0);
         assert_eq!(unpack(&pack(h)), Some(h));
         const { assert!(CHUNK * H + HEADER <= 4096 && (CHUNK + 1) * H + HEADER > 4096) };
+        // A slot's header is one pointer: the index's fixed part is 16384 of them.
+        assert_eq!(std::mem::size_of::<SlotKeys>(), 8);
     }
 }
