@@ -183,7 +183,7 @@ pub fn info_text(st: &crate::executor::State) -> String {
     // Owners come in long runs of slots: classify each run's owner once (a hash lookup per
     // slot made CLUSTER INFO cost a millisecond).
     let mut last = None;
-    for owner in c.slots.iter().flatten() {
+    for owner in c.owners().flatten() {
         assigned += 1;
         let class = match last {
             Some((o, class)) if o == *owner => class,
@@ -311,9 +311,9 @@ fn slots_of(ctx: &mut Ctx, args: &Args, ranges: bool, del: bool) -> Result<Vec<u
     }
     let mut seen = vec![false; SLOTS];
     for &s in &wanted {
-        if del && c.slots[s].is_none() {
+        if del && c.owner(s).is_none() {
             return Err(CmdError::err(format!("Slot {s} is already unassigned")));
-        } else if !del && c.slots[s].is_some() {
+        } else if !del && c.owner(s).is_some() {
             return Err(CmdError::err(format!("Slot {s} is already busy")));
         }
         if seen[s] {
@@ -393,14 +393,14 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     match (&action[..], args.len()) {
         (b"migrating", 5) => {
-            if c.slots[slot] != Some(me) {
+            if c.owner(slot) != Some(me) {
                 return Err(CmdError::err(format!("I'm not the owner of hash slot {slot}")));
             }
             let n = node_arg(c, "I don't know about node")?;
             c.migrating.insert(slot, n);
         }
         (b"importing", 5) => {
-            if c.slots[slot] == Some(me) {
+            if c.owner(slot) == Some(me) {
                 return Err(CmdError::err(format!("I'm already the owner of hash slot {slot}")));
             }
             let n = node_arg(c, "I don't know about node")?;
@@ -415,7 +415,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
             let keys = ctx.admin().dbs[0].count_keys_in_slot(slot);
             let allow_migration = ctx.config().other.get("cluster-allow-replica-migration").is_none_or(|v| v == "yes");
             let c = state(ctx)?;
-            if c.slots[slot] == Some(me) && n != me && keys != 0 {
+            if c.owner(slot) == Some(me) && n != me && keys != 0 {
                 return Err(CmdError::err(format!(
                     "Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot."
                 )));
@@ -423,7 +423,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
             if keys == 0 {
                 c.migrating.remove(&slot);
             }
-            let was_mine = c.slots[slot] == Some(me);
+            let was_mine = c.owner(slot) == Some(me);
             c.del_slot(slot);
             c.add_slot(&n, slot);
             if was_mine && n != me && c.me().numslots == 0 && allow_migration {
@@ -638,7 +638,7 @@ pub fn slots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let mut start = 0;
     let mut cur: Option<Name> = None;
     for i in 0..=SLOTS {
-        let owner = if i < SLOTS { c.slots[i] } else { None };
+        let owner = if i < SLOTS { c.owner(i) } else { None };
         if owner != cur || i == SLOTS {
             if let Some(n) = cur.and_then(|n| c.nodes.get(&n)) {
                 let mut entry = vec![Reply::Int(start as i64), Reply::Int(i as i64 - 1), slot_node(st, n, plaintext)];

@@ -9,7 +9,8 @@
 //! bits, see `types::table`). A slot's handles sit in blocks sized to an allocator size class
 //! exactly: full blocks of `CHUNK` handles (4 KiB each), then one tail block that grows and
 //! shrinks one size class at a time, so what a slot wastes is under one class step of its tail.
-//! An empty slot costs its 16-byte header and nothing else.
+//! An empty slot costs its 8-byte header and nothing else; a slot of under `CHUNK` keys, its
+//! header and one block.
 //!
 //! Removal is O(1): each entry's position in its slot's list is kept in the entry's tag (spare
 //! bits of the key table's node, `Table::entry_tag`), so a removal reads the position, moves the
@@ -57,6 +58,7 @@ fn layout(cap: usize) -> Layout {
 }
 
 /// A thin pointer to `[len: u16, cap: u16, cap handles]`.
+#[repr(transparent)]
 struct Block(NonNull<u8>);
 
 // SAFETY: a block exclusively owns its allocation (plain bytes), like a `Box<[u8]>`.
@@ -130,97 +132,158 @@ impl Drop for Block {
     }
 }
 
-/// One slot's handles: full blocks of `CHUNK`, then a non-empty tail (or none).
-#[derive(Default)]
-struct SlotKeys {
+/// The handles of a slot of `CHUNK` or more: its full blocks, then a non-empty tail (or none).
+struct Big {
+    full: Vec<Block>,
     tail: Option<Block>,
-    // Boxed on purpose: 8 bytes in each of the 16384 headers instead of a `Vec`'s 24, for a
-    // list only slots of over `CHUNK` keys have.
-    #[allow(clippy::box_collection)]
-    full: Option<Box<Vec<Block>>>,
+}
+
+/// A slot's storage, taken out of its 8-byte `SlotKeys` to be changed.
+enum Parts {
+    Empty,
+    Small(Block),
+    Big(Box<Big>),
+}
+
+/// One slot's handles in 8 bytes (the index holds 16384 of them whatever the key count: at 16
+/// bytes they were 2.6 of the ~8 bytes per key the index may cost at 100k keys): null when the
+/// slot is empty; else its only block, when it holds under `CHUNK` handles (the usual case); or,
+/// tagged with the low bit (blocks have alignment 2, `Big` 8, so it is free), a `Box<Big>`.
+struct SlotKeys(*mut u8);
+
+// SAFETY: a SlotKeys exclusively owns what it points to (a block or a Big), like a Box would.
+unsafe impl Send for SlotKeys {}
+// SAFETY: as above; `&SlotKeys` only reads.
+unsafe impl Sync for SlotKeys {}
+
+impl Default for SlotKeys {
+    fn default() -> Self {
+        SlotKeys(std::ptr::null_mut())
+    }
+}
+
+impl Drop for SlotKeys {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
 }
 
 impl SlotKeys {
-    fn full_len(&self) -> usize {
-        self.full.as_ref().map_or(0, |f| f.len())
+    fn is_big(&self) -> bool {
+        self.0 as usize & 1 == 1
+    }
+
+    /// The full blocks and the tail, borrowed.
+    fn parts(&self) -> (&[Block], Option<&Block>) {
+        if self.0.is_null() {
+            (&[], None)
+        } else if self.is_big() {
+            // SAFETY: a tagged pointer is a `Box<Big>`'s, owned by this slot (see `put`).
+            let big = unsafe { &*(self.0.wrapping_sub(1) as *const Big) };
+            (&big.full, big.tail.as_ref())
+        } else {
+            // SAFETY: an untagged non-null pointer is a live block's, and `Block` is a
+            // transparent `NonNull<u8>`, laid out as the `*mut u8` it is read through.
+            (&[], Some(unsafe { &*(&self.0 as *const *mut u8 as *const Block) }))
+        }
+    }
+
+    /// Moves the storage out, leaving the slot empty.
+    fn take(&mut self) -> Parts {
+        let p = std::mem::replace(&mut self.0, std::ptr::null_mut());
+        match NonNull::new(p) {
+            None => Parts::Empty,
+            // SAFETY: tagged: a pointer from `Box::into_raw` in `put`, plus one.
+            Some(_) if p as usize & 1 == 1 => Parts::Big(unsafe { Box::from_raw(p.wrapping_sub(1) as *mut Big) }),
+            Some(nn) => Parts::Small(Block(nn)),
+        }
+    }
+
+    /// Stores `parts` in the (empty) slot.
+    fn put(&mut self, parts: Parts) {
+        debug_assert!(self.0.is_null());
+        self.0 = match parts {
+            Parts::Empty => std::ptr::null_mut(),
+            Parts::Small(b) => {
+                let p = b.0.as_ptr();
+                std::mem::forget(b);
+                p
+            }
+            Parts::Big(b) => (Box::into_raw(b) as *mut u8).wrapping_add(1),
+        };
     }
 
     fn len(&self) -> usize {
-        self.full_len() * CHUNK + self.tail.as_ref().map_or(0, Block::len)
-    }
-
-    /// The block and index of position `pos`.
-    fn at(&mut self, pos: usize) -> Option<(&mut Block, usize)> {
-        let full = self.full_len();
-        if pos < full * CHUNK {
-            let f = self.full.as_mut()?;
-            return Some((&mut f[pos / CHUNK], pos % CHUNK));
-        }
-        let t = self.tail.as_mut()?;
-        let i = pos - full * CHUNK;
-        (i < t.len()).then_some((t, i))
+        let (full, tail) = self.parts();
+        full.len() * CHUNK + tail.map_or(0, Block::len)
     }
 
     fn get(&self, pos: usize) -> Option<Handle> {
-        let full = self.full_len();
-        if pos < full * CHUNK {
-            return self.full.as_ref()?.get(pos / CHUNK)?.get(pos % CHUNK);
+        let (full, tail) = self.parts();
+        if pos < full.len() * CHUNK {
+            return full.get(pos / CHUNK)?.get(pos % CHUNK);
         }
-        self.tail.as_ref()?.get(pos - full * CHUNK)
+        tail?.get(pos - full.len() * CHUNK)
     }
 
     /// Appends `h`; returns its position.
     fn push(&mut self, h: Handle) -> usize {
         let pos = self.len();
-        let tail = self.tail.get_or_insert_with(|| Block::new(capacity_for(1)));
-        let len = tail.len();
-        if len == tail.cap() {
-            // Only below CHUNK: a full tail moved to `full` right away.
-            tail.resize(capacity_for(len + 1));
-        }
-        tail.put(len, pack(h));
-        tail.set_len(len + 1);
-        if len + 1 == CHUNK {
-            if let Some(t) = self.tail.take() {
-                self.full.get_or_insert_with(Default::default).push(t);
+        let parts = match self.take() {
+            Parts::Empty => {
+                let mut t = Block::new(capacity_for(1));
+                push_onto(&mut t, h);
+                Parts::Small(t)
             }
-        }
+            Parts::Small(mut t) => {
+                push_onto(&mut t, h);
+                if t.len() == CHUNK {
+                    Parts::Big(Box::new(Big { full: vec![t], tail: None }))
+                } else {
+                    Parts::Small(t)
+                }
+            }
+            Parts::Big(mut big) => {
+                let t = big.tail.get_or_insert_with(|| Block::new(capacity_for(1)));
+                push_onto(t, h);
+                if t.len() == CHUNK {
+                    if let Some(t) = big.tail.take() {
+                        big.full.push(t);
+                    }
+                }
+                Parts::Big(big)
+            }
+        };
+        self.put(parts);
         pos
     }
 
     /// Removes the handle at `pos`; returns the handle moved into its place and that place (none
     /// when `pos` was the last).
     fn remove_at(&mut self, pos: usize) -> Option<(Handle, usize)> {
-        if self.tail.is_none() {
-            let f = self.full.as_mut()?;
-            self.tail = f.pop();
-            if f.is_empty() {
-                self.full = None;
+        match self.take() {
+            Parts::Empty => None,
+            Parts::Small(t) => {
+                let mut tail = Some(t);
+                let moved = remove_from(&mut [], &mut tail, pos);
+                self.put(tail.map_or(Parts::Empty, Parts::Small));
+                moved
+            }
+            Parts::Big(mut big) => {
+                if big.tail.is_none() {
+                    big.tail = big.full.pop();
+                }
+                let Big { full, tail } = &mut *big;
+                let moved = remove_from(full, tail, pos);
+                // Back to one block (or none) once no full block is left.
+                self.put(if big.full.is_empty() {
+                    big.tail.take().map_or(Parts::Empty, Parts::Small)
+                } else {
+                    Parts::Big(big)
+                });
+                moved
             }
         }
-        let tail = self.tail.as_mut()?;
-        let last_i = tail.len() - 1;
-        let last_pos = self.full_len() * CHUNK + last_i;
-        let tail = self.tail.as_mut()?;
-        let moved = if pos == last_pos {
-            None
-        } else {
-            let mut h = [0u8; H];
-            h.copy_from_slice(&tail.bytes()[last_i * H..last_i * H + H]);
-            let moved = unpack(&h);
-            let (block, i) = self.at(pos)?;
-            block.put(i, h);
-            moved.map(|m| (m, pos))
-        };
-        let tail = self.tail.as_mut()?;
-        tail.set_len(last_i);
-        if last_i == 0 {
-            self.tail = None;
-        } else if last_i <= tail.cap() / 2 {
-            // Shrink once half empty: growing back takes as many pushes as it took removals.
-            tail.resize(capacity_for(last_i));
-        }
-        moved
     }
 
     /// The position of `h`, by a scan of the positions from `from` on.
@@ -230,12 +293,50 @@ impl SlotKeys {
     }
 
     fn iter(&self) -> impl Iterator<Item = Handle> + '_ {
-        self.full
-            .iter()
-            .flat_map(|f| f.iter())
-            .chain(self.tail.iter())
-            .flat_map(|b| b.bytes().chunks_exact(H).filter_map(unpack))
+        let (full, tail) = self.parts();
+        full.iter().chain(tail).flat_map(|b| b.bytes().chunks_exact(H).filter_map(unpack))
     }
+}
+
+/// Appends `h` to a block of under `CHUNK` handles, growing it a size class if full.
+fn push_onto(t: &mut Block, h: Handle) {
+    let len = t.len();
+    if len == t.cap() {
+        t.resize(capacity_for(len + 1));
+    }
+    t.put(len, pack(h));
+    t.set_len(len + 1);
+}
+
+/// Removes position `pos` of the handles in `full` then `tail` (non-empty when any handle is
+/// left): the last handle moves into the hole. Returns the moved handle and its new position.
+fn remove_from(full: &mut [Block], tail: &mut Option<Block>, pos: usize) -> Option<(Handle, usize)> {
+    let t = tail.as_mut()?;
+    let last_i = t.len().checked_sub(1)?;
+    let last_pos = full.len() * CHUNK + last_i;
+    if pos > last_pos {
+        return None;
+    }
+    let moved = if pos == last_pos {
+        None
+    } else {
+        let mut h = [0u8; H];
+        h.copy_from_slice(&t.bytes()[last_i * H..last_i * H + H]);
+        if pos < full.len() * CHUNK {
+            full[pos / CHUNK].put(pos % CHUNK, h);
+        } else {
+            t.put(pos - full.len() * CHUNK, h);
+        }
+        unpack(&h).map(|m| (m, pos))
+    };
+    t.set_len(last_i);
+    if last_i == 0 {
+        *tail = None;
+    } else if last_i <= t.cap() / 2 {
+        // Shrink once half empty: growing back takes as many pushes as it took removals.
+        t.resize(capacity_for(last_i));
+    }
+    moved
 }
 
 /// Every slot's handles.
@@ -358,7 +459,7 @@ mod tests {
             del(&mut table, &mut idx, slot, &k);
         }
         assert_eq!(idx.count(slot), 0);
-        assert!(idx.slots[slot].full.is_none() && idx.slots[slot].tail.is_none());
+        assert!(idx.slots[slot].0.is_null());
     }
 
     /// Entries whose position is past the tag's range are still found and removed (by a scan
@@ -388,5 +489,7 @@ mod tests {
         let (_, h) = table.insert_entry(b"a", val(), 0);
         assert_eq!(unpack(&pack(h)), Some(h));
         const { assert!(CHUNK * H + HEADER <= 4096 && (CHUNK + 1) * H + HEADER > 4096) };
+        // A slot's header is one pointer: the index's fixed part is 16384 of them.
+        assert_eq!(std::mem::size_of::<SlotKeys>(), 8);
     }
 }

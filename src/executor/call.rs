@@ -179,13 +179,26 @@ fn cluster_route(
     }
     // One command (the usual case) routes from the stack: its keys when the table gives their
     // positions and there are a few, and no list of commands.
-    let mut stack: [&[u8]; 8] = [&[]; 8];
+    // Set only where used: an 8-entry array's initialisation is a tenth of this path's cost.
+    let mut stack: [&[u8]; 8];
     let mut n = 0;
     let heap: Vec<&[u8]>;
+    let one: [&[u8]; 1];
+    let k = spec.keys;
     let keys: &[&[u8]] = if spec.has_flag(flags::MOVABLEKEYS) {
         heap = keys_of(spec, parent, argv);
         &heap
+    } else if k.first == 1 && k.last == 1 {
+        // One key, the first argument (GET, SET, INCR, HSET ...): no position walk.
+        match argv.get(1) {
+            Some(a) => {
+                one = [&a[..]];
+                &one
+            }
+            None => &[],
+        }
     } else {
+        stack = [&[]; 8];
         let mut positions = spec.key_positions_iter(argv.len());
         for (slot, i) in stack.iter_mut().zip(positions.by_ref()) {
             *slot = &argv[i][..];
