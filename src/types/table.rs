@@ -826,6 +826,34 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         }
     }
 
+    /// Where `key` sits in SCAN's order: its hash with the bits reversed. A cursor walk visits
+    /// positions in ascending order whatever the table's size (the cursor itself, reversed, is
+    /// the first position not yet visited), so a walk can tell whether a key it has not met yet
+    /// lies ahead of it or behind it.
+    pub fn position(&self, key: &[u8]) -> u64 {
+        rev(self.hash(key) as u64)
+    }
+
+    /// `scan`, visiting only the entries at or after `cursor`'s position (`rev(cursor)`). A plain
+    /// step that starts inside a bucket of a smaller array (the table shrank since the cursor was
+    /// returned) visits that whole bucket, positions already passed included; this one skips
+    /// them, so a full walk meets every key present throughout exactly once. The hash of each
+    /// key is computed only in that case.
+    pub fn scan_exact(&self, cursor: u64, mut f: impl FnMut(&[u8], &V)) -> u64 {
+        let from = rev(cursor);
+        let small =
+            if self.rehash_idx.is_some() { self.ht[0].size().min(self.ht[1].size()) } else { self.ht[0].size() };
+        let mask = small.saturating_sub(1) as u64;
+        if from & !rev(mask) == 0 {
+            return self.scan(cursor, f);
+        }
+        self.scan(cursor, |k, v| {
+            if rev(self.hash(k) as u64) >= from {
+                f(k, v)
+            }
+        })
+    }
+
     /// Up to `n` distinct entries from a random spot of the table, walking consecutive buckets
     /// (Redis's dictGetSomeKeys): cheap, not uniform. The active expiry cycle samples with it.
     pub fn sample(&self, n: usize) -> Vec<(&[u8], &V)> {
