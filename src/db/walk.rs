@@ -1,10 +1,11 @@
 //! A KEYS walk that runs a bounded step at a time, interleaved with other clients' commands, and
 //! still replies with exactly the keys that were there (and not expired) when KEYS ran.
 //!
-//! The walk follows SCAN's reverse-binary cursor, in which every key has a fixed position (its
-//! hash with the bits reversed, `Table::position`) and the cursor only moves forward, whether the
-//! table grows or shrinks in between (`Table::scan_exact` skips the positions already passed).
-//! While the walk is in progress the database tells it about every key added or removed
+//! The walk goes through positions 0 ..= M in order, M the table's bucket mask when it began and
+//! a key's position its hash's bits under M (`Table::visit_position`), so every key has a fixed
+//! position and the walk only moves forward, whether the table grows or shrinks in between. (SCAN's
+//! reverse-binary cursor gives the same guarantees, but jumps across the bucket array: a walk of
+//! 1M keys took three times as long as reading them in bucket order.) While the walk is in progress the database tells it about every key added or removed
 //! (`Db::key_insert` / `Db::key_remove`, one branch on an empty `Vec` otherwise), and the walk
 //! keeps the command's point in time from what lies ahead of its cursor:
 //! - a key added ahead is "born": it did not exist when KEYS ran, and is skipped when met;
@@ -23,8 +24,8 @@ use crate::glob::glob_match;
 /// Bytes per chunk of the gathered reply.
 const CHUNK: usize = 64 * 1024;
 
-/// Buckets visited between two looks at the clock.
-const BUCKETS_PER_CHECK: usize = 64;
+/// Positions visited between two looks at the clock.
+const POSITIONS_PER_CHECK: u64 = 64;
 
 /// One KEYS walk over a database's table.
 pub struct KeyWalk {
@@ -33,8 +34,10 @@ pub struct KeyWalk {
     all: bool,
     /// The command's time: keys whose TTL had passed by then are not listed.
     at_ms: i64,
-    /// The SCAN cursor of the next step; `rev(cursor)` is the first position not yet visited.
-    cursor: u64,
+    /// The frame of positions: the table's bucket mask when the walk began.
+    mask: u64,
+    /// The first position not yet visited.
+    next: u64,
     done: bool,
     /// Keys added ahead of the cursor since the walk began (see the module header).
     born: std::collections::HashSet<Box<[u8]>, foldhash::fast::RandomState>,
@@ -44,13 +47,14 @@ pub struct KeyWalk {
 }
 
 impl KeyWalk {
-    pub fn new(id: u64, pattern: &[u8], at_ms: i64) -> KeyWalk {
+    pub fn new(id: u64, pattern: &[u8], at_ms: i64, mask: u64) -> KeyWalk {
         KeyWalk {
             id,
             pattern: pattern.into(),
             all: pattern == b"*",
             at_ms,
-            cursor: 0,
+            mask,
+            next: 0,
             done: false,
             born: Default::default(),
             chunks: Vec::new(),
@@ -62,9 +66,9 @@ impl KeyWalk {
         self.done
     }
 
-    /// Whether a key at `pos` is still ahead of the walk.
-    fn ahead(&self, pos: u64) -> bool {
-        !self.done && pos >= self.cursor.reverse_bits()
+    /// Whether a key of hash `hash` is still ahead of the walk.
+    fn ahead(&self, hash: u64) -> bool {
+        !self.done && hash & self.mask >= self.next
     }
 
     /// Adds `key` to the reply if it matches the pattern.
@@ -97,7 +101,8 @@ impl KeyWalk {
 impl super::Db {
     /// Starts a KEYS walk of this database's keys at time `at_ms`.
     pub fn start_walk(&mut self, id: u64, pattern: &[u8], at_ms: i64) {
-        self.walks.push(KeyWalk::new(id, pattern, at_ms));
+        let mask = self.keys.walk_mask();
+        self.walks.push(KeyWalk::new(id, pattern, at_ms, mask));
     }
 
     /// Whether walk `id` runs over this database's table.
@@ -117,24 +122,22 @@ impl super::Db {
         let w = walks.iter_mut().find(|w| w.id == id)?;
         let has_expires = !expires.is_empty();
         while !w.done {
-            for _ in 0..BUCKETS_PER_CHECK {
-                let at = w.at_ms;
-                let cursor = w.cursor;
-                let next = keys.scan_exact(cursor, |k, _| {
-                    if !w.born.is_empty() && w.born.contains(k) {
-                        return;
-                    }
-                    if has_expires && matches!(expires.get(k), Some(&e) if e <= at) {
-                        return;
-                    }
-                    w.emit(k);
-                });
-                w.cursor = next;
-                if next == 0 {
-                    w.done = true;
-                    w.born = Default::default();
-                    break;
+            let (at, from, mask) = (w.at_ms, w.next, w.mask);
+            let to = mask.saturating_add(1).min(from + POSITIONS_PER_CHECK);
+            keys.visit_positions(from, to, mask, |k, _| {
+                if !w.born.is_empty() && w.born.contains(k) {
+                    return;
                 }
+                if has_expires && matches!(expires.get(k), Some(&e) if e <= at) {
+                    return;
+                }
+                w.emit(k);
+            });
+            w.next = to;
+            if to > mask {
+                w.done = true;
+                w.born = Default::default();
+                break;
             }
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 break;
@@ -160,9 +163,9 @@ impl super::Db {
 
     /// `key` was just added: it is born for the walks it is ahead of.
     pub(super) fn walks_added(&mut self, key: &[u8]) {
-        let pos = self.keys.position(key);
+        let hash = self.keys.key_hash(key);
         for w in &mut self.walks {
-            if w.ahead(pos) {
+            if w.ahead(hash) {
                 w.born.insert(key.into());
             }
         }
@@ -171,9 +174,9 @@ impl super::Db {
     /// `key` was just overwritten in place, and its TTL before that was `old_expire`: for the
     /// walks whose time it had passed, it is born now.
     pub(super) fn walks_revived(&mut self, key: &[u8], old_expire: i64) {
-        let pos = self.keys.position(key);
+        let hash = self.keys.key_hash(key);
         for w in &mut self.walks {
-            if old_expire <= w.at_ms && w.ahead(pos) {
+            if old_expire <= w.at_ms && w.ahead(hash) {
                 w.born.insert(key.into());
             }
         }
@@ -181,10 +184,10 @@ impl super::Db {
 
     /// `key` was just removed from the table; its TTL is still in the expire table.
     pub(super) fn walks_removed(&mut self, key: &[u8]) {
-        let pos = self.keys.position(key);
+        let hash = self.keys.key_hash(key);
         let expire = self.expires.get(key).copied();
         for w in &mut self.walks {
-            if !w.ahead(pos) || (!w.born.is_empty() && w.born.remove(key)) {
+            if !w.ahead(hash) || (!w.born.is_empty() && w.born.remove(key)) {
                 continue;
             }
             if expire.is_none_or(|e| e > w.at_ms) {
@@ -286,6 +289,12 @@ mod tests {
                         _ => {
                             db.persist(k, later);
                         }
+                    }
+                }
+                if rng.u8(..25) == 0 {
+                    // Growth past a doubling or two (born keys, all of them).
+                    for i in 0..n * 2 {
+                        db.set(format!("g{i}:{steps}").as_bytes(), val(), later);
                     }
                 }
                 if rng.u8(..20) == 0 {
