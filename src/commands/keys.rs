@@ -143,10 +143,16 @@ pub fn keys_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let pattern = args.get(1);
     let all = pattern == b"*";
     let now = ctx.now_ms();
+    // A big table is walked a step at a time between other clients' commands, the reply still
+    // exactly the keys of this moment (see `executor::walks`), wherever the reply may come
+    // later: not inside MULTI or a script, whose replies are immediate.
+    if ctx.db().len() > crate::executor::walks::WALK_MIN_KEYS && ctx.client().defers_reply() {
+        let (db, client) = (ctx.db_index(), ctx.client().id);
+        return Ok(crate::executor::walks::start(ctx.admin(), db, client, pattern, now));
+    }
     // Encoded as the table is walked, straight into one buffer (no element allocated per key),
     // the array's length spliced in front at the end. Measured on 1M keys (KEYS *, slowlog, a
     // loaded 2-core machine): 235 ms building a reply per key, 184 ms this way (Redis 596 ms).
-    // Still a walk of the whole table on the executor: see the note on KEYS in issue 21's report.
     let db = ctx.db();
     let mut body = Vec::with_capacity(db.len().min(1 << 20) * 16);
     let mut n = 0i64;

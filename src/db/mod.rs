@@ -8,6 +8,7 @@
 
 pub mod lazyfree;
 pub mod slots;
+pub mod walk;
 
 pub use crate::types::table::Table;
 use crate::types::Value;
@@ -103,6 +104,8 @@ pub struct Db {
     /// The master's link runs the command on a replica: expired keys are still there until the
     /// master deletes them.
     pub master_view: bool,
+    /// KEYS walks in progress over this table (see `walk`): told of every key added or removed.
+    walks: Vec<walk::KeyWalk>,
 }
 
 /// What a key's 24-bit access field holds, by maxmemory-policy: the LRU clock of the last access,
@@ -219,8 +222,9 @@ impl Db {
     }
 
     fn delete_expired(&mut self, key: &[u8]) {
-        self.expires.remove(key);
+        // The key goes before its TTL: a walk in progress judges it by that TTL.
         self.key_remove(key);
+        self.expires.remove(key);
         self.forget_field_ttl(key);
         self.counters.expired_keys += 1;
         if self.log_expired {
@@ -391,12 +395,15 @@ impl Db {
 
     /// Stores `value` under `key`, dropping any TTL (Redis's `setKey`). Returns the old value.
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
-        if !self.expires.is_empty() {
-            self.expires.remove(key);
-        }
+        let old_expire = if self.expires.is_empty() { None } else { self.expires.remove(key) };
         self.note_value(key, &value);
         let clock = self.clock_for_store(key, now_ms);
-        self.key_insert(key, value, clock)
+        let old = self.key_insert(key, value, clock);
+        // A stale key replaced in place is a new key to a walk whose time it had passed.
+        if let (Some(at), true) = (old_expire, !self.walks.is_empty() && old.is_some()) {
+            self.walks_revived(key, at);
+        }
+        old
     }
 
     /// The access field a stored value gets: now under LRU; under LFU a new key's initial counter,
@@ -454,21 +461,24 @@ impl Db {
         if !self.field_ttl.due.is_empty() && self.expire_fields_if_needed(key, now_ms) {
             return None;
         }
+        // The key goes before its TTL: a walk in progress judges it by that TTL.
+        let old = self.key_remove(key);
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
         self.forget_field_ttl(key);
-        self.key_remove(key)
+        old
     }
 
     /// Removes `key` as eviction does: whether or not its TTL has passed, with no expiry
     /// bookkeeping (Redis's dbSyncDelete from performEvictions).
     pub fn evict(&mut self, key: &[u8]) -> Option<Value> {
+        let old = self.key_remove(key);
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
         self.forget_field_ttl(key);
-        self.key_remove(key)
+        old
     }
 
     /// Up to `n` keys sampled for eviction, with their access field and expire time: from all
@@ -551,24 +561,43 @@ impl Db {
         self.keys.contains_key(key) && !matches!(self.expires.get(key), Some(&at) if at <= now_ms)
     }
 
+    /// Every key enters the table here (the slot index and KEYS walks follow it).
     fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {
-        let Some(index) = self.slot_index.as_mut() else { return self.keys.insert(key, value, clock) };
-        let (old, entry) = self.keys.insert_entry(key, value, clock);
-        if old.is_none() {
-            let tag = index.add(crate::util::slot::key_hash_slot(key), entry);
-            // SAFETY: `entry` was just inserted.
-            unsafe { self.keys.set_entry_tag(entry, tag) };
+        let old = match self.slot_index.as_mut() {
+            None => self.keys.insert(key, value, clock),
+            Some(index) => {
+                let (old, entry) = self.keys.insert_entry(key, value, clock);
+                if old.is_none() {
+                    let tag = index.add(crate::util::slot::key_hash_slot(key), entry);
+                    // SAFETY: `entry` was just inserted.
+                    unsafe { self.keys.set_entry_tag(entry, tag) };
+                }
+                old
+            }
+        };
+        if old.is_none() && !self.walks.is_empty() {
+            self.walks_added(key);
         }
         old
     }
 
+    /// Every key leaves the table here, before its TTL leaves the expire table (a KEYS walk in
+    /// progress judges a key that goes by the TTL it had).
     fn key_remove(&mut self, key: &[u8]) -> Option<Value> {
-        let Some(index) = self.slot_index.as_mut() else { return self.keys.remove(key) };
-        let (old, entry, tag) = self.keys.remove_entry(key)?;
-        let (_, moved) = index.remove(crate::util::slot::key_hash_slot(key), entry, tag);
-        if let Some((moved, tag)) = moved {
-            // SAFETY: the index holds only entries now in `self.keys` (see `keys_in_slot`).
-            unsafe { self.keys.set_entry_tag(moved, tag) };
+        let old = match self.slot_index.as_mut() {
+            None => self.keys.remove(key)?,
+            Some(index) => {
+                let (old, entry, tag) = self.keys.remove_entry(key)?;
+                let (_, moved) = index.remove(crate::util::slot::key_hash_slot(key), entry, tag);
+                if let Some((moved, tag)) = moved {
+                    // SAFETY: the index holds only entries now in `self.keys` (see `keys_in_slot`).
+                    unsafe { self.keys.set_entry_tag(moved, tag) };
+                }
+                old
+            }
+        };
+        if !self.walks.is_empty() {
+            self.walks_removed(key);
         }
         Some(old)
     }
@@ -633,6 +662,9 @@ impl Db {
 
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
+        // A KEYS walk lists the keys of its start time: it ends before they go (rare, and as
+        // long as a KEYS of the whole table took before walks).
+        self.finish_walks();
         self.field_ttl = FieldTtlIndex::default();
         // The index describes the table being handed away; the next use rebuilds it (empty).
         self.slot_index = None;

@@ -537,12 +537,7 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
     let reply_start = out.len();
     match &reply {
         // Encoded by the connection, off this thread, at this point of the batch's output.
-        Reply::Deferred(d)
-            if client.defer_reply
-                && !client.in_exec
-                && client.script_caller.is_none()
-                && (client.batch_last || !d.0.may_fail()) =>
-        {
+        Reply::Deferred(d) if client.defers_reply() && (client.batch_last || !d.0.may_fail()) => {
             // Refused when it puts the client over its output limit: the client is being
             // closed and the reply goes nowhere.
             let _ = client.handle.push_deferred(reply_start, client.proto, d.clone(), stat_name);

@@ -901,6 +901,13 @@ impl Client {
             + self.batch_reply as u64
     }
 
+    /// Whether a `Reply::Deferred` of the running command goes to the connection to encode (and
+    /// may be completed later, as KEYS's walk is) rather than being encoded in place: a command
+    /// straight from the connection's batch, not inside MULTI or a script.
+    pub fn defers_reply(&self) -> bool {
+        self.defer_reply && !self.in_exec && self.script_caller.is_none()
+    }
+
     /// The ACL user the client runs as.
     pub fn user_name(&self) -> &[u8] {
         self.user.as_deref().unwrap_or(b"default")

@@ -27,6 +27,7 @@ pub mod scripting;
 pub mod shutdown;
 pub mod snapshot;
 pub mod tracking;
+pub mod walks;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -162,6 +163,8 @@ pub struct State {
     pub cluster_caller_flags: (bool, bool),
     /// When the cluster cron last ran (it runs every 100 ms whatever hz is).
     pub cluster_cron_ms: i64,
+    /// KEYS walks in progress (see `walks`).
+    pub walks: walks::Walks,
 }
 
 impl State {
@@ -219,6 +222,7 @@ impl State {
             cluster_caller_flags: (false, false),
             snapshot: snapshot::SnapshotState::default(),
             evict: evict::EvictState::default(),
+            walks: walks::Walks::default(),
         };
         st.evict = evict::EvictState::with_limit(st.config.maxmemory);
         evict::apply_access_clock(&mut st);
@@ -264,6 +268,7 @@ impl State {
     pub fn poll_loading(&mut self) {
         let Some(job) = &self.loading else { return };
         let Some(done) = job.take_done() else { return };
+        walks::finish_all(self);
         let mut dbs = done.dbs;
         dbs.resize_with(self.dbs.len(), Db::new);
         self.dbs = dbs;
@@ -602,13 +607,25 @@ pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
         .name("executor".into())
         .spawn(move || {
             let mut next_cron = Instant::now() + exec.cron_period();
+            // When KEYS walks last had a step: while batches keep coming they get one step
+            // (`walks::STEP`) per step's worth of batches; with none waiting they step on.
+            let mut last_step = Instant::now();
             loop {
-                let wait = exec.next_wakeup(next_cron).saturating_duration_since(Instant::now());
+                let walking = exec.state.walks.pending();
+                let wait = if walking {
+                    Duration::ZERO
+                } else {
+                    exec.next_wakeup(next_cron).saturating_duration_since(Instant::now())
+                };
                 match rx.recv_timeout(wait) {
                     Ok(msg) => {
                         exec.handle_msg(msg);
                         // Drain what queued meanwhile before sleeping again.
                         for _ in 0..1024 {
+                            if walking && last_step.elapsed() >= walks::STEP {
+                                walks::step(&mut exec.state, walks::STEP);
+                                last_step = Instant::now();
+                            }
                             match rx.try_recv() {
                                 Ok(msg) => exec.handle_msg(msg),
                                 Err(_) => break,
@@ -617,6 +634,10 @@ pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
                     }
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                     Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+                if exec.state.walks.pending() {
+                    walks::step(&mut exec.state, walks::STEP);
+                    last_step = Instant::now();
                 }
                 exec.expire_blocked();
                 if Instant::now() >= next_cron {
@@ -665,4 +686,5 @@ pub fn disconnect_client(st: &mut State, id: u64) {
     }
     // pub/sub hook: drop the client's subscriptions and monitor mode.
     crate::executor::pubsub::forget_client(st, id);
+    walks::client_gone(st, id);
 }

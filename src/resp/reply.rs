@@ -79,6 +79,109 @@ pub trait Encode: Send + Sync {
     fn streams(&self) -> bool {
         false
     }
+    /// Whether the reply is ready to encode: Pending while the executor still produces it (a
+    /// KEYS walk, see `Later`), registering `cx` to be woken; Ready(false) when it never will be
+    /// (the connection then closes).
+    fn poll_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<bool> {
+        let _ = cx;
+        std::task::Poll::Ready(true)
+    }
+}
+
+/// A reply the executor completes later, a step at a time, while other clients run (KEYS over a
+/// big table): its connection waits for it (`Encode::poll_ready`), then writes its bytes, which
+/// come in parts so the executor never copies a big reply to join them. The executor holds it
+/// weakly: once the connection drops it (the client went away), the work behind it stops.
+#[derive(Default)]
+pub struct Later {
+    state: std::sync::Mutex<LaterState>,
+}
+
+#[derive(Default)]
+struct LaterState {
+    parts: Option<Vec<Vec<u8>>>,
+    abandoned: bool,
+    waker: Option<std::task::Waker>,
+}
+
+impl Later {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LaterState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands over the reply's bytes (their concatenation) and wakes the connection.
+    pub fn complete(&self, parts: Vec<Vec<u8>>) {
+        let waker = {
+            let mut st = self.lock();
+            st.parts = Some(parts);
+            st.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// The reply will not come (what produced it is gone): the connection closes.
+    pub fn abandon(&self) {
+        let waker = {
+            let mut st = self.lock();
+            st.abandoned = true;
+            st.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+impl Encode for Later {
+    fn encode(&self, _proto: u8, out: &mut Vec<u8>) {
+        if let Some(parts) = &self.lock().parts {
+            for p in parts {
+                out.extend_from_slice(p);
+            }
+        }
+    }
+
+    fn size_hint(&self) -> usize {
+        self.lock().parts.as_ref().map_or(0, |p| p.iter().map(Vec::len).sum())
+    }
+
+    /// Parts from `cursor.a` (the part) and `cursor.b` (the offset in it), a piece's worth.
+    fn encode_piece(&self, _proto: u8, cursor: &mut Cursor, out: &mut Vec<u8>) -> Piece {
+        let st = self.lock();
+        let Some(parts) = &st.parts else { return Piece::Done(None) };
+        while cursor.a < parts.len() {
+            let part = &parts[cursor.a];
+            let take = (part.len() - cursor.b).min(PIECE_BYTES.saturating_sub(out.len()));
+            out.extend_from_slice(&part[cursor.b..cursor.b + take]);
+            cursor.b += take;
+            if cursor.b == part.len() {
+                cursor.a += 1;
+                cursor.b = 0;
+            }
+            if out.len() >= PIECE_BYTES {
+                return if cursor.a < parts.len() { Piece::More } else { Piece::Done(None) };
+            }
+        }
+        Piece::Done(None)
+    }
+
+    fn streams(&self) -> bool {
+        true
+    }
+
+    fn poll_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<bool> {
+        let mut st = self.lock();
+        if st.parts.is_some() {
+            return std::task::Poll::Ready(true);
+        }
+        if st.abandoned {
+            return std::task::Poll::Ready(false);
+        }
+        st.waker = Some(cx.waker().clone());
+        std::task::Poll::Pending
+    }
 }
 
 /// How much of a streamed reply one piece holds at the least (but for the last): the

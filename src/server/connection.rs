@@ -395,6 +395,11 @@ where
         if !head.is_empty() && (!handle.admit_reply(head.len()) || !send(stream, handle, &mut head, backlog).await) {
             return false;
         }
+        // A reply the executor is still producing (KEYS over a big table) is waited for here,
+        // reading requests meanwhile (not running them) and noticing a peer that goes away.
+        if !poll_fn(|cx| poll_ready(&d, stream, cx, rbuf, backlog, handle)).await {
+            return false;
+        }
         // The piece in the making is the client's output too.
         handle.report_out_held(rest.capacity() + PIECE_CAPACITY);
         // Redis builds a whole reply before it writes any of it, so its output limit applies
@@ -433,6 +438,37 @@ where
     rest.clear();
     *out = rest;
     true
+}
+
+/// Ready once deferred reply `d` can be encoded (true), reading requests meanwhile, or once the
+/// connection must close (false: closed by the peer or the executor, its query buffer over the
+/// limit, or the reply abandoned).
+fn poll_ready<S>(
+    d: &Deferred,
+    stream: &mut S,
+    cx: &mut std::task::Context<'_>,
+    rbuf: &mut BytesMut,
+    backlog: &mut Backlog,
+    handle: &ClientHandle,
+) -> Poll<bool>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Unsent,
+{
+    if let Poll::Ready(ready) = d.0.poll_ready(cx) {
+        return Poll::Ready(ready);
+    }
+    loop {
+        match poll_room(stream, cx, rbuf, backlog, handle) {
+            Poll::Ready(false) => return Poll::Ready(false),
+            Poll::Pending => return Poll::Pending,
+            // Nothing to read or write now (the read registered `cx`); a close request wakes
+            // it too.
+            Poll::Ready(true) => match handle.killed.poll_take(cx) {
+                Poll::Ready(()) => continue,
+                Poll::Pending => return Poll::Pending,
+            },
+        }
+    }
 }
 
 /// Ready once the backlog is written out (true), reading requests meanwhile, or once the

@@ -191,6 +191,18 @@ pub fn run(config: Config) -> i32 {
                     }
                 }
             });
+            // KEYS walks: a step at a time, each followed by a turn of the other connections
+            // (yield_now lets the runtime poll the sockets before this task runs again).
+            let walk_exec = exec.clone();
+            tokio::spawn(async move {
+                let wake = ExecHandle::local(&walk_exec).state.walks.wake.clone();
+                loop {
+                    wake.notified().await;
+                    while executor::walks::step(&mut ExecHandle::local(&walk_exec).state, executor::walks::STEP) {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            });
             serve(ExecHandle::Local(exec), config).await
         })
     } else {

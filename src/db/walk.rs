@@ -1,0 +1,333 @@
+//! A KEYS walk that runs a bounded step at a time, interleaved with other clients' commands, and
+//! still replies with exactly the keys that were there (and not expired) when KEYS ran.
+//!
+//! The walk goes through positions 0 ..= M in order, M the table's bucket mask when it began and
+//! a key's position its hash's bits under M (`Table::visit_position`), so every key has a fixed
+//! position and the walk only moves forward, whether the table grows or shrinks in between. (SCAN's
+//! reverse-binary cursor gives the same guarantees, but jumps across the bucket array: a walk of
+//! 1M keys took three times as long as reading them in bucket order.) While the walk is in progress the database tells it about every key added or removed
+//! (`Db::key_insert` / `Db::key_remove`, one branch on an empty `Vec` otherwise), and the walk
+//! keeps the command's point in time from what lies ahead of its cursor:
+//! - a key added ahead is "born": it did not exist when KEYS ran, and is skipped when met;
+//! - a key removed ahead that was not born existed then: it is emitted at once if it matches and
+//!   was not expired at the command's time (a later re-add of it is born again);
+//! - a key overwritten ahead while it was already expired at the command's time (SET on a stale
+//!   key, which replaces it in place) is born as well;
+//! - a key met is judged by its TTL against the command's time (a TTL set meanwhile is in the
+//!   future of that time, so a key alive then still reads alive).
+//!
+//! Keys behind the cursor were dealt with when it passed them. The reply's elements are kept in
+//! chunks, so the walk never copies what it gathered to grow a buffer.
+
+use crate::glob::glob_match;
+
+/// Bytes per chunk of the gathered reply.
+const CHUNK: usize = 64 * 1024;
+
+/// Positions visited between two looks at the clock.
+const POSITIONS_PER_CHECK: u64 = 64;
+
+/// One KEYS walk over a database's table.
+pub struct KeyWalk {
+    pub id: u64,
+    pattern: Box<[u8]>,
+    all: bool,
+    /// The command's time: keys whose TTL had passed by then are not listed.
+    at_ms: i64,
+    /// The frame of positions: the table's bucket mask when the walk began.
+    mask: u64,
+    /// The first position not yet visited.
+    next: u64,
+    done: bool,
+    /// Keys added ahead of the cursor since the walk began (see the module header).
+    born: std::collections::HashSet<Box<[u8]>, foldhash::fast::RandomState>,
+    /// The reply's bulk strings so far.
+    chunks: Vec<Vec<u8>>,
+    count: u64,
+}
+
+impl KeyWalk {
+    pub fn new(id: u64, pattern: &[u8], at_ms: i64, mask: u64) -> KeyWalk {
+        KeyWalk {
+            id,
+            pattern: pattern.into(),
+            all: pattern == b"*",
+            at_ms,
+            mask,
+            next: 0,
+            done: false,
+            born: Default::default(),
+            chunks: Vec::new(),
+            count: 0,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Whether a key of hash `hash` is still ahead of the walk.
+    fn ahead(&self, hash: u64) -> bool {
+        !self.done && hash & self.mask >= self.next
+    }
+
+    /// Adds `key` to the reply if it matches the pattern.
+    fn emit(&mut self, key: &[u8]) {
+        if !self.all && !glob_match(&self.pattern, key, false) {
+            return;
+        }
+        let need = key.len() + 16;
+        match self.chunks.last_mut() {
+            Some(c) if c.capacity() - c.len() >= need => {}
+            _ => self.chunks.push(Vec::with_capacity(CHUNK.max(need))),
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            crate::resp::writer::bulk(c, key);
+        }
+        self.count += 1;
+    }
+
+    /// The number of keys listed and the reply's bulk strings (the array header is the caller's).
+    pub fn into_reply(self) -> (u64, Vec<Vec<u8>>) {
+        (self.count, self.chunks)
+    }
+
+    /// Bytes the walk holds (its gathered reply and its born set), about.
+    pub fn memory(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum::<usize>() + self.born.iter().map(|k| k.len() + 16).sum::<usize>()
+    }
+}
+
+impl super::Db {
+    /// Starts a KEYS walk of this database's keys at time `at_ms`.
+    pub fn start_walk(&mut self, id: u64, pattern: &[u8], at_ms: i64) {
+        let mask = self.keys.walk_mask();
+        self.walks.push(KeyWalk::new(id, pattern, at_ms, mask));
+    }
+
+    /// Whether walk `id` runs over this database's table.
+    pub fn has_walk(&self, id: u64) -> bool {
+        self.walks.iter().any(|w| w.id == id)
+    }
+
+    /// Whether any walk is in progress here.
+    pub fn walking(&self) -> bool {
+        self.walks.iter().any(|w| !w.done)
+    }
+
+    /// Moves walk `id` on until it is over or `deadline` passes (None: to the end). Returns
+    /// whether it is over, None when there is no such walk here.
+    pub fn walk_step(&mut self, id: u64, deadline: Option<std::time::Instant>) -> Option<bool> {
+        let super::Db { keys, expires, walks, .. } = self;
+        let w = walks.iter_mut().find(|w| w.id == id)?;
+        let has_expires = !expires.is_empty();
+        while !w.done {
+            let (at, from, mask) = (w.at_ms, w.next, w.mask);
+            let to = mask.saturating_add(1).min(from + POSITIONS_PER_CHECK);
+            keys.visit_positions(from, to, mask, |k, _| {
+                if !w.born.is_empty() && w.born.contains(k) {
+                    return;
+                }
+                if has_expires && matches!(expires.get(k), Some(&e) if e <= at) {
+                    return;
+                }
+                w.emit(k);
+            });
+            w.next = to;
+            if to > mask {
+                w.done = true;
+                w.born = Default::default();
+                break;
+            }
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                break;
+            }
+        }
+        Some(w.done)
+    }
+
+    /// Takes walk `id` out (finished or not).
+    pub fn take_walk(&mut self, id: u64) -> Option<KeyWalk> {
+        let at = self.walks.iter().position(|w| w.id == id)?;
+        Some(self.walks.swap_remove(at))
+    }
+
+    /// Runs every walk here to its end (the table is about to be emptied or replaced). The
+    /// finished walks stay until their owner takes them.
+    pub fn finish_walks(&mut self) {
+        let ids: Vec<u64> = self.walks.iter().filter(|w| !w.done).map(|w| w.id).collect();
+        for id in ids {
+            self.walk_step(id, None);
+        }
+    }
+
+    /// `key` was just added: it is born for the walks it is ahead of.
+    pub(super) fn walks_added(&mut self, key: &[u8]) {
+        let hash = self.keys.key_hash(key);
+        for w in &mut self.walks {
+            if w.ahead(hash) {
+                w.born.insert(key.into());
+            }
+        }
+    }
+
+    /// `key` was just overwritten in place, and its TTL before that was `old_expire`: for the
+    /// walks whose time it had passed, it is born now.
+    pub(super) fn walks_revived(&mut self, key: &[u8], old_expire: i64) {
+        let hash = self.keys.key_hash(key);
+        for w in &mut self.walks {
+            if old_expire <= w.at_ms && w.ahead(hash) {
+                w.born.insert(key.into());
+            }
+        }
+    }
+
+    /// `key` was just removed from the table; its TTL is still in the expire table.
+    pub(super) fn walks_removed(&mut self, key: &[u8]) {
+        let hash = self.keys.key_hash(key);
+        let expire = self.expires.get(key).copied();
+        for w in &mut self.walks {
+            if !w.ahead(hash) || (!w.born.is_empty() && w.born.remove(key)) {
+                continue;
+            }
+            if expire.is_none_or(|e| e > w.at_ms) {
+                w.emit(key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Db;
+    use crate::types::{RStr, Value};
+    use std::collections::BTreeSet;
+
+    fn val() -> Value {
+        Value::Str(RStr::from_bytes(b"v"))
+    }
+
+    /// The keys a walk's reply lists.
+    fn listed(w: super::KeyWalk) -> BTreeSet<Vec<u8>> {
+        let (count, chunks) = w.into_reply();
+        let bytes: Vec<u8> = chunks.concat();
+        let mut out = BTreeSet::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            let end = i + bytes[i..].iter().position(|&b| b == b'\r').unwrap();
+            let len: usize = std::str::from_utf8(&bytes[i + 1..end]).unwrap().parse().unwrap();
+            let key = bytes[end + 2..end + 2 + len].to_vec();
+            assert!(out.insert(key), "a key listed twice");
+            i = end + 2 + len + 2;
+        }
+        assert_eq!(out.len() as u64, count);
+        out
+    }
+
+    /// The live keys matching `pattern` at `now`, as a synchronous KEYS sees them.
+    fn expected(db: &Db, pattern: &[u8], now: i64) -> BTreeSet<Vec<u8>> {
+        db.keys(now).map(|(k, _)| k.to_vec()).filter(|k| crate::glob::glob_match(pattern, k, false)).collect()
+    }
+
+    /// Random writes (adds, overwrites, deletes, TTLs past and future, expiry, eviction) between
+    /// steps of a small budget, with the table growing and shrinking under the walk: the reply
+    /// is what the database held when the walk began, whatever happened after.
+    #[test]
+    fn a_walk_lists_the_keys_of_its_start_time_under_random_writes() {
+        for seed in 0..40u64 {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let mut db = Db::new();
+            let now = 1_000_000;
+            let n = 200 + rng.usize(..3000);
+            for i in 0..n {
+                let k = format!("k{i}");
+                db.set(k.as_bytes(), val(), now);
+                match rng.u8(..10) {
+                    0 => {
+                        db.set_expire(k.as_bytes(), now - 1);
+                    }
+                    1 => {
+                        db.set_expire(k.as_bytes(), now + 5);
+                    }
+                    _ => {}
+                }
+            }
+            let pattern: &[u8] = if seed % 2 == 0 { b"*" } else { b"k*1*" };
+            let want = expected(&db, pattern, now);
+            db.start_walk(7, pattern, now);
+            let mut later = now;
+            let mut steps = 0;
+            while db.walk_step(7, Some(std::time::Instant::now())) == Some(false) {
+                steps += 1;
+                later += rng.i64(0..3);
+                for _ in 0..rng.usize(..40) {
+                    let k =
+                        if rng.bool() { format!("k{}", rng.usize(..n * 2)) } else { format!("n{}", rng.usize(..500)) };
+                    let k = k.as_bytes();
+                    match rng.u8(..9) {
+                        0 | 1 => {
+                            db.set(k, val(), later);
+                        }
+                        2 | 3 => {
+                            db.remove(k, later);
+                        }
+                        4 => {
+                            db.set_keep_ttl(k, val(), later);
+                        }
+                        5 => {
+                            // EXPIRE in the future of a live key.
+                            if db.contains(k, later) {
+                                db.set_expire(k, later + 1000);
+                            }
+                        }
+                        6 => {
+                            db.evict(k);
+                        }
+                        7 => {
+                            db.peek(k, later);
+                        }
+                        _ => {
+                            db.persist(k, later);
+                        }
+                    }
+                }
+                if rng.u8(..25) == 0 {
+                    // Growth past a doubling or two (born keys, all of them).
+                    for i in 0..n * 2 {
+                        db.set(format!("g{i}:{steps}").as_bytes(), val(), later);
+                    }
+                }
+                if rng.u8(..20) == 0 {
+                    // Deletions past the shrink threshold, then the cron's rehash.
+                    for i in 0..n {
+                        if rng.u8(..4) != 0 {
+                            db.remove(format!("k{i}").as_bytes(), later);
+                        }
+                    }
+                    db.rehash_until(std::time::Instant::now() + std::time::Duration::from_millis(5));
+                }
+                db.active_expire(later, std::time::Instant::now(), 20);
+            }
+            assert!(steps > 0 || n < 64);
+            let w = db.take_walk(7).unwrap();
+            assert_eq!(listed(w), want, "seed {seed}");
+            assert!(db.walks.is_empty());
+        }
+    }
+
+    /// A database emptied under a walk finishes the walk first.
+    #[test]
+    fn clear_finishes_the_walk() {
+        let mut db = Db::new();
+        for i in 0..5000 {
+            db.set(format!("k{i}").as_bytes(), val(), 0);
+        }
+        db.start_walk(1, b"*", 0);
+        assert_eq!(db.walk_step(1, Some(std::time::Instant::now())), Some(false));
+        drop(db.clear());
+        db.set(b"new", val(), 0);
+        let w = db.take_walk(1).unwrap();
+        assert!(w.is_done());
+        assert_eq!(listed(w).len(), 5000);
+    }
+}
