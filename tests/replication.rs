@@ -409,6 +409,16 @@ fn freeze(s: &Server, stop: bool) {
     let sig = if stop { libc::SIGSTOP } else { libc::SIGCONT };
     // SAFETY: signals a child process this test started and still owns.
     assert_eq!(unsafe { libc::kill(s.pid() as i32, sig) }, 0, "signal {} to {}", sig, s.name);
+    // SIGSTOP takes effect when the process is next scheduled: until then a "frozen" replica
+    // could still take the next write and answer the master's GETACK (which made a FAILOVER
+    // find it caught up and hold no write).
+    if stop {
+        wait_until("the process to stop", || {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", s.pid())).unwrap_or_default();
+            // The state follows the command name's closing parenthesis.
+            stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+        });
+    }
 }
 
 /// FAILOVER from a ferrodis master to a real Redis replica, then back from the real Redis
