@@ -73,6 +73,11 @@ impl<R: BufRead> CommandReader<R> {
                 return Err(ReadError::Truncated);
             }
             self.offset += len + 2;
+            // A big argument may be stored as it is (a SET's value keeps its allocation): it
+            // holds no more than itself.
+            if arg.capacity() > arg.len() + 4096 {
+                arg.shrink_to_fit();
+            }
             argv.push(arg);
         }
         self.valid_up_to = self.offset;

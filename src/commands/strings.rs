@@ -14,6 +14,7 @@ use crate::pubsub::ev;
 use crate::resp::Reply;
 use crate::types::{RStr, Value};
 use crate::util::num::{incr_long_double, parse_i64, LdError};
+use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec("get", 2, READONLY | FAST, keys(1, 1, 1), acl::STRING, get),
@@ -189,10 +190,21 @@ pub fn get(ctx: &mut Ctx, args: &Args) -> CmdResult {
     get_reply(ctx, args.key(1))
 }
 
+/// Argument `arg` as a stored string. A big one keeps its own allocation instead of being copied:
+/// every argument of `BIG_ARG` bytes or more has one (the parser reads it into one, and scripts,
+/// functions and the AOF loader build theirs by copying), so keeping it pins nothing else.
+fn stored_value(arg: &Bytes) -> RStr {
+    if arg.len() >= crate::resp::parser::BIG_ARG {
+        RStr::adopt(arg.clone())
+    } else {
+        RStr::from_bytes(arg)
+    }
+}
+
 /// What a SET-like command does once its arguments are parsed.
 struct SetPlan<'a> {
     key: &'a [u8],
-    value: &'a [u8],
+    value: &'a Bytes,
     nx: bool,
     xx: bool,
     get: bool,
@@ -222,7 +234,7 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
             db.expire_at(plan.key, now);
         }
     }
-    let value = Value::Str(RStr::from_bytes(plan.value));
+    let value = Value::Str(stored_value(plan.value));
     let db = ctx.db();
     let replaced = if plan.keepttl { db.set_keep_ttl(plan.key, value, now) } else { db.set(plan.key, value, now) };
     if replaced.is_none() {
@@ -239,7 +251,7 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
     if let Some(at) = plan.expire_at {
         ctx.notify(ev::GENERIC, "expire", plan.key);
         if plan.propagate_pxat && ctx.propagating() {
-            ctx.propagate_as_parts(&[b"SET", plan.key, plan.value, b"PXAT", at.to_string().as_bytes()]);
+            ctx.propagate_as_parts(&[b"SET", plan.key, &plan.value[..], b"PXAT", at.to_string().as_bytes()]);
         }
     }
     Ok((true, old))
@@ -257,7 +269,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
         // The benchmark hot path: no options to parse.
         let plan = SetPlan {
             key: args.key(1),
-            value: args.get(2),
+            value: &args.argv[2],
             nx: false,
             xx: false,
             get: false,
@@ -275,7 +287,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     };
     let plan = SetPlan {
         key: args.key(1),
-        value: args.get(2),
+        value: &args.argv[2],
         nx: opts.nx,
         xx: opts.xx,
         get: opts.get,
@@ -307,7 +319,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn setnx(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let plan = SetPlan {
         key: args.key(1),
-        value: args.get(2),
+        value: &args.argv[2],
         nx: true,
         xx: false,
         get: false,
@@ -337,7 +349,7 @@ fn set_with_expire(ctx: &mut Ctx, args: &Args, kind: ExpireKind) -> CmdResult {
     let at = expire_at_ms(ctx, kind, args.get(2))?;
     let plan = SetPlan {
         key: args.key(1),
-        value: args.get(3),
+        value: &args.argv[3],
         nx: false,
         xx: false,
         get: false,
@@ -354,7 +366,7 @@ fn set_with_expire(ctx: &mut Ctx, args: &Args, kind: ExpireKind) -> CmdResult {
 /// Stores `value` (dropping any TTL) and replies with the old value, nil if there was none.
 pub fn getset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let old = get_reply(ctx, args.key(1))?;
-    ctx.set_key(args.key(1), Value::Str(RStr::from_bytes(args.get(2))));
+    ctx.set_key(args.key(1), Value::Str(stored_value(&args.argv[2])));
     ctx.modified(args.key(1), 1);
     ctx.notify(ev::STRING, "set", args.key(1));
     ctx.propagate_as_parts(&[b"SET", args.key(1), args.get(2)]);
@@ -461,7 +473,7 @@ fn mset_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
         }
     }
     for j in (1..args.len()).step_by(2) {
-        ctx.set_key(args.key(j), Value::Str(RStr::from_bytes(args.get(j + 1))));
+        ctx.set_key(args.key(j), Value::Str(stored_value(&args.argv[j + 1])));
         ctx.modified(args.key(j), 1);
         ctx.notify(ev::STRING, "set", args.key(j));
     }
@@ -479,7 +491,7 @@ pub fn append(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let max = ctx.config().proto_max_bulk_len;
     let total = match ctx.write::<RStr>(key)? {
         None => {
-            ctx.set_key(key, Value::Str(RStr::from_bytes(tail)));
+            ctx.set_key(key, Value::Str(stored_value(&args.argv[2])));
             tail.len()
         }
         Some(s) => {

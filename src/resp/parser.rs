@@ -4,11 +4,23 @@
 //!
 //! Arguments are `Bytes` slices of one frozen chunk of the read buffer per batch (one refcount
 //! each, no copy). The keyspace must copy what it keeps; see ARCHITECTURE.md section 1.
+//!
+//! Except a big argument (`BIG_ARG` bytes or more, Redis's PROTO_MBULK_BIG_ARG): it gets an
+//! allocation of its own and of its exact size, which the connection reads the bulk into, so no
+//! argument of that size ever shares its buffer with anything else. A command that stores such an
+//! argument whole (SET of a 64 MiB value) keeps that allocation instead of copying it on the
+//! executor, as Redis keeps the query buffer a big argument was read into.
 
 use bytes::{Bytes, BytesMut};
 
 /// Longest inline command, and longest `*N` / `$N` header line, Redis accepts (PROTO_INLINE_MAX_SIZE).
 pub const INLINE_MAX: usize = 64 * 1024;
+
+/// A bulk argument this long or longer gets an allocation of its own (see the module header).
+pub const BIG_ARG: usize = 32 * 1024;
+
+/// The start of a range that stands for `Parser::bigs[end]` rather than for buffer bytes.
+const BIG_MARK: usize = usize::MAX;
 
 /// Argument ranges kept between commands (16 bytes each); a bigger table is freed once its
 /// command is cut out.
@@ -73,6 +85,12 @@ pub struct Parser {
     pub max_bulk_len: i64,
     /// Whether the client must authenticate first (Redis then caps the sizes it will buffer).
     pub unauthenticated: bool,
+    /// The big bulk being read (its exact size reserved), until its CRLF has been seen.
+    big: Option<BytesMut>,
+    /// Big arguments of the commands found and of the partial one, by `BIG_MARK` range.
+    bigs: Vec<Bytes>,
+    /// Size of the last big argument completed, until `take_big_done`.
+    big_done: usize,
 }
 
 impl Default for Parser {
@@ -101,7 +119,27 @@ impl Parser {
             found: Vec::new(),
             max_bulk_len,
             unauthenticated: false,
+            big: None,
+            bigs: Vec::new(),
+            big_done: 0,
         }
+    }
+
+    /// The size of the big argument completed since the last call, if one was.
+    pub fn take_big_done(&mut self) -> Option<usize> {
+        Some(std::mem::take(&mut self.big_done)).filter(|&len| len > 0)
+    }
+
+    /// The big bulk being read, while bytes of it are missing: the caller reads into its spare
+    /// capacity, which is exactly what is missing, so a read never takes bytes past it.
+    pub fn big_bulk_room(&mut self) -> Option<&mut BytesMut> {
+        self.big.as_mut().filter(|b| b.len() < b.capacity())
+    }
+
+    /// Bytes read and size of the big bulk being read, until its CRLF has been seen: the query
+    /// buffer Redis would hold for it.
+    pub fn big_bulk(&self) -> Option<(usize, usize)> {
+        self.big.as_ref().map(|b| (b.len(), b.capacity()))
     }
 
     /// Whether a command has been started but not finished (the buffer holds its first bytes).
@@ -114,15 +152,11 @@ impl Parser {
         (self.partial.bulk_len >= 0).then_some(self.partial.bulk_len as usize)
     }
 
-    /// Where the bulk argument being read starts in the buffer, if its header is known.
-    pub fn pending_bulk_start(&self) -> Option<usize> {
-        self.pending_bulk().map(|_| self.partial.pos)
-    }
-
     /// Where the bulk argument being read ends in the buffer (its CRLF included), if its header
-    /// is known: the caller reserves what is still missing, once.
+    /// is known and it is read into the buffer (not a big one): the caller reserves what is still
+    /// missing, once.
     pub fn pending_bulk_end(&self) -> Option<usize> {
-        self.pending_bulk().map(|len| self.partial.pos + len + 2)
+        self.pending_bulk().filter(|&len| len < BIG_ARG).map(|len| self.partial.pos + len + 2)
     }
 
     /// Parses every complete command in `buf`, removing their bytes from it. A trailing partial
@@ -140,6 +174,7 @@ impl Parser {
         found.clear();
         if self.partial.remaining == 0 {
             self.ranges.clear();
+            self.bigs.clear();
         }
         let mut consumed = 0usize;
         while consumed < buf.len() {
@@ -170,9 +205,18 @@ impl Parser {
             let chunk: Bytes = buf.split_to(consumed).freeze();
             for step in found.drain(..) {
                 match step {
-                    Step::Ranges(from, to) => {
-                        emit(self.ranges[from..to].iter().map(|&(s, e)| chunk.slice(s..e)).collect())
-                    }
+                    Step::Ranges(from, to) => emit(
+                        self.ranges[from..to]
+                            .iter()
+                            .map(|&(s, e)| match s {
+                                BIG_MARK => std::mem::take(&mut self.bigs[e]),
+                                // An inline argument can be big too: copied, so it holds no
+                                // more than itself.
+                                _ if e - s >= BIG_ARG => Bytes::copy_from_slice(&chunk[s..e]),
+                                _ => chunk.slice(s..e),
+                            })
+                            .collect(),
+                    ),
                     Step::Owned(args) => emit(args),
                     Step::Skip | Step::Incomplete => {}
                 }
@@ -181,12 +225,13 @@ impl Parser {
             if self.partial.remaining > 0 {
                 self.ranges.drain(..self.partial.start);
                 self.partial.start = 0;
-                for r in &mut self.ranges {
+                for r in self.ranges.iter_mut().filter(|r| r.0 != BIG_MARK) {
                     r.0 -= consumed;
                     r.1 -= consumed;
                 }
             } else {
                 self.ranges.clear();
+                self.bigs.clear();
                 // A command with many arguments leaves a big table behind; Redis frees a
                 // client's argv array after each command, so an idle client holds none.
                 if self.ranges.capacity() > RANGES_KEPT {
@@ -270,6 +315,26 @@ impl Parser {
                 pos = cr + 2;
             }
             let len = self.partial.bulk_len as usize;
+            if len >= BIG_ARG {
+                // Into the argument's own allocation: what the buffer holds of it now (the
+                // connection reads the rest straight into it). The bytes copied stay in the
+                // buffer, skipped, until the command is cut out.
+                let big = self.big.get_or_insert_with(|| BytesMut::with_capacity(len));
+                let here = (len - big.len()).min(buf.len() - pos);
+                big.extend_from_slice(&buf[pos..pos + here]);
+                pos += here;
+                if big.len() < len || buf.len() < pos + 2 {
+                    break;
+                }
+                let arg = self.big.take().map(BytesMut::freeze).unwrap_or_default();
+                self.ranges.push((BIG_MARK, self.bigs.len()));
+                self.bigs.push(arg);
+                self.big_done = len;
+                pos += 2;
+                self.partial.bulk_len = -1;
+                self.partial.remaining -= 1;
+                continue;
+            }
             // Redis does not check the two bytes after the data; it skips them.
             if buf.len() < pos + len + 2 {
                 break;
@@ -327,7 +392,14 @@ impl Parser {
         if args.is_empty() {
             return Ok((Step::Skip, nl + 1));
         }
-        Ok((Step::Owned(args.into_iter().map(Bytes::from).collect()), nl + 1))
+        let owned = args.into_iter().map(|mut arg| {
+            // A big argument holds no more than itself (see BIG_ARG).
+            if arg.len() >= BIG_ARG {
+                arg.shrink_to_fit();
+            }
+            Bytes::from(arg)
+        });
+        Ok((Step::Owned(owned.collect()), nl + 1))
     }
 }
 
@@ -556,6 +628,95 @@ mod tests {
         // The NUL cuts a quoted argument short, leaving its quote unbalanced.
         let (_, err) = parse_all(&[b"get \"x\0y\" z\n"]);
         assert_eq!(err.unwrap().0, "unbalanced quotes in request");
+    }
+
+    /// Feeds `whole` in pieces of the given sizes the way the connection does: into the big bulk's
+    /// own room while there is one, else into the buffer.
+    fn parse_as_connection(whole: &[u8], pieces: &[usize]) -> Vec<Vec<Bytes>> {
+        let mut p = Parser::default();
+        let mut buf = BytesMut::new();
+        let mut cmds = Vec::new();
+        let mut at = 0;
+        let mut piece = pieces.iter().cycle();
+        while at < whole.len() {
+            let mut n = (*piece.next().unwrap_or(&1)).min(whole.len() - at);
+            match p.big_bulk_room() {
+                Some(big) => {
+                    n = n.min(big.capacity() - big.len());
+                    big.extend_from_slice(&whole[at..at + n]);
+                }
+                None => buf.extend_from_slice(&whole[at..at + n]),
+            }
+            at += n;
+            let out = p.parse(&mut buf);
+            assert!(out.error.is_none());
+            cmds.extend(out.commands);
+        }
+        assert!(buf.is_empty() && p.big_bulk().is_none());
+        cmds
+    }
+
+    #[test]
+    fn big_arguments_get_their_own_exact_allocation() {
+        let big1: Vec<u8> = (0..BIG_ARG + 7).map(|i| (i % 251) as u8).collect();
+        let big2 = vec![b'x'; BIG_ARG];
+        let small = vec![b's'; BIG_ARG - 1];
+        let mut whole = Vec::new();
+        let argvs: Vec<Vec<&[u8]>> = vec![
+            vec![b"SET", b"k", &big1],
+            vec![b"MSET", b"a", &big2, b"b", &small, b"c", &big1],
+            vec![b"PING"],
+            vec![b"SET", b"k2", &big2, b"EX", b"10"],
+        ];
+        for argv in &argvs {
+            whole.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+            for a in argv {
+                whole.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                whole.extend_from_slice(a);
+                whole.extend_from_slice(b"\r\n");
+            }
+        }
+        for pieces in [&[usize::MAX][..], &[1], &[7, 3, 4096], &[16384], &[BIG_ARG + 1], &[5, 40000, 2]] {
+            let cmds = parse_as_connection(&whole, pieces);
+            let got: Vec<Vec<&[u8]>> = cmds.iter().map(|c| c.iter().map(|a| &a[..]).collect()).collect();
+            assert_eq!(got, argvs, "pieces {pieces:?}");
+            for arg in cmds.into_iter().flatten().filter(|a| a.len() >= BIG_ARG) {
+                // Nothing else shares it, and it is exactly its size.
+                let len = arg.len();
+                let vec = Vec::from(arg);
+                assert_eq!((vec.len(), vec.capacity()), (len, len), "pieces {pieces:?}");
+            }
+        }
+        // A big inline argument is copied out of the buffer too.
+        let mut line = b"SET k ".to_vec();
+        line.extend_from_slice(&vec![b'v'; BIG_ARG + 10]);
+        line.extend_from_slice(b" \"q u o t e d\"\r\n");
+        let cmds = parse_as_connection(&line, &[usize::MAX]);
+        assert_eq!(cmds[0][2].len(), BIG_ARG + 10);
+        assert_eq!(&cmds[0][3][..], b"q u o t e d");
+        let arg = cmds.into_iter().next().unwrap().swap_remove(2);
+        assert_eq!(Vec::from(arg).capacity(), BIG_ARG + 10);
+    }
+
+    #[test]
+    fn a_big_bulk_reports_what_has_arrived() {
+        let mut p = Parser::default();
+        let mut buf = BytesMut::from(&b"*1\r\n$100000\r\n"[..]);
+        buf.extend_from_slice(&[b'a'; 1000]);
+        assert!(p.parse(&mut buf).commands.is_empty());
+        assert_eq!(p.big_bulk(), Some((1000, 100000)));
+        let room = p.big_bulk_room().expect("room for the rest");
+        room.extend_from_slice(&[b'a'; 99000]);
+        assert!(p.parse(&mut buf).commands.is_empty());
+        // Whole, but its CRLF has not arrived: still Redis's query buffer.
+        assert_eq!(p.big_bulk(), Some((100000, 100000)));
+        assert!(p.big_bulk_room().is_none());
+        buf.extend_from_slice(b"\r\n");
+        let out = p.parse(&mut buf);
+        assert_eq!(out.commands.len(), 1);
+        assert_eq!(p.take_big_done(), Some(100000));
+        assert_eq!(p.take_big_done(), None);
+        assert!(p.big_bulk().is_none() && buf.is_empty());
     }
 
     #[test]

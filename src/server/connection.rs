@@ -25,8 +25,6 @@ use crate::resp::Parser;
 use crate::stats::StatName;
 
 const READ_CHUNK: usize = 16 * 1024;
-/// A bulk argument this long or longer is read into room made for all of it (PROTO_MBULK_BIG_ARG).
-const BIG_ARG: usize = 32 * 1024;
 
 /// Whether a stream holds output it accepted but the socket has not taken: a TLS session's
 /// encrypted records. Counted as the client's output while it does (see `Backlog::tls_hold`).
@@ -82,28 +80,24 @@ where
     let mut trimmed = false;
     'conn: loop {
         if !std::mem::take(&mut reparse) {
-            // Make room for the next read, or for the rest of a large argument in one go (what
-            // is still missing of it: reserving its whole length again, as its bytes arrive,
-            // doubled the buffer, and the client looked twice its size to maxmemory-clients).
-            let want = match parser.pending_bulk_end() {
-                Some(end) if end > rbuf.len() => end - rbuf.len(),
-                _ => READ_CHUNK,
-            };
-            // A big argument (32 KiB or more, Redis's PROTO_MBULK_BIG_ARG) gets room for all of
-            // it at once, as Redis makes its query buffer: grown piece by piece, the buffer was
-            // reallocated (and copied) at each doubling, 64 MiB of copies for a 64 MiB SET,
-            // during which no other client was served.
-            let big_arg = parser.pending_bulk().is_some_and(|len| len >= BIG_ARG);
-            if !trimmed && rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
-                rbuf.reserve(if big_arg { want.max(READ_CHUNK) } else { want.clamp(READ_CHUNK, READ_CHUNK * 64) });
+            if let Some((read, size)) = parser.big_bulk() {
+                // A big argument is read into its own allocation, made for all of it at once
+                // (as Redis makes room in its query buffer), which CLIENT LIST's qbuf counts as
+                // Redis's query buffer then holds just the argument.
+                handle.report_qbuf(read, size, size);
+            } else {
+                // Make room for the next read, or for the rest of an argument in one go (what is
+                // still missing of it: reserving its whole length again, as its bytes arrive,
+                // doubled the buffer, and the client looked twice its size to maxmemory).
+                let want = match parser.pending_bulk_end() {
+                    Some(end) if end > rbuf.len() => end - rbuf.len(),
+                    _ => READ_CHUNK,
+                };
+                if !trimmed && rbuf.capacity() - rbuf.len() < want.min(READ_CHUNK) {
+                    rbuf.reserve(want.clamp(READ_CHUNK, READ_CHUNK * 64));
+                }
+                handle.report_qbuf(rbuf.len(), rbuf.capacity(), rbuf.len() + want);
             }
-            // Redis moves a big argument to the start of its own query buffer, so CLIENT
-            // LIST's qbuf counts only the argument's bytes: so do we.
-            let skip = match parser.pending_bulk_start() {
-                Some(start) if big_arg => start.min(rbuf.len()),
-                _ => 0,
-            };
-            handle.report_qbuf(rbuf.len() - skip, rbuf.capacity() - skip, rbuf.len() + want - skip);
             handle.report_out_held(out.capacity() + pushed.capacity());
             let n = tokio::select! {
                 biased;
@@ -138,7 +132,13 @@ where
                     }
                     continue 'conn;
                 }
-                r = poll_fn(|cx| read_or_flush(&mut stream, cx, &mut rbuf, &mut backlog, &handle)) => match r {
+                r = poll_fn(|cx| {
+                    let into = match parser.big_bulk_room() {
+                        Some(big) => big,
+                        None => &mut rbuf,
+                    };
+                    read_or_flush(&mut stream, cx, into, &mut backlog, &handle)
+                }) => match r {
                     Ok(0) | Err(_) => break 'conn,
                     Ok(n) => {
                         trimmed = false;
@@ -147,8 +147,9 @@ where
                 },
             };
             crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
-            if rbuf.len() as u64 > live::get_u64(&live::CLIENT_QUERY_BUFFER_LIMIT) {
-                tracing::warn!("Closing client that reached max query buffer length (qbuf={})", rbuf.len());
+            let qbuf = rbuf.len() + parser.big_bulk().map_or(0, |(read, _)| read);
+            if qbuf as u64 > live::get_u64(&live::CLIENT_QUERY_BUFFER_LIMIT) {
+                tracing::warn!("Closing client that reached max query buffer length (qbuf={qbuf})");
                 break;
             }
         }
@@ -157,6 +158,14 @@ where
             cmds.push(Cmd { spec: commands::lookup_cached(&argv[0], &mut last_spec), argv })
         });
         reparse = parsed.stopped_early;
+        // After a big argument, Redis gives the client a fresh query buffer of its size when
+        // nothing followed it ("another one is likely"), which the client cron trims later; so
+        // do we, for the same qbuf figures and trimming.
+        if let Some(len) = parser.take_big_done() {
+            if rbuf.is_empty() && !parser.in_command() {
+                rbuf.reserve(len + 2);
+            }
+        }
         handle.set_unparsed(!rbuf.is_empty());
         if !cmds.is_empty() {
             let woken_before = crate::executor::clients::wakeups();

@@ -582,9 +582,9 @@ async fn apply_stream(
             smaller.extend_from_slice(rbuf);
             *rbuf = smaller;
         }
-        // The rest of a big argument is reserved at once, as Redis makes room for a big bulk
-        // (bounded by proto-max-bulk-len): a value is stored with the buffer it was read into,
-        // and a buffer doubled on the way would hold up to twice its size.
+        // The rest of an argument is reserved at once, as Redis makes room for a bulk (bounded
+        // by proto-max-bulk-len): a buffer doubled on the way would hold up to twice its size.
+        // A big one is read into its own allocation instead (`Parser::big_bulk_room`).
         let want = match parser.pending_bulk_end() {
             Some(end) if end > rbuf.len() => end - rbuf.len(),
             _ => 16 * 1024,
@@ -592,7 +592,7 @@ async fn apply_stream(
         let limit = crate::config::live::get_u64(&crate::config::live::PROTO_MAX_BULK_LEN) as usize;
         rbuf.reserve(want.clamp(16 * 1024, limit.max(16 * 1024)));
         tokio::select! {
-            r = stream.read_buf(rbuf) => match r {
+            r = stream.read_buf(match parser.big_bulk_room() { Some(big) => big, None => &mut *rbuf }) => match r {
                 Ok(0) => return Err("the master closed the connection".into()),
                 Err(e) => return Err(e.to_string()),
                 Ok(n) => {

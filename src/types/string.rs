@@ -1,16 +1,22 @@
 //! Redis strings: integers kept as `i64` (encoding `int`), short strings inline in the value
 //! (`embstr`), longer ones on the heap (`embstr` up to 44 bytes as Redis reports, `raw` beyond or
 //! once modified in place by APPEND, SETRANGE or SETBIT, as Redis does).
+//!
+//! A big value written whole can also keep the allocation it arrived in (`RStr::adopt`), as Redis
+//! keeps the query buffer a big argument was read into: storing it costs no copy, and copying a
+//! 64 MiB value (with its page faults) held every other client back for tens of milliseconds.
 
 use std::alloc::{self, Layout};
 use std::ptr::{self, NonNull};
+
+use bytes::Bytes;
 
 /// Bytes that fit inline in a 16-byte value next to the tag and the length.
 pub const INLINE_CAP: usize = 14;
 /// Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT.
 pub const EMBSTR_LIMIT: usize = 44;
 
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub enum RStr {
     /// A decimal integer in canonical form (what Redis stores as OBJ_ENCODING_INT).
     Int(i64),
@@ -20,6 +26,18 @@ pub enum RStr {
     Heap(ThinBytes),
     /// Heap bytes that were modified in place (always reported `raw`); keeps spare capacity.
     Raw(Box<Vec<u8>>),
+    /// A big value kept in the allocation it arrived in (reported `raw`); see `adopt`.
+    Adopted(Box<Bytes>),
+}
+
+/// Equal when the strings are: the same bytes compare equal whatever their encodings.
+impl PartialEq for RStr {
+    fn eq(&self, other: &RStr) -> bool {
+        match (self, other) {
+            (RStr::Int(a), RStr::Int(b)) => a == b,
+            _ => self.with_bytes(|a| other.with_bytes(|b| a == b)),
+        }
+    }
 }
 
 impl std::fmt::Debug for RStr {
@@ -51,6 +69,17 @@ impl RStr {
         }
     }
 
+    /// Stores `bytes` without copying them. The caller vouches that `bytes` is the whole of an
+    /// allocation nothing else will keep (a big argument's own buffer): a slice of a bigger
+    /// buffer would pin all of it for as long as the value lives. Short values are stored as
+    /// `from_bytes` stores them, so the encoding is the one Redis reports.
+    pub fn adopt(bytes: Bytes) -> RStr {
+        if bytes.len() <= EMBSTR_LIMIT {
+            return RStr::from_bytes(&bytes);
+        }
+        RStr::Adopted(Box::new(bytes))
+    }
+
     pub fn from_i64(n: i64) -> RStr {
         RStr::Int(n)
     }
@@ -62,6 +91,7 @@ impl RStr {
             RStr::Inline(len, _) => *len as usize,
             RStr::Heap(v) => v.len(),
             RStr::Raw(v) => v.len(),
+            RStr::Adopted(v) => v.len(),
         }
     }
 
@@ -79,6 +109,7 @@ impl RStr {
             RStr::Inline(len, data) => f(&data[..*len as usize]),
             RStr::Heap(v) => f(v),
             RStr::Raw(v) => f(v),
+            RStr::Adopted(v) => f(v),
         }
     }
 
@@ -89,6 +120,7 @@ impl RStr {
             RStr::Inline(len, data) => std::borrow::Cow::Borrowed(&data[..*len as usize]),
             RStr::Heap(v) => std::borrow::Cow::Borrowed(v),
             RStr::Raw(v) => std::borrow::Cow::Borrowed(v),
+            RStr::Adopted(v) => std::borrow::Cow::Borrowed(v),
         }
     }
 
@@ -109,6 +141,8 @@ impl RStr {
         if !matches!(self, RStr::Raw(_)) {
             let bytes = match std::mem::replace(self, RStr::Int(0)) {
                 RStr::Heap(v) => v.to_vec(),
+                // The allocation becomes the Vec when nothing else holds it (no copy).
+                RStr::Adopted(v) => Vec::from(*v),
                 other => other.to_vec(),
             };
             *self = RStr::Raw(Box::new(bytes));
@@ -125,7 +159,7 @@ impl RStr {
             RStr::Int(_) => "int",
             RStr::Inline(..) => "embstr",
             RStr::Heap(v) if v.len() <= EMBSTR_LIMIT => "embstr",
-            RStr::Heap(_) | RStr::Raw(_) => "raw",
+            RStr::Heap(_) | RStr::Raw(_) | RStr::Adopted(_) => "raw",
         }
     }
 }
@@ -235,5 +269,22 @@ mod tests {
             assert_eq!(c.as_slice(), &data[..]);
         }
         assert_eq!(std::mem::size_of::<RStr>(), 16);
+    }
+
+    #[test]
+    fn adopted_values_keep_their_allocation() {
+        let data = vec![7u8; 100_000];
+        let at = data.as_ptr();
+        let s = RStr::adopt(Bytes::from(data));
+        assert_eq!(s.encoding_name(), "raw");
+        assert_eq!(s.len(), 100_000);
+        s.with_bytes(|b| assert_eq!(b.as_ptr(), at));
+        let mut edited = s.clone();
+        edited.make_raw().push(1);
+        assert_eq!(edited.len(), 100_001);
+        assert_eq!(s.len(), 100_000);
+        // Short values take the encodings Redis reports for them.
+        assert_eq!(RStr::adopt(Bytes::from_static(b"12")).encoding_name(), "int");
+        assert_eq!(RStr::adopt(Bytes::from_static(b"abc")).encoding_name(), "embstr");
     }
 }
