@@ -562,6 +562,15 @@ impl Db {
     }
 
     /// Every key enters the table here (the slot index and KEYS walks follow it).
+    /// See `Table::prefetch_slot`: `step` 0 starts loading `key`'s bucket slot, 1 the entry
+    /// that slot names (call 0 first, a command earlier).
+    pub fn prefetch(&self, key: &[u8], step: u8) {
+        match step {
+            0 => self.keys.prefetch_slot(key),
+            _ => self.keys.prefetch_entry(key),
+        }
+    }
+
     fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {
         let old = match self.slot_index.as_mut() {
             None => self.keys.insert(key, value, clock),

@@ -35,6 +35,10 @@ const EMPTY_VISITS_PER_STEP: usize = 10;
 /// finishes before the next one is due, even under pure inserts.
 const STEPS_PER_OP: usize = 2;
 
+/// Tables with fewer buckets are not prefetched for: their slots and entries (a few MiB at most)
+/// mostly stay in the CPU's caches, and the hint would only cost the key's hashing.
+const PREFETCH_MIN_BUCKETS: usize = 1 << 16;
+
 static RESIZE_ALLOWED: AtomicBool = AtomicBool::new(true);
 
 /// maxmemory (0: none), published by the executor: a table does not grow past it while its load
@@ -386,6 +390,18 @@ impl<V, S> Drop for Table<V, S> {
     }
 }
 
+/// Asks the CPU to start loading the cache line at `p` (a hint: it never faults, whatever `p`).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Reverses the bits of a cursor (SCAN walks bucket indexes in reverse-binary order).
 fn rev(v: u64) -> u64 {
     v.reverse_bits()
@@ -444,6 +460,41 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         let mut h = self.hasher.build_hasher();
         h.write(key);
         h.finish() as usize
+    }
+
+    /// Starts loading, without waiting, what a lookup of `key` reads first: its bucket slot in
+    /// each array in use. The executor calls it for the commands after the one it runs, so their
+    /// cache misses (the slot of a big table is almost never cached) overlap with that command's
+    /// work instead of adding to it, as Valkey 8 prefetches the keys of a batch.
+    pub fn prefetch_slot(&self, key: &[u8]) {
+        if self.buckets() < PREFETCH_MIN_BUCKETS {
+            return;
+        }
+        let h = self.hash(key);
+        for t in self.arrays() {
+            prefetch(&t.slots[h & t.mask()]);
+        }
+    }
+
+    /// The second step after `prefetch_slot`: the slot is loaded by now, so the first entry of
+    /// its chain can be asked for too.
+    pub fn prefetch_entry(&self, key: &[u8]) {
+        if self.buckets() < PREFETCH_MIN_BUCKETS {
+            return;
+        }
+        let h = self.hash(key);
+        for t in self.arrays() {
+            let node = t.slots[h & t.mask()];
+            if !node.is_null() {
+                prefetch(node);
+            }
+        }
+    }
+
+    /// The bucket arrays in use (both during a resize), skipping unallocated ones.
+    fn arrays(&self) -> impl Iterator<Item = &Buckets<V>> {
+        let tables = if self.rehash_idx.is_some() { 2 } else { 1 };
+        self.ht[..tables].iter().filter(|t| t.size() > 0)
     }
 
     /// The node holding `key`, or null.
@@ -763,6 +814,13 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
             *old = std::mem::replace(new, Buckets::empty());
             self.rehash_idx = None;
             return false;
+        }
+        // The next step (the next write's) moves the chains that follow: their first entries
+        // start loading now, so that step does not wait on each of them.
+        for &head in old.slots[idx..].iter().take(2 * STEPS_PER_OP) {
+            if !head.is_null() {
+                prefetch(head);
+            }
         }
         self.rehash_idx = Some(idx);
         true
