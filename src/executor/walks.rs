@@ -80,6 +80,8 @@ pub struct Account {
     pub argv: Vec<bytes::Bytes>,
     pub peer: String,
     pub name: String,
+    /// The command's time, which stamps its slowlog entry as call() stamps every entry (Redis
+    /// stamps one as it logs it, right after the command; for a walk that would be its end).
     pub at_ms: i64,
     /// slowlog-log-slower-than when the command ran; None when it skips the slowlog.
     pub slower_than: Option<i64>,
