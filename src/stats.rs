@@ -231,6 +231,9 @@ pub struct Stats {
     pub total_error_replies: u64,
     pub unexpected_error_replies: u64,
     pub commands: HashMap<StatName, CommandStat, foldhash::fast::FixedState>,
+    /// How many CONFIG RESETSTATs there were: a command counted before one and timed after it
+    /// (a KEYS walk, `executor::walks::Account`) adds no time to the counters it was not in.
+    pub epoch: u64,
     pub errors: HashMap<String, u64, foldhash::fast::FixedState>,
     pub ops: InstantMetric,
     pub net_input: InstantMetric,
@@ -381,6 +384,7 @@ impl Stats {
             mem_startup: self.mem_startup,
             mem_base: self.mem_base,
             mem_base_thread: self.mem_base_thread,
+            epoch: self.epoch + 1,
             ..Default::default()
         };
         for c in [

@@ -11,6 +11,10 @@
 //!   real Redis too).
 //! - KEYS inside MULTI and Lua (replied at once), RESP3, many concurrent walks, and a client
 //!   that goes away mid-walk.
+//! - KEYS then FLUSHDB / FLUSHALL (SYNC, ASYNC) in one pipeline, compared with Redis; a flush does
+//!   not wait for the walk (the slowlog's figures), and the flushed tables are freed after it.
+//! - The walk is accounted as one command, as Redis accounts KEYS: one call, one slowlog entry
+//!   (compared with Redis), and a duration that is the sum of its steps.
 
 mod common;
 
@@ -18,7 +22,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{encode, parse_value, Client, RedisServer, Server, TestServer, Value};
+use common::{encode, parse_value, wait_until, Client, RedisServer, Server, TestServer, Value};
 
 /// Keys in the database under test: well above `walks::WALK_MIN_KEYS`, so the walk spans many
 /// steps (about 0.2 µs a key, 250 µs a step).
@@ -329,4 +333,190 @@ fn concurrent_walks_and_a_client_that_leaves() {
     }
     assert_eq!(c.cmd(&argv("PING")), b"+PONG\r\n");
     assert_eq!(c.cmd(&argv("DBSIZE")), b":200000\r\n");
+}
+
+/// A slowlog entry: duration (µs), argv, peer, client name.
+type Logged = (i64, Vec<Vec<u8>>, Vec<u8>, Vec<u8>);
+
+/// The SLOWLOG GET entries, newest first.
+fn slowlog(c: &mut Client) -> Vec<Logged> {
+    let Value::Agg(_, Some(entries)) = parse_value(&c.cmd(&argv("SLOWLOG GET -1"))) else { panic!("SLOWLOG GET") };
+    entries
+        .into_iter()
+        .map(|e| {
+            let Value::Agg(_, Some(f)) = e else { panic!("a slowlog entry: {e:?}") };
+            let (Value::Int(us), Value::Agg(_, Some(args)), Value::Bulk(Some(peer)), Value::Bulk(Some(name))) =
+                (&f[2], &f[3], &f[4], &f[5])
+            else {
+                panic!("a slowlog entry: {f:?}")
+            };
+            let args = args.iter().map(|a| if let Value::Bulk(Some(b)) = a { b.clone() } else { panic!("{a:?}") });
+            (*us, args.collect(), peer.clone(), name.clone())
+        })
+        .collect()
+}
+
+/// One `field=value` of an INFO commandstats line (`cmdstat_keys:calls=1,usec=...`), from an
+/// INFO reply.
+fn cmdstat(info: &[u8], cmd: &str, field: &str) -> Option<String> {
+    let info = String::from_utf8_lossy(info);
+    let line = info.lines().find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:")))?;
+    line.split(',').find_map(|kv| kv.strip_prefix(&format!("{field}="))).map(str::to_string)
+}
+
+/// With slowlog-log-slower-than 0, a KEYS over 10k keys (a walk here, several steps) is one
+/// slowlog entry with its own arguments, the client's address and the name it had when KEYS
+/// ran, and one call in commandstats, already counted for the next command of its pipeline; with
+/// a threshold out of reach, nothing is logged. The same figures as Redis's, with the executor
+/// on the connections' thread and on its own.
+#[test]
+fn a_walking_keys_is_accounted_once_as_in_redis() {
+    let Some(redis) = redis() else { return };
+    let run = |server: &Server| -> Vec<String> {
+        let mut c = server.client();
+        let me = c.stream.local_addr().expect("local address").to_string().into_bytes();
+        let mut out = Vec::new();
+        for cmd in ["DEBUG POPULATE 10000", "CLIENT SETNAME walker", "CONFIG SET slowlog-log-slower-than 0"] {
+            out.push(common::show(&c.cmd(&argv(cmd))));
+        }
+        out.push(common::show(&c.cmd(&argv("SLOWLOG RESET"))));
+        out.push(common::show(&c.cmd(&argv("CONFIG RESETSTAT"))));
+        let replies =
+            pipeline(&mut c, &[argv("KEYS *"), argv("INFO commandstats"), argv("CLIENT SETNAME later"), argv("PING")]);
+        out.push(format!("{} keys", key_set(&parse_value(&replies[0])).len()));
+        out.push(format!("calls seen by the next command: {:?}", cmdstat(&replies[1], "keys", "calls")));
+        out.push(common::show(&replies[2]));
+        let keys: Vec<_> = slowlog(&mut c).into_iter().filter(|e| e.1[0] == b"KEYS").collect();
+        out.push(format!("{} KEYS entries", keys.len()));
+        for (us, args, peer, name) in keys {
+            out.push(format!("{} {} own peer: {}", common::show_argv(&args), common::show(&name), peer == me));
+            assert!(us > 0, "{}: a KEYS of 10000 keys logged as {us} µs", server.name);
+        }
+        let info = c.cmd(&argv("INFO commandstats"));
+        out.push(format!("calls {:?}", cmdstat(&info, "keys", "calls")));
+        out.push(format!("processed {}", common::info_field(&mut c, "stats", "total_commands_processed")));
+        // Out of reach: nothing logged, still one more call.
+        c.cmd(&argv("CONFIG SET slowlog-log-slower-than 1000000000"));
+        c.cmd(&argv("SLOWLOG RESET"));
+        out.push(format!("{} keys", key_set(&parse_value(&c.cmd(&argv("KEYS *")))).len()));
+        out.push(common::show(&c.cmd(&argv("SLOWLOG LEN"))));
+        out.push(format!("calls {:?}", cmdstat(&c.cmd(&argv("INFO commandstats")), "keys", "calls")));
+        out
+    };
+    let want = run(&redis);
+    assert_eq!(run(&TestServer::with_args(DEBUG)), want);
+    assert_eq!(run(&TestServer::with_args(&[DEBUG, &["--io-threads", "2"]].concat())), want);
+}
+
+/// The duration KEYS is recorded with is the executor time of its whole walk, not of its first
+/// step: the slowlog, commandstats' usec and the latency monitor's `command` event show the
+/// same figure, and it is more than ten steps' worth (every step but the last runs for a whole
+/// `walks::STEP`, 250 µs, and listing 300k keys takes several times that even on a fast
+/// machine, while a first step alone stops at one STEP). Timing only bounds it from below, so
+/// a loaded machine cannot make this fail.
+#[test]
+fn the_duration_of_a_walking_keys_is_all_its_steps() {
+    let server = TestServer::with_args(DEBUG);
+    let mut c = server.client();
+    c.cmd(&argv("DEBUG POPULATE 300000"));
+    c.cmd(&argv("CONFIG SET slowlog-log-slower-than 0"));
+    c.cmd(&argv("CONFIG SET latency-monitor-threshold 1"));
+    c.cmd(&argv("SLOWLOG RESET"));
+    c.cmd(&argv("LATENCY RESET"));
+    c.cmd(&argv("CONFIG RESETSTAT"));
+    assert_eq!(key_set(&parse_value(&c.cmd(&argv("KEYS *")))).len(), 300_000);
+    let log = slowlog(&mut c);
+    let keys: Vec<_> = log.iter().filter(|e| e.1[0] == b"KEYS").collect();
+    assert_eq!(keys.len(), 1);
+    let us = keys[0].0;
+    assert!(us > 2500, "KEYS over 300k keys recorded as {us} µs: one step's worth, not the walk's");
+    let info = c.cmd(&argv("INFO commandstats"));
+    assert_eq!(cmdstat(&info, "keys", "usec"), Some(us.to_string()));
+    assert_eq!(cmdstat(&info, "keys", "calls").as_deref(), Some("1"));
+    // LATENCY LATEST: name, time, latest ms, max ms.
+    let Value::Agg(_, Some(events)) = parse_value(&c.cmd(&argv("LATENCY LATEST"))) else { panic!("LATENCY LATEST") };
+    let command = events
+        .iter()
+        .find_map(|e| match e {
+            Value::Agg(_, Some(f)) if f[0] == Value::Bulk(Some(b"command".to_vec())) => Some(f[2].clone()),
+            _ => None,
+        })
+        .expect("a `command` latency event");
+    assert_eq!(command, Value::Int(us / 1000));
+}
+
+/// KEYS, then a flush of its database in the same pipeline, then new keys and KEYS again: the
+/// first KEYS lists the keys of its time (the walk goes on through the flushed table), the
+/// rest sees the flush, as in Redis; every flush form, and DEBUG RELOAD (which empties the
+/// databases before loading the saved ones), the executor on the connections' thread and on
+/// its own.
+#[test]
+fn keys_then_a_flush_in_one_pipeline_match_redis() {
+    let Some(redis) = redis() else { return };
+    let run = |server: &Server, flush: &str| -> Vec<String> {
+        let mut c = server.client();
+        // One Redis serves every case: the last one's keys go.
+        assert_eq!(c.cmd(&argv("FLUSHALL")), b"+OK\r\n");
+        load(&mut c);
+        let mut cmds = vec![argv("KEYS *"), argv("KEYS k:1*"), argv("DEL k:5 k:6"), argv("SET late x"), argv(flush)];
+        for i in 0..100 {
+            cmds.push(argv(&format!("SET new:{i} x")));
+        }
+        cmds.extend([argv("KEYS *"), argv("DBSIZE"), argv("SELECT 1"), argv("DBSIZE"), argv("SELECT 0")]);
+        let replies = pipeline(&mut c, &cmds);
+        cmds.iter()
+            .zip(replies)
+            .map(|(cmd, r)| {
+                if cmd[0] == b"KEYS" {
+                    let set = key_set(&parse_value(&r));
+                    format!("{} keys, digest {:x}", set.len(), digest(&set))
+                } else {
+                    common::show(&r)
+                }
+            })
+            .collect()
+    };
+    for flush in ["FLUSHDB", "FLUSHALL", "FLUSHALL ASYNC", "FLUSHDB ASYNC", "FLUSHALL SYNC", "DEBUG RELOAD"] {
+        let want = run(&redis, flush);
+        for threads in ["1", "2"] {
+            let ours = TestServer::with_args(&[DEBUG, &["--io-threads", threads]].concat());
+            let got = run(&ours, flush);
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g, w, "{flush}, io-threads {threads}: reply {i} differs from Redis's");
+            }
+        }
+    }
+}
+
+/// A FLUSHALL while a big database is being walked does not finish the walk first: its own
+/// duration (the slowlog's, the executor time it took) is a small part of the walk's. The
+/// flushed tables are freed once the walk is over, and a client that leaves mid-walk after the
+/// flush frees them as well.
+#[test]
+fn a_flush_during_a_walk_does_not_wait_for_it() {
+    let server = TestServer::with_args(DEBUG);
+    let mut c = server.client();
+    let used = |c: &mut Client| common::info_field(c, "memory", "used_memory").parse::<u64>().expect("used_memory");
+    let empty = used(&mut c);
+    c.cmd(&argv("DEBUG POPULATE 500000"));
+    c.cmd(&argv("CONFIG SET slowlog-log-slower-than 0"));
+    c.cmd(&argv("SLOWLOG RESET"));
+    let replies = pipeline(&mut c, &[argv("KEYS *"), argv("FLUSHALL"), argv("DBSIZE")]);
+    assert_eq!(key_set(&parse_value(&replies[0])).len(), 500_000);
+    assert_eq!(replies[1], b"+OK\r\n");
+    assert_eq!(replies[2], b":0\r\n");
+    let log = slowlog(&mut c);
+    let took = |name: &[u8]| log.iter().find(|e| e.1[0] == name).map(|e| e.0).expect("logged");
+    let (keys, flush) = (took(b"KEYS"), took(b"FLUSHALL"));
+    assert!(flush * 4 < keys, "FLUSHALL took {flush} µs of a walk of {keys} µs: it waited for the walk");
+    wait_until("the walked tables freed", || used(&mut c) < empty + 16 * 1024 * 1024);
+    // The same with a client that leaves while its walk goes through the flushed tables.
+    c.cmd(&argv("DEBUG POPULATE 500000"));
+    let mut leaver = server.client();
+    leaver.send_raw(&[encode(&argv("KEYS *")), encode(&argv("FLUSHALL"))].concat()).expect("send");
+    wait_until("the flush", || c.cmd(&argv("DBSIZE")) == b":0\r\n");
+    drop(leaver);
+    wait_until("the walked tables freed after the client left", || used(&mut c) < empty + 16 * 1024 * 1024);
+    assert_eq!(c.cmd(&argv("PING")), b"+PONG\r\n");
 }

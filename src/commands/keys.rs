@@ -400,9 +400,11 @@ fn take_db(ctx: &mut Ctx, idx: usize) -> (u64, EmptiedTables) {
     let srv = ctx.admin();
     srv.signal_db_waiters(idx);
     crate::executor::tracking::on_flush(srv);
-    let db = &mut srv.dbs[idx];
-    let removed = db.len() as u64;
-    (removed, db.clear())
+    let removed = srv.dbs[idx].len() as u64;
+    // A KEYS walk in progress keeps the tables and goes on through them; they are freed when it
+    // is over (see `executor::walks`), and this command does not wait for it.
+    crate::executor::walks::set_aside(srv, idx);
+    (removed, srv.dbs[idx].clear())
 }
 
 /// Empties database `idx`, freeing its entries before returning; returns how many keys it held.

@@ -671,8 +671,9 @@ impl Db {
 
     /// Removes every key; returns the old tables so the caller can free them off the hot path.
     pub fn clear(&mut self) -> (Table<Value>, Table<i64>) {
-        // A KEYS walk lists the keys of its start time: it ends before they go (rare, and as
-        // long as a KEYS of the whole table took before walks).
+        // A KEYS walk lists the keys of its start time: it ends before they go. Flushes and
+        // reloads set walks aside with the old tables first (`take_walked`); what is left is
+        // rare (CLUSTER RESET of a replica), and takes as long as a KEYS took before walks.
         self.finish_walks();
         self.field_ttl = FieldTtlIndex::default();
         // The index describes the table being handed away; the next use rebuilds it (empty).

@@ -16,10 +16,13 @@
 //! - a key met is judged by its TTL against the command's time (a TTL set meanwhile is in the
 //!   future of that time, so a key alive then still reads alive).
 //!
-//! Keys behind the cursor were dealt with when it passed them. The reply's elements are kept in
+//! Keys behind the cursor were dealt with when it passed them. When the database is emptied or
+//! replaced, its walks keep the old tables (`Db::take_walked`, `Walked`): nothing writes there any
+//! more, so the same rules go on giving the keys of the command's time. The reply's elements are kept in
 //! chunks, so the walk never copies what it gathered to grow a buffer.
 
 use crate::glob::glob_match;
+use crate::types::table::Table;
 
 /// Bytes per chunk of the gathered reply.
 const CHUNK: usize = 64 * 1024;
@@ -98,6 +101,75 @@ impl KeyWalk {
     }
 }
 
+/// Moves `w` on over `keys` / `expires` until it is over or `deadline` passes (None: to the
+/// end); returns whether it is over.
+fn step(
+    keys: &Table<crate::types::Value>,
+    expires: &Table<i64>,
+    w: &mut KeyWalk,
+    deadline: Option<std::time::Instant>,
+) -> bool {
+    let has_expires = !expires.is_empty();
+    while !w.done {
+        let (at, from, mask) = (w.at_ms, w.next, w.mask);
+        let to = mask.saturating_add(1).min(from + POSITIONS_PER_CHECK);
+        keys.visit_positions(from, to, mask, |k, _| {
+            if !w.born.is_empty() && w.born.contains(k) {
+                return;
+            }
+            if has_expires && matches!(expires.get(k), Some(&e) if e <= at) {
+                return;
+            }
+            w.emit(k);
+        });
+        w.next = to;
+        if to > mask {
+            w.done = true;
+            w.born = Default::default();
+            break;
+        }
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break;
+        }
+    }
+    w.done
+}
+
+/// The tables of an emptied database (FLUSHDB, FLUSHALL) with the walks that were in progress
+/// over them. Nothing writes to them any more, so each walk goes on through them as it would
+/// have through the live table: what they hold is exactly the keys there were when the table
+/// was emptied, and each walk's records (born keys, removed keys already listed) account for
+/// what changed between its command and then. They are freed once the last walk is over.
+pub struct Walked {
+    keys: Table<crate::types::Value>,
+    expires: Table<i64>,
+    walks: Vec<KeyWalk>,
+}
+
+impl Walked {
+    /// Whether walk `id` runs over these tables.
+    pub fn has_walk(&self, id: u64) -> bool {
+        self.walks.iter().any(|w| w.id == id)
+    }
+
+    /// As `Db::walk_step`.
+    pub fn walk_step(&mut self, id: u64, deadline: Option<std::time::Instant>) -> Option<bool> {
+        let w = self.walks.iter_mut().find(|w| w.id == id)?;
+        Some(step(&self.keys, &self.expires, w, deadline))
+    }
+
+    /// Takes walk `id` out (finished or not).
+    pub fn take_walk(&mut self, id: u64) -> Option<KeyWalk> {
+        let at = self.walks.iter().position(|w| w.id == id)?;
+        Some(self.walks.swap_remove(at))
+    }
+
+    /// Whether no walk is left: the tables can go.
+    pub fn is_idle(&self) -> bool {
+        self.walks.is_empty()
+    }
+}
+
 impl super::Db {
     /// Starts a KEYS walk of this database's keys at time `at_ms`.
     pub fn start_walk(&mut self, id: u64, pattern: &[u8], at_ms: i64) {
@@ -120,30 +192,19 @@ impl super::Db {
     pub fn walk_step(&mut self, id: u64, deadline: Option<std::time::Instant>) -> Option<bool> {
         let super::Db { keys, expires, walks, .. } = self;
         let w = walks.iter_mut().find(|w| w.id == id)?;
-        let has_expires = !expires.is_empty();
-        while !w.done {
-            let (at, from, mask) = (w.at_ms, w.next, w.mask);
-            let to = mask.saturating_add(1).min(from + POSITIONS_PER_CHECK);
-            keys.visit_positions(from, to, mask, |k, _| {
-                if !w.born.is_empty() && w.born.contains(k) {
-                    return;
-                }
-                if has_expires && matches!(expires.get(k), Some(&e) if e <= at) {
-                    return;
-                }
-                w.emit(k);
-            });
-            w.next = to;
-            if to > mask {
-                w.done = true;
-                w.born = Default::default();
-                break;
-            }
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                break;
-            }
+        Some(step(keys, expires, w, deadline))
+    }
+
+    /// Empties the database as `clear` does, except that its walks in progress keep the old
+    /// tables and go on through them (`Walked`); None, and nothing emptied, when no walk runs
+    /// here.
+    pub fn take_walked(&mut self) -> Option<Walked> {
+        if self.walks.is_empty() {
+            return None;
         }
-        Some(w.done)
+        let walks = std::mem::take(&mut self.walks);
+        let (keys, expires) = self.clear();
+        Some(Walked { keys, expires, walks })
     }
 
     /// Takes walk `id` out (finished or not).
@@ -313,6 +374,34 @@ mod tests {
             assert_eq!(listed(w), want, "seed {seed}");
             assert!(db.walks.is_empty());
         }
+    }
+
+    /// A walk whose database is emptied with `take_walked` goes on over the old tables: it lists
+    /// the keys of its start time, with what changed before the flush accounted for, and nothing
+    /// written after it.
+    #[test]
+    fn a_walk_set_aside_goes_on_over_the_old_tables() {
+        let mut db = Db::new();
+        for i in 0..5000 {
+            db.set(format!("k{i}").as_bytes(), val(), 0);
+        }
+        let want = expected(&db, b"*", 0);
+        db.start_walk(1, b"*", 0);
+        assert_eq!(db.walk_step(1, Some(std::time::Instant::now())), Some(false));
+        for i in 0..5000 {
+            if i % 3 == 0 {
+                db.remove(format!("k{i}").as_bytes(), 0);
+            }
+        }
+        db.set(b"born", val(), 0);
+        let mut walked = db.take_walked().unwrap();
+        assert_eq!(db.len(), 0);
+        assert!(db.take_walked().is_none());
+        db.set(b"after", val(), 0);
+        assert_eq!(walked.walk_step(1, None), Some(true));
+        let w = walked.take_walk(1).unwrap();
+        assert!(walked.is_idle());
+        assert_eq!(listed(w), want);
     }
 
     /// A database emptied under a walk finishes the walk first.

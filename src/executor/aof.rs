@@ -568,7 +568,7 @@ fn reload(st: &mut State) -> Result<(), ()> {
     st.aof.manifest = manifest;
     delete_history(st);
     let count = st.dbs.len();
-    super::walks::finish_all(st);
+    super::walks::set_aside_all(st);
     st.dbs = std::mem::take(&mut replay.dbs);
     st.dbs.resize_with(count, crate::db::Db::new);
     st.functions = std::mem::take(&mut replay.functions);

@@ -501,21 +501,27 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
         clock.now_ms = unix_ms();
     }
 
+    // A KEYS that goes on walking the table after this call is timed when its walk ends.
+    let walk = super::walks::take_started(st);
     // The latency monitor: a woken blocked command counts as unblocking work, as in Redis.
-    if duration_us >= 1000 {
-        let event = if client.woken {
-            "command-unblocking"
-        } else if spec.has_flag(flags::FAST) {
-            "fast-command"
-        } else {
-            "command"
-        };
+    let event = if client.woken {
+        "command-unblocking"
+    } else if spec.has_flag(flags::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    if duration_us >= 1000 && walk.is_none() {
         crate::executor::record_latency(st, event, duration_us);
     }
     st.stats.total_commands_processed += 1;
     let track = st.config.latency_tracking;
     let stat = st.stats.commands.entry(stat_name).or_default();
-    stat.record(duration_us, track);
+    if walk.is_some() {
+        stat.calls += 1;
+    } else {
+        stat.record(duration_us, track);
+    }
     let reply = match result {
         Ok(reply) => {
             if let Reply::Error(line) = &reply {
@@ -554,7 +560,20 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
     after_reply(st, client, spec, parent, &args, out);
 
     let slower_than = st.config.slowlog_log_slower_than;
-    if slower_than >= 0 && duration_us as i64 >= slower_than && !spec.has_flag(flags::SKIP_SLOWLOG) {
+    if let Some(id) = walk {
+        let account = super::walks::Account {
+            stat: stat_name,
+            argv: args.argv,
+            peer: client.info.addr.clone(),
+            name: client.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned(),
+            at_ms: now_ms,
+            slower_than: Some(slower_than).filter(|_| !spec.has_flag(flags::SKIP_SLOWLOG)),
+            event,
+            track,
+            epoch: st.stats.epoch,
+        };
+        super::walks::account_later(st, id, duration_us, account);
+    } else if slower_than >= 0 && duration_us as i64 >= slower_than && !spec.has_flag(flags::SKIP_SLOWLOG) {
         let name = client.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let max_len = st.config.slowlog_max_len;
         let redacted = crate::slowlog::redacted_positions(stat_name.0, &args.argv);

@@ -268,7 +268,7 @@ impl State {
     pub fn poll_loading(&mut self) {
         let Some(job) = &self.loading else { return };
         let Some(done) = job.take_done() else { return };
-        walks::finish_all(self);
+        walks::set_aside_all(self);
         let mut dbs = done.dbs;
         dbs.resize_with(self.dbs.len(), Db::new);
         self.dbs = dbs;

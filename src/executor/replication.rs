@@ -1032,7 +1032,7 @@ pub fn full_sync_loaded(
     crate::executor::tracking::on_flush(st);
     let mut dbs = loaded.dbs;
     dbs.resize_with(st.dbs.len(), crate::db::Db::new);
-    super::walks::finish_all(st);
+    super::walks::set_aside_all(st);
     let old = std::mem::replace(&mut st.dbs, dbs);
     // Freed off the executor: a large old dataset must not stall the clients.
     std::thread::spawn(move || drop(old));

@@ -6,16 +6,26 @@
 //! lists what was there when KEYS ran) and their replies follow KEYS's on the wire, as the
 //! connection writes a batch's output in order around its deferred replies.
 //!
-//! A walk ends when its last step completes the `Later`, when its connection drops the reply
-//! (the client went away: the executor holds it weakly), or when the table under it is emptied
-//! or replaced (it is then finished at once, see `Db::clear` and `finish_all`).
+//! A walk ends when its last step completes the `Later`, or when its connection drops the reply
+//! (the client went away: the executor holds it weakly). A table emptied (FLUSHDB, FLUSHALL,
+//! DEBUG RELOAD) or replaced (a full resync, DEBUG LOADAOF, a finished load) under a walk does
+//! not stop it: the walk keeps the old tables (`db::walk::Walked`), which hold exactly the keys
+//! there were then, while its records hold what changed between its command and then, and goes
+//! on stepping through them; they are freed off the executor once the walk is over. The flush
+//! itself stays O(1) for the executor however big the walked table is. (Only CLUSTER RESET of a
+//! replica, through `Db::clear`, still finishes a walk at once.)
+//!
+//! The command is accounted as Redis accounts a KEYS: one call, whose duration is the executor
+//! time it took, its call and every step summed (`Account`), reported when the walk ends.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::State;
+use crate::db::walk::{KeyWalk, Walked};
 use crate::resp::reply::{Deferred, Later};
 use crate::resp::Reply;
+use crate::stats::StatName;
 
 /// A database this small is walked at once, inside the command: about 0.2 µs a key.
 pub const WALK_MIN_KEYS: usize = 4096;
@@ -36,12 +46,52 @@ pub struct Walks {
     turn: usize,
     /// Raised when a walk starts: with io-threads 1 the stepping task waits on it.
     pub wake: Arc<tokio::sync::Notify>,
+    /// Tables emptied or replaced under walks, which go on through them.
+    walked: Vec<Walked>,
+    /// The walk the running command started, for call() to hand its accounting to.
+    started: Option<u64>,
 }
 
 struct Job {
     id: u64,
     client: u64,
     reply: Weak<Later>,
+    /// Executor time the command has taken so far: its call, then its steps.
+    spent: Duration,
+    /// What the command's end reports (set by call() once the handler has started the walk).
+    account: Option<Account>,
+}
+
+/// How a walking command is reported when its walk ends, as call() reports a command that ran
+/// in one go: one call in commandstats (counted by call() at once, so that a later command of
+/// the same batch sees it as in Redis, where KEYS was over by then), and its duration, the
+/// executor time the command took, its call and all its steps, in commandstats' usec, the
+/// latency histogram, the latency monitor and the slowlog.
+///
+/// That sum is Redis's figure: its duration is the time the command held the main thread,
+/// I/O excluded, and a KEYS there runs in one go, so that is its whole walk of the table. The
+/// wall time from call to last step would add every other client's commands run in between,
+/// which Redis would have made wait instead; the first step alone would leave out most of the
+/// work.
+pub struct Account {
+    pub stat: StatName,
+    /// The slowlog's view of the command, taken when it ran (a CLIENT SETNAME later in the
+    /// batch runs before the walk ends, where Redis had logged KEYS already).
+    pub argv: Vec<bytes::Bytes>,
+    pub peer: String,
+    pub name: String,
+    /// The command's time, which stamps its slowlog entry as call() stamps every entry (Redis
+    /// stamps one as it logs it, right after the command; for a walk that would be its end).
+    pub at_ms: i64,
+    /// slowlog-log-slower-than when the command ran; None when it skips the slowlog.
+    pub slower_than: Option<i64>,
+    /// The latency monitor's event for it.
+    pub event: &'static str,
+    /// latency-tracking when the command ran.
+    pub track: bool,
+    /// `Stats::epoch` when it was counted: a CONFIG RESETSTAT since took its call away, so its
+    /// time goes too.
+    pub epoch: u64,
 }
 
 impl Walks {
@@ -67,9 +117,81 @@ pub fn start(st: &mut State, db: usize, client: u64, pattern: &[u8], now_ms: i64
         return Reply::Raw(out);
     }
     let later = Arc::new(Later::default());
-    st.walks.jobs.push(Job { id, client, reply: Arc::downgrade(&later) });
+    st.walks.jobs.push(Job { id, client, reply: Arc::downgrade(&later), spent: Duration::ZERO, account: None });
+    st.walks.started = Some(id);
     st.walks.wake.notify_one();
     Reply::Deferred(Deferred(later))
+}
+
+/// The walk the command call() just ran started, if it goes on after the call: call() then
+/// counts the call and leaves its time to `account_later`.
+pub fn take_started(st: &mut State) -> Option<u64> {
+    st.walks.started.take()
+}
+
+/// The command that started walk `id` took `call_us` in call(); the rest of its report waits
+/// for the walk's end.
+pub fn account_later(st: &mut State, id: u64, call_us: u64, account: Account) {
+    if let Some(job) = st.walks.jobs.iter_mut().find(|j| j.id == id) {
+        job.spent += Duration::from_micros(call_us);
+        job.account = Some(account);
+    }
+}
+
+/// Reports the command of a walk that is over (see `Account`).
+fn report(st: &mut State, job: Job) {
+    let Some(a) = job.account else { return };
+    let us = job.spent.as_micros() as u64;
+    if a.epoch == st.stats.epoch {
+        let stat = st.stats.commands.entry(a.stat).or_default();
+        stat.usec += us;
+        if a.track {
+            stat.latency.record(us.saturating_mul(1000));
+        }
+    }
+    super::record_latency(st, a.event, us);
+    if a.slower_than.is_some_and(|t| t >= 0 && us as i64 >= t) {
+        let redacted = crate::slowlog::redacted_positions(a.stat.0, &a.argv);
+        let max_len = st.config.slowlog_max_len;
+        st.slowlog.push(&a.argv, &redacted, us, a.at_ms / 1000, &a.peer, &a.name, max_len);
+    }
+}
+
+/// Moves walk `id` on until `deadline` wherever it runs: over a database, or over tables
+/// emptied under it. None when it runs nowhere.
+fn walk_step(st: &mut State, id: u64, deadline: Option<Instant>) -> Option<bool> {
+    if let Some(db) = st.dbs.iter_mut().find(|d| d.has_walk(id)) {
+        return db.walk_step(id, deadline);
+    }
+    st.walks.walked.iter_mut().find(|w| w.has_walk(id))?.walk_step(id, deadline)
+}
+
+/// Takes walk `id` out wherever it runs; emptied tables that no walk needs any more are freed
+/// on a thread of their own, as FLUSHALL ASYNC frees them.
+fn take_walk(st: &mut State, id: u64) -> Option<KeyWalk> {
+    for db in &mut st.dbs {
+        if let Some(w) = db.take_walk(id) {
+            return Some(w);
+        }
+    }
+    let at = st.walks.walked.iter().position(|w| w.has_walk(id))?;
+    let walk = st.walks.walked[at].take_walk(id);
+    if st.walks.walked[at].is_idle() {
+        let tables = st.walks.walked.swap_remove(at);
+        std::thread::spawn(move || {
+            drop(tables);
+            crate::alloc::flush_thread_cache();
+        });
+    }
+    walk
+}
+
+/// Database `db` is being emptied or replaced: its walks go on over the tables it had, which
+/// it gives up (it is left empty, as `Db::clear` leaves it). Nothing happens without walks.
+pub fn set_aside(st: &mut State, db: usize) {
+    if let Some(walked) = st.dbs[db].take_walked() {
+        st.walks.walked.push(walked);
+    }
 }
 
 /// The reply of a finished walk: the array header, then its bulk strings.
@@ -99,25 +221,31 @@ pub fn step(st: &mut State, budget: Duration) -> bool {
         let id = job.id;
         let Some(reply) = job.reply.upgrade() else {
             // The client went away (its connection dropped the reply): the walk stops.
-            st.walks.jobs.remove(at);
-            for db in &mut st.dbs {
-                db.take_walk(id);
+            let job = st.walks.jobs.remove(at);
+            take_walk(st, id);
+            report(st, job);
+            continue;
+        };
+        let t0 = Instant::now();
+        match walk_step(st, id, Some(t0 + slice)) {
+            Some(true) => {
+                let walk = take_walk(st, id).expect("the walk just stepped");
+                reply.complete(reply_parts(walk));
+                let mut job = st.walks.jobs.remove(at);
+                job.spent += t0.elapsed();
+                report(st, job);
             }
-            continue;
-        };
-        let Some(db) = st.dbs.iter_mut().find(|d| d.has_walk(id)) else {
-            // The table went without finishing the walk (never expected): the reply never
-            // comes, and the connection closes rather than wait for it.
-            st.walks.jobs.remove(at);
-            reply.abandon();
-            continue;
-        };
-        if db.walk_step(id, Some(Instant::now() + slice)) == Some(true) {
-            let walk = db.take_walk(id).expect("the walk just stepped");
-            st.walks.jobs.remove(at);
-            reply.complete(reply_parts(walk));
-        } else {
-            st.walks.turn = at + 1;
+            Some(false) => {
+                st.walks.jobs[at].spent += t0.elapsed();
+                st.walks.turn = at + 1;
+            }
+            None => {
+                // The walk's tables went without it (never expected): the reply never comes,
+                // and the connection closes rather than wait for it.
+                let job = st.walks.jobs.remove(at);
+                reply.abandon();
+                report(st, job);
+            }
         }
         if started.elapsed() >= budget {
             break;
@@ -126,28 +254,19 @@ pub fn step(st: &mut State, budget: Duration) -> bool {
     !st.walks.jobs.is_empty()
 }
 
-/// Runs every walk to its end and delivers it: the databases are about to be replaced (a full
-/// resync, DEBUG LOADAOF, a finished load). Emptied ones finish their walks themselves.
-pub fn finish_all(st: &mut State) {
-    if !st.walks.pending() {
-        return;
+/// The databases are about to be replaced (a full resync, DEBUG LOADAOF, a finished load):
+/// their walks go on over the tables they have now.
+pub fn set_aside_all(st: &mut State) {
+    for db in 0..st.dbs.len() {
+        set_aside(st, db);
     }
-    for db in &mut st.dbs {
-        db.finish_walks();
-    }
-    step(st, Duration::from_secs(3600));
 }
 
 /// Client `id` is gone: its walks stop.
 pub fn client_gone(st: &mut State, id: u64) {
-    if !st.walks.jobs.iter().any(|j| j.client == id) {
-        return;
-    }
-    let gone: Vec<u64> = st.walks.jobs.iter().filter(|j| j.client == id).map(|j| j.id).collect();
-    st.walks.jobs.retain(|j| j.client != id);
-    for walk in gone {
-        for db in &mut st.dbs {
-            db.take_walk(walk);
-        }
+    while let Some(at) = st.walks.jobs.iter().position(|j| j.client == id) {
+        let job = st.walks.jobs.remove(at);
+        take_walk(st, job.id);
+        report(st, job);
     }
 }
