@@ -1039,11 +1039,19 @@ pub fn bookkeeping_memory(st: &super::State, c: &Client) -> u64 {
 /// (out of the table meanwhile): it counts, and may be evicted itself, as Redis may evict the
 /// current client before its command runs. Returns the memory of the clients closed, and of
 /// those still closing.
+#[inline]
 pub fn evict_clients(st: &mut super::State, caller: Option<&Client>) -> u64 {
     let limit = client_eviction_limit(st);
     if limit == 0 {
         return 0;
     }
+    evict_over(st, caller, limit)
+}
+
+/// `evict_clients` under a limit, out of line: called after every batch, the check alone is
+/// then a load and a branch.
+#[inline(never)]
+fn evict_over(st: &mut super::State, caller: Option<&Client>, limit: u64) -> u64 {
     let mut total = 0u64;
     // Clients already closing still hold their buffers until their connections let go: that
     // memory is about to be freed too (maxmemory must not evict keys for it meanwhile).

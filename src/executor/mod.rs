@@ -264,6 +264,12 @@ impl State {
         self.stats.sample_memory(lua)
     }
 
+    /// The cron's memory sample: raises the peak (see `Stats::note_memory_peak`).
+    pub fn note_memory_peak(&mut self) {
+        let lua = self.scripting.vm_allocated() as u64;
+        self.stats.note_memory_peak(lua)
+    }
+
     /// Swaps in the databases of a finished background load.
     pub fn poll_loading(&mut self) {
         let Some(job) = &self.loading else { return };
@@ -556,7 +562,7 @@ impl Executor {
             }
             db.rehash_until(deadline);
         }
-        st.sample_memory();
+        st.note_memory_peak();
         // maxmemory: a pass that ran out of time goes on here (Redis's eviction time proc).
         if st.evict.running {
             evict::perform(st, None, now);
