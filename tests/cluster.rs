@@ -516,11 +516,9 @@ fn kill_and_take_conf(mut node: Server) -> String {
     std::fs::read_to_string(node.dir.join("nodes.conf")).expect("nodes.conf")
 }
 
-/// A node started from `conf` (a copy in a directory of its own): what it loaded.
-fn restart_from(conf: &str, redis: bool) -> (Server, String) {
-    let dir =
-        std::env::temp_dir().join(format!("ferrodis-cluster-conf-{}-{}", std::process::id(), common::free_port()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// A node started from `conf` (a copy in `dir`, which must outlive it): what it loaded.
+fn restart_from(conf: &str, redis: bool, dir: &std::path::Path) -> (Server, String) {
+    std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("nodes.conf");
     std::fs::write(&path, conf).unwrap();
     let bus = common::free_port().to_string();
@@ -543,7 +541,6 @@ fn restart_from(conf: &str, redis: bool) -> (Server, String) {
             format!("{} {} {} {}", f[0], f[2], f[6], f[8..].join(" "))
         })
         .collect();
-    let _ = std::fs::remove_dir_all(&dir);
     (node, format!("{} | {}", fields.join(" "), myself.join(" ")))
 }
 
@@ -563,12 +560,15 @@ fn config_changes_are_in_nodes_conf_before_the_reply_as_redis() {
         assert_eq!(show(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])), show(b"+OK\r\n"));
         assert_eq!(show(&c.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "5"])), show(b"+OK\r\n"));
         let conf = kill_and_take_conf(node);
-        let (again, seen) = restart_from(&conf, redis);
+        let dir = std::env::temp_dir().join(format!("ferrodis-cluster-conf-{}-{bus}", std::process::id()));
+        let (again, seen) = restart_from(&conf, redis, &dir);
         // The restarted node's epochs are live: its own is the highest (BUMPEPOCH: STILL) and
         // not 0 (SET-CONFIG-EPOCH refuses).
         let mut c2 = again.client();
         let still = show(&c2.cmd(&["CLUSTER", "BUMPEPOCH"]));
         let refused = show(&c2.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "9"]));
+        drop(again);
+        let _ = std::fs::remove_dir_all(&dir);
         vec![seen.replace(&id, "<myid>"), still, refused]
     };
     let ours = run_case(false);
@@ -579,8 +579,9 @@ fn config_changes_are_in_nodes_conf_before_the_reply_as_redis() {
 }
 
 /// A replica's FAILOVER TAKEOVER: the reply comes once nodes.conf says it is the master of the
-/// slots with the new config epoch (Redis saves and fsyncs before its PONG and the reply); a
-/// kill right after the reply loses none of it.
+/// slots (Redis's clusterFailoverReplaceYourMaster saves and fsyncs before its PONG and the
+/// reply, even when no epoch changes: a replica that won an epoch collision as a master keeps
+/// the highest config epoch); a kill right after the reply loses none of it.
 #[test]
 fn takeover_is_in_nodes_conf_before_the_reply() {
     let master = start_node();

@@ -183,7 +183,12 @@ pub fn save_config(st: &mut State) {
 }
 
 fn post_save(st: &mut State) {
-    let Some(job) = conf_job(st, false) else { return };
+    post_save_as(st, false);
+}
+
+/// `fsync`: fsynced and holding bus output whatever the epochs.
+fn post_save_as(st: &mut State, fsync: bool) {
+    let Some(job) = conf_job(st, fsync) else { return };
     let Some(w) = st.cluster_conf.clone() else { return };
     let hold = job.fsync;
     w.post(job, hold);
@@ -208,7 +213,7 @@ fn conf_job(st: &mut State, fsync: bool) -> Option<super::nodes_conf::Job> {
     let fsync = fsync || epochs != c.synced_epochs;
     c.synced_epochs = epochs;
     let tmp = format!("{path}.tmp-{}", std::process::id());
-    Some(super::nodes_conf::Job { path, tmp, text: c.config_text(), epochs, fsync })
+    Some(super::nodes_conf::Job { path, tmp, text: c.config_text(), fsync })
 }
 
 /// Waits for the config writer's saves to be written (shutdown).
@@ -223,19 +228,16 @@ pub fn conf_writer(st: &State) -> Option<Arc<super::nodes_conf::ConfWriter>> {
     st.cluster_conf.clone()
 }
 
-/// `before_sleep` for a client's CLUSTER command: its reply waits for a save that an epoch
-/// change made durable (Redis replies after beforeSleep's fsync); other saves are not waited
-/// for (see `nodes_conf`).
+/// `before_sleep` for a client's CLUSTER command: its reply waits for the saves that hold bus
+/// output (an epoch change, a takeover), as Redis replies after beforeSleep's fsync; other saves
+/// are not waited for (see `nodes_conf`).
 pub fn before_reply(st: &mut State) {
     before_sleep(st);
-    let Some(c) = st.cluster.as_ref() else { return };
-    let durable = st.cluster_conf.as_ref().map(|w| w.durable_epochs());
-    if durable.is_some_and(|d| d != c.epochs()) {
-        if let Err(e) = save_config_sync(st) {
-            tracing::warn!("{e}");
-            tracing::warn!("Fatal: can't update cluster config file.");
-            std::process::exit(1);
-        }
+    if st.cluster.as_ref().is_some_and(|c| c.epochs() != c.synced_epochs) {
+        post_save(st);
+    }
+    if let Some(w) = &st.cluster_conf {
+        w.wait_held();
     }
 }
 
@@ -1809,7 +1811,10 @@ fn replace_my_master(st: &mut State) {
     let taken = c.slots_of(&old);
     c.move_slots(&taken, &myself);
     update_state(st);
-    save_config(st);
+    // Fsynced even when no epoch changed (a replica that won an epoch collision as a master
+    // keeps the highest config epoch), as Redis's clusterSaveConfigOrDie(1) here.
+    cl(st).todo_save = false;
+    post_save_as(st, true);
     broadcast_pong(st, false);
     c_reset_mf(st);
 }

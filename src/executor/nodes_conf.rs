@@ -13,16 +13,18 @@
 //!   order: one thread writes them one after another. Saves handed over while one is being
 //!   written coalesce into one later write of the newest text (fsynced if any of them asked).
 //! - Bus messages leave only after the save that was due when they were queued is on disk: a
-//!   FAILOVER_AUTH_ACK after lastVoteEpoch, a promoted replica's PONG after its new config epoch,
-//!   an election's FAILOVER_AUTH_REQUEST after the current epoch it carries (Redis writes bus
-//!   links after beforeSleep's save). A save that changes an epoch raises the bus gate
+//!   FAILOVER_AUTH_ACK after lastVoteEpoch, a promoted replica's PONG after its new role (always
+//!   fsynced, as Redis's clusterFailoverReplaceYourMaster does), an election's
+//!   FAILOVER_AUTH_REQUEST after the current epoch it carries (Redis writes bus links after
+//!   beforeSleep's save). A save that changes an epoch, or a promotion's, raises the bus gate
 //!   (`hold`) to its sequence number before any later message is queued, and each link's writer
 //!   (`server::cluster_bus`) waits for `output_ready` before it writes what it took from the
 //!   channel. Only the links wait; the executor goes on serving clients.
 //! - A client's CLUSTER command whose change needs an fsync (an epoch: SET-CONFIG-EPOCH,
-//!   BUMPEPOCH, SETSLOT NODE bumping, FAILOVER TAKEOVER, RESET) waits for the save before its
-//!   reply (`write_and_wait`): rare administrative commands, as in Redis. CLUSTER SAVECONFIG and
-//!   startup wait too and report the failure as Redis does. Other client saves (ADDSLOTS,
+//!   BUMPEPOCH, SETSLOT NODE bumping, RESET; FAILOVER TAKEOVER's promotion) replies once the
+//!   saves holding the bus are written (`wait_held`: the executor waits, for rare administrative
+//!   commands, as in Redis). CLUSTER SAVECONFIG and startup wait too and report the failure as
+//!   Redis does. Other client saves (ADDSLOTS,
 //!   SETSLOT without a bump: 3-5 per slot in a resharding) are not waited for: they are in the
 //!   file within the writer's next write, and `flush` lands them before a shutdown; the only thing
 //!   lost against Redis is a kill -9 within that write (~1 ms), which Redis's page cache survives.
@@ -32,15 +34,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// (currentEpoch, myself's configEpoch, lastVoteEpoch).
-pub type Epochs = (u64, u64, u64);
-
 /// One save: the file, the temp name it is written under, the text and what it carries.
 pub struct Job {
     pub path: String,
     pub tmp: String,
     pub text: String,
-    pub epochs: Epochs,
     pub fsync: bool,
 }
 
@@ -62,8 +60,6 @@ struct WriterState {
     done: u64,
     /// A reported save's failure: its sequence number and the error.
     failed: Option<(u64, String)>,
-    /// The epochs the last fsynced save held.
-    durable: Epochs,
 }
 
 pub struct ConfWriter {
@@ -152,9 +148,13 @@ impl ConfWriter {
         }
     }
 
-    /// The epochs the last fsynced save held.
-    pub fn durable_epochs(&self) -> Epochs {
-        self.lock().durable
+    /// Waits until the saves that hold bus output are written (a client's CLUSTER command).
+    pub fn wait_held(&self) {
+        let need = self.gate.load(Ordering::Acquire);
+        let mut g = self.lock();
+        while g.done < need {
+            g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// Returns once the saves due when it was called are on disk (see the module header).
@@ -196,7 +196,6 @@ impl ConfWriter {
         });
         let mut g = self.lock();
         match outcome {
-            Ok(()) if q.job.fsync => g.durable = q.job.epochs,
             Ok(()) => {}
             Err(e) if q.report => g.failed = Some((q.seq, e)),
             Err(e) => {
