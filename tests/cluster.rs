@@ -507,3 +507,104 @@ fn slot_changes_reach_nodes_conf_whole() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert!(conf().ends_with("vars currentEpoch 0 lastVoteEpoch 0\n"), "{}", conf());
 }
+
+/// Kills `node` at once (no shutdown save) and returns its nodes.conf as the kill left it.
+fn kill_and_take_conf(mut node: Server) -> String {
+    // SAFETY: kill(2) on the child's own pid; no memory is shared.
+    unsafe { libc::kill(node.pid() as i32, libc::SIGKILL) };
+    node.wait_exit(Duration::from_secs(10)).expect("killed node exits");
+    std::fs::read_to_string(node.dir.join("nodes.conf")).expect("nodes.conf")
+}
+
+/// A node started from `conf` (a copy in `dir`, which must outlive it): what it loaded.
+fn restart_from(conf: &str, redis: bool, dir: &std::path::Path) -> (Server, String) {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("nodes.conf");
+    std::fs::write(&path, conf).unwrap();
+    let bus = common::free_port().to_string();
+    let args = ["--cluster-enabled", "yes", "--cluster-port", &bus, "--cluster-config-file", path.to_str().unwrap()];
+    let node = if redis { common::RedisServer::with_args(&args) } else { TestServer::with_args(&args) };
+    let mut c = node.client();
+    let info = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "INFO"])).into_owned();
+    let fields: Vec<&str> = info
+        .lines()
+        .filter(|l| {
+            ["cluster_slots_assigned", "cluster_current_epoch", "cluster_my_epoch"].iter().any(|f| l.starts_with(f))
+        })
+        .collect();
+    let myself: Vec<String> = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "NODES"]))
+        .lines()
+        .filter(|l| l.contains("myself"))
+        // id, flags, config epoch, slots: the address and times differ between runs.
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            format!("{} {} {} {}", f[0], f[2], f[6], f[8..].join(" "))
+        })
+        .collect();
+    (node, format!("{} | {}", fields.join(" "), myself.join(" ")))
+}
+
+/// nodes.conf holds a client's epoch change when the reply comes (Redis saves it, fsynced, in
+/// beforeSleep before replies go out; ferrodis's writer thread does the I/O and the reply waits
+/// for it), whole: a node killed right after the reply restarts from the file with the slots,
+/// the epochs and its identity, as a real Redis node does after the same commands.
+#[test]
+fn config_changes_are_in_nodes_conf_before_the_reply_as_redis() {
+    let run_case = |redis: bool| -> Vec<String> {
+        let bus = common::free_port().to_string();
+        let args = ["--cluster-enabled", "yes", "--cluster-port", &bus];
+        let node = if redis { common::RedisServer::with_args(&args) } else { TestServer::with_args(&args) };
+        let mut c = node.client();
+        let id = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "MYID"])).into_owned();
+        let id = id.trim_start_matches('$').split("\r\n").nth(1).unwrap_or("").to_string();
+        assert_eq!(show(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])), show(b"+OK\r\n"));
+        assert_eq!(show(&c.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "5"])), show(b"+OK\r\n"));
+        let conf = kill_and_take_conf(node);
+        let dir = std::env::temp_dir().join(format!("ferrodis-cluster-conf-{}-{bus}", std::process::id()));
+        let (again, seen) = restart_from(&conf, redis, &dir);
+        // The restarted node's epochs are live: its own is the highest (BUMPEPOCH: STILL) and
+        // not 0 (SET-CONFIG-EPOCH refuses).
+        let mut c2 = again.client();
+        let still = show(&c2.cmd(&["CLUSTER", "BUMPEPOCH"]));
+        let refused = show(&c2.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "9"]));
+        drop(again);
+        let _ = std::fs::remove_dir_all(&dir);
+        vec![seen.replace(&id, "<myid>"), still, refused]
+    };
+    let ours = run_case(false);
+    let Some(_probe) = common::RedisServer::or_skip() else { return };
+    let redis = run_case(true);
+    assert_eq!(ours, redis);
+    assert!(ours[0].contains("cluster_current_epoch:5"), "{ours:?}");
+}
+
+/// A replica's FAILOVER TAKEOVER: the reply comes once nodes.conf says it is the master of the
+/// slots (Redis's clusterFailoverReplaceYourMaster saves and fsyncs before its PONG and the
+/// reply, even when no epoch changes: a replica that won an epoch collision as a master keeps
+/// the highest config epoch); a kill right after the reply loses none of it.
+#[test]
+fn takeover_is_in_nodes_conf_before_the_reply() {
+    let master = start_node();
+    let replica = start_node();
+    let _keep = KeepLogsOnFailure(std::slice::from_ref(&master));
+    let mut m = master.client();
+    let mut r = replica.client();
+    assert_eq!(show(&m.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])), show(b"+OK\r\n"));
+    let bus = std::fs::read_to_string(master.dir.join("nodes.conf")).unwrap();
+    let mport = master.port.to_string();
+    let mbus =
+        bus.lines().find(|l| l.contains("myself")).and_then(|l| l.split(['@', ',', ' ']).nth(2)).unwrap().to_string();
+    r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &mport, &mbus]);
+    let mid = String::from_utf8_lossy(&m.cmd(&["CLUSTER", "MYID"])).split("\r\n").nth(1).unwrap().to_string();
+    assert!(wait_until(Duration::from_secs(20), || r.cmd(&["CLUSTER", "REPLICATE", &mid]) == b"+OK\r\n"));
+    assert!(wait_until(Duration::from_secs(20), || {
+        common::info_field(&mut r, "replication", "master_link_status") == "up"
+    }));
+    assert_eq!(show(&r.cmd(&["CLUSTER", "FAILOVER", "TAKEOVER"])), show(b"+OK\r\n"));
+    let conf = kill_and_take_conf(replica);
+    let myself = conf.lines().find(|l| l.contains("myself")).unwrap_or_default().to_string();
+    assert!(myself.contains("myself,master") && myself.ends_with(" connected 0-16383"), "{conf}");
+    // Its config epoch, bumped by the takeover, is the current epoch.
+    let epoch = myself.split(' ').nth(6).unwrap_or_default();
+    assert!(epoch != "0" && conf.ends_with(&format!("vars currentEpoch {epoch} lastVoteEpoch 0\n")), "{conf}");
+}

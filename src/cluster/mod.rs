@@ -376,10 +376,9 @@ pub struct ClusterState {
     pub mf: ManualFailover,
     /// Work left for the executor's next pass (clusterBeforeSleep): save, update state, fsync.
     pub todo_save: bool,
-    /// The epochs (current, my config epoch, last vote) the last fsynced save held: a save
-    /// fsyncs only when one changed, as Redis fsyncs nodes.conf only for epoch changes
-    /// (CLUSTER_TODO_FSYNC_CONFIG); slot moves (SETSLOT, 3-5 per slot in a resharding) and
-    /// gossip are written without waiting for the disk.
+    /// The epochs (current, my config epoch, last vote) of the last save handed to the writer
+    /// fsynced: a save fsyncs only when one changed, as Redis fsyncs nodes.conf only for epoch
+    /// changes (CLUSTER_TODO_FSYNC_CONFIG).
     pub synced_epochs: (u64, u64, u64),
     /// Slots this node (or its master) stopped serving since the executor's last pass: their
     /// shard channels' subscribers are to be unsubscribed (Redis's removeChannelsInSlot).
@@ -686,6 +685,11 @@ impl ClusterState {
         self.nodes
             .values()
             .any(|n| n.in_handshake() && n.ip.eq_ignore_ascii_case(ip) && n.port == port && n.cport == cport)
+    }
+
+    /// (currentEpoch, myself's configEpoch, lastVoteEpoch): what a save fsyncs for.
+    pub fn epochs(&self) -> (u64, u64, u64) {
+        (self.current_epoch, self.me().config_epoch, self.last_vote_epoch)
     }
 
     /// One CLUSTER NODES line (also a nodes.conf line), without the newline; `plaintext_client`:

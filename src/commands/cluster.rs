@@ -338,7 +338,7 @@ fn change_slots(ctx: &mut Ctx, args: &Args, ranges: bool, del: bool) -> CmdResul
     }
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -370,7 +370,7 @@ pub fn flushslots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     c.del_node_slots(&me);
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -444,7 +444,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let c = state(ctx)?;
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -452,7 +452,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn bumpepoch(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
     let bumped = cluster::bump_epoch_without_consensus(ctx.admin());
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     let epoch = state(ctx)?.me().config_epoch;
     Ok(Reply::StatusOwned(format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" })))
 }
@@ -480,7 +480,7 @@ pub fn set_config_epoch(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -495,7 +495,7 @@ pub fn forget(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("Can't forget my master!"));
     }
     cluster::forget(ctx.admin(), n);
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -514,7 +514,7 @@ pub fn replicate(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("To set a master the node must be empty and without assigned slots."));
     }
     cluster::set_my_master(ctx.admin(), n);
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     Ok(Reply::Ok)
 }
 
@@ -573,7 +573,7 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("Master is down or failed, please use CLUSTER FAILOVER FORCE"));
     }
     cluster::start_manual_failover(ctx.admin(), force, takeover);
-    cluster::before_sleep(ctx.admin());
+    cluster::before_reply(ctx.admin());
     Ok(Reply::Ok)
 }
 

@@ -111,7 +111,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // cluster-announce-* and cluster-replica-no-failover change what this node tells its peers.
     if ctx.state().cluster.is_some() {
         crate::executor::cluster::update_myself_announced(ctx.admin());
-        crate::executor::cluster::before_sleep(ctx.admin());
+        crate::executor::cluster::before_reply(ctx.admin());
     }
     Ok(Reply::Ok)
 }

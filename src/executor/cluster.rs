@@ -1,10 +1,10 @@
 //! The cluster protocol as the executor runs it (Redis 7.0's cluster.c minus the sockets): what
 //! each bus message does to the cluster state, the cron's pings, failure detection and
-//! replica elections, the slots configuration (config epochs, UPDATE), and nodes.conf, written
-//! to a temp file and renamed (by a writer thread unless an epoch changed, see `save_config`). The state and codec are `crate::cluster`; the sockets are
-//! `server::cluster_bus`, which hands every received frame here (`on_frames`) and drains
-//! each link's channel. Everything runs on the executor, between commands: a message costs
-//! microseconds, so gossip never holds a client for long.
+//! replica elections, the slots configuration (config epochs, UPDATE), and what nodes.conf
+//! holds (its writer thread, and what waits for a save, are `nodes_conf`). The state and codec
+//! are `crate::cluster`; the sockets are `server::cluster_bus`, which hands every received
+//! frame here (`on_frames`) and drains each link's channel. Everything runs on the executor,
+//! between commands: a message costs microseconds, so gossip never holds a client for long.
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -171,149 +171,73 @@ pub fn update_myself_announced(st: &mut State) {
     }
 }
 
-/// Writes nodes.conf, always whole under a temp name renamed over it, so a crash at any point
-/// leaves the old file or the new one (issue 19: "written atomically"). When an epoch changed
-/// since the last fsynced save (a vote or an epoch must survive a crash; Redis fsyncs for those
-/// only) the temp file is fsynced and the executor waits for it. Any other save (slot moves:
-/// SETSLOT, 3-5 per slot in a resharding, ADDSLOTS, gossip updates) is handed to the config
-/// writer thread and not waited for: a rename over an existing file makes ext4 flush the new
-/// file's data (auto_da_alloc), ~1 ms of blocking I/O that on the executor stalled every SETSLOT
-/// (Redis 7.0 rewrites the file in place instead, which a crash mid-write can tear). Saves
-/// handed over while the writer is busy coalesce: only the newest text is written.
-pub fn save_config(st: &mut State) -> Result<(), String> {
-    save(st, false)
+/// Saves nodes.conf without waiting (the bus and the cron): the writer thread writes it, fsynced
+/// when an epoch changed since the last fsynced save, as Redis fsyncs only for epochs
+/// (CLUSTER_TODO_FSYNC_CONFIG); such a save holds bus output until it is on disk (see
+/// `nodes_conf`).
+pub fn save_config(st: &mut State) {
+    if let Some(c) = st.cluster.as_mut() {
+        c.todo_save = false;
+    }
+    post_save(st);
 }
 
-/// `save_config`, written and fsynced before returning whatever changed (CLUSTER SAVECONFIG,
-/// startup): its caller reports the outcome.
+fn post_save(st: &mut State) {
+    post_save_as(st, false);
+}
+
+/// `fsync`: fsynced and holding bus output whatever the epochs.
+fn post_save_as(st: &mut State, fsync: bool) {
+    let Some(job) = conf_job(st, fsync) else { return };
+    let Some(w) = st.cluster_conf.clone() else { return };
+    let hold = job.fsync;
+    w.post(job, hold);
+}
+
+/// Saves nodes.conf, fsynced, and returns once it is on disk (CLUSTER SAVECONFIG, startup): its
+/// caller reports the outcome.
 pub fn save_config_sync(st: &mut State) -> Result<(), String> {
-    save(st, true)
+    if let Some(c) = st.cluster.as_mut() {
+        c.todo_save = false;
+    }
+    let Some(job) = conf_job(st, true) else { return Ok(()) };
+    let w = st.cluster_conf.get_or_insert_with(super::nodes_conf::ConfWriter::start).clone();
+    w.write_and_wait(job)
 }
 
-fn save(st: &mut State, sync: bool) -> Result<(), String> {
-    let Some(c) = st.cluster.as_mut() else { return Ok(()) };
-    c.todo_save = false;
-    let epochs = (c.current_epoch, c.me().config_epoch, c.last_vote_epoch);
-    let fsync = sync || epochs != c.synced_epochs;
-    let text = c.config_text();
+/// The save of the current state; `fsync`: whatever the epochs.
+fn conf_job(st: &mut State, fsync: bool) -> Option<super::nodes_conf::Job> {
     let path = config_path(st);
+    let c = st.cluster.as_mut()?;
+    let epochs = c.epochs();
+    let fsync = fsync || epochs != c.synced_epochs;
+    c.synced_epochs = epochs;
     let tmp = format!("{path}.tmp-{}", std::process::id());
-    let writer = conf_writer();
-    if !fsync {
-        if let Some(w) = writer {
-            w.post(ConfJob { path, tmp, text });
-            return Ok(());
-        }
-    }
-    // Written here: whatever the writer holds is older, so it is dropped, and a write it has
-    // started ends before this one begins (the same temp name, and no older rename after ours).
-    if let Some(w) = writer {
-        w.cancel_and_wait();
-    }
-    let done = write_config(&ConfJob { path, tmp: tmp.clone(), text }, fsync);
-    if done.is_ok() && fsync {
-        if let Some(c) = st.cluster.as_mut() {
-            c.synced_epochs = epochs;
-        }
-    }
-    done.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("Could not save cluster config file: {e}")
-    })
+    Some(super::nodes_conf::Job { path, tmp, text: c.config_text(), fsync })
 }
 
-/// One nodes.conf save: the file, the temp name it is written under, the text.
-struct ConfJob {
-    path: String,
-    tmp: String,
-    text: String,
-}
-
-fn write_config(job: &ConfJob, fsync: bool) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::File::create(&job.tmp)?;
-    f.write_all(job.text.as_bytes())?;
-    if fsync {
-        f.sync_all()?;
-    }
-    drop(f);
-    std::fs::rename(&job.tmp, &job.path)
-}
-
-/// The thread that writes the saves the executor does not wait for (see `save_config`).
-struct ConfWriter {
-    state: std::sync::Mutex<WriterState>,
-    changed: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct WriterState {
-    /// The newest save not started yet.
-    next: Option<ConfJob>,
-    /// A save is being written.
-    busy: bool,
-}
-
-impl ConfWriter {
-    fn lock(&self) -> std::sync::MutexGuard<'_, WriterState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn post(&self, job: ConfJob) {
-        self.lock().next = Some(job);
-        self.changed.notify_all();
-    }
-
-    /// Drops the save not started yet and waits for the one being written.
-    fn cancel_and_wait(&self) {
-        let mut g = self.lock();
-        g.next = None;
-        while g.busy {
-            g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn run(&self) {
-        loop {
-            let job = {
-                let mut g = self.lock();
-                loop {
-                    if let Some(job) = g.next.take() {
-                        g.busy = true;
-                        break job;
-                    }
-                    g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
-                }
-            };
-            if let Err(e) = write_config(&job, false) {
-                let _ = std::fs::remove_file(&job.tmp);
-                tracing::warn!("Could not save cluster config file: {e}");
-            }
-            self.lock().busy = false;
-            self.changed.notify_all();
-        }
+/// Waits for the config writer's saves to be written (shutdown).
+pub fn flush_config(st: &State) {
+    if let Some(w) = &st.cluster_conf {
+        w.flush();
     }
 }
 
-/// The config writer, started on first use (None if no thread could be started: saves are then
-/// written on the executor).
-fn conf_writer() -> Option<&'static ConfWriter> {
-    static WRITER: std::sync::OnceLock<Option<&'static ConfWriter>> = std::sync::OnceLock::new();
-    *WRITER.get_or_init(|| {
-        let w: &'static ConfWriter = Box::leak(Box::new(ConfWriter {
-            state: std::sync::Mutex::new(WriterState::default()),
-            changed: std::sync::Condvar::new(),
-        }));
-        std::thread::Builder::new().name("nodes-conf".into()).spawn(move || w.run()).ok().map(|_| w)
-    })
+/// The config writer, for the bus links to wait on (`ConfWriter::output_ready`).
+pub fn conf_writer(st: &State) -> Option<Arc<super::nodes_conf::ConfWriter>> {
+    st.cluster_conf.clone()
 }
 
-/// Waits for the config writer's saves to reach the disk's page cache (shutdown).
-pub fn flush_config() {
-    let Some(w) = conf_writer() else { return };
-    let mut g = w.lock();
-    while g.busy || g.next.is_some() {
-        g = w.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+/// `before_sleep` for a client's CLUSTER command: its reply waits for the saves that hold bus
+/// output (an epoch change, a takeover), as Redis replies after beforeSleep's fsync; other saves
+/// are not waited for (see `nodes_conf`).
+pub fn before_reply(st: &mut State) {
+    before_sleep(st);
+    if st.cluster.as_ref().is_some_and(|c| c.epochs() != c.synced_epochs) {
+        post_save(st);
+    }
+    if let Some(w) = &st.cluster_conf {
+        w.wait_held();
     }
 }
 
@@ -338,9 +262,7 @@ pub fn before_sleep(st: &mut State) {
         update_state(st);
     }
     if cl(st).todo_save {
-        if let Err(e) = save_config(st) {
-            tracing::warn!("{e}");
-        }
+        save_config(st);
     }
 }
 
@@ -423,6 +345,11 @@ fn free_link(c: &mut ClusterState, id: u64) {
 }
 
 fn send(st: &mut State, link: u64, m: &Message) {
+    // An epoch this message may carry (a vote, an election's epoch) is on disk before it
+    // leaves: saved now, holding the bus (see `nodes_conf`). The pass's own save still follows.
+    if st.cluster.as_ref().is_some_and(|c| c.epochs() != c.synced_epochs) {
+        post_save(st);
+    }
     let bytes = msg::encode(m);
     let c = cl(st);
     if let Some(l) = c.links.get(&link) {
@@ -1884,9 +1811,10 @@ fn replace_my_master(st: &mut State) {
     let taken = c.slots_of(&old);
     c.move_slots(&taken, &myself);
     update_state(st);
-    if let Err(e) = save_config(st) {
-        tracing::warn!("{e}");
-    }
+    // Fsynced even when no epoch changed (a replica that won an epoch collision as a master
+    // keeps the highest config epoch), as Redis's clusterSaveConfigOrDie(1) here.
+    cl(st).todo_save = false;
+    post_save_as(st, true);
     broadcast_pong(st, false);
     c_reset_mf(st);
 }
@@ -1969,7 +1897,7 @@ pub fn reset(st: &mut State, hard: bool) {
         tracing::info!("Node hard reset, now I'm {}", name_str(&new));
     }
     todo(st, true, true);
-    before_sleep(st);
+    before_reply(st);
 }
 
 // -------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ pub mod evict;
 pub mod handoff;
 pub mod migrate_cache;
 pub mod multi;
+pub mod nodes_conf;
 pub mod propagate;
 pub mod pubsub;
 pub mod registry;
@@ -157,6 +158,8 @@ pub struct State {
     pub cluster: Option<Box<crate::cluster::ClusterState>>,
     /// Bus links' peer and local IPs, as the bus side reported them.
     pub cluster_link_addrs: std::collections::HashMap<u64, (String, String)>,
+    /// Cluster mode: nodes.conf's writer thread (see `nodes_conf`).
+    pub cluster_conf: Option<Arc<nodes_conf::ConfWriter>>,
     /// Cluster mode: the slot of the running command's keys (a script's keys must stay in it),
     /// and its client's ASKING and READONLY flags, for the script's own commands.
     pub cluster_caller_slot: Option<usize>,
@@ -217,6 +220,7 @@ impl State {
             migrate: Default::default(),
             cluster: None,
             cluster_link_addrs: Default::default(),
+            cluster_conf: None,
             cluster_cron_ms: 0,
             cluster_caller_slot: None,
             cluster_caller_flags: (false, false),

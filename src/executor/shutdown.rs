@@ -181,7 +181,7 @@ fn finish(st: &mut State) -> Result<(), ()> {
     }
     if st.cluster.is_some() {
         // A nodes.conf save handed to its writer thread lands before the process goes.
-        super::cluster::flush_config();
+        super::cluster::flush_config(st);
     }
     // A client that sees its connection close must find the port closed, as when Redis exits.
     super::handoff::stop_listening();

@@ -20,6 +20,7 @@ use super::{ExecHandle, Shared};
 use crate::cluster::msg;
 use crate::cluster::BusRequest;
 use crate::executor::cluster;
+use crate::executor::nodes_conf::ConfWriter;
 
 /// A frame larger than this closes the link: no peer sends one (a PUBLISH is bounded by
 /// proto-max-bulk-len on its origin), and a corrupt length must not make us allocate without
@@ -63,10 +64,11 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
             }
         })
         .await;
+    let conf = shared.exec.run(|e| cluster::conf_writer(&e.state)).await.flatten();
     for l in listeners {
-        tokio::spawn(accept_loop(shared.exec.clone(), l));
+        tokio::spawn(accept_loop(shared.exec.clone(), l, conf.clone()));
     }
-    tokio::spawn(connector(shared.exec.clone(), rx));
+    tokio::spawn(connector(shared.exec.clone(), rx, conf));
     Ok(())
 }
 
@@ -88,7 +90,7 @@ fn ip_text(ip: IpAddr) -> String {
     ip.to_canonical().to_string()
 }
 
-async fn accept_loop(exec: ExecHandle, listener: TcpListener) {
+async fn accept_loop(exec: ExecHandle, listener: TcpListener, conf: Option<Arc<ConfWriter>>) {
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -104,10 +106,10 @@ async fn accept_loop(exec: ExecHandle, listener: TcpListener) {
             })
             .await;
         let Some(Some(((id, rx, queued), (tls, timeout)))) = accepted else { continue };
-        let exec = exec.clone();
+        let (exec, conf) = (exec.clone(), conf.clone());
         tokio::spawn(async move {
             if !tls {
-                return serve_link(exec, stream, id, rx, queued).await;
+                return serve_link(exec, stream, id, rx, queued, conf).await;
             }
             // Under tls-cluster the bus is TLS, the peer presenting its client certificate as
             // tls-auth-clients asks; a handshake that does not finish within the node timeout
@@ -117,7 +119,7 @@ async fn accept_loop(exec: ExecHandle, listener: TcpListener) {
                 acceptor.accept(stream).await.map_err(|e| e.to_string())
             };
             match tokio::time::timeout(handshake_timeout(timeout), handshake).await {
-                Ok(Ok(stream)) => serve_link(exec, stream, id, rx, queued).await,
+                Ok(Ok(stream)) => serve_link(exec, stream, id, rx, queued, conf).await,
                 failed => {
                     let why = failed.map_or_else(|_| "handshake timeout".to_string(), |r| r.err().unwrap_or_default());
                     tracing::debug!("Error accepting cluster node connection: {why}");
@@ -132,10 +134,10 @@ fn handshake_timeout(node_timeout_ms: i64) -> Duration {
     Duration::from_millis(node_timeout_ms.max(100) as u64)
 }
 
-async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>) {
+async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>, conf: Option<Arc<ConfWriter>>) {
     while let Some(req) = rx.recv().await {
         let BusRequest::Connect { link, ip, port, rx, queued } = req;
-        let exec = exec.clone();
+        let (exec, conf) = (exec.clone(), conf.clone());
         tokio::spawn(async move {
             let transport =
                 exec.run(|e| (cluster::node_timeout(&e.state), cluster::tls_cluster(&e.state.config))).await;
@@ -153,7 +155,7 @@ async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>) {
             match tokio::time::timeout(handshake_timeout(timeout), attempt).await {
                 Ok(Ok((stream, local, peer))) => {
                     exec.run(move |e| cluster::link_connected(&mut e.state, link, peer, local)).await;
-                    serve_link(exec, stream, link, rx, queued).await;
+                    serve_link(exec, stream, link, rx, queued, conf).await;
                 }
                 failed => {
                     let why = failed.map_or_else(|_| "timeout".to_string(), |r| r.err().unwrap_or_default());
@@ -173,6 +175,7 @@ async fn serve_link<S: AsyncRead + AsyncWrite + Send + 'static>(
     id: u64,
     mut rx: UnboundedReceiver<Vec<u8>>,
     queued: Arc<AtomicUsize>,
+    conf: Option<Arc<ConfWriter>>,
 ) {
     let (mut rd, mut wr) = tokio::io::split(stream);
     let writer = async {
@@ -185,6 +188,11 @@ async fn serve_link<S: AsyncRead + AsyncWrite + Send + 'static>(
                     Ok(more) => out.extend_from_slice(&more),
                     Err(_) => break,
                 }
+            }
+            // What was queued after a save that must be on disk first waits for it (a vote,
+            // a new epoch: see `executor::nodes_conf`).
+            if let Some(conf) = &conf {
+                conf.output_ready().await;
             }
             if wr.write_all(&out).await.is_err() {
                 return;

@@ -1,0 +1,233 @@
+//! nodes.conf's writer: the thread that does every save's file I/O (temp file, fsync, rename,
+//! directory fsync), so a save costs the executor only the rendering of the text
+//! (`executor::cluster` renders it and decides when to save; this module only writes).
+//!
+//! Redis 7.0 saves in beforeSleep on its main thread (clusterSaveConfigOrDie, fsync when an
+//! epoch changed), so every client of the node waits for the disk; a replica's promotion or a
+//! vote cost 2-60 ms of executor time here on a loaded disk. What Redis guarantees by that order,
+//! and how it stays guaranteed without the executor waiting:
+//!
+//! - Saves are whole and atomic (a temp file renamed over nodes.conf; fsynced, with the directory,
+//!   when durable; Redis 7.0 rewrites the file in place, which a crash mid-write can tear, and a
+//!   rename over a file costs ~1 ms as ext4 flushes the new data, auto_da_alloc) and applied in
+//!   order: one thread writes them one after another. Saves handed over while one is being
+//!   written coalesce into one later write of the newest text (fsynced if any of them asked).
+//! - Bus messages leave only after the save that was due when they were queued is on disk: a
+//!   FAILOVER_AUTH_ACK after lastVoteEpoch, a promoted replica's PONG after its new role (always
+//!   fsynced, as Redis's clusterFailoverReplaceYourMaster does), an election's
+//!   FAILOVER_AUTH_REQUEST after the current epoch it carries (Redis writes bus links after
+//!   beforeSleep's save). A save that changes an epoch, or a promotion's, raises the bus gate
+//!   (`hold`) to its sequence number before any later message is queued, and each link's writer
+//!   (`server::cluster_bus`) waits for `output_ready` before it writes what it took from the
+//!   channel. Only the links wait; the executor goes on serving clients.
+//! - A client's CLUSTER command whose change needs an fsync (an epoch: SET-CONFIG-EPOCH,
+//!   BUMPEPOCH, SETSLOT NODE bumping, RESET; FAILOVER TAKEOVER's promotion) replies once the
+//!   saves holding the bus are written (`wait_held`: the executor waits, for rare administrative
+//!   commands, as in Redis). CLUSTER SAVECONFIG and startup wait too and report the failure as
+//!   Redis does. Other client saves (ADDSLOTS,
+//!   SETSLOT without a bump: 3-5 per slot in a resharding) are not waited for: they are in the
+//!   file within the writer's next write, and `flush` lands them before a shutdown; the only thing
+//!   lost against Redis is a kill -9 within that write (~1 ms), which Redis's page cache survives.
+//! - A background save that fails ends the process, as Redis's clusterSaveConfigOrDie does:
+//!   letting gated bus output go without the file would break the vote's guarantee.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// One save: the file, the temp name it is written under, the text and what it carries.
+pub struct Job {
+    pub path: String,
+    pub tmp: String,
+    pub text: String,
+    pub fsync: bool,
+}
+
+struct Queued {
+    job: Job,
+    seq: u64,
+    /// Someone waits for the outcome (`write_and_wait`): a failure is reported, not fatal.
+    report: bool,
+}
+
+#[derive(Default)]
+struct WriterState {
+    /// The newest save not started yet.
+    next: Option<Queued>,
+    busy: bool,
+    /// The last sequence number handed out.
+    seq: u64,
+    /// The last sequence number written (done or failed).
+    done: u64,
+    /// A reported save's failure: its sequence number and the error.
+    failed: Option<(u64, String)>,
+}
+
+pub struct ConfWriter {
+    state: Mutex<WriterState>,
+    changed: Condvar,
+    /// Bus output waits until `done` reaches this.
+    gate: AtomicU64,
+    /// `WriterState::done`, for the links to read without the lock.
+    done: AtomicU64,
+    /// Raised when `done` moves.
+    wrote: tokio::sync::Notify,
+    /// No thread could be started: saves are written by whoever asks.
+    inline: bool,
+}
+
+impl ConfWriter {
+    /// A writer with its thread (or, failing that, one that writes inline).
+    pub fn start() -> Arc<ConfWriter> {
+        let make = |inline| ConfWriter {
+            state: Mutex::new(WriterState::default()),
+            changed: Condvar::new(),
+            gate: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            wrote: tokio::sync::Notify::new(),
+            inline,
+        };
+        let w = Arc::new(make(false));
+        let runner = w.clone();
+        match std::thread::Builder::new().name("nodes-conf".into()).spawn(move || runner.run()) {
+            Ok(_) => w,
+            Err(_) => Arc::new(make(true)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, WriterState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a save nobody waits for; `hold`: bus output queued from now on waits for it.
+    pub fn post(&self, job: Job, hold: bool) {
+        let seq = self.enqueue(job, false);
+        if hold {
+            self.gate.fetch_max(seq, Ordering::AcqRel);
+        }
+        if self.inline {
+            self.write_pending();
+        }
+    }
+
+    /// Queues a save and waits until it (or a later one holding it) is written.
+    pub fn write_and_wait(&self, job: Job) -> Result<(), String> {
+        let seq = self.enqueue(job, true);
+        if self.inline {
+            self.write_pending();
+        }
+        let mut g = self.lock();
+        while g.done < seq {
+            g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        match &g.failed {
+            Some((s, e)) if *s == seq => Err(e.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    fn enqueue(&self, job: Job, report: bool) -> u64 {
+        let mut g = self.lock();
+        g.seq += 1;
+        let seq = g.seq;
+        let (mut fsync, mut report) = (job.fsync, report);
+        if let Some(old) = g.next.take() {
+            fsync |= old.job.fsync;
+            report |= old.report;
+        }
+        g.next = Some(Queued { job: Job { fsync, ..job }, seq, report });
+        drop(g);
+        self.changed.notify_all();
+        seq
+    }
+
+    /// Waits until every queued save is written (shutdown).
+    pub fn flush(&self) {
+        let mut g = self.lock();
+        while g.busy || g.next.is_some() {
+            g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Waits until the saves that hold bus output are written (a client's CLUSTER command).
+    pub fn wait_held(&self) {
+        let need = self.gate.load(Ordering::Acquire);
+        let mut g = self.lock();
+        while g.done < need {
+            g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Returns once the saves due when it was called are on disk (see the module header).
+    pub async fn output_ready(&self) {
+        let need = self.gate.load(Ordering::Acquire);
+        loop {
+            let wrote = self.wrote.notified();
+            tokio::pin!(wrote);
+            wrote.as_mut().enable();
+            if self.done.load(Ordering::Acquire) >= need {
+                return;
+            }
+            wrote.await;
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            let mut g = self.lock();
+            while g.next.is_none() {
+                g = self.changed.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            drop(g);
+            self.write_pending();
+        }
+    }
+
+    /// Writes the queued save, if any.
+    fn write_pending(&self) {
+        let q = {
+            let mut g = self.lock();
+            let Some(q) = g.next.take() else { return };
+            g.busy = true;
+            q
+        };
+        let outcome = write(&q.job).map_err(|e| {
+            let _ = std::fs::remove_file(&q.job.tmp);
+            format!("Could not save cluster config file: {e}")
+        });
+        let mut g = self.lock();
+        match outcome {
+            Ok(()) => {}
+            Err(e) if q.report => g.failed = Some((q.seq, e)),
+            Err(e) => {
+                tracing::warn!("{e}");
+                tracing::warn!("Fatal: can't update cluster config file.");
+                std::process::exit(1);
+            }
+        }
+        g.busy = false;
+        g.done = q.seq;
+        self.done.store(q.seq, Ordering::Release);
+        drop(g);
+        self.changed.notify_all();
+        self.wrote.notify_waiters();
+    }
+}
+
+fn write(job: &Job) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(&job.tmp)?;
+    f.write_all(job.text.as_bytes())?;
+    if job.fsync {
+        f.sync_all()?;
+    }
+    drop(f);
+    std::fs::rename(&job.tmp, &job.path)?;
+    if job.fsync {
+        // The rename itself is durable only once the directory is.
+        let dir = std::path::Path::new(&job.path).parent().filter(|d| !d.as_os_str().is_empty());
+        if let Ok(d) = std::fs::File::open(dir.unwrap_or(std::path::Path::new("."))) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
