@@ -143,6 +143,12 @@ fn run_racing(server: &Server, pattern: &str) -> Vec<String> {
     load(&mut c);
     let cmds = racing_pipeline(pattern);
     let replies = pipeline(&mut c, &cmds);
+    summaries(&cmds, replies)
+}
+
+/// Each reply of `cmds` in a form to compare: a KEYS reply as its key set's size and digest (the
+/// order of KEYS is the table's), any other as its bytes.
+fn summaries(cmds: &[Vec<Vec<u8>>], replies: Vec<Vec<u8>>) -> Vec<String> {
     cmds.iter()
         .zip(replies)
         .map(|(cmd, r)| {
@@ -154,6 +160,14 @@ fn run_racing(server: &Server, pattern: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Ours against Redis's, reply by reply.
+fn assert_same(got: &[String], want: &[String], context: &str) {
+    assert_eq!(got.len(), want.len(), "{context}: reply count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g, w, "{context}: reply {i} differs from Redis's");
+    }
 }
 
 const DEBUG: &[&str] = &["--enable-debug-command", "yes"];
@@ -177,10 +191,7 @@ fn compare_racing(pattern: &str, ours_args: &[&str]) {
     let ours = TestServer::with_args(&[DEBUG, ours_args].concat());
     let want = run_racing(&redis, pattern);
     let got = run_racing(&ours, pattern);
-    assert_eq!(got.len(), want.len());
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g, w, "reply {i} differs from Redis's");
-    }
+    assert_same(&got, &want, &format!("pattern {pattern}"));
 }
 
 #[test]
@@ -464,27 +475,14 @@ fn keys_then_a_flush_in_one_pipeline_match_redis() {
         }
         cmds.extend([argv("KEYS *"), argv("DBSIZE"), argv("SELECT 1"), argv("DBSIZE"), argv("SELECT 0")]);
         let replies = pipeline(&mut c, &cmds);
-        cmds.iter()
-            .zip(replies)
-            .map(|(cmd, r)| {
-                if cmd[0] == b"KEYS" {
-                    let set = key_set(&parse_value(&r));
-                    format!("{} keys, digest {:x}", set.len(), digest(&set))
-                } else {
-                    common::show(&r)
-                }
-            })
-            .collect()
+        summaries(&cmds, replies)
     };
     for flush in ["FLUSHDB", "FLUSHALL", "FLUSHALL ASYNC", "FLUSHDB ASYNC", "FLUSHALL SYNC", "DEBUG RELOAD"] {
         let want = run(&redis, flush);
         for threads in ["1", "2"] {
             let ours = TestServer::with_args(&[DEBUG, &["--io-threads", threads]].concat());
             let got = run(&ours, flush);
-            assert_eq!(got.len(), want.len());
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(g, w, "{flush}, io-threads {threads}: reply {i} differs from Redis's");
-            }
+            assert_same(&got, &want, &format!("{flush}, io-threads {threads}"));
         }
     }
 }

@@ -562,13 +562,14 @@ impl Db {
     }
 
     /// Every key enters the table here (the slot index and KEYS walks follow it).
-    /// See `Table::prefetch_slot`: `step` 0 starts loading `key`'s bucket slot, 1 the entry
-    /// that slot names (call 0 first, a command earlier).
-    pub fn prefetch(&self, key: &[u8], step: u8) {
-        match step {
-            0 => self.keys.prefetch_slot(key),
-            _ => self.keys.prefetch_entry(key),
-        }
+    /// Starts loading `key`'s bucket slot (see `Table::prefetch_slot`).
+    pub fn prefetch_slot(&self, key: &[u8]) {
+        self.keys.prefetch_slot(key);
+    }
+
+    /// Starts loading the entry `key`'s slot names; call `prefetch_slot` a command earlier.
+    pub fn prefetch_entry(&self, key: &[u8]) {
+        self.keys.prefetch_entry(key);
     }
 
     fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {

@@ -148,7 +148,7 @@ impl Parser {
     }
 
     /// Length of the bulk argument being read, if its header is known: lets the caller reserve it.
-    pub fn pending_bulk(&self) -> Option<usize> {
+    fn pending_bulk(&self) -> Option<usize> {
         (self.partial.bulk_len >= 0).then_some(self.partial.bulk_len as usize)
     }
 
