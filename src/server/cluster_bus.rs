@@ -93,7 +93,7 @@ fn ip_text(ip: IpAddr) -> String {
 async fn accept_loop(exec: ExecHandle, listener: TcpListener, conf: Option<Arc<ConfWriter>>) {
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            crate::util::timer::sleep(Duration::from_millis(10)).await;
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -118,7 +118,7 @@ async fn accept_loop(exec: ExecHandle, listener: TcpListener, conf: Option<Arc<C
                 let acceptor = super::tls::acceptor().ok_or("TLS is not configured")?;
                 acceptor.accept(stream).await.map_err(|e| e.to_string())
             };
-            match tokio::time::timeout(handshake_timeout(timeout), handshake).await {
+            match crate::util::timer::timeout(handshake_timeout(timeout), handshake).await {
                 Ok(Ok(stream)) => serve_link(exec, stream, id, rx, queued, conf).await,
                 failed => {
                     let why = failed.map_or_else(|_| "handshake timeout".to_string(), |r| r.err().unwrap_or_default());
@@ -152,7 +152,7 @@ async fn connector(exec: ExecHandle, mut rx: UnboundedReceiver<BusRequest>, conf
                 let stream = super::tls::ClientStream::start(stream, &ip, tls).await?;
                 Ok::<_, String>((stream, local, peer))
             };
-            match tokio::time::timeout(handshake_timeout(timeout), attempt).await {
+            match crate::util::timer::timeout(handshake_timeout(timeout), attempt).await {
                 Ok(Ok((stream, local, peer))) => {
                     exec.run(move |e| cluster::link_connected(&mut e.state, link, peer, local)).await;
                     serve_link(exec, stream, link, rx, queued, conf).await;

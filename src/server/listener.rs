@@ -332,7 +332,7 @@ async fn accept_tcp(
                     Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
                     Err(e) => {
                         tracing::warn!("Accepting client connection: {e}");
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        crate::util::timer::sleep(std::time::Duration::from_millis(10)).await;
                         continue;
                     }
                 }
@@ -403,7 +403,7 @@ async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
                     Ok((stream, _)) => stream,
                     Err(e) => {
                         tracing::warn!("Accepting client connection: {e}");
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        crate::util::timer::sleep(std::time::Duration::from_millis(10)).await;
                         continue;
                     }
                 }

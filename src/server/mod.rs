@@ -156,8 +156,9 @@ pub fn run(config: Config) -> i32 {
         exec.state.connections_inline = true;
         exec.state.aof.group_commit = true;
         let gate = exec.state.aof.fsync.clone();
+        // No time driver: see util::timer.
         let rt = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+            .enable_io()
             .on_thread_park(move || coalesce::before_park(!gate.sync_written()))
             .on_thread_unpark(coalesce::after_unpark)
             .build()
@@ -180,7 +181,7 @@ pub fn run(config: Config) -> i32 {
                 loop {
                     let wake = ExecHandle::local(&cron_exec).next_wakeup(next_cron);
                     tokio::select! {
-                        _ = tokio::time::sleep_until(wake.into()) => {}
+                        _ = crate::util::timer::sleep_until(wake) => {}
                         _ = timer.notified() => continue,
                     }
                     let mut e = ExecHandle::local(&cron_exec);
@@ -207,7 +208,7 @@ pub fn run(config: Config) -> i32 {
         })
     } else {
         let tx = executor::spawn_thread(exec);
-        let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build() {
+        let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_io().build() {
             Ok(rt) => rt,
             Err(e) => {
                 tracing::warn!("Failed creating the runtime: {e}");

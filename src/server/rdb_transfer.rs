@@ -155,7 +155,7 @@ async fn send_file<S: AsyncRead + AsyncWrite + Unpin>(
     path: &std::path::Path,
     handle: &ClientHandle,
 ) -> std::io::Result<u64> {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    let mut tick = crate::util::timer::interval(std::time::Duration::from_secs(1));
     tick.tick().await;
     let ok = loop {
         tokio::select! {

@@ -39,7 +39,7 @@ pub async fn run(shared: Arc<Shared>) {
             e.state.loading.is_some()
         };
         while shared.exec.run(loading).await == Some(true) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            crate::util::timer::sleep(Duration::from_millis(50)).await;
         }
         let Some(target) = shared.exec.run(|e| replication::link_target(&e.state)).await else { return };
         let Some(target) = target else {
@@ -63,7 +63,7 @@ pub async fn run(shared: Arc<Shared>) {
         }
         tokio::select! {
             _ = link.changed.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = crate::util::timer::sleep(Duration::from_secs(1)) => {}
         }
     }
 }
@@ -99,7 +99,7 @@ struct Conn {
 impl Conn {
     async fn fill(&mut self) -> LinkResult {
         self.buf.reserve(16 * 1024);
-        match tokio::time::timeout(self.timeout, self.stream.read_buf(&mut self.buf)).await {
+        match crate::util::timer::timeout(self.timeout, self.stream.read_buf(&mut self.buf)).await {
             Err(_) => Err("Timeout connecting to the MASTER...".into()),
             Ok(Ok(0)) => Err("the master closed the connection".into()),
             Ok(Err(e)) => Err(e.to_string()),
@@ -164,7 +164,7 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
     let timeout = Duration::from_secs(target.timeout_s);
     let addr = format!("{}:{}", target.host, target.port);
     let source = target.config.other.get("bind-source-addr").filter(|s| !s.is_empty());
-    let stream = match tokio::time::timeout(timeout, connect(&addr, source.map(String::as_str))).await {
+    let stream = match crate::util::timer::timeout(timeout, connect(&addr, source.map(String::as_str))).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(format!("Error condition on socket for SYNC: {e}")),
         Err(_) => return Err("Timeout connecting to the MASTER...".into()),
@@ -174,7 +174,7 @@ async fn follow(shared: &Arc<Shared>, link: &Arc<LinkShared>, target: &LinkTarge
     let epoch = target.epoch;
     // tls-replication: the TLS handshake happens while Redis's link is in its CONNECTING state.
     let tls = crate::config::live::TLS_REPLICATION.load(Ordering::Relaxed);
-    let stream = match tokio::time::timeout(timeout, ClientStream::start(stream, &target.host, tls)).await {
+    let stream = match crate::util::timer::timeout(timeout, ClientStream::start(stream, &target.host, tls)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(format!("Error condition on socket for SYNC: {e}")),
         Err(_) => return Err("Timeout connecting to the MASTER...".into()),
@@ -544,8 +544,8 @@ async fn apply_stream(
     let mut out = Vec::new();
     let mut pushed = Vec::new();
     let mut last_spec = None;
-    let mut ack = tokio::time::interval(Duration::from_secs(1));
-    let mut last_io = tokio::time::Instant::now();
+    let mut ack = crate::util::timer::interval(Duration::from_secs(1));
+    let mut last_io = std::time::Instant::now();
     send_ack(stream, link).await?;
     loop {
         if !rbuf.is_empty() {
@@ -597,7 +597,7 @@ async fn apply_stream(
                 Err(e) => return Err(e.to_string()),
                 Ok(n) => {
                     crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
-                    last_io = tokio::time::Instant::now();
+                    last_io = std::time::Instant::now();
                     link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
                 }
             },

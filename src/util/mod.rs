@@ -8,4 +8,5 @@ pub mod num;
 pub mod pqsort;
 pub mod signal;
 pub mod slot;
+pub mod timer;
 pub mod varint;
