@@ -31,7 +31,7 @@ use crate::resp::Reply;
 use crate::types::list::ListSnapshot;
 use crate::types::set::SetSnapshot;
 use crate::types::zset::{Limits, ZSetSnapshot};
-use crate::types::{List, Value, ZSet};
+use crate::types::{List, RStr, Value, ZSet};
 
 pub static COMMANDS: &[CommandSpec] = &[
     spec(
@@ -336,30 +336,34 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
 
     let mut conversion_error = false;
     if !o.dontsort {
-        for it in items.iter_mut() {
-            let weight = match o.sortby {
-                Some(pattern) => match lookup_by_pattern(ctx, pattern, objs.of(it)) {
-                    Some(v) => v,
-                    None => {
+        let by = o.sortby.map(Pattern::parse);
+        let mut keys: [Vec<u8>; LOOKUPS_AHEAD] = Default::default();
+        let mut alpha_weight = Vec::new();
+        for chunk in items.chunks_mut(LOOKUPS_AHEAD) {
+            if let Some(pattern) = &by {
+                pattern.name_keys(ctx, chunk.iter().map(|it| objs.of(it)), &mut keys);
+            }
+            for (it, k) in chunk.iter_mut().zip(keys.iter()) {
+                let weight = match &by {
+                    Some(pattern) => {
+                        let Some(found) = pattern.lookup(ctx, objs.of(it), k) else {
+                            if o.alpha {
+                                it.w = NO_WEIGHT;
+                            }
+                            continue;
+                        };
                         if o.alpha {
-                            it.w = NO_WEIGHT;
+                            alpha_weight.clear();
+                            found.with_bytes(|b| alpha_weight.extend_from_slice(b));
+                            it.w = objs.append(&alpha_weight) as u64;
+                            continue;
                         }
-                        continue;
+                        found.weight()
                     }
-                },
-                None if o.alpha => continue,
-                None => {
-                    match strtod(objs.of(it)) {
-                        Some(d) => it.w = d.to_bits(),
-                        None => conversion_error = true,
-                    }
-                    continue;
-                }
-            };
-            if o.alpha {
-                it.w = objs.append(&weight) as u64;
-            } else {
-                match strtod(&weight) {
+                    None if o.alpha => continue,
+                    None => strtod(objs.of(it)),
+                };
+                match weight {
                     Some(d) => it.w = d.to_bits(),
                     None => conversion_error = true,
                 }
@@ -412,14 +416,18 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
             let framing = range.len() * o.gets.len().max(1) * 6;
             let mut out = Vec::with_capacity(16 + framing + if o.gets.is_empty() { objs.0.len() } else { 0 });
             int_line(&mut out, b'*', (range.len() * o.gets.len().max(1)) as i64);
-            for it in range {
-                if o.gets.is_empty() {
-                    bulk(&mut out, objs.of(it));
-                }
-                for pattern in &o.gets {
-                    match lookup_by_pattern(ctx, pattern, objs.of(it)) {
-                        Some(v) => bulk(&mut out, &v),
-                        None => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"$-1\r\n" }),
+            let mut gets = Gets::new(&o.gets);
+            for chunk in range.chunks(LOOKUPS_AHEAD) {
+                gets.name_keys(ctx, chunk, &objs);
+                for (j, it) in chunk.iter().enumerate() {
+                    if gets.patterns.is_empty() {
+                        bulk(&mut out, objs.of(it));
+                    }
+                    for (pattern, keys) in gets.patterns.iter().zip(&gets.keys) {
+                        match pattern.lookup(ctx, objs.of(it), &keys[j]) {
+                            Some(v) => v.with_bytes(|b| bulk(&mut out, b)),
+                            None => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"$-1\r\n" }),
+                        }
                     }
                 }
             }
@@ -428,13 +436,19 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
         Some(dst) => {
             let fill = ctx.config().list_max_listpack_size as i64;
             let mut list = List::new();
-            for it in range {
-                if o.gets.is_empty() {
-                    list.push_back(objs.of(it), fill);
-                }
-                for pattern in &o.gets {
-                    let v = lookup_by_pattern(ctx, pattern, objs.of(it)).unwrap_or_default();
-                    list.push_back(&v, fill);
+            let mut gets = Gets::new(&o.gets);
+            for chunk in range.chunks(LOOKUPS_AHEAD) {
+                gets.name_keys(ctx, chunk, &objs);
+                for (j, it) in chunk.iter().enumerate() {
+                    if gets.patterns.is_empty() {
+                        list.push_back(objs.of(it), fill);
+                    }
+                    for (pattern, keys) in gets.patterns.iter().zip(&gets.keys) {
+                        match pattern.lookup(ctx, objs.of(it), &keys[j]) {
+                            Some(v) => v.with_bytes(|b| list.push_back(b, fill)),
+                            None => list.push_back(b"", fill),
+                        }
+                    }
                 }
             }
             let n = list.len() as i64;
@@ -791,9 +805,19 @@ fn compare(a: &Item, b: &Item, objs: &Objs, alpha: bool, by: bool, store: bool) 
 /// consumed entirely, with overflow/underflow (ERANGE) and NaN rejected. An empty string is 0.
 fn strtod(b: &[u8]) -> Option<f64> {
     let s = cstr(b);
-    let mut buf = Vec::with_capacity(s.len() + 1);
-    buf.extend_from_slice(s);
-    buf.push(0);
+    // A plain decimal integer: strtod's correctly rounded double is the integer's own rounding.
+    if let Some(n) = crate::util::num::parse_i64(s) {
+        return Some(n as f64);
+    }
+    let (mut on_stack, mut on_heap) = ([0u8; 64], Vec::new());
+    let buf: &[u8] = if s.len() < on_stack.len() {
+        on_stack[..s.len()].copy_from_slice(s);
+        &on_stack[..=s.len()]
+    } else {
+        on_heap.extend_from_slice(s);
+        on_heap.push(0);
+        &on_heap
+    };
     let mut end: *mut libc::c_char = std::ptr::null_mut();
     // SAFETY: `buf` is NUL-terminated and outlives the call; strtod only reads up to the NUL and
     // stores a pointer into `buf` in `end`. errno is thread-local.
@@ -809,31 +833,120 @@ fn strtod(b: &[u8]) -> Option<f64> {
     Some(d)
 }
 
-/// Redis's lookupKeyByPattern: `#` is the element itself; otherwise the first `*` of the pattern
-/// is replaced by the element and the key read as a string, or, with a non-empty `->field` after
-/// the `*`, as that field of a hash. A pattern without `*`, a missing key or field, or a key of
-/// another type gives None.
-fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], subst: &[u8]) -> Option<Vec<u8>> {
-    let spat = cstr(pattern);
-    if spat == b"#" {
-        return Some(subst.to_vec());
+/// A BY or GET pattern taken apart once (Redis's lookupKeyByPattern parses it per element): `#`
+/// is the element itself; otherwise the first `*` is replaced by the element and the key read
+/// as a string, or, with a non-empty `->field` after the `*`, as that field of a hash. A pattern
+/// without `*` names nothing.
+enum Pattern<'p> {
+    Element,
+    Key { prefix: &'p [u8], postfix: &'p [u8], field: Option<&'p [u8]> },
+    Nothing,
+}
+
+/// What a pattern found for an element, borrowed from the keyspace (or the element itself).
+enum Looked<'a> {
+    Str(&'a RStr),
+    Bytes(&'a [u8]),
+}
+
+impl Looked<'_> {
+    fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            Looked::Str(s) => s.with_bytes(f),
+            Looked::Bytes(b) => f(b),
+        }
     }
-    let p = memchr::memchr(b'*', spat)?;
-    let field = memchr::memmem::find(&spat[p + 1..], b"->")
-        .map(|f| p + 1 + f)
-        .filter(|&f| f + 2 < spat.len())
-        .map(|f| &pattern[f + 2..]);
-    let fieldlen = field.map_or(0, |f| f.len() + 2);
-    let postfix = &pattern[p + 1..pattern.len() - fieldlen];
-    let mut k = Vec::with_capacity(p + subst.len() + postfix.len());
-    k.extend_from_slice(&pattern[..p]);
-    k.extend_from_slice(subst);
-    k.extend_from_slice(postfix);
-    // Read lookups (hit/miss counted) even when storing, as 7.0 does.
-    match (ctx.lookup_read(&k)?, field) {
-        (Value::Hash(h), Some(f)) => h.get(f).map(|v| v.to_vec()),
-        (Value::Str(s), None) => Some(s.to_vec()),
-        _ => None,
+
+    /// The weight Redis's strtod reads; an integer-encoded string converts without being
+    /// formatted first (its decimal form parses to the same, correctly rounded, double).
+    fn weight(&self) -> Option<f64> {
+        match self {
+            Looked::Str(RStr::Int(n)) => Some(*n as f64),
+            _ => self.with_bytes(strtod),
+        }
+    }
+}
+
+/// SORT's GET patterns, with the keys they name for a chunk of elements.
+struct Gets<'p> {
+    patterns: Vec<Pattern<'p>>,
+    keys: Vec<[Vec<u8>; LOOKUPS_AHEAD]>,
+}
+
+impl<'p> Gets<'p> {
+    fn new(patterns: &[&'p [u8]]) -> Gets<'p> {
+        Gets {
+            patterns: patterns.iter().map(|p| Pattern::parse(p)).collect(),
+            keys: patterns.iter().map(|_| Default::default()).collect(),
+        }
+    }
+
+    fn name_keys(&mut self, ctx: &mut Ctx, chunk: &[Item], objs: &Objs) {
+        for (pattern, keys) in self.patterns.iter().zip(self.keys.iter_mut()) {
+            pattern.name_keys(ctx, chunk.iter().map(|it| objs.of(it)), keys);
+        }
+    }
+}
+
+/// How many elements' BY or GET lookups are named (and their buckets asked of memory) at once.
+const LOOKUPS_AHEAD: usize = 8;
+
+impl<'p> Pattern<'p> {
+    fn parse(pattern: &'p [u8]) -> Pattern<'p> {
+        let spat = cstr(pattern);
+        if spat == b"#" {
+            return Pattern::Element;
+        }
+        let Some(p) = memchr::memchr(b'*', spat) else { return Pattern::Nothing };
+        let field = memchr::memmem::find(&spat[p + 1..], b"->")
+            .map(|f| p + 1 + f)
+            .filter(|&f| f + 2 < spat.len())
+            .map(|f| &pattern[f + 2..]);
+        let fieldlen = field.map_or(0, |f| f.len() + 2);
+        Pattern::Key { prefix: &pattern[..p], postfix: &pattern[p + 1..pattern.len() - fieldlen], field }
+    }
+
+    /// The key the pattern names for `subst`, written into `key` (left alone for `#`).
+    fn key_into(&self, subst: &[u8], key: &mut Vec<u8>) {
+        if let Pattern::Key { prefix, postfix, .. } = self {
+            key.clear();
+            key.extend_from_slice(prefix);
+            key.extend_from_slice(subst);
+            key.extend_from_slice(postfix);
+        }
+    }
+
+    /// Names the keys the pattern gives `elems` into `keys` (for `lookup`), and asks
+    /// memory for their buckets all together: in a big keyspace their cache misses then
+    /// overlap instead of following one another.
+    fn name_keys<'e>(&self, ctx: &mut Ctx, elems: impl Iterator<Item = &'e [u8]>, keys: &mut [Vec<u8>]) {
+        if !matches!(self, Pattern::Key { .. }) {
+            return;
+        }
+        let db = ctx.db();
+        let mut named = 0;
+        for (e, k) in elems.zip(keys.iter_mut()) {
+            self.key_into(e, k);
+            db.prefetch_slot(k);
+            named += 1;
+        }
+        for k in &keys[..named] {
+            db.prefetch_entry(k);
+        }
+    }
+
+    /// Looks the pattern up for `subst`, whose key `name_keys` wrote into `key`. Read lookups
+    /// (hit/miss counted) even when storing, as 7.0 does.
+    fn lookup<'a>(&self, ctx: &'a mut Ctx, subst: &'a [u8], key: &[u8]) -> Option<Looked<'a>> {
+        match self {
+            Pattern::Element => Some(Looked::Bytes(subst)),
+            Pattern::Nothing => None,
+            Pattern::Key { field, .. } => match (ctx.lookup_read(key)?, field) {
+                (Value::Hash(h), Some(f)) => h.get(f).map(Looked::Bytes),
+                (Value::Str(s), None) => Some(Looked::Str(s)),
+                _ => None,
+            },
+        }
     }
 }
 
@@ -853,6 +966,13 @@ mod tests {
         assert_eq!(strtod(b"1e400"), None);
         assert_eq!(strtod(b"1x"), None);
         assert_eq!(strtod(b"2 "), None);
+        assert!(strtod(b"-0").is_some_and(|d| d == 0.0 && d.is_sign_negative()));
+        assert_eq!(strtod(b"9007199254740993"), Some(9007199254740992.0));
+        assert_eq!(strtod(b"-9223372036854775808"), Some(-9223372036854775808.0));
+        assert_eq!(strtod(b"+5"), Some(5.0));
+        assert_eq!(strtod(b"007"), Some(7.0));
+        let long = format!("{}.5", "1".repeat(80));
+        assert_eq!(strtod(long.as_bytes()), long.parse().ok());
     }
 
     #[test]
