@@ -212,8 +212,7 @@ fn conf_job(st: &mut State, fsync: bool) -> Option<super::nodes_conf::Job> {
     let epochs = c.epochs();
     let fsync = fsync || epochs != c.synced_epochs;
     c.synced_epochs = epochs;
-    let tmp = format!("{path}.tmp-{}", std::process::id());
-    Some(super::nodes_conf::Job { path, tmp, text: c.config_text(), fsync })
+    Some(super::nodes_conf::Job { path, text: c.config_text(), fsync })
 }
 
 /// Waits for the config writer's saves to be written (shutdown).
@@ -1592,7 +1591,7 @@ pub fn bump_epoch_without_consensus(st: &mut State) -> bool {
         tracing::warn!("New configEpoch set to {e}");
         true
     } else {
-        tracing::info!("Failover: myself already has the highest configEpoch");
+        // Silent, as in Redis: a resharding's target comes here on every slot after its first.
         false
     }
 }
