@@ -7,17 +7,18 @@
 //! vote cost 2-60 ms of executor time here on a loaded disk. What Redis guarantees by that order,
 //! and how it stays guaranteed without the executor waiting:
 //!
-//! - Saves are written as Redis 7.0 writes them: in place, over the file's own blocks, the text
-//!   padded with newlines to the old length (nodes.conf never looks shorter mid-write; loading
-//!   skips blank lines), fsynced when durable, then cut to the text's length. A save costs one
-//!   write to the page cache (~10 us) and a durable one a single fsync (~4 ms). Writing a temp
-//!   file and renaming it over nodes.conf, as this writer first did (and Redis 7.2 does), made
-//!   every save allocate a file and free the old one: ~0.75 ms of kernel time per save, all in a
-//!   resharding's 3-5 saves per slot, and ~12 ms per durable save (two fsyncs, and on a disk
-//!   mounted with `discard` a synchronous discard of the freed blocks) that the executor waited
-//!   for on the SETSLOT NODE ending an import; the writers' CPU and I/O then delayed every node's
-//!   clients (`tools/cluster_bus_stall.py`, reshard phase). Saves are applied in order: one
-//!   thread writes them one after another. Saves handed over while one is being written
+//! - Saves are atomic without making or freeing a file: the text is written into a spare file
+//!   beside nodes.conf (`nodes.conf.prev`, which holds the version before at rest) over its own
+//!   blocks, synced, and swapped with nodes.conf in one step (RENAME_EXCHANGE), so nodes.conf is
+//!   always one whole save whatever stops the process or the machine; a durable save then syncs
+//!   the directory. Writing a new temp file and renaming it over nodes.conf, as this writer first
+//!   did (and Redis 7.2 does), freed the old file on every save: ~0.75 ms of kernel time per save,
+//!   3-5 saves per slot in a resharding, and on a disk mounted with `discard` a synchronous
+//!   discard of its blocks, ~12 ms per durable save that the executor waited for on the SETSLOT
+//!   NODE ending an import; the writers' I/O then delayed every node's clients
+//!   (`tools/cluster_bus_stall.py`, reshard phase). Redis 7.0 rewrites nodes.conf in place, which
+//!   a power loss mid-write can tear. Saves are applied in order: one thread writes them one
+//!   after another. Saves handed over while one is being written
 //!   coalesce into one later write of the newest text (fsynced if any of them asked).
 //! - Bus messages leave only after the save that was due when they were queued is on disk: a
 //!   FAILOVER_AUTH_ACK after lastVoteEpoch, a promoted replica's PONG after its new role (always
@@ -33,8 +34,10 @@
 //!   commands, as in Redis). CLUSTER SAVECONFIG and startup wait too and report the failure as
 //!   Redis does. Other client saves (ADDSLOTS,
 //!   SETSLOT without a bump: 3-5 per slot in a resharding) are not waited for: they are in the
-//!   file within the writer's next write, and `flush` lands them before a shutdown; the only thing
-//!   lost against Redis is a kill -9 within that write (~10 us), which Redis's page cache survives.
+//!   file once the writer's next save is synced and swapped in, and `flush` lands them before a
+//!   shutdown; the only thing lost against Redis is a kill -9 within that save (a data sync, ~4
+//!   ms on this VM's disk), which leaves the previous whole nodes.conf where Redis's page cache
+//!   would have kept the new one.
 //! - A background save that fails ends the process, as Redis's clusterSaveConfigOrDie does:
 //!   letting gated bus output go without the file would break the vote's guarantee.
 
@@ -216,39 +219,53 @@ impl ConfWriter {
     }
 }
 
-/// clusterSaveConfig's write: in place, padded to the old length, fsynced when asked, then cut.
+/// The spare file beside nodes.conf: at rest it holds the version before the last save; each
+/// save writes the new text into it and swaps it with nodes.conf.
+pub fn spare_path(path: &str) -> String {
+    format!("{path}.prev")
+}
+
+/// One save, atomic as a rename is and without making or freeing a file: the text goes into the
+/// spare file over its own blocks, which is synced, then swapped with nodes.conf in one step
+/// (renameat2 RENAME_EXCHANGE), so nodes.conf is always one whole save, the old or the new,
+/// whatever stops the process or the machine. A durable save then syncs the directory, so the
+/// swap itself survives a power loss. The first save (no spare yet) and a filesystem without
+/// RENAME_EXCHANGE fall back to a plain rename over nodes.conf.
 fn write(job: &Job) -> std::io::Result<()> {
     use std::io::Write;
-    let (mut f, created) = match std::fs::OpenOptions::new().write(true).open(&job.path) {
-        Ok(f) => (f, false),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            (std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(&job.path)?, true)
-        }
-        Err(e) => return Err(e),
-    };
-    let old = f.metadata()?.len() as usize;
-    let text = job.text.as_bytes();
-    if old > text.len() {
-        let mut padded = Vec::with_capacity(old);
-        padded.extend_from_slice(text);
-        padded.resize(old, b'\n');
-        f.write_all(&padded)?;
-    } else {
-        f.write_all(text)?;
+    let spare = spare_path(&job.path);
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(&spare)?;
+    f.write_all(job.text.as_bytes())?;
+    // Within the file's last block (nodes.conf is a few KB), the cut frees nothing.
+    f.set_len(job.text.len() as u64)?;
+    f.sync_data()?;
+    drop(f);
+    if !exchange(&spare, &job.path)? {
+        std::fs::rename(&spare, &job.path)?;
     }
     if job.fsync {
-        f.sync_all()?;
-        if created {
-            // A new file's name is durable only once its directory is.
-            let dir = std::path::Path::new(&job.path).parent().filter(|d| !d.as_os_str().is_empty());
-            if let Ok(d) = std::fs::File::open(dir.unwrap_or(std::path::Path::new("."))) {
-                let _ = d.sync_all();
-            }
-        }
-    }
-    if old > text.len() {
-        // As in Redis, a failed cut only leaves blank lines, which loading skips.
-        let _ = f.set_len(text.len() as u64);
+        let dir = std::path::Path::new(&job.path).parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::File::open(dir.unwrap_or(std::path::Path::new(".")))?.sync_all()?;
     }
     Ok(())
+}
+
+/// Swaps the two names atomically; false when the swap cannot be done here (no `to` yet, or a
+/// filesystem or kernel without RENAME_EXCHANGE), for the caller to rename instead.
+fn exchange(from: &str, to: &str) -> std::io::Result<bool> {
+    use std::ffi::CString;
+    let (Ok(from), Ok(to)) = (CString::new(from), CString::new(to)) else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    // SAFETY: both paths are NUL-terminated and outlive the call.
+    let rc =
+        unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => Ok(false),
+        _ => Err(err),
+    }
 }
