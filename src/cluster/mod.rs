@@ -62,6 +62,7 @@ pub fn random_name() -> Name {
     n
 }
 
+#[inline]
 pub fn bit(bitmap: &[u8; SLOT_BYTES], slot: usize) -> bool {
     bitmap[slot >> 3] & (1 << (slot & 7)) != 0
 }

@@ -75,6 +75,14 @@ impl FieldTtlIndex {
     }
 }
 
+/// See `Db::slot_hint`.
+#[derive(Clone, Copy)]
+struct SlotHint {
+    addr: usize,
+    len: usize,
+    slot: usize,
+}
+
 #[derive(Default)]
 pub struct Db {
     keys: Table<Value>,
@@ -82,6 +90,13 @@ pub struct Db {
     /// asked for (COUNTKEYSINSLOT, GETKEYSINSLOT, slot ownership changes), so a standalone
     /// server pays nothing.
     slot_index: Option<Box<slots::SlotIndex>>,
+    /// The hash slot of the key the running command was routed by (cluster mode), with that
+    /// key's address and length: the slot index takes it for that very key instead of
+    /// computing the CRC again. A key slice with the same address and length as the routed
+    /// argument, which lives until the command ends, is that argument; the caller clears the
+    /// hint before the argument is freed (`clear_slot_hint`), so a later key at a reused
+    /// address never matches.
+    slot_hint: Option<SlotHint>,
     expires: Table<i64>,
     /// Keys removed by expiry since the caller last drained them (keyspace events, WATCH).
     pub expired_log: Vec<Vec<u8>>,
@@ -572,13 +587,34 @@ impl Db {
         self.keys.prefetch_entry(key);
     }
 
+    /// Sets the slot hint: `slot` is `key`'s, and `key` outlives the hint (see `slot_hint`).
+    #[inline]
+    pub fn set_slot_hint(&mut self, key: &[u8], slot: usize) {
+        self.slot_hint = Some(SlotHint { addr: key.as_ptr() as usize, len: key.len(), slot });
+    }
+
+    /// Drops the slot hint; before the key it was set for is freed.
+    #[inline]
+    pub fn clear_slot_hint(&mut self) {
+        self.slot_hint = None;
+    }
+
+    /// `key`'s hash slot: the hint's when `key` is the very slice it was set for.
+    #[inline]
+    fn slot_of(hint: &Option<SlotHint>, key: &[u8]) -> usize {
+        match hint {
+            Some(h) if h.addr == key.as_ptr() as usize && h.len == key.len() => h.slot,
+            _ => crate::util::slot::key_hash_slot(key),
+        }
+    }
+
     fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {
         let old = match self.slot_index.as_mut() {
             None => self.keys.insert(key, value, clock),
             Some(index) => {
                 let (old, entry) = self.keys.insert_entry(key, value, clock);
                 if old.is_none() {
-                    let tag = index.add(crate::util::slot::key_hash_slot(key), entry);
+                    let tag = index.add(Self::slot_of(&self.slot_hint, key), entry);
                     // SAFETY: `entry` was just inserted.
                     unsafe { self.keys.set_entry_tag(entry, tag) };
                 }
@@ -598,7 +634,7 @@ impl Db {
             None => self.keys.remove(key)?,
             Some(index) => {
                 let (old, entry, tag) = self.keys.remove_entry(key)?;
-                let (_, moved) = index.remove(crate::util::slot::key_hash_slot(key), entry, tag);
+                let (_, moved) = index.remove(Self::slot_of(&self.slot_hint, key), entry, tag);
                 if let Some((moved, tag)) = moved {
                     // SAFETY: the index holds only entries now in `self.keys` (see `keys_in_slot`).
                     unsafe { self.keys.set_entry_tag(moved, tag) };
@@ -746,6 +782,31 @@ mod tests {
 
     fn val() -> Value {
         Value::Str(RStr::from_bytes(b"v"))
+    }
+
+    /// The slot hint serves only the very slice it was set for: an equal key elsewhere in
+    /// memory, or a hint cleared, gets its slot computed. (A hint naming a wrong slot is
+    /// planted here to tell the two apart.)
+    #[test]
+    fn slot_hint_applies_to_its_own_slice_only() {
+        let mut db = Db::new();
+        let now = 1_000_000;
+        assert_eq!(db.count_keys_in_slot(0), 0);
+        let real = crate::util::slot::key_hash_slot(b"key:1");
+        let wrong = (real + 1) % crate::util::slot::SLOTS;
+        let routed = b"key:1".to_vec();
+        let copy = routed.clone();
+        db.set_slot_hint(&routed, wrong);
+        db.set(&copy, val(), now);
+        assert_eq!((db.count_keys_in_slot(real), db.count_keys_in_slot(wrong)), (1, 0));
+        db.remove(&copy, now);
+        db.set(&routed, val(), now);
+        assert_eq!((db.count_keys_in_slot(real), db.count_keys_in_slot(wrong)), (0, 1));
+        db.remove(&routed, now);
+        assert_eq!(db.count_keys_in_slot(wrong), 0);
+        db.clear_slot_hint();
+        db.set(&routed, val(), now);
+        assert_eq!((db.count_keys_in_slot(real), db.count_keys_in_slot(wrong)), (1, 0));
     }
 
     #[test]

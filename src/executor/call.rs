@@ -107,9 +107,17 @@ impl Clock {
 /// Runs one command for `client` and appends its encoded reply to `out`.
 pub fn call(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, clock: &mut Clock) {
     call_inner(st, client, cmd, out, clock);
-    // ASKING lasts for one command, or for the whole transaction it precedes (resetClient).
-    if client.cluster_asking && client.last_cmd != "asking" && client.multi.is_none() {
-        client.cluster_asking = false;
+    // Only cluster mode (fixed at startup) sets a slot hint or ASKING: a standalone server
+    // pays one test here.
+    if st.cluster.is_some() {
+        // The command's arguments are gone: a hint left would name a freed address.
+        if let Some(db) = st.dbs.first_mut() {
+            db.clear_slot_hint();
+        }
+        // ASKING lasts for one command, or for the whole transaction it precedes (resetClient).
+        if client.cluster_asking && client.last_cmd != "asking" && client.multi.is_none() {
+            client.cluster_asking = false;
+        }
     }
 }
 
@@ -152,8 +160,28 @@ fn cluster_route(
             pubsubshard: matches!(name, "ssubscribe" | "sunsubscribe" | "spublish"),
         }
     }
-    st.cluster_caller_slot = None;
     st.cluster_caller_flags = (client.cluster_asking, client.cluster_readonly);
+    let k = spec.keys;
+    let one_key = k.first == 1 && k.last == 1 && !spec.has_flag(flags::MOVABLEKEYS);
+    // The usual command (GET, SET, HSET ...) on a key this node serves, nothing moving: no
+    // flags, names or lists to gather (they cost a third of the routing).
+    if one_key {
+        if let (Some(c), Some(key)) = (st.cluster.as_ref(), argv.get(1)) {
+            if let Some(slot) = super::cluster::served_here(c, key) {
+                st.cluster_caller_slot = Some(slot);
+                // The slot index takes the slot from here if the command adds or deletes
+                // this key; `call` clears it before the arguments go. Cluster mode has db 0
+                // only (SELECT, MOVE and SWAPDB are refused).
+                if client.db == 0 {
+                    if let Some(db) = st.dbs.first_mut() {
+                        db.set_slot_hint(key, slot);
+                    }
+                }
+                return Ok(());
+            }
+        }
+    }
+    st.cluster_caller_slot = None;
     let is_exec = spec.name == "exec" && parent.is_none();
     let route = |st: &mut State, routed: &[super::cluster::Routed]| match super::cluster::route(
         st,
@@ -184,11 +212,10 @@ fn cluster_route(
     let mut n = 0;
     let heap: Vec<&[u8]>;
     let one: [&[u8]; 1];
-    let k = spec.keys;
     let keys: &[&[u8]] = if spec.has_flag(flags::MOVABLEKEYS) {
         heap = keys_of(spec, parent, argv);
         &heap
-    } else if k.first == 1 && k.last == 1 {
+    } else if one_key {
         // One key, the first argument (GET, SET, INCR, HSET ...): no position walk.
         match argv.get(1) {
             Some(a) => {

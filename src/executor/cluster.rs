@@ -1994,6 +1994,18 @@ pub struct Routed<'a> {
     pub pubsubshard: bool,
 }
 
+/// The slot of `key` when this node serves it without a question: it owns the slot, the
+/// cluster is ok, and the slot is neither migrating nor importing. Whatever the command (read
+/// or write, ASKING, READONLY, MIGRATE, shard pub/sub), `route` answers Ok(slot) for one key
+/// in such a slot, so the caller may skip gathering the command's flags.
+#[inline]
+pub fn served_here(c: &ClusterState, key: &[u8]) -> Option<usize> {
+    let slot = key_hash_slot(key);
+    let quiet = (c.migrating.is_empty() || !c.migrating.contains_key(&slot))
+        && (c.importing.is_empty() || !c.importing.contains_key(&slot));
+    (c.slot_is_mine(slot) && c.state == STATE_OK && quiet).then_some(slot)
+}
+
 /// Decides where the keys of `cmds` (one command, or EXEC's queue) are served, as Redis's
 /// getNodeByQuery: Ok(slot) to run here (None without keys), or the redirect.
 pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> Result<Option<usize>, Redirect> {
@@ -2004,12 +2016,7 @@ pub fn route(st: &mut State, cmds: &[Routed], asking: bool, readonly: bool) -> R
     // The usual case, one key of a slot this node serves and is not moving, on a healthy
     // cluster, is decided at once: what follows would answer the same.
     if let [Routed { keys: [key], .. }] = cmds {
-        let slot = key_hash_slot(key);
-        if c.slot_is_mine(slot)
-            && c.state == STATE_OK
-            && !c.migrating.contains_key(&slot)
-            && !c.importing.contains_key(&slot)
-        {
+        if let Some(slot) = served_here(c, key) {
             return Ok(Some(slot));
         }
     }
