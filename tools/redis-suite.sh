@@ -53,13 +53,16 @@ if [[ $SERVER != redis ]]; then
   ln -sf "$(realpath "$SERVER")" "$OUT/bin/redis-server"
   SERVER=$OUT/bin/redis-server
 fi
-# Each run picks its own port range (units are 500 ports apart), so two runs can share a machine.
-BASE=$((12000 + (RANDOM % 16) * 1000))
+# Each run picks its own port range (units are 250 ports apart), so two runs can share a machine.
+# Every port stays below 32768, where Linux's ephemeral ports start: an outgoing connection of
+# another unit could otherwise hold a server's port, and the suite's retry on a busy port hangs
+# when the unit restarts servers in one directory (its "Ready to accept" count starts over).
+BASE=$((12000 + (RANDOM % 10) * 1000))
 export RUN SERVER TIMEOUT OUT SKIP BASE TLS_FLAG
 
 run_unit() {
   local n=$1 unit=$2 name=${2//\//_}
-  local port=$((BASE + (n % 40) * 500)) start=$SECONDS target
+  local port=$((BASE + (n % 40) * 250)) start=$SECONDS target
   if [[ $SERVER == redis ]]; then target=(--redis); else target=(--server "$SERVER"); fi
   local tags=(--skipfile "$SKIP")
   [[ $REPL_UNITS == *" $unit "* ]] && tags=()
@@ -70,7 +73,7 @@ run_unit() {
     rc=$?
     # Another program held the suite's ports before any test ran: again, elsewhere.
     grep -q "couldn't open socket: address already in use" "$OUT/$name.log" && ! grep -q '^\[' "$OUT/$name.log" || break
-    port=$((10000 + (port + 7919 * attempt) % 45000))
+    port=$((10000 + (port + 7919 * attempt) % 21000))
   done
   local plain
   plain=$(sed 's/\x1b\[[0-9;]*m//g' "$OUT/$name.log")
