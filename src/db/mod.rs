@@ -576,13 +576,13 @@ impl Db {
         self.keys.contains_key(key) && !matches!(self.expires.get(key), Some(&at) if at <= now_ms)
     }
 
-    /// Every key enters the table here (the slot index and KEYS walks follow it).
     /// Starts loading `key`'s bucket slot (see `Table::prefetch_slot`).
     pub fn prefetch_slot(&self, key: &[u8]) {
         self.keys.prefetch_slot(key);
     }
 
-    /// Starts loading the entry `key`'s slot names; call `prefetch_slot` a command earlier.
+    /// Starts loading the entry `key`'s slot names; call `prefetch_slot` a little earlier (a
+    /// command earlier in a batch, a chunk of lookups earlier in SORT).
     pub fn prefetch_entry(&self, key: &[u8]) {
         self.keys.prefetch_entry(key);
     }
@@ -608,6 +608,7 @@ impl Db {
         }
     }
 
+    /// Every key enters the table here (the slot index and KEYS walks follow it).
     fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {
         let old = match self.slot_index.as_mut() {
             None => self.keys.insert(key, value, clock),
