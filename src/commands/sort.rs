@@ -416,41 +416,16 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
             let framing = range.len() * o.gets.len().max(1) * 6;
             let mut out = Vec::with_capacity(16 + framing + if o.gets.is_empty() { objs.0.len() } else { 0 });
             int_line(&mut out, b'*', (range.len() * o.gets.len().max(1)) as i64);
-            let mut gets = Gets::new(&o.gets);
-            for chunk in range.chunks(LOOKUPS_AHEAD) {
-                gets.name_keys(ctx, chunk, &objs);
-                for (j, it) in chunk.iter().enumerate() {
-                    if gets.patterns.is_empty() {
-                        bulk(&mut out, objs.of(it));
-                    }
-                    for (pattern, keys) in gets.patterns.iter().zip(&gets.keys) {
-                        match pattern.lookup(ctx, objs.of(it), &keys[j]) {
-                            Some(v) => v.with_bytes(|b| bulk(&mut out, b)),
-                            None => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"$-1\r\n" }),
-                        }
-                    }
-                }
-            }
+            Gets::new(&o.gets).for_each(ctx, range, &objs, |found| match found {
+                Some(b) => bulk(&mut out, b),
+                None => out.extend_from_slice(if proto >= 3 { b"_\r\n" } else { b"$-1\r\n" }),
+            });
             Ok(Reply::Raw(out))
         }
         Some(dst) => {
             let fill = ctx.config().list_max_listpack_size as i64;
             let mut list = List::new();
-            let mut gets = Gets::new(&o.gets);
-            for chunk in range.chunks(LOOKUPS_AHEAD) {
-                gets.name_keys(ctx, chunk, &objs);
-                for (j, it) in chunk.iter().enumerate() {
-                    if gets.patterns.is_empty() {
-                        list.push_back(objs.of(it), fill);
-                    }
-                    for (pattern, keys) in gets.patterns.iter().zip(&gets.keys) {
-                        match pattern.lookup(ctx, objs.of(it), &keys[j]) {
-                            Some(v) => v.with_bytes(|b| list.push_back(b, fill)),
-                            None => list.push_back(b"", fill),
-                        }
-                    }
-                }
-            }
+            Gets::new(&o.gets).for_each(ctx, range, &objs, |found| list.push_back(found.unwrap_or_default(), fill));
             let n = list.len() as i64;
             let now = ctx.now_ms();
             if n > 0 {
@@ -881,9 +856,24 @@ impl<'p> Gets<'p> {
         }
     }
 
-    fn name_keys(&mut self, ctx: &mut Ctx, chunk: &[Item], objs: &Objs) {
-        for (pattern, keys) in self.patterns.iter().zip(self.keys.iter_mut()) {
-            pattern.name_keys(ctx, chunk.iter().map(|it| objs.of(it)), keys);
+    /// Hands `emit` what SORT outputs for each element of `range`, in order: the element itself
+    /// without GET patterns, else each pattern's lookup (None: nothing found).
+    fn for_each(&mut self, ctx: &mut Ctx, range: &[Item], objs: &Objs, mut emit: impl FnMut(Option<&[u8]>)) {
+        for chunk in range.chunks(LOOKUPS_AHEAD) {
+            for (pattern, keys) in self.patterns.iter().zip(self.keys.iter_mut()) {
+                pattern.name_keys(ctx, chunk.iter().map(|it| objs.of(it)), keys);
+            }
+            for (j, it) in chunk.iter().enumerate() {
+                if self.patterns.is_empty() {
+                    emit(Some(objs.of(it)));
+                }
+                for (pattern, keys) in self.patterns.iter().zip(&self.keys) {
+                    match pattern.lookup(ctx, objs.of(it), &keys[j]) {
+                        Some(v) => v.with_bytes(|b| emit(Some(b))),
+                        None => emit(None),
+                    }
+                }
+            }
         }
     }
 }
