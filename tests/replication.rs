@@ -35,6 +35,13 @@ fn link_up(s: &Server) -> bool {
     info_field(&mut s.client(), "replication", "master_link_status") == "up"
 }
 
+/// Whether `master` lists a replica as online. After a diskless transfer a master puts its
+/// replica online at the replica's first REPLCONF ACK, up to a second after the replica's link is
+/// up; until then FAILOVER TO that replica answers "target replica is not online".
+fn replica_online(master: &Server) -> bool {
+    String::from_utf8_lossy(&master.client().cmd(&["INFO", "replication"])).contains("state=online")
+}
+
 fn offset(s: &Server) -> i64 {
     info_field(&mut s.client(), "replication", "master_repl_offset").parse().unwrap_or(-1)
 }
@@ -492,7 +499,7 @@ fn failover_errors_timeout_and_abort_answer_as_redis() {
             run(&mut m, argv, &mut t);
         }
         let replica = start_replica(true, &master, &["--repl-diskless-sync-delay", "0"]);
-        wait_until("replica up", || link_up(&replica));
+        wait_until("replica up", || link_up(&replica) && replica_online(&master));
         let rport = replica.port.to_string();
         let mut r = replica.client();
         for argv in [
@@ -609,9 +616,7 @@ fn a_sync_client_is_online_after_a_disk_transfer() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("redis-cli");
-        wait_until("the SYNC client online", || {
-            String::from_utf8_lossy(&master.client().cmd(&["INFO", "replication"])).contains("state=online")
-        });
+        wait_until("the SYNC client online", || replica_online(&master));
         let _ = cli.kill();
         let _ = cli.wait();
     }
