@@ -624,10 +624,12 @@ fn restart_from(conf: &str, redis: bool, dir: &std::path::Path) -> (Server, Stri
 /// nodes.conf holds a client's epoch change when the reply comes (Redis saves it, fsynced, in
 /// beforeSleep before replies go out; ferrodis's writer thread does the I/O and the reply waits
 /// for it), whole: a node killed right after the reply restarts from the file with the slots,
-/// the epochs and its identity, as a real Redis node does after the same commands.
+/// the epochs and its identity, as a real Redis node does after the same commands. The epoch
+/// change is made alone (its reply deferred until the save is written) and inside MULTI (the
+/// executor waits for the save).
 #[test]
 fn config_changes_are_in_nodes_conf_before_the_reply_as_redis() {
-    let run_case = |redis: bool| -> Vec<String> {
+    let run_case = |redis: bool, in_multi: bool| -> Vec<String> {
         let bus = common::free_port().to_string();
         let args = ["--cluster-enabled", "yes", "--cluster-port", &bus];
         let node = if redis { common::RedisServer::with_args(&args) } else { TestServer::with_args(&args) };
@@ -635,7 +637,13 @@ fn config_changes_are_in_nodes_conf_before_the_reply_as_redis() {
         let id = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "MYID"])).into_owned();
         let id = id.trim_start_matches('$').split("\r\n").nth(1).unwrap_or("").to_string();
         assert_eq!(show(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])), show(b"+OK\r\n"));
-        assert_eq!(show(&c.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "5"])), show(b"+OK\r\n"));
+        if in_multi {
+            assert_eq!(show(&c.cmd(&["MULTI"])), show(b"+OK\r\n"));
+            assert_eq!(show(&c.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "5"])), show(b"+QUEUED\r\n"));
+            assert_eq!(show(&c.cmd(&["EXEC"])), show(b"*1\r\n+OK\r\n"));
+        } else {
+            assert_eq!(show(&c.cmd(&["CLUSTER", "SET-CONFIG-EPOCH", "5"])), show(b"+OK\r\n"));
+        }
         let conf = kill_and_take_conf(node);
         let dir = std::env::temp_dir().join(format!("ferrodis-cluster-conf-{}-{bus}", std::process::id()));
         let (again, seen) = restart_from(&conf, redis, &dir);
@@ -648,11 +656,13 @@ fn config_changes_are_in_nodes_conf_before_the_reply_as_redis() {
         let _ = std::fs::remove_dir_all(&dir);
         vec![seen.replace(&id, "<myid>"), still, refused]
     };
-    let ours = run_case(false);
-    let Some(_probe) = common::RedisServer::or_skip() else { return };
-    let redis = run_case(true);
-    assert_eq!(ours, redis);
-    assert!(ours[0].contains("cluster_current_epoch:5"), "{ours:?}");
+    for in_multi in [false, true] {
+        let ours = run_case(false, in_multi);
+        let Some(_probe) = common::RedisServer::or_skip() else { return };
+        let redis = run_case(true, in_multi);
+        assert_eq!(ours, redis, "in MULTI: {in_multi}");
+        assert!(ours[0].contains("cluster_current_epoch:5"), "{ours:?}");
+    }
 }
 
 /// A replica's FAILOVER TAKEOVER: the reply comes once nodes.conf says it is the master of the

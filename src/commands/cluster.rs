@@ -338,8 +338,20 @@ fn change_slots(ctx: &mut Ctx, args: &Args, ranges: bool, del: bool) -> CmdResul
     }
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_reply(ctx.admin());
-    Ok(Reply::Ok)
+    Ok(once_saved(ctx, Reply::Ok))
+}
+
+/// The reply of a CLUSTER command that changed the configuration: it follows the saves that hold
+/// bus output (an epoch change), as Redis replies after beforeSleep's fsync. The client waits for
+/// them, not the executor, unless the reply must be immediate (MULTI, scripts).
+fn once_saved(ctx: &mut Ctx, reply: Reply) -> Reply {
+    if ctx.client().defers_reply() {
+        let proto = ctx.proto();
+        cluster::reply_after_saves(ctx.admin(), reply, proto)
+    } else {
+        cluster::before_reply(ctx.admin());
+        reply
+    }
 }
 
 /// CLUSTER ADDSLOTS slot [slot ...]
@@ -370,8 +382,7 @@ pub fn flushslots(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     c.del_node_slots(&me);
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_reply(ctx.admin());
-    Ok(Reply::Ok)
+    Ok(once_saved(ctx, Reply::Ok))
 }
 
 /// CLUSTER SETSLOT slot IMPORTING node | MIGRATING node | STABLE | NODE node
@@ -444,8 +455,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let c = state(ctx)?;
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_reply(ctx.admin());
-    Ok(Reply::Ok)
+    Ok(once_saved(ctx, Reply::Ok))
 }
 
 /// CLUSTER BUMPEPOCH
@@ -480,8 +490,7 @@ pub fn set_config_epoch(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     c.todo_save = true;
     c.todo_update_state = true;
-    cluster::before_reply(ctx.admin());
-    Ok(Reply::Ok)
+    Ok(once_saved(ctx, Reply::Ok))
 }
 
 /// CLUSTER FORGET node
@@ -495,8 +504,7 @@ pub fn forget(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("Can't forget my master!"));
     }
     cluster::forget(ctx.admin(), n);
-    cluster::before_reply(ctx.admin());
-    Ok(Reply::Ok)
+    Ok(once_saved(ctx, Reply::Ok))
 }
 
 /// CLUSTER REPLICATE node
@@ -514,8 +522,7 @@ pub fn replicate(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("To set a master the node must be empty and without assigned slots."));
     }
     cluster::set_my_master(ctx.admin(), n);
-    cluster::before_reply(ctx.admin());
-    Ok(Reply::Ok)
+    Ok(once_saved(ctx, Reply::Ok))
 }
 
 /// CLUSTER REPLICAS node / CLUSTER SLAVES node
@@ -573,8 +580,7 @@ pub fn failover(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("Master is down or failed, please use CLUSTER FAILOVER FORCE"));
     }
     cluster::start_manual_failover(ctx.admin(), force, takeover);
-    cluster::before_reply(ctx.admin());
-    Ok(Reply::Ok)
+    Ok(once_saved(ctx, Reply::Ok))
 }
 
 /// CLUSTER RESET [HARD|SOFT]

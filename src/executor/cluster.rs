@@ -229,14 +229,33 @@ pub fn conf_writer(st: &State) -> Option<Arc<super::nodes_conf::ConfWriter>> {
 
 /// `before_sleep` for a client's CLUSTER command: its reply waits for the saves that hold bus
 /// output (an epoch change, a takeover), as Redis replies after beforeSleep's fsync; other saves
-/// are not waited for (see `nodes_conf`).
+/// are not waited for (see `nodes_conf`). The executor waits here; `reply_after_saves` makes
+/// the client wait instead.
 pub fn before_reply(st: &mut State) {
+    post_due_saves(st);
+    if let Some(w) = &st.cluster_conf {
+        w.wait_held();
+    }
+}
+
+/// `before_reply` for a client whose reply may come later: `reply` (encoded in `proto`) as it
+/// stands when the saves holding bus output are written already, else a deferred reply the
+/// config writer completes once they are.
+pub fn reply_after_saves(st: &mut State, reply: crate::resp::Reply, proto: u8) -> crate::resp::Reply {
+    post_due_saves(st);
+    let Some(w) = &st.cluster_conf else { return reply };
+    let mut bytes = Vec::new();
+    crate::resp::writer::write_reply(&mut bytes, &reply, proto);
+    match w.reply_when_held(bytes) {
+        Some(later) => crate::resp::Reply::Deferred(crate::resp::reply::Deferred(later)),
+        None => reply,
+    }
+}
+
+fn post_due_saves(st: &mut State) {
     before_sleep(st);
     if st.cluster.as_ref().is_some_and(|c| c.epochs() != c.synced_epochs) {
         post_save(st);
-    }
-    if let Some(w) = &st.cluster_conf {
-        w.wait_held();
     }
 }
 

@@ -30,9 +30,12 @@
 //!   channel. Only the links wait; the executor goes on serving clients.
 //! - A client's CLUSTER command whose change needs an fsync (an epoch: SET-CONFIG-EPOCH,
 //!   BUMPEPOCH, SETSLOT NODE bumping, RESET; FAILOVER TAKEOVER's promotion) replies once the
-//!   saves holding the bus are written (`wait_held`: the executor waits, for rare administrative
-//!   commands, as in Redis). CLUSTER SAVECONFIG and startup wait too and report the failure as
-//!   Redis does. Other client saves (ADDSLOTS,
+//!   saves holding the bus are written, as Redis replies after beforeSleep's fsync. Its reply
+//!   waits, not the executor (`reply_when_held`: a `Later` this writer completes): the SETSLOT
+//!   NODE that ends each slot's import in a resharding bumps the epoch on a node that does not
+//!   hold the highest one, and its two syncs held every client of the node for 4-17 ms. Inside
+//!   MULTI or a script, whose replies are immediate, the executor waits (`wait_held`). CLUSTER
+//!   SAVECONFIG and startup wait too and report the failure as Redis does. Other client saves (ADDSLOTS,
 //!   SETSLOT without a bump: 3-5 per slot in a resharding) are not waited for: they are in the
 //!   file once the writer's next save is synced and swapped in, and `flush` lands them before a
 //!   shutdown; the only thing lost against Redis is a kill -9 within that save (a data sync, ~4
@@ -43,6 +46,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::resp::reply::Later;
 
 /// One save: the file, the text and whether it must be on disk before it counts as written.
 pub struct Job {
@@ -69,6 +74,9 @@ struct WriterState {
     done: u64,
     /// A reported save's failure: its sequence number and the error.
     failed: Option<(u64, String)>,
+    /// Client replies waiting for saves: each completes with its bytes once `done` reaches its
+    /// sequence number.
+    replies: Vec<(u64, Arc<Later>, Vec<u8>)>,
 }
 
 pub struct ConfWriter {
@@ -166,6 +174,20 @@ impl ConfWriter {
         }
     }
 
+    /// A client's reply (`bytes`) that must follow the saves holding bus output, as
+    /// `wait_held` waits for: None when they are written already (reply now), else a `Later`
+    /// this writer completes once they are, so the client waits and the executor does not.
+    pub fn reply_when_held(&self, bytes: Vec<u8>) -> Option<Arc<Later>> {
+        let need = self.gate.load(Ordering::Acquire);
+        let mut g = self.lock();
+        if g.done >= need {
+            return None;
+        }
+        let later = Arc::new(Later::default());
+        g.replies.push((need, later.clone(), bytes));
+        Some(later)
+    }
+
     /// Returns once the saves due when it was called are on disk (see the module header).
     pub async fn output_ready(&self) {
         let need = self.gate.load(Ordering::Acquire);
@@ -213,7 +235,18 @@ impl ConfWriter {
         g.busy = false;
         g.done = q.seq;
         self.done.store(q.seq, Ordering::Release);
+        let mut ready = Vec::new();
+        g.replies.retain_mut(|(need, later, bytes)| {
+            if *need > q.seq {
+                return true;
+            }
+            ready.push((later.clone(), std::mem::take(bytes)));
+            false
+        });
         drop(g);
+        for (later, bytes) in ready {
+            later.complete(vec![bytes]);
+        }
         self.changed.notify_all();
         self.wrote.notify_waiters();
     }
