@@ -462,9 +462,9 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn bumpepoch(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     state(ctx)?;
     let bumped = cluster::bump_epoch_without_consensus(ctx.admin());
-    cluster::before_reply(ctx.admin());
     let epoch = state(ctx)?.me().config_epoch;
-    Ok(Reply::StatusOwned(format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" })))
+    let reply = Reply::StatusOwned(format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" }));
+    Ok(once_saved(ctx, reply))
 }
 
 /// CLUSTER SET-CONFIG-EPOCH epoch
