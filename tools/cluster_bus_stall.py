@@ -13,15 +13,25 @@ busy with, in turn:
 Run it against ferrodis and against redis-server on the same machine; compare per phase.
 Figures: max and 99.9th percentile round trip in ms, and samples.
 
-  tools/cluster_bus_stall.py [--server PATH] [--base PORT] [--seconds S]
+  tools/cluster_bus_stall.py [--server PATH] [--base PORT] [--seconds S] [--rt-probe]
+
+With --rt-probe the probes run SCHED_FIFO, so the load generators and the other nodes sharing
+their CPU cannot delay them: what is left is the server's own delay.
 """
 import argparse, multiprocessing as mp, os, signal, socket, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+RT_PROBE = False
+
+
 def probe(port, stop, out):
     """PING every ms until `stop` is set; report (max, p99.9, samples) in ms."""
+    if RT_PROBE:
+        # SCHED_FIFO: woken, the probe runs at once whatever else wants its CPU, so its maximum
+        # is the server's delay, not its own wait for a time slice on a 2-core machine.
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     s = socket.create_connection(("127.0.0.1", port))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     lat = []
@@ -68,7 +78,10 @@ def main():
     ap.add_argument("--server", default=os.path.join(HERE, "..", "target/ci/ferrodis-server"))
     ap.add_argument("--base", type=int, default=15200)
     ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--rt-probe", action="store_true", help="probes run SCHED_FIFO (root)")
     a = ap.parse_args()
+    global RT_PROBE
+    RT_PROBE = a.rt_probe
     server = os.path.abspath(a.server) if not a.server.startswith("/") else a.server
     d = f"/tmp/ferrodis-bus-stall-{a.base}"
     create = [os.path.join(HERE, "cluster_create.sh"), "--server", server, "--base", str(a.base),
