@@ -695,3 +695,25 @@ fn takeover_is_in_nodes_conf_before_the_reply() {
     let epoch = myself.split(' ').nth(6).unwrap_or_default();
     assert!(epoch != "0" && conf.ends_with(&format!("vars currentEpoch {epoch} lastVoteEpoch 0\n")), "{conf}");
 }
+
+/// A save that fails: CLUSTER SAVECONFIG reports it and the node goes on (Redis: "error saving
+/// the cluster node config"), while a change's own save failing ends the node, as Redis's
+/// clusterSaveConfigOrDie does (its vote or epoch must not be announced without the file).
+#[test]
+fn a_failed_save_is_reported_to_saveconfig_and_fatal_otherwise() {
+    let mut node = start_node();
+    let mut c = node.client();
+    assert_eq!(show(&c.cmd(&["CLUSTER", "SAVECONFIG"])), show(b"+OK\r\n"));
+    // A directory where the spare file goes: the next save cannot write it.
+    let spare = node.dir.join("nodes.conf.prev");
+    let _ = std::fs::remove_file(&spare);
+    std::fs::create_dir(&spare).unwrap();
+    let reply = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "SAVECONFIG"])).into_owned();
+    assert!(reply.starts_with("-ERR error saving the cluster node config: "), "{reply}");
+    assert!(node.alive(), "SAVECONFIG's failure is reported, not fatal");
+    assert_eq!(show(&c.cmd(&["PING"])), show(b"+PONG\r\n"));
+    // ADDSLOTS's save is posted, nobody waits for it: its failure ends the node.
+    let _ = c.try_cmd(&["CLUSTER", "ADDSLOTS", "1"]);
+    assert!(node.wait_exit(Duration::from_secs(10)).is_some(), "the node survived a failed save");
+    assert!(node.log().contains("Fatal: can't update cluster config file."), "{}", node.log());
+}

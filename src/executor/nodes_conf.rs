@@ -59,8 +59,10 @@ pub struct Job {
 struct Queued {
     job: Job,
     seq: u64,
-    /// Someone waits for the outcome (`write_and_wait`): a failure is reported, not fatal.
-    report: bool,
+    /// A save nobody waits for is in it (`post`, perhaps coalesced with one that
+    /// `write_and_wait` waits for): a failure is fatal, as Redis's beforeSleep save dies before a
+    /// SAVECONFIG could report; otherwise it is reported to the waiter.
+    posted: bool,
 }
 
 #[derive(Default)]
@@ -146,12 +148,12 @@ impl ConfWriter {
         let mut g = self.lock();
         g.seq += 1;
         let seq = g.seq;
-        let (mut fsync, mut report) = (job.fsync, report);
+        let (mut fsync, mut posted) = (job.fsync, !report);
         if let Some(old) = g.next.take() {
             fsync |= old.job.fsync;
-            report |= old.report;
+            posted |= old.posted;
         }
-        g.next = Some(Queued { job: Job { fsync, ..job }, seq, report });
+        g.next = Some(Queued { job: Job { fsync, ..job }, seq, posted });
         drop(g);
         self.changed.notify_all();
         seq
@@ -225,7 +227,7 @@ impl ConfWriter {
         let mut g = self.lock();
         match outcome {
             Ok(()) => {}
-            Err(e) if q.report => g.failed = Some((q.seq, e)),
+            Err(e) if !q.posted => g.failed = Some((q.seq, e)),
             Err(e) => {
                 tracing::warn!("{e}");
                 tracing::warn!("Fatal: can't update cluster config file.");
