@@ -169,7 +169,7 @@ fn key_into(part: &KeyPart, elem: &[u8], key: &mut Vec<u8>) {
 }
 
 fn room(chunks: &mut Vec<Vec<u8>>, need: usize) -> &mut Vec<u8> {
-    if !chunks.last().is_some_and(|c| c.capacity() - c.len() >= need) {
+    if chunks.last().is_none_or(|c| c.capacity() - c.len() < need) {
         chunks.push(Vec::with_capacity(CHUNK.max(need)));
     }
     chunks.last_mut().expect("a chunk was just made")
@@ -309,11 +309,11 @@ impl SortJob {
                     self.work = Some(work);
                     self.cursor = 0;
                     if self.error {
-                        return self.finish(st);
+                        return self.finish();
                     }
                     self.phase = match (loaded, self.by) {
                         (true, Some(_)) => Phase::By,
-                        _ if self.gets.is_empty() => return self.finish(st),
+                        _ if self.gets.is_empty() => return self.finish(),
                         _ => {
                             if let Some(w) = &self.work {
                                 self.cursor = w.range.start;
@@ -330,7 +330,7 @@ impl SortJob {
                         retire(st, self.id, part);
                     }
                     if self.error {
-                        return self.finish(st);
+                        return self.finish();
                     }
                     let mut work = self.work.take().expect("the BY phase has the work");
                     let (alpha, desc, encode) = (self.alpha, self.desc, self.gets.is_empty());
@@ -349,7 +349,7 @@ impl SortJob {
                     if !self.get_step(st, deadline) {
                         return Stepped::More;
                     }
-                    return self.finish(st);
+                    return self.finish();
                 }
             }
         }
@@ -479,7 +479,7 @@ impl SortJob {
     }
 
     /// The reply (or the conversion error) once the lookups are over.
-    fn finish(&mut self, _st: &mut State) -> Stepped {
+    fn finish(&mut self) -> Stepped {
         if self.error {
             let line = format!("-{NOT_A_DOUBLE}\r\n").into_bytes();
             return Stepped::Done(vec![line], Some(NOT_A_DOUBLE));
