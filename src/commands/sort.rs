@@ -21,6 +21,12 @@
 //! listpack's 2-5 (a 1M small-integer list of 6.3 MiB sorts at +9 MiB over steady state, Redis
 //! +59 MiB), so "at most the collection's size" holds for sets and zsets (+10 MiB for 34 and 93
 //! MiB) but not for the densest lists.
+//!
+//! A big SORT with BY key lookups or GET patterns cannot be a snapshot alone: its lookups read
+//! other keys, as many as there are elements. It becomes a walk (`executor::sort_walk`): the same
+//! snapshot, loaded and sorted on a thread, with its lookups a step at a time on the executor,
+//! kept at the command's time by the database recording a key's old lookup before any write
+//! changes it (`db::sort_watch`). STORE, small inputs, MULTI and scripts stay synchronous here.
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
@@ -294,12 +300,14 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     // A big SORT with BY key lookups or GET patterns: loaded and sorted on a thread, its
     // lookups made a step at a time between other clients' commands, all as of this moment
     // (see `executor::sort_walk`), wherever the reply may come later: not inside MULTI or a
-    // script, whose replies are immediate.
+    // script, whose replies are immediate. Nor when `keymiss` events are on: the walk's
+    // lookups raise none.
     let by_keys = !o.dontsort && o.sortby.is_some();
     if o.store.is_none()
         && (by_keys || !o.gets.is_empty())
         && total as usize >= super::DEFER_MIN_ELEMENTS
         && ctx.client().defers_reply()
+        && !ctx.config().notify_keyspace_events.contains('m')
     {
         if let Some(reply) = start_walk(ctx, key, &o, by_keys, start, end, vectorlen) {
             return Ok(reply);

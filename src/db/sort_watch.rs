@@ -94,6 +94,10 @@ fn lookup_in<'t>(
     match (keys.get(key), field) {
         (None, _) => (false, None),
         (Some(Value::Str(s)), None) => (true, Some(Found::Str(s))),
+        // A field whose TTL had passed by then was gone for a lookup then.
+        (Some(Value::Hash(h)), Some(f)) if h.has_field_expires() && h.field_expire(f).is_some_and(|t| t <= at_ms) => {
+            (true, None)
+        }
         (Some(Value::Hash(h)), Some(f)) => (true, h.get(f).map(Found::Bytes)),
         (Some(_), _) => (true, None),
     }
