@@ -6,7 +6,7 @@
 //!   LIMIT, DESC, `BY nosort`, `GET #`, a GET without `*`, a weight that is not a number), each
 //!   followed by writes of every kind to its weight and GET keys (SET, DEL, HSET, HDEL, APPEND,
 //!   INCR, EXPIRE in the past and the future, PERSIST, RENAME onto and away, MOVE, SWAPDB,
-//!   FLUSHDB): every reply equals real Redis's, byte for byte, in RESP2 and RESP3, with the
+//!   DEBUG RELOAD, FLUSHDB): every reply equals real Redis's, byte for byte, in RESP2 and RESP3, with the
 //!   executor on the connections' thread and on its own.
 //! - A writer on another connection moving weights while SORT BY ... GET runs: the BY order and
 //!   the GET values are those of one point of the writer's sequence (on real Redis too).
@@ -150,6 +150,10 @@ fn racing_pipeline() -> Vec<Vec<Vec<u8>>> {
             p.push(argv("SWAPDB 0 1"));
             p.extend(writes(99));
             p.push(argv("SWAPDB 0 1"));
+        }
+        if i == 8 {
+            p.push(argv("DEBUG RELOAD"));
+            p.extend(writes(98));
         }
         p.push(argv(s));
     }

@@ -289,4 +289,40 @@ mod tests {
         assert_eq!(look(&db, "9"), None, "expired at the command's time");
         assert!(db.unwatch_sort(1).is_some());
     }
+
+    /// Emptied under a walk, by a flush (the walk keeps the old tables) or by `clear` (every
+    /// key recorded first), the lookups still give what was there.
+    #[test]
+    fn lookups_survive_the_table_being_emptied() {
+        for flush in [true, false] {
+            let mut db = Db::new();
+            for i in 0..100 {
+                db.set(format!("w_{i}").as_bytes(), s(&format!("v{i}")), 0);
+            }
+            let part = KeyPart { prefix: b"w_"[..].into(), postfix: b""[..].into(), field: None };
+            db.watch_sort(SortWatch::new(1, 0, vec![part]));
+            db.set(b"w_5", s("changed"), 0);
+            let walked = if flush {
+                db.take_walked()
+            } else {
+                drop(db.clear());
+                None
+            };
+            db.set(b"w_7", s("after"), 0);
+            db.set(b"w_100", s("new"), 0);
+            let look = |elem: &str| -> Option<Vec<u8>> {
+                let key = format!("w_{elem}");
+                let f = |_, f: Option<Found<'_>>| f.map(|f| f.with_bytes(|b| b.to_vec()));
+                match &walked {
+                    Some(w) => w.sort_lookup(1, 0, elem.as_bytes(), key.as_bytes(), f),
+                    None => db.sort_lookup(1, 0, elem.as_bytes(), key.as_bytes(), f),
+                }
+                .unwrap()
+            };
+            for i in 0..100 {
+                assert_eq!(look(&i.to_string()), Some(format!("v{i}").into_bytes()), "flush {flush}");
+            }
+            assert_eq!(look("100"), None, "flush {flush}");
+        }
+    }
 }
