@@ -21,6 +21,12 @@
 //! listpack's 2-5 (a 1M small-integer list of 6.3 MiB sorts at +9 MiB over steady state, Redis
 //! +59 MiB), so "at most the collection's size" holds for sets and zsets (+10 MiB for 34 and 93
 //! MiB) but not for the densest lists.
+//!
+//! A big SORT with BY key lookups or GET patterns cannot be a snapshot alone: its lookups read
+//! other keys, as many as there are elements. It becomes a walk (`executor::sort_walk`): the same
+//! snapshot, loaded and sorted on a thread, with its lookups a step at a time on the executor,
+//! kept at the command's time by the database recording a key's old lookup before any write
+//! changes it (`db::sort_watch`). STORE, small inputs, MULTI and scripts stay synchronous here.
 
 use super::flags::*;
 use super::{acl, keys, spec, Args, CmdError, CmdResult, CommandSpec, Ctx};
@@ -73,13 +79,13 @@ pub fn sort_ro(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// looked-up bytes are in that buffer (`NO_WEIGHT`: the key is missing). An owned `Vec` per
 /// element, a weight beside it and a `Reply` per element in the reply peaked at +143 MiB over
 /// steady state for a BY or GET SORT of 1M small integers (Redis +49 MiB).
-struct Item {
+pub(crate) struct Item {
     at: usize,
-    w: u64,
+    pub(crate) w: u64,
 }
 
 /// ALPHA BY's weight of an element whose weight key is missing (sorts first).
-const NO_WEIGHT: u64 = u64::MAX;
+pub(crate) const NO_WEIGHT: u64 = u64::MAX;
 
 impl Item {
     fn score(&self) -> f64 {
@@ -89,7 +95,7 @@ impl Item {
 
 /// The loaded elements' bytes (and ALPHA BY's weights), back to back, each after its length
 /// as a varint.
-struct Objs(Vec<u8>);
+pub(crate) struct Objs(Vec<u8>);
 
 impl Objs {
     fn get(&self, at: usize) -> &[u8] {
@@ -106,11 +112,11 @@ impl Objs {
         &self.0[i..i + len]
     }
 
-    fn of(&self, it: &Item) -> &[u8] {
+    pub(crate) fn of(&self, it: &Item) -> &[u8] {
         self.get(it.at)
     }
 
-    fn append(&mut self, b: &[u8]) -> usize {
+    pub(crate) fn append(&mut self, b: &[u8]) -> usize {
         let at = self.0.len();
         let mut len = b.len();
         while len >= 0x80 {
@@ -291,6 +297,23 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
         }
     }
 
+    // A big SORT with BY key lookups or GET patterns: loaded and sorted on a thread, its
+    // lookups made a step at a time between other clients' commands, all as of this moment
+    // (see `executor::sort_walk`), wherever the reply may come later: not inside MULTI or a
+    // script, whose replies are immediate. Nor when `keymiss` events are on: the walk's
+    // lookups raise none.
+    let by_keys = !o.dontsort && o.sortby.is_some();
+    if o.store.is_none()
+        && (by_keys || !o.gets.is_empty())
+        && total as usize >= super::DEFER_MIN_ELEMENTS
+        && ctx.client().defers_reply()
+        && !ctx.config().notify_keyspace_events.contains('m')
+    {
+        if let Some(reply) = start_walk(ctx, key, &o, by_keys, start, end, vectorlen) {
+            return Ok(reply);
+        }
+    }
+
     let mut items: Vec<Item> = Vec::with_capacity(vectorlen);
     let mut objs = Objs(Vec::new());
     match kind.and_then(|_| ctx.lookup_write(key)) {
@@ -445,6 +468,69 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     }
 }
 
+/// Starts a SORT walk over `key` (see `sort_generic`); None when its collection has no
+/// snapshot to take (the synchronous path then runs).
+#[allow(clippy::too_many_arguments)]
+fn start_walk(
+    ctx: &mut Ctx,
+    key: &[u8],
+    o: &Options<'_>,
+    by_keys: bool,
+    start: i64,
+    end: i64,
+    n: usize,
+) -> Option<Reply> {
+    use crate::db::sort_watch::{KeyPart, SortWatch};
+    use crate::executor::sort_walk::{Get, SortSpec};
+    let source = match ctx.lookup_write(key) {
+        Some(Value::List(l)) if o.dontsort => {
+            let s = start.max(0) as usize;
+            let first = if o.desc { l.len() - s - n } else { s };
+            SortSource::List(l.snapshot_range(first, n))
+        }
+        Some(Value::List(l)) => {
+            let len = l.len();
+            SortSource::List(l.snapshot_range(0, len))
+        }
+        Some(Value::Set(set)) => SortSource::Set(set.snapshot()?),
+        Some(Value::ZSet(z)) => SortSource::ZSet(z.snapshot()),
+        _ => return None,
+    };
+    let mut parts = Vec::new();
+    let mut part_of = |p: &[u8]| match Pattern::parse(p) {
+        Pattern::Element => Get::Element,
+        Pattern::Nothing => Get::Nothing,
+        Pattern::Key { prefix, postfix, field } => {
+            parts.push(KeyPart { prefix: prefix.into(), postfix: postfix.into(), field: field.map(Into::into) });
+            Get::Part(parts.len() - 1)
+        }
+    };
+    let by = match o.sortby {
+        Some(p) if by_keys => match part_of(p) {
+            Get::Part(i) => Some(i),
+            _ => None,
+        },
+        _ => None,
+    };
+    let gets: Vec<Get> = o.gets.iter().map(|p| part_of(p)).collect();
+    let spec = SortSpec {
+        source,
+        alpha: o.alpha,
+        desc: o.desc,
+        dontsort: o.dontsort,
+        start,
+        end,
+        n,
+        by,
+        gets,
+        proto: ctx.proto(),
+    };
+    let (now, client) = (ctx.now_ms(), ctx.client().id);
+    let id = crate::executor::walks::next_id(ctx.admin());
+    ctx.db().watch_sort(SortWatch::new(id, now, parts));
+    Some(crate::executor::walks::start_sort(ctx.admin(), id, client, spec))
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     List,
@@ -455,10 +541,57 @@ enum Kind {
 /// Redis's sortCompare, before DESC is applied.
 /// What a deferred SORT reads: a snapshot of its collection (for a list or zset read without
 /// sorting, only the LIMIT range, in the order it is read).
-enum SortSource {
+pub(crate) enum SortSource {
     List(ListSnapshot),
     Set(SetSnapshot),
     ZSet(ZSetSnapshot),
+}
+
+/// Loads a snapshot's elements as `sort_generic` loads the live collection (a SORT walk's first
+/// step, on a thread of its own): a list or zset read without sorting holds the range alone, in
+/// the order read, which then starts at 0. Returns the elements and the range to reply.
+pub(crate) fn sort_load(
+    source: &SortSource,
+    dontsort: bool,
+    desc: bool,
+    mut start: i64,
+    mut end: i64,
+    n: usize,
+) -> (Objs, Vec<Item>, i64, i64) {
+    let mut items: Vec<Item> = Vec::new();
+    let mut objs = Objs(Vec::new());
+    match source {
+        SortSource::List(l) => {
+            l.for_each(|e| match e {
+                crate::types::list::Elem::Int(v) => objs.push(&mut items, itoa::Buffer::new().format(v).as_bytes()),
+                crate::types::list::Elem::Bytes(b) => objs.push(&mut items, b),
+            });
+            if dontsort && end >= start {
+                if desc {
+                    items.reverse();
+                }
+                end -= start;
+                start = 0;
+            }
+        }
+        SortSource::Set(set) => set.for_each(|m| objs.push(&mut items, m)),
+        SortSource::ZSet(z) if dontsort => {
+            if n > 0 {
+                let s = start as usize;
+                z.walk(s, s + n - 1, desc, &mut |m, _| {
+                    objs.push(&mut items, m);
+                    true
+                });
+            }
+            end -= start;
+            start = 0;
+        }
+        SortSource::ZSet(z) => z.walk(0, usize::MAX, false, &mut |m, _| {
+            objs.push(&mut items, m);
+            true
+        }),
+    }
+    (objs, items, start, end)
 }
 
 /// SORT of a big list, set or zset without BY key lookups, GET or STORE, done wherever the
@@ -671,7 +804,7 @@ impl SortReply {
 }
 
 /// The error a SORT of a member that is not a number replies with.
-const NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+pub(crate) const NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";
 
 impl Encode for SortReply {
     fn encode(&self, proto: u8, out: &mut Vec<u8>) {
@@ -743,7 +876,7 @@ impl Encode for SortReply {
     }
 }
 
-fn compare(a: &Item, b: &Item, objs: &Objs, alpha: bool, by: bool, store: bool) -> std::cmp::Ordering {
+pub(crate) fn compare(a: &Item, b: &Item, objs: &Objs, alpha: bool, by: bool, store: bool) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     let (ao, bo) = (objs.of(a), objs.of(b));
     if !alpha {
@@ -778,7 +911,7 @@ fn compare(a: &Item, b: &Item, objs: &Objs, alpha: bool, by: bool, store: bool) 
 
 /// Parses a weight as Redis does: C `strtod` over the string up to its first NUL, which must be
 /// consumed entirely, with overflow/underflow (ERANGE) and NaN rejected. An empty string is 0.
-fn strtod(b: &[u8]) -> Option<f64> {
+pub(crate) fn strtod(b: &[u8]) -> Option<f64> {
     let s = cstr(b);
     // A plain decimal integer: strtod's correctly rounded double is the integer's own rounding.
     if let Some(n) = crate::util::num::parse_i64(s) {
@@ -879,7 +1012,7 @@ impl<'p> Gets<'p> {
 }
 
 /// How many elements' BY or GET lookups are named (and their buckets asked of memory) at once.
-const LOOKUPS_AHEAD: usize = 8;
+pub(crate) const LOOKUPS_AHEAD: usize = 8;
 
 impl<'p> Pattern<'p> {
     fn parse(pattern: &'p [u8]) -> Pattern<'p> {

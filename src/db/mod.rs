@@ -8,6 +8,7 @@
 
 pub mod lazyfree;
 pub mod slots;
+pub mod sort_watch;
 pub mod walk;
 
 pub use crate::types::table::Table;
@@ -121,6 +122,9 @@ pub struct Db {
     pub master_view: bool,
     /// KEYS walks in progress over this table (see `walk`): told of every key added or removed.
     walks: Vec<walk::KeyWalk>,
+    /// SORT walks whose BY and GET lookups read this table (see `sort_watch`): every change of
+    /// a key is first offered to them (`sort_hook`).
+    sort_watches: Vec<sort_watch::SortWatch>,
 }
 
 /// What a key's 24-bit access field holds, by maxmemory-policy: the LRU clock of the last access,
@@ -253,12 +257,16 @@ impl Db {
         if self.master_view {
             return false;
         }
-        let Some(Value::Hash(h)) = self.keys.get_mut(key) else {
+        let Some(Value::Hash(h)) = self.keys.get(key) else {
             return false;
         };
         if !h.field_expiry_due(now_ms) {
             return false;
         }
+        self.sort_hook(key);
+        let Some(Value::Hash(h)) = self.keys.get_mut(key) else {
+            return false;
+        };
         let n = h.expire_fields(now_ms, usize::MAX);
         let emptied = h.is_empty();
         self.fields_expired(key, n, emptied);
@@ -337,6 +345,7 @@ impl Db {
             if self.expire_if_needed(&key, now_ms) {
                 continue;
             }
+            self.sort_hook(&key);
             let Some(Value::Hash(h)) = self.keys.get_mut(&key) else {
                 continue;
             };
@@ -357,11 +366,18 @@ impl Db {
 
     /// The live value under `key`, stamping its access time.
     pub fn get(&mut self, key: &[u8], now_ms: i64) -> Option<&Value> {
-        self.get_mut(key, now_ms).map(|v| &*v)
+        self.get_read(key, now_ms).map(|v| &*v)
     }
 
     /// The live value under `key` for modification, stamping its access time.
     pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
+        self.sort_hook(key);
+        self.get_read(key, now_ms)
+    }
+
+    /// `get_mut` for reading: the caller may do the value's own upkeep (an incremental rehash
+    /// step), never change what it holds, so SORT walks are not told of it.
+    pub fn get_read(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
         if self.expire_key_and_fields(key, now_ms) {
             return None;
         }
@@ -410,6 +426,7 @@ impl Db {
 
     /// Stores `value` under `key`, dropping any TTL (Redis's `setKey`). Returns the old value.
     pub fn set(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
+        self.sort_hook(key);
         let old_expire = if self.expires.is_empty() { None } else { self.expires.remove(key) };
         self.note_value(key, &value);
         let clock = self.clock_for_store(key, now_ms);
@@ -462,6 +479,7 @@ impl Db {
 
     /// Stores `value` under `key`, keeping an existing TTL (SET KEEPTTL, in-place rewrites).
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
+        self.sort_hook(key);
         self.expire_if_needed(key, now_ms);
         self.note_value(key, &value);
         let clock = self.clock_for_store(key, now_ms);
@@ -536,12 +554,16 @@ impl Db {
         if self.keys.get(key).is_none() {
             return false;
         }
+        // A TTL moved before a walk's time would hide the key from its lookups.
+        self.sort_hook(key);
         self.expires.insert(key, at_ms, 0);
         true
     }
 
     /// Drops the TTL of `key`. Returns whether it had one.
     pub fn persist(&mut self, key: &[u8], now_ms: i64) -> bool {
+        // A key kept past its TTL (a replica, a pause) would come back to a walk's lookups.
+        self.sort_hook(key);
         !self.expire_key_and_fields(key, now_ms) && self.expires.remove(key).is_some()
     }
 
@@ -610,6 +632,7 @@ impl Db {
 
     /// Every key enters the table here (the slot index and KEYS walks follow it).
     fn key_insert(&mut self, key: &[u8], value: Value, clock: u32) -> Option<Value> {
+        self.sort_hook(key);
         let old = match self.slot_index.as_mut() {
             None => self.keys.insert(key, value, clock),
             Some(index) => {
@@ -631,6 +654,7 @@ impl Db {
     /// Every key leaves the table here, before its TTL leaves the expire table (a KEYS walk in
     /// progress judges a key that goes by the TTL it had).
     fn key_remove(&mut self, key: &[u8]) -> Option<Value> {
+        self.sort_hook(key);
         let old = match self.slot_index.as_mut() {
             None => self.keys.remove(key)?,
             Some(index) => {
@@ -713,6 +737,7 @@ impl Db {
         // reloads set walks aside with the old tables first (`take_walked`); what is left is
         // rare (CLUSTER RESET of a replica), and takes as long as a KEYS took before walks.
         self.finish_walks();
+        self.sort_record_all();
         self.field_ttl = FieldTtlIndex::default();
         // The index describes the table being handed away; the next use rebuilds it (empty).
         self.slot_index = None;

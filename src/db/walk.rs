@@ -144,6 +144,8 @@ pub struct Walked {
     keys: Table<crate::types::Value>,
     expires: Table<i64>,
     walks: Vec<KeyWalk>,
+    /// SORT walks whose lookups go on here (records first, see `sort_watch`).
+    sorts: Vec<super::sort_watch::SortWatch>,
 }
 
 impl Walked {
@@ -166,7 +168,41 @@ impl Walked {
 
     /// Whether no walk is left: the tables can go.
     pub fn is_idle(&self) -> bool {
-        self.walks.is_empty()
+        self.walks.is_empty() && self.sorts.is_empty()
+    }
+
+    /// Whether SORT walk `id` looks up here.
+    pub fn has_sort(&self, id: u64) -> bool {
+        self.sorts.iter().any(|w| w.id == id)
+    }
+
+    /// As `Db::sort_lookup`, over the tables as they were emptied.
+    pub fn sort_lookup<R>(
+        &self,
+        id: u64,
+        part: usize,
+        elem: &[u8],
+        key: &[u8],
+        f: impl FnOnce(bool, Option<super::sort_watch::Found<'_>>) -> R,
+    ) -> Option<R> {
+        let w = self.sorts.iter().find(|w| w.id == id)?;
+        Some(w.lookup(&self.keys, &self.expires, part, elem, key, f))
+    }
+
+    /// SORT walk `id`'s registration here, to read.
+    pub fn sort_watch_ref(&self, id: u64) -> Option<&super::sort_watch::SortWatch> {
+        self.sorts.iter().find(|w| w.id == id)
+    }
+
+    /// SORT walk `id`'s registration here.
+    pub fn sort_watch(&mut self, id: u64) -> Option<&mut super::sort_watch::SortWatch> {
+        self.sorts.iter_mut().find(|w| w.id == id)
+    }
+
+    /// Takes SORT walk `id` out.
+    pub fn take_sort(&mut self, id: u64) -> Option<super::sort_watch::SortWatch> {
+        let at = self.sorts.iter().position(|w| w.id == id)?;
+        Some(self.sorts.swap_remove(at))
     }
 }
 
@@ -195,16 +231,17 @@ impl super::Db {
         Some(step(keys, expires, w, deadline))
     }
 
-    /// Empties the database as `clear` does, except that its walks in progress keep the old
-    /// tables and go on through them (`Walked`); None, and nothing emptied, when no walk runs
+    /// Empties the database as `clear` does, except that its walks in progress (KEYS and
+    /// SORT) keep the old tables and go on through them (`Walked`); None, and nothing emptied, when no walk runs
     /// here.
     pub fn take_walked(&mut self) -> Option<Walked> {
-        if self.walks.is_empty() {
+        if self.walks.is_empty() && self.sort_watches.is_empty() {
             return None;
         }
         let walks = std::mem::take(&mut self.walks);
+        let sorts = std::mem::take(&mut self.sort_watches);
         let (keys, expires) = self.clear();
-        Some(Walked { keys, expires, walks })
+        Some(Walked { keys, expires, walks, sorts })
     }
 
     /// Takes walk `id` out (finished or not).

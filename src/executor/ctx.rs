@@ -244,7 +244,7 @@ impl Ctx<'_> {
         let found = if self.client.no_touch {
             db.peek(key, now)
         } else {
-            db.get_mut(key, now).map(|v| {
+            db.get_read(key, now).map(|v| {
                 v.rehash_step();
                 &*v
             })

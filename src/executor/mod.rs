@@ -27,6 +27,7 @@ pub mod replication;
 pub mod scripting;
 pub mod shutdown;
 pub mod snapshot;
+pub mod sort_walk;
 pub mod tracking;
 pub mod walks;
 
@@ -632,6 +633,10 @@ pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
                 let walking = exec.state.walks.pending();
                 let wait = if walking {
                     Duration::ZERO
+                } else if exec.state.walks.in_thread() {
+                    // A SORT walk's thread raises `walks.wake`, which this loop does not wait on:
+                    // it looks again within a millisecond.
+                    exec.next_wakeup(next_cron).saturating_duration_since(Instant::now()).min(Duration::from_millis(1))
                 } else {
                     exec.next_wakeup(next_cron).saturating_duration_since(Instant::now())
                 };

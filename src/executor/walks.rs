@@ -21,6 +21,7 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use super::sort_walk::{SortJob, SortSpec, Stepped};
 use super::State;
 use crate::db::walk::{KeyWalk, Walked};
 use crate::resp::reply::{Deferred, Later};
@@ -47,7 +48,7 @@ pub struct Walks {
     /// Raised when a walk starts: with io-threads 1 the stepping task waits on it.
     pub wake: Arc<tokio::sync::Notify>,
     /// Tables emptied or replaced under walks, which go on through them.
-    walked: Vec<Walked>,
+    pub(super) walked: Vec<Walked>,
     /// The walk the running command started, for call() to hand its accounting to.
     started: Option<u64>,
 }
@@ -60,6 +61,10 @@ struct Job {
     spent: Duration,
     /// What the command's end reports (set by call() once the handler has started the walk).
     account: Option<Account>,
+    /// A SORT walk's own state (None: a KEYS walk).
+    sort: Option<Box<SortJob>>,
+    /// The error the command turned out to reply, for its failed call.
+    failed: Option<&'static str>,
 }
 
 /// How a walking command is reported when its walk ends, as call() reports a command that ran
@@ -95,17 +100,75 @@ pub struct Account {
 }
 
 impl Walks {
-    /// Whether any walk is in progress.
+    /// Whether any walk has a step to take (not only SORT walks waiting for their thread).
     pub fn pending(&self) -> bool {
-        !self.jobs.is_empty()
+        self.jobs.iter().any(|j| j.sort.as_ref().is_none_or(|s| s.runnable()))
+    }
+
+    /// Whether a SORT walk waits for its thread (which raises `wake` once it is done).
+    pub fn in_thread(&self) -> bool {
+        self.jobs.iter().any(|j| j.sort.as_ref().is_some_and(|s| !s.runnable()))
+    }
+}
+
+/// An id for a new walk.
+pub fn next_id(st: &mut State) -> u64 {
+    st.walks.next_id += 1;
+    st.walks.next_id
+}
+
+/// Starts SORT walk `id` (registered on its database by the command) for `client`, whose reply
+/// comes later.
+pub(crate) fn start_sort(st: &mut State, id: u64, client: u64, spec: SortSpec) -> Reply {
+    let job = SortJob::start(id, spec, &st.walks.wake);
+    let later = Arc::new(Later::default());
+    st.walks.jobs.push(Job {
+        id,
+        client,
+        reply: Arc::downgrade(&later),
+        spent: Duration::ZERO,
+        account: None,
+        sort: Some(Box::new(job)),
+        failed: None,
+    });
+    st.walks.started = Some(id);
+    st.walks.wake.notify_one();
+    Reply::Deferred(Deferred(later))
+}
+
+/// Takes SORT walk `id`'s registration out of tables emptied under it; they go once no walk
+/// needs them.
+pub(super) fn drop_sort(st: &mut State, id: u64) {
+    let Some(at) = st.walks.walked.iter().position(|w| w.has_sort(id)) else { return };
+    st.walks.walked[at].take_sort(id);
+    free_if_idle(st, at);
+}
+
+/// Frees emptied tables `at` on a thread of their own once no walk needs them, as FLUSHALL
+/// ASYNC frees them.
+fn free_if_idle(st: &mut State, at: usize) {
+    if st.walks.walked[at].is_idle() {
+        let tables = st.walks.walked.swap_remove(at);
+        std::thread::spawn(move || {
+            drop(tables);
+            crate::alloc::flush_thread_cache();
+        });
+    }
+}
+
+/// Ends walk `job`'s work wherever it runs.
+fn end_job(st: &mut State, job: &Job) {
+    if job.sort.is_some() {
+        super::sort_walk::unregister(st, job.id);
+    } else {
+        take_walk(st, job.id);
     }
 }
 
 /// KEYS `pattern` on database `db` at `now_ms` for `client`, whose reply may come later: the
 /// reply itself when a first step finished the walk, else a deferred reply completed by `step`.
 pub fn start(st: &mut State, db: usize, client: u64, pattern: &[u8], now_ms: i64) -> Reply {
-    st.walks.next_id += 1;
-    let id = st.walks.next_id;
+    let id = next_id(st);
     let table = &mut st.dbs[db];
     table.start_walk(id, pattern, now_ms);
     if table.walk_step(id, Some(Instant::now() + STEP)) == Some(true) {
@@ -117,7 +180,15 @@ pub fn start(st: &mut State, db: usize, client: u64, pattern: &[u8], now_ms: i64
         return Reply::Raw(out);
     }
     let later = Arc::new(Later::default());
-    st.walks.jobs.push(Job { id, client, reply: Arc::downgrade(&later), spent: Duration::ZERO, account: None });
+    st.walks.jobs.push(Job {
+        id,
+        client,
+        reply: Arc::downgrade(&later),
+        spent: Duration::ZERO,
+        account: None,
+        sort: None,
+        failed: None,
+    });
     st.walks.started = Some(id);
     st.walks.wake.notify_one();
     Reply::Deferred(Deferred(later))
@@ -141,6 +212,9 @@ pub fn account_later(st: &mut State, id: u64, call_us: u64, account: Account) {
 /// Reports the command of a walk that is over (see `Account`).
 fn report(st: &mut State, job: Job) {
     let Some(a) = job.account else { return };
+    if let Some(line) = job.failed {
+        super::call::count_failed(st, a.stat, line);
+    }
     let us = job.spent.as_micros() as u64;
     if a.epoch == st.stats.epoch {
         let stat = st.stats.commands.entry(a.stat).or_default();
@@ -176,13 +250,7 @@ fn take_walk(st: &mut State, id: u64) -> Option<KeyWalk> {
     }
     let at = st.walks.walked.iter().position(|w| w.has_walk(id))?;
     let walk = st.walks.walked[at].take_walk(id);
-    if st.walks.walked[at].is_idle() {
-        let tables = st.walks.walked.swap_remove(at);
-        std::thread::spawn(move || {
-            drop(tables);
-            crate::alloc::flush_thread_cache();
-        });
-    }
+    free_if_idle(st, at);
     walk
 }
 
@@ -222,11 +290,36 @@ pub fn step(st: &mut State, budget: Duration) -> bool {
         let Some(reply) = job.reply.upgrade() else {
             // The client went away (its connection dropped the reply): the walk stops.
             let job = st.walks.jobs.remove(at);
-            take_walk(st, id);
+            end_job(st, &job);
             report(st, job);
             continue;
         };
         let t0 = Instant::now();
+        if let Some(mut sort) = st.walks.jobs[at].sort.take() {
+            if !sort.runnable() {
+                st.walks.jobs[at].sort = Some(sort);
+                st.walks.turn = at + 1;
+                continue;
+            }
+            let stepped = sort.step(st, t0 + slice);
+            let job = &mut st.walks.jobs[at];
+            job.spent += t0.elapsed();
+            job.sort = Some(sort);
+            match stepped {
+                Stepped::More => st.walks.turn = at + 1,
+                Stepped::Done(parts, failed) => {
+                    reply.complete(parts);
+                    let mut job = st.walks.jobs.remove(at);
+                    job.failed = failed;
+                    end_job(st, &job);
+                    report(st, job);
+                }
+            }
+            if started.elapsed() >= budget {
+                break;
+            }
+            continue;
+        }
         match walk_step(st, id, Some(t0 + slice)) {
             Some(true) => {
                 let walk = take_walk(st, id).expect("the walk just stepped");
@@ -251,7 +344,7 @@ pub fn step(st: &mut State, budget: Duration) -> bool {
             break;
         }
     }
-    !st.walks.jobs.is_empty()
+    st.walks.pending()
 }
 
 /// The databases are about to be replaced (a full resync, DEBUG LOADAOF, a finished load):
@@ -266,7 +359,7 @@ pub fn set_aside_all(st: &mut State) {
 pub fn client_gone(st: &mut State, id: u64) {
     while let Some(at) = st.walks.jobs.iter().position(|j| j.client == id) {
         let job = st.walks.jobs.remove(at);
-        take_walk(st, job.id);
+        end_job(st, &job);
         report(st, job);
     }
 }
