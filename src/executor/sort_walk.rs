@@ -5,9 +5,10 @@
 //! (`executor::walks`, which steps both kinds of walk in turn and accounts for them alike).
 //!
 //! The work splits by where it may run. Loading the snapshot and sorting touch only what the
-//! walk owns, so they run on a thread of their own (1M doubles sort in about 80 ms, far past any
-//! step). The BY and GET lookups read the keyspace, so they run on the executor, a bounded step
-//! at a time, in the order Redis makes them: every BY lookup (a weight that is not a number
+//! walk owns, so they run on sort threads (1M doubles sort in about 80 ms, far past any step;
+//! at most `MAX_THREADS` run, further walks' work queues for them). The BY and GET lookups
+//! read the keyspace, so they run on the executor, a bounded step at a time, in the order
+//! Redis makes them: every BY lookup (a weight that is not a number
 //! fails the command only once all are read, as in Redis), then the sort, then the GET lookups
 //! of the LIMIT range alone. A pattern stops being recorded as soon as its lookups are over: the
 //! BY pattern after the weights, the GET patterns when the reply is complete.
@@ -242,40 +243,81 @@ fn encode_elements(work: &mut Work) {
     work.chunks = chunks;
 }
 
-/// Runs `f` on a thread of its own and leaves its result in `handoff`, then wakes the walks.
+/// Sort threads running at most: further work waits in `QUEUE` for one of them. A pipeline of
+/// big SORTs then starts a few threads, not one per command.
+const MAX_THREADS: usize = 4;
+
+type Task = Box<dyn FnOnce() + Send>;
+
+struct Pool {
+    queue: std::collections::VecDeque<Task>,
+    running: usize,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool { queue: std::collections::VecDeque::new(), running: 0 });
+
+fn pool() -> std::sync::MutexGuard<'static, Pool> {
+    POOL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f` on a sort thread and leaves its result in `handoff`, then wakes the walks.
 fn spawn(
     handoff: &Arc<Mutex<Option<Work>>>,
     wake: &Arc<tokio::sync::Notify>,
     f: impl FnOnce() -> Work + Send + 'static,
 ) {
     let (handoff, wake) = (handoff.clone(), wake.clone());
-    let run = move || {
+    let task: Task = Box::new(move || {
         let work = f();
         *handoff.lock().unwrap_or_else(|p| p.into_inner()) = Some(work);
         wake.notify_one();
-        crate::alloc::flush_thread_cache();
-    };
-    // A walk must not stall on a thread that could not start: its work then runs here.
-    let run = std::sync::Arc::new(Mutex::new(Some(run)));
-    let spawned = {
-        let run = run.clone();
-        std::thread::Builder::new().name("sort".into()).spawn(move || {
-            // Below the executor's priority: on a busy machine the scheduler then gives the
-            // executor its core back at once rather than at the end of this thread's slice
-            // (on 2 cores at equal priority, PINGs waited up to 7 ms behind a sort).
-            // SAFETY: setpriority on this thread's own id changes nothing else.
-            unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, libc::syscall(libc::SYS_gettid) as libc::id_t, 10);
-            }
-            if let Some(f) = run.lock().ok().and_then(|mut r| r.take()) {
-                f();
-            }
-        })
-    };
-    if spawned.is_err() {
-        if let Some(f) = run.lock().ok().and_then(|mut r| r.take()) {
-            f();
+    });
+    let mut p = pool();
+    p.queue.push_back(task);
+    if p.running >= MAX_THREADS {
+        return;
+    }
+    p.running += 1;
+    drop(p);
+    let spawned = std::thread::Builder::new().name("sort".into()).spawn(|| {
+        // Below the executor's priority: on a busy machine the scheduler then gives the
+        // executor its core back at once rather than at the end of this thread's slice
+        // (on 2 cores at equal priority, PINGs waited up to 7 ms behind a sort).
+        // SAFETY: setpriority on this thread's own id changes nothing else.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, libc::syscall(libc::SYS_gettid) as libc::id_t, 10);
         }
+        run_queued();
+        crate::alloc::flush_thread_cache();
+    });
+    if spawned.is_err() {
+        // A walk must not stall on a thread that could not start: with no other thread to take
+        // the queue, its work runs here.
+        let mut p = pool();
+        p.running -= 1;
+        let alone = p.running == 0;
+        drop(p);
+        if alone {
+            pool().running += 1;
+            run_queued();
+        }
+    }
+}
+
+/// Runs queued tasks until none is left, then counts this runner out.
+fn run_queued() {
+    loop {
+        let task = {
+            let mut p = pool();
+            match p.queue.pop_front() {
+                Some(t) => t,
+                None => {
+                    p.running -= 1;
+                    return;
+                }
+            }
+        };
+        task();
     }
 }
 
