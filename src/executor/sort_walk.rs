@@ -14,7 +14,7 @@
 //! BY pattern after the weights, the GET patterns when the reply is complete.
 //!
 //! The reply is Redis's: the same loading, comparator and partial sort for LIMIT as the
-//! synchronous path in `commands::sort`, whose helpers it shares; a walk's BY or GET lookups
+//! synchronous path in `commands::sort` (the shared part is `types::sort`); a walk's BY or GET lookups
 //! count keyspace hits and misses as Redis's lookupKeyRead does (key present or not). They do
 //! not stamp the keys' access time (OBJECT IDLETIME/FREQ of weight keys stay as they were), and
 //! a SORT runs synchronously where `keymiss` events are on, as those come from lookups.
@@ -27,11 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::State;
-use crate::commands::sort::{
-    compare, sort_load, strtod, Item, Objs, SortSource, LOOKUPS_AHEAD, NOT_A_DOUBLE, NO_WEIGHT,
-};
 use crate::db::sort_watch::{Found, KeyPart};
 use crate::resp::writer::{bulk, int_line};
+use crate::types::sort::{compare, sort_load, strtod, Item, Objs, SortSource, LOOKUPS_AHEAD, NOT_A_DOUBLE, NO_WEIGHT};
 
 /// Bytes per chunk of the reply.
 const CHUNK: usize = 64 * 1024;

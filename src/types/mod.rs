@@ -9,6 +9,7 @@ pub mod hll;
 pub mod list;
 pub mod segvec;
 pub mod set;
+pub mod sort;
 pub mod stream;
 pub mod string;
 pub mod table;
