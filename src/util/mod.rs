@@ -3,6 +3,7 @@
 //! wake-up flag connections wait on.
 
 pub mod alloc;
+pub mod bgfree;
 pub mod clock;
 pub mod num;
 pub mod pqsort;
