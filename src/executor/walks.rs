@@ -121,6 +121,12 @@ pub fn next_id(st: &mut State) -> u64 {
 /// comes later.
 pub(crate) fn start_sort(st: &mut State, id: u64, client: u64, spec: SortSpec) -> Reply {
     let job = SortJob::start(id, spec, &st.walks.wake);
+    defer(st, id, client, Some(Box::new(job)))
+}
+
+/// Queues walk `id` of `client` (a SORT walk's own work in `sort`) and returns the reply its
+/// connection waits for.
+fn defer(st: &mut State, id: u64, client: u64, sort: Option<Box<SortJob>>) -> Reply {
     let later = Arc::new(Later::default());
     st.walks.jobs.push(Job {
         id,
@@ -128,7 +134,7 @@ pub(crate) fn start_sort(st: &mut State, id: u64, client: u64, spec: SortSpec) -
         reply: Arc::downgrade(&later),
         spent: Duration::ZERO,
         account: None,
-        sort: Some(Box::new(job)),
+        sort,
         failed: None,
     });
     st.walks.started = Some(id);
@@ -179,19 +185,7 @@ pub fn start(st: &mut State, db: usize, client: u64, pattern: &[u8], now_ms: i64
         }
         return Reply::Raw(out);
     }
-    let later = Arc::new(Later::default());
-    st.walks.jobs.push(Job {
-        id,
-        client,
-        reply: Arc::downgrade(&later),
-        spent: Duration::ZERO,
-        account: None,
-        sort: None,
-        failed: None,
-    });
-    st.walks.started = Some(id);
-    st.walks.wake.notify_one();
-    Reply::Deferred(Deferred(later))
+    defer(st, id, client, None)
 }
 
 /// The walk the command call() just ran started, if it goes on after the call: call() then
