@@ -11,6 +11,8 @@
 //! - A writer on another connection moving weights while SORT BY ... GET runs: the BY order and
 //!   the GET values are those of one point of the writer's sequence (on real Redis too).
 //! - SORT inside MULTI and Lua (replied at once), accounting (one call), a client that leaves.
+//! - The keys a walk's BY and GET lookups read are stamped as read, as on Redis: OBJECT FREQ
+//!   under allkeys-lfu, OBJECT IDLETIME under LRU, of every key of the families read.
 
 mod common;
 
@@ -310,4 +312,141 @@ fn clients_that_leave_mid_walk() {
     }
     assert_eq!(c.cmd(&argv("SORT l BY w_* GET # GET h_*->f LIMIT 0 50")), want);
     assert_eq!(c.cmd(&argv("PING")), b"+PONG\r\n");
+}
+
+/// Elements of the list the access-time tests sort: above the walk's threshold, with a key of
+/// each family past the list's end (never read, so a stamp that goes astray shows).
+const STAMPED: usize = 5000;
+const FAMILY: usize = 6000;
+
+/// The SORTs of the access-time tests, each sent alone and its reply awaited (commands the
+/// same client pipelines behind a walk run before the walk's lookups are over): BY alone, GET
+/// alone, BY with a GET of a hash field; every key read once, so under LFU each read moves the
+/// initial counter 5 to 6 (certain), never further (a chance).
+const STAMP_SORTS: &[&str] = &[
+    "SORT l BY w_* LIMIT 0 1",
+    "SORT l BY nosort GET g_* LIMIT 100 50",
+    "SORT_RO l BY v_* DESC GET h_*->f LIMIT 7 30",
+];
+
+/// The list `l` of 0..STAMPED in order, and key families w_, g_, v_ (strings) and h_ (hashes) of
+/// FAMILY keys each; `restore_idle`: each key then re-created with an idle time of 1000 s.
+fn stamp_load(c: &mut Client, restore_idle: bool) {
+    let mut cmds = Vec::new();
+    for chunk in (0..STAMPED).collect::<Vec<_>>().chunks(1000) {
+        let mut push = vec![b"RPUSH".to_vec(), b"l".to_vec()];
+        push.extend(chunk.iter().map(|i| i.to_string().into_bytes()));
+        cmds.push(push);
+    }
+    for e in 0..FAMILY {
+        // Not small integers: Redis shares one object among keys holding those (with
+        // maxmemory 0), and so one access time.
+        cmds.push(argv(&format!("SET w_{e} {}.5", (e * 7919) % 1000)));
+        cmds.push(argv(&format!("SET g_{e} g{e}")));
+        cmds.push(argv(&format!("SET v_{e} {}.25", (e * 31) % 97)));
+        // A hash as COPY makes it: a new key's access field, however HSET counts its own write.
+        cmds.push(argv(&format!("HSET x_{e} f {e}")));
+        cmds.push(argv(&format!("COPY x_{e} h_{e}")));
+        cmds.push(argv(&format!("DEL x_{e}")));
+    }
+    for r in pipeline(c, &cmds) {
+        assert!(!r.starts_with(b"-"), "load: {}", common::show(&r));
+    }
+    if !restore_idle {
+        return;
+    }
+    for fam in ["w", "g", "v", "h"] {
+        let dumps: Vec<_> = (0..FAMILY).map(|e| argv(&format!("DUMP {fam}_{e}"))).collect();
+        let restores: Vec<_> = pipeline(c, &dumps)
+            .into_iter()
+            .enumerate()
+            .map(|(e, r)| {
+                let Value::Bulk(Some(payload)) = parse_value(&r) else {
+                    panic!("DUMP {fam}_{e}: {}", common::show(&r))
+                };
+                let key = format!("{fam}_{e}").into_bytes();
+                vec![
+                    b"RESTORE".to_vec(),
+                    key,
+                    b"0".to_vec(),
+                    payload,
+                    b"REPLACE".to_vec(),
+                    b"IDLETIME".to_vec(),
+                    b"1000".to_vec(),
+                ]
+            })
+            .collect();
+        for r in pipeline(c, &restores) {
+            assert_eq!(r, b"+OK\r\n", "RESTORE");
+        }
+    }
+}
+
+/// `OBJECT <sub>` of every key of every family, as "key=reply" for the keys whose reply `keep`
+/// selects, with each SORT's reply first.
+fn stamp_run(c: &mut Client, sub: &str, keep: impl Fn(i64) -> bool) -> Vec<String> {
+    let mut out: Vec<String> =
+        STAMP_SORTS.iter().map(|s| format!("{s} -> {}", common::show(&c.cmd(&argv(s))))).collect();
+    for fam in ["w", "g", "v", "h"] {
+        let cmds: Vec<_> = (0..FAMILY).map(|e| argv(&format!("OBJECT {sub} {fam}_{e}"))).collect();
+        for (e, r) in pipeline(c, &cmds).into_iter().enumerate() {
+            let Value::Int(n) = parse_value(&r) else { panic!("OBJECT {sub} {fam}_{e}: {}", common::show(&r)) };
+            if keep(n) {
+                out.push(format!("{fam}_{e}={n}"));
+            }
+        }
+    }
+    out
+}
+
+/// A walk's BY and GET lookups stamp the keys they read as read (Redis's lookupKeyRead): under
+/// an LFU policy the first read of a new key moves its counter from 5 to 6, as on Redis.
+#[test]
+fn sort_walk_lookups_count_as_lfu_accesses_as_on_redis() {
+    let Some(redis) = redis() else { return };
+    let run = |server: &Server| -> Vec<String> {
+        let mut c = server.client();
+        for set in ["maxmemory-policy allkeys-lfu", "lfu-decay-time 0"] {
+            assert_eq!(c.cmd(&argv(&format!("CONFIG SET {set}"))), b"+OK\r\n");
+        }
+        stamp_load(&mut c, false);
+        stamp_run(&mut c, "FREQ", |n| n != 5)
+    };
+    let want = run(&redis);
+    assert!(want.len() > FAMILY, "Redis counted the reads: {} keys", want.len());
+    assert_same(&run(&TestServer::with_args(DEBUG)), &want);
+}
+
+/// `got` equals `want`, or a panic listing where they differ (first few of each side).
+fn assert_same(got: &[String], want: &[String]) {
+    if got == want {
+        return;
+    }
+    let only = |a: &[String], b: &[String]| -> Vec<String> {
+        let b: std::collections::HashSet<&String> = b.iter().collect();
+        a.iter().filter(|x| !b.contains(x)).take(12).map(|x| x.chars().take(200).collect()).collect()
+    };
+    panic!("ours differs from Redis's:\n only ours: {:?}\n only Redis's: {:?}", only(got, want), only(want, got));
+}
+
+/// Under an LRU policy the keys a walk reads are idle no more, as on Redis; the others stay
+/// as idle as RESTORE ... IDLETIME left them.
+#[test]
+fn sort_walk_lookups_reset_the_idle_time_as_on_redis() {
+    let Some(redis) = redis() else { return };
+    let run = |server: &Server| -> Vec<String> {
+        let mut c = server.client();
+        stamp_load(&mut c, true);
+        stamp_run(&mut c, "IDLETIME", |n| n < 100)
+            .into_iter()
+            .map(|s| match s.split_once('=') {
+                // A second may tick between the read and OBJECT IDLETIME.
+                Some((k, "0" | "1")) => format!("{k} read"),
+                _ => s,
+            })
+            .collect()
+    };
+    let want = run(&redis);
+    assert!(want.len() > FAMILY, "Redis stamped the reads: {} keys", want.len());
+    assert_same(&run(&TestServer::with_args(DEBUG)), &want);
 }

@@ -456,9 +456,9 @@ fn start_walk(
         gets,
         proto: ctx.proto(),
     };
-    let (now, client) = (ctx.now_ms(), ctx.client().id);
+    let (now, client, touch) = (ctx.now_ms(), ctx.client().id, !ctx.client().no_touch);
     let id = crate::executor::walks::next_id(ctx.admin());
-    ctx.db().watch_sort(SortWatch::new(id, now, parts));
+    ctx.db().watch_sort(SortWatch::new(id, now, parts, touch));
     Some(crate::executor::walks::start_sort(ctx.admin(), id, client, spec))
 }
 

@@ -11,6 +11,13 @@
 //! between the two. A key never recorded is unchanged since, so a live lookup gives the
 //! command's answer, provided its TTL is judged at the command's time, not now.
 //!
+//! A lookup served by the live table is a read of the key now, as Redis's lookupKeyRead is: it
+//! stamps the key's access field (LRU clock, or LFU counter under an LFU policy) at the time
+//! the walk reads it, unless the command's client had CLIENT NO-TOUCH on; while a fork child
+//! shares the pages the table leaves the field alone (`Table::get_touch_with`), as Redis does.
+//! A lookup served by a record, or through tables emptied under the walk, reads no key there is
+//! now, so stamps nothing.
+//!
 //! When the database is emptied or replaced under a walk, the walk keeps the old tables
 //! (`walk::Walked`, as KEYS walks do): nothing writes there any more, so looking there (records
 //! first) still answers at the command's time. Only `Db::clear` outside those paths (CLUSTER
@@ -19,6 +26,7 @@
 
 use std::collections::HashMap;
 
+use super::{lru_clock, AccessClock};
 use crate::types::table::Table;
 use crate::types::{RStr, Value};
 
@@ -77,6 +85,21 @@ pub struct SortWatch {
     /// lookups).
     live: Vec<bool>,
     records: Vec<Records>,
+    /// Whether live lookups stamp the keys they read (off under CLIENT NO-TOUCH).
+    touch: bool,
+}
+
+/// How a lookup in a live table stamps the key it reads: as a read at `now_ms` under the
+/// database's access clock.
+#[derive(Clone, Copy)]
+pub(super) struct Stamp {
+    pub access: AccessClock,
+    pub now_ms: i64,
+}
+
+/// Whether `key`'s TTL had passed by `at_ms`.
+fn expired_at(expires: &Table<i64>, key: &[u8], at_ms: i64) -> bool {
+    !expires.is_empty() && matches!(expires.get(key), Some(&at) if at <= at_ms)
 }
 
 /// The lookup of `key` (with `field`) in `keys` / `expires` judged at `at_ms`: whether the key
@@ -88,10 +111,34 @@ fn lookup_in<'t>(
     field: Option<&[u8]>,
     at_ms: i64,
 ) -> (bool, Option<Found<'t>>) {
-    if !expires.is_empty() && matches!(expires.get(key), Some(&at) if at <= at_ms) {
+    if expired_at(expires, key, at_ms) {
         return (false, None);
     }
-    match (keys.get(key), field) {
+    judge(keys.get(key), field, at_ms)
+}
+
+/// `lookup_in` that also stamps the key read, when it existed at `at_ms`, as `stamp` says.
+fn lookup_stamping<'t>(
+    keys: &'t mut Table<Value>,
+    expires: &Table<i64>,
+    key: &[u8],
+    field: Option<&[u8]>,
+    at_ms: i64,
+    stamp: Stamp,
+) -> (bool, Option<Found<'t>>) {
+    if expired_at(expires, key, at_ms) {
+        return (false, None);
+    }
+    let value = match stamp.access {
+        AccessClock::Lru => keys.get_touch(key, lru_clock(stamp.now_ms)),
+        access => keys.get_touch_with(key, |old| access.touched(old, stamp.now_ms)),
+    };
+    judge(value.map(|v| &*v), field, at_ms)
+}
+
+/// What a pattern reading `value` (the key's, alive at `at_ms`) with `field` gives.
+fn judge<'t>(value: Option<&'t Value>, field: Option<&[u8]>, at_ms: i64) -> (bool, Option<Found<'t>>) {
+    match (value, field) {
         (None, _) => (false, None),
         (Some(Value::Str(s)), None) => (true, Some(Found::Str(s))),
         // A field whose TTL had passed by then was gone for a lookup then.
@@ -104,9 +151,12 @@ fn lookup_in<'t>(
 }
 
 impl SortWatch {
-    pub fn new(id: u64, at_ms: i64, parts: Vec<KeyPart>) -> SortWatch {
+    /// Walk `id` of a command run at `at_ms`, whose lookups stamp the keys they read when
+    /// `touch`.
+    pub fn new(id: u64, at_ms: i64, parts: Vec<KeyPart>, touch: bool) -> SortWatch {
         let n = parts.len();
-        SortWatch { id, at_ms, parts, live: vec![true; n], records: (0..n).map(|_| Records::default()).collect() }
+        let records = (0..n).map(|_| Records::default()).collect();
+        SortWatch { id, at_ms, parts, live: vec![true; n], records, touch }
     }
 
     /// Part `part` of the patterns.
@@ -138,11 +188,14 @@ impl SortWatch {
     }
 
     /// Looks part `part` up for element `elem`, whose key is `key`, in `keys` / `expires` as
-    /// of the command's time: `f` gets whether the key existed and what it gave.
-    pub fn lookup<R>(
+    /// of the command's time, stamping the key read as `stamp` says (None: tables nobody reads
+    /// any more): `f` gets whether the key existed and what it gave.
+    #[allow(clippy::too_many_arguments)]
+    fn lookup<R>(
         &self,
-        keys: &Table<Value>,
+        keys: &mut Table<Value>,
         expires: &Table<i64>,
+        stamp: Option<Stamp>,
         part: usize,
         elem: &[u8],
         key: &[u8],
@@ -151,7 +204,11 @@ impl SortWatch {
         if let Some(r) = self.records[part].get(elem) {
             return f(r.existed, r.value.as_deref().map(Found::Bytes));
         }
-        let (existed, found) = lookup_in(keys, expires, key, self.parts[part].field.as_deref(), self.at_ms);
+        let field = self.parts[part].field.as_deref();
+        let (existed, found) = match stamp {
+            Some(stamp) if self.touch => lookup_stamping(keys, expires, key, field, self.at_ms, stamp),
+            _ => lookup_in(keys, expires, key, field, self.at_ms),
+        };
         f(existed, found)
     }
 
@@ -163,6 +220,24 @@ impl SortWatch {
             .map(|(k, v)| k.len() + v.value.as_ref().map_or(0, |b| b.len()) + 64)
             .sum()
     }
+}
+
+/// Looks part `part` of walk `id` up among `watches`, registered on `keys` / `expires` (see
+/// `SortWatch::lookup`): the one lookup behind `Db::sort_lookup` and `Walked::sort_lookup`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn sort_lookup<R>(
+    watches: &[SortWatch],
+    keys: &mut Table<Value>,
+    expires: &Table<i64>,
+    stamp: Option<Stamp>,
+    id: u64,
+    part: usize,
+    elem: &[u8],
+    key: &[u8],
+    f: impl FnOnce(bool, Option<Found<'_>>) -> R,
+) -> Option<R> {
+    let w = watches.iter().find(|w| w.id == id)?;
+    Some(w.lookup(keys, expires, stamp, part, elem, key, f))
 }
 
 impl super::Db {
@@ -193,18 +268,21 @@ impl super::Db {
         Some(self.sort_watches.swap_remove(at))
     }
 
-    /// Looks part `part` of SORT walk `id` up here (see `SortWatch::lookup`); None when the walk
-    /// is not registered here.
+    /// Looks part `part` of SORT walk `id` up here for element `elem`, whose key is `key`, as
+    /// of the command's time, a read at `now_ms` of the key it finds (see the module header):
+    /// `f` gets whether the key existed and what it gave. None when the walk is not registered
+    /// here.
     pub fn sort_lookup<R>(
-        &self,
+        &mut self,
         id: u64,
         part: usize,
         elem: &[u8],
         key: &[u8],
+        now_ms: i64,
         f: impl FnOnce(bool, Option<Found<'_>>) -> R,
     ) -> Option<R> {
-        let w = self.sort_watches.iter().find(|w| w.id == id)?;
-        Some(w.lookup(&self.keys, &self.expires, part, elem, key, f))
+        let stamp = Stamp { access: self.access, now_ms };
+        sort_lookup(&self.sort_watches, &mut self.keys, &self.expires, Some(stamp), id, part, elem, key, f)
     }
 
     /// `key` is about to change: the SORT walks registered here record what their patterns
@@ -247,9 +325,10 @@ mod tests {
         Value::Str(RStr::from_bytes(b.as_bytes()))
     }
 
-    fn look(db: &Db, elem: &str) -> Option<Vec<u8>> {
+    fn look(db: &mut Db, elem: &str) -> Option<Vec<u8>> {
         let key = format!("w_{elem}");
-        db.sort_lookup(1, 0, elem.as_bytes(), key.as_bytes(), |_, f| f.map(|f| f.with_bytes(|b| b.to_vec()))).unwrap()
+        let f = |_, f: Option<Found<'_>>| f.map(|f| f.with_bytes(|b| b.to_vec()));
+        db.sort_lookup(1, 0, elem.as_bytes(), key.as_bytes(), 0, f).unwrap()
     }
 
     /// Writes of every kind after the registration leave the lookups as they were then.
@@ -263,7 +342,7 @@ mod tests {
         db.set_expire(b"w_8", now + 10);
         db.set_expire(b"w_9", now - 1);
         let part = KeyPart { prefix: b"w_"[..].into(), postfix: b""[..].into(), field: None };
-        db.watch_sort(SortWatch::new(1, now, vec![part]));
+        db.watch_sort(SortWatch::new(1, now, vec![part], true));
         let later = now + 100;
         db.set(b"w_0", s("new"), later);
         db.remove(b"w_1", later);
@@ -277,16 +356,16 @@ mod tests {
         db.persist(b"w_9", later);
         db.set(b"w_9", s("revived"), later);
         db.remove(b"w_8", later);
-        assert_eq!(look(&db, "0").as_deref(), Some(&b"v0"[..]));
-        assert_eq!(look(&db, "1").as_deref(), Some(&b"v1"[..]));
-        assert_eq!(look(&db, "new"), None);
-        assert_eq!(look(&db, "2").as_deref(), Some(&b"v2"[..]));
-        assert_eq!(look(&db, "3").as_deref(), Some(&b"v3"[..]));
-        assert_eq!(look(&db, "4").as_deref(), Some(&b"v4"[..]));
-        assert_eq!(look(&db, "5").as_deref(), Some(&b"v5"[..]));
-        assert_eq!(look(&db, "6").as_deref(), Some(&b"v6"[..]));
-        assert_eq!(look(&db, "8").as_deref(), Some(&b"v8"[..]), "alive at the command's time");
-        assert_eq!(look(&db, "9"), None, "expired at the command's time");
+        assert_eq!(look(&mut db, "0").as_deref(), Some(&b"v0"[..]));
+        assert_eq!(look(&mut db, "1").as_deref(), Some(&b"v1"[..]));
+        assert_eq!(look(&mut db, "new"), None);
+        assert_eq!(look(&mut db, "2").as_deref(), Some(&b"v2"[..]));
+        assert_eq!(look(&mut db, "3").as_deref(), Some(&b"v3"[..]));
+        assert_eq!(look(&mut db, "4").as_deref(), Some(&b"v4"[..]));
+        assert_eq!(look(&mut db, "5").as_deref(), Some(&b"v5"[..]));
+        assert_eq!(look(&mut db, "6").as_deref(), Some(&b"v6"[..]));
+        assert_eq!(look(&mut db, "8").as_deref(), Some(&b"v8"[..]), "alive at the command's time");
+        assert_eq!(look(&mut db, "9"), None, "expired at the command's time");
         assert!(db.unwatch_sort(1).is_some());
     }
 
@@ -300,9 +379,9 @@ mod tests {
                 db.set(format!("w_{i}").as_bytes(), s(&format!("v{i}")), 0);
             }
             let part = KeyPart { prefix: b"w_"[..].into(), postfix: b""[..].into(), field: None };
-            db.watch_sort(SortWatch::new(1, 0, vec![part]));
+            db.watch_sort(SortWatch::new(1, 0, vec![part], true));
             db.set(b"w_5", s("changed"), 0);
-            let walked = if flush {
+            let mut walked = if flush {
                 db.take_walked()
             } else {
                 drop(db.clear());
@@ -310,12 +389,12 @@ mod tests {
             };
             db.set(b"w_7", s("after"), 0);
             db.set(b"w_100", s("new"), 0);
-            let look = |elem: &str| -> Option<Vec<u8>> {
+            let mut look = |elem: &str| -> Option<Vec<u8>> {
                 let key = format!("w_{elem}");
                 let f = |_, f: Option<Found<'_>>| f.map(|f| f.with_bytes(|b| b.to_vec()));
-                match &walked {
+                match &mut walked {
                     Some(w) => w.sort_lookup(1, 0, elem.as_bytes(), key.as_bytes(), f),
-                    None => db.sort_lookup(1, 0, elem.as_bytes(), key.as_bytes(), f),
+                    None => db.sort_lookup(1, 0, elem.as_bytes(), key.as_bytes(), 0, f),
                 }
                 .unwrap()
             };
@@ -323,6 +402,53 @@ mod tests {
                 assert_eq!(look(&i.to_string()), Some(format!("v{i}").into_bytes()), "flush {flush}");
             }
             assert_eq!(look("100"), None, "flush {flush}");
+        }
+    }
+
+    /// A live lookup stamps the key it reads as a read at the lookup's time, under LRU and LFU;
+    /// a lookup served by a record, of a key expired at the command's time, or of a walk under
+    /// CLIENT NO-TOUCH stamps nothing.
+    #[test]
+    fn live_lookups_stamp_the_keys_they_read() {
+        use crate::db::{lfu_minutes, lru_clock, AccessClock};
+        for lfu in [false, true] {
+            let mut db = Db::new();
+            if lfu {
+                db.access = AccessClock::Lfu { log_factor: 10, decay_minutes: 0 };
+            }
+            let t0 = 1_700_000_000_000;
+            for i in 0..5 {
+                db.set(format!("w_{i}").as_bytes(), s("1.5"), t0);
+            }
+            db.set_expire(b"w_3", t0 + 10);
+            let at = t0 + 20;
+            let part = KeyPart { prefix: b"w_"[..].into(), postfix: b""[..].into(), field: None };
+            db.watch_sort(SortWatch::new(1, at, vec![part.clone()], true));
+            db.watch_sort(SortWatch::new(2, at, vec![part], false));
+            db.set(b"w_2", s("2.5"), at);
+            let clocks = |db: &Db| -> Vec<u32> {
+                (0..5).map(|i| db.access_clock(format!("w_{i}").as_bytes()).unwrap()).collect()
+            };
+            let before = clocks(&db);
+            let now = t0 + 3_600_000;
+            let read_all = |db: &mut Db, id: u64| {
+                for i in 0..5 {
+                    let key = format!("w_{i}");
+                    db.sort_lookup(id, 0, i.to_string().as_bytes(), key.as_bytes(), now, |_, _| ()).unwrap();
+                }
+            };
+            read_all(&mut db, 2);
+            assert_eq!(clocks(&db), before, "NO-TOUCH, lfu {lfu}");
+            read_all(&mut db, 1);
+            let after = clocks(&db);
+            let stamped = if lfu { (lfu_minutes(now) << 8) | 6 } else { lru_clock(now) };
+            for i in [0, 1, 4] {
+                assert_eq!(after[i], stamped, "w_{i}, lfu {lfu}");
+            }
+            assert_eq!(after[2], before[2], "recorded, lfu {lfu}");
+            assert_eq!(after[3], before[3], "expired at the command's time, lfu {lfu}");
+            let mut walked = db.take_walked().unwrap();
+            assert_eq!(walked.sort_lookup(1, 0, b"0", b"w_0", |existed, _| existed), Some(true));
         }
     }
 }

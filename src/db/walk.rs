@@ -176,17 +176,17 @@ impl Walked {
         self.sorts.iter().any(|w| w.id == id)
     }
 
-    /// As `Db::sort_lookup`, over the tables as they were emptied.
+    /// As `Db::sort_lookup`, over the tables as they were emptied: no key read here is one
+    /// there is now, so nothing is stamped.
     pub fn sort_lookup<R>(
-        &self,
+        &mut self,
         id: u64,
         part: usize,
         elem: &[u8],
         key: &[u8],
         f: impl FnOnce(bool, Option<super::sort_watch::Found<'_>>) -> R,
     ) -> Option<R> {
-        let w = self.sorts.iter().find(|w| w.id == id)?;
-        Some(w.lookup(&self.keys, &self.expires, part, elem, key, f))
+        super::sort_watch::sort_lookup(&self.sorts, &mut self.keys, &self.expires, None, id, part, elem, key, f)
     }
 
     /// SORT walk `id`'s registration here, to read.

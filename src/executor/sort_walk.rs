@@ -15,9 +15,11 @@
 //!
 //! The reply is Redis's: the same loading, comparator and partial sort for LIMIT as the
 //! synchronous path in `commands::sort` (the shared part is `types::sort`); a walk's BY or GET lookups
-//! count keyspace hits and misses as Redis's lookupKeyRead does (key present or not). They do
-//! not stamp the keys' access time (OBJECT IDLETIME/FREQ of weight keys stay as they were), and
-//! a SORT runs synchronously where `keymiss` events are on, as those come from lookups.
+//! count keyspace hits and misses as Redis's lookupKeyRead does (key present or not), and stamp
+//! the access time of the keys they read as it does (LRU clock, or LFU counter; none under
+//! CLIENT NO-TOUCH or while a fork child saves), at the time the walk reads them: a command the
+//! same client pipelined behind the SORT may run first and see the keys unstamped yet. A SORT
+//! runs synchronously where `keymiss` events are on, as those come from lookups.
 //!
 //! The walk registers on its database only above `DEFER_MIN_ELEMENTS` elements and where the
 //! reply may come later (`Client::defers_reply`): a small SORT, a STORE, MULTI, Lua and
@@ -137,19 +139,21 @@ fn locate(st: &State, id: u64) -> Option<Loc> {
     st.walks.walked.iter().position(|w| w.has_sort(id)).map(Loc::Walked)
 }
 
-/// Part `part` of walk `id`'s lookup for `elem`, whose key is `key`: `f` gets whether the key
-/// existed and what it gave.
+/// Part `part` of walk `id`'s lookup for `elem`, whose key is `key`, a read of the key at
+/// `now_ms`: `f` gets whether the key existed and what it gave.
+#[allow(clippy::too_many_arguments)]
 fn lookup<R>(
-    st: &State,
+    st: &mut State,
     loc: &Loc,
     id: u64,
     part: usize,
     elem: &[u8],
     key: &[u8],
+    now_ms: i64,
     f: impl FnOnce(bool, Option<Found<'_>>) -> R,
 ) -> Option<R> {
     match *loc {
-        Loc::Db(i) => st.dbs[i].sort_lookup(id, part, elem, key, f),
+        Loc::Db(i) => st.dbs[i].sort_lookup(id, part, elem, key, now_ms, f),
         Loc::Walked(i) => st.walks.walked[i].sort_lookup(id, part, elem, key, f),
     }
 }
@@ -418,6 +422,9 @@ impl SortJob {
         let (mut hits, mut misses) = (0, 0);
         let mut keys: [Vec<u8>; LOOKUPS_AHEAD] = Default::default();
         let mut weight = Vec::new();
+        // The keys read are stamped as read now (one clock read a step: the LRU clock counts
+        // seconds, LFU minutes).
+        let now = crate::util::clock::unix_ms();
         let n = work.items.len();
         while self.cursor < n {
             let to = (self.cursor + PER_CHECK).min(n);
@@ -437,7 +444,7 @@ impl SortJob {
                 for (i, k) in chunk.zip(keys.iter()) {
                     let Work { objs, items, .. } = &mut *work;
                     let elem = objs.of(&items[i]);
-                    let (existed, w) = lookup(st, &loc, id, part, elem, k, |existed, found| {
+                    let (existed, w) = lookup(st, &loc, id, part, elem, k, now, |existed, found| {
                         let w = match found {
                             None if alpha => Weight::Bits(NO_WEIGHT),
                             None => Weight::Keep,
@@ -493,6 +500,7 @@ impl SortJob {
             .collect();
         let nil: &[u8] = if self.proto >= 3 { b"_\r\n" } else { b"$-1\r\n" };
         let (mut hits, mut misses) = (0, 0);
+        let now = crate::util::clock::unix_ms();
         let end = work.range.end;
         let db = match loc {
             Some(Loc::Db(d)) => Some(d),
@@ -531,7 +539,7 @@ impl SortJob {
                             (Get::Element, _, _) => bulk(room(&mut self.chunks, elem.len() + 16), elem),
                             (Get::Part(p), Some(_), Some(loc)) => {
                                 let chunks = &mut self.chunks;
-                                let existed = lookup(st, loc, id, *p, elem, &keys[j], |existed, found| {
+                                let existed = lookup(st, loc, id, *p, elem, &keys[j], now, |existed, found| {
                                     match found {
                                         Some(f) => f.with_bytes(|b| bulk(room(chunks, b.len() + 16), b)),
                                         None => room(chunks, 8).extend_from_slice(nil),
