@@ -11,7 +11,7 @@ its whole reply read. KIND idle runs no read (a one-second window, no writer): t
 maximum there is the machine's noise floor. Prints per round the read's time and the probe's maximum while it ran,
 then the maxima over rounds.
 """
-import argparse, multiprocessing as mp, socket, time
+import argparse, multiprocessing as mp, os, socket, time
 
 def conn(port):
     s = socket.create_connection(('127.0.0.1', port))
@@ -148,16 +148,25 @@ READS = {
     'idle': None,
 }
 
-def prober(port, stop, reset, probe_max):
-    """PING every millisecond; the maximum round trip since `reset` was set goes to probe_max."""
-    s = conn(port); r = Reader(s); mx = 0.0; counting = False
+def prober(port, stop, reset, probe_max, probe_p999, rt):
+    """PING every millisecond; the maximum round trip since `reset` was set goes to probe_max,
+    the 99.9th percentile of those round trips to probe_p999 when stopped."""
+    if rt:
+        # SCHED_FIFO: woken, the probe preempts the reader and the writer on its CPU at once, so
+        # what it measures is the server's delay, not its own wait for a time slice.
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    s = conn(port); r = Reader(s); mx = 0.0; counting = False; samples = []
     while not stop.is_set():
         t = time.perf_counter(); s.sendall(b'PING\r\n'); r.line(); d = (time.perf_counter() - t) * 1000
         if not counting and reset.is_set():
             counting = True; mx = 0.0
-        if counting and d > mx:
-            mx = d; probe_max.value = mx
+        if counting:
+            samples.append(d)
+            if d > mx:
+                mx = d; probe_max.value = mx
         time.sleep(max(0.0, 0.001 - d / 1000))
+    if samples:
+        samples.sort(); probe_p999.value = samples[min(len(samples) - 1, int(len(samples) * 0.999))]
 
 def writer(port, kind, n, stop):
     """Changes the collection under the read: one add and one removal every half millisecond."""
@@ -188,6 +197,7 @@ def main():
     ap.add_argument('--n', type=int, default=1500000); ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--rss-pid', type=int, help='report the peak RSS over the rounds above the RSS before them (VmHWM), and the collection\'s size (RSS added by loading it)')
     ap.add_argument('--no-writer', action='store_true'); ap.add_argument('--no-load', action='store_true')
+    ap.add_argument('--rt-probe', action='store_true', help='run the probe SCHED_FIFO (needs root; run the server and this script on different CPUs with taskset)')
     ap.add_argument('--cmd', help='the read to run instead of KIND\'s (space-separated words, e.g. "SORT l ALPHA LIMIT 0 10")')
     a = ap.parse_args()
     def status(field):
@@ -209,12 +219,12 @@ def main():
         steady = status('VmRSS')
         with open(f'/proc/{a.rss_pid}/clear_refs', 'w') as f:
             f.write('5')  # resets VmHWM, the peak RSS, to the RSS now
-    worst_probe = worst_read = 0.0
+    worst_probe = worst_read = worst_p999 = 0.0
     for rnd in range(a.rounds):
         # The probe and the writer are processes of their own: threads would share this one's
         # interpreter lock with the reader parsing millions of elements, and measure that.
-        stop = mp.Event(); reset = mp.Event(); probe_max = mp.Value('d', 0.0)
-        procs = [mp.Process(target=prober, args=(a.port, stop, reset, probe_max))]
+        stop = mp.Event(); reset = mp.Event(); probe_max = mp.Value('d', 0.0); probe_p999 = mp.Value('d', 0.0)
+        procs = [mp.Process(target=prober, args=(a.port, stop, reset, probe_max, probe_p999, a.rt_probe))]
         if not a.no_writer and a.kind != 'idle':
             procs.append(mp.Process(target=writer, args=(a.port, a.kind, a.n, stop)))
         for pr in procs:
@@ -233,8 +243,8 @@ def main():
         for pr in procs:
             pr.join()
         s.close()
-        worst_probe = max(worst_probe, pm); worst_read = max(worst_read, dt)
-        print(f'round {rnd}: {a.kind} {cnt} elements in {dt*1000:.1f} ms, probe max {pm:.2f} ms')
+        worst_probe = max(worst_probe, pm); worst_read = max(worst_read, dt); worst_p999 = max(worst_p999, probe_p999.value)
+        print(f'round {rnd}: {a.kind} {cnt} elements in {dt*1000:.1f} ms, probe max {pm:.2f} ms (p99.9 {probe_p999.value:.2f})')
     print('slowlog max us by command:', slowest(a.port))
     if a.rss_pid:
         peak = status('VmHWM')
@@ -242,6 +252,6 @@ def main():
         if before_load is not None:
             size = steady - before_load
             print(f'collection: +{size / 2**20:.1f} MiB of RSS when loaded; peak over steady / collection = {(peak - steady) / max(size, 1):.2f}')
-    print(f'MAX {a.kind}: read {worst_read*1000:.1f} ms, probe max {worst_probe:.2f} ms over {a.rounds} rounds')
+    print(f'MAX {a.kind}: read {worst_read*1000:.1f} ms, probe max {worst_probe:.2f} ms (p99.9 {worst_p999:.2f}) over {a.rounds} rounds')
 
 main()

@@ -13,10 +13,12 @@ busy with, in turn:
 Run it against ferrodis and against redis-server on the same machine; compare per phase.
 Figures: max and 99.9th percentile round trip in ms, and samples.
 
-  tools/cluster_bus_stall.py [--server PATH] [--base PORT] [--seconds S] [--rt-probe]
+  tools/cluster_bus_stall.py [--server PATH] [--base PORT] [--seconds S] [--rt-probe] [--stretch]
 
 With --rt-probe the probes run SCHED_FIFO, so the load generators and the other nodes sharing
-their CPU cannot delay them: what is left is the server's own delay.
+their CPU cannot delay them: what is left is the server's own delay. With --stretch,
+tools/loop_stretch.py records the probed nodes' event loops during each phase and reports, per
+node, the longest work between two looks at the sockets: the node's own part of a probe's wait.
 """
 import argparse, multiprocessing as mp, os, signal, socket, subprocess, sys, time
 
@@ -58,19 +60,34 @@ def node_id(port):
     return cli("-p", port, "cluster", "myid").strip()
 
 
+STRETCH_PIDS = None  # port -> pid, with --stretch
+
+
 def phase(name, ports, action):
     stop, out = mp.Event(), mp.Queue()
     procs = [mp.Process(target=probe, args=(p, stop, out)) for p in ports]
     for p in procs:
         p.start()
+    recorder = None
+    if STRETCH_PIDS:
+        # The nodes' own part of the probes' wait: their event loops' stretches (loop_stretch.py).
+        recorder = subprocess.Popen([sys.executable, os.path.join(HERE, "loop_stretch.py"), "--profile",
+                                     "--top", "2"] + [str(STRETCH_PIDS[p]) for p in ports],
+                                    stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)
     time.sleep(0.3)
     action()
     stop.set()
     res = sorted(out.get() for _ in procs)
     for p in procs:
         p.join()
+    if recorder:
+        recorder.send_signal(signal.SIGTERM)
+        report = recorder.communicate()[0]
     for port, mx, p999, n in res:
         print(f"{name:9} node {port}: max {mx:6.2f} ms  p99.9 {p999:5.2f} ms  samples {n}", flush=True)
+    if recorder:
+        print("  " + report.rstrip().replace("\n", "\n  "), flush=True)
 
 
 def main():
@@ -79,8 +96,10 @@ def main():
     ap.add_argument("--base", type=int, default=15200)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rt-probe", action="store_true", help="probes run SCHED_FIFO (root)")
+    ap.add_argument("--stretch", action="store_true",
+                    help="also record the probed nodes' event-loop stretches (loop_stretch.py --profile; root, perf)")
     a = ap.parse_args()
-    global RT_PROBE
+    global RT_PROBE, STRETCH_PIDS
     RT_PROBE = a.rt_probe
     server = os.path.abspath(a.server) if not a.server.startswith("/") else a.server
     d = f"/tmp/ferrodis-bus-stall-{a.base}"
@@ -89,6 +108,9 @@ def main():
     subprocess.run(create, check=True, capture_output=True)
     try:
         m = [a.base, a.base + 1, a.base + 2]
+        if a.stretch:
+            pids = [int(p) for p in open(os.path.join(d, "pids")).read().split()]
+            STRETCH_PIDS = {a.base + i: pid for i, pid in enumerate(pids)}
         # Wait for the replicas' first sync and a settled cluster.
         time.sleep(2)
         phase("idle", m, lambda: time.sleep(a.seconds))

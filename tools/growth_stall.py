@@ -2,7 +2,7 @@
 """The stall other clients see while the keyspace grows (issue 21, acceptance 2).
 
     python3 tools/growth_stall.py --server target/release/ferrodis-server [--keys 10000000]
-                                  [--rounds 1] [--pin]
+                                  [--rounds 1] [--pin] [--rt-probe] [--stretch]
 
 Starts ferrodis and real redis-server in turn, each empty with persistence off, and runs
 redis-benchmark `-t set -P 16 -r KEYS*10 -n KEYS` against it while a probe on its own connection
@@ -11,11 +11,16 @@ percentile round trip, the keys the server ended with, and the benchmark's time.
 the server runs on CPU 0 and the benchmark and the probe on the last CPU. With --rt-probe the
 probe thread runs SCHED_FIFO: on a 2-core machine the benchmark keeps the probe's CPU busy, and
 without it the probe's maximum is mostly its own wait for a time slice (tens of ms for both servers).
+With --stretch, tools/loop_stretch.py records the server's event loop meanwhile and its report
+follows each run: the longest work between two looks at the sockets, which is the server's own part
+of the probe's wait (the rest is the machine's).
 """
 import argparse
 import os
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -68,7 +73,7 @@ def probe(port, stop, samples, rt):
     s.close()
 
 
-def one_run(server_cmd, keys, pin, rt=False):
+def one_run(server_cmd, keys, pin, rt=False, stretch=False):
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="growth-stall-")
     cmd = server_cmd + ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -83,6 +88,13 @@ def one_run(server_cmd, keys, pin, rt=False):
         prober = threading.Thread(target=probe, args=(port, stop, samples, rt))
         prober.start()
         time.sleep(0.5)
+        recorder = None
+        if stretch:
+            # The server's own part of the probe's wait: its event loop's stretches (loop_stretch.py).
+            recorder = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "loop_stretch.py"), str(server.pid), "--profile", "--top", "3"],
+                                        stdout=subprocess.PIPE, text=True)
+            time.sleep(1.0)
         bench = ["redis-benchmark", "-p", str(port), "-t", "set", "-P", "16", "-c", "50", "-q",
                  "-n", str(keys), "-r", str(keys * 10)]
         if pin:
@@ -93,11 +105,15 @@ def one_run(server_cmd, keys, pin, rt=False):
         time.sleep(0.5)
         stop.set()
         prober.join()
+        stretches = None
+        if recorder:
+            recorder.send_signal(signal.SIGTERM)
+            stretches = recorder.communicate()[0]
         dbsize = int(command(ctl, "DBSIZE")[1:-2])
         ordered = sorted(samples)
         p999 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.999))]
         return {"max_ms": ordered[-1], "p999_ms": p999, "samples": len(ordered), "keys": dbsize,
-                "seconds": elapsed}
+                "seconds": elapsed, "stretches": stretches}
     finally:
         server.kill()
         server.wait()
@@ -113,14 +129,18 @@ def main():
     ap.add_argument("--pin", action="store_true")
     ap.add_argument("--rt-probe", action="store_true",
                     help="run the probe thread SCHED_FIFO (root), so its own scheduling does not count")
+    ap.add_argument("--stretch", action="store_true",
+                    help="also record the server's event-loop stretches (tools/loop_stretch.py --profile; root, perf)")
     a = ap.parse_args()
     worst = {}
     for r in range(a.rounds):
         for name, cmd in (("ferrodis", a.server.split()), ("redis", a.redis.split())):
-            res = one_run(cmd, a.keys, a.pin, a.rt_probe)
+            res = one_run(cmd, a.keys, a.pin, a.rt_probe, a.stretch)
             worst[name] = max(worst.get(name, 0.0), res["max_ms"])
             print(f"round {r + 1} {name:8} probe max {res['max_ms']:7.2f} ms  p99.9 {res['p999_ms']:6.2f} ms  "
                   f"samples {res['samples']}  keys {res['keys']}  {res['seconds']:.1f} s", flush=True)
+            if res["stretches"]:
+                print("  " + res["stretches"].rstrip().replace("\n", "\n  "), flush=True)
     print(f"probe max over rounds: ferrodis {worst['ferrodis']:.2f} ms, redis {worst['redis']:.2f} ms")
 
 
