@@ -443,7 +443,10 @@ impl Table {
             n -= 1;
         }
         if r.idx >= r.old.len() {
-            self.rehash = None;
+            // A big array's free purges its pages right there (`util::bgfree`).
+            if let Some(done) = self.rehash.take() {
+                crate::util::bgfree::drop_big(done.old);
+            }
             return false;
         }
         true

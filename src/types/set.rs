@@ -587,7 +587,8 @@ impl BigSet {
     fn start_resize(&mut self, bits: u32) {
         debug_assert!(!self.is_rehashing());
         if self.ht[0].used == 0 {
-            self.ht[0] = Index::with_bits(bits);
+            let emptied = std::mem::replace(&mut self.ht[0], Index::with_bits(bits));
+            crate::util::bgfree::drop_big(emptied.slots);
             return;
         }
         // Start at an empty slot (one exists: the load is below 1), so no cluster is split
@@ -626,7 +627,10 @@ impl BigSet {
             clusters -= 1;
         }
         if self.ht[0].used == 0 {
-            self.ht[0] = std::mem::replace(&mut self.ht[1], Index::empty());
+            // A big array's free purges its pages right there (`util::bgfree`).
+            let grown = std::mem::replace(&mut self.ht[1], Index::empty());
+            let emptied = std::mem::replace(&mut self.ht[0], grown);
+            crate::util::bgfree::drop_big(emptied.slots);
             self.rehash_pos = None;
             return false;
         }
