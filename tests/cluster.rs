@@ -471,7 +471,7 @@ fn slot_index_memory_over_standalone() {
     let node = TestServer::with_args(&["--cluster-enabled", "yes", "--cluster-port", &bus, debug[0], debug[1]]);
     let (mut a, mut b) = (standalone.client(), node.client());
     assert_eq!(show(&b.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])), show(b"+OK\r\n"));
-    // The index is built on first use.
+    // Database 0 keeps its index from the start.
     assert_eq!(show(&b.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "0"])), show(b":0\r\n"));
     let used = |c: &mut common::Client| -> i64 { common::info_field(c, "memory", "used_memory").parse().unwrap() };
     let fixed = used(&mut b) - used(&mut a);

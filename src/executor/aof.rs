@@ -570,7 +570,9 @@ fn reload(st: &mut State) -> Result<(), ()> {
     let count = st.dbs.len();
     super::walks::set_aside_all(st);
     st.dbs = std::mem::take(&mut replay.dbs);
-    st.dbs.resize_with(count, crate::db::Db::new);
+    while st.dbs.len() < count {
+        st.dbs.push(crate::db::Db::numbered(st.dbs.len()));
+    }
     st.functions = std::mem::take(&mut replay.functions);
     crate::executor::scripting::host::reload_all(st);
     st.aof.current_size = replay.aof.current_size;

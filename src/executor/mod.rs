@@ -173,7 +173,8 @@ pub struct State {
 
 impl State {
     pub fn new(config: Config) -> State {
-        let dbs = (0..config.databases.max(1)).map(|_| Db::new()).collect();
+        crate::db::index_slots(config.other.get("cluster-enabled").is_some_and(|v| v == "yes"));
+        let dbs = (0..config.databases.max(1)).map(Db::numbered).collect();
         let now = unix_ms();
         let mut st = State {
             dbs,

@@ -1371,7 +1371,7 @@ impl DbSink {
             Err(e) => {
                 // No thread: insert on this one.
                 tracing::warn!("Can't start the RDB insert thread ({e}); loading on one thread");
-                self.dbs = (0..self.ndbs).map(|_| Db::new()).collect();
+                self.dbs = (0..self.ndbs).map(Db::numbered).collect();
             }
         }
         self
@@ -1394,7 +1394,7 @@ impl DbSink {
 
     pub fn new(databases: usize, now_ms: i64, lfu: bool) -> DbSink {
         DbSink {
-            dbs: (0..databases.max(1)).map(|_| Db::new()).collect(),
+            dbs: (0..databases.max(1)).map(Db::numbered).collect(),
             cur: 0,
             now_ms,
             keep_expired: false,
