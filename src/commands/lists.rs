@@ -554,11 +554,12 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     }
     // The destination's type is checked before anything is popped.
     let dst_exists = ctx.write::<List>(dst)?.is_some();
-    let Some(list) = ctx.write::<List>(src)? else { return Ok(Reply::Nil) };
+    // Both keys were looked up (and stamped) once each, as Redis does; these probes do not stamp.
+    let Some(list) = ctx.again::<List>(src)? else { return Ok(Reply::Nil) };
     let Some(v) = pop_one(list, from) else { return Ok(Reply::Nil) };
     let emptied = list.is_empty();
     if dst_exists {
-        if let Some(d) = ctx.write::<List>(dst)? {
+        if let Some(d) = ctx.again::<List>(dst)? {
             push_one(d, to, &v, fill);
         }
     } else {
