@@ -702,7 +702,19 @@ pub fn brpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn bmove_generic(ctx: &mut Ctx, args: &Args, from: End, to: End, timeout_at: usize) -> CmdResult {
     let deadline = ctx.parse_timeout(args.get(timeout_at))?;
     let src = args.key(1);
-    if ctx.write::<List>(src)?.is_some() {
+    // BLMOVE looks the source up here and again in move_generic (two stamps); a woken re-run
+    // stands for Redis serving the blocked client, which looks it up once: no stamp here.
+    let found = if ctx.woken() {
+        let now = ctx.now_ms();
+        match ctx.db().peek(src, now) {
+            None => false,
+            Some(Value::List(_)) => true,
+            Some(_) => return Err(CmdError::WrongType),
+        }
+    } else {
+        ctx.write::<List>(src)?.is_some()
+    };
+    if found {
         let reply = move_generic(ctx, src, args.key(2), from, to)?;
         // Propagated as the non-blocking form: RPOPLPUSH, or LMOVE with the client's end words.
         if timeout_at == 3 {

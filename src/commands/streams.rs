@@ -193,13 +193,17 @@ fn subcommand_syntax(args: &Args) -> CmdError {
 // Lookups
 
 /// XREAD's lookup of `key`: a counted read (hits, misses, `keymiss`), except when a blocked
-/// XREAD is re-run to serve it: Redis serves it without looking its keys up again.
-fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
+/// XREAD is re-run to serve it: Redis serves it without looking its keys up again, stamping
+/// the key's access time once when it serves it (`again`: the re-run's second lookup, which
+/// does not).
+fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8], again: bool) -> Result<Option<&'a Stream>, CmdError> {
     if !ctx.woken() {
         return ctx.read::<Stream>(key);
     }
     let now = ctx.now_ms();
-    match ctx.db().get(key, now) {
+    let db = ctx.db();
+    let found = if again { db.peek(key, now) } else { db.get(key, now) };
+    match found {
         None => Ok(None),
         Some(Value::Stream(s)) => Ok(Some(s)),
         Some(_) => Err(CmdError::WrongType),
@@ -984,7 +988,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         let idarg = args.get(streams_arg + streams_count + k);
-        let s = xread_lookup(ctx, key)?;
+        let s = xread_lookup(ctx, key, false)?;
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
                 if ctx.woken() {
@@ -1032,7 +1036,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         // Redis looks each stream up for reading a second time here (hits, misses, `keymiss`).
-        if xread_lookup(ctx, key)?.is_none() {
+        if xread_lookup(ctx, key, true)?.is_none() {
             continue;
         }
         let Some(s) = stream_mut(ctx, key) else { continue };
