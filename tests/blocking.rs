@@ -102,3 +102,55 @@ fn client_list_names_blocked_and_refused_commands() {
     let ferrodis = TestServer::new();
     assert_eq!(last_cmd_fields(&ferrodis), last_cmd_fields(&redis));
 }
+
+/// A blocked client served when its key is written stamps the key's access time as Redis's
+/// serving does (once for the served key, twice for BZPOP*; BLMOVE's destination once): OBJECT
+/// FREQ under allkeys-lfu with lfu-log-factor 0, where each stamp adds exactly one.
+#[test]
+fn served_blocked_clients_stamp_keys_as_redis_does() {
+    type Case = (&'static [&'static str], &'static [&'static [&'static str]], &'static [&'static str]);
+    let cases: &[Case] = &[
+        (&["BLPOP", "k", "0"], &[&["RPUSH", "k", "a", "b"]], &["k"]),
+        (&["BLMOVE", "k", "d", "LEFT", "RIGHT", "0"], &[&["RPUSH", "k", "a", "b"]], &["k", "d"]),
+        (&["BRPOPLPUSH", "k", "d", "0"], &[&["RPUSH", "d", "x"], &["RPUSH", "k", "a", "b"]], &["k", "d"]),
+        (&["BZPOPMIN", "k", "0"], &[&["ZADD", "k", "1", "a", "2", "b"]], &["k"]),
+        (&["BZMPOP", "0", "1", "k", "MIN"], &[&["ZADD", "k", "1", "a", "2", "b"]], &["k"]),
+        (&["XREAD", "BLOCK", "0", "STREAMS", "k", "$"], &[&["XADD", "k", "1-1", "f", "v"]], &["k"]),
+        (
+            &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "k", ">"],
+            &[&["XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"], &["XADD", "k", "2-1", "f", "v"]],
+            &["k"],
+        ),
+    ];
+    let run = |server: &Server| -> Vec<String> {
+        let mut ctl = server.client();
+        for (k, v) in [
+            ("maxmemory", "1gb"),
+            ("maxmemory-policy", "allkeys-lfu"),
+            ("lfu-decay-time", "0"),
+            ("lfu-log-factor", "0"),
+        ] {
+            ctl.cmd(&["CONFIG", "SET", k, v]);
+        }
+        let mut out = Vec::new();
+        for (blocking, writes, keys) in cases {
+            ctl.cmd(&["FLUSHALL"]);
+            // A group must exist before XREADGROUP blocks on it.
+            let (setup, writes) = if blocking[0] == "XREADGROUP" { writes.split_at(1) } else { writes.split_at(0) };
+            for w in setup {
+                ctl.cmd(w);
+            }
+            let mut c = server.client();
+            common::block(&mut ctl, &mut c, blocking);
+            for w in writes {
+                ctl.cmd(w);
+            }
+            let reply = c.read_reply().expect("served");
+            let freqs: Vec<String> = keys.iter().map(|k| common::show(&ctl.cmd(&["OBJECT", "FREQ", k]))).collect();
+            out.push(format!("{} -> {} | {}", blocking.join(" "), reply[0] as char, freqs.join(" ")));
+        }
+        out
+    };
+    let Some(redis) = RedisServer::or_skip() else { return };
+    assert_eq!(run(&TestServer::new()), run(&redis));
+}

@@ -375,6 +375,8 @@ scripts! {
     keyspace => "keyspace.txt",
     keyspace_expire => "keyspace_expire.txt",
     keyspace_dbs => "keyspace_dbs.txt",
+    access_clock_lfu => "access_clock_lfu.txt",
+    access_clock_lru => "access_clock_lru.txt",
     acl => "acl.txt",
     connection => "connection.txt",
     errors_and_arity => "errors_and_arity.txt",

@@ -161,6 +161,52 @@ fn config_rewrite_without_a_file_and_resetstat_match_redis() {
     assert_eq!(run(&TestServer::new()), run(&RedisServer::new()));
 }
 
+/// Keyspace hits and misses counted by one command each, as real Redis counts them: one per key
+/// lookup (SUNION and SDIFF look each key up once, though they may answer off the executor).
+#[test]
+fn keyspace_hits_per_command_match_redis() {
+    let cmds: &[&[&str]] = &[
+        &["SUNION", "a", "b", "nokey"],
+        &["SDIFF", "a", "nokey", "b"],
+        &["SINTER", "a", "b"],
+        &["SUNIONSTORE", "d", "a", "nokey"],
+        &["SDIFFSTORE", "d", "a", "b"],
+        &["SMEMBERS", "a"],
+        &["PFCOUNT", "h"],
+        &["PFCOUNT", "h", "nokey"],
+        &["SORT", "l"],
+        &["XREAD", "STREAMS", "x", "0"],
+        &["XRANGE", "x", "-", "+"],
+        &["MGET", "s", "nokey"],
+        &["GETSET", "s", "v2"],
+        &["COPY", "s", "s2"],
+        &["LMOVE", "l", "l2", "LEFT", "RIGHT"],
+        &["SMOVE", "a", "b", "1"],
+        &["ZUNIONSTORE", "zd", "2", "z", "nokey"],
+    ];
+    let run = |server: &Server| -> Vec<String> {
+        let mut c = server.client();
+        c.cmd(&["SADD", "a", "1", "2", "x"]);
+        c.cmd(&["SADD", "b", "2", "3"]);
+        c.cmd(&["PFADD", "h", "p", "q"]);
+        c.cmd(&["RPUSH", "l", "3", "1", "2"]);
+        c.cmd(&["XADD", "x", "1-1", "f", "v"]);
+        c.cmd(&["SET", "s", "v"]);
+        c.cmd(&["ZADD", "z", "1", "m"]);
+        let mut out = Vec::new();
+        for cmd in cmds {
+            c.cmd(&["CONFIG", "RESETSTAT"]);
+            // The reply's type only: set members come in each server's own order.
+            let reply = c.cmd(cmd)[0] as char;
+            let hits = common::info_field(&mut c, "stats", "keyspace_hits");
+            let misses = common::info_field(&mut c, "stats", "keyspace_misses");
+            out.push(format!("{} -> {reply} hits {hits} misses {misses}", cmd.join(" ")));
+        }
+        out
+    };
+    assert_eq!(run(&TestServer::new()), run(&RedisServer::new()));
+}
+
 /// CLIENT NO-TOUCH (Redis 7.2): while on, this client's reads leave a key's LRU idle time alone;
 /// TOUCH still touches; off again, a read resets it. Ferrodis only (Redis 7.0 lacks it).
 #[test]

@@ -351,3 +351,51 @@ fn clients_flooded_by_replies_are_evicted_before_keys() {
     let (clients, keys, dbsize) = mget_flood(&ferrodis);
     assert!(clients > 0 && keys == 0 && dbsize == 50, "{clients} clients, {keys} keys evicted, {dbsize} left");
 }
+
+/// While a BGSAVE child runs, Redis stamps no access time (hasActiveChildProcess): reads leave
+/// the LFU counter alone, and so does a write that overwrites a key (the new value keeps the old
+/// field); a new key still starts at 5. OBJECT FREQ with lfu-log-factor 0 (one point a stamp).
+#[test]
+fn no_access_stamps_while_a_snapshot_child_runs() {
+    let run = |server: &Server| -> Vec<String> {
+        let mut c = server.client();
+        for (k, v) in [
+            ("maxmemory", "1gb"),
+            ("maxmemory-policy", "allkeys-lfu"),
+            ("lfu-decay-time", "0"),
+            ("lfu-log-factor", "0"),
+        ] {
+            c.cmd(&["CONFIG", "SET", k, v]);
+        }
+        for cmd in [&["SET", "s", "abc"][..], &["SET", "t", "abc"], &["HSET", "h", "f", "v"], &["RPUSH", "l", "a"]] {
+            c.cmd(cmd);
+        }
+        for i in 0..20 {
+            c.cmd(&["SET", &format!("pad{i}"), "x"]);
+        }
+        // 24 keys at 50 ms each: the child runs for over a second.
+        c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "50000"]);
+        let mut out = vec![show(&c.cmd(&["BGSAVE"]))];
+        common::wait_until("the BGSAVE child to start", || {
+            common::info_field(&mut c, "persistence", "rdb_bgsave_in_progress") == "1"
+        });
+        for cmd in [
+            &["GET", "s"][..],
+            &["SET", "s", "q", "XX"],
+            &["SET", "t", "xyz"],
+            &["HSET", "h", "f", "w"],
+            &["LPUSH", "l", "b"],
+            &["SET", "new", "v"],
+        ] {
+            c.cmd(cmd);
+        }
+        let in_progress = common::info_field(&mut c, "persistence", "rdb_bgsave_in_progress");
+        for k in ["s", "t", "h", "l", "new"] {
+            out.push(format!("{k} {}", show(&c.cmd(&["OBJECT", "FREQ", k]))));
+        }
+        out.push(format!("child still running: {in_progress}"));
+        c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        out
+    };
+    assert_eq!(run(&TestServer::new()), run(&RedisServer::new()));
+}

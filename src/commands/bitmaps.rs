@@ -66,7 +66,6 @@ fn bit_offset(arg: &[u8], bits: u32, max_bulk: i64) -> Result<u64, CmdError> {
 /// Makes the string under `key` at least `min_len` bytes long (creating it when absent) and
 /// returns it with whether it was created or grew. WRONGTYPE for other types.
 fn string_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], min_len: usize) -> Result<(&'a mut Vec<u8>, bool), CmdError> {
-    let now = ctx.now_ms();
     let exists = match ctx.lookup_write(key) {
         Some(v) => {
             string_of(v)?;
@@ -77,7 +76,8 @@ fn string_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], min_len: usize) -> Result<
     if !exists {
         ctx.set_key(key, raw_string(vec![0u8; min_len]));
     }
-    let Some(v) = ctx.db().get_mut(key, now) else {
+    // Looked up (or created) above: no second access stamp.
+    let Some(v) = ctx.db().get_ref_mut(key) else {
         return Err(CmdError::err("internal error: key vanished"));
     };
     let buf = string_of_mut(v)?.make_raw();

@@ -169,7 +169,7 @@ pub fn geoadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if created && xx {
         return Ok(Reply::Int(0));
     }
-    let z = ctx.write_or_create::<ZSet>(key)?;
+    let z = ctx.again_or_create::<ZSet>(key)?;
     let (mut added, mut updated) = (0i64, 0i64);
     for (score, at) in elements {
         let member = args.get(at);

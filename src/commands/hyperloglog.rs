@@ -127,7 +127,8 @@ pub fn pfcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
             check_hll(v)?;
         }
     }
-    let Some(v) = ctx.lookup_write(key) else {
+    // Found by the read lookup above, which stamped its access time once, as Redis's does.
+    let Some(v) = ctx.db().get_ref_mut(key) else {
         return Ok(Reply::Int(0));
     };
     let h = hll_bytes_mut(v);

@@ -227,13 +227,17 @@ fn rename_generic(ctx: &mut Ctx, args: &Args, nx: bool) -> CmdResult {
     let now = ctx.now_ms();
     let db = ctx.db();
     let expire = db.expire_at(src, now);
-    if nx && db.contains(dst, now) {
+    // Redis looks the destination up for writing (stamping an existing one RENAMENX leaves).
+    if nx && db.get_read(dst, now).is_some() {
         return Ok(Reply::Int(0));
     }
+    // The value moves with the access field the lookup above stamped (Redis's dbAdd of the
+    // same object).
+    let clock = db.access_clock(src).unwrap_or(0);
     let Some(value) = db.remove(src, now) else {
         return Err(CmdError::NoSuchKey);
     };
-    db.set(dst, value, now);
+    db.set_clocked(dst, value, clock);
     if let Some(at) = expire {
         db.set_expire(dst, at);
     }
@@ -293,10 +297,13 @@ pub fn copy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = ctx.now_ms();
     let expire = ctx.db_at(src_db).expire_at(src, now);
     let target = ctx.db_at(dst_db);
-    if target.contains(dst, now) && !replace {
+    // Redis looks the destination up for writing, which stamps it even when it is then kept
+    // or replaced; the copy is a new object with a first access field.
+    if target.get_read(dst, now).is_some() && !replace {
         return Ok(Reply::Int(0));
     }
-    target.set(dst, value, now);
+    let clock = target.access.new_key(now);
+    target.set_clocked(dst, value, clock);
     if let Some(at) = expire {
         target.set_expire(dst, at);
     }
@@ -322,14 +329,17 @@ pub fn move_(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let now = ctx.now_ms();
     let expire = ctx.db_at(src_db).expire_at(key, now);
-    if ctx.db_at(dst_db).contains(key, now) {
+    // A write lookup, as Redis's: a key already there is stamped.
+    if ctx.db_at(dst_db).get_read(key, now).is_some() {
         return Ok(Reply::Int(0));
     }
+    // The value moves with the access field the lookup above stamped.
+    let clock = ctx.db_at(src_db).access_clock(key).unwrap_or(0);
     let Some(value) = ctx.db_at(src_db).remove(key, now) else {
         return Ok(Reply::Int(0));
     };
     let target = ctx.db_at(dst_db);
-    target.set(key, value, now);
+    target.set_clocked(key, value, clock);
     if let Some(at) = expire {
         target.set_expire(key, at);
     }
@@ -755,6 +765,10 @@ pub fn pexpiretime(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn persist(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
     let now = ctx.now_ms();
+    // Redis's write lookup: it stamps the access time, TTL or not.
+    if ctx.lookup_write(key).is_none() {
+        return Ok(Reply::Int(0));
+    }
     if ctx.db().persist(key, now) {
         ctx.modified(key, 1);
         ctx.notify(ev::GENERIC, "persist", key);

@@ -554,11 +554,12 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     }
     // The destination's type is checked before anything is popped.
     let dst_exists = ctx.write::<List>(dst)?.is_some();
-    let Some(list) = ctx.write::<List>(src)? else { return Ok(Reply::Nil) };
+    // Both keys were looked up (and stamped) once each, as Redis does; these probes do not stamp.
+    let Some(list) = ctx.again::<List>(src)? else { return Ok(Reply::Nil) };
     let Some(v) = pop_one(list, from) else { return Ok(Reply::Nil) };
     let emptied = list.is_empty();
     if dst_exists {
-        if let Some(d) = ctx.write::<List>(dst)? {
+        if let Some(d) = ctx.again::<List>(dst)? {
             push_one(d, to, &v, fill);
         }
     } else {
@@ -701,7 +702,19 @@ pub fn brpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn bmove_generic(ctx: &mut Ctx, args: &Args, from: End, to: End, timeout_at: usize) -> CmdResult {
     let deadline = ctx.parse_timeout(args.get(timeout_at))?;
     let src = args.key(1);
-    if ctx.write::<List>(src)?.is_some() {
+    // BLMOVE looks the source up here and again in move_generic (two stamps); a woken re-run
+    // stands for Redis serving the blocked client, which looks it up once: no stamp here.
+    let found = if ctx.woken() {
+        let now = ctx.now_ms();
+        match ctx.db().peek(src, now) {
+            None => false,
+            Some(Value::List(_)) => true,
+            Some(_) => return Err(CmdError::WrongType),
+        }
+    } else {
+        ctx.write::<List>(src)?.is_some()
+    };
+    if found {
         let reply = move_generic(ctx, src, args.key(2), from, to)?;
         // Propagated as the non-blocking form: RPOPLPUSH, or LMOVE with the client's end words.
         if timeout_at == 3 {

@@ -387,7 +387,8 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         (Some(false), _) | (_, Some(false)) => return Err(CmdError::WrongType),
         _ => {}
     }
-    let Some(set) = ctx.write::<Set>(src)? else {
+    // Both keys were looked up (and stamped) once each above, as Redis does; no more stamps.
+    let Some(set) = ctx.again::<Set>(src)? else {
         return Ok(Reply::Int(0));
     };
     if src == dst {
@@ -403,7 +404,7 @@ pub fn smove(ctx: &mut Ctx, args: &Args) -> CmdResult {
         ctx.db().remove(src, now);
         ctx.notify(ev::GENERIC, "del", src);
     }
-    let added = ctx.write_or_create::<Set>(dst)?.insert(m, limit);
+    let added = ctx.again_or_create::<Set>(dst)?.insert(m, limit);
     ctx.modified(src, 1);
     // A member already in the destination changes only the source (no `sadd`, one change).
     if added {
@@ -545,7 +546,7 @@ fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
         }
     } else {
         let existed = ctx.lookup_write(dst).is_some();
-        ctx.db().set(dst, Value::Set(Box::new(result)), now);
+        ctx.db().overwrite(dst, Value::Set(Box::new(result)), now);
         if !existed {
             ctx.notify(ev::NEW, "new", dst);
         }
@@ -582,6 +583,12 @@ enum Op {
 /// starts as an intset).
 fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op) -> Result<Set, CmdError> {
     lookup_sets(ctx, keys)?;
+    union_diff_of(ctx, keys, op)
+}
+
+/// `union_diff` of keys already looked up with `lookup_sets` (each lookup stamps the access
+/// time and counts a hit or miss, so it is done once per command, as in Redis).
+fn union_diff_of(ctx: &mut Ctx, keys: &[&[u8]], op: Op) -> Result<Set, CmdError> {
     let limit = max_intset(ctx);
     let sets = borrow_sets(ctx, keys);
     let mut result = Set::new();
@@ -615,18 +622,19 @@ fn union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: Op) -> Result<Set, CmdError> {
 /// The members of any of the sets, as a set reply (absent keys count as empty sets).
 pub fn sunion(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
+    lookup_sets(ctx, &keys)?;
     if let Some(r) = deferred_union_diff(ctx, &keys, AlgebraOp::Union)? {
         return Ok(r);
     }
-    let result = union_diff(ctx, &keys, Op::Union)?;
+    let result = union_diff_of(ctx, &keys, Op::Union)?;
     Ok(set_reply(ctx.proto(), &result))
 }
 
 /// SUNION or SDIFF of big sets (the union's inputs, or the difference's first set, of
 /// `DEFER_MIN_ELEMENTS` or more members): built off the executor from snapshots of the sets, as
-/// `union_diff` builds it. None when the sets are small enough to answer in place.
+/// `union_diff` builds it, of keys already looked up. None when the sets are small enough to
+/// answer in place.
 fn deferred_union_diff(ctx: &mut Ctx, keys: &[&[u8]], op: AlgebraOp) -> Result<Option<Reply>, CmdError> {
-    lookup_sets(ctx, keys)?;
     let sets = borrow_sets(ctx, keys);
     let work = match op {
         AlgebraOp::Union => sets.iter().flatten().map(|s| s.len()).sum(),
@@ -906,10 +914,11 @@ pub fn sunionstore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// The members of the first set that are in none of the others, as a set reply.
 pub fn sdiff(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let keys = key_list(args, 1, args.len());
+    lookup_sets(ctx, &keys)?;
     if let Some(r) = deferred_union_diff(ctx, &keys, AlgebraOp::Diff)? {
         return Ok(r);
     }
-    let result = union_diff(ctx, &keys, Op::Diff)?;
+    let result = union_diff_of(ctx, &keys, Op::Diff)?;
     Ok(set_reply(ctx.proto(), &result))
 }
 

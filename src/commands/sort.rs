@@ -163,15 +163,17 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     }
 
     // Redis sorts zsets through their skiplist form, converting a listpack one on the way.
+    // (The later probes of `key` do not stamp its access time: the read above did, once, as
+    // Redis's one lookup does.)
     if kind == Some(Kind::ZSet) {
-        if let Some(Value::ZSet(z)) = ctx.lookup_write(key) {
+        if let Some(Value::ZSet(z)) = ctx.db().get_ref_mut(key) {
             if z.encoding_name() == "listpack" {
                 **z = ZSet::from_pairs(z.to_vec(), Limits { max_entries: 0, max_value: 0 });
             }
         }
     }
 
-    let total = match kind.and_then(|_| ctx.lookup_write(key)) {
+    let total = match kind.and_then(|_| ctx.db().get_ref_mut(key)) {
         Some(Value::List(l)) => l.len(),
         Some(Value::Set(s)) => s.len(),
         Some(Value::ZSet(z)) => z.len(),
@@ -199,7 +201,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     let plain = o.gets.is_empty() && o.store.is_none() && (o.dontsort || o.sortby.is_none());
     if plain && end >= start && start >= 0 && total as usize >= super::DEFER_MIN_ELEMENTS {
         let (s, n) = (start as usize, vectorlen);
-        let source = match ctx.lookup_write(key) {
+        let source = match ctx.db().get_ref_mut(key) {
             Some(Value::List(l)) if o.dontsort => {
                 let first = if o.desc { l.len() - s - n } else { s };
                 Some(SortSource::List(l.snapshot_range(first, n)))
@@ -247,7 +249,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
 
     let mut items: Vec<Item> = Vec::with_capacity(vectorlen);
     let mut objs = Objs(Vec::new());
-    match kind.and_then(|_| ctx.lookup_write(key)) {
+    match kind.and_then(|_| ctx.db().get_ref_mut(key)) {
         Some(Value::List(l)) if o.dontsort && end >= start => {
             let s = start as usize;
             if o.desc {
@@ -384,7 +386,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
             let now = ctx.now_ms();
             if n > 0 {
                 let existed = ctx.lookup_write(dst).is_some();
-                ctx.db().set(dst, Value::List(Box::new(list)), now);
+                ctx.db().overwrite(dst, Value::List(Box::new(list)), now);
                 if !existed {
                     ctx.notify(ev::NEW, "new", dst);
                 }
@@ -413,7 +415,7 @@ fn start_walk(
 ) -> Option<Reply> {
     use crate::db::sort_watch::{KeyPart, SortWatch};
     use crate::executor::sort_walk::{Get, SortSpec};
-    let source = match ctx.lookup_write(key) {
+    let source = match ctx.db().get_ref_mut(key) {
         Some(Value::List(l)) if o.dontsort => {
             let s = start.max(0) as usize;
             let first = if o.desc { l.len() - s - n } else { s };

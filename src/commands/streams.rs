@@ -193,13 +193,17 @@ fn subcommand_syntax(args: &Args) -> CmdError {
 // Lookups
 
 /// XREAD's lookup of `key`: a counted read (hits, misses, `keymiss`), except when a blocked
-/// XREAD is re-run to serve it: Redis serves it without looking its keys up again.
-fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, CmdError> {
+/// XREAD is re-run to serve it: Redis serves it without looking its keys up again, stamping
+/// the key's access time once when it serves it (`again`: the re-run's second lookup, which
+/// does not).
+fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8], again: bool) -> Result<Option<&'a Stream>, CmdError> {
     if !ctx.woken() {
         return ctx.read::<Stream>(key);
     }
     let now = ctx.now_ms();
-    match ctx.db().get(key, now) {
+    let db = ctx.db();
+    let found = if again { db.peek(key, now) } else { db.get(key, now) };
+    match found {
         None => Ok(None),
         Some(Value::Stream(s)) => Ok(Some(s)),
         Some(_) => Err(CmdError::WrongType),
@@ -207,13 +211,10 @@ fn xread_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<&'a Stream>, 
 }
 
 /// The stream under `key` for a command that found it with a counted read lookup and now
-/// modifies it (XREADGROUP, XACK, XCLAIM: Redis looks these up for reading).
+/// modifies it (XREADGROUP, XACK, XCLAIM: Redis looks these up for reading). That lookup
+/// stamped the access time; this one does not (Redis modifies the object it found).
 fn stream_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Stream> {
-    let now = ctx.now_ms();
-    match ctx.db().get_mut(key, now) {
-        Some(Value::Stream(s)) => Some(s),
-        _ => None,
-    }
+    ctx.again::<Stream>(key).ok().flatten()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -395,7 +396,8 @@ pub fn xadd(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if t.nomkstream && ctx.write::<Stream>(key)?.is_none() {
         return Ok(Reply::Nil);
     }
-    let s = ctx.write_or_create::<Stream>(key)?;
+    // NOMKSTREAM looked the key up already: not a second access stamp.
+    let s = if t.nomkstream { ctx.again_or_create::<Stream>(key)? } else { ctx.write_or_create::<Stream>(key)? };
     if s.last_id == StreamId::MAX {
         return Err(CmdError::err("The stream has exhausted the last possible ID, unable to add more items"));
     }
@@ -506,7 +508,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if ctx.write::<Stream>(key)?.is_none() {
         return Ok(Reply::Int(0));
     }
-    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.again::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let n = s.trim(t.maxlen, t.minid, t.approx, t.limit);
     let exact = t.approx.then(|| {
         let mut argv: Vec<bytes::Bytes> = args.argv.clone();
@@ -686,7 +688,7 @@ pub fn xdel(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     let ids = args.from(2).map(parse_strict_id).collect::<Result<Vec<_>, _>>()?;
-    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.again::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let mut deleted = 0u64;
     let mut first_entry = false;
     for id in ids {
@@ -986,7 +988,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         let idarg = args.get(streams_arg + streams_count + k);
-        let s = xread_lookup(ctx, key)?;
+        let s = xread_lookup(ctx, key, false)?;
         if let Some((gname, _)) = group {
             if !s.is_some_and(|s| s.groups.contains_key(gname)) {
                 if ctx.woken() {
@@ -1034,7 +1036,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
     for k in 0..streams_count {
         let key = args.key(streams_arg + k);
         // Redis looks each stream up for reading a second time here (hits, misses, `keymiss`).
-        if xread_lookup(ctx, key)?.is_none() {
+        if xread_lookup(ctx, key, true)?.is_none() {
             continue;
         }
         let Some(s) = stream_mut(ctx, key) else { continue };
@@ -1211,7 +1213,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let key = args.key(2);
     let id = if args.get(4) == b"$" {
-        match ctx.write::<Stream>(key)? {
+        match ctx.again::<Stream>(key)? {
             Some(s) => s.last_id,
             None => StreamId::MIN,
         }
@@ -1225,7 +1227,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
         // Counts the dirty change of the group creation below too (Redis counts one).
         ctx.modified(key, 1);
     }
-    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.again::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if t.has_group {
         return Err(CmdError::Raw("BUSYGROUP Consumer Group name already exists".into()));
     }
@@ -1247,7 +1249,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let (_, _, entries_read) = xgroup_preamble(ctx, args, "setid")?;
     let key = args.key(2);
-    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.again::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let id = if args.get(4) == b"$" { s.last_id } else { parse_id(args.get(4), false, 0, false)?.0 };
     if let Some(g) = s.groups.get_mut(args.get(3)) {
         g.last_id = id;
@@ -1264,7 +1266,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "destroy")?;
     let key = args.key(2);
-    let s = ctx.write::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.again::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     if s.groups.remove(args.get(3)).is_some() {
         ctx.dirty(1);
         ctx.notify(ev::STREAM, "xgroup-destroy", key);
@@ -1282,7 +1284,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "createconsumer")?;
     let now = ctx.now_ms();
-    let s = ctx.write::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.again::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let created = s.groups.get_mut(args.get(3)).is_some_and(|g| g.create_consumer(args.get(4), now));
     if created {
         ctx.dirty(1);
@@ -1296,7 +1298,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Deletes a consumer and its pending entries. Replies with how many entries it had pending.
 pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &Args) -> CmdResult {
     xgroup_preamble(ctx, args, "delconsumer")?;
-    let s = ctx.write::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
+    let s = ctx.again::<Stream>(args.key(2))?.ok_or(CmdError::NoSuchKey)?;
     let pending = s.groups.get_mut(args.get(3)).and_then(|g| g.delete_consumer(args.get(4)));
     if pending.is_some() {
         ctx.dirty(1);

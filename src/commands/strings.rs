@@ -221,7 +221,8 @@ struct SetPlan<'a> {
 fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError> {
     let old = if plan.get { get_reply(ctx, plan.key)? } else { Reply::Nil };
     let now = ctx.now_ms();
-    if plan.nx || plan.xx {
+    let looked_up = plan.nx || plan.xx;
+    if looked_up {
         let found = ctx.lookup_write(plan.key).is_some();
         if (plan.nx && found) || (plan.xx && !found) {
             return Ok((false, old));
@@ -236,7 +237,13 @@ fn set_generic(ctx: &mut Ctx, plan: &SetPlan) -> Result<(bool, Reply), CmdError>
     }
     let value = Value::Str(stored_value(plan.value));
     let db = ctx.db();
-    let replaced = if plan.keepttl { db.set_keep_ttl(plan.key, value, now) } else { db.set(plan.key, value, now) };
+    // After the write lookup the store must not stamp the access time a second time.
+    let replaced = match (plan.keepttl, looked_up) {
+        (false, false) => db.set(plan.key, value, now),
+        (true, false) => db.set_keep_ttl(plan.key, value, now),
+        (false, true) => db.overwrite(plan.key, value, now),
+        (true, true) => db.overwrite_keep_ttl(plan.key, value, now),
+    };
     if replaced.is_none() {
         ctx.notify(ev::NEW, "new", plan.key);
     }

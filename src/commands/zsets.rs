@@ -328,7 +328,8 @@ fn zadd_generic(ctx: &mut Ctx, args: &Args, mut f: AddFlags) -> CmdResult {
     if f.xx && ctx.write::<ZSet>(key)?.is_none() {
         return Ok(if f.incr { Reply::Nil } else { Reply::Int(0) });
     }
-    let z = ctx.write_or_create::<ZSet>(key)?;
+    // XX looked the key up already: not a second access stamp.
+    let z = if f.xx { ctx.again_or_create::<ZSet>(key)? } else { ctx.write_or_create::<ZSet>(key)? };
     // A zset is never left empty, so an empty one is the one just created.
     let created = z.is_empty();
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
@@ -696,7 +697,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &s
     }
     let z = ZSet::from_pairs(pairs, limits(ctx));
     let existed = ctx.lookup_write(dst).is_some();
-    ctx.db().set(dst, Value::ZSet(Box::new(z)), now);
+    ctx.db().overwrite(dst, Value::ZSet(Box::new(z)), now);
     if !existed {
         ctx.notify(ev::NEW, "new", dst);
     }
@@ -939,9 +940,13 @@ fn parse_mpop(args: &Args, numkeys_idx: usize) -> Result<MpopArgs, CmdError> {
     Ok(MpopArgs { keys, max, count: count.unwrap_or(1) })
 }
 
-/// Pops from the first non-empty key: `[key, [[member, score], ...]]`, or None.
-fn mpop_first(ctx: &mut Ctx, p: &MpopArgs) -> Result<Option<Reply>, CmdError> {
+/// Pops from the first non-empty key: `[key, [[member, score], ...]]`, or None. `blocking`:
+/// each key is looked up once more first (see `blocking_probe`).
+fn mpop_first(ctx: &mut Ctx, p: &MpopArgs, blocking: bool) -> Result<Option<Reply>, CmdError> {
     for key in &p.keys {
+        if blocking && !blocking_probe(ctx, key)? {
+            continue;
+        }
         if let Some(popped) = pop_from(ctx, key, p.max, p.count)? {
             if popped.is_empty() {
                 continue;
@@ -964,7 +969,7 @@ fn mpop_first(ctx: &mut Ctx, p: &MpopArgs) -> Result<Option<Reply>, CmdError> {
 /// name and the popped pairs, or a null array when all are empty.
 pub fn zmpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let p = parse_mpop(args, 1)?;
-    Ok(mpop_first(ctx, &p)?.unwrap_or(Reply::NilArray))
+    Ok(mpop_first(ctx, &p, false)?.unwrap_or(Reply::NilArray))
 }
 
 /// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
@@ -975,7 +980,7 @@ pub fn bzmpop(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // `BZMPOP -1 0 k MIN` is "numkeys should be greater than 0", not "timeout is negative".
     let p = parse_mpop(args, 2)?;
     let deadline = ctx.parse_timeout(args.get(1))?;
-    if let Some(r) = mpop_first(ctx, &p)? {
+    if let Some(r) = mpop_first(ctx, &p, true)? {
         return Ok(r);
     }
     ctx.block(p.keys, deadline, Reply::NilArray, "zset")
@@ -989,10 +994,20 @@ fn pop_verb(max: bool) -> &'static [u8] {
     }
 }
 
+/// The blocking pops' own write lookup of `key`, before the pop looks it up again: Redis's
+/// blockingGenericZpopCommand does both, so a served key's access time is stamped twice.
+/// Whether the key holds a zset (WRONGTYPE for another type).
+fn blocking_probe(ctx: &mut Ctx, key: &[u8]) -> Result<bool, CmdError> {
+    Ok(ctx.write::<ZSet>(key)?.is_some())
+}
+
 fn bzpop_generic(ctx: &mut Ctx, args: &Args, max: bool) -> CmdResult {
     let deadline = ctx.parse_timeout(args.get(args.len() - 1))?;
     let keys: Vec<Vec<u8>> = (1..args.len() - 1).map(|i| args.key(i).to_vec()).collect();
     for key in &keys {
+        if !blocking_probe(ctx, key)? {
+            continue;
+        }
         if let Some(mut popped) = pop_from(ctx, key, max, 1)? {
             if let Some((m, s)) = popped.pop() {
                 ctx.propagate_as_parts(&[pop_verb(max), key]);

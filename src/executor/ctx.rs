@@ -171,8 +171,31 @@ impl Ctx<'_> {
             }
         }
         // A second probe: returning the first one's borrow from one arm is what the borrow
-        // checker cannot accept yet (the value is there now, so this finds it).
-        self.srv.dbs[self.client.db].get_mut(key, now).and_then(T::of_mut).ok_or(CmdError::WrongType)
+        // checker cannot accept yet (the value is there now, so this finds it). It must not
+        // stamp: the lookup above counted this command's access, or `set` gave a new key its
+        // initial clock, as Redis's dbAdd does.
+        self.srv.dbs[self.client.db].get_ref_mut(key).and_then(T::of_mut).ok_or(CmdError::WrongType)
+    }
+
+    /// The value under `key` as a `T`, for writing again after this command's own lookup of it
+    /// (which applied expiry and stamped the access time): no expiry check and no second stamp,
+    /// where Redis keeps the object it looked up. None when absent, WRONGTYPE for another type.
+    pub fn again<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&mut T>, CmdError> {
+        match self.srv.dbs[self.client.db].get_ref_mut(key) {
+            None => Ok(None),
+            Some(v) => T::of_mut(v).map(Some).ok_or(CmdError::WrongType),
+        }
+    }
+
+    /// `again`, creating the value empty when absent (with the `new` event and a new key's
+    /// access field, as `write_or_create`).
+    pub fn again_or_create<T: Typed>(&mut self, key: &[u8]) -> Result<&mut T, CmdError> {
+        if self.srv.dbs[self.client.db].get_ref(key).is_none() {
+            let now = self.now_ms;
+            self.srv.dbs[self.client.db].set(key, T::empty(), now);
+            self.notify(crate::pubsub::ev::NEW, "new", key);
+        }
+        self.srv.dbs[self.client.db].get_ref_mut(key).and_then(T::of_mut).ok_or(CmdError::WrongType)
     }
 
     /// Deletes `key` from the client's database (a collection left empty), returning its value.
