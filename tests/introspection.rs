@@ -1,7 +1,8 @@
 //! Introspection that the differential scripts cannot hold, against real Redis side by side:
 //! MONITOR's stream (timestamps and client addresses masked, everything else compared), CONFIG
 //! REWRITE of a config file (the kept lines exactly, the generated ones as a set, port and dir
-//! masked), the process title (proc-title-template, read from /proc), and CLIENT NO-TOUCH (a
+//! masked), the process title (proc-title-template, read from /proc), DEBUG OBJECT's
+//! serializedlength (the rest of its line is addresses and clocks), and CLIENT NO-TOUCH (a
 //! Redis 7.2 addition that ferrodis keeps on purpose: Redis 7.0 cannot be the oracle, so its
 //! documented 7.2 behaviour is checked on ferrodis alone).
 
@@ -348,4 +349,40 @@ fn lolwut_art_has_redis_layout() {
     let redis = RedisServer::new();
     let ferrodis = TestServer::new();
     assert_eq!(layout(&ferrodis), layout(&redis));
+}
+
+/// The `serializedlength:N` field of DEBUG OBJECT for `key`.
+fn serialized_length(c: &mut Client, key: &str) -> String {
+    let line = String::from_utf8_lossy(&c.cmd(&["DEBUG", "OBJECT", key])).into_owned();
+    line.split_whitespace().find(|w| w.starts_with("serializedlength:")).unwrap_or(&line).to_string()
+}
+
+/// DEBUG OBJECT's serializedlength is the value's RDB encoding without its type byte, as
+/// Redis's rdbSavedObjectLen: strings in each encoding, and every collection type in its small
+/// and big encodings.
+#[test]
+fn debug_object_serializedlength_matches_redis() {
+    let debug = ["--enable-debug-command", "yes"];
+    let servers = [RedisServer::with_args(&debug), TestServer::with_args(&debug)];
+    let mut lengths = Vec::new();
+    for server in &servers {
+        let mut c = server.client();
+        c.cmd(&["SET", "int", "12345"]);
+        c.cmd(&["SET", "short", "hello"]);
+        c.cmd(&["SET", "long", &"abcd".repeat(50)]);
+        c.cmd(&["RPUSH", "list", "a", "b", "c"]);
+        c.cmd(&["SADD", "intset", "1", "2", "300", "70000"]);
+        c.cmd(&["SADD", "set", "a"]);
+        c.cmd(&["HSET", "hash", "f", "v", "g", "w"]);
+        c.cmd(&["ZADD", "zset", "1", "a", "2.5", "b"]);
+        for i in 0..300 {
+            let (member, value) = (format!("member:{i}"), format!("value:{i}"));
+            c.cmd(&["RPUSH", "biglist", &member]);
+            c.cmd(&["HSET", "bighash", &member, &value]);
+            c.cmd(&["ZADD", "bigzset", &i.to_string(), &member]);
+        }
+        let keys = ["int", "short", "long", "list", "intset", "set", "hash", "zset", "biglist", "bighash", "bigzset"];
+        lengths.push(keys.map(|k| format!("{k} {}", serialized_length(&mut c, k))).to_vec());
+    }
+    assert_eq!(lengths[1], lengths[0], "ferrodis (left) against Redis (right)");
 }

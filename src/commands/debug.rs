@@ -453,6 +453,7 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 
 fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let now = ctx.now_ms();
+    let compress = ctx.config().rdbcompression;
     let shared_ints = crate::executor::evict::shares_integers(ctx.admin());
     let db = ctx.db();
     // As Redis, a direct look in the table: a key past its TTL but not yet expired is shown.
@@ -468,7 +469,7 @@ fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
         v as *const Value,
         refcount,
         v.encoding_name(),
-        serialized_length(v),
+        serialized_length(v, compress),
         lru,
         idle
     )))
@@ -513,11 +514,15 @@ fn rdb_string_size(bytes: &[u8]) -> usize {
     rdb_len_size(bytes.len()) + bytes.len()
 }
 
-/// DEBUG OBJECT's serializedlength. Types other than strings report their element bytes.
-fn serialized_length(v: &Value) -> usize {
+/// DEBUG OBJECT's serializedlength: the value's RDB encoding without its type byte, as Redis's
+/// rdbSavedObjectLen (a string is sized without being written; a collection is encoded, which
+/// takes as long as in Redis).
+fn serialized_length(v: &Value, compress: bool) -> usize {
     match v.as_str() {
         Some(s) => s.with_bytes(rdb_string_size),
-        None => 0,
+        None => {
+            crate::rdb::save::encode_value(v, super::dump::DUMP_VERSION, compress).map_or(0, |(_, body)| body.len())
+        }
     }
 }
 

@@ -29,7 +29,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// The version DUMP prefers: the newest Redis 7.0 reads.
-const DUMP_VERSION: u32 = 10;
+pub(super) const DUMP_VERSION: u32 = 10;
 /// Newest payload version RESTORE accepts (Redis 7.4's).
 const MAX_PAYLOAD_VERSION: u16 = 12;
 /// Bytes after the value: 2 of version, 8 of CRC-64.
