@@ -217,6 +217,16 @@ fn fresh_slot_index() -> Option<Box<slots::SlotIndex>> {
     SLOT_INDEXED.load(std::sync::atomic::Ordering::Relaxed).then(Box::default)
 }
 
+/// `key`'s value in `keys`, its access field stamped as a read at `now_ms` under `access` (the
+/// table leaves it alone while a fork child shares the pages).
+#[inline]
+fn get_stamped<'t>(keys: &'t mut Table<Value>, access: AccessClock, key: &[u8], now_ms: i64) -> Option<&'t mut Value> {
+    match access {
+        AccessClock::Lru => keys.get_touch(key, lru_clock(now_ms)),
+        access => keys.get_touch_with(key, |old| access.touched(old, now_ms)),
+    }
+}
+
 impl Db {
     /// DEBUG HTSTATS: the key table's and the expiry table's bucket statistics.
     pub fn table_stats(&self) -> String {
@@ -403,10 +413,7 @@ impl Db {
         if self.expire_key_and_fields(key, now_ms) {
             return None;
         }
-        match self.access {
-            AccessClock::Lru => self.keys.get_touch(key, lru_clock(now_ms)),
-            access => self.keys.get_touch_with(key, |old| access.touched(old, now_ms)),
-        }
+        get_stamped(&mut self.keys, self.access, key, now_ms)
     }
 
     /// The live value without touching the access time (OBJECT, TYPE with no-touch, SCAN TYPE).
@@ -462,11 +469,7 @@ impl Db {
 
     /// `overwrite` keeping an existing TTL.
     pub fn overwrite_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
-        self.sort_hook(key);
-        self.expire_if_needed(key, now_ms);
-        self.note_value(key, &value);
-        let clock = self.clock_unstamped(key, now_ms);
-        self.key_insert(key, value, clock)
+        self.store_keep_ttl(key, value, now_ms, false)
     }
 
     /// `set` with the access field given: a value moved from another key keeps that key's
@@ -545,10 +548,18 @@ impl Db {
 
     /// Stores `value` under `key`, keeping an existing TTL (SET KEEPTTL, in-place rewrites).
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64) -> Option<Value> {
+        self.store_keep_ttl(key, value, now_ms, true)
+    }
+
+    /// The body of `set_keep_ttl` (`stamp`: the store counts as this command's access) and
+    /// `overwrite_keep_ttl` (a lookup already counted it). The clock is read after expiry, so a
+    /// key that just expired gets a new key's.
+    #[inline(always)]
+    fn store_keep_ttl(&mut self, key: &[u8], value: Value, now_ms: i64, stamp: bool) -> Option<Value> {
         self.sort_hook(key);
         self.expire_if_needed(key, now_ms);
         self.note_value(key, &value);
-        let clock = self.clock_for_store(key, now_ms);
+        let clock = if stamp { self.clock_for_store(key, now_ms) } else { self.clock_unstamped(key, now_ms) };
         self.key_insert(key, value, clock)
     }
 

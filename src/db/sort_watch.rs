@@ -26,7 +26,7 @@
 
 use std::collections::HashMap;
 
-use super::{lru_clock, AccessClock};
+use super::AccessClock;
 use crate::types::table::Table;
 use crate::types::{RStr, Value};
 
@@ -129,10 +129,7 @@ fn lookup_stamping<'t>(
     if expired_at(expires, key, at_ms) {
         return (false, None);
     }
-    let value = match stamp.access {
-        AccessClock::Lru => keys.get_touch(key, lru_clock(stamp.now_ms)),
-        access => keys.get_touch_with(key, |old| access.touched(old, stamp.now_ms)),
-    };
+    let value = super::get_stamped(keys, stamp.access, key, stamp.now_ms);
     judge(value.map(|v| &*v), field, at_ms)
 }
 

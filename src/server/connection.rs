@@ -319,10 +319,10 @@ struct Io<'a, S> {
     rbuf: &'a mut BytesMut,
 }
 
-/// A deferred reply whose last reference is dropped on an encoding thread, not here. The
-/// snapshot behind it can own what writers copied away from under it while it was sent (a
-/// zset's member chunks, one allocation per member): freeing 2M members after a ZRANGE took
-/// the executor 21 ms (perf, `Arc::drop_slow` under the connection's task).
+/// A deferred reply whose last reference is dropped on the freeing thread (`util::bgfree`), not
+/// here. The snapshot behind it can own what writers copied away from under it while it was
+/// sent (a zset's member chunks, one allocation per member): freeing 2M members after a ZRANGE
+/// took the executor 21 ms (perf, `Arc::drop_slow` under the connection's task).
 struct FreedElsewhere(Option<Deferred>);
 
 impl std::ops::Deref for FreedElsewhere {
@@ -335,8 +335,7 @@ impl std::ops::Deref for FreedElsewhere {
 impl Drop for FreedElsewhere {
     fn drop(&mut self) {
         if let Some(d) = self.0.take() {
-            // With the encoding threads gone, it is dropped with the job, here.
-            let _ = encoders().lock().unwrap_or_else(|p| p.into_inner()).send(Box::new(move || drop(d)));
+            crate::util::bgfree::drop_elsewhere(d);
         }
     }
 }

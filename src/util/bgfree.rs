@@ -4,7 +4,8 @@
 //! executor 2-3 ms in the free (perf, `extent_dalloc_wrapper` under `rehash_step`), and a big
 //! set's old slot array 1.75 ms (`madvise` under the executor during SINTER's writers). Values go to
 //! `db::lazyfree`, which counts them for INFO; this is for a type's own buffers, which are not
-//! objects and must not show there, and for the connections' big output buffers.
+//! objects and must not show there, and for the connections' big output buffers and finished
+//! replies' snapshots.
 
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
@@ -42,9 +43,14 @@ pub fn drop_big<T: Send + 'static>(buffer: Box<[T]>) {
 /// Drops `value`, which owns `bytes` of memory, on the freeing thread when that is big (else,
 /// or without that thread, here).
 pub fn drop_sized<T: Send + 'static>(value: T, bytes: usize) {
-    if bytes < MIN_BYTES {
-        return;
+    if bytes >= MIN_BYTES {
+        drop_elsewhere(value);
     }
+}
+
+/// Drops `value` on the freeing thread, whatever it holds (or here, without that thread): for
+/// what may own much more than its size says, such as a reply's snapshot.
+pub fn drop_elsewhere<T: Send + 'static>(value: T) {
     let guard = sender().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(tx) = guard.as_ref() {
         // If the thread is gone the value comes back in the error and is dropped here.
