@@ -308,7 +308,8 @@ pub struct Link {
     pub node: Option<Name>,
     pub inbound: bool,
     pub ctime: i64,
-    pub tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    /// Encoded messages; one broadcast is encoded once and shared by every link's queue.
+    pub tx: tokio::sync::mpsc::UnboundedSender<bytes::Bytes>,
     /// Whether the outbound connection is established (messages queue meanwhile).
     pub connected: bool,
     /// Bytes queued on the channel and not yet written (CLUSTER LINKS send-buffer-*).
@@ -324,7 +325,7 @@ pub enum BusRequest {
         link: u64,
         ip: String,
         port: u16,
-        rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+        rx: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
         queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     },
 }
