@@ -119,8 +119,18 @@ impl<T> CowVec<T> {
 /// a snapshot is still alive (one load of the newest `Keep`'s count, through a `Weak`): if so it
 /// copies the chunk and hands the old one to that `Keep`, which frees it when the last snapshot
 /// that may read it goes (off the executor, where snapshots are dropped); if not, nothing is
-/// frozen any more (`frozen = 0`) and it writes in place. With no snapshot ever taken, a write
-/// costs one comparison of `born` with `frozen`, as `CowVec::make_mut` costs one of its tag.
+/// frozen any more (`frozen = 0`) and it writes in place. With no snapshot alive (after the
+/// first write that finds them gone), a write costs one comparison of `born` with `frozen`,
+/// inlined, the copy being a cold call apart (`CowVec::make_mut` was a call of its own, copy
+/// included).
+///
+/// Measured on a skiplist zset, the server (jemalloc), a loaded 2-core machine: with 2M members
+/// the first ZRANGE z 0 -1 WITHSCORES after loading spent 860 us on the executor with an `Arc`
+/// per chunk, 110 us now; later ones after 200 or 5000 writes 241-339 us, now 78-145 us
+/// (SLOWLOG, wall time); ZADD on a 259k-member zset 23.9-24.3k instructions a request, now
+/// 20.5-21.0k (callgrind; the treap's functions went from 317M to 248M instructions over 20000
+/// requests); memory per member +0.06% at 2M members, +0.34% in 200-member zsets (the header
+/// grew from 24 to 48 bytes and each chunk's entry from 24 to 32).
 ///
 /// A `Keep` is the newest when it is made; when a later snapshot comes after writes that
 /// retired chunks into it, the later one gets a new `Keep`, which the older links to (`next`):
