@@ -422,4 +422,38 @@ mod tests {
         c.get_mut(0)[0] = 7;
         assert_eq!(live_vec(&c), [7]);
     }
+
+    /// Snapshots read on other threads while the owner writes every chunk, takes newer
+    /// snapshots and drops them: each sees what it saw when taken.
+    #[test]
+    fn snapshots_read_on_other_threads_while_written() {
+        let mut c: Chunks<u32> = Chunks::default();
+        for i in 0..4096 {
+            if i % 64 == 0 {
+                c.push_chunk(64);
+            }
+            c.last_mut().unwrap().push(i);
+        }
+        let mut readers = Vec::new();
+        for round in 0..8u32 {
+            let snap = c.snapshot();
+            let want = live_vec(&c);
+            readers.push(std::thread::spawn(move || {
+                for _ in 0..50 {
+                    assert_eq!(snap_vec(&snap), want);
+                }
+            }));
+            for k in 0..c.len() {
+                for x in c.get_mut(k).iter_mut() {
+                    *x = x.wrapping_mul(31).wrapping_add(round);
+                }
+            }
+            if round % 3 == 0 {
+                drop(c.snapshot());
+            }
+        }
+        for r in readers {
+            r.join().unwrap();
+        }
+    }
 }
