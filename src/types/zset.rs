@@ -14,9 +14,10 @@
 //!   O(log n) insert, delete, rank, select and range boundaries, plus a member → score `Table` for
 //!   O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's span skiplist: same
 //!   complexities, no raw pointers, and ranges are walked with an explicit stack in O(log n + k).
-//!   The node arena is in chunks of 128 nodes that a reply snapshot shares (`types::cow`): a big
-//!   ZRANGE takes one `Arc` per chunk and the root, and is walked off the executor while writers
-//!   copy only the chunks they touch (a write touches about twice the tree's depth of nodes).
+//!   The node arena is in chunks of 128 nodes that a reply snapshot shares (`types::cow::Chunks`):
+//!   a big ZRANGE copies each chunk's pointer and the root (no allocation or atomic operation per
+//!   chunk), and is walked off the executor while writers copy only the chunks they touch (a
+//!   write touches about twice the tree's depth of nodes).
 //!
 //! Conversion listpack → skiplist happens when a member longer than `max_value` is added or the
 //! length passes `max_entries` (callers pass `zset-max-listpack-*`); the reverse only for newly built
@@ -27,9 +28,7 @@
 use crate::util::varint;
 use std::cmp::Ordering;
 
-use std::sync::Arc;
-
-use crate::types::cow::CowVec;
+use crate::types::cow::{Chunks, ChunksSnapshot};
 use crate::types::table::Table;
 
 /// Encoding thresholds (`zset-max-listpack-entries`, `zset-max-listpack-value`).
@@ -256,11 +255,11 @@ pub struct Node {
     prio: u32,
 }
 
-/// log2 of the nodes per arena chunk: 128 nodes (5 KiB). A snapshot takes one `Arc` per chunk,
-/// and a write while a snapshot holds a chunk copies it; a write touches about twice the tree's
+/// log2 of the nodes per arena chunk: 128 nodes (3 KiB). A snapshot copies one pointer per
+/// chunk, and a write while a snapshot holds a chunk copies it; a write touches about twice the tree's
 /// depth of nodes, so the first writes after a snapshot copy a few dozen chunks each. Measured
-/// on 1.5M members (`snapshot_cost` below, thread CPU time, a loaded 2-core machine): snapshot
-/// 0.76 ms with 128 or 256 nodes a chunk; worst ZADD+ZREM while it is held 1.18 ms with 128,
+/// on 1.5M members (`snapshot_cost` below, thread CPU time, a loaded 2-core machine), when a
+/// snapshot took an `Arc` per chunk: snapshot 0.76 ms with 128 or 256 nodes a chunk; worst ZADD+ZREM while it is held 1.18 ms with 128,
 /// 1.43 ms with 256 (mean 93 and 107 us; 20 us with no snapshot). Those copies cloned each
 /// node's member too, until members moved to their own chunks (`Nodes::members`): at 2.6M
 /// members the first ten ZADD+ZREM after a snapshot took 163-369 us, now 124-233 us (mean over
@@ -270,19 +269,27 @@ const CHUNK: usize = 1 << CHUNK_SHIFT;
 
 /// log2 of the members per member chunk: 1024. A write changes one or two members (the one it
 /// adds or removes), so a copied chunk costs one clone per member once; bigger chunks keep the
-/// snapshot's extra `Arc`s few (taking a snapshot costs one per chunk).
+/// snapshot's pointers few (taking a snapshot copies one per chunk).
+///
+/// What taking a snapshot of 2M members costs the executor (`snapshot_cost`, thread CPU time,
+/// jemalloc as in the server, a loaded 2-core machine), 15.6k node and 2k member chunks: when
+/// each chunk moved behind an `Arc` of its own (`CowVec::share`), 0.83-1.14 ms the first time
+/// after writes and 160-224 us with nothing written since (an atomic increment per chunk on a
+/// cold cache line); copying each chunk's pointer (`Chunks::snapshot`), 66-73 us and 38-63 us.
+/// ZADD+ZREM pairs while it is held: mean 40-65 us either way. With glibc malloc (plain lib
+/// tests) the `Arc`s cost 1.57-2.09 ms, the pointers 0.21-0.58 ms.
 const MEMBER_SHIFT: u32 = 10;
 const MEMBER_CHUNK: usize = 1 << MEMBER_SHIFT;
 
-/// The treap's node arena in chunks that a reply snapshot can share (`types::cow`): a node at
-/// index `i` is `chunks[i >> CHUNK_SHIFT][i % CHUNK]`. Writes go through `IndexMut`, which copies
-/// a chunk first while a snapshot still holds it.
+/// The treap's node arena in chunks that a reply snapshot can share (`types::cow::Chunks`): a
+/// node at index `i` is `chunks[i >> CHUNK_SHIFT][i % CHUNK]`. Writes go through `IndexMut`,
+/// which copies a chunk first while a snapshot may still read it.
 #[derive(Default)]
 struct Nodes {
-    chunks: Vec<CowVec<Node>>,
+    chunks: Chunks<Node>,
     /// Node `i`'s member is `members[i >> MEMBER_SHIFT][i % MEMBER_CHUNK]` (empty for a free
     /// node).
-    members: Vec<CowVec<Box<[u8]>>>,
+    members: Chunks<Box<[u8]>>,
     len: usize,
 }
 
@@ -293,14 +300,14 @@ impl Nodes {
 
     fn push(&mut self, node: Node, member: Box<[u8]>) {
         if self.len.is_multiple_of(CHUNK) {
-            self.chunks.push(Vec::with_capacity(CHUNK).into());
+            self.chunks.push_chunk(CHUNK);
         }
         if self.len.is_multiple_of(MEMBER_CHUNK) {
-            self.members.push(Vec::with_capacity(MEMBER_CHUNK).into());
+            self.members.push_chunk(MEMBER_CHUNK);
         }
         if let (Some(last), Some(members)) = (self.chunks.last_mut(), self.members.last_mut()) {
-            last.make_mut().push(node);
-            members.make_mut().push(member);
+            last.push(node);
+            members.push(member);
         }
         self.len += 1;
     }
@@ -313,7 +320,7 @@ impl Nodes {
 
     /// Replaces node `i`'s member, returning the one it had.
     fn replace_member(&mut self, i: usize, member: Box<[u8]>) -> Box<[u8]> {
-        std::mem::replace(&mut self.members[i >> MEMBER_SHIFT].make_mut()[i & (MEMBER_CHUNK - 1)], member)
+        std::mem::replace(&mut self.members.get_mut(i >> MEMBER_SHIFT)[i & (MEMBER_CHUNK - 1)], member)
     }
 
     fn members(&self) -> impl Iterator<Item = &[u8]> {
@@ -324,13 +331,13 @@ impl Nodes {
 impl std::ops::Index<usize> for Nodes {
     type Output = Node;
     fn index(&self, i: usize) -> &Node {
-        &self.chunks[i >> CHUNK_SHIFT][i & (CHUNK - 1)]
+        &self.chunks.get(i >> CHUNK_SHIFT)[i & (CHUNK - 1)]
     }
 }
 
 impl std::ops::IndexMut<usize> for Nodes {
     fn index_mut(&mut self, i: usize) -> &mut Node {
-        &mut self.chunks[i >> CHUNK_SHIFT].make_mut()[i & (CHUNK - 1)]
+        &mut self.chunks.get_mut(i >> CHUNK_SHIFT)[i & (CHUNK - 1)]
     }
 }
 
@@ -355,12 +362,12 @@ impl NodeAt for Nodes {
 
     fn member(&self, t: u32) -> &[u8] {
         let i = t as usize;
-        &self.members[i >> MEMBER_SHIFT][i & (MEMBER_CHUNK - 1)]
+        &self.members.get(i >> MEMBER_SHIFT)[i & (MEMBER_CHUNK - 1)]
     }
 }
 
 /// A snapshot's node and member chunks.
-struct SnapNodes<'a>(&'a [Arc<Vec<Node>>], &'a [Arc<Vec<Box<[u8]>>>]);
+struct SnapNodes<'a>(&'a ChunksSnapshot<Node>, &'a ChunksSnapshot<Box<[u8]>>);
 
 impl NodeAt for SnapNodes<'_> {
     fn node(&self, t: u32) -> &Node {
@@ -602,11 +609,12 @@ fn walk_nodes<N: NodeAt + ?Sized>(
     }
 }
 
-/// A zset as it was when the snapshot was taken (`ZSet::snapshot`): the treap's node chunks,
-/// shared with the zset until a write copies them, and its root then; or a listpack's copy.
+/// A zset as it was when the snapshot was taken (`ZSet::snapshot`): the treap's node and member
+/// chunks, shared with the zset until a write copies them, and its root then; or a listpack's
+/// copy.
 pub enum ZSetSnapshot {
     Pack(Box<[u8]>),
-    Tree { chunks: Vec<Arc<Vec<Node>>>, members: Vec<Arc<Vec<Box<[u8]>>>>, root: u32 },
+    Tree { chunks: ChunksSnapshot<Node>, members: ChunksSnapshot<Box<[u8]>>, root: u32 },
 }
 
 impl ZSetSnapshot {
@@ -892,15 +900,15 @@ impl ZSet {
         }
     }
 
-    /// A snapshot of the zset for a reply encoded elsewhere (see `types::cow`): the skiplist's
-    /// node chunks move behind `Arc`s (no copy), a listpack is copied (it is small unless the
+    /// A snapshot of the zset for a reply encoded elsewhere (see `types::cow::Chunks`): the
+    /// skiplist's node and member chunks are shared (one pointer each), a listpack is copied (it is small unless the
     /// limits were raised, and then still one buffer).
     pub fn snapshot(&mut self) -> ZSetSnapshot {
         match &mut self.repr {
             Repr::Pack(b) => ZSetSnapshot::Pack(b.clone()),
             Repr::Tree(t) => ZSetSnapshot::Tree {
-                chunks: t.tree.nodes.chunks.iter_mut().map(CowVec::share).collect(),
-                members: t.tree.nodes.members.iter_mut().map(CowVec::share).collect(),
+                chunks: t.tree.nodes.chunks.snapshot(),
+                members: t.tree.nodes.members.snapshot(),
                 root: t.tree.root,
             },
         }
@@ -1185,8 +1193,9 @@ mod tests {
 }
 
 /// What a big ZRANGE's snapshot costs the executor, in thread CPU time (no preemption): taking
-/// it on a 1.5M-member zset, and the worst ZADD/ZREM while it is held (the writes that copy the
-/// chunks they touch). `[ZSET_COST_N=2600000] cargo test --profile ci --lib zset_snapshot_cost -- --ignored --nocapture`.
+/// it on a 1.5M-member zset after writes and again with none between, and the worst ZADD/ZREM
+/// while it is held (the writes that copy the chunks they touch). Lib tests run on glibc malloc,
+/// not the server's jemalloc: its first allocations after many frees can take tens of ms. `[ZSET_COST_N=2600000] cargo test --profile ci --lib zset_snapshot_cost -- --ignored --nocapture`.
 #[cfg(test)]
 mod snapshot_cost {
     use super::*;
@@ -1213,6 +1222,12 @@ mod snapshot_cost {
             let c0 = thread_cpu();
             let snap = z.snapshot();
             let take = thread_cpu() - c0;
+            // A second one with no write in between (another client's ZRANGE of the same key).
+            let c0 = thread_cpu();
+            let again = z.snapshot();
+            let take_again = thread_cpu() - c0;
+            assert_eq!(again.len(), snap.len());
+            drop(again);
             let (mut worst, mut total) = (Duration::ZERO, Duration::ZERO);
             let mut first = Vec::new();
             for i in 0..2_000 {
@@ -1227,7 +1242,7 @@ mod snapshot_cost {
                 }
             }
             println!(
-                "round {round}: snapshot {take:?}; 2000 ZADD+ZREM pairs while held: worst {worst:?}, mean {:?}; the first ten (us): {first:?}",
+                "round {round}: snapshot {take:?}, again {take_again:?}; 2000 ZADD+ZREM pairs while held: worst {worst:?}, mean {:?}; the first ten (us): {first:?}",
                 total / 2_000
             );
             drop(snap);
