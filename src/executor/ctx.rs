@@ -161,19 +161,26 @@ impl Ctx<'_> {
     /// The value under `key` as a `T`, created empty when absent (publishing the `new` event, as
     /// Redis's dbAdd does); WRONGTYPE when it holds another type.
     pub fn write_or_create<T: Typed>(&mut self, key: &[u8]) -> Result<&mut T, CmdError> {
-        let now = self.now_ms;
-        match self.lookup_write(key) {
+        let absent = match self.lookup_write(key) {
             Some(v) if T::of(v).is_none() => return Err(CmdError::WrongType),
-            Some(_) => {}
-            None => {
-                self.srv.dbs[self.client.db].set(key, T::empty(), now);
-                self.notify(crate::pubsub::ev::NEW, "new", key);
-            }
+            Some(_) => false,
+            None => true,
+        };
+        self.create_if_absent(key, absent)
+    }
+
+    /// The tail of `write_or_create` and `again_or_create`: creates the value empty when
+    /// `absent` (the `new` event, a new key's access field), then probes again. Returning the
+    /// lookup's own borrow from one arm is what the borrow checker cannot accept yet; the
+    /// second probe must not stamp: the lookup counted this command's access, or `set` gave a
+    /// new key its initial clock, as Redis's dbAdd does.
+    #[inline(always)]
+    fn create_if_absent<T: Typed>(&mut self, key: &[u8], absent: bool) -> Result<&mut T, CmdError> {
+        if absent {
+            let now = self.now_ms;
+            self.srv.dbs[self.client.db].set(key, T::empty(), now);
+            self.notify(crate::pubsub::ev::NEW, "new", key);
         }
-        // A second probe: returning the first one's borrow from one arm is what the borrow
-        // checker cannot accept yet (the value is there now, so this finds it). It must not
-        // stamp: the lookup above counted this command's access, or `set` gave a new key its
-        // initial clock, as Redis's dbAdd does.
         self.srv.dbs[self.client.db].get_ref_mut(key).and_then(T::of_mut).ok_or(CmdError::WrongType)
     }
 
@@ -190,12 +197,8 @@ impl Ctx<'_> {
     /// `again`, creating the value empty when absent (with the `new` event and a new key's
     /// access field, as `write_or_create`).
     pub fn again_or_create<T: Typed>(&mut self, key: &[u8]) -> Result<&mut T, CmdError> {
-        if self.srv.dbs[self.client.db].get_ref(key).is_none() {
-            let now = self.now_ms;
-            self.srv.dbs[self.client.db].set(key, T::empty(), now);
-            self.notify(crate::pubsub::ev::NEW, "new", key);
-        }
-        self.srv.dbs[self.client.db].get_ref_mut(key).and_then(T::of_mut).ok_or(CmdError::WrongType)
+        let absent = self.srv.dbs[self.client.db].get_ref(key).is_none();
+        self.create_if_absent(key, absent)
     }
 
     /// Deletes `key` from the client's database (a collection left empty), returning its value.

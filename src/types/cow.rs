@@ -360,18 +360,24 @@ mod tests {
         c.iter().flatten().copied().collect()
     }
 
+    /// `0..n` in chunks of `per` elements.
+    fn filled(n: u32, per: usize) -> Chunks<u32> {
+        let mut c = Chunks::default();
+        for i in 0..n {
+            if (i as usize).is_multiple_of(per) {
+                c.push_chunk(per);
+            }
+            c.last_mut().unwrap().push(i);
+        }
+        c
+    }
+
     /// Snapshots see the chunks as they were, through writes, pushes, overlapping snapshots
     /// (the older outliving the newer) and the storage's drop; writes with no snapshot left go
     /// in place.
     #[test]
     fn chunk_snapshots_keep_what_they_saw() {
-        let mut c: Chunks<u32> = Chunks::default();
-        for i in 0..10 {
-            if i % 4 == 0 {
-                c.push_chunk(4);
-            }
-            c.last_mut().unwrap().push(i);
-        }
+        let mut c = filled(10, 4);
         let s1 = c.snapshot();
         let want1 = live_vec(&c);
         c.get_mut(0)[1] = 100;
@@ -427,13 +433,7 @@ mod tests {
     /// snapshots and drops them: each sees what it saw when taken.
     #[test]
     fn snapshots_read_on_other_threads_while_written() {
-        let mut c: Chunks<u32> = Chunks::default();
-        for i in 0..4096 {
-            if i % 64 == 0 {
-                c.push_chunk(64);
-            }
-            c.last_mut().unwrap().push(i);
-        }
+        let mut c = filled(4096, 64);
         let mut readers = Vec::new();
         for round in 0..8u32 {
             let snap = c.snapshot();
