@@ -15,7 +15,7 @@ use std::task::Poll;
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Shared;
+use super::{ExecHandle, Shared};
 use crate::commands;
 use crate::config::live;
 use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer};
@@ -168,6 +168,9 @@ where
         }
         handle.set_unparsed(!rbuf.is_empty());
         if !cmds.is_empty() {
+            if cmds.len() > 1 && matches!(shared.exec, ExecHandle::Local(_)) {
+                super::turns::wait().await;
+            }
             let woken_before = crate::executor::clients::wakeups();
             let end = shared.exec.batch(id, &mut cmds, &mut out).await;
             let deferred = handle.take_deferred();

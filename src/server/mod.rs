@@ -9,6 +9,7 @@ pub mod rdb_transfer;
 mod replica_link;
 pub mod tls;
 mod tls_v1;
+mod turns;
 
 use std::sync::{Arc, Mutex};
 
@@ -160,7 +161,10 @@ pub fn run(config: Config) -> i32 {
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .on_thread_park(move || coalesce::before_park(!gate.sync_written()))
-            .on_thread_unpark(coalesce::after_unpark)
+            .on_thread_unpark(|| {
+                coalesce::after_unpark();
+                turns::unparked();
+            })
             .build()
         {
             Ok(rt) => rt,
