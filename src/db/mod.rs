@@ -826,9 +826,19 @@ impl Db {
     /// and repeats while more than 10% of a sample was expired, until `deadline`. Returns the
     /// number of keys deleted.
     pub fn active_expire(&mut self, now_ms: i64, deadline: std::time::Instant, per_loop: usize) -> usize {
+        let (deleted, timed_out) = self.active_expire_until(now_ms, deadline, per_loop);
+        if timed_out {
+            self.counters.expired_time_cap_reached += 1;
+        }
+        deleted
+    }
+
+    /// `active_expire` without counting the time cap: returns the keys deleted and whether
+    /// `deadline` ended the pass (the cron's slices end before its cycle's budget does).
+    pub fn active_expire_until(&mut self, now_ms: i64, deadline: std::time::Instant, per_loop: usize) -> (usize, bool) {
         /// Redis's ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE.
         const ACCEPTABLE_STALE_PERCENT: usize = 10;
-        let (mut deleted, mut sampled_total) = (0, 0);
+        let (mut deleted, mut sampled_total, mut timed_out) = (0, 0, false);
         let mut expired = Vec::with_capacity(per_loop);
         loop {
             if self.expires.is_empty() || per_loop == 0 {
@@ -848,7 +858,7 @@ impl Db {
                 break;
             }
             if std::time::Instant::now() >= deadline {
-                self.counters.expired_time_cap_reached += 1;
+                timed_out = true;
                 break;
             }
         }
@@ -857,7 +867,7 @@ impl Db {
             let current = deleted as f64 / sampled_total as f64;
             self.counters.expired_stale_perc = current * 0.05 + self.counters.expired_stale_perc * 0.95;
         }
-        deleted
+        (deleted, timed_out)
     }
 
     /// Moves resize work forward in both tables until `deadline` (Redis's activerehashing slice,

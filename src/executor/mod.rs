@@ -70,6 +70,19 @@ pub const PAUSE_SHUTDOWN: u8 = 2;
 pub const PAUSE_CLUSTER_MF: u8 = 4;
 
 /// Everything handlers may read or change through `Ctx`, apart from the calling client.
+/// What is left of one cron tick's budgeted work (see `Executor::cron_slice`).
+pub struct CronWork {
+    now_ms: i64,
+    /// Active expiry: the next database and the cycle's time left; `expire_spent` is None when
+    /// the tick does no expiry or once the cycle is over (its time recorded).
+    expire_db: usize,
+    expire_left: Duration,
+    expire_spent: Option<Duration>,
+    /// Active rehashing: the next database and the time left.
+    rehash_db: usize,
+    rehash_left: Duration,
+}
+
 pub struct State {
     pub dbs: Vec<Db>,
     pub config: Config,
@@ -95,6 +108,8 @@ pub struct State {
     pub shutdown_state: shutdown::Shutdown,
     /// DEBUG PAUSE-CRON: periodic work is skipped while set.
     pub cron_paused: bool,
+    /// The cron tick's expire cycle and rehashing still to do.
+    pub cron_work: Option<CronWork>,
     /// DEBUG REPLYBUFFER: how the client cron resizes reply buffers.
     pub reply_buffer: clients::ReplyBufferPolicy,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
@@ -193,6 +208,7 @@ impl State {
             active_expire_enabled: true,
             shutdown_state: shutdown::Shutdown::default(),
             cron_paused: false,
+            cron_work: None,
             reply_buffer: clients::ReplyBufferPolicy::default(),
             scripts_may_call_noscript: false,
             cron_loops: 0,
@@ -538,36 +554,27 @@ impl Executor {
         scripting::ldb::reap_children();
         crate::executor::tracking::broadcast(st, None);
         // Keys do not expire actively while clients are paused (Redis 7.0), nor on a replica,
-        // whose master sends the deletions.
-        if st.active_expire_enabled && !st.paused(now) && st.repl.master.is_none() {
-            // Redis's slow cycle: at most 25% of a cron period's CPU.
+        // whose master sends the deletions. Redis's slow cycle: at most 25% of a cron period's
+        // CPU. Then active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes
+        // a resize (or shrink) of a table that is no longer written to. Both run in
+        // `cron_slice`, a slice at a time.
+        let expire_budget = if st.active_expire_enabled && !st.paused(now) && st.repl.master.is_none() {
             let hz = st.config.hz.clamp(1, 500) as u64;
-            let budget = Duration::from_micros(1_000_000 / hz / 4);
-            let started = Instant::now();
-            let deadline = started + budget;
-            for db in &mut st.dbs {
-                if Instant::now() >= deadline {
-                    break;
-                }
-                db.active_expire(now, deadline, 20);
-                // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
-                db.active_expire_fields(now, deadline, 1000);
-            }
-            crate::executor::record_latency(st, "expire-cycle", started.elapsed().as_micros() as u64);
-        }
-        // pub/sub hook: `expired` keyspace events from active expiry.
+            Some(Duration::from_micros(1_000_000 / hz / 4))
+        } else {
+            None
+        };
+        st.cron_work = Some(CronWork {
+            now_ms: now,
+            expire_db: 0,
+            expire_left: expire_budget.unwrap_or_default(),
+            expire_spent: expire_budget.map(|_| Duration::ZERO),
+            rehash_db: 0,
+            rehash_left: Duration::from_millis(1),
+        });
+        // pub/sub hook: `expired` keyspace events of keys expired since the last tick.
         crate::executor::pubsub::drain_expired(st, None);
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
-        // Active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes a resize
-        // (or shrink) of a table that is no longer written to.
-        // Not while a BGSAVE child shares our pages: rehashing would copy them (as Redis).
-        let deadline = Instant::now() + Duration::from_millis(1);
-        for db in &mut st.dbs {
-            if Instant::now() >= deadline || st.snapshot.child.is_some() {
-                break;
-            }
-            db.rehash_until(deadline);
-        }
         st.note_memory_peak();
         // maxmemory: a pass that ran out of time goes on here (Redis's eviction time proc).
         if st.evict.running {
@@ -594,6 +601,63 @@ impl Executor {
                 }
             }
         }
+    }
+
+    /// Goes on with the cron tick's budgeted work (active expiry, then active rehashing) for at
+    /// most about `slice`; returns whether some is left. The one-thread runtime's cron task
+    /// yields between slices, so a 25 ms expire cycle of many keys due at once is clients'
+    /// commands with looks at the sockets in between, not one 25 ms wait for all of them.
+    pub fn cron_slice(&mut self, slice: Duration) -> bool {
+        let st = &mut self.state;
+        let Some(mut w) = st.cron_work.take() else { return false };
+        let slice_end = Instant::now() + slice;
+        // Each slice takes one step at least, however short.
+        let mut stepped = false;
+        if let Some(mut spent) = w.expire_spent {
+            while w.expire_db < st.dbs.len() && !w.expire_left.is_zero() {
+                let started = Instant::now();
+                if stepped && started >= slice_end {
+                    w.expire_spent = Some(spent);
+                    st.cron_work = Some(w);
+                    return true;
+                }
+                let db = &mut st.dbs[w.expire_db];
+                let deadline = slice_end.min(started + w.expire_left);
+                let (_, timed_out) = db.active_expire_until(w.now_ms, deadline, 20);
+                stepped = true;
+                if !timed_out {
+                    // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
+                    db.active_expire_fields(w.now_ms, deadline, 1000);
+                    w.expire_db += 1;
+                }
+                let used = started.elapsed();
+                spent += used;
+                w.expire_left = w.expire_left.saturating_sub(used);
+                if timed_out && w.expire_left.is_zero() {
+                    db.counters.expired_time_cap_reached += 1;
+                }
+                // pub/sub hook: `expired` keyspace events from active expiry.
+                crate::executor::pubsub::drain_expired(st, None);
+                st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
+            }
+            w.expire_spent = None;
+            crate::executor::record_latency(st, "expire-cycle", spent.as_micros() as u64);
+        }
+        // Not while a BGSAVE child shares our pages: rehashing would copy them (as Redis).
+        while w.rehash_db < st.dbs.len() && !w.rehash_left.is_zero() && st.snapshot.child.is_none() {
+            let started = Instant::now();
+            if stepped && started >= slice_end {
+                st.cron_work = Some(w);
+                return true;
+            }
+            let deadline = slice_end.min(started + w.rehash_left);
+            if !st.dbs[w.rehash_db].rehash_until(deadline) {
+                w.rehash_db += 1;
+            }
+            stepped = true;
+            w.rehash_left = w.rehash_left.saturating_sub(started.elapsed());
+        }
+        false
     }
 
     /// Milliseconds between cron runs.
@@ -666,6 +730,7 @@ pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
                 exec.expire_blocked();
                 if Instant::now() >= next_cron {
                     exec.cron();
+                    while exec.cron_slice(Duration::from_secs(1)) {}
                     next_cron = Instant::now() + exec.cron_period();
                 }
             }
@@ -724,5 +789,38 @@ fn prefetch_key(st: &State, client: &Client, cmd: Option<&Cmd>, stage: fn(&Db, &
         if let Some(db) = st.dbs.get(client.db) {
             stage(db, &cmd.argv[first as usize]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cron's expire cycle done in slices: each slice makes progress, a slice's end is not
+    /// the cycle's time cap, and the cycle ends with every stale key gone or the cap counted.
+    #[test]
+    fn the_expire_cycle_runs_in_slices() {
+        let mut e = Executor::new(Config::default());
+        let now = unix_ms();
+        let db = &mut e.state.dbs[0];
+        for i in 0..20_000 {
+            let k = format!("k{i}").into_bytes();
+            db.set(&k, crate::types::Value::Str(crate::types::string::RStr::from_bytes(b"v")), now);
+            db.set_expire(&k, now - 1);
+        }
+        e.cron();
+        assert!(e.cron_slice(Duration::ZERO), "a zero slice does one step and leaves the rest");
+        let db = &e.state.dbs[0];
+        assert!(db.len() < 20_000 && db.len() >= 20_000 - 40, "{}", db.len());
+        assert_eq!(db.counters.expired_time_cap_reached, 0);
+        let mut slices = 1;
+        while e.cron_slice(Duration::from_micros(250)) {
+            slices += 1;
+        }
+        let db = &e.state.dbs[0];
+        assert!(db.is_empty() || db.counters.expired_time_cap_reached == 1, "{} left", db.len());
+        assert_eq!(e.state.stats.expired_keys as usize, 20_000 - db.len());
+        assert!(slices > 1);
+        assert!(e.state.cron_work.is_none());
     }
 }

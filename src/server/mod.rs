@@ -188,11 +188,20 @@ pub fn run(config: Config) -> i32 {
                         _ = crate::util::timer::sleep_until(wake) => {}
                         _ = timer.notified() => continue,
                     }
-                    let mut e = ExecHandle::local(&cron_exec);
-                    e.expire_blocked();
-                    if std::time::Instant::now() >= next_cron {
-                        e.cron();
-                        next_cron = std::time::Instant::now() + e.cron_period();
+                    let ticked = {
+                        let mut e = ExecHandle::local(&cron_exec);
+                        e.expire_blocked();
+                        let due = std::time::Instant::now() >= next_cron;
+                        if due {
+                            e.cron();
+                            next_cron = std::time::Instant::now() + e.cron_period();
+                        }
+                        due
+                    };
+                    // The tick's expire cycle and rehashing, a turn's worth at a time with the
+                    // connections' turns in between.
+                    while ticked && ExecHandle::local(&cron_exec).cron_slice(CRON_SLICE) {
+                        tokio::task::yield_now().await;
                     }
                 }
             });
@@ -222,6 +231,10 @@ pub fn run(config: Config) -> i32 {
         rt.block_on(serve(ExecHandle::Remote(tx), config))
     }
 }
+
+/// The most of the cron's expire cycle and rehashing done between two looks at the sockets on
+/// the one-thread runtime: a connection's turn.
+const CRON_SLICE: std::time::Duration = std::time::Duration::from_micros(turns::ROUND_US);
 
 async fn serve(exec: ExecHandle, config: Config) -> i32 {
     let Some(exit) = exec.run(|e| e.state.shutdown_state.exit.clone()).await else { return 1 };
