@@ -614,6 +614,11 @@ impl Executor {
         // Each slice takes one step at least, however short.
         let mut stepped = false;
         if let Some(mut spent) = w.expire_spent {
+            // What stops expiry at a tick's start stops it between slices too: a CLIENT PAUSE,
+            // becoming a replica, DEBUG SET-ACTIVE-EXPIRE 0.
+            if !st.active_expire_enabled || st.paused(unix_ms()) || st.repl.master.is_some() {
+                w.expire_left = Duration::ZERO;
+            }
             while w.expire_db < st.dbs.len() && !w.expire_left.is_zero() {
                 let started = Instant::now();
                 if stepped && started >= slice_end {
@@ -822,5 +827,25 @@ mod tests {
         assert_eq!(e.state.stats.expired_keys as usize, 20_000 - db.len());
         assert!(slices > 1);
         assert!(e.state.cron_work.is_none());
+    }
+
+    /// Expiry stopped between two slices (DEBUG SET-ACTIVE-EXPIRE 0, a CLIENT PAUSE, becoming a
+    /// replica) deletes nothing more in that tick.
+    #[test]
+    fn expiry_stopped_between_slices_stops_the_cycle() {
+        let mut e = Executor::new(Config::default());
+        let now = unix_ms();
+        for i in 0..5_000 {
+            let k = format!("k{i}").into_bytes();
+            e.state.dbs[0].set(&k, crate::types::Value::Str(crate::types::string::RStr::from_bytes(b"v")), now);
+            e.state.dbs[0].set_expire(&k, now - 1);
+        }
+        e.cron();
+        assert!(e.cron_slice(Duration::ZERO));
+        let left = e.state.dbs[0].len();
+        assert!(left < 5_000);
+        e.state.active_expire_enabled = false;
+        while e.cron_slice(Duration::ZERO) {}
+        assert_eq!(e.state.dbs[0].len(), left);
     }
 }
