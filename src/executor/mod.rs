@@ -69,7 +69,6 @@ pub const PAUSE_SHUTDOWN: u8 = 2;
 /// `State::pause_held` bit: a master holds writes while its replica takes over (CLUSTER FAILOVER).
 pub const PAUSE_CLUSTER_MF: u8 = 4;
 
-/// Everything handlers may read or change through `Ctx`, apart from the calling client.
 /// What is left of one cron tick's budgeted work (see `Executor::cron_slice`).
 pub struct CronWork {
     now_ms: i64,
@@ -83,6 +82,7 @@ pub struct CronWork {
     rehash_left: Duration,
 }
 
+/// Everything handlers may read or change through `Ctx`, apart from the calling client.
 pub struct State {
     pub dbs: Vec<Db>,
     pub config: Config,
