@@ -386,3 +386,36 @@ fn debug_object_serializedlength_matches_redis() {
     }
     assert_eq!(lengths[1], lengths[0], "ferrodis (left) against Redis (right)");
 }
+
+/// DEBUG OBJECT of a list ends with Redis 7.0's quicklist figures: nodes, average entries per
+/// node, the fill and compression settings, and the size of the nodes as listpacks (of short
+/// strings, which encode as in a listpack), for lists of one node and of many, under a size fill
+/// and a count fill.
+#[test]
+fn debug_object_list_figures_match_redis() {
+    fn ql_figures(c: &mut Client, key: &str) -> String {
+        let line = String::from_utf8_lossy(&c.cmd(&["DEBUG", "OBJECT", key])).into_owned();
+        let ql: Vec<&str> = line.split_whitespace().filter(|w| w.starts_with("ql_")).collect();
+        assert_eq!(ql.len(), 5, "{line}");
+        format!("{key} {}", ql.join(" "))
+    }
+    let debug = ["--enable-debug-command", "yes"];
+    let servers = [RedisServer::with_args(&debug), TestServer::with_args(&debug)];
+    let mut figures = Vec::new();
+    for server in &servers {
+        let mut c = server.client();
+        c.cmd(&["RPUSH", "small", "a", "b", "c"]);
+        for i in 0..5000 {
+            c.cmd(&["RPUSH", "big", &format!("value{i}")]);
+        }
+        let mut got = vec![ql_figures(&mut c, "small"), ql_figures(&mut c, "big")];
+        c.cmd(&["CONFIG", "SET", "list-max-listpack-size", "100"]);
+        c.cmd(&["CONFIG", "SET", "list-compress-depth", "1"]);
+        for i in 0..1050 {
+            c.cmd(&["RPUSH", "counted", &format!("m{i}")]);
+        }
+        got.push(ql_figures(&mut c, "counted"));
+        figures.push(got);
+    }
+    assert_eq!(figures[1], figures[0], "ferrodis (left) against Redis (right)");
+}

@@ -490,6 +490,11 @@ impl List {
         self.nodes.len()
     }
 
+    /// Bytes of entries in the nodes (DEBUG OBJECT's ql_uncompressed_size).
+    pub fn entry_bytes(&self) -> usize {
+        self.nodes.iter().map(|n| n.buf.len()).sum()
+    }
+
     /// Bytes held by the list's buffers (approximate memory usage).
     pub fn allocated_bytes(&self) -> usize {
         self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>() + self.nodes.spine_bytes()
