@@ -16,12 +16,11 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growth_stall import command, connect, free_port, probe  # noqa: E402
+from growth_stall import command, connect, empty_server, probe  # noqa: E402
 
 
 def dataset(keys, ttl_ms):
@@ -34,13 +33,8 @@ def dataset(keys, ttl_ms):
 
 
 def one_run(binary, data, deadline_s):
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="expire-stall-")
     last_cpu = (os.cpu_count() or 1) - 1
-    server = subprocess.Popen(["taskset", "-c", "0", binary, "--port", str(port), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no", "--dir", workdir],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with empty_server([binary], pin=True) as (_, port):
         ctl = connect(port)
         started = time.time()
         subprocess.run(["taskset", "-c", str(last_cpu), "redis-cli", "-p", str(port), "--pipe"], input=data,
@@ -57,10 +51,6 @@ def one_run(binary, data, deadline_s):
         ordered = sorted(samples)
         pick = lambda q: ordered[min(len(ordered) - 1, int(len(ordered) * q))]  # noqa: E731
         return {"max": ordered[-1], "p999": pick(0.999), "p99": pick(0.99), "samples": len(ordered), "gone": gone}
-    finally:
-        server.kill()
-        server.wait()
-        subprocess.run(["rm", "-rf", workdir])
 
 
 def main():

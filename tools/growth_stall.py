@@ -16,6 +16,7 @@ follows each run: the longest work between two looks at the sockets, which is th
 of the probe's wait (the rest is the machine's).
 """
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -73,16 +74,29 @@ def probe(port, stop, samples, rt):
     s.close()
 
 
-def one_run(server_cmd, keys, pin, rt=False, stretch=False):
+@contextlib.contextmanager
+def empty_server(server_cmd, pin):
+    """An empty server with persistence off in a scratch directory (on CPU 0 when pinned), for
+    the length of the block: yields the process and its port; killed and its directory removed
+    after."""
     port = free_port()
-    workdir = tempfile.mkdtemp(prefix="growth-stall-")
+    workdir = tempfile.mkdtemp(prefix="stall-")
     cmd = server_cmd + ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                         "--dir", workdir]
-    cpus = os.cpu_count() or 1
     if pin:
         cmd = ["taskset", "-c", "0"] + cmd
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        yield server, port
+    finally:
+        server.kill()
+        server.wait()
+        subprocess.run(["rm", "-rf", workdir])
+
+
+def one_run(server_cmd, keys, pin, rt=False, stretch=False):
+    cpus = os.cpu_count() or 1
+    with empty_server(server_cmd, pin) as (server, port):
         ctl = connect(port)
         stop, samples = threading.Event(), []
         prober = threading.Thread(target=probe, args=(port, stop, samples, rt))
@@ -114,10 +128,6 @@ def one_run(server_cmd, keys, pin, rt=False, stretch=False):
         p999 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.999))]
         return {"max_ms": ordered[-1], "p999_ms": p999, "samples": len(ordered), "keys": dbsize,
                 "seconds": elapsed, "stretches": stretches}
-    finally:
-        server.kill()
-        server.wait()
-        subprocess.run(["rm", "-rf", workdir])
 
 
 def main():

@@ -68,18 +68,24 @@ impl Turns {
         }
     }
 
+    /// Where `ticket` waits: tickets are handed out in increasing order and the queue keeps
+    /// them in it, so thousands of pipelining clients do not make each wait a linear search.
+    fn place_of(&self, ticket: u64) -> Result<usize, usize> {
+        self.queue.binary_search_by_key(&ticket, |(t, _)| *t)
+    }
+
     fn poll_released(&mut self, ticket: u64, cx: &mut Context<'_>) -> Poll<()> {
         if self.released == Some(ticket) {
             return Poll::Ready(());
         }
-        if let Some(entry) = self.queue.iter_mut().find(|(t, _)| *t == ticket) {
-            entry.1 = Some(cx.waker().clone());
+        if let Ok(at) = self.place_of(ticket) {
+            self.queue[at].1 = Some(cx.waker().clone());
         }
         Poll::Pending
     }
 
     fn leave(&mut self, ticket: u64) {
-        if let Some(at) = self.queue.iter().position(|(t, _)| *t == ticket) {
+        if let Ok(at) = self.place_of(ticket) {
             self.queue.remove(at);
         }
         if self.released == Some(ticket) {
