@@ -395,3 +395,84 @@ fn newer_fixtures_dump_as_rdb_10_for_redis_7_0() {
         assert!(total > 100, "{fixture}: only {total} keys");
     }
 }
+
+/// A list's payload shows its quicklist nodes, so ferrodis must cut them where Redis 7.0 does:
+/// pushes at both ends (Redis's size estimate of an element), LINSERT's split and merges, LSET
+/// growing a node in place, LTRIM/LREM/pops, plain nodes (DEBUG QUICKLIST-PACKED-THRESHOLD), a
+/// fill change after the list was made (a list keeps its own), and a reload keeping loaded nodes.
+/// Seeded random commands over elements of every listpack size class (small and big integers,
+/// strings around 64 bytes, some of kilobytes); each list's DUMP is compared byte for byte.
+#[test]
+fn list_payloads_cut_nodes_as_redis() {
+    let debug = ["--enable-debug-command", "yes"];
+    let (r, f) = (RedisServer::with_args(&debug), TestServer::with_args(&debug));
+    let (mut rc, mut fc) = (r.client(), f.client());
+    let mut rng = fastrand::Rng::with_seed(0x11575);
+    fn element(rng: &mut fastrand::Rng) -> Vec<u8> {
+        match rng.u8(..100) {
+            0..=29 => {
+                let bound = [127, 5000, 40000, 9_000_000, i64::from(i32::MAX), i64::MAX][rng.usize(..6)];
+                rng.i64(-bound..=bound).to_string().into_bytes()
+            }
+            30..=79 => (0..rng.usize(..20)).map(|_| b"abcdefgh"[rng.usize(..8)]).collect(),
+            80..=94 => vec![b'x'; rng.usize(55..140)],
+            _ => vec![b'q'; rng.usize(200..5000)],
+        }
+    }
+    fn same(rc: &mut Client, fc: &mut Client, argv: &[Vec<u8>]) {
+        let (want, got) = (rc.cmd(argv), fc.cmd(argv));
+        assert_eq!(show(&got), show(&want), "reply to {}", common::show_argv(argv));
+    }
+    for round in 0..24 {
+        let fill = ["-1", "-2", "-3", "-4", "-5", "0", "1", "5", "128", "1000"][round % 10];
+        let plain = if round % 6 == 5 { "100" } else { "0" };
+        same(&mut rc, &mut fc, &argv(&[b"DEBUG", b"QUICKLIST-PACKED-THRESHOLD", plain.as_bytes()]));
+        same(&mut rc, &mut fc, &argv(&[b"CONFIG", b"SET", b"list-max-listpack-size", fill.as_bytes()]));
+        same(&mut rc, &mut fc, &argv(&[b"DEL", b"l"]));
+        for step in 0..rng.usize(200..1500) {
+            if step == 100 && round % 4 == 3 {
+                // Later pushes keep the fill the list was made with.
+                same(&mut rc, &mut fc, &argv(&[b"CONFIG", b"SET", b"list-max-listpack-size", b"3"]));
+            }
+            let mut cmd: Vec<Vec<u8>> = match rng.u8(..10) {
+                0..=2 => vec![b"RPUSH".to_vec(), b"l".to_vec()],
+                3..=4 => vec![b"LPUSH".to_vec(), b"l".to_vec()],
+                5 => vec![[b"LPOP".as_slice(), b"RPOP"][rng.usize(..2)].to_vec(), b"l".to_vec(), b"2".to_vec()],
+                6 => vec![
+                    b"LSET".to_vec(),
+                    b"l".to_vec(),
+                    rng.i64(-300..300).to_string().into_bytes(),
+                    element(&mut rng),
+                ],
+                7 | 8 => {
+                    let pivot =
+                        [element(&mut rng), b"a".to_vec(), b"1".to_vec(), b"b".to_vec()][rng.usize(..4)].clone();
+                    let side = [b"BEFORE".as_slice(), b"AFTER"][rng.usize(..2)].to_vec();
+                    vec![b"LINSERT".to_vec(), b"l".to_vec(), side, pivot, element(&mut rng)]
+                }
+                _ => match rng.u8(..2) {
+                    0 => vec![
+                        b"LREM".to_vec(),
+                        b"l".to_vec(),
+                        rng.i64(-2..=2).to_string().into_bytes(),
+                        element(&mut rng),
+                    ],
+                    _ => vec![b"LTRIM".to_vec(), b"l".to_vec(), b"1".to_vec(), b"-2".to_vec()],
+                },
+            };
+            if cmd[0].ends_with(b"PUSH") {
+                cmd.extend((0..rng.usize(1..6)).map(|_| element(&mut rng)));
+            }
+            same(&mut rc, &mut fc, &cmd);
+        }
+        let context = format!("round {round}, fill {fill}, plain threshold {plain}");
+        let (want, got) = (rc.cmd(&["DUMP", "l"]), fc.cmd(&["DUMP", "l"]));
+        assert!(want.len() > 100, "{context}: the list is too short to test anything: {}", show(&want));
+        assert_eq!(show(&got), show(&want), "{context}: DUMP l");
+        if round % 3 == 0 {
+            same(&mut rc, &mut fc, &argv(&[b"DEBUG", b"RELOAD"]));
+            let (want, got) = (rc.cmd(&["DUMP", "l"]), fc.cmd(&["DUMP", "l"]));
+            assert_eq!(show(&got), show(&want), "{context}: DUMP l after DEBUG RELOAD");
+        }
+    }
+}

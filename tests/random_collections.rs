@@ -686,7 +686,11 @@ fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client) {
             vec![(vec![b"TYPE", k], Order::Exact), (vec![b"OBJECT", b"ENCODING", k], Order::Exact)];
         match ty.as_slice() {
             b"+string\r\n" => checks.push((vec![b"GET", k], Order::Exact)),
-            b"+list\r\n" => checks.push((vec![b"LRANGE", k, b"0", b"-1"], Order::Exact)),
+            b"+list\r\n" => {
+                checks.push((vec![b"LRANGE", k, b"0", b"-1"], Order::Exact));
+                // The payload shows the quicklist's nodes: they must be cut where Redis cuts them.
+                checks.push((vec![b"DUMP", k], Order::Exact));
+            }
             b"+hash\r\n" => checks.push((vec![b"HGETALL", k], Order::SmallExactPairs)),
             b"+set\r\n" => checks.push((vec![b"SMEMBERS", k], Order::SmallExact)),
             b"+zset\r\n" => checks.push((vec![b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"], Order::Exact)),

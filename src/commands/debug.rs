@@ -454,7 +454,7 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let now = ctx.now_ms();
     let compress = ctx.config().rdbcompression;
-    let (list_fill, list_depth) = (ctx.config().list_max_listpack_size, ctx.config().list_compress_depth);
+    let list_depth = ctx.config().list_compress_depth;
     let shared_ints = crate::executor::evict::shares_integers(ctx.admin());
     let db = ctx.db();
     // As Redis, a direct look in the table: a key past its TTL but not yet expired is shown.
@@ -465,19 +465,18 @@ fn debug_object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let shared = shared_ints && matches!(v.as_str(), Some(RStr::Int(i)) if (0..10000).contains(i));
     let refcount = if shared { SHARED_REFCOUNT } else { 1 };
     let lru = crate::db::lru_clock(now).wrapping_sub(idle as u32) & crate::db::LRU_CLOCK_MAX;
-    // A list (a quicklist to Redis 7.0) adds its node figures, as Redis's DEBUG OBJECT does. Its
-    // size counts each node as a listpack would be, with a 6-byte header and an end byte; short
-    // strings encode as in a listpack, so for them it is Redis's figure (integers are larger
-    // here). The fill and compression are the configuration's now: Redis shows those the list
-    // was made with, which differ only after a CONFIG SET of them.
+    // A list (a quicklist to Redis 7.0) adds its node figures, as Redis's DEBUG OBJECT does: its
+    // nodes are Redis's, their size is counted as listpacks, and the fill is the one the list was
+    // made with. The compression is the configuration's now (nodes are never compressed here):
+    // Redis shows the list's, which differs only after a CONFIG SET of list-compress-depth.
     let quicklist = match v {
         Value::List(l) => format!(
             " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{} ql_uncompressed_size:{}",
             l.node_count(),
             l.len() as f64 / l.node_count().max(1) as f64,
-            list_fill,
+            l.fill(),
             u8::from(list_depth != 0),
-            l.entry_bytes() + 7 * l.node_count()
+            l.listpack_bytes()
         ),
         _ => String::new(),
     };

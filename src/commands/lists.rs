@@ -168,10 +168,10 @@ fn pop_one(list: &mut List, end: End) -> Option<Vec<u8>> {
     }
 }
 
-fn push_one(list: &mut List, end: End, data: &[u8], fill: i64) {
+fn push_one(list: &mut List, end: End, data: &[u8]) {
     match end {
-        End::Head => list.push_front(data, fill),
-        End::Tail => list.push_back(data, fill),
+        End::Head => list.push_front(data),
+        End::Tail => list.push_back(data),
     }
 }
 
@@ -182,15 +182,15 @@ fn push_generic(ctx: &mut Ctx, args: &Args, end: End, only_existing: bool) -> Cm
     let len = match ctx.write::<List>(key)? {
         Some(list) => {
             for elem in args.from(2) {
-                push_one(list, end, elem, fill);
+                push_one(list, end, elem);
             }
             list.len()
         }
         None if only_existing => return Ok(Reply::Int(0)),
         None => {
-            let mut list = List::new();
+            let mut list = List::new(fill);
             for elem in args.from(2) {
-                push_one(&mut list, end, elem, fill);
+                push_one(&mut list, end, elem);
             }
             let len = list.len();
             ctx.db().set(key, Value::List(Box::new(list)), now);
@@ -382,7 +382,6 @@ pub fn lindex(ctx: &mut Ctx, args: &Args) -> CmdResult {
 /// Replaces the element at `index`. Errors on an absent key or an index out of range.
 pub fn lset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let key = args.key(1);
-    let fill = fill(ctx);
     let Some(list) = ctx.write::<List>(key)? else {
         return Err(CmdError::NoSuchKey);
     };
@@ -390,7 +389,7 @@ pub fn lset(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some(i) = resolve_index(index, list.len()) else {
         return Err(CmdError::err("index out of range"));
     };
-    list.set(i, args.get(3), fill);
+    list.set(i, args.get(3));
     after_write(ctx, key, 1, false, "lset");
     Ok(Reply::Ok)
 }
@@ -408,14 +407,13 @@ pub fn linsert(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::Syntax);
     };
     let key = args.key(1);
-    let fill = fill(ctx);
     let Some(list) = ctx.write::<List>(key)? else {
         return Ok(Reply::Int(0));
     };
     let Some(pos) = list.position(args.get(3)) else {
         return Ok(Reply::Int(-1));
     };
-    list.insert(pos + after as usize, args.get(4), fill);
+    list.insert_beside(pos, after, args.get(4));
     let len = list.len();
     after_write(ctx, key, 1, false, "linsert");
     Ok(Reply::Int(len as i64))
@@ -545,7 +543,7 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     if src == dst {
         let Some(list) = ctx.write::<List>(src)? else { return Ok(Reply::Nil) };
         let Some(v) = pop_one(list, from) else { return Ok(Reply::Nil) };
-        push_one(list, to, &v, fill);
+        push_one(list, to, &v);
         ctx.notify(ev::LIST, push_event(to), dst);
         ctx.notify(ev::LIST, pop_event(from), src);
         ctx.modified(src, 1);
@@ -560,11 +558,11 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     let emptied = list.is_empty();
     if dst_exists {
         if let Some(d) = ctx.again::<List>(dst)? {
-            push_one(d, to, &v, fill);
+            push_one(d, to, &v);
         }
     } else {
-        let mut d = List::new();
-        push_one(&mut d, to, &v, fill);
+        let mut d = List::new(fill);
+        push_one(&mut d, to, &v);
         ctx.db().set(dst, Value::List(Box::new(d)), now);
         ctx.notify(ev::NEW, "new", dst);
     }

@@ -380,8 +380,8 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
         }
         Some(dst) => {
             let fill = ctx.config().list_max_listpack_size as i64;
-            let mut list = List::new();
-            Gets::new(&o.gets).for_each(ctx, range, &objs, |found| list.push_back(found.unwrap_or_default(), fill));
+            let mut list = List::new(fill);
+            Gets::new(&o.gets).for_each(ctx, range, &objs, |found| list.push_back(found.unwrap_or_default()));
             let n = list.len() as i64;
             let now = ctx.now_ms();
             if n > 0 {

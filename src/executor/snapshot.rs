@@ -92,7 +92,6 @@ pub fn options(st: &State, version: u32) -> Options {
         version,
         compress: st.config.rdbcompression,
         checksum: st.config.rdbchecksum,
-        list_fill: st.config.list_max_listpack_size,
         key_delay_us: st.config.other.get("rdb-key-save-delay").and_then(|v| v.parse::<i64>().ok()).unwrap_or(0).max(0)
             as u64,
         lru_idle_at_ms: st.config.maxmemory_policy.contains("lru").then(unix_ms),

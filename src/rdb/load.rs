@@ -676,8 +676,10 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                 if blob.is_empty() {
                     return Err(LoadError { offset: at, reason: "quicklist node of encoded length 0".into() });
                 }
+                // Each node stays a node, as Redis keeps the listpacks it loads.
+                l.begin_node();
                 match container {
-                    format::QUICKLIST_NODE_PLAIN => l.push(&blob),
+                    format::QUICKLIST_NODE_PLAIN => l.push_plain(&blob),
                     format::QUICKLIST_NODE_PACKED => {
                         let items = if t == obj::LIST_QUICKLIST {
                             packed::ziplist(&blob)
@@ -700,6 +702,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                         })
                     }
                 }
+                l.end_node();
                 rd.recycle(blob);
             }
             Value::List(Box::new(l.finish()))

@@ -17,7 +17,7 @@ use super::pack::{intset, Listpack, Packer, Ziplist};
 use crate::db::Db;
 use crate::functions::Libraries;
 use crate::types::hash::HashSnapshot;
-use crate::types::list::ListSnapshot;
+use crate::types::list::{Elem, ListSnapshot, NodeElems};
 use crate::types::set::SetSnapshot;
 use crate::types::stream::{Elem as StreamElem, Stream};
 use crate::types::zset::ZSetSnapshot;
@@ -62,8 +62,6 @@ pub struct Options {
     pub compress: bool,
     /// Write the CRC-64 trailer; zeros when false (rdbchecksum).
     pub checksum: bool,
-    /// list-max-listpack-size: how list elements are grouped into quicklist nodes.
-    pub list_fill: i32,
     /// rdb-key-save-delay: microseconds to sleep after each key (Redis's hidden knob that tests
     /// use to keep a background save running); 0 = none.
     pub key_delay_us: u64,
@@ -77,15 +75,7 @@ pub struct Options {
 
 impl Options {
     pub fn new(version: u32) -> Options {
-        Options {
-            version,
-            compress: true,
-            checksum: true,
-            list_fill: -2,
-            key_delay_us: 0,
-            lru_idle_at_ms: None,
-            progress: None,
-        }
+        Options { version, compress: true, checksum: true, key_delay_us: 0, lru_idle_at_ms: None, progress: None }
     }
 }
 
@@ -351,14 +341,7 @@ impl DumpSnapshot {
                 let n = z.len();
                 write_tree_zset(out, n, compress, |f| z.walk(0, n.saturating_sub(1), true, f))
             }
-            DumpSnapshot::List(l) => {
-                let nodes = if version >= 10 {
-                    pack_elems::<Listpack>(opts.list_fill, |f| l.for_each(f))
-                } else {
-                    pack_elems::<Ziplist>(opts.list_fill, |f| l.for_each(f))
-                };
-                write_list_nodes(out, &nodes, &opts)
-            }
+            DumpSnapshot::List(l) => write_list_nodes(out, |f| l.for_each_node(f), &opts),
             DumpSnapshot::Stream(s) => write_stream(out, s, version, compress),
         };
         out[start] = t;
@@ -368,62 +351,30 @@ impl DumpSnapshot {
     }
 }
 
-/// Whether a quicklist node of `bytes` bytes and `count` entries has room for one more entry
-/// of `add` bytes under the list-max-listpack-size `fill` (size classes for negative fills, an
-/// entry count with Redis's 8 KB safety limit for positive ones).
-fn node_has_room(bytes: usize, count: usize, add: usize, fill: i32) -> bool {
-    if count == 0 {
-        return true;
-    }
-    const CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
-    if fill < 0 {
-        let class = CLASSES[((-(fill as i64) - 1) as usize).min(4)];
-        bytes + add <= class
-    } else {
-        bytes + add <= 8192 && (count as i64) < (fill as i64).max(1)
-    }
-}
-
-/// A list's quicklist nodes, cut where Redis's list-max-listpack-size (`fill`) would cut them.
-fn pack_list_nodes<P: Packer>(list: &List, fill: i32) -> Vec<Vec<u8>> {
-    pack_elems::<P>(fill, |f| list.iter().for_each(f))
-}
-
-/// `pack_list_nodes` over any walk of a list's elements (a list, or a snapshot of one).
-fn pack_elems<P: Packer>(fill: i32, walk: impl FnOnce(&mut dyn FnMut(crate::types::list::Elem<'_>))) -> Vec<Vec<u8>> {
-    let mut nodes = Vec::new();
-    let mut cur = P::default();
-    walk(&mut |e| {
-        let add = e.with_bytes(|b| b.len()) + 11;
-        if !node_has_room(cur.bytes(), cur.len(), add, fill) {
-            nodes.push(std::mem::take(&mut cur).finish());
-        }
-        match e {
-            crate::types::list::Elem::Int(i) => cur.push_int(i),
-            crate::types::list::Elem::Bytes(b) => cur.push_str(b),
-        }
-    });
-    if !cur.is_empty() {
-        nodes.push(cur.finish());
-    }
-    nodes
-}
-
+/// A list's quicklist nodes as the list holds them (its nodes are cut where Redis's quicklist
+/// cuts them): from RDB 10 on a listpack per node, or the element itself for a plain node;
+/// before, a ziplist per node.
 fn write_list(out: &mut Vec<u8>, list: &List, opts: &Options) -> u8 {
-    let nodes = if opts.version >= 10 {
-        pack_list_nodes::<Listpack>(list, opts.list_fill)
-    } else {
-        pack_list_nodes::<Ziplist>(list, opts.list_fill)
-    };
-    write_list_nodes(out, &nodes, opts)
+    write_list_nodes(out, |f| list.for_each_node(f), opts)
 }
 
-fn write_list_nodes(out: &mut Vec<u8>, nodes: &[Vec<u8>], opts: &Options) -> u8 {
+fn write_list_nodes(out: &mut Vec<u8>, each_node: impl FnOnce(&mut dyn FnMut(NodeElems<'_>)), opts: &Options) -> u8 {
     let quicklist_2 = opts.version >= 10;
+    let mut nodes: Vec<(u64, Vec<u8>)> = Vec::new();
+    each_node(&mut |mut elems| {
+        if quicklist_2 && elems.is_plain() {
+            if let Some(e) = elems.next() {
+                nodes.push((format::QUICKLIST_NODE_PLAIN, e.to_vec()));
+                return;
+            }
+        }
+        let packed = if quicklist_2 { pack_node::<Listpack>(elems) } else { pack_node::<Ziplist>(elems) };
+        nodes.push((format::QUICKLIST_NODE_PACKED, packed));
+    });
     put_len(out, nodes.len() as u64);
-    for n in nodes {
+    for (container, n) in &nodes {
         if quicklist_2 {
-            put_len(out, format::QUICKLIST_NODE_PACKED);
+            put_len(out, *container);
         }
         put_string(out, n, opts.compress);
     }
@@ -432,6 +383,17 @@ fn write_list_nodes(out: &mut Vec<u8>, nodes: &[Vec<u8>], opts: &Options) -> u8 
     } else {
         obj::LIST_QUICKLIST
     }
+}
+
+fn pack_node<P: Packer>(elems: NodeElems<'_>) -> Vec<u8> {
+    let mut p = P::default();
+    for e in elems {
+        match e {
+            Elem::Int(i) => p.push_int(i),
+            Elem::Bytes(b) => p.push_str(b),
+        }
+    }
+    p.finish()
 }
 
 /// A small hash as one packed blob of field, value, field, value...
@@ -843,7 +805,7 @@ mod tests {
         let mut set = Set::new();
         let mut hash = Hash::new();
         let mut zset = ZSet::new();
-        let mut list = List::new();
+        let mut list = List::new(-2);
         let mut stream = Stream::new();
         let lim = crate::types::zset::Limits { max_entries: 128, max_value: 64 };
         for i in 0..n {
@@ -851,7 +813,7 @@ mod tests {
             set.insert(m.as_bytes(), 512);
             hash.set(m.as_bytes(), format!("value:{i}").as_bytes(), 128, 64);
             zset.insert(m.as_bytes(), (i % 97) as f64 * 1.5, lim);
-            list.push_back(if i % 3 == 0 { format!("{i}") } else { m.clone() }.as_bytes(), -2);
+            list.push_back(if i % 3 == 0 { format!("{i}") } else { m.clone() }.as_bytes());
             let v = i.to_string();
             stream
                 .append(StreamId::new(i as u64 + 1, 0), &[b"f", m.as_bytes(), b"n", v.as_bytes()], 4096, 100)
@@ -891,8 +853,8 @@ mod tests {
                     Value::List(l) => {
                         for i in 0..n / 2 {
                             l.pop_front();
-                            l.push_back(format!("new:{i}").as_bytes(), -2);
-                            l.set(i, b"x", -2);
+                            l.push_back(format!("new:{i}").as_bytes());
+                            l.set(i, b"x");
                         }
                     }
                     Value::Stream(s) => {
@@ -1043,9 +1005,9 @@ mod tests {
     /// Payloads compared with what DUMP answers on redis-server 7.0.15 for the same values.
     #[test]
     fn dump_payloads_match_redis() {
-        let mut list = List::new();
+        let mut list = List::new(-2);
         for e in [&b"a"[..], b"b", b"1"] {
-            list.push_back(e, -2);
+            list.push_back(e);
         }
         let mut hash = Hash::new();
         hash.set(b"f", b"v", 128, 64);

@@ -20,10 +20,17 @@ use super::cow::CowVec;
 use crate::util::alloc::usable_size;
 use std::collections::VecDeque;
 
-/// Byte cap of a node for the negative fill levels -1..-5.
+/// Byte cap of a node for the negative fill levels -1..-5, in listpack bytes.
 const SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 /// Byte cap for a node under a positive (entry count) fill, as Redis's safety limit.
 const SAFETY_LIMIT: usize = 8192;
+/// A listpack's header (total bytes, entry count) and end byte.
+const LP_FRAME: usize = 7;
+/// `Node::lp_bytes` of a plain node: one element, kept apart from every listpack.
+const PLAIN: u32 = u32::MAX;
+/// What Redis adds to an element's length to estimate its listpack entry when it decides
+/// whether the element joins a node (SIZE_ESTIMATE_OVERHEAD).
+const SIZE_ESTIMATE_OVERHEAD: usize = 8;
 const LONG: u8 = 0x80;
 
 /// Elements at least this long sit in a node of their own (Redis's plain quicklist nodes, for
@@ -48,17 +55,37 @@ fn packed_threshold() -> usize {
 }
 
 /// A Redis list.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct List {
     nodes: Nodes,
-    len: usize,
+    /// The element count (low 48 bits) and the fill the list was made with (high 16 bits): a
+    /// list keeps its list-max-listpack-size from its creation on, as Redis's quicklist does,
+    /// and one word for both keeps a list's header at 48 bytes.
+    len_fill: u64,
 }
 
+/// A new quicklist's fill before any configuration is applied (quicklistCreate's).
+impl Default for List {
+    fn default() -> List {
+        List::new(-2)
+    }
+}
+
+const LEN_BITS: u32 = 48;
+const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
+
+/// A node: a run of entries that Redis 7.0 would keep in one listpack. Nodes are cut where
+/// Redis's quicklist cuts them (its rule, on its listpack sizes), so a list's nodes are the ones
+/// Redis would have: DUMP, the RDB file and DEBUG OBJECT show the same bytes and figures.
 #[derive(Debug, Clone, PartialEq, Default)]
 struct Node {
     /// Shared with reply snapshots while they last (see `types::cow`).
     buf: CowVec<u8>,
-    count: usize,
+    /// Entries (at most a 64 KB listpack's worth, so 32 bits hold it).
+    count: u32,
+    /// The node's size as a listpack, frame included: Redis's `node->sz`, which its fill rule
+    /// reads; PLAIN for a plain node.
+    lp_bytes: u32,
 }
 
 /// The node chain. A list that fits one node (nearly every small list) keeps it inline, so it
@@ -195,6 +222,15 @@ impl Nodes {
 
     fn insert(&mut self, i: usize, node: Node) {
         self.many().insert(i, node);
+    }
+
+    fn remove(&mut self, i: usize) {
+        match self {
+            Nodes::One(_) => *self = Nodes::default(),
+            Nodes::Many(v) => {
+                v.remove(i);
+            }
+        }
     }
 
     fn pop_front(&mut self) {
@@ -370,36 +406,133 @@ fn read_back(buf: &[u8], end: usize) -> (Elem<'_>, usize) {
     }
 }
 
-/// Whether a node of `bytes` bytes and `count` entries is within the fill limit.
-fn fits(bytes: usize, count: usize, fill: i64) -> bool {
+/// Whether a node of `lp_bytes` listpack bytes and `count` entries is within the fill limit
+/// (Redis's quicklistNodeExceedsLimit, negated).
+fn fits(lp_bytes: usize, count: usize, fill: i64) -> bool {
     if fill < 0 {
         let class = ((-fill - 1) as usize).min(SIZE_CLASSES.len() - 1);
-        bytes <= SIZE_CLASSES[class]
+        lp_bytes <= SIZE_CLASSES[class]
     } else {
-        bytes <= SAFETY_LIMIT && count as i64 <= fill.max(1)
+        lp_bytes <= SAFETY_LIMIT && count as i64 <= fill.max(1)
     }
+}
+
+/// The listpack entry of a string of `len` bytes: encoding header, payload and back-length.
+fn lp_string_bytes(len: usize) -> usize {
+    let encoded = len
+        + if len < 64 {
+            1
+        } else if len < 4096 {
+            2
+        } else {
+            5
+        };
+    encoded + lp_backlen_bytes(encoded)
+}
+
+/// The listpack entry of an integer, in the narrowest of listpack's integer encodings.
+fn lp_int_bytes(v: i64) -> usize {
+    let encoded = match v {
+        0..=127 => 1,
+        -4096..=4095 => 2,
+        -32768..=32767 => 3,
+        -8_388_608..=8_388_607 => 4,
+        _ if i32::try_from(v).is_ok() => 5,
+        _ => 9,
+    };
+    encoded + lp_backlen_bytes(encoded)
+}
+
+fn lp_backlen_bytes(encoded: usize) -> usize {
+    match encoded {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        _ => 5,
+    }
+}
+
+/// The listpack entry of an element as stored.
+fn lp_elem_bytes(e: Elem<'_>) -> usize {
+    match e {
+        Elem::Int(v) => lp_int_bytes(v),
+        Elem::Bytes(b) => lp_string_bytes(b.len()),
+    }
+}
+
+/// The listpack entry of `data`, planned as `int`.
+fn lp_entry_bytes(data: &[u8], int: Option<i64>) -> usize {
+    match int {
+        Some(v) => lp_int_bytes(v),
+        None => lp_string_bytes(data.len()),
+    }
+}
+
+/// Listpack bytes, frame included, of the entries in `buf`.
+fn lp_bytes_of(buf: &[u8]) -> u32 {
+    let entries: usize = NodeIter { buf, off: 0 }.map(|(_, _, e)| lp_elem_bytes(e)).sum();
+    (LP_FRAME + entries) as u32
+}
+
+/// Whether an element of `len` bytes gets a node of its own (Redis's plain nodes).
+fn is_large_element(len: usize) -> bool {
+    len >= packed_threshold()
 }
 
 impl Node {
     fn with_entry(data: &[u8], size: usize, int: Option<i64>) -> Node {
         let mut buf = vec![0; size];
         write_entry(&mut buf, data, int);
-        Node { buf: buf.into(), count: 1 }
+        let lp_bytes = if is_large_element(data.len()) { PLAIN } else { (LP_FRAME + lp_entry_bytes(data, int)) as u32 };
+        Node { buf: buf.into(), count: 1, lp_bytes }
     }
 
-    /// Whether one more entry of `size` bytes may join this node.
-    fn can_take(&self, size: usize, fill: i64) -> bool {
-        // `size` counts the entry's header and trailer (2 bytes at least): an element of the
-        // threshold's length or more, and a node already holding one alone, stay plain.
-        let threshold = packed_threshold();
-        let plain = |entry_bytes: usize| entry_bytes.saturating_sub(2) >= threshold;
-        let stays_plain = plain(size) || (self.count == 1 && plain(self.buf.len()));
-        !stays_plain && fits(self.buf.len() + size, self.count + 1, fill)
+    /// A plain node holding `data`, whatever its length (one read from a file).
+    fn plain(data: &[u8]) -> Node {
+        let (size, int) = plan(data);
+        Node { lp_bytes: PLAIN, ..Node::with_entry(data, size, int) }
+    }
+
+    fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether `data` may join this node: Redis's _quicklistNodeAllowInsert, which estimates the
+    /// entry as the element's length plus SIZE_ESTIMATE_OVERHEAD. An element of the plain
+    /// threshold's length or more, and a node already holding one alone, stay plain.
+    fn can_take(&self, data: &[u8], fill: i64) -> bool {
+        self.can_take_within(data, |lp_bytes, count| fits(lp_bytes, count, fill))
+    }
+
+    fn can_take_within(&self, data: &[u8], limit: impl FnOnce(usize, usize) -> bool) -> bool {
+        let stays_plain = is_large_element(data.len()) || self.is_plain();
+        !stays_plain && limit(self.lp_bytes as usize + data.len() + SIZE_ESTIMATE_OVERHEAD, self.len() + 1)
+    }
+
+    /// A node holding one element apart from every listpack: one of the plain threshold's
+    /// length or more when it came, or a plain node of a file.
+    fn is_plain(&self) -> bool {
+        self.lp_bytes == PLAIN
+    }
+
+    /// Recounts `lp_bytes` after a change inside a packed node (the walk is bounded by the node).
+    fn recount(&mut self) {
+        if !self.is_plain() {
+            self.lp_bytes = lp_bytes_of(&self.buf);
+        }
+    }
+
+    /// Takes a removed entry of `entry_lp_bytes` off `lp_bytes`.
+    fn forget(&mut self, entry_lp_bytes: usize) {
+        if !self.is_plain() {
+            self.lp_bytes -= entry_lp_bytes as u32;
+        }
     }
 
     /// Byte offset of entry `i` (0-based; `i == count` gives the end), walking from the nearer end.
     fn offset_of(&self, i: usize) -> usize {
-        if i <= self.count / 2 {
+        if i <= self.len() / 2 {
             let mut off = 0;
             for _ in 0..i {
                 off = read_fwd(&self.buf, off).1;
@@ -407,7 +540,7 @@ impl Node {
             off
         } else {
             let mut end = self.buf.len();
-            for _ in i..self.count {
+            for _ in i..self.len() {
                 end = read_back(&self.buf, end).1;
             }
             end
@@ -427,17 +560,19 @@ impl Node {
         buf.copy_within(off..old, off + size);
         write_entry(&mut buf[off..off + size], data, int);
         self.count += 1;
+        self.lp_bytes += lp_entry_bytes(data, int) as u32;
     }
 
-    /// Splits the node in two halves by entry count; returns the second half.
-    fn split(&mut self) -> Node {
-        let keep = self.count / 2;
+    /// Keeps the first `keep` entries; returns a node of the others.
+    fn split_off(&mut self, keep: usize) -> Node {
         let off = self.offset_of(keep);
-        let tail = Node { buf: self.buf[off..].to_vec().into(), count: self.count - keep };
+        let mut tail = Node { buf: self.buf[off..].to_vec().into(), count: self.count - keep as u32, lp_bytes: 0 };
+        tail.recount();
         let buf = self.buf.make_mut();
         buf.truncate(off);
         buf.shrink_to_fit();
-        self.count = keep;
+        self.count = keep as u32;
+        self.recount();
         tail
     }
 
@@ -468,8 +603,24 @@ impl<'a> Iterator for NodeIter<'a> {
 }
 
 impl List {
-    pub fn new() -> List {
-        List::default()
+    /// An empty list cutting its nodes by `fill` (list-max-listpack-size), bounded to -5 ..=
+    /// 32767 as Redis's quicklistSetFill does.
+    pub fn new(fill: i64) -> List {
+        let fill = fill.clamp(-5, i16::MAX as i64) as i16;
+        List { nodes: Nodes::default(), len_fill: u64::from(fill as u16) << LEN_BITS }
+    }
+
+    /// The list-max-listpack-size the list was made with (DEBUG OBJECT's ql_listpack_max).
+    pub fn fill(&self) -> i64 {
+        (self.len_fill >> LEN_BITS) as u16 as i16 as i64
+    }
+
+    fn grow(&mut self, n: usize) {
+        self.len_fill += n as u64;
+    }
+
+    fn shrink(&mut self, n: usize) {
+        self.len_fill -= n as u64;
     }
 
     /// The name OBJECT ENCODING reports (Redis 7.0 has only quicklist lists).
@@ -478,11 +629,11 @@ impl List {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        (self.len_fill & LEN_MASK) as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Number of nodes (for tests and memory reports).
@@ -490,48 +641,63 @@ impl List {
         self.nodes.len()
     }
 
-    /// Bytes of entries in the nodes (DEBUG OBJECT's ql_uncompressed_size).
-    pub fn entry_bytes(&self) -> usize {
-        self.nodes.iter().map(|n| n.buf.len()).sum()
-    }
-
     /// Bytes held by the list's buffers (approximate memory usage).
     pub fn allocated_bytes(&self) -> usize {
         self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>() + self.nodes.spine_bytes()
     }
 
-    pub fn push_back(&mut self, data: &[u8], fill: i64) {
+    /// The nodes' size as Redis counts it (DEBUG OBJECT's ql_uncompressed_size): a listpack's
+    /// bytes for each packed node, the element's for a plain one.
+    pub fn listpack_bytes(&self) -> usize {
+        self.nodes
+            .iter()
+            .map(|n| if n.is_plain() { read_fwd(&n.buf, 0).0.with_bytes(|b| b.len()) } else { n.lp_bytes as usize })
+            .sum()
+    }
+
+    /// Calls `f` with each node's elements, head to tail: the nodes an RDB file stores.
+    pub fn for_each_node(&self, mut f: impl FnMut(NodeElems<'_>)) {
+        for n in self.nodes.iter() {
+            f(NodeElems { buf: &n.buf, off: 0, left: n.len(), plain: n.is_plain() });
+        }
+    }
+
+    pub fn push_back(&mut self, data: &[u8]) {
+        let fill = self.fill();
         let (size, int) = plan(data);
         match self.nodes.back_mut() {
-            Some(node) if node.can_take(size, fill) => node.insert_at(node.buf.len(), data, size, int),
+            Some(node) if node.can_take(data, fill) => node.insert_at(node.buf.len(), data, size, int),
             _ => {
                 self.nodes.push_back(Node::with_entry(data, size, int));
             }
         }
-        self.len += 1;
+        self.grow(1);
     }
 
-    pub fn push_front(&mut self, data: &[u8], fill: i64) {
+    pub fn push_front(&mut self, data: &[u8]) {
+        let fill = self.fill();
         let (size, int) = plan(data);
         match self.nodes.front_mut() {
-            Some(node) if node.can_take(size, fill) => node.insert_at(0, data, size, int),
+            Some(node) if node.can_take(data, fill) => node.insert_at(0, data, size, int),
             _ => {
                 self.nodes.push_front(Node::with_entry(data, size, int));
             }
         }
-        self.len += 1;
+        self.grow(1);
     }
 
     pub fn pop_front(&mut self) -> Option<Vec<u8>> {
         let node = self.nodes.front_mut()?;
         let (e, next) = read_fwd(&node.buf, 0);
         let out = e.to_vec();
+        let gone = lp_elem_bytes(e);
+        node.forget(gone);
         node.buf.make_mut().drain(..next);
         node.count -= 1;
         if node.count == 0 {
             self.nodes.pop_front();
         }
-        self.len -= 1;
+        self.shrink(1);
         Some(out)
     }
 
@@ -539,32 +705,34 @@ impl List {
         let node = self.nodes.back_mut()?;
         let (e, start) = read_back(&node.buf, node.buf.len());
         let out = e.to_vec();
+        let gone = lp_elem_bytes(e);
+        node.forget(gone);
         node.buf.make_mut().truncate(start);
         node.count -= 1;
         if node.count == 0 {
             self.nodes.pop_back();
         }
-        self.len -= 1;
+        self.shrink(1);
         Some(out)
     }
 
     /// (node index, entry index within it) of element `i` (< len), walking from the nearer end.
     fn locate(&self, mut i: usize) -> (usize, usize) {
-        if i < self.len / 2 {
+        if i < self.len() / 2 {
             for (ni, node) in self.nodes.iter().enumerate() {
-                if i < node.count {
+                if i < node.len() {
                     return (ni, i);
                 }
-                i -= node.count;
+                i -= node.len();
             }
         } else {
-            let mut from_end = self.len - 1 - i;
+            let mut from_end = self.len() - 1 - i;
             for ni in (0..self.nodes.len()).rev() {
                 let node = &self.nodes[ni];
-                if from_end < node.count {
-                    return (ni, node.count - 1 - from_end);
+                if from_end < node.len() {
+                    return (ni, node.len() - 1 - from_end);
                 }
-                from_end -= node.count;
+                from_end -= node.len();
             }
         }
         (self.nodes.len(), 0)
@@ -572,7 +740,7 @@ impl List {
 
     /// Element `i` (0-based from the head), if it exists.
     pub fn get(&self, i: usize) -> Option<Elem<'_>> {
-        if i >= self.len {
+        if i >= self.len() {
             return None;
         }
         let (ni, ei) = self.locate(i);
@@ -580,47 +748,140 @@ impl List {
         Some(read_fwd(&node.buf, node.offset_of(ei)).0)
     }
 
-    /// Keeps node `ni` within the fill limit after a growth in the middle.
-    fn rebalance(&mut self, ni: usize, fill: i64) {
-        let node = &mut self.nodes[ni];
-        if node.count > 1 && !fits(node.buf.len(), node.count, fill) {
-            let tail = node.split();
-            self.nodes.insert(ni + 1, tail);
-            // A split half may still be oversized when entries are large; split again as needed.
-            self.rebalance(ni + 1, fill);
-            self.rebalance(ni, fill);
-        }
-    }
-
-    /// Replaces element `i`. Returns false when `i` is out of range.
-    pub fn set(&mut self, i: usize, data: &[u8], fill: i64) -> bool {
-        if i >= self.len {
+    /// Replaces element `i` as Redis 7.0's quicklistReplaceEntry does: in place when the node
+    /// and the element are both packed or both plain (a node may so grow past the fill limit,
+    /// as there); otherwise the new element is inserted after the old one, as LINSERT would
+    /// place it, and the old one removed. Returns false when `i` is out of range.
+    pub fn set(&mut self, i: usize, data: &[u8]) -> bool {
+        if i >= self.len() {
             return false;
         }
         let (ni, ei) = self.locate(i);
         let node = &mut self.nodes[ni];
-        let off = node.offset_of(ei);
-        let next = read_fwd(&node.buf, off).1;
-        node.buf.make_mut().splice(off..next, encode_vec(data));
-        self.rebalance(ni, fill);
+        if node.is_plain() == is_large_element(data.len()) {
+            let off = node.offset_of(ei);
+            let next = read_fwd(&node.buf, off).1;
+            node.buf.make_mut().splice(off..next, encode_vec(data));
+            node.recount();
+        } else {
+            self.insert_beside(i, true, data);
+            self.remove_at(i);
+        }
         true
     }
 
-    /// Inserts `data` so that it becomes element `i` (`i == len` appends).
-    pub fn insert(&mut self, i: usize, data: &[u8], fill: i64) {
-        if i == 0 {
-            return self.push_front(data, fill);
-        }
-        if i >= self.len {
-            return self.push_back(data, fill);
-        }
+    /// Removes element `i` (< len), and its node if it was the node's last.
+    fn remove_at(&mut self, i: usize) {
         let (ni, ei) = self.locate(i);
         let node = &mut self.nodes[ni];
-        let off = node.offset_of(ei);
+        if node.count == 1 {
+            self.nodes.remove(ni);
+        } else {
+            let off = node.offset_of(ei);
+            let (e, next) = read_fwd(&node.buf, off);
+            let gone = lp_elem_bytes(e);
+            node.forget(gone);
+            node.buf.make_mut().drain(off..next);
+            node.count -= 1;
+        }
+        self.shrink(1);
+    }
+
+    /// Inserts `data` just after (or before) element `pivot` (< len), as LINSERT, placing it
+    /// as Redis's quicklist does (_quicklistInsert): into the pivot's node when it has room, else
+    /// at the near end of the neighbour node or in a node of its own when the pivot ends its
+    /// node, else by splitting the node there and merging the pieces with their neighbours
+    /// where they fit.
+    pub fn insert_beside(&mut self, pivot: usize, after: bool, data: &[u8]) {
+        let fill = self.fill();
+        let (ni, ei) = self.locate(pivot);
         let (size, int) = plan(data);
-        node.insert_at(off, data, size, int);
-        self.len += 1;
-        self.rebalance(ni, fill);
+        let node = &self.nodes[ni];
+        let full = !node.can_take(data, fill);
+        let at_tail = after && ei + 1 == node.len();
+        let at_head = !after && ei == 0;
+        let avail_next = at_tail && self.nodes.get(ni + 1).is_some_and(|n| n.can_take(data, fill));
+        let avail_prev = at_head && ni > 0 && self.nodes[ni - 1].can_take(data, fill);
+        // Where the pivot's node is cut when the element cannot go in or beside it.
+        let cut = if after { ei + 1 } else { ei };
+        let pivot_plain = node.is_plain();
+        self.grow(1);
+        if is_large_element(data.len()) {
+            if pivot_plain || at_tail || at_head {
+                self.nodes.insert(if after { ni + 1 } else { ni }, Node::with_entry(data, size, int));
+            } else {
+                let rest = self.nodes[ni].split_off(cut);
+                self.nodes.insert(ni + 1, Node::with_entry(data, size, int));
+                self.nodes.insert(ni + 2, rest);
+            }
+        } else if !full {
+            let node = &mut self.nodes[ni];
+            let off = node.offset_of(cut);
+            node.insert_at(off, data, size, int);
+        } else if avail_next {
+            self.nodes[ni + 1].insert_at(0, data, size, int);
+        } else if avail_prev {
+            let prev = &mut self.nodes[ni - 1];
+            prev.insert_at(prev.buf.len(), data, size, int);
+        } else if at_tail || at_head {
+            self.nodes.insert(if after { ni + 1 } else { ni }, Node::with_entry(data, size, int));
+        } else {
+            // The element joins the piece on its side of the cut, which becomes a node of its
+            // own; then the pivot's node (the other piece) is merged around.
+            let mut rest = self.nodes[ni].split_off(cut);
+            let center = if after {
+                rest.insert_at(0, data, size, int);
+                self.nodes.insert(ni + 1, rest);
+                ni
+            } else {
+                let mut head = std::mem::replace(&mut self.nodes[ni], rest);
+                head.insert_at(head.buf.len(), data, size, int);
+                self.nodes.insert(ni, head);
+                ni + 1
+            };
+            self.merge_around(center, fill);
+        }
+    }
+
+    /// Redis's _quicklistMergeNodes around node `center`: the two nodes before it, the two
+    /// after it, then the center with the node before and the result with the node after, each
+    /// pair only when it fits one node.
+    fn merge_around(&mut self, mut center: usize, fill: i64) {
+        if center >= 2 && self.can_merge(center - 2, fill) {
+            self.merge_with_next(center - 2);
+            center -= 1;
+        }
+        if center + 2 < self.nodes.len() && self.can_merge(center + 1, fill) {
+            self.merge_with_next(center + 1);
+        }
+        let target = if center >= 1 && self.can_merge(center - 1, fill) {
+            self.merge_with_next(center - 1);
+            center - 1
+        } else {
+            center
+        };
+        if target + 1 < self.nodes.len() && self.can_merge(target, fill) {
+            self.merge_with_next(target);
+        }
+    }
+
+    /// Whether node `i` and the next would fit one node (_quicklistNodeAllowMerge). Redis 7.0
+    /// still estimates the merged size by taking off a ziplist's frame (11 bytes), not a
+    /// listpack's (7), so a merged node can be up to 4 bytes over the limit, as there.
+    fn can_merge(&self, i: usize, fill: i64) -> bool {
+        const MERGE_FRAME_ESTIMATE: usize = 11;
+        let (a, b) = (&self.nodes[i], &self.nodes[i + 1]);
+        !a.is_plain()
+            && !b.is_plain()
+            && fits(a.lp_bytes as usize + b.lp_bytes as usize - MERGE_FRAME_ESTIMATE, a.len() + b.len(), fill)
+    }
+
+    fn merge_with_next(&mut self, i: usize) {
+        let next = self.nodes.many().remove(i + 1).expect("merge_with_next: a next node");
+        let node = &mut self.nodes[i];
+        node.buf.make_mut().extend_from_slice(&next.buf);
+        node.count += next.count;
+        node.lp_bytes += next.lp_bytes - LP_FRAME as u32;
     }
 
     /// Index of the first element equal to `value`.
@@ -630,17 +891,18 @@ impl List {
 
     /// Removes the first `n` elements.
     pub fn remove_front(&mut self, mut n: usize) {
-        n = n.min(self.len);
-        self.len -= n;
+        n = n.min(self.len());
+        self.shrink(n);
         while n > 0 {
             let Some(node) = self.nodes.front_mut() else { break };
-            if node.count <= n {
-                n -= node.count;
+            if node.len() <= n {
+                n -= node.len();
                 self.nodes.pop_front();
             } else {
                 let off = node.offset_of(n);
                 node.buf.make_mut().drain(..off);
-                node.count -= n;
+                node.count -= n as u32;
+                node.recount();
                 n = 0;
             }
         }
@@ -649,17 +911,18 @@ impl List {
 
     /// Removes the last `n` elements.
     pub fn remove_back(&mut self, mut n: usize) {
-        n = n.min(self.len);
-        self.len -= n;
+        n = n.min(self.len());
+        self.shrink(n);
         while n > 0 {
             let Some(node) = self.nodes.back_mut() else { break };
-            if node.count <= n {
-                n -= node.count;
+            if node.len() <= n {
+                n -= node.len();
                 self.nodes.pop_back();
             } else {
-                let off = node.offset_of(node.count - n);
+                let off = node.offset_of(node.len() - n);
                 node.buf.make_mut().truncate(off);
-                node.count -= n;
+                node.count -= n as u32;
+                node.recount();
                 n = 0;
             }
         }
@@ -701,11 +964,12 @@ impl List {
             }
             kept.extend_from_slice(&node.buf[prev..]);
             node.buf = kept.into();
-            node.count -= starts.len();
+            node.count -= starts.len() as u32;
+            node.recount();
             removed += starts.len();
         }
         self.nodes.retain(|n| n.count > 0);
-        self.len -= removed;
+        self.shrink(removed);
         removed
     }
 
@@ -716,7 +980,7 @@ impl List {
 
     /// Forward iterator starting at element `i`.
     pub fn iter_from(&self, i: usize) -> Iter<'_> {
-        if i >= self.len {
+        if i >= self.len() {
             return Iter { nodes: &self.nodes, ni: self.nodes.len(), off: 0 };
         }
         let (ni, ei) = self.locate(i);
@@ -733,7 +997,7 @@ impl List {
     /// Calls `f` with `n` elements from element `start` on, head to tail. The tight loop LRANGE
     /// and the popping commands use to encode replies.
     pub fn for_each_range(&self, start: usize, mut n: usize, mut f: impl FnMut(Elem<'_>)) {
-        if start >= self.len || n == 0 {
+        if start >= self.len() || n == 0 {
             return;
         }
         let (mut ni, ei) = self.locate(start);
@@ -755,31 +1019,35 @@ impl List {
     /// nodes that hold them until a writer copies one (see `types::cow`): it owns what it
     /// reads, so a reply can be encoded from it on another thread while the list changes.
     pub fn snapshot_range(&mut self, start: usize, n: usize) -> ListSnapshot {
-        let n = if start >= self.len { 0 } else { n.min(self.len - start) };
+        let n = if start >= self.len() { 0 } else { n.min(self.len() - start) };
         let bytes = self.approx_bytes(n);
         if n == 0 {
-            return ListSnapshot { nodes: Vec::new(), off: 0, n: 0, bytes };
+            return ListSnapshot { nodes: Vec::new(), plain_nodes: Vec::new(), off: 0, n: 0, bytes };
         }
         let (ni, ei) = self.locate(start);
         let off = self.nodes[ni].offset_of(ei);
         let mut nodes = Vec::new();
+        let mut plain_nodes = Vec::new();
         // Elements still to cover, counted from the first node's head.
         let mut left = n + ei;
         let mut i = ni;
         while left > 0 && i < self.nodes.len() {
             let node = &mut self.nodes[i];
-            left = left.saturating_sub(node.count);
+            left = left.saturating_sub(node.len());
+            if node.is_plain() {
+                plain_nodes.push(nodes.len());
+            }
             nodes.push(node.buf.share());
             i += 1;
         }
-        ListSnapshot { nodes, off, n, bytes }
+        ListSnapshot { nodes, plain_nodes, off, n, bytes }
     }
 
     /// An estimate of the encoded bytes of `n` elements (to size reply buffers): `n` times the
     /// average entry size of the head node, which is O(1) however long the list is.
     pub fn approx_bytes(&self, n: usize) -> usize {
         match self.nodes.front() {
-            Some(node) if node.count > 0 => node.buf.len() / node.count * n,
+            Some(node) if node.count > 0 => node.buf.len() / node.len() * n,
             _ => 0,
         }
     }
@@ -788,6 +1056,8 @@ impl List {
 /// A range of a list as it was when the snapshot was taken (`List::snapshot_range`).
 pub struct ListSnapshot {
     nodes: Vec<Arc<Vec<u8>>>,
+    /// Which of `nodes` are plain (ascending; nearly always none).
+    plain_nodes: Vec<usize>,
     /// Where the range starts in the first node.
     off: usize,
     n: usize,
@@ -819,6 +1089,22 @@ impl ListSnapshot {
                 off = next;
                 n -= 1;
             }
+            off = 0;
+        }
+    }
+
+    /// Calls `f` with the range's elements node by node, as the list held them when the
+    /// snapshot was taken (a snapshot of the whole list gives the list's nodes).
+    pub fn for_each_node(&self, mut f: impl FnMut(NodeElems<'_>)) {
+        let mut left = self.n;
+        let mut off = self.off;
+        for (i, buf) in self.nodes.iter().enumerate() {
+            if left == 0 {
+                break;
+            }
+            let in_node = NodeIter { buf, off }.count().min(left);
+            f(NodeElems { buf, off, left: in_node, plain: self.plain_nodes.binary_search(&i).is_ok() });
+            left -= in_node;
             off = 0;
         }
     }
@@ -855,44 +1141,124 @@ impl ListSnapshot {
     }
 }
 
-/// Forward iterator over a list's elements.
 /// Builds a list element by element with the nodes `push_back` would give, but growing each
 /// node buffer amortized and trimming it once when the node is full (bulk loads: RDB, RESTORE),
-/// instead of one exact reallocation per element.
+/// instead of one exact reallocation per element. Between `begin_node` and `end_node` the
+/// elements keep the node they had in a file, as Redis keeps a loaded listpack as one node.
 pub struct ListBuilder {
     list: List,
-    fill: i64,
+    /// Inside a node read from a file.
+    loaded_node: bool,
+    /// The next element starts a node.
+    fresh: bool,
 }
 
 impl ListBuilder {
     pub fn new(fill: i64) -> ListBuilder {
-        ListBuilder { list: List::new(), fill }
+        ListBuilder { list: List::new(fill), loaded_node: false, fresh: false }
+    }
+
+    /// The next elements, up to `end_node`, are one node of a file: they start a node and share
+    /// it. A node bigger than any Redis makes (a 64 KB listpack) is cut, so that no file can make
+    /// a node whose edits cost more than that.
+    pub fn begin_node(&mut self) {
+        self.close_node();
+        self.loaded_node = true;
+    }
+
+    pub fn end_node(&mut self) {
+        self.loaded_node = false;
+    }
+
+    /// A plain node of a file: `data` alone in a node, as Redis keeps it.
+    pub fn push_plain(&mut self, data: &[u8]) {
+        self.close_node();
+        self.list.nodes.push_back(Node::plain(data));
+        self.list.grow(1);
+    }
+
+    fn close_node(&mut self) {
+        if let Some(node) = self.list.nodes.back_mut() {
+            if node.buf.capacity() > node.buf.len() {
+                node.buf.make_mut().shrink_to_fit();
+            }
+        }
+        self.fresh = true;
     }
 
     pub fn push(&mut self, data: &[u8]) {
         let (size, int) = plan(data);
+        let fresh = std::mem::take(&mut self.fresh);
+        let fill = self.list.fill();
+        let joins = |node: &Node| {
+            if fresh {
+                false
+            } else if self.loaded_node {
+                !node.is_plain()
+                    && !is_large_element(data.len())
+                    && node.lp_bytes as usize + lp_entry_bytes(data, int) <= SIZE_CLASSES[SIZE_CLASSES.len() - 1]
+            } else {
+                node.can_take(data, fill)
+            }
+        };
         match self.list.nodes.back_mut() {
-            Some(node) if node.can_take(size, self.fill) => {
+            Some(node) if joins(node) => {
                 let old = node.buf.len();
                 node.buf.make_mut().resize(old + size, 0);
                 write_entry(&mut node.buf.make_mut()[old..], data, int);
                 node.count += 1;
+                node.lp_bytes += lp_entry_bytes(data, int) as u32;
             }
             _ => {
-                if let Some(node) = self.list.nodes.back_mut() {
-                    node.buf.make_mut().shrink_to_fit();
-                }
+                self.close_node();
+                self.fresh = false;
                 self.list.nodes.push_back(Node::with_entry(data, size, int));
             }
         }
-        self.list.len += 1;
+        self.list.grow(1);
     }
 
     pub fn finish(mut self) -> List {
-        if let Some(node) = self.list.nodes.back_mut() {
-            node.buf.make_mut().shrink_to_fit();
-        }
+        self.close_node();
         self.list
+    }
+}
+
+/// One node's elements (`List::for_each_node`), head to tail.
+#[derive(Clone)]
+pub struct NodeElems<'a> {
+    buf: &'a [u8],
+    off: usize,
+    left: usize,
+    plain: bool,
+}
+
+impl NodeElems<'_> {
+    /// A plain node: its one element is stored apart from any listpack.
+    pub fn is_plain(&self) -> bool {
+        self.plain
+    }
+
+    pub fn len(&self) -> usize {
+        self.left
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.left == 0
+    }
+}
+
+impl<'a> Iterator for NodeElems<'a> {
+    type Item = Elem<'a>;
+
+    fn next(&mut self) -> Option<Elem<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        let (e, next) = read_fwd(self.buf, self.off);
+        self.off = next;
+        self.left -= 1;
+        Some(e)
     }
 }
 
@@ -958,16 +1324,16 @@ mod tests {
     /// A range snapshot keeps its elements while the list is written at both ends and inside.
     #[test]
     fn snapshot_range_is_the_range_when_taken() {
-        let mut l = List::new();
+        let mut l = List::new(-2);
         for i in 0..100_000 {
-            l.push_back(format!("e:{i}").as_bytes(), -2);
+            l.push_back(format!("e:{i}").as_bytes());
         }
         let expect: Vec<Vec<u8>> = (10..90_010).map(|i| format!("e:{i}").into_bytes()).collect();
         let snap = l.snapshot_range(10, 90_000);
         for i in 0..5000 {
             l.pop_front();
-            l.push_back(b"new", -2);
-            l.set(40_000 + i, b"changed", -2);
+            l.push_back(b"new");
+            l.set(40_000 + i, b"changed");
         }
         let mut got = Vec::new();
         snap.for_each(|e| got.push(e.to_vec()));
@@ -980,11 +1346,11 @@ mod tests {
     #[test]
     fn builder_matches_push_back() {
         for fill in [-2i64, -1, 3, 128] {
-            let mut pushed = List::new();
+            let mut pushed = List::new(fill);
             let mut b = ListBuilder::new(fill);
             for i in 0..2000usize {
                 let e = if i % 3 == 0 { i.to_string().into_bytes() } else { vec![b'x'; i % 300] };
-                pushed.push_back(&e, fill);
+                pushed.push_back(&e);
                 b.push(&e);
             }
             let built = b.finish();
@@ -1001,10 +1367,10 @@ mod tests {
         let mut rev: Vec<Vec<u8>> = l.iter_rev().map(|e| e.to_vec()).collect();
         rev.reverse();
         assert_eq!(rev, m);
-        assert_eq!(l.nodes.iter().map(|n| n.count).sum::<usize>(), l.len());
+        assert_eq!(l.nodes.iter().map(|n| n.len()).sum::<usize>(), l.len());
         assert!(l.nodes.iter().all(|n| n.count > 0));
         for n in l.nodes.iter() {
-            assert_eq!(n.entries().count(), n.count);
+            assert_eq!(n.entries().count(), n.len());
         }
     }
 
@@ -1024,30 +1390,31 @@ mod tests {
 
     fn run_model(fill: i64, seed: u64) {
         let mut rng = fastrand::Rng::with_seed(seed);
-        let mut l = List::new();
+        let mut l = List::new(fill);
         let mut m: VecDeque<Vec<u8>> = VecDeque::new();
         for _ in 0..4000 {
             let v = value(&mut rng);
             match rng.u8(..13) {
                 0 | 1 => {
-                    l.push_back(&v, fill);
+                    l.push_back(&v);
                     m.push_back(v);
                 }
                 2 | 3 => {
-                    l.push_front(&v, fill);
+                    l.push_front(&v);
                     m.push_front(v);
                 }
                 4 => assert_eq!(l.pop_front(), m.pop_front()),
                 5 => assert_eq!(l.pop_back(), m.pop_back()),
                 6 if !m.is_empty() => {
                     let i = rng.usize(..m.len());
-                    assert!(l.set(i, &v, fill));
+                    assert!(l.set(i, &v));
                     m[i] = v;
                 }
-                7 => {
-                    let i = rng.usize(..=m.len());
-                    l.insert(i, &v, fill);
-                    m.insert(i, v);
+                7 if !m.is_empty() => {
+                    let i = rng.usize(..m.len());
+                    let after = rng.bool();
+                    l.insert_beside(i, after, &v);
+                    m.insert(i + after as usize, v);
                 }
                 8 => {
                     let c = rng.i64(-3..=3);
@@ -1103,7 +1470,8 @@ mod tests {
             }
             check(&l, &m);
         }
-        assert!(fill >= 0 || l.nodes.iter().all(|n| n.count == 1 || fits(n.buf.len(), n.count, fill)));
+        assert!(fill >= 0 || l.nodes.iter().all(|n| n.count == 1 || fits(n.lp_bytes as usize, n.len(), fill)));
+        assert!(l.nodes.iter().all(|n| n.lp_bytes == lp_bytes_of(&n.buf)));
     }
 
     #[test]
@@ -1123,11 +1491,11 @@ mod tests {
 
     #[test]
     fn long_entries_round_trip() {
-        let mut l = List::new();
+        let mut l = List::new(-2);
         let big = vec![7u8; 70000];
-        l.push_back(b"a", -2);
-        l.push_back(&big, -2);
-        l.push_front(&big[..200], -2);
+        l.push_back(b"a");
+        l.push_back(&big);
+        l.push_front(&big[..200]);
         assert_eq!(l.get(2), Some(Elem::Bytes(&big[..])));
         assert_eq!(l.pop_back().as_deref(), Some(&big[..]));
         assert_eq!(l.pop_front().as_deref(), Some(&big[..200]));
@@ -1155,14 +1523,14 @@ mod tests {
 
     #[test]
     fn nodes_respect_fill() {
-        let mut l = List::new();
+        let mut l = List::new(3);
         for i in 0..10 {
-            l.push_back(i.to_string().as_bytes(), 3);
+            l.push_back(i.to_string().as_bytes());
         }
         assert_eq!(l.node_count(), 4);
-        let mut l = List::new();
+        let mut l = List::new(-1);
         for _ in 0..1000 {
-            l.push_front(b"0123456789", -1);
+            l.push_front(b"0123456789");
         }
         assert!(l.node_count() >= 3 && l.nodes.iter().all(|n| n.buf.len() <= 4096));
     }
