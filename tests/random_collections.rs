@@ -5,6 +5,8 @@
 //!
 //! Both servers get low encoding thresholds at the start (CONFIG SET), so collections cross from
 //! their small encoding (intset, listpack) to the big one (hashtable, skiplist) under the commands.
+//! The dataset comparison includes each list's DUMP (its payload shows the quicklist's nodes) and
+//! the DUMP of every collection Redis holds in a small encoding (intset, listpack).
 //! Each type has its own small key pool, and two keys are shared by all types, so WRONGTYPE replies,
 //! overwrites and destination-type changes happen too.
 //!
@@ -695,6 +697,9 @@ fn compare_dataset(seed: u64, rc: &mut Client, fc: &mut Client) {
             b"+set\r\n" => checks.push((vec![b"SMEMBERS", k], Order::SmallExact)),
             b"+zset\r\n" => checks.push((vec![b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"], Order::Exact)),
             other => panic!("seed {seed}: unexpected type {} for {}", show(other), show(k)),
+        }
+        if ty.as_slice() != b"+string\r\n" && small_encoding(rc, k) {
+            checks.push((vec![b"DUMP", k], Order::Exact));
         }
         for (argv, order) in checks {
             let small = small_encoding(rc, k);
