@@ -26,6 +26,9 @@ const SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 const SAFETY_LIMIT: usize = 8192;
 /// A listpack's header (total bytes, entry count) and end byte.
 const LP_FRAME: usize = 7;
+/// The most listpack bytes a node of several elements grows to here: the largest fill class.
+/// Redis lets LSET grow a node past it; a file's node beyond it is cut on load.
+const MAX_NODE_BYTES: usize = SIZE_CLASSES[SIZE_CLASSES.len() - 1];
 /// `Node::lp_bytes` of a plain node: one element, kept apart from every listpack.
 const PLAIN: u32 = u32::MAX;
 /// What Redis adds to an element's length to estimate its listpack entry when it decides
@@ -502,12 +505,8 @@ impl Node {
     /// entry as the element's length plus SIZE_ESTIMATE_OVERHEAD. An element of the plain
     /// threshold's length or more, and a node already holding one alone, stay plain.
     fn can_take(&self, data: &[u8], fill: i64) -> bool {
-        self.can_take_within(data, |lp_bytes, count| fits(lp_bytes, count, fill))
-    }
-
-    fn can_take_within(&self, data: &[u8], limit: impl FnOnce(usize, usize) -> bool) -> bool {
         let stays_plain = is_large_element(data.len()) || self.is_plain();
-        !stays_plain && limit(self.lp_bytes as usize + data.len() + SIZE_ESTIMATE_OVERHEAD, self.len() + 1)
+        !stays_plain && fits(self.lp_bytes as usize + data.len() + SIZE_ESTIMATE_OVERHEAD, self.len() + 1, fill)
     }
 
     /// A node holding one element apart from every listpack: one of the plain threshold's
@@ -751,16 +750,26 @@ impl List {
     /// Replaces element `i` as Redis 7.0's quicklistReplaceEntry does: in place when the node
     /// and the element are both packed or both plain (a node may so grow past the fill limit,
     /// as there); otherwise the new element is inserted after the old one, as LINSERT would
-    /// place it, and the old one removed. Returns false when `i` is out of range.
+    /// place it, and the old one removed. One departure: a packed node is not grown past
+    /// MAX_NODE_BYTES (Redis would let LSETs grow it without bound, and every later edit of the
+    /// node move all of it); the new element is then placed as LINSERT would. Returns false
+    /// when `i` is out of range.
     pub fn set(&mut self, i: usize, data: &[u8]) -> bool {
         if i >= self.len() {
             return false;
         }
         let (ni, ei) = self.locate(i);
         let node = &mut self.nodes[ni];
-        if node.is_plain() == is_large_element(data.len()) {
-            let off = node.offset_of(ei);
-            let next = read_fwd(&node.buf, off).1;
+        let off = node.offset_of(ei);
+        let (old, next) = read_fwd(&node.buf, off);
+        let in_place = if node.is_plain() {
+            is_large_element(data.len())
+        } else {
+            let (_, int) = plan(data);
+            let grown = node.lp_bytes as usize - lp_elem_bytes(old) + lp_entry_bytes(data, int);
+            !is_large_element(data.len()) && (grown <= MAX_NODE_BYTES || node.count == 1)
+        };
+        if in_place {
             node.buf.make_mut().splice(off..next, encode_vec(data));
             node.recount();
         } else {
@@ -1159,8 +1168,8 @@ impl ListBuilder {
     }
 
     /// The next elements, up to `end_node`, are one node of a file: they start a node and share
-    /// it. A node bigger than any Redis makes (a 64 KB listpack) is cut, so that no file can make
-    /// a node whose edits cost more than that.
+    /// it. A node over MAX_NODE_BYTES (which Redis makes only by LSETs) is cut, so that no file
+    /// can make a node whose edits cost more than that.
     pub fn begin_node(&mut self) {
         self.close_node();
         self.loaded_node = true;
@@ -1196,7 +1205,7 @@ impl ListBuilder {
             } else if self.loaded_node {
                 !node.is_plain()
                     && !is_large_element(data.len())
-                    && node.lp_bytes as usize + lp_entry_bytes(data, int) <= SIZE_CLASSES[SIZE_CLASSES.len() - 1]
+                    && node.lp_bytes as usize + lp_entry_bytes(data, int) <= MAX_NODE_BYTES
             } else {
                 node.can_take(data, fill)
             }
@@ -1519,6 +1528,28 @@ mod tests {
         assert_eq!(int_width(999_999), 3);
         assert!(Elem::Int(-12).eq_bytes(b"-12"));
         assert!(!Elem::Int(12).eq_bytes(b"012"));
+    }
+
+    /// LSET grows a node in place, as Redis does, but not past MAX_NODE_BYTES: then the new
+    /// element is placed as LINSERT would place it, and the list reads the same.
+    #[test]
+    fn lset_grows_a_node_only_up_to_the_cap() {
+        let mut l = List::new(-2);
+        let mut model: Vec<Vec<u8>> = (0..1000).map(|i| format!("e{i}").into_bytes()).collect();
+        for e in &model {
+            l.push_back(e);
+        }
+        let big = vec![b'z'; 5000];
+        for i in (300..700).step_by(7) {
+            assert!(l.set(i, &big));
+            model[i] = big.clone();
+        }
+        let got: Vec<Vec<u8>> = l.iter().map(|e| e.to_vec()).collect();
+        assert_eq!(got, model);
+        let most = MAX_NODE_BYTES + lp_string_bytes(big.len());
+        assert!(l.nodes.iter().all(|n| n.lp_bytes as usize <= most), "a node grew past the cap");
+        assert!(l.nodes.iter().any(|n| n.lp_bytes as usize > SIZE_CLASSES[1]), "no node grew in place");
+        assert!(l.nodes.iter().all(|n| n.lp_bytes == lp_bytes_of(&n.buf)));
     }
 
     #[test]
