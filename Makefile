@@ -81,12 +81,14 @@ clippy:
 # the same property runs in `make test` (tests/parser_fuzz.rs). FUZZ_TARGETS picks the targets; the
 # RDB ones are seeded from the fixture library (RDB_FIXTURES) the first time: whole files for
 # rdb_file, and for restore_payload the fixtures' DUMP payloads when a redis-server is at hand
-# (fuzz/seed_payloads.py). Corpora and artifacts stay out of git (.gitignore).
-FUZZ_TARGETS ?= resp_parser rdb_file restore_payload aof_file
+# (fuzz/seed_payloads.py); cluster_msg gets well-formed bus frames (fuzz/seed_cluster_msgs.py). Corpora
+# and artifacts stay out of git (.gitignore).
+FUZZ_TARGETS ?= resp_parser rdb_file restore_payload aof_file cluster_msg
 RDB_FIXTURES ?= ../shared/rdb
 
 fuzz-seed:
-	@mkdir -p fuzz/corpus/rdb_file fuzz/corpus/restore_payload
+	@mkdir -p fuzz/corpus/rdb_file fuzz/corpus/restore_payload fuzz/corpus/cluster_msg
+	@if [ -z "$$(ls -A fuzz/corpus/cluster_msg)" ]; then python3 fuzz/seed_cluster_msgs.py fuzz/corpus/cluster_msg; fi
 	@if [ -d $(RDB_FIXTURES) ] && [ -z "$$(ls -A fuzz/corpus/rdb_file)" ]; then \
 		cp $(RDB_FIXTURES)/*.rdb $(RDB_FIXTURES)/assets/*.rdb fuzz/corpus/rdb_file/; \
 		rm -f fuzz/corpus/rdb_file/*-big.rdb; \
