@@ -1138,6 +1138,16 @@ mod tests {
     use super::*;
     use std::collections::{HashMap, HashSet};
 
+    /// Sizes for these tests: Miri interprets every pointer operation of the chains, so it
+    /// runs them smaller (the same paths: growth, shrinking and rehashing in steps).
+    const fn sized(normal: u64, miri: u64) -> u64 {
+        if cfg!(miri) {
+            miri
+        } else {
+            normal
+        }
+    }
+
     fn key(i: u64) -> Vec<u8> {
         format!("key:{i:012}").into_bytes()
     }
@@ -1177,9 +1187,10 @@ mod tests {
     /// the clock or breaks a chain (its high bits ride on the chain pointer).
     #[test]
     fn tags_are_kept_apart_from_clock_and_chains() {
+        let n = sized(2000, 200);
         let mut t: Table<u64> = Table::new();
         let mut handles = Vec::new();
-        for i in 0..2000u64 {
+        for i in 0..n {
             let (_, h) = t.insert_entry(&key(i), i, 0x00ab_cdef);
             let tag = (i as u32 * 7919) & ((1 << TAG_BITS) - 1);
             unsafe { t.set_entry_tag(h, tag) };
@@ -1193,14 +1204,14 @@ mod tests {
         assert_eq!(t.clock(&key(6)), Some(0x00ff_ffff));
         assert_eq!(t.clock(&key(7)), Some(3));
         // Removing half the keys shrinks the table: chains relinked, tags kept.
-        for i in (0..2000u64).step_by(2) {
+        for i in (0..n).step_by(2) {
             let (v, h, tag) = t.remove_entry(&key(i)).unwrap();
             assert_eq!(v, i);
             assert_eq!((h, tag), handles[i as usize]);
             check(&t);
         }
         while t.rehash_step(100) {}
-        for i in (1..2000u64).step_by(2) {
+        for i in (1..n).step_by(2) {
             let (h, tag) = handles[i as usize];
             assert_eq!(t.entry(&key(i)), Some(h));
             assert_eq!(unsafe { t.entry_tag(h) }, tag);
@@ -1251,27 +1262,28 @@ mod tests {
 
     #[test]
     fn grows_and_shrinks_incrementally() {
+        let n = sized(10_000, 600);
         let mut t = Table::new();
         let mut saw_rehash = false;
-        for i in 0..10_000 {
+        for i in 0..n {
             t.insert(&key(i), i, 0);
             saw_rehash |= t.is_rehashing();
-            if i % 997 == 0 {
+            if i % sized(997, 97) == 0 {
                 check(&t);
             }
         }
         assert!(saw_rehash);
         while t.rehash_step(1) {}
-        assert_eq!(t.buckets(), 16384);
-        for i in 0..9_990 {
+        assert_eq!(t.buckets() as u64, n.next_power_of_two());
+        for i in 0..n - 10 {
             assert_eq!(t.remove(&key(i)), Some(i));
-            if i % 997 == 0 {
+            if i % sized(997, 97) == 0 {
                 check(&t);
             }
         }
         while t.rehash_step(1) {}
         assert!(t.buckets() <= 64, "{}", t.buckets());
-        for i in 9_990..10_000 {
+        for i in n - 10..n {
             assert_eq!(t.get(&key(i)), Some(&i));
         }
         check(&t);
@@ -1284,11 +1296,12 @@ mod tests {
         let mut t: Table<u64> = Table::new();
         let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
         let (mut shrinks, mut grows, mut prev) = (0, 0, 0);
-        for round in 0..240_000u64 {
+        let (rounds, keys) = (sized(240_000, 2_400), sized(10_000, 120));
+        for round in 0..rounds {
             // Alternate insert-heavy and remove-heavy phases so the table grows and shrinks
             // several times.
-            let growing = (round / 60_000) % 2 == 0;
-            let k = key(rng.u64(..10_000));
+            let growing = (round / (rounds / 4)) % 2 == 0;
+            let k = key(rng.u64(..keys));
             let r = rng.u8(..100);
             let op = match r {
                 _ if r < if growing { 50 } else { 5 } => 0,
@@ -1347,9 +1360,9 @@ mod tests {
     #[test]
     fn scan_guarantee_under_resizes() {
         let mut rng = fastrand::Rng::with_seed(7);
-        for trial in 0..24u64 {
+        for trial in 0..sized(24, 6) {
             let mut t: Table<u64> = Table::new();
-            let stable: Vec<u64> = (0..rng.u64(1..2000)).collect();
+            let stable: Vec<u64> = (0..rng.u64(1..sized(2000, 40))).collect();
             for &i in &stable {
                 t.insert(&key(i), i, 0);
             }
@@ -1357,7 +1370,7 @@ mod tests {
             let mut extra = base;
             let mode = trial % 3;
             if mode == 1 {
-                for _ in 0..8_000 {
+                for _ in 0..sized(8_000, 600) {
                     t.insert(&key(extra), 0, 0);
                     extra += 1;
                 }
@@ -1375,8 +1388,8 @@ mod tests {
                     1 => false,
                     _ => rng.bool(),
                 };
-                for _ in 0..rng.usize(0..300) {
-                    if add && extra < base + 8_000 {
+                for _ in 0..rng.usize(0..sized(300, 30) as usize) {
+                    if add && extra < base + sized(8_000, 600) {
                         t.insert(&key(extra), 0, 0);
                         extra += 1;
                     } else if extra > base {
@@ -1403,7 +1416,7 @@ mod tests {
         let mut t: Table<u64> = Table::new();
         // Stop midway through a resize so the two-array path is exercised too.
         let mut n = 0;
-        while n < 5000 || !t.is_rehashing() {
+        while n < sized(5000, 300) || !t.is_rehashing() {
             t.insert(&key(n), n, 0);
             n += 1;
         }
@@ -1429,7 +1442,7 @@ mod tests {
             t.insert(&key(i), i, 0);
         }
         let mut seen = HashSet::new();
-        for _ in 0..20_000 {
+        for _ in 0..sized(20_000, 3_000) {
             seen.insert(*t.random().unwrap().1);
         }
         assert_eq!(seen.len(), 50);
