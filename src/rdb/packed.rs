@@ -164,17 +164,6 @@ pub fn ziplist(blob: &[u8]) -> PResult<Vec<PElem<'_>>> {
 
 const LP_HEADER: usize = 6;
 
-/// Number of bytes a listpack back-length takes for an entry of `len` bytes.
-fn backlen_size(len: usize) -> usize {
-    match len {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    }
-}
-
 /// Every entry of a listpack, validated: total size, each entry inside the blob with a
 /// back-length that encodes its size, the 0xFF terminator, and the count unless it saturated.
 pub fn listpack(blob: &[u8]) -> PResult<Vec<PElem<'_>>> {
@@ -255,7 +244,7 @@ fn listpack_walk<'a>(blob: &'a [u8], out: &mut Vec<PElem<'a>>) -> PResult<()> {
                 _ => return Err("listpack entry has an invalid encoding".into()),
             }
         };
-        let bl = backlen_size(size);
+        let bl = crate::util::listpack::backlen_bytes(size);
         let next = start + size + bl;
         if next > end {
             return Err("listpack entry runs past the end".into());

@@ -18,14 +18,13 @@ use std::sync::Arc;
 
 use super::cow::CowVec;
 use crate::util::alloc::usable_size;
+use crate::util::listpack;
 use std::collections::VecDeque;
 
 /// Byte cap of a node for the negative fill levels -1..-5, in listpack bytes.
 const SIZE_CLASSES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 /// Byte cap for a node under a positive (entry count) fill, as Redis's safety limit.
 const SAFETY_LIMIT: usize = 8192;
-/// A listpack's header (total bytes, entry count) and end byte.
-const LP_FRAME: usize = 7;
 /// The most listpack bytes a node of several elements grows to here: the largest fill class.
 /// Redis lets LSET grow a node past it; a file's node beyond it is cut on load.
 const MAX_NODE_BYTES: usize = SIZE_CLASSES[SIZE_CLASSES.len() - 1];
@@ -420,62 +419,26 @@ fn fits(lp_bytes: usize, count: usize, fill: i64) -> bool {
     }
 }
 
-/// The listpack entry of a string of `len` bytes: encoding header, payload and back-length.
-fn lp_string_bytes(len: usize) -> usize {
-    let encoded = len
-        + if len < 64 {
-            1
-        } else if len < 4096 {
-            2
-        } else {
-            5
-        };
-    encoded + lp_backlen_bytes(encoded)
-}
-
-/// The listpack entry of an integer, in the narrowest of listpack's integer encodings.
-fn lp_int_bytes(v: i64) -> usize {
-    let encoded = match v {
-        0..=127 => 1,
-        -4096..=4095 => 2,
-        -32768..=32767 => 3,
-        -8_388_608..=8_388_607 => 4,
-        _ if i32::try_from(v).is_ok() => 5,
-        _ => 9,
-    };
-    encoded + lp_backlen_bytes(encoded)
-}
-
-fn lp_backlen_bytes(encoded: usize) -> usize {
-    match encoded {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2_097_150 => 3,
-        2_097_151..=268_435_454 => 4,
-        _ => 5,
-    }
-}
-
 /// The listpack entry of an element as stored.
 fn lp_elem_bytes(e: Elem<'_>) -> usize {
     match e {
-        Elem::Int(v) => lp_int_bytes(v),
-        Elem::Bytes(b) => lp_string_bytes(b.len()),
+        Elem::Int(v) => listpack::int_entry_bytes(v),
+        Elem::Bytes(b) => listpack::string_entry_bytes(b.len()),
     }
 }
 
 /// The listpack entry of `data`, planned as `int`.
 fn lp_entry_bytes(data: &[u8], int: Option<i64>) -> usize {
     match int {
-        Some(v) => lp_int_bytes(v),
-        None => lp_string_bytes(data.len()),
+        Some(v) => listpack::int_entry_bytes(v),
+        None => listpack::string_entry_bytes(data.len()),
     }
 }
 
 /// Listpack bytes, frame included, of the entries in `buf`.
 fn lp_bytes_of(buf: &[u8]) -> u32 {
     let entries: usize = NodeIter { buf, off: 0 }.map(|(_, _, e)| lp_elem_bytes(e)).sum();
-    (LP_FRAME + entries) as u32
+    (listpack::FRAME + entries) as u32
 }
 
 /// Whether an element of `len` bytes gets a node of its own (Redis's plain nodes).
@@ -487,7 +450,8 @@ impl Node {
     fn with_entry(data: &[u8], size: usize, int: Option<i64>) -> Node {
         let mut buf = vec![0; size];
         write_entry(&mut buf, data, int);
-        let lp_bytes = if is_large_element(data.len()) { PLAIN } else { (LP_FRAME + lp_entry_bytes(data, int)) as u32 };
+        let lp_bytes =
+            if is_large_element(data.len()) { PLAIN } else { (listpack::FRAME + lp_entry_bytes(data, int)) as u32 };
         Node { buf: buf.into(), count: 1, lp_bytes }
     }
 
@@ -890,7 +854,7 @@ impl List {
         let node = &mut self.nodes[i];
         node.buf.make_mut().extend_from_slice(&next.buf);
         node.count += next.count;
-        node.lp_bytes += next.lp_bytes - LP_FRAME as u32;
+        node.lp_bytes += next.lp_bytes - listpack::FRAME as u32;
     }
 
     /// Index of the first element equal to `value`.
@@ -1546,7 +1510,7 @@ mod tests {
         }
         let got: Vec<Vec<u8>> = l.iter().map(|e| e.to_vec()).collect();
         assert_eq!(got, model);
-        let most = MAX_NODE_BYTES + lp_string_bytes(big.len());
+        let most = MAX_NODE_BYTES + listpack::string_entry_bytes(big.len());
         assert!(l.nodes.iter().all(|n| n.lp_bytes as usize <= most), "a node grew past the cap");
         assert!(l.nodes.iter().any(|n| n.lp_bytes as usize > SIZE_CLASSES[1]), "no node grew in place");
         assert!(l.nodes.iter().all(|n| n.lp_bytes == lp_bytes_of(&n.buf)));
