@@ -726,16 +726,18 @@ impl List {
         let node = &mut self.nodes[ni];
         let off = node.offset_of(ei);
         let (old, next) = read_fwd(&node.buf, off);
-        let in_place = if node.is_plain() {
-            is_large_element(data.len())
-        } else {
-            let (_, int) = plan(data);
-            let grown = node.lp_bytes as usize - lp_elem_bytes(old) + lp_entry_bytes(data, int);
-            !is_large_element(data.len()) && (grown <= MAX_NODE_BYTES || node.count == 1)
+        // The node's listpack size after the replacement (a plain node has none).
+        let grown = (!node.is_plain())
+            .then(|| node.lp_bytes as usize - lp_elem_bytes(old) + lp_entry_bytes(data, plan(data).1));
+        let in_place = match grown {
+            None => is_large_element(data.len()),
+            Some(grown) => !is_large_element(data.len()) && (grown <= MAX_NODE_BYTES || node.count == 1),
         };
         if in_place {
             node.buf.make_mut().splice(off..next, encode_vec(data));
-            node.recount();
+            if let Some(grown) = grown {
+                node.lp_bytes = grown as u32;
+            }
         } else {
             self.insert_beside(i, true, data);
             self.remove_at(i);
@@ -1210,14 +1212,6 @@ impl NodeElems<'_> {
     /// A plain node: its one element is stored apart from any listpack.
     pub fn is_plain(&self) -> bool {
         self.plain
-    }
-
-    pub fn len(&self) -> usize {
-        self.left
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.left == 0
     }
 }
 
