@@ -997,17 +997,20 @@ impl List {
         let n = if start >= self.len() { 0 } else { n.min(self.len() - start) };
         let bytes = self.approx_bytes(n);
         if n == 0 {
-            return ListSnapshot { nodes: Vec::new(), plain_nodes: Vec::new(), off: 0, n: 0, bytes };
+            return ListSnapshot { bytes, ..ListSnapshot::default() };
         }
         let (ni, ei) = self.locate(start);
         let off = self.nodes[ni].offset_of(ei);
         let mut nodes = Vec::new();
+        let mut counts = Vec::new();
         let mut plain_nodes = Vec::new();
         // Elements still to cover, counted from the first node's head.
         let mut left = n + ei;
         let mut i = ni;
         while left > 0 && i < self.nodes.len() {
             let node = &mut self.nodes[i];
+            let skipped = if i == ni { ei } else { 0 };
+            counts.push((node.len() - skipped).min(left - skipped) as u32);
             left = left.saturating_sub(node.len());
             if node.is_plain() {
                 plain_nodes.push(nodes.len());
@@ -1015,7 +1018,7 @@ impl List {
             nodes.push(node.buf.share());
             i += 1;
         }
-        ListSnapshot { nodes, plain_nodes, off, n, bytes }
+        ListSnapshot { nodes, counts, plain_nodes, off, n, bytes }
     }
 
     /// An estimate of the encoded bytes of `n` elements (to size reply buffers): `n` times the
@@ -1029,8 +1032,11 @@ impl List {
 }
 
 /// A range of a list as it was when the snapshot was taken (`List::snapshot_range`).
+#[derive(Default)]
 pub struct ListSnapshot {
     nodes: Vec<Arc<Vec<u8>>>,
+    /// How many of the range's elements each of `nodes` holds.
+    counts: Vec<u32>,
     /// Which of `nodes` are plain (ascending; nearly always none).
     plain_nodes: Vec<usize>,
     /// Where the range starts in the first node.
@@ -1071,15 +1077,9 @@ impl ListSnapshot {
     /// Calls `f` with the range's elements node by node, as the list held them when the
     /// snapshot was taken (a snapshot of the whole list gives the list's nodes).
     pub fn for_each_node(&self, mut f: impl FnMut(NodeElems<'_>)) {
-        let mut left = self.n;
         let mut off = self.off;
-        for (i, buf) in self.nodes.iter().enumerate() {
-            if left == 0 {
-                break;
-            }
-            let in_node = NodeIter { buf, off }.count().min(left);
-            f(NodeElems { buf, off, left: in_node, plain: self.plain_nodes.binary_search(&i).is_ok() });
-            left -= in_node;
+        for (i, (buf, &count)) in self.nodes.iter().zip(&self.counts).enumerate() {
+            f(NodeElems { buf, off, left: count as usize, plain: self.plain_nodes.binary_search(&i).is_ok() });
             off = 0;
         }
     }
@@ -1308,6 +1308,25 @@ mod tests {
         assert_eq!(snap.len(), 90_000);
         assert_eq!(l.len(), 100_000);
         assert_eq!(l.get(0).map(|e| e.to_vec()), Some(b"e:5000".to_vec()));
+    }
+
+    #[test]
+    fn snapshot_nodes_hold_the_range() {
+        let mut l = List::new(5);
+        for i in 0..47 {
+            l.push_back(format!("{i}").as_bytes());
+        }
+        for (start, n) in [(0, 47), (3, 10), (5, 5), (7, 1), (12, 35), (40, 100), (46, 1)] {
+            let snap = l.snapshot_range(start, n);
+            let (mut got, mut nodes) = (Vec::new(), 0);
+            snap.for_each_node(|node| {
+                nodes += 1;
+                got.extend(node.map(|e| e.to_vec()));
+            });
+            let expect: Vec<Vec<u8>> = (start..47.min(start + n)).map(|i| format!("{i}").into_bytes()).collect();
+            assert_eq!(got, expect, "range {start}+{n}");
+            assert_eq!(nodes, (start + expect.len()).div_ceil(5) - start / 5, "range {start}+{n}");
+        }
     }
 
     #[test]
