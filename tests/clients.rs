@@ -400,6 +400,43 @@ fn normal_output_buffer_limit_matches_real_redis() {
     assert_eq!(normal_limit_scenario(&ferrodis), normal_limit_scenario(&redis));
 }
 
+/// A killed connection is closed by the time the killer has its reply, as Redis closes it
+/// in freeClient: plain and inside MULTI (unit/replication kills a replica's link in a
+/// transaction, then reads the replica's link status at once). Counts, over 40 kills of each
+/// kind, the victims whose socket already read as closed when the killer's reply arrived.
+fn kill_closes_before_reply_scenario(server: &Server) -> Vec<usize> {
+    let mut killer = server.client();
+    let mut closed_at_reply = vec![0, 0];
+    for (kind, in_multi) in [false, true].into_iter().enumerate() {
+        for _ in 0..40 {
+            let mut victim = server.client();
+            let id = String::from_utf8_lossy(&victim.cmd(&["CLIENT", "ID"])).trim()[1..].to_string();
+            if in_multi {
+                assert_eq!(killer.cmd(&["MULTI"]), b"+OK\r\n");
+                assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", &id]), b"+QUEUED\r\n");
+                assert_eq!(killer.cmd(&["EXEC"]), b"*1\r\n:1\r\n");
+            } else {
+                assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", &id]), b":1\r\n");
+            }
+            victim.stream.set_nonblocking(true).unwrap();
+            let mut byte = [0u8; 1];
+            if matches!(std::io::Read::read(&mut victim.stream, &mut byte), Ok(0)) {
+                closed_at_reply[kind] += 1;
+            }
+        }
+    }
+    closed_at_reply
+}
+
+#[test]
+fn killed_connection_is_closed_before_the_killer_is_answered() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = kill_closes_before_reply_scenario(&redis);
+    assert_eq!(expected, vec![40, 40], "real Redis closes at once");
+    assert_eq!(kill_closes_before_reply_scenario(&ferrodis), expected);
+}
+
 /// CLIENT KILL MAXAGE (Redis 7.4, documented: closes connections at least that many seconds
 /// old): an old connection goes, a new one and the caller (SKIPME default) stay.
 #[test]

@@ -101,6 +101,30 @@ pub struct ClientHandle {
     deferred_bytes: AtomicUsize,
     /// The output limit closed the client: nothing more is written to it.
     output_dropped: AtomicBool,
+    /// The connection's socket while its connection task holds it open (see `SocketLease`), so
+    /// a close can shut it down from the executor. The lock keeps the descriptor from being
+    /// closed, and its number reused by another connection, while the executor uses it.
+    socket: std::sync::Mutex<Option<std::os::fd::RawFd>>,
+}
+
+/// Lends a connection's socket descriptor to its handle for as long as the lease lives. Made
+/// by the connection task over a socket it owns and dropped before the socket is: once the
+/// lease is gone the handle no longer touches the descriptor.
+pub struct SocketLease<'a>(&'a ClientHandle);
+
+impl<'a> SocketLease<'a> {
+    pub fn new(handle: &'a ClientHandle, fd: std::os::fd::RawFd) -> Self {
+        if fd >= 0 {
+            *handle.socket.lock().unwrap_or_else(|p| p.into_inner()) = Some(fd);
+        }
+        SocketLease(handle)
+    }
+}
+
+impl Drop for SocketLease<'_> {
+    fn drop(&mut self) {
+        *self.0.socket.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
 }
 
 /// Redis's PROTO_REPLY_CHUNK_BYTES (a new client's reply buffer, the most it grows to) and
@@ -187,10 +211,30 @@ impl ClientHandle {
     /// more and closes without waiting on the peer. A replica stopped with SIGSTOP held its
     /// whole output until its TLS connection was torn down (unit/maxmemory's "slave buffer are
     /// counted correctly" over TLS).
+    ///
+    /// The socket is shut down here too, so the peer sees the close before the killer's reply
+    /// goes out, as Redis's close in freeClient does: a replica whose link was killed inside
+    /// MULTI reported its link up, with its old data, to the next INFO (unit/replication's
+    /// "new database is exposed after swapping").
     pub fn request_close(&self) {
         self.output_dropped.store(true, Ordering::Release);
         self.drop_output();
         self.close_after_output();
+        self.shut_socket();
+    }
+
+    /// Shuts the connection's socket down in both directions (not closing the descriptor,
+    /// which stays the connection task's), unless a forked debugging session still talks on it.
+    fn shut_socket(&self) {
+        if self.detached() {
+            return;
+        }
+        let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(fd) = *socket {
+            // SAFETY: the descriptor is open while the lock holds it (see `SocketLease`), and
+            // shutdown touches no memory.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
     }
 
     /// Closes the client once what is queued for it is written (Redis's CLOSE_AFTER_REPLY: a

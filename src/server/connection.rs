@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::{ExecHandle, Shared};
 use crate::commands;
 use crate::config::live;
-use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer};
+use crate::executor::clients::{ClientHandle, ConnInfo, RdbTransfer, SocketLease};
 use crate::executor::{BatchEnd, Cmd};
 use crate::resp::reply::{Cursor, Deferred, Piece, PIECE_BYTES};
 use crate::resp::Parser;
@@ -48,6 +48,7 @@ where
     // connection). It is full whenever replies wait in the backlog, so it counts with them as
     // the client's output: uncounted, it made maxmemory evict keys for stalled TLS clients.
     let tls_hold = if info.tls { crate::alloc::usable_size(super::tls::SEND_BUFFER_LIMIT + 256) as usize } else { 0 };
+    let fd = info.fd;
     let (id, handle) = match registered {
         Some(r) => r,
         None => {
@@ -58,6 +59,8 @@ where
             (id, handle)
         }
     };
+    // Dropped before `stream` (a parameter outlives the body's bindings).
+    let _lease = SocketLease::new(&handle, fd);
     // The keyspace stores key lengths in 32 bits: a bulk over 4 GiB is refused as an invalid
     // bulk length even when proto-max-bulk-len is set higher.
     let max_bulk = live::get_u64(&live::PROTO_MAX_BULK_LEN).min(u32::MAX as u64);
