@@ -48,6 +48,12 @@ pub struct ClientHandle {
     pub killed: Signal,
     /// Bytes the connection took from the outbox (or a batch reply) and has not written yet.
     in_flight: AtomicUsize,
+    /// Bytes of the connection's output buffers that went out but are still allocated: the
+    /// head of a reply being written, of the backlog. Redis frees its reply blocks as they are
+    /// written, so its figures (omem, tot-mem) leave this out; client eviction counts it, or a
+    /// client that stops reading holds megabytes maxmemory-clients does not see, and keys are
+    /// evicted for them instead (unit/maxmemory's "many MGET clients, client eviction: true").
+    written_held: AtomicUsize,
     /// The client has subscriptions: the pubsub class of client-output-buffer-limit applies.
     pubsub: AtomicBool,
     /// The client is an attached replica: the replica class applies (it wins over pubsub).
@@ -458,6 +464,15 @@ impl ClientHandle {
     /// The connection's count of taken but unwritten bytes.
     pub fn set_in_flight(&self, n: usize) {
         self.in_flight.store(n, Ordering::Relaxed);
+    }
+
+    /// What the connection's output buffers hold that has been written (see `written_held`).
+    pub fn set_written_held(&self, n: usize) {
+        self.written_held.store(n, Ordering::Relaxed);
+    }
+
+    pub fn written_held(&self) -> usize {
+        self.written_held.load(Ordering::Relaxed)
     }
 
     /// A batch's replies, not yet handed to the connection, count as output until it writes
@@ -1106,8 +1121,9 @@ fn evict_over(st: &mut super::State, caller: Option<&Client>, limit: u64) -> u64
             closing += c.memory();
             continue;
         }
-        // The figure CLIENT LIST shows as tot-mem, so what is left sums to under the limit.
-        let mem = total_memory(st, c);
+        // The figure CLIENT LIST shows as tot-mem, so what is left sums to under the limit,
+        // with what the connection's buffers hold beyond Redis's figures.
+        let mem = total_memory(st, c) + c.handle.written_held() as u64;
         total += mem;
         if !c.no_evict {
             // What closing it gives back (its buffers' real capacities), for maxmemory.

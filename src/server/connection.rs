@@ -273,6 +273,7 @@ where
     // took, for as long as it slept. A TCP shutdown never waits.
     drop((backlog, pushed, out, rbuf, cmds));
     handle.set_in_flight(0);
+    handle.set_written_held(0);
     handle.report_out_held(0);
     // A socket handed to a forked debugging session stays open for the child.
     if !handle.detached() {
@@ -624,6 +625,7 @@ impl Backlog {
             self.pos = 0;
         }
         handle.set_in_flight(self.held());
+        handle.set_written_held(self.pos);
     }
 
     /// Writes what is left in full (before a close, a protocol error or a snapshot).
@@ -664,7 +666,9 @@ where
                 // A big reply to a fast reader would otherwise go out in one go while the
                 // other connections of this thread wait (30 MB: tens of ms). What is unsent
                 // meanwhile is the client's output, for maxmemory-clients as for CLIENT LIST.
-                handle.set_in_flight(backlog.held() + bytes.len() - pos);
+                let unsent = bytes.len() - pos;
+                handle.set_in_flight(backlog.held() + unsent);
+                handle.set_written_held(crate::alloc::usable_size(bytes.capacity()) as usize - unsent);
                 tokio::task::yield_now().await;
             }
         }
@@ -682,6 +686,7 @@ where
     }
     backlog.tls_busy = backlog.tls_hold > 0 && stream.holds_unsent();
     handle.set_in_flight(backlog.held());
+    handle.set_written_held(backlog.pos);
     true
 }
 
