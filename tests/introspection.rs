@@ -208,8 +208,9 @@ fn keyspace_hits_per_command_match_redis() {
     assert_eq!(run(&TestServer::new()), run(&RedisServer::new()));
 }
 
-/// CLIENT NO-TOUCH (Redis 7.2): while on, this client's reads leave a key's LRU idle time alone;
-/// TOUCH still touches; off again, a read resets it. Ferrodis only (Redis 7.0 lacks it).
+/// CLIENT NO-TOUCH (Redis 7.2): while on, this client's reads and in-place writes leave a key's
+/// LRU idle time alone; TOUCH still touches; off again, a read resets it. Ferrodis only (Redis
+/// 7.0 lacks it).
 #[test]
 fn client_no_touch_leaves_idle_time_alone() {
     if std::env::var_os("FERRODIS_SELFCHECK").is_some_and(|v| v != "0") {
@@ -224,10 +225,13 @@ fn client_no_touch_leaves_idle_time_alone() {
     };
     assert_eq!(c.cmd(&["SET", "k", "v"]), b"+OK\r\n");
     assert_eq!(c.cmd(&["SET", "t", "v"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["RPUSH", "l", "a"]), b":1\r\n");
     common::wait_until("k and t idle for 2 s", || idle(&mut Client::connect(f.port), "t") >= 2);
     assert_eq!(c.cmd(&["CLIENT", "NO-TOUCH", "on"]), b"+OK\r\n");
     assert_eq!(c.cmd(&["GET", "k"]), b"$1\r\nv\r\n");
     assert!(idle(&mut c, "k") >= 2, "a NO-TOUCH read reset k's idle time");
+    assert_eq!(c.cmd(&["RPUSH", "l", "b"]), b":2\r\n");
+    assert!(idle(&mut c, "l") >= 2, "a NO-TOUCH write reset l's idle time");
     assert_eq!(c.cmd(&["TOUCH", "t"]), b":1\r\n");
     assert!(idle(&mut c, "t") < 2, "TOUCH under NO-TOUCH still touches");
     assert_eq!(c.cmd(&["CLIENT", "NO-TOUCH", "off"]), b"+OK\r\n");

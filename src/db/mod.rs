@@ -407,6 +407,15 @@ impl Db {
         self.get_read(key, now_ms)
     }
 
+    /// `get_mut` leaving the access time alone (a write under CLIENT NO-TOUCH).
+    pub fn get_mut_untouched(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
+        self.sort_hook(key);
+        if self.expire_key_and_fields(key, now_ms) {
+            return None;
+        }
+        self.keys.get_mut(key)
+    }
+
     /// `get_mut` for reading: the caller may do the value's own upkeep (an incremental rehash
     /// step), never change what it holds, so SORT walks are not told of it.
     pub fn get_read(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {

@@ -335,9 +335,13 @@ impl Ctx<'_> {
     }
 
     /// Looks up `key` for writing: applies lazy expiry, no hit/miss accounting (lookupKeyWrite).
+    /// Under CLIENT NO-TOUCH the access time stays, for writes as for reads (Redis 7.2's
+    /// lookupKey leaves it alone for every lookup of such a client but TOUCH's).
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
         let now = self.now_ms;
-        self.srv.dbs[self.client.db].get_mut(key, now).map(|v| {
+        let db = &mut self.srv.dbs[self.client.db];
+        let found = if self.client.no_touch { db.get_mut_untouched(key, now) } else { db.get_mut(key, now) };
+        found.map(|v| {
             v.rehash_step();
             &mut *v
         })
