@@ -16,11 +16,12 @@ build:
 # The differential tests compare against the real redis-server (Debian's redis 7.0),
 # tests/sentinel.rs runs Debian's redis-sentinel over ferrodis and tests/tls.rs makes its
 # certificates with openssl; Redis's suite over TLS (tools/redis-suite.sh --tls) needs tcl-tls;
+# tests/aof.rs counts fsyncs with strace;
 # install them when missing. They run against an optimized build (profile ci: release without
 # fat LTO, quick to link); --no-fail-fast so one failing suite does not hide the others.
 deps:
-	@(command -v redis-server && command -v redis-check-rdb && command -v redis-benchmark && command -v redis-sentinel && command -v python3 && command -v tclsh && command -v openssl && echo 'exit [catch {package require tls}]' | tclsh) >/dev/null 2>&1 || \
-		($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools redis-sentinel python3 tcl tcl-tls openssl)
+	@(command -v redis-server && command -v redis-check-rdb && command -v redis-benchmark && command -v redis-sentinel && command -v python3 && command -v tclsh && command -v openssl && command -v strace && echo 'exit [catch {package require tls}]' | tclsh) >/dev/null 2>&1 || \
+		($(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools redis-sentinel python3 tcl tcl-tls openssl strace)
 
 # Redis 7.0.15's own test suite (../shared/redis-tests, see tests/redis-suite/README.md). CI runs
 # the slice below (units that finish in seconds each); `make conformance` runs every unit of

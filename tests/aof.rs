@@ -2502,3 +2502,82 @@ fn debug_loadaof_answers_loading_during_a_slow_script() {
     assert_eq!(redis.0, show(b"-LOADING Redis is loading the dataset in memory\r\n"), "redis");
     assert_eq!(redis, ferrodis, "PING during the load, DEBUG LOADAOF's reply, the log line, the key (redis left)");
 }
+
+/// The fsync(2)/fdatasync(2) calls a server's threads make while `writes` runs, counted by
+/// strace attached to its running process (a child forked before the attach is not traced, so
+/// a BGSAVE child's own fsync of its dump does not count).
+fn fsyncs_during(node: &Node, tmp: &Path, writes: impl FnOnce()) -> usize {
+    let pid = node.child.as_ref().expect("running").id();
+    let trace = tmp.join(format!("strace.{pid}"));
+    let attached = tmp.join(format!("strace.{pid}.err"));
+    let mut strace = Command::new("strace")
+        .args(["-f", "-e", "trace=fsync,fdatasync", "-o"])
+        .arg(&trace)
+        .args(["-p", &pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&attached).expect("create strace log")))
+        .spawn()
+        .expect("strace is missing: this test needs it (apt-get install -y strace)");
+    common::wait_until("strace to attach", || std::fs::read_to_string(&attached).is_ok_and(|t| t.contains("attached")));
+    writes();
+    // SIGINT: strace detaches and writes out what it saw.
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    strace.wait().expect("strace exit");
+    let text = std::fs::read_to_string(&trace).expect("strace's output");
+    // `PID fdatasync(FD) = 0` or `PID fsync(FD) = 0`.
+    text.lines().filter(|l| l.contains("sync(")).count()
+}
+
+#[test]
+fn fsync_follows_appendfsync_and_no_appendfsync_on_rewrite() {
+    let tmp = TempDir::new("fsync_policy");
+    // (appendfsync, no-appendfsync-on-rewrite, a BGSAVE child running)
+    let cases = [
+        ("no", "no", false),
+        ("everysec", "no", false),
+        ("everysec", "yes", true),
+        ("always", "yes", true),
+        ("always", "no", true),
+        ("always", "yes", false),
+    ];
+    let (redis, ferrodis) = both(|kind| {
+        let mut seen = Vec::new();
+        for (i, (policy, on_rewrite, child)) in cases.iter().enumerate() {
+            let dir = tmp.sub(&format!("{}-{i}", kind.name()));
+            let node = Node::start(kind, &dir, &["--appendfsync", policy, "--no-appendfsync-on-rewrite", on_rewrite]);
+            let mut c = node.client();
+            if *child {
+                // Ten seconds per key: the child outlives the writes below.
+                c.cmd(&["SET", "slow", "1"]);
+                c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "10000000"]);
+                assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+            }
+            let n = fsyncs_during(&node, &dir, || {
+                // Over two seconds, so an everysec fsync falls in it.
+                for k in 0..25 {
+                    c.cmd(&["SET", &format!("k{k}"), "v"]);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+            if *child {
+                assert_eq!(
+                    info_field(&mut c, "persistence", "rdb_bgsave_in_progress"),
+                    "1",
+                    "{} case {i}",
+                    kind.name()
+                );
+                // FLUSHALL ends the child (Redis kills a running save).
+                c.cmd(&["FLUSHALL"]);
+            }
+            seen.push(format!(
+                "appendfsync {policy}, no-appendfsync-on-rewrite {on_rewrite}, child {child}: fsynced {}",
+                n > 0
+            ));
+        }
+        seen
+    });
+    assert_eq!(redis, ferrodis, "(redis left)");
+    assert!(redis.iter().filter(|s| s.ends_with("true")).count() >= 3, "the traces saw fsyncs at all: {redis:?}");
+}

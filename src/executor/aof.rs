@@ -49,6 +49,9 @@ pub struct SyncGate {
     file: Mutex<Option<Arc<File>>>,
     /// Written since the everysec thread last synced.
     pending: AtomicBool,
+    /// `no-appendfsync-on-rewrite` while a child runs: the everysec thread leaves `pending`
+    /// for later (see `fsync_held`).
+    held: AtomicBool,
     /// Bytes of `always` batches not written yet: the hook writes them all with one write(2)
     /// before its fsync, as Redis writes its AOF buffer once per event-loop iteration.
     unwritten: Mutex<Vec<u8>>,
@@ -283,8 +286,11 @@ fn write_buffer(st: &mut State) {
     if st.aof.flush_sleep_us > 0 {
         std::thread::sleep(Duration::from_micros(st.aof.flush_sleep_us));
     }
-    let always = other(st, "appendfsync") == "always";
-    if always && st.aof.group_commit {
+    let policy = other(st, "appendfsync");
+    let (always, everysec) = (policy == "always", policy == "everysec");
+    let held = fsync_held(st);
+    st.aof.fsync.held.store(held, Ordering::Release);
+    if always && !held && st.aof.group_commit {
         // Handed to the before-park hook, which writes and fsyncs every batch of this turn.
         st.aof.fsync.unwritten.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(&st.aof.buf);
         st.aof.current_size += st.aof.buf.len() as u64;
@@ -305,7 +311,7 @@ fn write_buffer(st: &mut State) {
         crate::executor::record_latency(st, with, write_us);
         crate::executor::record_latency(st, "aof-write", write_us);
     }
-    if always && result.is_ok() {
+    if always && !held && result.is_ok() {
         let started = Instant::now();
         result = file.sync_data();
         crate::executor::record_latency(st, "aof-fsync-always", started.elapsed().as_micros() as u64);
@@ -317,7 +323,9 @@ fn write_buffer(st: &mut State) {
             if st.aof.write_error.take().is_some() {
                 tracing::warn!("AOF write error looks solved, Redis can write again.");
             }
-            if !always {
+            // `appendfsync no` leaves it to the kernel. A write `always` left unsynced while
+            // fsync was held is synced by the everysec thread once the child is gone.
+            if everysec || (always && held) {
                 st.aof.fsync.pending.store(true, Ordering::Release);
             }
         }
@@ -338,6 +346,14 @@ fn write_buffer(st: &mut State) {
     }
 }
 
+/// Whether fsync waits: `no-appendfsync-on-rewrite yes` while a child (BGSAVE, BGREWRITEAOF)
+/// runs, as Redis's flushAppendOnlyFile returns before its fsync then, leaving the disk to the
+/// child. The write itself still goes out; what it leaves unsynced is synced once the child is
+/// gone (`cron` lifts the hold).
+fn fsync_held(st: &State) -> bool {
+    st.snapshot.child.is_some() && other(st, "no-appendfsync-on-rewrite") == "yes"
+}
+
 /// The MISCONF text refusing writes after a failed AOF write.
 pub fn write_refusal(st: &State) -> Option<String> {
     let e = st.aof.write_error.as_ref()?;
@@ -353,7 +369,7 @@ fn ensure_fsync_thread(st: &mut State) {
     let shared = st.aof.fsync.clone();
     let _ = std::thread::Builder::new().name("aof-fsync".into()).spawn(move || loop {
         std::thread::sleep(Duration::from_secs(1));
-        if shared.pending.swap(false, Ordering::AcqRel) {
+        if !shared.held.load(Ordering::Acquire) && shared.pending.swap(false, Ordering::AcqRel) {
             let file = shared.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if let Some(f) = file {
                 let _ = f.sync_data();
@@ -1058,6 +1074,7 @@ pub fn rewrite_done(st: &mut State, pid: i32, ok: bool, signal: Option<i32>, cow
 pub fn cron(st: &mut State) {
     if st.aof.status != Status::Off {
         flush_cron(st);
+        st.aof.fsync.held.store(fsync_held(st), Ordering::Release);
     }
     if st.snapshot.child.is_some() {
         return;
