@@ -16,6 +16,27 @@ use crate::types::Value;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+/// How hard active expiry works (`active-expire-effort`, 1 to 10), as Redis's activeExpireCycle
+/// scales its constants: each step above 1 samples 5 more keys per loop, tolerates one point
+/// less of stale keys before moving on, and allows 2% more of the CPU per cron tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpireEffort {
+    pub keys_per_loop: usize,
+    pub acceptable_stale_percent: usize,
+    pub cycle_cpu_percent: u64,
+}
+
+impl ExpireEffort {
+    pub fn new(effort: i32) -> ExpireEffort {
+        let step = effort.clamp(1, 10) as usize - 1;
+        ExpireEffort {
+            keys_per_loop: 20 + 20 / 4 * step,
+            acceptable_stale_percent: 10 - step,
+            cycle_cpu_percent: 25 + 2 * step as u64,
+        }
+    }
+}
+
 /// Counters a database bumps for INFO; the executor adds them up.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DbCounters {
@@ -831,11 +852,11 @@ impl Db {
     }
 
     /// One bounded pass of active expiry (Redis's activeExpireCycle for one database): samples
-    /// `per_loop` keys with a TTL from a random spot of the expire table, deletes the expired ones,
-    /// and repeats while more than 10% of a sample was expired, until `deadline`. Returns the
-    /// number of keys deleted.
-    pub fn active_expire(&mut self, now_ms: i64, deadline: std::time::Instant, per_loop: usize) -> usize {
-        let (deleted, timed_out) = self.active_expire_until(now_ms, deadline, per_loop);
+    /// `effort.keys_per_loop` keys with a TTL from a random spot of the expire table, deletes the
+    /// expired ones, and repeats while more than `effort.acceptable_stale_percent` of a sample
+    /// was expired, until `deadline`. Returns the number of keys deleted.
+    pub fn active_expire(&mut self, now_ms: i64, deadline: std::time::Instant, effort: ExpireEffort) -> usize {
+        let (deleted, timed_out) = self.active_expire_until(now_ms, deadline, effort);
         if timed_out {
             self.counters.expired_time_cap_reached += 1;
         }
@@ -844,9 +865,13 @@ impl Db {
 
     /// `active_expire` without counting the time cap: returns the keys deleted and whether
     /// `deadline` ended the pass (the cron's slices end before its cycle's budget does).
-    pub fn active_expire_until(&mut self, now_ms: i64, deadline: std::time::Instant, per_loop: usize) -> (usize, bool) {
-        /// Redis's ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE.
-        const ACCEPTABLE_STALE_PERCENT: usize = 10;
+    pub fn active_expire_until(
+        &mut self,
+        now_ms: i64,
+        deadline: std::time::Instant,
+        effort: ExpireEffort,
+    ) -> (usize, bool) {
+        let per_loop = effort.keys_per_loop;
         let (mut deleted, mut sampled_total, mut timed_out) = (0, 0, false);
         let mut expired = Vec::with_capacity(per_loop);
         loop {
@@ -863,7 +888,8 @@ impl Db {
             deleted += n;
             sampled_total += sampled;
             // An empty sample (a sparse spot) says nothing: try again, bounded by the deadline.
-            if sampled > 0 && n * 100 <= sampled * ACCEPTABLE_STALE_PERCENT {
+            // The share is rounded down, as Redis computes it.
+            if sampled > 0 && n * 100 / sampled <= effort.acceptable_stale_percent {
                 break;
             }
             if std::time::Instant::now() >= deadline {
@@ -940,7 +966,7 @@ mod tests {
             db.set(&k, val(), now);
             db.set_expire(&k, now - 1);
         }
-        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), 20);
+        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), ExpireEffort::new(1));
         assert_eq!(deleted, 5000);
         assert_eq!(db.len(), 0);
         assert_eq!(db.expires_len(), 0);
@@ -958,7 +984,7 @@ mod tests {
             // One key in fifty is stale: under the 10% threshold, so one sample suffices.
             db.set_expire(&k, if i % 50 == 0 { now - 1 } else { now + 100_000 });
         }
-        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), 20);
+        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), ExpireEffort::new(1));
         assert!(deleted < 100, "{deleted}");
         assert_eq!(db.len(), 5000 - deleted);
         assert_eq!(db.expires_len(), 5000 - deleted);
@@ -976,7 +1002,7 @@ mod tests {
             db.set(&k, val(), now);
             db.set_expire(&k, now - 1);
         }
-        let deleted = db.active_expire(now, Instant::now(), 20);
+        let deleted = db.active_expire(now, Instant::now(), ExpireEffort::new(1));
         assert!(deleted <= 20);
         assert_eq!(db.counters.expired_time_cap_reached, 1);
     }

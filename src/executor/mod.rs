@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::config::Config;
-use crate::db::Db;
+use crate::db::{Db, ExpireEffort};
 use crate::slowlog::Slowlog;
 use crate::stats::Stats;
 use crate::util::clock::{random_hex, unix_ms};
@@ -555,12 +555,13 @@ impl Executor {
         crate::executor::tracking::broadcast(st, None);
         // Keys do not expire actively while clients are paused (Redis 7.0), nor on a replica,
         // whose master sends the deletions. Redis's slow cycle: at most 25% of a cron period's
-        // CPU. Then active rehashing, as Redis's activerehashing: a 1 ms slice per tick finishes
-        // a resize (or shrink) of a table that is no longer written to. Both run in
-        // `cron_slice`, a slice at a time.
+        // CPU (up to 43% with active-expire-effort). Then active rehashing, as Redis's
+        // activerehashing: a 1 ms slice per tick finishes a resize (or shrink) of a table that
+        // is no longer written to. Both run in `cron_slice`, a slice at a time.
         let expire_budget = if st.active_expire_enabled && !st.paused(now) && st.repl.master.is_none() {
             let hz = st.config.hz.clamp(1, 500) as u64;
-            Some(Duration::from_micros(1_000_000 / hz / 4))
+            let percent = ExpireEffort::new(st.config.active_expire_effort).cycle_cpu_percent;
+            Some(Duration::from_micros(1_000_000 / hz * percent / 100))
         } else {
             None
         };
@@ -614,6 +615,7 @@ impl Executor {
         // Each slice takes one step at least, however short.
         let mut stepped = false;
         if let Some(mut spent) = w.expire_spent {
+            let effort = ExpireEffort::new(st.config.active_expire_effort);
             // What stops expiry at a tick's start stops it between slices too: a CLIENT PAUSE,
             // becoming a replica, DEBUG SET-ACTIVE-EXPIRE 0.
             if !st.active_expire_enabled || st.paused(unix_ms()) || st.repl.master.is_some() {
@@ -628,7 +630,7 @@ impl Executor {
                 }
                 let db = &mut st.dbs[w.expire_db];
                 let deadline = slice_end.min(started + w.expire_left);
-                let (_, timed_out) = db.active_expire_until(w.now_ms, deadline, 20);
+                let (_, timed_out) = db.active_expire_until(w.now_ms, deadline, effort);
                 stepped = true;
                 if !timed_out {
                     // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
