@@ -202,6 +202,43 @@ fn unlink_frees_in_the_background_and_counts_it() {
     }
 }
 
+/// The lazy-free switches as Redis counts them in lazyfreed_objects: DEL under
+/// lazyfree-lazy-user-del frees a big value as UNLINK does; FLUSHALL/FLUSHDB ASYNC, and a plain
+/// one under lazyfree-lazy-user-flush, count every key they flushed; SYNC and small values count
+/// nothing. Compared with real Redis step by step.
+#[test]
+fn lazy_free_switches_count_as_redis() {
+    let script: &[&[&str]] = &[
+        &["DEL", "big"],
+        &["UNLINK", "big"],
+        &["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"],
+        &["DEL", "big"],
+        &["FLUSHALL"],
+        &["FLUSHALL", "ASYNC"],
+        &["FLUSHDB", "ASYNC"],
+        &["CONFIG", "SET", "lazyfree-lazy-user-flush", "yes"],
+        &["FLUSHDB"],
+        &["FLUSHALL"],
+        &["FLUSHALL", "SYNC"],
+    ];
+    let mut seen = Vec::new();
+    for (who, s) in servers() {
+        let mut c = s.client();
+        let mut counts = Vec::new();
+        for argv in script {
+            // A big set (a hashtable of 1000 members) and two small keys before each step.
+            c.cmd(&["EVAL", "for i=1,1000 do redis.call('sadd',KEYS[1],i) end", "1", "big"]);
+            c.cmd(&["SET", "small", "1"]);
+            c.cmd(&["RPUSH", "list", "a"]);
+            c.cmd(argv);
+            assert!(eventually(5, || info_u64(&mut c, "memory", "lazyfree_pending_objects") == 0), "{who}");
+            counts.push(format!("{}: {}", argv.join(" "), info_u64(&mut c, "memory", "lazyfreed_objects")));
+        }
+        seen.push(counts);
+    }
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+}
+
 /// A synchronous FLUSHALL or FLUSHDB has freed the keyspace by the time its caller reads +OK
 /// (ferrodis frees it off the executor and holds only the caller's reply for it), while FLUSHALL
 /// ASYNC may answer first; in MULTI the reply is still +OK in its place.

@@ -158,3 +158,31 @@ fn an_idle_replica_shows_no_replica_buffer_memory() {
         assert_eq!(field(&master, "memory", "mem_clients_slaves"), 0, "{what}");
     }
 }
+
+/// replica-lazy-flush: a replica's old dataset, dropped for a full sync, counts in
+/// lazyfreed_objects (one per key) when the flush is lazy and not at all otherwise, as on a
+/// Redis replica. The master is real Redis; the replica is each server in turn.
+#[test]
+fn replica_lazy_flush_counts_the_dropped_keys() {
+    let _w = Watchdog::new("replica_lazy_flush_counts_the_dropped_keys", Duration::from_secs(60));
+    let master = RedisServer::with_args(&["--repl-diskless-sync-delay", "0"]);
+    let mut m = master.client();
+    m.cmd(&["MSET", "m1", "v", "m2", "v", "m3", "v"]);
+    let port = master.port.to_string();
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        for lazy in ["yes", "no"] {
+            let replica = start(real, &["--replica-lazy-flush", lazy]);
+            let mut c = replica.client();
+            c.cmd(&["MSET", "r1", "v", "r2", "v", "r3", "v", "r4", "v"]);
+            c.cmd(&["REPLICAOF", "127.0.0.1", &port]);
+            wait_until("the replica's link up", || link_up(&replica));
+            wait_until("pending lazy frees done", || field(&replica, "memory", "lazyfree_pending_objects") == 0);
+            assert_eq!(c.cmd(&["DBSIZE"]), b":3\r\n", "the master's keys replaced the replica's");
+            seen.push((lazy, field(&replica, "memory", "lazyfreed_objects")));
+        }
+    }
+    let (redis, ferrodis) = seen.split_at(2);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis: (replica-lazy-flush, lazyfreed_objects)");
+    assert_eq!(redis[0].1, 4, "redis counts the four keys it dropped");
+}

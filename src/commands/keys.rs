@@ -86,7 +86,7 @@ fn parse_db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
 /// Removes the keys; replies with how many existed. With lazyfree-lazy-user-del, big values are
 /// freed in the background as UNLINK does.
 pub fn del(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let lazy = ctx.config().other.get("lazyfree-lazy-user-del").is_some_and(|v| v == "yes");
+    let lazy = ctx.config().lazyfree_lazy_user_del;
     delete_keys(ctx, args, lazy)
 }
 
@@ -391,10 +391,11 @@ pub fn swapdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(Reply::Ok)
 }
 
-/// Parses the optional ASYNC|SYNC of FLUSHDB / FLUSHALL; true means free in the background.
-fn flush_mode(args: &Args) -> Result<bool, CmdError> {
+/// Parses the optional ASYNC|SYNC of FLUSHDB / FLUSHALL; true means free in the background,
+/// which lazyfree-lazy-user-flush makes the default.
+fn flush_mode(ctx: &mut Ctx, args: &Args) -> Result<bool, CmdError> {
     match args.len() {
-        1 => Ok(false),
+        1 => Ok(ctx.config().lazyfree_lazy_user_flush),
         2 if args.is(1, "async") => Ok(true),
         2 if args.is(1, "sync") => Ok(false),
         _ => Err(CmdError::Syntax),
@@ -448,10 +449,7 @@ fn free_emptied(emptied: Vec<EmptiedTables>, removed: u64, background: bool) -> 
         return Reply::Ok;
     }
     if background {
-        std::thread::spawn(move || {
-            drop(emptied);
-            crate::alloc::flush_thread_cache();
-        });
+        crate::db::lazyfree::free_tables(emptied, removed);
         return Reply::Ok;
     }
     Reply::Deferred(crate::resp::reply::Deferred::new(FreedThenOk(std::sync::Mutex::new(emptied))))
@@ -461,7 +459,7 @@ fn free_emptied(emptied: Vec<EmptiedTables>, removed: u64, background: bool) -> 
 ///
 /// Deletes every key of the selected database; ASYNC frees the memory in the background.
 pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let background = flush_mode(args)?;
+    let background = flush_mode(ctx, args)?;
     let idx = ctx.db_index();
     let (removed, tables) = take_db(ctx, idx);
     ctx.dirty(removed);
@@ -474,7 +472,7 @@ pub fn flushdb(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// Deletes every key of every database; ASYNC frees the memory in the background.
 pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let background = flush_mode(args)?;
+    let background = flush_mode(ctx, args)?;
     let mut removed = 0;
     let mut emptied = Vec::new();
     for idx in 0..ctx.db_count() {

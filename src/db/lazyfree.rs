@@ -1,6 +1,7 @@
 //! Freeing big values off the executor thread (UNLINK, DEL with lazyfree-lazy-user-del): a value
 //! made of many allocations is handed to one background thread that drops it, so deleting a
-//! multi-million-element collection does not stall every client. INFO reads the thread's
+//! multi-million-element collection does not stall every client. FLUSHALL/FLUSHDB ASYNC hand
+//! over whole tables, counted a freed object per key as Redis counts them. INFO reads the thread's
 //! counters: values queued and not yet freed (lazyfree_pending_objects), and values freed since
 //! startup or CONFIG RESETSTAT (lazyfreed_objects), as Redis 7.0's lazyfree thread keeps them.
 
@@ -59,5 +60,23 @@ pub fn free(value: Value) {
     // If the thread is gone the value comes back in the error and is dropped here.
     if sender.send(value).is_err() {
         PENDING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Frees the tables of an asynchronous flush, holding `keys` keys, on a thread of their own (a
+/// database of millions of keys must not hold up the values UNLINK queues meanwhile). Counted
+/// as Redis's lazyfreeFreeDatabase counts: pending until freed, then `keys` freed objects.
+pub fn free_tables<T: Send + 'static>(tables: T, keys: u64) {
+    PENDING.fetch_add(keys, Ordering::Relaxed);
+    let job = move || {
+        drop(tables);
+        crate::alloc::flush_thread_cache();
+        FREED.fetch_add(keys, Ordering::Relaxed);
+        PENDING.fetch_sub(keys, Ordering::Relaxed);
+    };
+    // A thread that cannot start drops the job, and the tables with it, here.
+    if std::thread::Builder::new().name("lazyfree-db".into()).spawn(job).is_err() {
+        FREED.fetch_add(keys, Ordering::Relaxed);
+        PENDING.fetch_sub(keys, Ordering::Relaxed);
     }
 }

@@ -1034,8 +1034,14 @@ pub fn full_sync_loaded(
     dbs.resize_with(st.dbs.len(), crate::db::Db::new);
     super::walks::set_aside_all(st);
     let old = std::mem::replace(&mut st.dbs, dbs);
-    // Freed off the executor: a large old dataset must not stall the clients.
-    std::thread::spawn(move || drop(old));
+    // Freed off the executor either way: a large old dataset must not stall the clients. With
+    // replica-lazy-flush it counts as Redis's asynchronous emptyData does (lazyfreed_objects).
+    if st.config.other.get("replica-lazy-flush").is_some_and(|v| v == "yes") {
+        let keys = old.iter().map(|db| db.len() as u64).sum();
+        crate::db::lazyfree::free_tables(old, keys);
+    } else {
+        std::thread::spawn(move || drop(old));
+    }
     super::evict::apply_access_clock(st);
     st.functions = loaded.functions;
     super::scripting::host::reload_all(st);
