@@ -481,6 +481,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "no-appendfsync-on-rewrite",
     "aof-timestamp-enabled",
     "replica-lazy-flush",
+    "replica-ignore-maxmemory",
     "set-proc-title",
     "proc-title-template",
     "jemalloc-bg-thread",

@@ -186,3 +186,65 @@ fn replica_lazy_flush_counts_the_dropped_keys() {
     assert_eq!(ferrodis, redis, "ferrodis (left) against redis: (replica-lazy-flush, lazyfreed_objects)");
     assert_eq!(redis[0].1, 4, "redis counts the four keys it dropped");
 }
+
+/// A replica with maxmemory under its master's dataset: with replica-ignore-maxmemory yes (the
+/// default) it evicts nothing, however it is read, and keeps every key of its master; with no,
+/// the master's stream makes it evict down to its limit. The master is real Redis; the replica
+/// is each server in turn.
+#[test]
+fn replica_ignore_maxmemory_decides_whether_a_replica_evicts() {
+    let _w = Watchdog::new("replica_ignore_maxmemory_decides_whether_a_replica_evicts", Duration::from_secs(120));
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        for ignore in ["yes", "no"] {
+            let master = RedisServer::with_args(&["--repl-diskless-sync-delay", "0"]);
+            let port = master.port.to_string();
+            let replica = start(
+                real,
+                &[
+                    "--replicaof",
+                    "127.0.0.1",
+                    &port,
+                    "--maxmemory",
+                    "3mb",
+                    "--maxmemory-policy",
+                    "allkeys-random",
+                    "--replica-ignore-maxmemory",
+                    ignore,
+                ],
+            );
+            wait_until("the replica's link up", || link_up(&replica));
+            // About 10 MB of keys through the stream.
+            let mut m = master.client();
+            let value = "x".repeat(100);
+            let mut batch = Vec::new();
+            for i in 0..60_000 {
+                batch.extend(common::encode(&["SET", &format!("key:{i}"), &value]));
+            }
+            m.send_raw(&batch).unwrap();
+            for _ in 0..60_000 {
+                m.read_reply().unwrap();
+            }
+            let offset = field(&master, "replication", "master_repl_offset");
+            wait_until("the replica caught up", || field(&replica, "replication", "slave_repl_offset") == offset);
+            // Reads on the replica run Redis's eviction check before each command.
+            let mut r = replica.client();
+            for i in 0..100 {
+                r.cmd(&["GET", &format!("key:{i}")]);
+            }
+            let evicted = field(&replica, "stats", "evicted_keys");
+            let used = field(&replica, "memory", "used_memory");
+            let keys: i64 = String::from_utf8_lossy(&r.cmd(&["DBSIZE"]))[1..].trim().parse().unwrap();
+            let what = if real { "redis" } else { "ferrodis" };
+            seen.push(format!(
+                "ignore {ignore}: evicted {}, all keys {}, under 3.3 MB {}",
+                evicted > 0,
+                keys == 60_000,
+                used < 3_300_000
+            ));
+            eprintln!("{what}, replica-ignore-maxmemory {ignore}: evicted {evicted}, keys {keys}, used_memory {used}");
+        }
+    }
+    let (redis, ferrodis) = seen.split_at(2);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+}

@@ -353,10 +353,11 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
     // maxmemory: evict first; when that cannot get under the limit, commands that may grow
     // memory are refused, and inside MULTI everything but EXEC/DISCARD/QUIT/RESET (a queue may
     // grow without bound), as Redis's processCommand does. Commands inside EXEC and woken
-    // blocked commands were admitted already.
-    if st.config.maxmemory > 0 && !client.in_exec && !client.woken && !obey {
+    // blocked commands were admitted already. The master's stream evicts too (on a replica
+    // with replica-ignore-maxmemory no) but is never refused.
+    if st.config.maxmemory > 0 && !client.in_exec && !client.woken {
         let out_of_memory = super::evict::perform(st, Some(client), clock.now_ms) == super::evict::Outcome::Fail;
-        st.pre_command_oom = out_of_memory;
+        st.pre_command_oom = out_of_memory && !obey;
         if client.handle.close_requested() {
             // maxmemory-clients evicted the caller itself: its command does not run.
             return;
@@ -366,7 +367,7 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
         if st.tracking.has_pending() {
             crate::executor::tracking::after_command(st, client, out);
         }
-        if out_of_memory && refused_on_oom(client, spec, flags_now, parent) {
+        if out_of_memory && !obey && refused_on_oom(client, spec, flags_now, parent) {
             st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
             refuse(st, client, spec, parent, CmdError::Raw(super::evict::OOM_ERROR.into()), out, proto);
             return;

@@ -188,8 +188,11 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
             return Outcome::Ok;
         }
     }
-    // Nothing is evicted while writes are paused (Redis 7.0: no keyspace change may happen).
-    if st.paused(now_ms) {
+    // Nothing is evicted while writes are paused (Redis 7.0: no keyspace change may happen),
+    // nor on a replica under replica-ignore-maxmemory (the default): its keys are the master's,
+    // which sends the DELs of its own evictions (Redis's isSafeToPerformEvictions).
+    let replica_ignores = st.config.other.get("replica-ignore-maxmemory").is_none_or(|v| v == "yes");
+    if st.paused(now_ms) || (st.repl.is_replica() && replica_ignores) {
         return Outcome::Ok;
     }
     let Some((choice, volatile)) = policy(&st.config.maxmemory_policy) else {
