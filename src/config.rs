@@ -482,6 +482,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "aof-timestamp-enabled",
     "replica-lazy-flush",
     "replica-ignore-maxmemory",
+    "dynamic-hz",
     "set-proc-title",
     "proc-title-template",
     "jemalloc-bg-thread",

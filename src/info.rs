@@ -227,7 +227,7 @@ fn server(s: &mut Section, st: &State, now_ms: i64) {
     s.field("server_time_usec", crate::util::clock::unix_us());
     s.field("uptime_in_seconds", uptime);
     s.field("uptime_in_days", uptime / 86400);
-    s.field("hz", st.config.hz);
+    s.field("hz", st.hz);
     s.field("configured_hz", st.config.hz);
     s.field("lru_clock", crate::db::lru_clock(now_ms));
     s.field("executable", exe);

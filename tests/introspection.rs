@@ -424,3 +424,36 @@ fn debug_object_list_figures_match_redis() {
     }
     assert_eq!(figures[1], figures[0], "ferrodis (left) against Redis (right)");
 }
+
+/// dynamic-hz: with more than 200 clients per cron tick the cron runs faster (INFO hz doubles
+/// while configured_hz stays), CONFIG SET hz applies at once, and dynamic-hz no keeps the
+/// configured rate. Compared with real Redis.
+#[test]
+fn dynamic_hz_follows_the_number_of_clients() {
+    let hz_fields = |c: &mut Client| {
+        ["hz", "configured_hz"].map(|f| format!("{f}:{}", common::info_field(c, "server", f))).join(" ")
+    };
+    let mut seen = Vec::new();
+    for server in [RedisServer::with_args(&["--maxclients", "4000"]), TestServer::with_args(&["--maxclients", "4000"])]
+    {
+        let mut c = server.client();
+        let mut steps = vec![hz_fields(&mut c)];
+        let crowd: Vec<Client> = (0..2100).map(|_| server.client()).collect();
+        // The cron adapts hz on its next tick (100 ms at hz 10).
+        std::thread::sleep(Duration::from_millis(400));
+        steps.push(hz_fields(&mut c));
+        c.cmd(&["CONFIG", "SET", "hz", "1000"]);
+        steps.push(hz_fields(&mut c));
+        c.cmd(&["CONFIG", "SET", "dynamic-hz", "no"]);
+        c.cmd(&["CONFIG", "SET", "hz", "10"]);
+        std::thread::sleep(Duration::from_millis(400));
+        steps.push(hz_fields(&mut c));
+        c.cmd(&["CONFIG", "SET", "dynamic-hz", "yes"]);
+        drop(crowd);
+        std::thread::sleep(Duration::from_millis(400));
+        steps.push(hz_fields(&mut c));
+        seen.push(steps);
+    }
+    assert_eq!(seen[0][1], "hz:20 configured_hz:10", "redis with 2101 clients");
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+}

@@ -79,7 +79,7 @@ pub fn latency_doctor(ctx: &mut Ctx, _args: &Args) -> CmdResult {
         slowlog_log_slower_than: st.config.slowlog_log_slower_than,
         fork_rate_gb_per_sec: fork_rate,
         appendfsync_always: crate::config::lookup("appendfsync").is_some_and(|d| st.config.get(d) == "always"),
-        hz: st.config.hz,
+        hz: st.hz,
         anon_huge_pages: crate::latency::anon_huge_pages(),
     };
     Ok(Reply::Verbatim("txt", st.latency.doctor(&inputs).into_bytes()))

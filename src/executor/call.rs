@@ -742,6 +742,9 @@ fn after_reply(
             super::clients::refresh_limits(st);
             super::evict::apply_access_clock(st);
             super::evict::limit_changed(st);
+            // CONFIG SET hz takes effect at once, as Redis's updateHZ (dynamic-hz adapts it
+            // from the next cron tick).
+            st.hz = st.config.hz.clamp(1, 500);
         }
         _ if spec.has_flag(flags::PUBSUB) || spec.name == "reset" => {
             client.handle.set_pubsub(st.pubsub.is_subscribed(client.id))

@@ -115,6 +115,8 @@ pub struct State {
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
     pub scripts_may_call_noscript: bool,
     pub cron_loops: u64,
+    /// The cron's frequency now (INFO hz): `hz`, raised by dynamic-hz with many clients.
+    pub hz: u32,
     /// Blocked clients by (db, key), in arrival order.
     pub waiters: std::collections::HashMap<(usize, Vec<u8>), std::collections::VecDeque<u64>>,
     /// Keys signalled ready since the executor last served waiters.
@@ -191,6 +193,7 @@ impl State {
         crate::db::index_slots(config.other.get("cluster-enabled").is_some_and(|v| v == "yes"));
         let dbs = (0..config.databases.max(1)).map(Db::numbered).collect();
         let now = unix_ms();
+        let hz = config.hz.clamp(1, 500);
         let mut st = State {
             dbs,
             config,
@@ -212,6 +215,7 @@ impl State {
             reply_buffer: clients::ReplyBufferPolicy::default(),
             scripts_may_call_noscript: false,
             cron_loops: 0,
+            hz,
             waiters: std::collections::HashMap::new(),
             ready_keys: Vec::new(),
             blocked_deadlines: std::collections::BTreeSet::new(),
@@ -543,6 +547,7 @@ impl Executor {
         let now = unix_ms();
         let st = &mut self.state;
         st.cron_loops += 1;
+        st.hz = cron_hz(st.config.hz, st.config.dynamic_hz, st.clients.len());
         st.stats.ops.track(now, st.stats.total_commands_processed);
         st.stats.net_input.track(now, crate::stats::load(&crate::stats::NET_INPUT_BYTES));
         st.stats.net_output.track(now, crate::stats::load(&crate::stats::NET_OUTPUT_BYTES));
@@ -559,7 +564,7 @@ impl Executor {
         // activerehashing: a 1 ms slice per tick finishes a resize (or shrink) of a table that
         // is no longer written to. Both run in `cron_slice`, a slice at a time.
         let expire_budget = if st.active_expire_enabled && !st.paused(now) && st.repl.master.is_none() {
-            let hz = st.config.hz.clamp(1, 500) as u64;
+            let hz = st.hz as u64;
             let percent = ExpireEffort::new(st.config.active_expire_effort).cycle_cpu_percent;
             Some(Duration::from_micros(1_000_000 / hz * percent / 100))
         } else {
@@ -669,8 +674,21 @@ impl Executor {
 
     /// Milliseconds between cron runs.
     pub fn cron_period(&self) -> Duration {
-        Duration::from_millis(1000 / self.state.config.hz.clamp(1, 500) as u64)
+        Duration::from_millis(1000 / self.state.hz as u64)
     }
+}
+
+/// The cron's frequency for `configured` hz: with dynamic-hz, doubled (up to 500) while there are
+/// more than 200 clients per tick, as Redis's serverCron adapts it.
+fn cron_hz(configured: u32, dynamic: bool, clients: usize) -> u32 {
+    /// Redis's MAX_CLIENTS_PER_CLOCK_TICK and CONFIG_MAX_HZ.
+    const CLIENTS_PER_TICK: usize = 200;
+    const MAX_HZ: u32 = 500;
+    let mut hz = configured.clamp(1, MAX_HZ);
+    while dynamic && hz < MAX_HZ && clients / hz as usize > CLIENTS_PER_TICK {
+        hz = (hz * 2).min(MAX_HZ);
+    }
+    hz
 }
 
 /// What the connection does after a batch's replies are written.
