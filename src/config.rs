@@ -483,6 +483,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "replica-lazy-flush",
     "replica-ignore-maxmemory",
     "dynamic-hz",
+    "rdb-save-incremental-fsync",
+    "aof-rewrite-incremental-fsync",
     "set-proc-title",
     "proc-title-template",
     "jemalloc-bg-thread",

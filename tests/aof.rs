@@ -2503,15 +2503,15 @@ fn debug_loadaof_answers_loading_during_a_slow_script() {
     assert_eq!(redis, ferrodis, "PING during the load, DEBUG LOADAOF's reply, the log line, the key (redis left)");
 }
 
-/// The fsync(2)/fdatasync(2) calls a server's threads make while `writes` runs, counted by
-/// strace attached to its running process (a child forked before the attach is not traced, so
-/// a BGSAVE child's own fsync of its dump does not count).
-fn fsyncs_during(node: &Node, tmp: &Path, writes: impl FnOnce()) -> usize {
+/// The `syscalls` (strace's trace= list) a server makes while `during` runs, as strace prints
+/// them without the pid: strace attaches to the running process, so a child forked before the
+/// attach (a BGSAVE's) is not traced, and one forked during `during` is.
+fn syscalls_during(node: &Node, tmp: &Path, syscalls: &str, during: impl FnOnce()) -> Vec<String> {
     let pid = node.child.as_ref().expect("running").id();
     let trace = tmp.join(format!("strace.{pid}"));
     let attached = tmp.join(format!("strace.{pid}.err"));
     let mut strace = Command::new("strace")
-        .args(["-f", "-e", "trace=fsync,fdatasync", "-o"])
+        .args(["-f", "-e", &format!("trace={syscalls}"), "-o"])
         .arg(&trace)
         .args(["-p", &pid.to_string()])
         .stdin(Stdio::null())
@@ -2520,14 +2520,22 @@ fn fsyncs_during(node: &Node, tmp: &Path, writes: impl FnOnce()) -> usize {
         .spawn()
         .expect("strace is missing: this test needs it (apt-get install -y strace)");
     common::wait_until("strace to attach", || std::fs::read_to_string(&attached).is_ok_and(|t| t.contains("attached")));
-    writes();
+    during();
     // SIGINT: strace detaches and writes out what it saw.
     // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
     unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
     strace.wait().expect("strace exit");
     let text = std::fs::read_to_string(&trace).expect("strace's output");
-    // `PID fdatasync(FD) = 0` or `PID fsync(FD) = 0`.
-    text.lines().filter(|l| l.contains("sync(")).count()
+    // `PID name(args) = result`; exit and signal lines (`+++`, `---`) are not calls.
+    text.lines()
+        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim().to_string()))
+        .filter(|call| call.contains('('))
+        .collect()
+}
+
+/// The fsync(2)/fdatasync(2) calls a server's threads make while `writes` runs.
+fn fsyncs_during(node: &Node, tmp: &Path, writes: impl FnOnce()) -> usize {
+    syscalls_during(node, tmp, "fsync,fdatasync", writes).len()
 }
 
 #[test]
@@ -2580,4 +2588,47 @@ fn fsync_follows_appendfsync_and_no_appendfsync_on_rewrite() {
     });
     assert_eq!(redis, ferrodis, "(redis left)");
     assert!(redis.iter().filter(|s| s.ends_with("true")).count() >= 3, "the traces saw fsyncs at all: {redis:?}");
+}
+
+/// rdb-save-incremental-fsync and aof-rewrite-incremental-fsync: a BGSAVE's dump and a rewrite's
+/// base file are synced 4 MB at a time as they are written (each step's writeback started, the
+/// one before it waited for), or only at the end. The sync_file_range calls of the children,
+/// descriptors blanked, compared with Redis's.
+#[test]
+fn snapshots_sync_every_4mb_under_incremental_fsync() {
+    let tmp = TempDir::new("incremental_fsync");
+    let (redis, ferrodis) = both(|kind| {
+        let mut seen = Vec::new();
+        for incremental in ["yes", "no"] {
+            let dir = tmp.sub(&format!("{}-{incremental}", kind.name()));
+            let args = [
+                "--rdb-save-incremental-fsync",
+                incremental,
+                "--aof-rewrite-incremental-fsync",
+                incremental,
+                "--rdbcompression",
+                "no",
+            ];
+            let node = Node::start(kind, &dir, &args);
+            let mut c = node.client();
+            // About 22 MB of dump: five steps and a bit.
+            c.cmd(&["DEBUG", "POPULATE", "200000", "k", "100"]);
+            for (command, running) in
+                [("BGSAVE", "rdb_bgsave_in_progress"), ("BGREWRITEAOF", "aof_rewrite_in_progress")]
+            {
+                let calls = syscalls_during(&node, &dir, "sync_file_range", || {
+                    c.cmd(&[command]);
+                    common::wait_until("the child to finish", || info_field(&mut c, "persistence", running) == "0");
+                });
+                let calls = calls.iter().map(|call| match call.split_once(", ") {
+                    Some((_, rest)) => format!("sync_file_range(FD, {rest}"),
+                    None => call.clone(),
+                });
+                seen.push(format!("{command} incremental {incremental}: {:?}", calls.collect::<Vec<_>>()));
+            }
+        }
+        seen
+    });
+    assert_eq!(ferrodis, redis, "(ferrodis left)");
+    assert!(redis[0].contains("SYNC_FILE_RANGE_WAIT_AFTER"), "redis synced the dump in steps: {redis:?}");
 }

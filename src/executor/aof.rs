@@ -858,15 +858,22 @@ fn write_base_now(st: &mut State, path: &Path) -> Result<(), String> {
     if rdb_preamble(st) {
         let version = crate::rdb::save::required_version(&st.dbs);
         let (info, opts) = super::snapshot::aof_base_options(st, version);
-        super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &path.to_string_lossy())
+        let incremental = incremental_fsync(st);
+        super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &path.to_string_lossy(), incremental)
             .map(|_| ())
             .map_err(|e| e.to_string())
     } else {
-        write_resp_file(&st.dbs, &st.functions, timestamp_line(st), path).map_err(|e| e.to_string())
+        write_resp_file(&st.dbs, &st.functions, timestamp_line(st), path, incremental_fsync(st))
+            .map_err(|e| e.to_string())
     }
 }
 
 /// aof-use-rdb-preamble: base files are RDB (yes, the default) or commands.
+/// aof-rewrite-incremental-fsync: a new base file is synced every 4 MB as it is written.
+fn incremental_fsync(st: &State) -> bool {
+    super::snapshot::config_yes(st, "aof-rewrite-incremental-fsync", true)
+}
+
 fn rdb_preamble(st: &State) -> bool {
     other(st, "aof-use-rdb-preamble") != "no"
 }
@@ -883,15 +890,17 @@ fn write_resp_file(
     functions: &crate::functions::Libraries,
     timestamp: Option<String>,
     path: &Path,
+    incremental_fsync: bool,
 ) -> std::io::Result<()> {
     let tmp = path.with_file_name(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let result = (|| {
-        let mut f = std::io::BufWriter::new(File::create(&tmp)?);
+        let file = super::snapshot::IncrementalSync::new(File::create(&tmp)?, incremental_fsync);
+        let mut f = std::io::BufWriter::new(file);
         if let Some(ts) = &timestamp {
             f.write_all(ts.as_bytes())?;
         }
         crate::aof::rewrite::write_dataset(&mut f, dbs, functions)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
+        let f = f.into_inner().map_err(|e| e.into_error())?.into_inner();
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -968,10 +977,11 @@ pub fn rewrite_start(st: &mut State) -> Result<(), RewriteError> {
     let timestamp = timestamp_line(st);
     let child = super::snapshot::fork_child(st, super::snapshot::ChildKind::Aof, move |st: &State| {
         let target = format!("{dir_name}/temp-rewriteaof-bg-{}.aof", std::process::id());
+        let incremental = incremental_fsync(st);
         if rdb {
-            super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &target).is_ok()
+            super::snapshot::save_to_file(&st.dbs, &st.functions, &info, &opts, &target, incremental).is_ok()
         } else {
-            write_resp_file(&st.dbs, &st.functions, timestamp, Path::new(&target)).is_ok()
+            write_resp_file(&st.dbs, &st.functions, timestamp, Path::new(&target), incremental).is_ok()
         }
     });
     match child {
