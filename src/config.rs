@@ -483,6 +483,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "replica-lazy-flush",
     "replica-ignore-maxmemory",
     "dynamic-hz",
+    "repl-disable-tcp-nodelay",
     "rdb-save-incremental-fsync",
     "aof-rewrite-incremental-fsync",
     "set-proc-title",

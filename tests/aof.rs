@@ -2503,39 +2503,13 @@ fn debug_loadaof_answers_loading_during_a_slow_script() {
     assert_eq!(redis, ferrodis, "PING during the load, DEBUG LOADAOF's reply, the log line, the key (redis left)");
 }
 
-/// The `syscalls` (strace's trace= list) a server makes while `during` runs, as strace prints
-/// them without the pid: strace attaches to the running process, so a child forked before the
-/// attach (a BGSAVE's) is not traced, and one forked during `during` is.
-fn syscalls_during(node: &Node, tmp: &Path, syscalls: &str, during: impl FnOnce()) -> Vec<String> {
-    let pid = node.child.as_ref().expect("running").id();
-    let trace = tmp.join(format!("strace.{pid}"));
-    let attached = tmp.join(format!("strace.{pid}.err"));
-    let mut strace = Command::new("strace")
-        .args(["-f", "-e", &format!("trace={syscalls}"), "-o"])
-        .arg(&trace)
-        .args(["-p", &pid.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&attached).expect("create strace log")))
-        .spawn()
-        .expect("strace is missing: this test needs it (apt-get install -y strace)");
-    common::wait_until("strace to attach", || std::fs::read_to_string(&attached).is_ok_and(|t| t.contains("attached")));
-    during();
-    // SIGINT: strace detaches and writes out what it saw.
-    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
-    strace.wait().expect("strace exit");
-    let text = std::fs::read_to_string(&trace).expect("strace's output");
-    // `PID name(args) = result`; exit and signal lines (`+++`, `---`) are not calls.
-    text.lines()
-        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim().to_string()))
-        .filter(|call| call.contains('('))
-        .collect()
-}
-
 /// The fsync(2)/fdatasync(2) calls a server's threads make while `writes` runs.
 fn fsyncs_during(node: &Node, tmp: &Path, writes: impl FnOnce()) -> usize {
     syscalls_during(node, tmp, "fsync,fdatasync", writes).len()
+}
+
+fn syscalls_during(node: &Node, tmp: &Path, syscalls: &str, during: impl FnOnce()) -> Vec<String> {
+    common::syscalls_during(node.child.as_ref().expect("running").id(), tmp, syscalls, during)
 }
 
 #[test]

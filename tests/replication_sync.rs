@@ -248,3 +248,35 @@ fn replica_ignore_maxmemory_decides_whether_a_replica_evicts() {
     let (redis, ferrodis) = seen.split_at(2);
     assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
 }
+
+/// repl-disable-tcp-nodelay: a master turns TCP_NODELAY off on a replica's socket when its full
+/// sync starts (fewer, bigger packets), and leaves it on otherwise. The TCP_NODELAY calls the
+/// master makes while a real Redis replica connects and syncs, compared with Redis's.
+#[test]
+fn repl_disable_tcp_nodelay_turns_nagle_on_for_replicas() {
+    let _w = Watchdog::new("repl_disable_tcp_nodelay_turns_nagle_on_for_replicas", Duration::from_secs(60));
+    let tmp = std::env::temp_dir().join(format!("ferrodis-nodelay-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        for disable in ["yes", "no"] {
+            let master = start(real, &["--repl-diskless-sync-delay", "0", "--repl-disable-tcp-nodelay", disable]);
+            let mut replica = None;
+            let calls = common::syscalls_during(master.pid(), &tmp, "setsockopt", || {
+                let r = replica_of(true, &master);
+                wait_until("the replica's link up", || link_up(&r));
+                replica = Some(r);
+            });
+            let nodelay: Vec<String> = calls
+                .iter()
+                .filter(|c| c.contains("TCP_NODELAY"))
+                .map(|c| c.split_once(", ").map_or(c.clone(), |(_, rest)| format!("setsockopt(FD, {rest}")))
+                .collect();
+            seen.push(format!("repl-disable-tcp-nodelay {disable}: {nodelay:?}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    let (redis, ferrodis) = seen.split_at(2);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+    assert!(redis[0].contains("[0]"), "redis turned TCP_NODELAY off: {redis:?}");
+}

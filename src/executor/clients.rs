@@ -243,6 +243,26 @@ impl ClientHandle {
         }
     }
 
+    /// Sets TCP_NODELAY on the connection's socket (repl-disable-tcp-nodelay turns it off for a
+    /// replica). A unix socket refuses it, as Redis ignores that failure.
+    pub fn set_tcp_nodelay(&self, on: bool) {
+        let socket = self.socket.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(fd) = *socket {
+            let value: libc::c_int = on.into();
+            // SAFETY: the descriptor is open while the lock holds it (see `SocketLease`); the
+            // option value is a live c_int of the size given.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::IPPROTO_TCP,
+                    libc::TCP_NODELAY,
+                    (&value as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+        }
+    }
+
     /// Closes the client once what is queued for it is written (Redis's CLOSE_AFTER_REPLY: a
     /// QUIT that ran when the client was served).
     pub fn close_after_output(&self) {

@@ -983,6 +983,35 @@ pub fn without_active_time(reply: Vec<u8>) -> Vec<u8> {
     out
 }
 
+/// The `syscalls` (strace's trace= list) process `pid` makes while `during` runs, as strace prints
+/// them without the pid: strace attaches to the running process, so a child forked before the
+/// attach (a BGSAVE's) is not traced, and one forked during `during` is.
+pub fn syscalls_during(pid: u32, tmp: &std::path::Path, syscalls: &str, during: impl FnOnce()) -> Vec<String> {
+    let trace = tmp.join(format!("strace.{pid}"));
+    let attached = tmp.join(format!("strace.{pid}.err"));
+    let mut strace = std::process::Command::new("strace")
+        .args(["-f", "-e", &format!("trace={syscalls}"), "-o"])
+        .arg(&trace)
+        .args(["-p", &pid.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(std::fs::File::create(&attached).expect("create strace log")))
+        .spawn()
+        .expect("strace is missing: this test needs it (apt-get install -y strace)");
+    wait_until("strace to attach", || std::fs::read_to_string(&attached).is_ok_and(|t| t.contains("attached")));
+    during();
+    // SIGINT: strace detaches and writes out what it saw.
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    strace.wait().expect("strace exit");
+    let text = std::fs::read_to_string(&trace).expect("strace's output");
+    // `PID name(args) = result`; exit and signal lines (`+++`, `---`) are not calls.
+    text.lines()
+        .filter_map(|l| l.split_once(' ').map(|(_, call)| call.trim().to_string()))
+        .filter(|call| call.contains('('))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
