@@ -280,3 +280,46 @@ fn repl_disable_tcp_nodelay_turns_nagle_on_for_replicas() {
     assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
     assert!(redis[0].contains("[0]"), "redis turned TCP_NODELAY off: {redis:?}");
 }
+
+/// rdb-del-sync-files with persistence off: the master deletes the dump it wrote for a disk
+/// sync once its replica has it, and a replica deletes the dump it received once loaded; with
+/// the option off, or with save points, both stay. Each server in turn as the master (a real
+/// Redis replica) and as the replica (a real Redis master), compared with Redis.
+#[test]
+fn rdb_del_sync_files_removes_the_dumps_of_a_persistence_less_sync() {
+    let _w = Watchdog::new("rdb_del_sync_files_removes_the_dumps_of_a_persistence_less_sync", Duration::from_secs(120));
+    let options = |del: &'static str, save: &'static str| {
+        ["--repl-diskless-sync", "no", "--repl-diskless-load", "disabled", "--rdb-del-sync-files", del, "--save", save]
+    };
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        for (del, save) in [("yes", ""), ("no", ""), ("yes", "3600 1")] {
+            // This server as the master.
+            let master = start(real, &options(del, save));
+            master.client().cmd(&["SET", "k", "v"]);
+            let port = master.port.to_string();
+            let mut args = options("no", "").to_vec();
+            args.extend(["--replicaof", "127.0.0.1", &port]);
+            let replica = RedisServer::with_args(&args);
+            wait_until("the replica's link up", || link_up(&replica));
+            // The master's cron looks once a second.
+            std::thread::sleep(Duration::from_millis(1500));
+            let master_dump = master.dir.join("dump.rdb").exists();
+            // This server as the replica.
+            let master = RedisServer::with_args(&options("no", ""));
+            master.client().cmd(&["SET", "k", "v"]);
+            let port = master.port.to_string();
+            let mut args = options(del, save).to_vec();
+            args.extend(["--replicaof", "127.0.0.1", &port]);
+            let replica = start(real, &args);
+            wait_until("the replica's link up", || link_up(&replica));
+            let replica_dump = replica.dir.join("dump.rdb").exists();
+            assert_eq!(replica.client().cmd(&["GET", "k"]), b"$1\r\nv\r\n");
+            seen.push(format!("del {del}, save '{save}': master keeps its dump {master_dump}, replica {replica_dump}"));
+        }
+    }
+    let (redis, ferrodis) = seen.split_at(3);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+    assert!(redis[0].ends_with("master keeps its dump false, replica false"), "{redis:?}");
+    assert!(redis[1].ends_with("master keeps its dump true, replica true"), "{redis:?}");
+}

@@ -315,6 +315,9 @@ pub struct ReplState {
     rdb_only_disk: Vec<tokio::sync::oneshot::Sender<bool>>,
     /// The offset a running disk sync's BGSAVE forked at (its replicas' `+FULLRESYNC`).
     disk_sync_offset: Option<i64>,
+    /// The dump file was written for a disk sync (Redis's RDBGeneratedByReplication): with
+    /// rdb-del-sync-files and no persistence it is deleted once every replica has it.
+    sync_rdb_on_disk: bool,
     /// The second the waiting replicas last got a keepalive newline.
     last_newline_s: i64,
     /// The master, on a replica.
@@ -388,6 +391,7 @@ impl Default for ReplState {
             wait_start: Vec::new(),
             rdb_only_disk: Vec::new(),
             disk_sync_offset: None,
+            sync_rdb_on_disk: false,
             last_newline_s: 0,
             master: None,
             master_stream_db: 0,
@@ -844,6 +848,9 @@ pub fn good_replicas(st: &State, now_ms: i64) -> i64 {
 pub fn cron(st: &mut State, now_ms: i64) {
     if !st.repl.local_expires.is_empty() {
         expire_local_keys(st, now_ms);
+    }
+    if st.repl.sync_rdb_on_disk {
+        remove_sync_rdb(st);
     }
     if !st.repl.wait_start.is_empty() {
         start_waiting(st, now_ms);
@@ -1335,6 +1342,34 @@ pub fn failover_psync_answered(st: &mut State, epoch: i64, accepted: bool, why: 
     }
 }
 
+/// rdb-del-sync-files: with no persistence (no save points, AOF off) a dump written only to feed
+/// replicas is deleted once none is waiting for it or still reading it (Redis's
+/// removeRDBUsedToSyncReplicas). A replica deletes the one it loaded (`rdb_del_sync_files`).
+fn remove_sync_rdb(st: &mut State) {
+    if !rdb_del_sync_files(&st.config) {
+        st.repl.sync_rdb_on_disk = false;
+        return;
+    }
+    let in_use = st.snapshot.child.is_some()
+        || !st.repl.wait_start.is_empty()
+        || st.repl.replicas.iter().any(|r| r.state == ReplicaState::SendBulk);
+    if in_use {
+        return;
+    }
+    if std::fs::symlink_metadata(&st.config.dbfilename).is_ok() {
+        st.repl.sync_rdb_on_disk = false;
+        tracing::info!("Removing the RDB file used to feed replicas in a persistence-less instance");
+        let path = st.config.dbfilename.clone();
+        // Unlinked off the executor: a big file's blocks take time to free (Redis's bg_unlink).
+        std::thread::spawn(move || std::fs::remove_file(path));
+    }
+}
+
+/// Whether rdb-del-sync-files applies: it is on and nothing else persists the dataset.
+pub fn rdb_del_sync_files(config: &crate::config::Config) -> bool {
+    config.other.get("rdb-del-sync-files").is_some_and(|v| v == "yes") && config.save.is_empty() && !config.appendonly
+}
+
 /// Length of the random EOF marker of the diskless framing (Redis's RDB_EOF_MARK_SIZE).
 const EOF_MARK_LEN: usize = 40;
 
@@ -1502,6 +1537,7 @@ pub fn start_full_sync(st: &mut State, group: Vec<Waiting>) -> Result<(), String
     }
     super::snapshot::bgsave_start(st).map_err(|e| format!("{e:?}"))?;
     st.repl.disk_sync_offset = Some(st.repl.offset);
+    st.repl.sync_rdb_on_disk = true;
     let path = std::path::PathBuf::from(&st.config.dbfilename);
     for w in group {
         let (tx, done) = tokio::sync::oneshot::channel();

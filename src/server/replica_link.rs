@@ -499,6 +499,9 @@ async fn load_snapshot(tmp: std::path::PathBuf, target: &LinkTarget) -> Result<c
             .map_err(|e| format!("Failed trying to load the MASTER synchronization DB from disk: {e}"));
         if path == tmp {
             let _ = std::fs::remove_file(&tmp);
+        } else if replication::rdb_del_sync_files(&cfg) {
+            tracing::info!("Removing the RDB file obtained from the master. This replica has persistence disabled");
+            let _ = std::fs::remove_file(&path);
         }
         loaded
     })
