@@ -698,3 +698,29 @@ fn reply_buffer_sizes_follow_redis() {
     assert_eq!(expected[2], "idle rbs 1024", "real redis");
     assert_eq!(reply_buffer_scenario(&ferrodis), expected);
 }
+
+/// maxmemory-clients and a client whose first command carries an argument over the limit: Redis
+/// evicts it while it reads, so the command never runs. Both servers: the key is not set, one
+/// client evicted, the victim's connection closed without a reply.
+fn oversized_first_command_scenario(server: &Server) -> Vec<String> {
+    let mut ctl = server.client();
+    ctl.cmd(&["CONFIG", "SET", "maxmemory-clients", "1mb"]);
+    let mut victim = server.client();
+    let value = "x".repeat(3_000_000);
+    // The server may close the connection before all of it is sent.
+    let _ = victim.send_raw(&common::encode(&["SET", "big", &value]));
+    let answered = victim.read_reply().ok().map(|r| show(&r));
+    vec![
+        format!("victim answered: {answered:?}"),
+        show(&ctl.cmd(&["EXISTS", "big"])),
+        common::info_field(&mut ctl, "stats", "evicted_clients"),
+    ]
+}
+
+#[test]
+fn an_evicted_client_runs_none_of_its_commands() {
+    let redis = oversized_first_command_scenario(&RedisServer::new());
+    let ferrodis = oversized_first_command_scenario(&TestServer::new());
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+    assert_eq!(redis[1], show(b":0\r\n"));
+}

@@ -1329,14 +1329,17 @@ fn query_buffer_figures(c: &Client, current: Option<&Current>) -> (usize, usize,
         None => c.qbuf,
     };
     const QUERY_BUFFER: usize = 20474;
-    // A connection that never sent a command has no query buffer yet (Redis allocates it on
-    // the first read), so it reports the bare client structures.
+    // A connection that has not sent a byte has no query buffer yet (Redis allocates it on the
+    // first read), so it reports the bare client structures.
     // Another client's query buffer is what its connection last reported (trimmed by the
     // client cron when idle, as Redis's clientsCron does).
-    if current.is_none() && c.last_cmd == "NULL" {
+    let reported = c.handle.qbuf();
+    if current.is_none() && c.last_cmd == "NULL" && reported.0 == 0 {
         (qbuf, 4, 1800)
     } else if current.is_none() {
-        let (len, cap) = c.handle.qbuf();
+        // Once bytes arrived, the buffer holding them counts, even before the first command is
+        // whole (a big first argument being read).
+        let (len, cap) = reported;
         (len, cap.saturating_sub(len), client_memory(cap))
     } else {
         (qbuf, QUERY_BUFFER.saturating_sub(qbuf), client_memory(CALLER_QUERY_BUFFER + qbuf))

@@ -429,7 +429,11 @@ impl Executor {
         let mut cmds = cmds.drain(..);
         let evicting = clients::client_eviction_limit(st) > 0;
         let mut reply_checked = 0;
-        if client.blocked.is_none() && !client.postponed {
+        // A client already closing runs nothing more (Redis stops at CLOSE_ASAP): one killed or
+        // evicted while this batch was on its way, or just now by the check above, its query
+        // buffer being over maxmemory-clients (Redis evicts it while it reads, before the
+        // command is whole).
+        if client.blocked.is_none() && !client.postponed && !client.handle.close_requested() {
             prefetch_key(st, &client, cmds.as_slice().first(), Db::prefetch_slot);
             prefetch_key(st, &client, cmds.as_slice().get(1), Db::prefetch_slot);
             while let Some(cmd) = cmds.next() {
