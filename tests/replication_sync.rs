@@ -323,3 +323,33 @@ fn rdb_del_sync_files_removes_the_dumps_of_a_persistence_less_sync() {
     assert!(redis[0].ends_with("master keeps its dump false, replica false"), "{redis:?}");
     assert!(redis[1].ends_with("master keeps its dump true, replica true"), "{redis:?}");
 }
+
+/// maxmemory-clients never evicts the master link: a script's 50000 writes reach a replica as
+/// one MULTI/EXEC of about 6 MB, over a 1 MB limit, and the replica applies it without dropping
+/// its master (no second full sync). The master is real Redis; the replica each server in turn.
+#[test]
+fn client_eviction_spares_the_master_link() {
+    let _w = Watchdog::new("client_eviction_spares_the_master_link", Duration::from_secs(60));
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        let master = RedisServer::with_args(&["--repl-diskless-sync-delay", "0"]);
+        let port = master.port.to_string();
+        let replica =
+            start(real, &["--maxmemory", "200mb", "--maxmemory-clients", "1mb", "--replicaof", "127.0.0.1", &port]);
+        wait_until("the replica's link up", || link_up(&replica));
+        let mut m = master.client();
+        m.cmd(&["EVAL", "for i=1,50000 do redis.call('set','k'..i,string.rep('x',100)) end", "0"]);
+        let offset = field(&master, "replication", "master_repl_offset");
+        wait_until("the replica caught up", || {
+            link_up(&replica) && field(&replica, "replication", "slave_repl_offset") == offset
+        });
+        seen.push(format!(
+            "evicted_clients {}, sync_full {}, keys {}",
+            field(&replica, "stats", "evicted_clients"),
+            field(&master, "stats", "sync_full"),
+            String::from_utf8_lossy(&replica.client().cmd(&["DBSIZE"])).trim()
+        ));
+    }
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+    assert_eq!(seen[0], "evicted_clients 0, sync_full 1, keys :50000");
+}

@@ -1141,6 +1141,12 @@ fn evict_over(st: &mut super::State, caller: Option<&Client>, limit: u64) -> u64
             closing += c.memory();
             continue;
         }
+        // Only normal and pub/sub clients are evicted, and only theirs counts (Redis's
+        // clientEvictionAllowed): never the master link (a big transaction of its stream) nor
+        // a replica.
+        if c.master || c.handle.is_replica() {
+            continue;
+        }
         // The figure CLIENT LIST shows as tot-mem, so what is left sums to under the limit,
         // with what the connection's buffers hold beyond Redis's figures.
         let mem = total_memory(st, c) + c.handle.written_held() as u64;
