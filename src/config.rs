@@ -483,6 +483,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "replica-lazy-flush",
     "replica-ignore-maxmemory",
     "dynamic-hz",
+    "crash-log-enabled",
     "rdb-del-sync-files",
     "repl-disable-tcp-nodelay",
     "rdb-save-incremental-fsync",

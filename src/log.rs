@@ -90,17 +90,29 @@ pub fn timestamp() -> String {
 /// Where the crash report goes: the log file's path, empty for stdout.
 static CRASH_LOG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// Installs the handler that writes Redis's crash report ("crashed by signal") to the log on
-/// SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT, then lets the signal kill the process with its
-/// default action (a core dump where enabled), as Redis's sigsegvHandler does.
-pub fn install_crash_handler(logfile: &str) {
+/// Sets where crash reports go (the log file's path, empty for stdout) and installs the crash
+/// handler when `enabled` (crash-log-enabled).
+pub fn install_crash_handler(logfile: &str, enabled: bool) {
     let _ = CRASH_LOG.set(logfile.to_string());
+    set_crash_log(enabled);
+}
+
+/// crash-log-enabled, at startup and on CONFIG SET: with it, SIGSEGV, SIGBUS, SIGFPE, SIGILL and
+/// SIGABRT go to the handler that writes Redis's crash report ("crashed by signal") to the log
+/// and then lets the signal kill the process with its default action (a core dump where
+/// enabled), as Redis's sigsegvHandler does; without it they take their default action at once,
+/// as Redis removes its handlers.
+pub fn set_crash_log(enabled: bool) {
     // SAFETY: the sigaction struct is zeroed then filled as sigaction(2) documents; the handler
     // is an `extern "C"` function of the expected SA_SIGINFO signature.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = crash_handler as *const () as usize;
-        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND | libc::SA_NODEFER | libc::SA_ONSTACK;
+        if enabled {
+            action.sa_sigaction = crash_handler as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND | libc::SA_NODEFER | libc::SA_ONSTACK;
+        } else {
+            action.sa_sigaction = libc::SIG_DFL;
+        }
         libc::sigemptyset(&mut action.sa_mask);
         for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGABRT] {
             libc::sigaction(sig, &action, std::ptr::null_mut());

@@ -2,7 +2,8 @@
 //! period's floor of two cron periods (CONFIG GET shows the raised value, set at startup or by
 //! CONFIG SET), one `--- WATCHDOG TIMER EXPIRED ---` report with a stack trace per stall of the
 //! executor, none while it is healthy, none once the period is 0, and a server that goes on
-//! serving. The report's lines are compared in shape (pid, time and addresses differ).
+//! serving. The report's lines are compared in shape (pid, time and addresses differ). Also
+//! crash-log-enabled: the crash report on a fatal signal, or none.
 
 mod common;
 
@@ -164,4 +165,30 @@ fn a_replica_stuck_in_a_diskless_load_is_reported() {
         assert_eq!(info_field(&mut r, "persistence", "loading"), "1", "{}", replica.name);
         assert_eq!(m.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]), b"+OK\r\n");
     }
+}
+
+/// crash-log-enabled: DEBUG SEGFAULT writes Redis's crash report ("crashed by signal") to the
+/// log, or with the option off (at startup or by CONFIG SET) none, the process dying of the
+/// signal either way. Compared with Redis.
+#[test]
+fn crash_log_enabled_decides_whether_a_crash_is_reported() {
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        for (start, set) in [("yes", None), ("no", None), ("yes", Some("no")), ("no", Some("yes"))] {
+            let args = ["--enable-debug-command", "yes", "--crash-log-enabled", start];
+            let mut server = if real { RedisServer::with_args(&args) } else { TestServer::with_args(&args) };
+            let mut c = server.client();
+            if let Some(v) = set {
+                c.cmd(&["CONFIG", "SET", "crash-log-enabled", v]);
+            }
+            let _ = c.send_raw(b"DEBUG SEGFAULT\r\n");
+            let status = server.wait_exit(Duration::from_secs(10)).expect("the server died");
+            let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+            let reported = server.log().contains("crashed by signal: 11");
+            seen.push(format!("start {start}, set {set:?}: signal {signal:?}, reported {reported}"));
+        }
+    }
+    let (redis, ferrodis) = seen.split_at(4);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+    assert!(redis[0].ends_with("reported true") && redis[1].ends_with("reported false"), "{redis:?}");
 }
