@@ -1022,13 +1022,13 @@ impl Config {
     }
 
     /// The CONFIG GET text of a directive (by canonical name).
-    /// A yes/no directive kept as text, with its default when unset.
     /// `watchdog-period` in milliseconds (0: off).
     pub fn watchdog_period(&self) -> u64 {
         self.other.get("watchdog-period").and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 
-    fn other_flag(&self, name: &str, default: bool) -> bool {
+    /// A yes/no directive kept as text, with its default when unset.
+    pub fn other_flag(&self, name: &str, default: bool) -> bool {
         self.other.get(name).map_or(default, |v| v == "yes")
     }
 

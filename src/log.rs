@@ -97,12 +97,18 @@ pub fn install_crash_handler(logfile: &str, enabled: bool) {
     set_crash_log(enabled);
 }
 
-/// crash-log-enabled, at startup and on CONFIG SET: with it, SIGSEGV, SIGBUS, SIGFPE, SIGILL and
-/// SIGABRT go to the handler that writes Redis's crash report ("crashed by signal") to the log
-/// and then lets the signal kill the process with its default action (a core dump where
-/// enabled), as Redis's sigsegvHandler does; without it they take their default action at once,
-/// as Redis removes its handlers.
+/// crash-log-enabled, at startup and after CONFIG (applied when it changes): with it, SIGSEGV,
+/// SIGBUS, SIGFPE, SIGILL and SIGABRT go to the handler that writes Redis's crash report
+/// ("crashed by signal") to the log and then lets the signal kill the process with its default
+/// action (a core dump where enabled), as Redis's sigsegvHandler does; without it they take
+/// their default action at once, as Redis removes its handlers.
 pub fn set_crash_log(enabled: bool) {
+    /// 0: not applied yet (Rust's runtime has its own SIGSEGV handler then), 1: off, 2: on.
+    static APPLIED: AtomicU8 = AtomicU8::new(0);
+    let want = if enabled { 2 } else { 1 };
+    if APPLIED.swap(want, Ordering::Relaxed) == want {
+        return;
+    }
     // SAFETY: the sigaction struct is zeroed then filled as sigaction(2) documents; the handler
     // is an `extern "C"` function of the expected SA_SIGINFO signature.
     unsafe {

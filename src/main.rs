@@ -85,7 +85,7 @@ fn main() {
         _ => {}
     }
     log::init(&cfg.loglevel, &cfg.logfile);
-    log::install_crash_handler(&cfg.logfile, cfg.other.get("crash-log-enabled").is_none_or(|v| v == "yes"));
+    log::install_crash_handler(&cfg.logfile, cfg.other_flag("crash-log-enabled", true));
     if cfg.watchdog_period() > 0 {
         ferrodis::watchdog::apply(&mut cfg);
     }

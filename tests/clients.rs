@@ -601,47 +601,6 @@ fn client_eviction_matches_real_redis() {
     assert_eq!(client_eviction_scenario(&ferrodis), expected);
 }
 
-/// maxmemory-clients against key eviction: twenty clients send MGETs of a 100 KB value and
-/// never read, under maxmemory 11mb with 5 MB of keys and maxmemory-clients 3mb (unit/maxmemory's
-/// "many MGET clients, client eviction: true"). Redis evicts clients and no key. The replies a
-/// connection has written but still holds count for client eviction: uncounted, keys went first.
-fn mget_client_eviction_scenario(server: &Server) -> (u64, u64, bool) {
-    let mut ctl = server.client();
-    for argv in [
-        &["CONFIG", "SET", "maxmemory", "11mb"][..],
-        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
-        &["CONFIG", "SET", "maxmemory-clients", "3mb"],
-        &["CLIENT", "NO-EVICT", "on"],
-    ] {
-        assert_eq!(ctl.cmd(argv), b"+OK\r\n");
-    }
-    for j in 0..50 {
-        ctl.cmd(&["SETRANGE", &j.to_string(), "100000", "x"]);
-    }
-    ctl.cmd(&["CONFIG", "RESETSTAT"]);
-    let stat = |ctl: &mut Client, name: &str| common::info_field(ctl, "stats", name).parse::<u64>().unwrap_or(0);
-    let mut readers: Vec<Client> = (0..20).map(|_| server.client()).collect();
-    // Ten at a time, so a connection's batch of replies is 1 MB.
-    let request = common::encode(&["MGET", "1"]).repeat(10);
-    // 60 MGETs per client: 120 MB of replies if none were evicted.
-    for _ in 0..6 {
-        readers.retain_mut(|c| c.send_raw(&request).is_ok());
-        ctl.cmd(&["PING"]);
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let dbsize = String::from_utf8_lossy(&ctl.cmd(&["DBSIZE"])).trim().trim_start_matches(':').parse().unwrap_or(0);
-    (stat(&mut ctl, "evicted_keys"), dbsize, stat(&mut ctl, "evicted_clients") > 0)
-}
-
-#[test]
-fn clients_not_reading_big_replies_are_evicted_before_keys() {
-    let redis = RedisServer::new();
-    let ferrodis = TestServer::new();
-    let expected = mget_client_eviction_scenario(&redis);
-    assert_eq!(expected, (0, 50, true), "real redis");
-    assert_eq!(mget_client_eviction_scenario(&ferrodis), expected);
-}
-
 /// The reply buffer CLIENT LIST shows (rbs, rbp) follows Redis's client cron: a new client's
 /// 16 KiB buffer shrinks to 1 KiB once it idles, and doubles back to 16 KiB (no further) while
 /// replies fill it, counted in INFO's reply_buffer_shrinks/expands; DEBUG REPLYBUFFER sets the

@@ -310,13 +310,9 @@ fn tracking_invalidations_do_not_drain_the_keyspace() {
 }
 
 /// unit/maxmemory's "eviction due to output buffers of many MGET clients, client eviction:
-/// true": 20 clients that never read ask MGET of a 100 KB value over and over. Their replies are
-/// client memory as soon as the command runs (Redis's reply list), so maxmemory-clients closes
-/// them and no key is evicted. Ferrodis counted a batch's replies only once its connection
-/// had tried to write them; meanwhile the other clients' batches saw the memory without its
-/// owner, and maxmemory evicted keys instead. Returns (evicted clients, evicted keys, keys).
-fn mget_flood(server: &Server) -> (i64, i64, i64) {
-    use std::io::Write;
+/// true": maxmemory 11mb with 50 keys of 100 KB, maxmemory-clients 3mb, and a control client
+/// that is never evicted. Returns the control client.
+fn mget_flood_setup(server: &Server) -> Client {
     let mut c = server.client();
     for argv in [
         &["CONFIG", "SET", "maxmemory", "11mb"][..],
@@ -329,9 +325,23 @@ fn mget_flood(server: &Server) -> (i64, i64, i64) {
     for j in 0..50 {
         c.cmd(&["SETRANGE", &j.to_string(), "100000", "x"]);
     }
+    c
+}
+
+fn stat(c: &mut Client, name: &str) -> i64 {
+    common::info_field(c, "stats", name).parse().unwrap()
+}
+
+/// 20 clients that never read ask MGET of a 100 KB value over and over. Their replies are
+/// client memory as soon as the command runs (Redis's reply list), so maxmemory-clients closes
+/// them and no key is evicted. Ferrodis counted a batch's replies only once its connection
+/// had tried to write them; meanwhile the other clients' batches saw the memory without its
+/// owner, and maxmemory evicted keys instead. Returns (evicted clients, evicted keys, keys).
+fn mget_flood(server: &Server) -> (i64, i64, i64) {
+    use std::io::Write;
+    let mut c = mget_flood_setup(server);
     let mut flooders: Vec<std::net::TcpStream> =
         (0..20).map(|_| std::net::TcpStream::connect(("127.0.0.1", server.port)).expect("connect")).collect();
-    let stat = |c: &mut Client, name: &str| -> i64 { common::info_field(c, "stats", name).parse().unwrap() };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while stat(&mut c, "evicted_clients") == 0 && stat(&mut c, "evicted_keys") == 0 {
         assert!(std::time::Instant::now() < deadline, "no eviction of any kind in 20 s");
@@ -350,6 +360,32 @@ fn clients_flooded_by_replies_are_evicted_before_keys() {
     let ferrodis = TestServer::new();
     let (clients, keys, dbsize) = mget_flood(&ferrodis);
     assert!(clients > 0 && keys == 0 && dbsize == 50, "{clients} clients, {keys} keys evicted, {dbsize} left");
+}
+
+/// The same clients sending ten MGETs per write, so a connection's batch of replies is 1 MB.
+/// The replies a connection has written but still holds count for client eviction: uncounted,
+/// keys went first. Returns (evicted keys, keys, whether clients were evicted).
+fn mget_batches(server: &Server) -> (i64, i64, bool) {
+    let mut ctl = mget_flood_setup(server);
+    ctl.cmd(&["CONFIG", "RESETSTAT"]);
+    let mut readers: Vec<Client> = (0..20).map(|_| server.client()).collect();
+    let request = common::encode(&["MGET", "1"]).repeat(10);
+    // 60 MGETs per client: 120 MB of replies if none were evicted.
+    for _ in 0..6 {
+        readers.retain_mut(|c| c.send_raw(&request).is_ok());
+        ctl.cmd(&["PING"]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    (stat(&mut ctl, "evicted_keys"), int(&ctl.cmd(&["DBSIZE"])), stat(&mut ctl, "evicted_clients") > 0)
+}
+
+#[test]
+fn clients_not_reading_big_replies_are_evicted_before_keys() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = mget_batches(&redis);
+    assert_eq!(expected, (0, 50, true), "real redis");
+    assert_eq!(mget_batches(&ferrodis), expected);
 }
 
 /// While a BGSAVE child runs, Redis stamps no access time (hasActiveChildProcess): reads leave

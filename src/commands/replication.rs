@@ -307,7 +307,7 @@ fn full_sync(ctx: &mut Ctx, psync: bool) -> CmdResult {
     replication::before_full_sync(ctx.admin());
     // Fewer, bigger packets to the replica from now on, at the cost of its lag (Redis does this
     // for a full sync only; a partial one keeps the option as it was).
-    if ctx.config().other.get("repl-disable-tcp-nodelay").is_some_and(|v| v == "yes") {
+    if ctx.config().other_flag("repl-disable-tcp-nodelay", false) {
         ctx.client().handle.set_tcp_nodelay(false);
     }
     let (ip, port) = announced(ctx);

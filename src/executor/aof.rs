@@ -870,7 +870,7 @@ fn write_base_now(st: &mut State, path: &Path) -> Result<(), String> {
 
 /// aof-rewrite-incremental-fsync: a new base file is synced every 4 MB as it is written.
 fn incremental_fsync(st: &State) -> bool {
-    super::snapshot::config_yes(st, "aof-rewrite-incremental-fsync", true)
+    st.config.other_flag("aof-rewrite-incremental-fsync", true)
 }
 
 /// aof-use-rdb-preamble: base files are RDB (yes, the default) or commands.

@@ -745,7 +745,7 @@ fn after_reply(
             // CONFIG SET hz takes effect at once, as Redis's updateHZ (dynamic-hz adapts it
             // from the next cron tick).
             st.hz = st.config.hz.clamp(1, 500);
-            crate::log::set_crash_log(st.config.other.get("crash-log-enabled").is_none_or(|v| v == "yes"));
+            crate::log::set_crash_log(st.config.other_flag("crash-log-enabled", true));
         }
         _ if spec.has_flag(flags::PUBSUB) || spec.name == "reset" => {
             client.handle.set_pubsub(st.pubsub.is_subscribed(client.id))

@@ -1330,25 +1330,20 @@ pub fn total_memory(st: &super::State, c: &Client) -> u64 {
 /// CLIENT LIST's qbuf and qbuf-free, and the client's memory before its output and MULTI
 /// queue: the fixed structures and the query buffer.
 fn query_buffer_figures(c: &Client, current: Option<&Current>) -> (usize, usize, u64) {
-    let qbuf = match current {
-        Some(cur) => cur.qbuf,
-        None => c.qbuf,
-    };
     const QUERY_BUFFER: usize = 20474;
-    // A connection that has not sent a byte has no query buffer yet (Redis allocates it on the
-    // first read), so it reports the bare client structures.
-    // Another client's query buffer is what its connection last reported (trimmed by the
-    // client cron when idle, as Redis's clientsCron does).
-    let reported = c.handle.qbuf();
-    if current.is_none() && c.last_cmd == "NULL" && reported.0 == 0 {
-        (qbuf, 4, 1800)
-    } else if current.is_none() {
-        // Once bytes arrived, the buffer holding them counts, even before the first command is
-        // whole (a big first argument being read).
-        let (len, cap) = reported;
-        (len, cap.saturating_sub(len), client_memory(cap))
+    if let Some(cur) = current {
+        return (cur.qbuf, QUERY_BUFFER.saturating_sub(cur.qbuf), client_memory(CALLER_QUERY_BUFFER + cur.qbuf));
+    }
+    // Another client's query buffer is what its connection last reported (trimmed by the client
+    // cron when idle, as Redis's clientsCron does), counted once bytes arrived, even before the
+    // first command is whole (a big first argument being read). A connection that has not sent
+    // a byte has no query buffer yet (Redis allocates it on the first read), so it reports the
+    // bare client structures.
+    let (len, cap) = c.handle.qbuf();
+    if c.last_cmd == "NULL" && len == 0 {
+        (c.qbuf, 4, 1800)
     } else {
-        (qbuf, QUERY_BUFFER.saturating_sub(qbuf), client_memory(CALLER_QUERY_BUFFER + qbuf))
+        (len, cap.saturating_sub(len), client_memory(cap))
     }
 }
 

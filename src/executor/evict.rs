@@ -191,7 +191,7 @@ pub fn perform(st: &mut State, mut caller: Option<&mut Client>, now_ms: i64) -> 
     // Nothing is evicted while writes are paused (Redis 7.0: no keyspace change may happen),
     // nor on a replica under replica-ignore-maxmemory (the default): its keys are the master's,
     // which sends the DELs of its own evictions (Redis's isSafeToPerformEvictions).
-    let replica_ignores = st.config.other.get("replica-ignore-maxmemory").is_none_or(|v| v == "yes");
+    let replica_ignores = st.config.other_flag("replica-ignore-maxmemory", true);
     if st.paused(now_ms) || (st.repl.is_replica() && replica_ignores) {
         return Outcome::Ok;
     }

@@ -1043,7 +1043,7 @@ pub fn full_sync_loaded(
     let old = std::mem::replace(&mut st.dbs, dbs);
     // Freed off the executor either way: a large old dataset must not stall the clients. With
     // replica-lazy-flush it counts as Redis's asynchronous emptyData does (lazyfreed_objects).
-    if st.config.other.get("replica-lazy-flush").is_some_and(|v| v == "yes") {
+    if st.config.other_flag("replica-lazy-flush", false) {
         let keys = old.iter().map(|db| db.len() as u64).sum();
         crate::db::lazyfree::free_tables(old, keys);
     } else {
@@ -1367,7 +1367,7 @@ fn remove_sync_rdb(st: &mut State) {
 
 /// Whether rdb-del-sync-files applies: it is on and nothing else persists the dataset.
 pub fn rdb_del_sync_files(config: &crate::config::Config) -> bool {
-    config.other.get("rdb-del-sync-files").is_some_and(|v| v == "yes") && config.save.is_empty() && !config.appendonly
+    config.other_flag("rdb-del-sync-files", false) && config.save.is_empty() && !config.appendonly
 }
 
 /// Length of the random EOF marker of the diskless framing (Redis's RDB_EOF_MARK_SIZE).

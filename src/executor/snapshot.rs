@@ -281,11 +281,6 @@ impl std::io::Write for IncrementalSync {
     }
 }
 
-/// Whether a yes/no directive is yes (absent: `default`).
-pub fn config_yes(st: &State, name: &str, default: bool) -> bool {
-    st.config.other.get(name).map_or(default, |v| v == "yes")
-}
-
 /// Writes the dataset to `temp-<pid>.rdb` in the working directory (the server chdir'd to
 /// `dir`), fsyncs it, renames it over `filename` and fsyncs the directory, so a crash leaves
 /// either the old file or the new one. `incremental_fsync`: synced every 4 MB on the way as
@@ -336,7 +331,7 @@ pub fn save_foreground(st: &mut State) -> Result<(), SaveError> {
     let version = resolve_version(st)?;
     let opts = options(st, version);
     let info = aux(st);
-    let incremental = config_yes(st, "rdb-save-incremental-fsync", true);
+    let incremental = st.config.other_flag("rdb-save-incremental-fsync", true);
     match save_to_file(&st.dbs, &st.functions, &info, &opts, &st.config.dbfilename, incremental) {
         Ok(_) => {
             tracing::info!("DB saved on disk");
@@ -495,7 +490,7 @@ fn child_main(st: &State, auto: bool, mut opts: Options, info: &Aux, filename: &
     if auto {
         opts.version = save::required_version(&st.dbs);
     }
-    let incremental = config_yes(st, "rdb-save-incremental-fsync", true);
+    let incremental = st.config.other_flag("rdb-save-incremental-fsync", true);
     let ok = save_to_file(&st.dbs, &st.functions, info, &opts, filename, incremental).is_ok();
     send_report(REPORT_FINAL, 0, private_dirty_bytes().unwrap_or(0));
     drop(report);
