@@ -484,6 +484,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "replica-ignore-maxmemory",
     "dynamic-hz",
     "crash-log-enabled",
+    "use-exit-on-panic",
+    "replica-ignore-disk-write-errors",
     "rdb-del-sync-files",
     "repl-disable-tcp-nodelay",
     "rdb-save-incremental-fsync",

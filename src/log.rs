@@ -165,6 +165,44 @@ extern "C" fn crash_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _conte
     }
 }
 
+/// Redis's serverPanic: the bug report's opening lines with `Guru Meditation: {msg}
+/// #{file}:{line}` (the caller's location), the stack trace when crash-log-enabled, the
+/// report's end; then the process ends, with exit status 1 under use-exit-on-panic, else by
+/// abort() with the crash handler removed first (so one report, not two), as Redis's
+/// bugReportEnd.
+#[track_caller]
+pub fn server_panic(msg: &str, crash_log: bool, exit_on_panic: bool) -> ! {
+    let at = std::panic::Location::caller();
+    with_handler_log(|fd| write_all_fd(fd, b"\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n"));
+    tracing::warn!("------------------------------------------------");
+    tracing::warn!("!!! Software Failure. Press left mouse button to continue");
+    tracing::warn!("Guru Meditation: {msg} #{}:{}", at.file(), at.line());
+    if crash_log {
+        stack_trace_from_handler(std::ptr::null_mut());
+    }
+    with_handler_log(|fd| {
+        write_all_fd(fd, b"\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n")
+    });
+    if exit_on_panic {
+        // SAFETY: _exit ends the process at once; nothing of ours is left to run.
+        unsafe { libc::_exit(1) };
+    }
+    set_crash_log(false);
+    std::process::abort()
+}
+
+/// write(2) of all of `bytes` to `fd`, giving up on an error (async-signal-safe).
+fn write_all_fd(fd: libc::c_int, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: write(2) of a buffer valid for its length.
+        let n = unsafe { libc::write(fd, bytes.as_ptr() as *const libc::c_void, bytes.len()) };
+        if n <= 0 {
+            return;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
 /// The log file's path for `from_handler`, which may not allocate; unset or empty: stdout.
 static HANDLER_LOG: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
 

@@ -353,3 +353,66 @@ fn client_eviction_spares_the_master_link() {
     assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
     assert_eq!(seen[0], "evicted_clients 0, sync_full 1, keys :50000");
 }
+
+/// A replica whose BGSAVE failed (its dir removed, stop-writes-on-bgsave-error with a save
+/// point), fed a SET by its master: with replica-ignore-disk-write-errors no it panics
+/// ("Guru Meditation: Replica was unable to write command to disk.") and ends by abort(), or
+/// with exit status 1 under use-exit-on-panic; with yes it applies the SET and warns. The
+/// master is real Redis; the replica each server in turn.
+#[test]
+fn a_replica_that_cannot_persist_panics_unless_told_to_go_on() {
+    use std::os::unix::process::ExitStatusExt;
+    let _w = Watchdog::new("a_replica_that_cannot_persist_panics_unless_told_to_go_on", Duration::from_secs(120));
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        for (ignore, exit_on_panic) in [("no", "no"), ("no", "yes"), ("yes", "no")] {
+            let master = RedisServer::with_args(&["--repl-diskless-sync-delay", "0"]);
+            let port = master.port.to_string();
+            let data = std::env::temp_dir()
+                .join(format!("ferrodis-disk-error-{}-{ignore}-{exit_on_panic}", std::process::id()));
+            std::fs::create_dir_all(&data).unwrap();
+            let mut replica = start(
+                real,
+                &[
+                    "--dir",
+                    data.to_str().unwrap(),
+                    "--save",
+                    "3600 1",
+                    "--replica-ignore-disk-write-errors",
+                    ignore,
+                    "--use-exit-on-panic",
+                    exit_on_panic,
+                    "--replicaof",
+                    "127.0.0.1",
+                    &port,
+                ],
+            );
+            wait_until("the replica's link up", || link_up(&replica));
+            std::fs::remove_dir_all(&data).unwrap();
+            assert_eq!(replica.client().cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+            wait_until("the replica's BGSAVE failed", || {
+                info_field(&mut replica.client(), "persistence", "rdb_last_bgsave_status") == "err"
+            });
+            assert_eq!(master.client().cmd(&["SET", "k", "v"]), b"+OK\r\n");
+            wait_until("the replica applied the SET or ended", || {
+                let applied = || common::Client::try_connect(replica.port)?.try_cmd(&["GET", "k"]);
+                applied().is_ok_and(|reply| reply == b"$1\r\nv\r\n") || !replica.alive()
+            });
+            let outcome = match replica.wait_exit(Duration::from_millis(100)) {
+                None => "applied the SET".to_string(),
+                Some(status) => format!("ended: exit code {:?}, signal {:?}", status.code(), status.signal()),
+            };
+            let log = replica.log();
+            seen.push(format!(
+                "ignore {ignore}, use-exit-on-panic {exit_on_panic}: {outcome}; panic logged {}, warning logged {}",
+                log.contains("Guru Meditation: Replica was unable to write command to disk."),
+                log.contains("Replica is applying a command even though it is unable to write to disk.")
+            ));
+        }
+    }
+    let (redis, ferrodis) = seen.split_at(3);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+    assert_eq!(redis[0], "ignore no, use-exit-on-panic no: ended: exit code None, signal Some(6); panic logged true, warning logged false");
+    assert_eq!(redis[1], "ignore no, use-exit-on-panic yes: ended: exit code Some(1), signal None; panic logged true, warning logged false");
+    assert_eq!(redis[2], "ignore yes, use-exit-on-panic no: applied the SET; panic logged false, warning logged true");
+}

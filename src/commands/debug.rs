@@ -197,12 +197,13 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Ok(Reply::Ok)
         }
         (b"panic", 2) | (b"assert", 2) => {
-            tracing::warn!(
-                "Guru Meditation: DEBUG {} called at Unix time {}",
-                args.str(1).to_ascii_uppercase(),
-                ctx.now_ms() / 1000
-            );
-            std::process::abort();
+            let msg = format!("DEBUG {} called at Unix time {}", args.str(1).to_ascii_uppercase(), ctx.now_ms() / 1000);
+            let config = ctx.config();
+            crate::log::server_panic(
+                &msg,
+                config.other_flag("crash-log-enabled", true),
+                config.other_flag("use-exit-on-panic", false),
+            )
         }
         (b"config-rewrite-force-all", 2) => {
             let path = ctx.config().config_file.clone().unwrap_or_default();

@@ -374,9 +374,13 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
         }
     }
     // stop-writes-on-bgsave-error and AOF write errors: while persistence fails, writes (and
-    // PING, as in Redis) are refused; inside MULTI this also dooms the transaction.
-    if let Some(error) = super::snapshot::disk_error(st).filter(|_| !obey && !exec_body) {
-        if flags_now & flags::WRITE != 0 || parent.unwrap_or(spec).name == "ping" {
+    // PING, as in Redis) are refused; inside MULTI this also dooms the transaction. The
+    // master's writes are not refused: the replica panics, or applies them.
+    if let Some(error) = super::snapshot::disk_error(st).filter(|_| !exec_body) {
+        let ping = parent.unwrap_or(spec).name == "ping";
+        if obey && (flags_now & flags::WRITE != 0 || ping) {
+            obey_despite_disk_error(st, ping, clock.now_ms);
+        } else if flags_now & flags::WRITE != 0 || ping {
             let text = match error {
                 super::snapshot::DiskError::Rdb => MISCONF.to_string(),
                 super::snapshot::DiskError::Aof(text) => text,
@@ -751,6 +755,25 @@ fn after_reply(
             client.handle.set_pubsub(st.pubsub.is_subscribed(client.id))
         }
         _ => {}
+    }
+}
+
+/// A replica that cannot persist, fed a write by its master: it panics, unless
+/// replica-ignore-disk-write-errors, and then (or for the master's PING) warns at most every
+/// 10 s that it applies the stream anyway, as Redis's processCommand.
+fn obey_despite_disk_error(st: &State, ping: bool, now_ms: i64) {
+    if !ping && !st.config.other_flag("replica-ignore-disk-write-errors", false) {
+        crate::log::server_panic(
+            "Replica was unable to write command to disk.",
+            st.config.other_flag("crash-log-enabled", true),
+            st.config.other_flag("use-exit-on-panic", false),
+        );
+    }
+    /// When the warning was last logged (unix ms); Redis keeps it in a static too.
+    static LAST_WARNING_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    if now_ms > LAST_WARNING_MS.load(std::sync::atomic::Ordering::Relaxed) + 10_000 {
+        LAST_WARNING_MS.store(now_ms, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!("Replica is applying a command even though it is unable to write to disk.");
     }
 }
 
