@@ -153,8 +153,21 @@ fn config_rewrite_without_a_file_and_resetstat_match_redis() {
         c.cmd(&["GET", "a"]);
         c.cmd(&["GET", "nosuch"]);
         c.cmd(&["NOSUCHCOMMAND"]);
+        // A key expired (lazily) before the reset: expired_keys starts again from 0.
+        c.cmd(&["SET", "e", "1", "PX", "1"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        c.cmd(&["GET", "e"]);
+        out.push(format!("expired_keys before:{}", common::info_field(&mut c, "stats", "expired_keys")));
         out.push(show(&c.cmd(&["CONFIG", "RESETSTAT"])));
-        for f in ["keyspace_hits", "keyspace_misses", "total_error_replies", "expired_keys", "evicted_keys"] {
+        for f in [
+            "keyspace_hits",
+            "keyspace_misses",
+            "total_error_replies",
+            "expired_keys",
+            "evicted_keys",
+            "expired_time_cap_reached_count",
+            "expire_cycle_cpu_milliseconds",
+        ] {
             out.push(format!("{f}:{}", common::info_field(&mut c, "stats", f)));
         }
         out

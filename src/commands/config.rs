@@ -246,6 +246,9 @@ fn split_spaces(v: &str) -> Vec<String> {
 /// Resets the INFO counters, command and error statistics. The slowlog is kept, as in Redis.
 pub fn resetstat(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     ctx.admin().stats.reset();
+    for db in &mut ctx.admin().dbs {
+        db.counters = Default::default();
+    }
     // The sync counters live with the replication state; Redis's resetServerStats clears them too.
     let r = &mut ctx.admin().repl;
     (r.sync_full, r.sync_partial_ok, r.sync_partial_err) = (0, 0, 0);
