@@ -456,8 +456,6 @@ fn persistence(s: &mut Section, st: &State, now_ms: i64) {
 fn stats_section(s: &mut Section, st: &State) {
     let x = &st.stats;
     let expired: u64 = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
-    let cap_reached: u64 = st.dbs.iter().map(|d| d.counters.expired_time_cap_reached).sum();
-    let stale = st.dbs.iter().map(|d| d.counters.expired_stale_perc).fold(0.0, f64::max);
     let kbps = |v: u64| format!("{:.2}", v as f64 / 1024.0);
     s.title("Stats");
     s.field("total_connections_received", stats::load(&stats::TOTAL_CONNECTIONS));
@@ -476,9 +474,9 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("sync_partial_ok", st.repl.sync_partial_ok);
     s.field("sync_partial_err", st.repl.sync_partial_err);
     s.field("expired_keys", expired.max(x.expired_keys));
-    s.field("expired_stale_perc", format!("{:.2}", stale * 100.0));
-    s.field("expired_time_cap_reached_count", cap_reached);
-    s.field("expire_cycle_cpu_milliseconds", 0);
+    s.field("expired_stale_perc", format!("{:.2}", x.expired_stale_perc * 100.0));
+    s.field("expired_time_cap_reached_count", x.expired_time_cap_reached);
+    s.field("expire_cycle_cpu_milliseconds", x.expire_cycle_us / 1000);
     s.field("evicted_keys", x.evicted_keys);
     s.field("evicted_clients", st.stats.evicted_clients);
     let now_ms = crate::util::clock::unix_ms();

@@ -222,6 +222,11 @@ pub struct Stats {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub expired_keys: u64,
+    /// Active expiry: the running average of the share of expired keys among those its cycles
+    /// looked at, how many cycles ran out of time, and the time they took (microseconds).
+    pub expired_stale_perc: f64,
+    pub expired_time_cap_reached: u64,
+    pub expire_cycle_us: u64,
     pub evicted_keys: u64,
     /// Clients closed by maxmemory-clients (INFO evicted_clients).
     pub evicted_clients: u64,

@@ -18,12 +18,14 @@ use std::collections::{BinaryHeap, HashMap};
 
 /// How hard active expiry works (`active-expire-effort`, 1 to 10), as Redis's activeExpireCycle
 /// scales its constants: each step above 1 samples 5 more keys per loop, tolerates one point
-/// less of stale keys before moving on, and allows 2% more of the CPU per cron tick.
+/// less of stale keys before moving on, allows 2% more of the CPU per cron tick, and gives a
+/// fast cycle 250 µs more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExpireEffort {
     pub keys_per_loop: usize,
     pub acceptable_stale_percent: usize,
     pub cycle_cpu_percent: u64,
+    pub fast_cycle_us: u64,
 }
 
 impl ExpireEffort {
@@ -33,16 +35,26 @@ impl ExpireEffort {
             keys_per_loop: 20 + 20 / 4 * step,
             acceptable_stale_percent: 10 - step,
             cycle_cpu_percent: 25 + 2 * step as u64,
+            fast_cycle_us: 1000 + 1000 / 4 * step as u64,
         }
     }
+}
+
+/// What one database's pass of the active expire cycle did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ExpirePass {
+    /// Keys deleted.
+    pub expired: usize,
+    /// Keys with a TTL looked at.
+    pub sampled: usize,
+    /// The deadline ended the pass (not the share of stale keys).
+    pub timed_out: bool,
 }
 
 /// Counters a database bumps for INFO; the executor adds them up.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DbCounters {
     pub expired_keys: u64,
-    pub expired_stale_perc: f64,
-    pub expired_time_cap_reached: u64,
     /// Hash fields removed because their TTL passed (INFO's expired_hash_fields).
     pub expired_fields: u64,
 }
@@ -119,6 +131,9 @@ pub struct Db {
     /// address never matches.
     slot_hint: Option<SlotHint>,
     expires: Table<i64>,
+    /// Where active expiry goes on reading `expires` (Redis's db->expires_cursor): a bucket
+    /// index, advanced by one per bucket read, so successive passes cover the whole table.
+    expires_cursor: u64,
     /// Keys removed by expiry since the caller last drained them (keyspace events, WATCH).
     pub expired_log: Vec<Vec<u8>>,
     pub counters: DbCounters,
@@ -851,58 +866,65 @@ impl Db {
         (self.keys.take(), self.expires.take())
     }
 
-    /// One bounded pass of active expiry (Redis's activeExpireCycle for one database): samples
-    /// `effort.keys_per_loop` keys with a TTL from a random spot of the expire table, deletes the
-    /// expired ones, and repeats while more than `effort.acceptable_stale_percent` of a sample
-    /// was expired, until `deadline`. Returns the number of keys deleted.
-    pub fn active_expire(&mut self, now_ms: i64, deadline: std::time::Instant, effort: ExpireEffort) -> usize {
-        let (deleted, timed_out) = self.active_expire_until(now_ms, deadline, effort);
-        if timed_out {
-            self.counters.expired_time_cap_reached += 1;
-        }
-        deleted
-    }
-
-    /// `active_expire` without counting the time cap: returns the keys deleted and whether
-    /// `deadline` ended the pass (the cron's slices end before its cycle's budget does).
-    pub fn active_expire_until(
+    /// One database's pass of active expiry, as Redis 7.0's activeExpireCycle runs it: loops
+    /// that each read buckets of the expire table from the cursor on until they have looked at
+    /// `effort.keys_per_loop` keys (or 20 times as many buckets), deleting the expired ones,
+    /// repeated while more than `effort.acceptable_stale_percent` of a loop's keys were expired
+    /// (or it found none), until `deadline`. A table less than 1% full is left alone: reading
+    /// it costs too much, and it shrinks soon.
+    pub fn active_expire_pass(
         &mut self,
         now_ms: i64,
         deadline: std::time::Instant,
         effort: ExpireEffort,
-    ) -> (usize, bool) {
-        let per_loop = effort.keys_per_loop;
-        let (mut deleted, mut sampled_total, mut timed_out) = (0, 0, false);
-        let mut expired = Vec::with_capacity(per_loop);
+    ) -> ExpirePass {
+        /// Redis's DICT_HT_INITIAL_SIZE.
+        const SMALLEST_TABLE: usize = 4;
+        let mut pass = ExpirePass::default();
+        // The expired keys of a bucket, end to end, copied out so they can be deleted.
+        let mut due: Vec<u8> = Vec::new();
+        let mut due_ends: Vec<usize> = Vec::new();
         loop {
-            if self.expires.is_empty() || per_loop == 0 {
+            let keys = self.expires.len();
+            if keys == 0 {
                 break;
             }
-            let sample = self.expires.sample(per_loop);
-            let sampled = sample.len();
-            expired.extend(sample.into_iter().filter(|&(_, &at)| at <= now_ms).map(|(k, _)| k.to_vec()));
-            let n = expired.len();
-            for k in expired.drain(..) {
-                self.delete_expired(&k);
-            }
-            deleted += n;
-            sampled_total += sampled;
-            // An empty sample (a sparse spot) says nothing: try again, bounded by the deadline.
-            // The share is rounded down, as Redis computes it.
-            if sampled > 0 && n * 100 / sampled <= effort.acceptable_stale_percent {
+            let slots = self.expires.buckets();
+            if slots > SMALLEST_TABLE && keys * 100 / slots < 1 {
                 break;
             }
+            let wanted = keys.min(effort.keys_per_loop);
+            let max_buckets = wanted * 20;
+            let (mut sampled, mut expired, mut buckets) = (0, 0, 0);
+            while sampled < wanted && buckets < max_buckets {
+                due.clear();
+                due_ends.clear();
+                buckets += self.expires.visit_bucket(self.expires_cursor, |key, &at| {
+                    sampled += 1;
+                    if at <= now_ms {
+                        due.extend_from_slice(key);
+                        due_ends.push(due.len());
+                    }
+                });
+                let mut from = 0;
+                for &end in &due_ends {
+                    self.delete_expired(&due[from..end]);
+                    from = end;
+                }
+                expired += due_ends.len();
+                self.expires_cursor = self.expires_cursor.wrapping_add(1);
+            }
+            pass.expired += expired;
+            pass.sampled += sampled;
             if std::time::Instant::now() >= deadline {
-                timed_out = true;
+                pass.timed_out = true;
+                break;
+            }
+            if sampled > 0 && expired * 100 / sampled <= effort.acceptable_stale_percent {
                 break;
             }
         }
-        if sampled_total > 0 {
-            // Redis keeps a slow moving average of the stale share seen by each cycle.
-            let current = deleted as f64 / sampled_total as f64;
-            self.counters.expired_stale_perc = current * 0.05 + self.counters.expired_stale_perc * 0.95;
-        }
-        (deleted, timed_out)
+        pass
     }
 
     /// Moves resize work forward in both tables until `deadline` (Redis's activerehashing slice,
@@ -966,12 +988,11 @@ mod tests {
             db.set(&k, val(), now);
             db.set_expire(&k, now - 1);
         }
-        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), ExpireEffort::new(1));
-        assert_eq!(deleted, 5000);
+        let pass = db.active_expire_pass(now, Instant::now() + Duration::from_secs(60), ExpireEffort::new(1));
+        assert_eq!(pass, ExpirePass { expired: 5000, sampled: 5000, timed_out: false });
         assert_eq!(db.len(), 0);
         assert_eq!(db.expires_len(), 0);
         assert_eq!(db.counters.expired_keys, 5000);
-        assert!(db.counters.expired_stale_perc > 0.0);
     }
 
     #[test]
@@ -984,13 +1005,21 @@ mod tests {
             // One key in fifty is stale: under the 10% threshold, so one sample suffices.
             db.set_expire(&k, if i % 50 == 0 { now - 1 } else { now + 100_000 });
         }
-        let deleted = db.active_expire(now, Instant::now() + Duration::from_secs(60), ExpireEffort::new(1));
-        assert!(deleted < 100, "{deleted}");
+        let pass = db.active_expire_pass(now, Instant::now() + Duration::from_secs(60), ExpireEffort::new(1));
+        let deleted = pass.expired;
+        assert!(deleted < 100 && pass.sampled < 100 && !pass.timed_out, "{pass:?}");
         assert_eq!(db.len(), 5000 - deleted);
         assert_eq!(db.expires_len(), 5000 - deleted);
         // Lazy expiry still hides the rest.
         let live = (0..5000).filter(|i| db.contains(format!("k{i}").as_bytes(), now)).count();
         assert_eq!(live, 4900);
+        // The cursor moves on: passes that each stop after one loop still reach every key.
+        let mut passes = 0;
+        while db.expires_len() > 4900 {
+            db.active_expire_pass(now, Instant::now() + Duration::from_secs(60), ExpireEffort::new(1));
+            passes += 1;
+            assert!(passes < 1000, "{} stale keys never reached", db.expires_len() - 4900);
+        }
     }
 
     #[test]
@@ -1002,9 +1031,9 @@ mod tests {
             db.set(&k, val(), now);
             db.set_expire(&k, now - 1);
         }
-        let deleted = db.active_expire(now, Instant::now(), ExpireEffort::new(1));
-        assert!(deleted <= 20);
-        assert_eq!(db.counters.expired_time_cap_reached, 1);
+        let pass = db.active_expire_pass(now, Instant::now(), ExpireEffort::new(1));
+        // One loop: 20 keys and the rest of the last bucket's chain.
+        assert!(pass.timed_out && pass.expired >= 20 && pass.expired < 40, "{pass:?}");
     }
 
     #[test]

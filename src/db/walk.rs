@@ -404,7 +404,7 @@ mod tests {
                     }
                     db.rehash_until(std::time::Instant::now() + std::time::Duration::from_millis(5));
                 }
-                db.active_expire(later, std::time::Instant::now(), crate::db::ExpireEffort::new(1));
+                db.active_expire_pass(later, std::time::Instant::now(), crate::db::ExpireEffort::new(1));
             }
             assert!(steps > 0 || n < 64);
             let w = db.take_walk(7).unwrap();

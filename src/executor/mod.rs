@@ -15,6 +15,7 @@ pub mod clients;
 pub mod cluster;
 pub mod ctx;
 pub mod evict;
+pub mod expire_cycle;
 pub mod handoff;
 pub mod migrate_cache;
 pub mod multi;
@@ -37,7 +38,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::config::Config;
-use crate::db::{Db, ExpireEffort};
+use crate::db::Db;
 use crate::slowlog::Slowlog;
 use crate::stats::Stats;
 use crate::util::clock::{random_hex, unix_ms};
@@ -71,12 +72,6 @@ pub const PAUSE_CLUSTER_MF: u8 = 4;
 
 /// What is left of one cron tick's budgeted work (see `Executor::cron_slice`).
 pub struct CronWork {
-    now_ms: i64,
-    /// Active expiry: the next database and the cycle's time left; `expire_spent` is None when
-    /// the tick does no expiry or once the cycle is over (its time recorded).
-    expire_db: usize,
-    expire_left: Duration,
-    expire_spent: Option<Duration>,
     /// Active rehashing: the next database and the time left.
     rehash_db: usize,
     rehash_left: Duration,
@@ -108,8 +103,10 @@ pub struct State {
     pub shutdown_state: shutdown::Shutdown,
     /// DEBUG PAUSE-CRON: periodic work is skipped while set.
     pub cron_paused: bool,
-    /// The cron tick's expire cycle and rehashing still to do.
+    /// The cron tick's rehashing still to do.
     pub cron_work: Option<CronWork>,
+    /// Active expiry's cycles (see `expire_cycle`).
+    pub expire_cycle: expire_cycle::ExpireCycle,
     /// DEBUG REPLYBUFFER: how the client cron resizes reply buffers.
     pub reply_buffer: clients::ReplyBufferPolicy,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
@@ -212,6 +209,7 @@ impl State {
             shutdown_state: shutdown::Shutdown::default(),
             cron_paused: false,
             cron_work: None,
+            expire_cycle: expire_cycle::ExpireCycle::default(),
             reply_buffer: clients::ReplyBufferPolicy::default(),
             scripts_may_call_noscript: false,
             cron_loops: 0,
@@ -418,6 +416,7 @@ impl Executor {
         client.last_interaction_ms = now;
         let mut clock = call::Clock::new(now);
         let st = &mut self.state;
+        expire_cycle::note_served(st);
         // maxmemory-clients before the commands too: another client's query buffer may have
         // grown past the limit while it reads a large argument (no batch of its own yet), and
         // Redis evicts it as it reads, so this batch (a CLIENT LIST) must not see it.
@@ -512,6 +511,9 @@ impl Executor {
             let ms = (self.state.pause_end_ms - unix_ms()).max(0) as u64;
             next_cron = next_cron.min(Instant::now() + Duration::from_millis(ms));
         }
+        if let Some(due) = expire_cycle::fast_due(&self.state) {
+            next_cron = next_cron.min(due);
+        }
         match self.state.next_block_deadline() {
             Some(d) => {
                 let ms = (d - unix_ms()).max(0) as u64;
@@ -519,6 +521,11 @@ impl Executor {
             }
             None => next_cron,
         }
+    }
+
+    /// Starts a fast expire cycle when one is due (see `expire_cycle`); `cron_slice` runs it.
+    pub fn start_fast_expire(&mut self) -> bool {
+        expire_cycle::start_fast(&mut self.state)
     }
 
     /// Answers blocked clients whose deadline passed.
@@ -562,26 +569,11 @@ impl Executor {
         clients::cron(st, now);
         scripting::ldb::reap_children();
         crate::executor::tracking::broadcast(st, None);
-        // Keys do not expire actively while clients are paused (Redis 7.0), nor on a replica,
-        // whose master sends the deletions. Redis's slow cycle: at most 25% of a cron period's
-        // CPU (up to 43% with active-expire-effort). Then active rehashing, as Redis's
+        // Redis's slow expire cycle (see `expire_cycle`), then active rehashing, as Redis's
         // activerehashing: a 1 ms slice per tick finishes a resize (or shrink) of a table that
         // is no longer written to. Both run in `cron_slice`, a slice at a time.
-        let expire_budget = if st.active_expire_enabled && !st.paused(now) && st.repl.master.is_none() {
-            let hz = st.hz as u64;
-            let percent = ExpireEffort::new(st.config.active_expire_effort).cycle_cpu_percent;
-            Some(Duration::from_micros(1_000_000 / hz * percent / 100))
-        } else {
-            None
-        };
-        st.cron_work = Some(CronWork {
-            now_ms: now,
-            expire_db: 0,
-            expire_left: expire_budget.unwrap_or_default(),
-            expire_spent: expire_budget.map(|_| Duration::ZERO),
-            rehash_db: 0,
-            rehash_left: Duration::from_millis(1),
-        });
+        expire_cycle::start_slow(st, now);
+        st.cron_work = Some(CronWork { rehash_db: 0, rehash_left: Duration::from_millis(1) });
         // pub/sub hook: `expired` keyspace events of keys expired since the last tick.
         crate::executor::pubsub::drain_expired(st, None);
         st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
@@ -613,52 +605,22 @@ impl Executor {
         }
     }
 
-    /// Goes on with the cron tick's budgeted work (active expiry, then active rehashing) for at
+    /// Goes on with the budgeted work (an expire cycle, then the tick's active rehashing) for at
     /// most about `slice`; returns whether some is left. The one-thread runtime's cron task
     /// yields between slices, so a 25 ms expire cycle of many keys due at once is clients'
     /// commands with looks at the sockets in between, not one 25 ms wait for all of them.
     pub fn cron_slice(&mut self, slice: Duration) -> bool {
         let st = &mut self.state;
-        let Some(mut w) = st.cron_work.take() else { return false };
         let slice_end = Instant::now() + slice;
         // Each slice takes one step at least, however short.
         let mut stepped = false;
-        if let Some(mut spent) = w.expire_spent {
-            let effort = ExpireEffort::new(st.config.active_expire_effort);
-            // What stops expiry at a tick's start stops it between slices too: a CLIENT PAUSE,
-            // becoming a replica, DEBUG SET-ACTIVE-EXPIRE 0.
-            if !st.active_expire_enabled || st.paused(unix_ms()) || st.repl.master.is_some() {
-                w.expire_left = Duration::ZERO;
+        if expire_cycle::running(st) {
+            if expire_cycle::run_slice(st, slice_end) {
+                return true;
             }
-            while w.expire_db < st.dbs.len() && !w.expire_left.is_zero() {
-                let started = Instant::now();
-                if stepped && started >= slice_end {
-                    w.expire_spent = Some(spent);
-                    st.cron_work = Some(w);
-                    return true;
-                }
-                let db = &mut st.dbs[w.expire_db];
-                let deadline = slice_end.min(started + w.expire_left);
-                let (_, timed_out) = db.active_expire_until(w.now_ms, deadline, effort);
-                stepped = true;
-                if !timed_out {
-                    // Hash field TTLs (7.4): the hashes due, earliest first, a bounded number of fields.
-                    db.active_expire_fields(w.now_ms, deadline, 1000);
-                    w.expire_db += 1;
-                }
-                let used = started.elapsed();
-                spent += used;
-                w.expire_left = w.expire_left.saturating_sub(used);
-                if timed_out && w.expire_left.is_zero() {
-                    db.counters.expired_time_cap_reached += 1;
-                }
-                // pub/sub hook: `expired` keyspace events from active expiry.
-                crate::executor::pubsub::drain_expired(st, None);
-                st.stats.expired_keys = st.dbs.iter().map(|d| d.counters.expired_keys).sum();
-            }
-            w.expire_spent = None;
-            crate::executor::record_latency(st, "expire-cycle", spent.as_micros() as u64);
+            stepped = true;
         }
+        let Some(mut w) = st.cron_work.take() else { return false };
         // Not while a BGSAVE child shares our pages: rehashing would copy them (as Redis).
         while w.rehash_db < st.dbs.len() && !w.rehash_left.is_zero() && st.snapshot.child.is_none() {
             let started = Instant::now();
@@ -762,6 +724,10 @@ pub fn spawn_thread(mut exec: Executor) -> std::sync::mpsc::Sender<Msg> {
                     while exec.cron_slice(Duration::from_secs(1)) {}
                     next_cron = Instant::now() + exec.cron_period();
                 }
+                // Redis's beforeSleep: a fast expire cycle when the last cycle ran out of time.
+                if exec.start_fast_expire() {
+                    while exec.cron_slice(Duration::from_secs(1)) {}
+                }
             }
         })
         .expect("spawn executor thread");
@@ -841,16 +807,81 @@ mod tests {
         assert!(e.cron_slice(Duration::ZERO), "a zero slice does one step and leaves the rest");
         let db = &e.state.dbs[0];
         assert!(db.len() < 20_000 && db.len() >= 20_000 - 40, "{}", db.len());
-        assert_eq!(db.counters.expired_time_cap_reached, 0);
+        assert_eq!(e.state.stats.expired_time_cap_reached, 0);
         let mut slices = 1;
         while e.cron_slice(Duration::from_micros(250)) {
             slices += 1;
         }
         let db = &e.state.dbs[0];
-        assert!(db.is_empty() || db.counters.expired_time_cap_reached == 1, "{} left", db.len());
+        assert!(db.is_empty() || e.state.stats.expired_time_cap_reached == 1, "{} left", db.len());
         assert_eq!(e.state.stats.expired_keys as usize, 20_000 - db.len());
         assert!(slices > 1);
         assert!(e.state.cron_work.is_none());
+    }
+
+    fn stale_keys(e: &mut Executor, db: usize, n: usize, now: i64) {
+        for i in 0..n {
+            let k = format!("k{i}").into_bytes();
+            e.state.dbs[db].set(&k, crate::types::Value::Str(crate::types::string::RStr::from_bytes(b"v")), now);
+            e.state.dbs[db].set_expire(&k, now - 1);
+        }
+    }
+
+    /// A cycle that runs out of time in a database leaves it to the next cycle, which begins
+    /// with the database after it: a database full of stale keys does not keep the others'
+    /// keys from expiring. A cycle the next tick finds unfinished ran out of time.
+    #[test]
+    fn cycles_take_turns_over_the_databases() {
+        // hz 500: a 2 ms slow cycle, too short for db 0.
+        let mut e = Executor::new(Config { hz: 500, ..Config::default() });
+        let now = unix_ms();
+        stale_keys(&mut e, 0, 200_000, now);
+        stale_keys(&mut e, 1, 10, now);
+        e.cron();
+        while e.cron_slice(Duration::from_secs(1)) {}
+        assert_eq!(e.state.stats.expired_time_cap_reached, 1);
+        assert_eq!(e.state.dbs[1].len(), 10, "the first cycle ran out of time in db 0");
+        e.cron();
+        while e.cron_slice(Duration::from_secs(1)) {}
+        assert_eq!(e.state.dbs[1].len(), 0, "the second cycle began with db 1");
+        // Started and not finished when the next tick comes.
+        e.cron();
+        assert!(e.cron_slice(Duration::ZERO));
+        let capped = e.state.stats.expired_time_cap_reached;
+        e.cron();
+        assert_eq!(e.state.stats.expired_time_cap_reached, capped + 1);
+    }
+
+    /// Fast cycles follow a cycle that ran out of time, once clients were served since the last
+    /// one, at most every two fast-cycle durations; none after a cycle that finished in time.
+    #[test]
+    fn fast_cycles_follow_cycles_that_ran_out_of_time() {
+        let mut e = Executor::new(Config { hz: 500, ..Config::default() });
+        let now = unix_ms();
+        stale_keys(&mut e, 0, 300_000, now);
+        e.cron();
+        while e.cron_slice(Duration::from_secs(1)) {}
+        assert_eq!(e.state.stats.expired_time_cap_reached, 1);
+        // The tick counts as served: a fast cycle at once.
+        assert!(e.start_fast_expire());
+        while e.cron_slice(Duration::from_secs(1)) {}
+        assert_eq!(e.state.stats.expired_time_cap_reached, 2, "1 ms is not enough either");
+        assert!(!e.start_fast_expire(), "no client served since");
+        expire_cycle::note_served(&mut e.state);
+        let due = expire_cycle::fast_due(&e.state).expect("a fast cycle is due");
+        if Instant::now() < due {
+            assert!(!e.start_fast_expire(), "too soon after the last");
+        }
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        assert!(e.start_fast_expire());
+        while e.cron_slice(Duration::from_secs(1)) {}
+        // A cycle that finishes in time: no fast cycles after it.
+        e.state.dbs[0] = Db::numbered(0);
+        e.state.config.hz = 10;
+        e.cron();
+        while e.cron_slice(Duration::from_secs(1)) {}
+        expire_cycle::note_served(&mut e.state);
+        assert_eq!(expire_cycle::fast_due(&e.state), None);
     }
 
     /// Expiry stopped between two slices (DEBUG SET-ACTIVE-EXPIRE 0, a CLIENT PAUSE, becoming a

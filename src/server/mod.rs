@@ -203,6 +203,13 @@ pub fn run(config: Config) -> i32 {
                     while ticked && ExecHandle::local(&cron_exec).cron_slice(CRON_SLICE) {
                         tokio::task::yield_now().await;
                     }
+                    // Redis's beforeSleep: a fast expire cycle when the last cycle ran out of
+                    // time and clients were served since the last one.
+                    if ExecHandle::local(&cron_exec).start_fast_expire() {
+                        while ExecHandle::local(&cron_exec).cron_slice(CRON_SLICE) {
+                            tokio::task::yield_now().await;
+                        }
+                    }
                 }
             });
             // KEYS walks: a step at a time, each followed by a turn of the other connections

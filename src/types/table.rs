@@ -861,6 +861,22 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
         }
     }
 
+    /// Visits the chain of bucket `at` (under each array's mask) in each bucket array in use,
+    /// both during a resize, as Redis's activeExpireCycle reads its expires table at a linear
+    /// cursor. Returns the number of buckets looked at.
+    pub fn visit_bucket(&self, at: u64, mut f: impl FnMut(&[u8], &V)) -> usize {
+        let arrays = if self.rehash_idx.is_some() { 2 } else { 1 };
+        let mut looked = 0;
+        for t in &self.ht[..arrays] {
+            if t.size() == 0 {
+                continue;
+            }
+            looked += 1;
+            Self::visit_chain(t.slots[(at & t.mask() as u64) as usize], &mut f);
+        }
+        looked
+    }
+
     /// Visits some entries starting at `cursor` and returns the next cursor (0 when done). Every
     /// key present for the whole iteration is visited at least once (some may be visited twice
     /// if the table shrinks meanwhile).
