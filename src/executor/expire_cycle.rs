@@ -29,7 +29,7 @@ pub struct ExpireCycle {
     last_fast: Option<Instant>,
     /// Clients were served (or the cron ran) since the last fast cycle: Redis looks for one
     /// after each turn of its event loop, so an idle server runs none between ticks.
-    pub served: bool,
+    served: bool,
     /// The cycle in progress, if any.
     run: Option<ExpireRun>,
 }
