@@ -461,14 +461,16 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("total_connections_received", stats::load(&stats::TOTAL_CONNECTIONS));
     s.field("total_commands_processed", x.total_commands_processed);
     s.field("instantaneous_ops_per_sec", x.ops.value());
-    s.field("total_net_input_bytes", stats::load(&stats::NET_INPUT_BYTES));
-    s.field("total_net_output_bytes", stats::load(&stats::NET_OUTPUT_BYTES));
-    s.field("total_net_repl_input_bytes", 0);
-    s.field("total_net_repl_output_bytes", 0);
+    // Redis 7.0's totals include the replication traffic it also shows on its own.
+    let (repl_in, repl_out) = (stats::load(&stats::NET_REPL_INPUT_BYTES), stats::load(&stats::NET_REPL_OUTPUT_BYTES));
+    s.field("total_net_input_bytes", stats::load(&stats::NET_INPUT_BYTES) + repl_in);
+    s.field("total_net_output_bytes", stats::load(&stats::NET_OUTPUT_BYTES) + repl_out);
+    s.field("total_net_repl_input_bytes", repl_in);
+    s.field("total_net_repl_output_bytes", repl_out);
     s.field("instantaneous_input_kbps", kbps(x.net_input.value()));
     s.field("instantaneous_output_kbps", kbps(x.net_output.value()));
-    s.field("instantaneous_input_repl_kbps", "0.00");
-    s.field("instantaneous_output_repl_kbps", "0.00");
+    s.field("instantaneous_input_repl_kbps", kbps(x.net_repl_input.value()));
+    s.field("instantaneous_output_repl_kbps", kbps(x.net_repl_output.value()));
     s.field("rejected_connections", stats::load(&stats::REJECTED_CONNECTIONS));
     s.field("sync_full", st.repl.sync_full);
     s.field("sync_partial_ok", st.repl.sync_partial_ok);

@@ -9,10 +9,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes read from clients (all connections, any thread).
+/// Bytes read from clients (all connections, any thread), the master link's excepted.
 pub static NET_INPUT_BYTES: AtomicU64 = AtomicU64::new(0);
-/// Bytes written to clients.
+/// Bytes written to clients, replicas excepted.
 pub static NET_OUTPUT_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes read from the master, snapshot and stream (INFO total_net_repl_input_bytes).
+pub static NET_REPL_INPUT_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes written to replicas, snapshots and stream (INFO total_net_repl_output_bytes).
+pub static NET_REPL_OUTPUT_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Connections refused because of maxclients.
 pub static REJECTED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 /// Connections accepted.
@@ -28,6 +32,12 @@ pub fn add(counter: &AtomicU64, n: u64) {
 
 pub fn load(counter: &AtomicU64) -> u64 {
     counter.load(Ordering::Relaxed)
+}
+
+/// Counts bytes written to a client: a replica's in the replication figure, as Redis counts.
+#[inline]
+pub fn add_output(to_replica: bool, n: u64) {
+    add(if to_replica { &NET_REPL_OUTPUT_BYTES } else { &NET_OUTPUT_BYTES }, n);
 }
 
 /// A command's stats name (`get`, `config|get`). Every one comes from the command table (or
@@ -243,6 +253,8 @@ pub struct Stats {
     pub ops: InstantMetric,
     pub net_input: InstantMetric,
     pub net_output: InstantMetric,
+    pub net_repl_input: InstantMetric,
+    pub net_repl_output: InstantMetric,
     /// Highest jemalloc `allocated` seen (INFO used_memory_peak).
     pub mem_peak: u64,
     /// `allocated` when memory was first sampled, shortly after start (used_memory_startup).
@@ -413,6 +425,8 @@ impl Stats {
         for c in [
             &NET_INPUT_BYTES,
             &NET_OUTPUT_BYTES,
+            &NET_REPL_INPUT_BYTES,
+            &NET_REPL_OUTPUT_BYTES,
             &REJECTED_CONNECTIONS,
             &TOTAL_CONNECTIONS,
             &TOTAL_READS,

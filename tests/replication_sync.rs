@@ -416,3 +416,60 @@ fn a_replica_that_cannot_persist_panics_unless_told_to_go_on() {
     assert_eq!(redis[1], "ignore no, use-exit-on-panic yes: ended: exit code Some(1), signal None; panic logged true, warning logged false");
     assert_eq!(redis[2], "ignore yes, use-exit-on-panic no: applied the SET; panic logged false, warning logged true");
 }
+
+/// INFO's replication traffic, apart and within the totals as Redis 7.0 counts it: a write's
+/// propagation adds its bytes to the master's total_net_repl_output_bytes and to the replica's
+/// total_net_repl_input_bytes, and to each side's total_net_*_bytes too. Both servers of a
+/// pair are of the same kind.
+#[test]
+fn replication_traffic_is_counted_as_redis_counts_it() {
+    let _w = Watchdog::new("replication_traffic_is_counted_as_redis_counts_it", Duration::from_secs(60));
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        let master = start(real, &["--repl-ping-replica-period", "60"]);
+        let replica = replica_of(real, &master);
+        wait_until("the replica's link up", || link_up(&replica));
+        let mut m = master.client();
+        let caught_up = || {
+            let offset = field(&master, "replication", "master_repl_offset");
+            wait_until("the replica caught up", || field(&replica, "replication", "slave_repl_offset") == offset);
+        };
+        // The first write brings the stream's SELECT.
+        m.cmd(&["SET", "warm", "1"]);
+        caught_up();
+        let counters = || {
+            (
+                field(&master, "replication", "master_repl_offset"),
+                field(&master, "stats", "total_net_output_bytes"),
+                field(&master, "stats", "total_net_repl_output_bytes"),
+                field(&replica, "stats", "total_net_input_bytes"),
+                field(&replica, "stats", "total_net_repl_input_bytes"),
+            )
+        };
+        let before = counters();
+        let value = "x".repeat(10_000);
+        assert_eq!(m.cmd(&["SET", "k", &value]), b"+OK\r\n");
+        caught_up();
+        let after = counters();
+        let stream = after.0 - before.0;
+        let (out, repl_out) = (after.1 - before.1, after.2 - before.2);
+        let (input, repl_in) = (after.3 - before.3, after.4 - before.4);
+        // The stream's bytes (the offset's growth): the SET's 10030, or more if something else
+        // was propagated meanwhile.
+        seen.push(format!(
+            "stream holds the SET {}; master: repl output = stream {}, in the total {}; replica: repl input = \
+             stream {}, in the total {}",
+            stream >= 10_030,
+            repl_out == stream,
+            out >= repl_out + 5,
+            repl_in == stream,
+            input >= repl_in
+        ));
+    }
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+    assert_eq!(
+        seen[0],
+        "stream holds the SET true; master: repl output = stream true, in the total true; replica: repl input = \
+         stream true, in the total true"
+    );
+}

@@ -560,8 +560,14 @@ impl Executor {
         st.cron_loops += 1;
         st.hz = cron_hz(st.config.hz, st.config.dynamic_hz, st.clients.len());
         st.stats.ops.track(now, st.stats.total_commands_processed);
-        st.stats.net_input.track(now, crate::stats::load(&crate::stats::NET_INPUT_BYTES));
-        st.stats.net_output.track(now, crate::stats::load(&crate::stats::NET_OUTPUT_BYTES));
+        {
+            use crate::stats::{load, NET_INPUT_BYTES, NET_OUTPUT_BYTES, NET_REPL_INPUT_BYTES, NET_REPL_OUTPUT_BYTES};
+            let (repl_in, repl_out) = (load(&NET_REPL_INPUT_BYTES), load(&NET_REPL_OUTPUT_BYTES));
+            st.stats.net_input.track(now, load(&NET_INPUT_BYTES) + repl_in);
+            st.stats.net_output.track(now, load(&NET_OUTPUT_BYTES) + repl_out);
+            st.stats.net_repl_input.track(now, repl_in);
+            st.stats.net_repl_output.track(now, repl_out);
+        }
         clients::refresh_limits(st);
         for c in st.clients.values() {
             clients::log_if_obuf_exceeded(st, c);

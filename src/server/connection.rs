@@ -615,7 +615,7 @@ impl Backlog {
 
     fn consumed(&mut self, n: usize, handle: &ClientHandle) {
         self.pos += n;
-        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, n as u64);
+        crate::stats::add_output(handle.is_replica(), n as u64);
         if self.pos == self.buf.len() {
             // A big reply's buffer (a DUMP of millions of elements) purged its pages on this
             // thread when freed: 1-2 ms (perf, madvise under the connection).
@@ -672,7 +672,7 @@ where
                 tokio::task::yield_now().await;
             }
         }
-        crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, pos as u64);
+        crate::stats::add_output(handle.is_replica(), pos as u64);
     }
     if pos < bytes.len() {
         if backlog.len() == 0 && bytes.len() - pos >= 4 * REPLY_CHUNK {
@@ -819,6 +819,6 @@ where
     if !flushed {
         return false;
     }
-    crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, buf.len() as u64);
+    crate::stats::add_output(handle.is_replica(), buf.len() as u64);
     true
 }

@@ -86,7 +86,7 @@ pub async fn stream_rdb<S: AsyncRead + AsyncWrite + Unpin>(
     };
     match sent {
         Ok(n) => {
-            crate::stats::add(&crate::stats::NET_OUTPUT_BYTES, n);
+            crate::stats::add(&crate::stats::NET_REPL_OUTPUT_BYTES, n);
             true
         }
         Err(e) => {

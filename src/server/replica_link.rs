@@ -104,7 +104,7 @@ impl Conn {
             Ok(Ok(0)) => Err("the master closed the connection".into()),
             Ok(Err(e)) => Err(e.to_string()),
             Ok(Ok(n)) => {
-                crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+                crate::stats::add(&crate::stats::NET_REPL_INPUT_BYTES, n as u64);
                 Ok(())
             }
         }
@@ -599,7 +599,7 @@ async fn apply_stream(
                 Ok(0) => return Err("the master closed the connection".into()),
                 Err(e) => return Err(e.to_string()),
                 Ok(n) => {
-                    crate::stats::add(&crate::stats::NET_INPUT_BYTES, n as u64);
+                    crate::stats::add(&crate::stats::NET_REPL_INPUT_BYTES, n as u64);
                     last_io = std::time::Instant::now();
                     link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
                 }
