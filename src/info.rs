@@ -248,7 +248,8 @@ fn clients(s: &mut Section, st: &State, caller: &Client) {
     let max_qbuf = st.clients.values().map(|c| c.qbuf).chain([caller.qbuf]).max().unwrap_or(0);
     s.title("Clients");
     s.field("connected_clients", connected_clients(st));
-    s.field("cluster_connections", 0);
+    // Redis's count: two links (one each way) to every other node it knows.
+    s.field("cluster_connections", st.cluster.as_ref().map_or(0, |c| c.nodes.len().saturating_sub(1) * 2));
     s.field("maxclients", st.config.maxclients);
     s.field("client_recent_max_input_buffer", max_qbuf);
     s.field(
@@ -258,7 +259,8 @@ fn clients(s: &mut Section, st: &State, caller: &Client) {
     // Clients held by CLIENT PAUSE count as blocked, as in Redis.
     s.field("blocked_clients", st.blocked_clients + st.postponed.len());
     s.field("tracking_clients", st.tracking.clients);
-    s.field("clients_in_timeout_table", 0);
+    // Blocked clients with a timeout (BLPOP, WAIT...): Redis's clients_timeout_table.
+    s.field("clients_in_timeout_table", st.blocked_deadlines.len());
 }
 
 /// Bytes the key tables themselves spend (entries and bucket arrays), the part of

@@ -154,3 +154,30 @@ fn served_blocked_clients_stamp_keys_as_redis_does() {
     let Some(redis) = RedisServer::or_skip() else { return };
     assert_eq!(run(&TestServer::new()), run(&redis));
 }
+
+/// INFO clients_in_timeout_table counts the blocked clients that have a timeout (BLPOP with one,
+/// WAIT), not those blocked for good (timeout 0), and drops a client once it is served.
+fn timeout_table_counts(server: &Server) -> Vec<String> {
+    let mut forever = server.client();
+    common::send(&mut forever, &["BLPOP", "a", "0"]);
+    let mut timed = server.client();
+    common::send(&mut timed, &["BLPOP", "b", "100"]);
+    let mut waiting = server.client();
+    common::send(&mut waiting, &["WAIT", "1", "100000"]);
+    let mut c = server.client();
+    common::wait_blocked(&mut c, 3, "two BLPOPs and a WAIT");
+    let mut out = vec![common::info_field(&mut c, "clients", "clients_in_timeout_table")];
+    c.cmd(&["RPUSH", "b", "x"]);
+    assert_eq!(timed.read_reply().expect("BLPOP b"), b"*2\r\n$1\r\nb\r\n$1\r\nx\r\n");
+    out.push(common::info_field(&mut c, "clients", "clients_in_timeout_table"));
+    out
+}
+
+#[test]
+fn clients_in_timeout_table_as_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = timeout_table_counts(&redis);
+    assert_eq!(timeout_table_counts(&ferrodis), expected);
+    assert_eq!(expected, ["2", "1"]);
+}

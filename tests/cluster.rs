@@ -96,6 +96,8 @@ fn six_nodes_create_check_and_serve() {
         info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:6") && info.contains("cluster_size:3"),
         "{info}"
     );
+    // Redis counts two bus links per other node.
+    assert_eq!(common::info_field(&mut c, "clients", "cluster_connections"), "10");
 
     // A key of another shard: MOVED from this node, followed by redis-cli -c.
     let slot = 12182; // CLUSTER KEYSLOT foo
