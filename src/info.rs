@@ -508,7 +508,7 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("tracking_total_prefixes", tracked_prefixes);
     s.field("unexpected_error_replies", x.unexpected_error_replies);
     s.field("total_error_replies", x.total_error_replies);
-    s.field("dump_payload_sanitizations", 0);
+    s.field("dump_payload_sanitizations", stats::load(&stats::DUMP_PAYLOAD_SANITIZATIONS));
     s.field("total_reads_processed", stats::load(&stats::TOTAL_READS));
     s.field("total_writes_processed", stats::load(&stats::TOTAL_WRITES));
     s.field("io_threaded_reads_processed", 0);

@@ -17,6 +17,9 @@ pub static NET_OUTPUT_BYTES: AtomicU64 = AtomicU64::new(0);
 pub static NET_REPL_INPUT_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Bytes written to replicas, snapshots and stream (INFO total_net_repl_output_bytes).
 pub static NET_REPL_OUTPUT_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Packed blobs checked deeply under sanitize-dump-payload (INFO dump_payload_sanitizations);
+/// bumped by RESTORE and by loads, which may run on another thread.
+pub static DUMP_PAYLOAD_SANITIZATIONS: AtomicU64 = AtomicU64::new(0);
 /// Connections refused because of maxclients.
 pub static REJECTED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 /// Connections accepted.
@@ -427,6 +430,7 @@ impl Stats {
             &NET_OUTPUT_BYTES,
             &NET_REPL_INPUT_BYTES,
             &NET_REPL_OUTPUT_BYTES,
+            &DUMP_PAYLOAD_SANITIZATIONS,
             &REJECTED_CONNECTIONS,
             &TOTAL_CONNECTIONS,
             &TOTAL_READS,

@@ -476,3 +476,46 @@ fn list_payloads_cut_nodes_as_redis() {
         }
     }
 }
+
+/// INFO dump_payload_sanitizations: under sanitize-dump-payload yes, RESTORE counts each packed
+/// blob it checks deeply (a listpack hash, zset or intset one each, a quicklist or a stream one
+/// per node, a plain string or a hashtable set none); `clients` checks a normal client's RESTORE
+/// too; `no` none. The payloads come from real Redis and go to both servers.
+#[test]
+fn dump_payload_sanitizations_counted_as_redis() {
+    let source = RedisServer::new();
+    let mut s = source.client();
+    s.cmd(&["HSET", "h", "a", "1"]);
+    s.cmd(&["ZADD", "z", "1", "a"]);
+    s.cmd(&["SADD", "ints", "1", "2"]);
+    s.cmd(&["SADD", "strs", "a", "b"]);
+    s.cmd(&["SET", "str", "v"]);
+    let mut batch = Vec::new();
+    for i in 0..2000 {
+        batch.extend(common::encode(&["RPUSH", "l", &format!("element-number-{i}")]));
+        batch.extend(common::encode(&["XADD", "x", &format!("{}-1", i + 1), "f", &i.to_string()]));
+    }
+    s.send_raw(&batch).unwrap();
+    for _ in 0..4000 {
+        s.read_reply().unwrap();
+    }
+    let keys: [&[u8]; 7] = [b"h", b"z", b"ints", b"strs", b"str", b"l", b"x"];
+    let payloads: Vec<Vec<u8>> = keys.iter().map(|k| bulk(&parse_value(&cmd(&mut s, &[b"DUMP", k])))).collect();
+    let run = |server: &Server| -> Vec<String> {
+        let mut c = server.client();
+        let mut out = Vec::new();
+        for mode in ["yes", "clients", "no"] {
+            c.cmd(&["CONFIG", "SET", "sanitize-dump-payload", mode]);
+            for (key, payload) in keys.iter().zip(&payloads) {
+                c.cmd(&["CONFIG", "RESETSTAT"]);
+                assert_eq!(cmd(&mut c, &[b"RESTORE", key, b"0", payload, b"REPLACE"]), b"+OK\r\n");
+                let n = common::info_field(&mut c, "stats", "dump_payload_sanitizations");
+                out.push(format!("{mode} {}: {n}", String::from_utf8_lossy(key)));
+            }
+        }
+        out
+    };
+    let redis = run(&RedisServer::new());
+    assert_eq!(run(&TestServer::new()), redis);
+    assert!(redis.contains(&"yes l: 6".to_string()) && redis.contains(&"no h: 0".to_string()), "{redis:?}");
+}

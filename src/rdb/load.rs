@@ -377,6 +377,15 @@ impl Limits {
     }
 }
 
+/// Counts a packed blob (ziplist, listpack, intset, zipmap, a quicklist node, a stream node)
+/// about to be checked deeply: INFO's dump_payload_sanitizations, which Redis bumps before each
+/// such check.
+fn count_sanitization(opts: &DecodeOpts) {
+    if !opts.shallow {
+        crate::stats::add(&crate::stats::DUMP_PAYLOAD_SANITIZATIONS, 1);
+    }
+}
+
 /// How objects are decoded.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DecodeOpts {
@@ -554,6 +563,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::HASH_ZIPMAP => {
             let at = rd.offset();
             let blob = rd.string()?;
+            count_sanitization(opts);
             let pairs = packed::zipmap(&blob)
                 .map_err(|r| LoadError { offset: at, reason: format!("Zipmap integrity check failed. ({r})") })?;
             let mut h = Hash::new();
@@ -573,6 +583,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::LIST_ZIPLIST => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
+            count_sanitization(opts);
             let items = packed::ziplist(&blob)
                 .map_err(|r| LoadError { offset: at, reason: format!("Ziplist integrity check failed. ({r})") })?;
             let mut l = ListBuilder::new(lim.list_fill);
@@ -585,6 +596,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::SET_INTSET => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
+            count_sanitization(opts);
             let (w, body) = packed::intset(&blob)
                 .map_err(|r| LoadError { offset: at, reason: format!("Intset integrity check failed. ({r})") })?;
             let mut s = Set::new();
@@ -597,6 +609,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::SET_LISTPACK => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
+            count_sanitization(opts);
             let items = lp_items(&blob, opts.shallow)
                 .map_err(|r| LoadError { offset: at, reason: format!("Set listpack integrity check failed. ({r})") })?;
             let all_ints = items.len() <= lim.max_intset && items.iter().all(|e| e.as_int().is_some());
@@ -619,6 +632,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::ZSET_ZIPLIST | obj::ZSET_LISTPACK => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
+            count_sanitization(opts);
             let mut items = if t == obj::ZSET_ZIPLIST { packed::ziplist(&blob) } else { lp_items(&blob, opts.shallow) }
                 .map_err(|r| LoadError { offset: at, reason: format!("Zset ziplist integrity check failed. ({r})") })?;
             if opts.shallow && t == obj::ZSET_LISTPACK {
@@ -648,6 +662,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
         obj::HASH_ZIPLIST | obj::HASH_LISTPACK => {
             let at = rd.offset();
             let blob = rd.take_blob()?;
+            count_sanitization(opts);
             let mut items = if t == obj::HASH_ZIPLIST { packed::ziplist(&blob) } else { lp_items(&blob, opts.shallow) }
                 .map_err(|r| LoadError { offset: at, reason: format!("Hash ziplist integrity check failed. ({r})") })?;
             if opts.shallow && t == obj::HASH_LISTPACK {
@@ -681,6 +696,7 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
                 match container {
                     format::QUICKLIST_NODE_PLAIN => l.push_plain(&blob),
                     format::QUICKLIST_NODE_PACKED => {
+                        count_sanitization(opts);
                         let items = if t == obj::LIST_QUICKLIST {
                             packed::ziplist(&blob)
                         } else {
@@ -851,6 +867,7 @@ fn decode_hash_listpack_ex<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts
     }
     let at = rd.offset();
     let blob = rd.string()?;
+    count_sanitization(opts);
     let items =
         packed::listpack(&blob).map_err(|r| LoadError { offset: at, reason: format!("hash listpack-ex: {r}") })?;
     if items.len() % 3 != 0 {
@@ -970,6 +987,7 @@ fn decode_stream<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> LResu
         let at = rd.offset();
         let blob = rd.string()?;
         let bad = |r: &str| LoadError { offset: at, reason: format!("Stream listpack integrity check failed. ({r})") };
+        count_sanitization(opts);
         let items = if opts.shallow { packed::listpack_shallow(&blob) } else { packed::listpack(&blob) }
             .map_err(|r| bad(&r))?;
         if items.is_empty() {
