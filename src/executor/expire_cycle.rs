@@ -69,11 +69,12 @@ pub fn start_slow(st: &mut State, now_ms: i64) {
     begin(st, now_ms, limit);
 }
 
-/// When a fast cycle is next due, if one is wanted: the last cycle ran out of time, and
-/// clients were served since the last fast cycle.
+/// When a fast cycle is next due, if one is wanted: the last cycle ran out of time, clients
+/// were served since the last fast cycle, and expiry may run (else the cron would wake for a
+/// cycle it may not start, again and again).
 pub fn fast_due(st: &State) -> Option<Instant> {
     let cycle = &st.expire_cycle;
-    if cycle.run.is_some() || !cycle.served || !fast_wanted(st) {
+    if cycle.run.is_some() || !cycle.served || !fast_wanted(st) || !allowed(st) {
         return None;
     }
     let period = 2 * Duration::from_micros(ExpireEffort::new(st.config.active_expire_effort).fast_cycle_us);
@@ -103,7 +104,7 @@ fn fast_wanted(st: &State) -> bool {
 pub fn start_fast(st: &mut State) -> bool {
     let Some(due) = fast_due(st) else { return false };
     let now = Instant::now();
-    if now < due || !allowed(st) {
+    if now < due {
         return false;
     }
     st.expire_cycle.last_fast = Some(now);

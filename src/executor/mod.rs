@@ -888,6 +888,16 @@ mod tests {
         while e.cron_slice(Duration::from_secs(1)) {}
         expire_cycle::note_served(&mut e.state);
         assert_eq!(expire_cycle::fast_due(&e.state), None);
+        // A cycle out of time, then expiry stopped: no fast cycle is due (the cron task would
+        // otherwise wake for one at once, again and again).
+        stale_keys(&mut e, 0, 300_000, now);
+        e.state.config.hz = 500;
+        e.cron();
+        while e.cron_slice(Duration::from_secs(1)) {}
+        expire_cycle::note_served(&mut e.state);
+        assert!(expire_cycle::fast_due(&e.state).is_some());
+        e.state.active_expire_enabled = false;
+        assert_eq!(expire_cycle::fast_due(&e.state), None);
     }
 
     /// Expiry stopped between two slices (DEBUG SET-ACTIVE-EXPIRE 0, a CLIENT PAUSE, becoming a
