@@ -87,7 +87,14 @@ fn run(server: &Server, pieces: &[usize]) -> Vec<Vec<u8>> {
     }
     let mut replies: Vec<Vec<u8>> = (0..cmds.len()).map(|_| c.read_reply().expect("reply")).collect();
     for argv in reads() {
-        replies.push(c.cmd(&argv));
+        let mut reply = c.cmd(&argv);
+        if argv[0] == "TTL" {
+            // The seconds left round to 999 once half a second has passed since the SET (a
+            // loaded machine sending the pieces slowly): only whether the TTL is there counts.
+            let secs: i64 = String::from_utf8_lossy(&reply).trim_start_matches(':').trim().parse().unwrap_or(-3);
+            reply = format!("TTL within (900, 1000]: {}", secs > 900 && secs <= 1000).into_bytes();
+        }
+        replies.push(reply);
     }
     replies
 }
