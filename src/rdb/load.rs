@@ -599,10 +599,17 @@ pub fn decode_object<R: Read>(rd: &mut Reader<R>, t: u8, opts: &DecodeOpts) -> L
             count_sanitization(opts);
             let (w, body) = packed::intset(&blob)
                 .map_err(|r| LoadError { offset: at, reason: format!("Intset integrity check failed. ({r})") })?;
-            let mut s = Set::new();
-            for v in packed::intset_members(w, body) {
-                s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset);
-            }
+            // Kept as stored, its width too (Redis keeps the blob), unless it has more members
+            // than set-max-intset-entries allows.
+            let s = if body.len() / w as usize <= lim.max_intset {
+                Set::from_intset_parts(w, body)
+            } else {
+                let mut s = Set::new();
+                for v in packed::intset_members(w, body) {
+                    s.insert_elem(crate::types::set::Elem::Int(v), lim.max_intset);
+                }
+                s
+            };
             rd.recycle(blob);
             Value::Set(Box::new(s))
         }

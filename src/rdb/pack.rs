@@ -254,27 +254,6 @@ impl Ziplist {
     }
 }
 
-/// An intset of `values` (any order; sorted here), in the narrowest width that holds them all.
-pub fn intset(mut values: Vec<i64>) -> Vec<u8> {
-    values.sort_unstable();
-    values.dedup();
-    let fits = |lo: i64, hi: i64| values.iter().all(|v| (lo..=hi).contains(v));
-    let width: usize = if fits(i16::MIN as i64, i16::MAX as i64) {
-        2
-    } else if fits(i32::MIN as i64, i32::MAX as i64) {
-        4
-    } else {
-        8
-    };
-    let mut out = Vec::with_capacity(8 + width * values.len());
-    out.extend_from_slice(&(width as u32).to_le_bytes());
-    out.extend_from_slice(&(values.len() as u32).to_le_bytes());
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes()[..width]);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,12 +304,5 @@ mod tests {
         assert_eq!(&b[16..20], &[2, 0xC0, 0x38, 0xFF]);
         assert_eq!(u32::from_le_bytes([b[4], b[5], b[6], b[7]]), 16);
         assert_eq!(*b.last().unwrap(), 0xFF);
-    }
-
-    #[test]
-    fn intset_widths() {
-        assert_eq!(intset(vec![3, 1]), vec![2, 0, 0, 0, 2, 0, 0, 0, 1, 0, 3, 0]);
-        assert_eq!(intset(vec![70000])[0], 4);
-        assert_eq!(intset(vec![1 << 40, -1])[0], 8);
     }
 }

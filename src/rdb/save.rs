@@ -13,7 +13,7 @@
 use std::io::{self, Write};
 
 use super::format::{self, obj, op};
-use super::pack::{intset, Listpack, Packer, Ziplist};
+use super::pack::{Listpack, Packer, Ziplist};
 use crate::db::Db;
 use crate::functions::Libraries;
 use crate::types::hash::HashSnapshot;
@@ -488,14 +488,12 @@ fn write_hash_with_ttls(out: &mut Vec<u8>, h: &Hash, compress: bool) -> u8 {
 }
 
 fn write_set(out: &mut Vec<u8>, s: &Set, version: u32, compress: bool) -> u8 {
-    if s.is_intset() {
-        let mut vals = Vec::with_capacity(s.len().min(1 << 16));
-        s.for_each(|e| {
-            if let crate::types::set::Elem::Int(i) = e {
-                vals.push(i);
-            }
-        });
-        put_string(out, &intset(vals), compress);
+    if let Some((width, body)) = s.intset_parts() {
+        let mut blob = Vec::with_capacity(8 + body.len());
+        blob.extend_from_slice(&(width as u32).to_le_bytes());
+        blob.extend_from_slice(&((body.len() / width as usize) as u32).to_le_bytes());
+        blob.extend_from_slice(body);
+        put_string(out, &blob, compress);
         return obj::SET_INTSET;
     }
     // Redis 7.2 (RDB 11) keeps small non-integer sets as listpacks (set-max-listpack-entries 128,

@@ -954,6 +954,22 @@ impl Set {
         matches!(self.repr, Repr::Ints(_))
     }
 
+    /// An intset's width (2, 4 or 8 bytes) and its members packed at that width, ascending and
+    /// little-endian: the body of Redis's intset blob. The width is the widest the set ever
+    /// needed (Redis never narrows it), so the blob is the one Redis would hold.
+    pub fn intset_parts(&self) -> Option<(u8, &[u8])> {
+        match &self.repr {
+            Repr::Ints(s) => Some((s.width(), s.bytes())),
+            Repr::Table(_) => None,
+        }
+    }
+
+    /// A set holding an intset as it was stored (`width` and `body` as `intset_parts` gives
+    /// them, already checked to be ascending and distinct), keeping its width.
+    pub fn from_intset_parts(width: u8, body: &[u8]) -> Self {
+        Set { repr: Repr::Ints(IntSet::from_bytes(width, body.to_vec())) }
+    }
+
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Ints(s) => s.len(),
