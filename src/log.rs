@@ -217,10 +217,7 @@ pub fn from_handler(msg: &str) {
     let parts: [&[u8]; 6] = [pid.as_bytes(), b":signal-handler (", now.as_bytes(), b") ", msg.as_bytes(), b"\n"];
     with_handler_log(|fd| {
         for part in parts {
-            // SAFETY: write(2) of a buffer valid for its length; async-signal-safe.
-            if unsafe { libc::write(fd, part.as_ptr() as *const libc::c_void, part.len()) } < 0 {
-                break;
-            }
+            write_all_fd(fd, part);
         }
     });
 }
@@ -255,10 +252,7 @@ pub fn stack_trace_from_handler(eip: *mut libc::c_void) {
     let n = unsafe { libc::backtrace(trace.as_mut_ptr(), trace.len() as libc::c_int) }.max(0) as usize;
     let skip = 2.min(n);
     with_handler_log(|fd| {
-        let put = |text: &[u8]| {
-            // SAFETY: write(2) of a buffer valid for its length.
-            unsafe { libc::write(fd, text.as_ptr() as *const libc::c_void, text.len()) };
-        };
+        let put = |text: &[u8]| write_all_fd(fd, text);
         put(b"\n------ STACK TRACE ------\n");
         if !eip.is_null() {
             put(b"EIP:\n");

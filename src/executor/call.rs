@@ -378,16 +378,18 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
     // master's writes are not refused: the replica panics, or applies them.
     if let Some(error) = super::snapshot::disk_error(st).filter(|_| !exec_body) {
         let ping = parent.unwrap_or(spec).name == "ping";
-        if obey && (flags_now & flags::WRITE != 0 || ping) {
-            obey_despite_disk_error(st, ping, clock.now_ms);
-        } else if flags_now & flags::WRITE != 0 || ping {
-            let text = match error {
-                super::snapshot::DiskError::Rdb => MISCONF.to_string(),
-                super::snapshot::DiskError::Aof(text) => text,
-            };
-            st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
-            refuse(st, client, spec, parent, CmdError::Raw(text), out, proto);
-            return;
+        if flags_now & flags::WRITE != 0 || ping {
+            if obey {
+                obey_despite_disk_error(st, ping, clock.now_ms);
+            } else {
+                let text = match error {
+                    super::snapshot::DiskError::Rdb => MISCONF.to_string(),
+                    super::snapshot::DiskError::Aof(text) => text,
+                };
+                st.stats.commands.entry(stat_name).or_default().rejected_calls += 1;
+                refuse(st, client, spec, parent, CmdError::Raw(text), out, proto);
+                return;
+            }
         }
     }
     // min-replicas-to-write: there are no replicas, so with the check on every write is refused.

@@ -820,6 +820,7 @@ mod tests {
         }
         let db = &e.state.dbs[0];
         assert!(db.is_empty() || e.state.stats.expired_time_cap_reached == 1, "{} left", db.len());
+        assert!(e.state.stats.expired_stale_perc > 0.0);
         assert_eq!(e.state.stats.expired_keys as usize, 20_000 - db.len());
         assert!(slices > 1);
         assert!(e.state.cron_work.is_none());

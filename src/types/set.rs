@@ -1175,6 +1175,27 @@ mod tests {
         v
     }
 
+    /// An intset's parts are Redis's blob body: ascending, little-endian, at the narrowest
+    /// width its members ever needed (a removal never narrows it), and a set built from them
+    /// gives them back unchanged.
+    #[test]
+    fn intset_parts_keep_the_width() {
+        let mut s = Set::new();
+        s.insert(b"3", 512);
+        s.insert(b"1", 512);
+        assert_eq!(s.intset_parts(), Some((2, &[1, 0, 3, 0][..])));
+        s.insert(b"70000", 512);
+        assert_eq!(s.intset_parts().map(|(w, _)| w), Some(4));
+        assert!(s.remove(b"70000"));
+        assert_eq!(s.intset_parts(), Some((4, &[1, 0, 0, 0, 3, 0, 0, 0][..])));
+        s.insert(b"-1099511627776", 512);
+        let (w, body) = s.intset_parts().unwrap();
+        assert_eq!((w, body.len()), (8, 24));
+        let copy = Set::from_intset_parts(w, body);
+        assert_eq!(copy.intset_parts(), Some((w, body)));
+        assert_eq!(members(&copy), members(&s));
+    }
+
     /// A snapshot keeps the members and their order while the set is written: removals (dead
     /// marks), growth into new chunks and a compaction each copy only what they touch.
     #[test]

@@ -969,17 +969,8 @@ impl<V, S: BuildHasher + Default> Table<V, S> {
     }
 
     /// Up to `n` distinct entries from a random spot of the table, walking consecutive buckets
-    /// (Redis's dictGetSomeKeys): cheap, not uniform. The active expiry cycle samples with it.
-    pub fn sample(&self, n: usize) -> Vec<(&[u8], &V)> {
-        let mut out = Vec::with_capacity(n.min(self.len()));
-        self.sample_nodes(n, |node| {
-            // SAFETY: sampled nodes are live for the borrow of `self`.
-            out.push(unsafe { (node_key(node), &(*node).value) });
-        });
-        out
-    }
-
-    /// Like `sample`, handing each entry's access clock along.
+    /// (Redis's dictGetSomeKeys): cheap, not uniform; each with its access clock. The eviction
+    /// pool samples with it.
     pub fn sample_entries(&self, n: usize, mut f: impl FnMut(&[u8], &V, u32)) {
         self.sample_nodes(n, |node| {
             // SAFETY: sampled nodes are live for the borrow of `self`.
@@ -1342,16 +1333,17 @@ mod tests {
                     if let Some((k, v)) = t.random() {
                         assert_eq!(model.get(k), Some(v));
                     }
-                    let s = t.sample(5);
+                    let mut s: Vec<(Vec<u8>, u64)> = Vec::new();
+                    t.sample_entries(5, |k, v, _| s.push((k.to_vec(), *v)));
                     // Like dictGetSomeKeys, a sparse spot may yield fewer than asked.
                     assert!(s.len() <= 5 && (s.is_empty() || !model.is_empty()));
                     if model.len() >= 5 && t.buckets() <= 32 {
                         assert_eq!(s.len(), 5);
                     }
-                    let distinct: HashSet<&[u8]> = s.iter().map(|(k, _)| *k).collect();
+                    let distinct: HashSet<&[u8]> = s.iter().map(|(k, _)| k.as_slice()).collect();
                     assert_eq!(distinct.len(), s.len());
-                    for (k, v) in s {
-                        assert_eq!(model.get(k), Some(v));
+                    for (k, v) in &s {
+                        assert_eq!(model.get(k.as_slice()), Some(v));
                     }
                 }
             }
