@@ -16,8 +16,8 @@ fn connects(port: u16) -> bool {
 fn rebind_scenario(server: &Server) -> Vec<String> {
     let mut out = Vec::new();
     let mut c = server.client();
-    let new_port = common::free_port();
-    out.push(show(&c.cmd(&["CONFIG", "SET", "port", &new_port.to_string()])));
+    let (reply, new_port) = common::config_set_port(&mut c, "port", None);
+    out.push(show(&reply));
     out.push(format!("old port connects: {}", connects(server.port)));
     let mut moved = Client::connect(new_port);
     out.push(show(&moved.cmd(&["PING"])));

@@ -200,12 +200,14 @@ fn scenario(which: &str) -> Vec<String> {
     out.push(format!("reloaded: {}", tls_ping(&certs, tls_port, Some("client"))));
 
     // CONFIG SET tls-port moves the listener, 0 closes it.
-    let moved = common::free_port();
-    out.push(set(&mut c, "tls-port", &moved.to_string()));
+    let (reply, moved) = common::config_set_port(&mut c, "tls-port", None);
+    out.push(show(&reply));
     out.push(format!("moved: {} / old port: {}", tls_ping(&certs, moved, Some("client")), plain_text_on(tls_port)));
     out.push(set(&mut c, "tls-port", "0"));
     out.push(format!("closed: {}", plain_text_on(moved)));
-    out.push(set(&mut c, "tls-port", &tls_port.to_string()));
+    // Back to the first port, or to another if a test took it meanwhile.
+    let (reply, tls_port) = common::config_set_port(&mut c, "tls-port", Some(tls_port));
+    out.push(show(&reply));
     out.push(format!("back: {}", tls_ping(&certs, tls_port, Some("client"))));
     // Redis lists CONFIG GET tls-* in its dict's order: each by name instead.
     for name in [

@@ -175,6 +175,21 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port()
 }
 
+/// CONFIG SET of a listening-port directive (`port`, `tls-port`) to `first`, or to a free port.
+/// Another test may bind the port between free_port() and the server's bind; the server then
+/// refuses it with "Unable to listen" and a fresh port is tried. Returns the reply and the port.
+pub fn config_set_port(c: &mut Client, directive: &str, first: Option<u16>) -> (Vec<u8>, u16) {
+    let mut port = first.unwrap_or_else(free_port);
+    for _ in 0..5 {
+        let reply = c.cmd(&["CONFIG", "SET", directive, &port.to_string()]);
+        if !String::from_utf8_lossy(&reply).contains("Unable to listen") {
+            return (reply, port);
+        }
+        port = free_port();
+    }
+    panic!("CONFIG SET {directive}: no free port was accepted in 5 tries")
+}
+
 fn fresh_dir(name: &str) -> PathBuf {
     let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
