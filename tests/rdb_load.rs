@@ -62,16 +62,12 @@ fn run_on(file: &[u8], port: u16) -> (Option<i32>, String) {
     (status, text)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 #[test]
 fn corrupt_and_truncated_files_stop_startup() {
     let full: PathBuf = fixtures().join("redis-7.0.15-full.rdb");
     let bytes = std::fs::read(full).unwrap();
     // Truncated: cut in the middle of the keys.
-    let (status, log) = run_on(&bytes[..bytes.len() / 2], free_port());
+    let (status, log) = run_on(&bytes[..bytes.len() / 2], common::free_port());
     assert_eq!(status, Some(1), "{log}");
     assert!(log.contains("Internal error in RDB reading offset") && log.contains("end of file"), "{log}");
     assert!(log.contains("Terminating server after rdb file reading failure."), "{log}");
@@ -79,12 +75,12 @@ fn corrupt_and_truncated_files_stop_startup() {
     let mut flipped = bytes.clone();
     let at = bytes.len() - 100;
     flipped[at] ^= 0x55;
-    let (status, log) = run_on(&flipped, free_port());
+    let (status, log) = run_on(&flipped, common::free_port());
     assert_eq!(status, Some(1), "{log}");
     // A newer format version.
     let mut newer = bytes.clone();
     newer[5..9].copy_from_slice(b"0013");
-    let (status, log) = run_on(&newer, free_port());
+    let (status, log) = run_on(&newer, common::free_port());
     assert_eq!(status, Some(1), "{log}");
     assert!(log.contains("Can't handle RDB format version 13"), "{log}");
 }
@@ -179,7 +175,7 @@ fn clients_see_loading_until_the_dataset_is_in() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("dump.rdb"), &f).unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferrodis-server"))
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--dir"])
         .arg(&dir)

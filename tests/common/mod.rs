@@ -171,8 +171,20 @@ pub fn exit_code_within(child: &mut std::process::Child, limit: Duration) -> Opt
 }
 
 /// A port that was free a moment ago (the OS picks it; the listener is dropped before returning).
+/// A port nothing listens on now, and that this test process has not handed out before: the
+/// tests of one binary run in parallel, and the kernel may give a port that one of them got and
+/// has not bound yet to another.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port =
+            TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// CONFIG SET of a listening-port directive (`port`, `tls-port`) to `first`, or to a free port.
