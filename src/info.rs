@@ -495,7 +495,7 @@ fn stats_section(s: &mut Section, st: &State) {
     s.field("latest_fork_usec", x.persistence.latest_fork_usec);
     s.field("total_forks", x.persistence.total_forks);
     s.field("migrate_cached_sockets", st.migrate.len());
-    s.field("slave_expires_tracked_keys", 0);
+    s.field("slave_expires_tracked_keys", crate::executor::replication::local_expire_count(st));
     s.field("active_defrag_hits", 0);
     s.field("active_defrag_misses", 0);
     s.field("active_defrag_key_hits", 0);

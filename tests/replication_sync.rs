@@ -4,6 +4,7 @@
 //! stopped when no replica waits for it any more (without save points); a replica whose command
 //! produces a reply is disconnected; a stopped replica's piling output buffer is not counted for
 //! maxmemory (no eviction; INFO mem_not_counted_for_evict and mem_clients_slaves show it).
+//! A writable replica expires the TTL keys its own clients wrote.
 
 mod common;
 
@@ -472,4 +473,48 @@ fn replication_traffic_is_counted_as_redis_counts_it() {
         "stream holds the SET true; master: repl output = stream true, in the total true; replica: repl input = \
          stream true, in the total true"
     );
+}
+
+/// A writable replica expires the TTL keys its own clients wrote, as nobody else will (Redis's
+/// slaveKeysWithExpire): INFO slave_expires_tracked_keys counts their names (one name in two
+/// databases once), a key whose TTL passed is deleted, a PERSISTed one forgotten, and FLUSHALL
+/// forgets them all. The master is real Redis; the replica each server in turn.
+#[test]
+fn a_writable_replica_expires_what_its_clients_wrote() {
+    let _w = Watchdog::new("a_writable_replica_expires_what_its_clients_wrote", Duration::from_secs(60));
+    let master = RedisServer::new();
+    master.client().cmd(&["SET", "from-master", "v", "EX", "1000"]);
+    let port = master.port.to_string();
+    let mut seen = Vec::new();
+    for real in [true, false] {
+        let replica = start(real, &["--replica-read-only", "no", "--replicaof", "127.0.0.1", &port]);
+        wait_until("the replica's link up", || link_up(&replica));
+        let tracked = || field(&replica, "stats", "slave_expires_tracked_keys");
+        let mut c = replica.client();
+        let mut out = Vec::new();
+        for argv in [
+            &["SET", "a", "1", "EX", "100"][..],
+            &["SET", "b", "1", "PX", "100000"],
+            &["SET", "c", "1"],
+            &["SET", "short", "1", "PX", "300"],
+            &["SELECT", "1"],
+            &["SET", "a", "1", "EX", "100"],
+            &["SET", "c", "1"],
+            &["SELECT", "0"],
+        ] {
+            c.cmd(argv);
+        }
+        out.push(format!("tracked: {}", tracked()));
+        wait_until("short expired on the replica", || c.cmd(&["DBSIZE"]) == b":4\r\n");
+        wait_until("short forgotten", || tracked() == 2);
+        out.push(format!("after short expired: {}", tracked()));
+        c.cmd(&["PERSIST", "b"]);
+        wait_until("b forgotten", || tracked() == 1);
+        out.push(format!("after PERSIST b: {} keys {}", tracked(), String::from_utf8_lossy(&c.cmd(&["DBSIZE"]))));
+        c.cmd(&["FLUSHALL"]);
+        out.push(format!("after FLUSHALL: {}", tracked()));
+        seen.push(out);
+    }
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+    assert_eq!(seen[0][0], "tracked: 3", "redis counts a, b and short once each");
 }

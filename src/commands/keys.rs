@@ -486,6 +486,7 @@ pub fn flushall(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // data back).
     let srv = ctx.admin();
     crate::executor::snapshot::kill_rdb_child(srv);
+    crate::executor::replication::forget_local_expires(srv);
     if !srv.config.save.is_empty() {
         let _ = crate::executor::snapshot::save_foreground(srv);
     }

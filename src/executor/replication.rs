@@ -1632,6 +1632,18 @@ pub fn note_local_write(st: &mut State, db: usize, positions: Vec<usize>, argv: 
     }
 }
 
+/// How many key names this writable replica expires itself (INFO slave_expires_tracked_keys):
+/// Redis counts a name once whatever number of databases hold it.
+pub fn local_expire_count(st: &State) -> usize {
+    let names: std::collections::HashSet<&[u8]> = st.repl.local_expires.iter().map(|(_, k)| k.as_slice()).collect();
+    names.len()
+}
+
+/// Every database was emptied (FLUSHALL): nothing is left to expire locally.
+pub fn forget_local_expires(st: &mut State) {
+    st.repl.local_expires.clear();
+}
+
 /// Deletes the replica-written keys whose TTL has passed (Redis's expireSlaveKeys); forgets
 /// those that lost their TTL or went away.
 fn expire_local_keys(st: &mut State, now_ms: i64) {

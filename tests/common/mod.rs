@@ -178,8 +178,7 @@ pub fn free_port() -> u16 {
     static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     loop {
-        let port =
-            TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port();
+        let port = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0").local_addr().expect("local addr").port();
         if !handed_out.contains(&port) {
             handed_out.push(port);
             return port;
