@@ -90,6 +90,25 @@ pub fn timestamp() -> String {
 /// Where the crash report goes: the log file's path, empty for stdout.
 static CRASH_LOG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// The pidfile a daemonized server removes when it crashes or panics, as Redis's bugReportEnd
+/// does (a supervisor or init script would otherwise see a server that is gone).
+static CRASH_PIDFILE: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+
+/// Names the pidfile to remove on a crash or panic (a daemonized, unsupervised server's).
+pub fn remove_pidfile_on_crash(path: &str) {
+    if let Ok(path) = std::ffi::CString::new(path) {
+        let _ = CRASH_PIDFILE.set(path);
+    }
+}
+
+/// unlink(2) of the crash pidfile, if any (async-signal-safe).
+fn remove_crash_pidfile() {
+    if let Some(path) = CRASH_PIDFILE.get() {
+        // SAFETY: unlink of a NUL-terminated path that lives as long as the process.
+        unsafe { libc::unlink(path.as_ptr()) };
+    }
+}
+
 /// Sets where crash reports go (the log file's path, empty for stdout) and installs the crash
 /// handler when `enabled` (crash-log-enabled).
 pub fn install_crash_handler(logfile: &str, enabled: bool) {
@@ -158,6 +177,7 @@ extern "C" fn crash_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _conte
     } else if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
         let _ = f.write_all(report.as_bytes());
     }
+    remove_crash_pidfile();
     // SAFETY: SA_RESETHAND restored the default action; raising the signal again ends the
     // process as the signal would have.
     unsafe {
@@ -183,6 +203,7 @@ pub fn server_panic(msg: &str, crash_log: bool, exit_on_panic: bool) -> ! {
     with_handler_log(|fd| {
         write_all_fd(fd, b"\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n")
     });
+    remove_crash_pidfile();
     if exit_on_panic {
         // SAFETY: _exit ends the process at once; nothing of ours is left to run.
         unsafe { libc::_exit(1) };

@@ -120,6 +120,9 @@ fn main() {
     }
     if let Some(p) = &cfg.pidfile {
         daemon::write_pidfile(p);
+        if background {
+            log::remove_pidfile_on_crash(p);
+        }
     }
     // TLS contexts before the listeners, as Redis's main runs tlsConfigure before initServer.
     if ferrodis::server::tls::wanted(&cfg) && ferrodis::server::tls::configure(&cfg).is_err() {

@@ -3,7 +3,8 @@
 //! CONFIG SET), one `--- WATCHDOG TIMER EXPIRED ---` report with a stack trace per stall of the
 //! executor, none while it is healthy, none once the period is 0, and a server that goes on
 //! serving. The report's lines are compared in shape (pid, time and addresses differ). Also
-//! crash-log-enabled: the crash report on a fatal signal, or none.
+//! crash-log-enabled: the crash report on a fatal signal, or none; a daemon's pidfile removed
+//! when it crashes or panics.
 
 mod common;
 
@@ -191,4 +192,51 @@ fn crash_log_enabled_decides_whether_a_crash_is_reported() {
     let (redis, ferrodis) = seen.split_at(4);
     assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
     assert!(redis[0].ends_with("reported true") && redis[1].ends_with("reported false"), "{redis:?}");
+}
+
+/// A daemonized server that crashes (DEBUG SEGFAULT, with the crash report) or panics (DEBUG
+/// PANIC) removes its pidfile on the way down, as Redis's bugReportEnd does; compared with Redis.
+#[test]
+fn a_daemon_that_crashes_removes_its_pidfile() {
+    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    let mut seen = Vec::new();
+    for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
+        for command in ["DEBUG SEGFAULT", "DEBUG PANIC"] {
+            let dir = std::env::temp_dir().join(format!("ferrodis-daemon-crash-{}-{}", std::process::id(), seen.len()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let pidfile = dir.join("server.pid");
+            let port = common::free_port().to_string();
+            let d = dir.to_string_lossy().into_owned();
+            let status = std::process::Command::new(bin)
+                .args(["--port", &port, "--bind", "127.0.0.1", "--dir", &d, "--save", ""])
+                .args(["--daemonize", "yes", "--pidfile", &pidfile.to_string_lossy()])
+                .args(["--logfile", &format!("{d}/server.log"), "--enable-debug-command", "yes"])
+                .status()
+                .expect("start the server");
+            assert!(status.success(), "{bin}: daemonize");
+            wait_until("the pidfile", || std::fs::read_to_string(&pidfile).is_ok_and(|p| p.ends_with('\n')));
+            let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+            // Running, and not a zombie its parent (not us: it daemonized) has yet to reap.
+            let alive = || {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+            };
+            let mut c = common::Client::connect(port.parse().unwrap());
+            let _ = c.send_raw(format!("{command}\r\n").as_bytes());
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while alive() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if alive() {
+                // SAFETY: kill(2) takes no pointers.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("{bin}: still running after {command}");
+            }
+            seen.push(format!("{command}: pidfile left {}", pidfile.exists()));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    let (redis, ferrodis) = seen.split_at(2);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+    assert!(redis.iter().all(|s| s.ends_with("false")), "{redis:?}");
 }
