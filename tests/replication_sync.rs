@@ -420,8 +420,8 @@ fn a_replica_that_cannot_persist_panics_unless_told_to_go_on() {
 
 /// INFO's replication traffic, apart and within the totals as Redis 7.0 counts it: a write's
 /// propagation adds its bytes to the master's total_net_repl_output_bytes and to the replica's
-/// total_net_repl_input_bytes, and to each side's total_net_*_bytes too. Both servers of a
-/// pair are of the same kind.
+/// total_net_repl_input_bytes, and to each side's total_net_*_bytes too; the replica's ACKs to
+/// its master count in its total_net_output_bytes. Both servers of a pair are of the same kind.
 #[test]
 fn replication_traffic_is_counted_as_redis_counts_it() {
     let _w = Watchdog::new("replication_traffic_is_counted_as_redis_counts_it", Duration::from_secs(60));
@@ -466,12 +466,28 @@ fn replication_traffic_is_counted_as_redis_counts_it() {
             repl_in == stream,
             input >= repl_in
         ));
+        // The replica's REPLCONF ACKs (one a second) are output to a client, its master: they
+        // count in its total_net_output_bytes. Read on one connection, less the first INFO's reply.
+        let mut r = replica.client();
+        let output = |reply: &[u8]| -> i64 {
+            let text = String::from_utf8_lossy(reply);
+            text.lines().find_map(|l| l.strip_prefix("total_net_output_bytes:")).unwrap().trim().parse().unwrap()
+        };
+        let first = r.cmd(&["INFO", "stats"]);
+        std::thread::sleep(Duration::from_millis(2500));
+        let acks = output(&r.cmd(&["INFO", "stats"])) - output(&first) - first.len() as i64;
+        // An ACK is 37 bytes or more ("*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$N\r\nOFFSET\r\n").
+        seen.push(format!("replica's ACKs in its output: {}", acks >= 37));
     }
-    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+    let (redis, ferrodis) = seen.split_at(2);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
     assert_eq!(
-        seen[0],
-        "stream holds the SET true; master: repl output = stream true, in the total true; replica: repl input = \
-         stream true, in the total true"
+        redis,
+        [
+            "stream holds the SET true; master: repl output = stream true, in the total true; replica: repl input = \
+             stream true, in the total true",
+            "replica's ACKs in its output: true"
+        ]
     );
 }
 

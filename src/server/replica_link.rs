@@ -573,6 +573,7 @@ async fn apply_stream(
         if !pushed.is_empty() {
             stream.write_all(&pushed).await.map_err(|e| e.to_string())?;
             stream.flush().await.map_err(|e| e.to_string())?;
+            crate::stats::add_output(false, pushed.len() as u64);
         }
         if handle.close_requested() {
             return Err("the master client was closed".into());
@@ -620,5 +621,8 @@ async fn send_ack(stream: &mut ClientStream, link: &LinkShared) -> LinkResult {
     let mut out = Vec::new();
     crate::aof::encode_command(&mut out, &[&b"REPLCONF"[..], b"ACK", offset.as_bytes()]);
     stream.write_all(&out).await.map_err(|e| e.to_string())?;
-    stream.flush().await.map_err(|e| e.to_string())
+    stream.flush().await.map_err(|e| e.to_string())?;
+    // Output to a client (the master), as Redis counts its master client's writes.
+    crate::stats::add_output(false, out.len() as u64);
+    Ok(())
 }
