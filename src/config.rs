@@ -465,6 +465,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "maxmemory-clients",
     "lazyfree-lazy-eviction",
     "lazyfree-lazy-expire",
     "lazyfree-lazy-server-del",
@@ -2042,7 +2043,11 @@ mod tests {
         );
         let mut c = Config::default();
         let mut st = LoadState { reading_file: true, ..Default::default() };
-        c.load_string("locale-collate \"\"\nprimaryuser repl\nmax-new-connections-per-cycle 20\n", &mut st).unwrap();
+        c.load_string(
+            "locale-collate \"\"\nprimaryuser repl\nmax-new-connections-per-cycle 20\nmaxmemory-clients 10%\n",
+            &mut st,
+        )
+        .unwrap();
         assert_eq!(c.get(lookup("masteruser").unwrap()), "repl");
         assert_eq!(c.unimplemented_in_use(), vec!["max-new-connections-per-cycle"]);
         let e = c.load_string("locale-collate a b", &mut st).unwrap_err().0;
