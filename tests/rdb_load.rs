@@ -228,3 +228,50 @@ fn clients_see_loading_until_the_dataset_is_in() {
         assert!(saw_loading, "never saw -LOADING");
     }
 }
+
+/// "Ready to accept connections" (and the unix socket's line) come once the dataset is loaded,
+/// after "DB loaded from disk", as in Redis: the test suite and supervisors read the log for
+/// them. Both servers start from the same dump with a TCP port and a unix socket.
+#[test]
+fn ready_is_logged_once_the_dataset_is_loaded() {
+    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    let mut seen = Vec::new();
+    for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
+        let dir = std::env::temp_dir().join(format!("ferrodis-ready-{}-{}", std::process::id(), seen.len()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(fixtures().join("redis-7.0.15-full.rdb"), dir.join("dump.rdb")).unwrap();
+        let port = common::free_port().to_string();
+        let log = dir.join("log");
+        let mut child = Command::new(bin)
+            .args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--dir"])
+            .arg(&dir)
+            .arg("--unixsocket")
+            .arg(dir.join("sock"))
+            .arg("--logfile")
+            .arg(&log)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let marks =
+            ["DB loaded from disk", "Ready to accept connections", "The server is now ready to accept connections at"];
+        let order = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let order: Vec<&str> =
+                text.lines().filter_map(|l| marks.iter().find(|m| l.contains(*m)).copied()).collect();
+            if order.len() == marks.len() || Instant::now() > deadline {
+                break order.join(" / ");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        seen.push(order);
+    }
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+    assert_eq!(
+        seen[0],
+        "DB loaded from disk / Ready to accept connections / The server is now ready to accept connections at"
+    );
+}

@@ -70,7 +70,13 @@ fn listening_key(cfg: &crate::config::Config, port: u16) -> (Vec<String>, u16) {
 }
 
 /// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
-pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
+/// What `start` listens on: TCP or TLS sockets, a unix socket.
+pub struct Listeners {
+    pub network: bool,
+    pub unix: bool,
+}
+
+pub async fn start(shared: Arc<Shared>) -> Result<Listeners, String> {
     *TCP_LISTENING.lock().unwrap_or_else(|p| p.into_inner()) = Some(listening_key(&shared.config, shared.config.port));
     *TLS_LISTENING.lock().unwrap_or_else(|p| p.into_inner()) =
         Some(listening_key(&shared.config, super::tls::port(&shared.config)));
@@ -84,19 +90,23 @@ pub async fn start(shared: Arc<Shared>) -> Result<(), String> {
     live::install_tls(super::tls::configure, rebind_tls, super::tls::configured);
     let mut tcp = Vec::new();
     let mut tls = Vec::new();
+    let mut listening = Listeners { network: false, unix: false };
     for b in bound {
         match b {
             Bound::Tcp(l) => tcp.push(l),
             Bound::Tls(l) => tls.push(l),
             Bound::Unix(l) => {
+                listening.unix = true;
                 crate::executor::handoff::register_listener(std::os::fd::AsRawFd::as_raw_fd(&l), true);
                 let l = UnixListener::from_std(l).map_err(|e| format!("Failed opening Unix socket: {e}"))?;
                 tokio::spawn(accept_unix(l, shared.clone()));
             }
         }
     }
+    listening.network = !tcp.is_empty() || !tls.is_empty();
     spawn_loops(tls, &shared, 0, true).map_err(|e| format!("Failed listening on port (TLS): {e}"))?;
-    spawn_loops(tcp, &shared, 0, false).map(drop).map_err(|e| format!("Failed listening on port (tcp): {e}"))
+    spawn_loops(tcp, &shared, 0, false).map_err(|e| format!("Failed listening on port (tcp): {e}"))?;
+    Ok(listening)
 }
 
 /// Starts an accept loop (a TLS one when `tls`) on each listener, as generation `mine`;

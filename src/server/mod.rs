@@ -246,19 +246,19 @@ const CRON_SLICE: std::time::Duration = std::time::Duration::from_micros(turns::
 async fn serve(exec: ExecHandle, config: Config) -> i32 {
     let Some(exit) = exec.run(|e| e.state.shutdown_state.exit.clone()).await else { return 1 };
     let shared = Arc::new(Shared { exec, config, shutdown: exit, connections: std::sync::atomic::AtomicUsize::new(0) });
-    if let Err(e) = listener::start(shared.clone()).await {
-        tracing::warn!("{e}");
-        return 1;
-    }
+    let listening = match listener::start(shared.clone()).await {
+        Ok(listening) => listening,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return 1;
+        }
+    };
     if let Err(e) = cluster_bus::start(shared.clone()).await {
         tracing::warn!("{e}");
         return 1;
     }
     tokio::spawn(replica_link::run(shared.clone()));
-    tracing::info!("Ready to accept connections");
-    if shared.config.notify_systemd {
-        crate::daemon::notify_systemd_ready();
-    }
+    tokio::spawn(announce_ready(shared.clone(), listening));
     if let Err(e) = watch_signals() {
         tracing::warn!("Can't handle SIGTERM/SIGINT: {e}");
     }
@@ -267,6 +267,24 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
     shared.shutdown.notified().await;
     listener::cleanup(&shared.config);
     0
+}
+
+/// Redis's "Ready to accept connections" lines, and systemd's READY=1, once the dataset is
+/// loaded, as Redis's main after loadDataFromDisk: connections are accepted meanwhile (they are
+/// answered -LOADING), but a supervisor or a script reading the log waits for the data.
+async fn announce_ready(shared: Arc<Shared>, listening: listener::Listeners) {
+    while shared.exec.run(|e| e.state.stats.persistence.loading).await.unwrap_or(false) {
+        crate::util::timer::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    if listening.network {
+        tracing::info!("Ready to accept connections");
+    }
+    if let (true, Some(path)) = (listening.unix, &shared.config.unixsocket) {
+        tracing::info!("The server is now ready to accept connections at {path}");
+    }
+    if shared.config.notify_systemd {
+        crate::daemon::notify_systemd_ready();
+    }
 }
 
 /// SIGTERM and SIGINT are received on a thread of their own, as Redis's handler runs whatever
