@@ -38,7 +38,7 @@ pub fn daemonize() {
 /// Writes our pid to `path` (followed by a newline, as Redis does); failure is only logged.
 pub fn write_pidfile(path: &str) {
     if let Err(e) = std::fs::write(path, format!("{}\n", std::process::id())) {
-        tracing::warn!("Failed to write PID file: {}", os_error_text(&e));
+        tracing::warn!("Failed to write PID file: {}", crate::util::os_error_text(&e));
     }
 }
 
@@ -67,7 +67,7 @@ pub fn set_oom_score_adj(mode: &str, values: &str, class: OomClass) -> Result<()
         if !OOM_ADJUSTED.swap(true, Ordering::Relaxed) {
             match std::fs::read_to_string(OOM_SCORE_ADJ) {
                 Ok(text) => OOM_BASE.store(crate::util::num::atoi(text.as_bytes()), Ordering::Relaxed),
-                Err(e) => return Err(format!("Unable to read oom_score_adj: {}", os_error_text(&e))),
+                Err(e) => return Err(format!("Unable to read oom_score_adj: {}", crate::util::os_error_text(&e))),
             }
         }
         let configured = values.split(' ').nth(class as usize).map_or(0, |v| crate::util::num::atoi(v.as_bytes()));
@@ -79,17 +79,13 @@ pub fn set_oom_score_adj(mode: &str, values: &str, class: OomClass) -> Result<()
         return Ok(());
     };
     std::fs::write(OOM_SCORE_ADJ, format!("{value}\n"))
-        .map_err(|e| format!("Unable to write oom_score_adj: {}", os_error_text(&e)))
+        .map_err(|e| format!("Unable to write oom_score_adj: {}", crate::util::os_error_text(&e)))
 }
 
 /// `set_oom_score_adj` with the running configuration's settings.
 pub fn apply_oom_score_adj(cfg: &crate::config::Config, class: OomClass) -> Result<(), String> {
     let get = |name| crate::config::lookup(name).map(|d| cfg.get(d)).unwrap_or_default();
     set_oom_score_adj(&get("oom-score-adj"), &get("oom-score-adj-values"), class)
-}
-
-fn os_error_text(e: &std::io::Error) -> String {
-    e.raw_os_error().map(|n| nix::errno::Errno::from_raw(n).desc().to_string()).unwrap_or_else(|| e.to_string())
 }
 
 /// Raises the open-files limit so `maxclients` clients fit, stepping down 16 at a time as Redis
@@ -194,6 +190,6 @@ pub fn notify_systemd_ready() {
         sock.send_to(msg, &path)
     };
     if let Err(e) = sent {
-        tracing::warn!("Failed to notify systemd: {}", os_error_text(&e));
+        tracing::warn!("Failed to notify systemd: {}", crate::util::os_error_text(&e));
     }
 }

@@ -3,7 +3,7 @@
 //! verbose (`-`, DEBUG), notice (`*`, INFO), warning (`#`, WARN and ERROR). Output goes to the
 //! `logfile` (appended) or stdout when it is empty. The level is an atomic checked per event so
 //! CONFIG SET loglevel takes effect at once; the role letter (`C` until the server is
-//! initialized, then `M`) is an atomic too.
+//! initialized, then `M`) is an atomic too. With syslog-enabled, lines also go to syslog(3).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -58,7 +58,12 @@ pub fn set_level(loglevel: &str) {
         "warning" => 3,
         _ => 2,
     };
-    LEVEL.store(rank, Ordering::Relaxed);
+    if LEVEL.swap(rank, Ordering::Relaxed) != rank {
+        // Each log line's call site caches whether the filter passes it (tracing's Interest):
+        // without a rebuild, lines already logged kept logging at a higher level, and lines
+        // first reached while filtered out stayed silent after a lower one.
+        tracing::callsite::rebuild_interest_cache();
+    }
 }
 
 /// Sets the role letter of later lines (`M` once the server is initialized).
@@ -286,29 +291,104 @@ pub fn stack_trace_from_handler(eip: *mut libc::c_void) {
     });
 }
 
-/// Installs the global subscriber: `loglevel`, and `logfile` (appended) or stdout when empty.
-/// A logfile that cannot be opened falls back to stdout (the config loader already checked it).
+/// syslog-enabled: lines also go to syslog(3).
+static SYSLOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// openlog(3)'s ident, kept for the process's life as openlog keeps the pointer.
+static SYSLOG_IDENT: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+
+/// Sends every later line to syslog too (syslog-enabled). Until `open_syslog` they go with the
+/// C library's defaults (the program's name, facility user), as Redis's first lines do: it
+/// opens the log in initServer, after "Configuration loaded".
+pub fn enable_syslog() {
+    SYSLOG.store(true, Ordering::Relaxed);
+}
+
+/// Opens the system log as Redis's initServer does (`LOG_PID | LOG_NDELAY | LOG_NOWAIT`, the
+/// syslog-ident and syslog-facility given).
+pub fn open_syslog(ident: &str, facility: &str) {
+    let facility = match facility {
+        "user" => libc::LOG_USER,
+        "local1" => libc::LOG_LOCAL1,
+        "local2" => libc::LOG_LOCAL2,
+        "local3" => libc::LOG_LOCAL3,
+        "local4" => libc::LOG_LOCAL4,
+        "local5" => libc::LOG_LOCAL5,
+        "local6" => libc::LOG_LOCAL6,
+        "local7" => libc::LOG_LOCAL7,
+        _ => libc::LOG_LOCAL0,
+    };
+    let ident = std::ffi::CString::new(ident.replace('\0', "")).unwrap_or_default();
+    let ident = SYSLOG_IDENT.get_or_init(|| ident);
+    // SAFETY: the ident lives in a static for the rest of the process, as openlog needs.
+    unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT, facility) };
+}
+
+/// syslog(3) of one line at the priority of Redis's level `rank` (0 debug .. 3 warning).
+fn to_syslog(rank: u8, msg: &str) {
+    if !SYSLOG.load(Ordering::Relaxed) {
+        return;
+    }
+    let priority = [libc::LOG_DEBUG, libc::LOG_INFO, libc::LOG_NOTICE, libc::LOG_WARNING][rank.min(3) as usize];
+    let Ok(msg) = std::ffi::CString::new(msg.replace('\0', "")) else { return };
+    // SAFETY: a "%s" format with one NUL-terminated string argument.
+    unsafe { libc::syslog(priority, c"%s".as_ptr(), msg.as_ptr()) };
+}
+
+/// Sends each event that passes the level to syslog (see `enable_syslog`).
+struct SyslogLayer;
+
+impl<S: Subscriber> Layer<S> for SyslogLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                use std::fmt::Write as _;
+                if field.name() == "message" {
+                    let _ = write!(self.0, "{value:?}");
+                } else {
+                    let _ = write!(self.0, " {}={value:?}", field.name());
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        to_syslog(level_rank(event.metadata().level()), &message.0);
+    }
+}
+
+/// The syslog layer when `enable_syslog` ran.
+fn syslog_layer<S: Subscriber + for<'a> LookupSpan<'a>>() -> Option<impl Layer<S>> {
+    SYSLOG.load(Ordering::Relaxed).then(|| SyslogLayer.with_filter(tracing_subscriber::filter::filter_fn(level_passes)))
+}
+
+fn level_passes(meta: &tracing::Metadata<'_>) -> bool {
+    level_rank(meta.level()) >= LEVEL.load(Ordering::Relaxed)
+}
+
+/// Installs the global subscriber: `loglevel`, and `logfile` (appended) or stdout when empty,
+/// and syslog after `enable_syslog`. A logfile that cannot be opened falls back to stdout (the
+/// config loader already checked it).
 pub fn init(loglevel: &str, logfile: &str) {
     set_level(loglevel);
     if let Ok(path) = std::ffi::CString::new(logfile) {
         let _ = HANDLER_LOG.set(path);
     }
-    let filter =
-        tracing_subscriber::filter::filter_fn(|meta| level_rank(meta.level()) >= LEVEL.load(Ordering::Relaxed));
+    let filter = tracing_subscriber::filter::filter_fn(level_passes);
     let result = match logfile {
         "" => {
             let layer = tracing_subscriber::fmt::layer()
                 .event_format(RedisFormat)
                 .with_writer(std::io::stdout)
                 .with_filter(filter);
-            tracing_subscriber::registry().with(layer).try_init()
+            tracing_subscriber::registry().with(layer).with(syslog_layer()).try_init()
         }
         path => {
             let layer = tracing_subscriber::fmt::layer()
                 .event_format(RedisFormat)
                 .with_writer(AppendFile(path.to_string()))
                 .with_filter(filter);
-            tracing_subscriber::registry().with(layer).try_init()
+            tracing_subscriber::registry().with(layer).with(syslog_layer()).try_init()
         }
     };
     let _ = result;
@@ -321,6 +401,7 @@ pub fn raw(logfile: &str, text: &str) {
     if LEVEL.load(Ordering::Relaxed) > 2 {
         return;
     }
+    to_syslog(2, text);
     let _ = match logfile {
         "" => {
             let mut out = std::io::stdout().lock();

@@ -84,6 +84,10 @@ fn main() {
         Ok(renames) if !renames.is_empty() => ferrodis::executor::registry::install_renames(renames),
         _ => {}
     }
+    let syslog = cfg.other_flag("syslog-enabled", false);
+    if syslog {
+        log::enable_syslog();
+    }
     log::init(&cfg.loglevel, &cfg.logfile);
     log::install_crash_handler(&cfg.logfile, cfg.other_flag("crash-log-enabled", true));
     if cfg.watchdog_period() > 0 {
@@ -109,7 +113,13 @@ fn main() {
     if background {
         daemon::daemonize();
     }
+    if syslog {
+        let get = |name: &str| cfg.get(config::lookup(name).expect("a syslog directive"));
+        log::open_syslog(&get("syslog-ident"), &get("syslog-facility"));
+    }
     log::set_role('M');
+    // Redis's clock line: ours is std's Instant, clock_gettime(CLOCK_MONOTONIC).
+    tracing::info!("monotonic clock: POSIX clock_gettime");
     let granted = daemon::adjust_open_files_limit(cfg.maxclients);
     if granted == 0 {
         std::process::exit(1);

@@ -62,6 +62,8 @@ pub struct ClientHandle {
     soft_since: AtomicI64,
     /// Set when the output buffer limit closed the client, until the executor logs it.
     obuf_exceeded: AtomicBool,
+    /// The peer closed the connection (a read of 0 bytes): logged at verbose on disconnect.
+    peer_closed: AtomicBool,
     /// The connection holds bytes of a command it has not finished reading: nothing but the
     /// connection may read from the socket then (see `scripting::busy`).
     unparsed: AtomicBool,
@@ -540,6 +542,15 @@ impl ClientHandle {
 
     pub fn is_replica(&self) -> bool {
         self.replica.load(Ordering::Relaxed)
+    }
+
+    /// The connection read end-of-file: the peer closed it.
+    pub fn set_peer_closed(&self) {
+        self.peer_closed.store(true, Ordering::Relaxed);
+    }
+
+    pub fn peer_closed(&self) -> bool {
+        self.peer_closed.load(Ordering::Relaxed)
     }
 
     /// True once after the output buffer limit closed the client (for the log line).
@@ -1185,6 +1196,14 @@ pub fn log_if_obuf_exceeded(st: &super::State, c: &Client) {
     if c.handle.take_obuf_exceeded() {
         let info = client_line(st, c, crate::util::clock::unix_ms(), None);
         tracing::warn!("Client {info} scheduled to be closed ASAP for overcoming of output buffer limits.");
+    }
+}
+
+/// Redis's verbose line for a client whose peer closed the connection (the line is only
+/// formatted at loglevel verbose or debug).
+pub fn log_if_peer_closed(st: &super::State, c: &Client) {
+    if c.handle.peer_closed() {
+        tracing::debug!("Client closed connection {}", client_line(st, c, crate::util::clock::unix_ms(), None));
     }
 }
 

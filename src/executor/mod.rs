@@ -762,6 +762,7 @@ impl Executor {
 pub fn disconnect_client(st: &mut State, id: u64) {
     if let Some(mut client) = st.clients.remove(&id) {
         clients::log_if_obuf_exceeded(st, &client);
+        clients::log_if_peer_closed(st, &client);
         crate::executor::tracking::forget(&mut st.tracking, &mut client);
         if client.postponed {
             st.postponed.retain(|&p| p != id);

@@ -142,7 +142,14 @@ where
                     };
                     read_or_flush(&mut stream, cx, into, &mut backlog, &handle)
                 }) => match r {
-                    Ok(0) | Err(_) => break 'conn,
+                    Ok(0) => {
+                        handle.set_peer_closed();
+                        break 'conn;
+                    }
+                    Err(e) => {
+                        tracing::debug!("Reading from client: {}", crate::util::os_error_text(&e));
+                        break 'conn;
+                    }
                     Ok(n) => {
                         trimmed = false;
                         n

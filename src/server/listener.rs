@@ -348,6 +348,7 @@ async fn accept_tcp(
                 }
             }
         };
+        tracing::debug!("Accepted {}:{}", peer.ip(), peer.port());
         if !admit(&shared) {
             // Over TLS the refusal cannot be read before a handshake: the socket just closes.
             if !tls {
@@ -419,6 +420,7 @@ async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
                 }
             }
         };
+        tracing::debug!("Accepted connection to {path}");
         if !admit(&shared) {
             tokio::spawn(async move {
                 let _ = stream.write_all(MAX_CLIENTS_ERR).await;

@@ -12,3 +12,8 @@ pub mod signal;
 pub mod slot;
 pub mod timer;
 pub mod varint;
+
+/// An I/O error as Redis logs one: strerror(3)'s text, without Rust's "(os error N)".
+pub fn os_error_text(e: &std::io::Error) -> String {
+    e.raw_os_error().map(|n| nix::errno::Errno::from_raw(n).desc().to_string()).unwrap_or_else(|| e.to_string())
+}
