@@ -1,6 +1,6 @@
 //! The server log beside real Redis 7.0: CONFIG SET loglevel acts at once on every line, those
 //! already logged and those not reached yet; at verbose, accepted connections and clients that
-//! closed theirs are logged; with syslog-enabled the lines also go to syslog(3), with
+//! closed theirs are logged, and every 5 s each database's keys; with syslog-enabled the lines also go to syslog(3), with
 //! syslog-ident and syslog-facility, at Redis's priorities.
 
 mod common;
@@ -119,4 +119,33 @@ fn syslog_enabled_sends_the_lines_to_syslog() {
             "<158> myid: Client closed connection"
         ]
     );
+}
+
+/// At verbose, every 5 s, a line per database with keys: its keys, the volatile ones, and the
+/// key table's slots ("DB 0: 3 keys (1 volatile) in 4 slots HT.").
+#[test]
+fn verbose_logs_the_databases_every_five_seconds() {
+    let servers = both(&["--loglevel", "verbose"]);
+    for s in &servers {
+        let mut c = s.client();
+        c.cmd(&["MSET", "a", "1", "b", "2", "c", "3"]);
+        c.cmd(&["EXPIRE", "a", "100"]);
+        c.cmd(&["SELECT", "3"]);
+        c.cmd(&["SET", "x", "y"]);
+    }
+    let mut seen = Vec::new();
+    for s in &servers {
+        wait_until("a database line", || count(&s.log(), "slots HT.") >= 2);
+        let log = s.log();
+        // The first two: a first tick after the writes may have logged them already.
+        let lines: Vec<String> = log
+            .lines()
+            .filter(|l| l.contains("slots HT."))
+            .map(|l| l.split_once(" - ").unwrap().1.to_string())
+            .take(2)
+            .collect();
+        seen.push(lines);
+    }
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+    assert_eq!(seen[0], ["DB 0: 3 keys (1 volatile) in 4 slots HT.", "DB 3: 1 keys (0 volatile) in 4 slots HT."]);
 }

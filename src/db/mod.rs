@@ -292,6 +292,11 @@ impl Db {
         self.expires.len()
     }
 
+    /// The key table's bucket slots (Redis's dictSlots: both arrays during a resize).
+    pub fn buckets(&self) -> usize {
+        self.keys.buckets()
+    }
+
     /// Whether `key`'s time has passed; it is deleted then, unless expired keys are kept.
     fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) -> bool {
         if self.expires.is_empty() || self.master_view {

@@ -568,6 +568,11 @@ impl Executor {
             st.stats.net_repl_input.track(now, repl_in);
             st.stats.net_repl_output.track(now, repl_out);
         }
+        // Redis's run_with_period(5000): every 5 s in cron ticks, from the first one.
+        let ticks_per_5s = 5000 / (1000 / st.hz.max(1) as u64).max(1);
+        if ticks_per_5s <= 1 || (st.cron_loops - 1) % ticks_per_5s == 0 {
+            log_periodic(st);
+        }
         clients::refresh_limits(st);
         for c in st.clients.values() {
             clients::log_if_obuf_exceeded(st, c);
@@ -759,6 +764,26 @@ impl Executor {
 
 /// Forgets a client whose connection is gone (its subscriptions, watches, blocked state and
 /// replica entry too).
+/// Redis's serverCron lines every 5 s: each database with keys at verbose, the clients and the
+/// memory in use at debug (nothing is computed at a higher level).
+fn log_periodic(st: &State) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    for (j, db) in st.dbs.iter().enumerate() {
+        let (used, volatile) = (db.len(), db.expires_len());
+        if used > 0 || volatile > 0 {
+            tracing::debug!("DB {j}: {used} keys ({volatile} volatile) in {} slots HT.", db.buckets());
+        }
+    }
+    let replicas = replication::replica_count(st);
+    tracing::trace!(
+        "{} clients connected ({replicas} replicas), {} bytes in use",
+        st.clients.len().saturating_sub(replicas),
+        st.used_memory()
+    );
+}
+
 pub fn disconnect_client(st: &mut State, id: u64) {
     if let Some(mut client) = st.clients.remove(&id) {
         clients::log_if_obuf_exceeded(st, &client);
