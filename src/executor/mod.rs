@@ -570,7 +570,7 @@ impl Executor {
         }
         // Redis's run_with_period(5000): every 5 s in cron ticks, from the first one.
         let ticks_per_5s = 5000 / (1000 / st.hz.max(1) as u64).max(1);
-        if ticks_per_5s <= 1 || (st.cron_loops - 1) % ticks_per_5s == 0 {
+        if ticks_per_5s <= 1 || (st.cron_loops - 1).is_multiple_of(ticks_per_5s) {
             log_periodic(st);
         }
         clients::refresh_limits(st);
