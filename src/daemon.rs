@@ -88,6 +88,37 @@ pub fn apply_oom_score_adj(cfg: &crate::config::Config, class: OomClass) -> Resu
     set_oom_score_adj(&get("oom-score-adj"), &get("oom-score-adj-values"), class)
 }
 
+/// Redis's warnings about the kernel's memory settings, after "Server initialized" (Linux):
+/// overcommit_memory other than 1 (a snapshot's fork may fail), and Transparent Huge Pages
+/// set to `always`, which disable-thp turns off for this process (PR_SET_THP_DISABLE) and
+/// which is reported only when that fails or disable-thp is no.
+pub fn linux_memory_warnings(disable_thp: bool) {
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").ok();
+    if overcommit.is_some_and(|v| v.trim().parse::<i64>().unwrap_or(0) != 1) {
+        tracing::warn!(
+            "WARNING Memory overcommit must be enabled! Without it, a background save or replication may fail under \
+             low memory condition. Being disabled, it can can also cause failures without low memory condition, see \
+             https://github.com/jemalloc/jemalloc/issues/1328. To fix this issue add 'vm.overcommit_memory = 1' to \
+             /etc/sysctl.conf and then reboot or run the command 'sysctl vm.overcommit_memory=1' for this to take \
+             effect."
+        );
+    }
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[always]") {
+        // SAFETY: prctl with integer arguments only.
+        let disabled = disable_thp && unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } == 0;
+        if !disabled {
+            tracing::warn!(
+                "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. This will create \
+                 latency and memory usage issues with Redis. To fix this issue run the command 'echo madvise > \
+                 /sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your /etc/rc.local in order to \
+                 retain the setting after a reboot. Redis must be restarted after THP is disabled (set to 'madvise' \
+                 or 'never')."
+            );
+        }
+    }
+}
+
 /// Raises the open-files limit so `maxclients` clients fit, stepping down 16 at a time as Redis
 /// does when the OS refuses. Returns the maxclients the limit allows (`maxclients` itself when
 /// it fits; 0 when not even the reserved descriptors are available).
@@ -174,14 +205,25 @@ pub fn detect_supervisor(mode: &str) -> Supervisor {
     }
 }
 
-/// Tells systemd (Type=notify units) that the server is ready: a `READY=1` datagram to
-/// NOTIFY_SOCKET, which may name an abstract socket (`@name`).
-pub fn notify_systemd_ready() {
+/// Tells systemd (Type=notify units) that the server is ready, as Redis does: its status line
+/// (a replica's says it waits for its sync), then `READY=1`.
+pub fn notify_systemd_ready(replica: bool) {
+    notify_systemd(if replica {
+        "STATUS=Ready to accept connections in read-only mode. Waiting for MASTER <-> REPLICA sync\n"
+    } else {
+        "STATUS=Ready to accept connections\n"
+    });
+    notify_systemd("READY=1\n");
+}
+
+/// One sd_notify datagram to NOTIFY_SOCKET, which may name an abstract socket (`@name`);
+/// nothing without it.
+pub fn notify_systemd(msg: &str) {
     use std::os::unix::net::UnixDatagram;
     let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return };
     let path = path.to_string_lossy().into_owned();
     let Ok(sock) = UnixDatagram::unbound() else { return };
-    let msg = b"STATUS=Ready to accept connections\nREADY=1\n";
+    let msg = msg.as_bytes();
     let sent = if let Some(name) = path.strip_prefix('@') {
         use std::os::linux::net::SocketAddrExt;
         std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())

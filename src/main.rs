@@ -147,13 +147,7 @@ fn main() {
     ferrodis::proctitle::set(&cfg);
     show_logo_or_mode(&cfg);
     tracing::warn!("Server initialized");
-    if cfg.maxmemory > 0 && cfg.maxmemory < 1024 * 1024 {
-        tracing::warn!(
-            "WARNING: You specified a maxmemory value that is less than 1MB (current value is {} bytes). Are you \
-             sure this is what you really want?",
-            cfg.maxmemory
-        );
-    }
+    daemon::linux_memory_warnings(cfg.other_flag("disable-thp", true));
     cfg.notify_systemd = supervisor == daemon::Supervisor::Systemd;
     let replica = cfg.other.get("replicaof").is_some_and(|m| !m.is_empty());
     let class = if replica { daemon::OomClass::Replica } else { daemon::OomClass::Master };

@@ -1,7 +1,8 @@
 //! The server log beside real Redis 7.0: CONFIG SET loglevel acts at once on every line, those
-//! already logged and those not reached yet; at verbose, accepted connections and clients that
-//! closed theirs are logged, and every 5 s each database's keys; with syslog-enabled the lines also go to syslog(3), with
-//! syslog-ident and syslog-facility, at Redis's priorities.
+//! already logged and those not reached yet; at verbose, accepted connections, clients that
+//! closed theirs, and every 5 s each database's keys; the startup warnings in Redis's order;
+//! with syslog-enabled the lines also go to syslog(3), with syslog-ident and syslog-facility, at
+//! Redis's priorities; under supervised systemd, its notifications.
 
 mod common;
 
@@ -148,4 +149,79 @@ fn verbose_logs_the_databases_every_five_seconds() {
     }
     assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
     assert_eq!(seen[0], ["DB 0: 3 keys (1 volatile) in 4 slots HT.", "DB 3: 1 keys (0 volatile) in 4 slots HT."]);
+}
+
+/// Startup's lines from "Server initialized" on, as Redis orders them: the kernel memory
+/// warnings (overcommit_memory, read from the same /proc on both), "Ready to accept
+/// connections" once loaded, then the warning about a maxmemory under 1 MB.
+#[test]
+fn startup_warnings_come_where_redis_logs_them() {
+    let mut seen = Vec::new();
+    for server in both(&["--maxmemory", "1000"]) {
+        wait_until("the maxmemory warning", || count(&server.log(), "You specified a maxmemory value") == 1);
+        let log = server.log();
+        let from = log.find("Server initialized").expect("Server initialized");
+        let lines: Vec<String> = log[from..]
+            .lines()
+            .map(|l| l.split_once(" # ").or_else(|| l.split_once(" * ")).map_or(l, |(_, m)| m).to_string())
+            .take_while(|m| !m.starts_with("WARNING: You specified a maxmemory"))
+            .collect();
+        seen.push(lines);
+    }
+    assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
+    assert_eq!(seen[0].last().map(String::as_str), Some("Ready to accept connections"));
+}
+
+/// Under `supervised systemd` the server tells NOTIFY_SOCKET what Redis tells it: loading, the
+/// ready status (a replica's says it waits for its sync), READY=1 once loaded, STOPPING=1 at
+/// shutdown; one datagram each.
+#[test]
+fn systemd_is_told_what_redis_tells_it() {
+    use std::os::unix::net::UnixDatagram;
+    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    let mut seen = Vec::new();
+    for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
+        for replica in [false, true] {
+            let dir = std::env::temp_dir().join(format!("ferrodis-systemd-{}-{}", std::process::id(), seen.len()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let socket = dir.join("notify");
+            let sink = UnixDatagram::bind(&socket).unwrap();
+            sink.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+            let port = common::free_port().to_string();
+            let mut cmd = std::process::Command::new(bin);
+            cmd.args(["--port", &port, "--bind", "127.0.0.1", "--save", "", "--supervised", "systemd"])
+                .arg("--dir")
+                .arg(&dir)
+                .env("NOTIFY_SOCKET", &socket)
+                .stdout(std::process::Stdio::null());
+            if replica {
+                // A master nobody listens on: the replica waits for its sync.
+                cmd.args(["--replicaof", "127.0.0.1", "1"]);
+            }
+            let mut child = cmd.spawn().unwrap();
+            let mut buf = vec![0u8; 4096];
+            let mut messages = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !messages.iter().any(|m| m == "READY=1\n") && Instant::now() < deadline {
+                if let Ok(n) = sink.recv(&mut buf) {
+                    messages.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+                }
+            }
+            let mut c = Client::connect(port.parse().unwrap());
+            let _ = c.send_raw(b"SHUTDOWN NOSAVE\r\n");
+            let _ = child.wait();
+            while let Ok(n) = sink.recv(&mut buf) {
+                messages.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+            seen.push(messages);
+        }
+    }
+    let (redis, ferrodis) = seen.split_at(2);
+    assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
+    assert_eq!(
+        redis[0],
+        ["STATUS=Redis is loading...\n", "STATUS=Ready to accept connections\n", "READY=1\n", "STOPPING=1\n"]
+    );
 }

@@ -99,6 +99,9 @@ pub fn prepare(st: &mut State, mut flags: Flags) -> Result<(), NotYet> {
     }
     st.shutdown_state.flags = flags;
     tracing::warn!("User requested shutdown...");
+    if st.config.notify_systemd {
+        crate::daemon::notify_systemd("STOPPING=1\n");
+    }
     let timeout = timeout_s(st);
     if !flags.now && timeout != 0 && !replicas_in_sync(st) {
         st.shutdown_state.deadline_ms = unix_ms().saturating_add(timeout.saturating_mul(1000));

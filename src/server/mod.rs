@@ -142,6 +142,9 @@ pub fn run(config: Config) -> i32 {
             executor::replication::set_master_from_config(&mut exec.state, host.to_string(), port);
         }
     }
+    if config.notify_systemd {
+        crate::daemon::notify_systemd("STATUS=Redis is loading...\n");
+    }
     // With appendonly yes the AOF is the dataset (dump.rdb is not read, as in Redis), else the
     // RDB file; either loads on its own thread while the listener answers LOADING.
     if config.appendonly {
@@ -271,7 +274,8 @@ async fn serve(exec: ExecHandle, config: Config) -> i32 {
 
 /// Redis's "Ready to accept connections" lines, and systemd's READY=1, once the dataset is
 /// loaded, as Redis's main after loadDataFromDisk: connections are accepted meanwhile (they are
-/// answered -LOADING), but a supervisor or a script reading the log waits for the data.
+/// answered -LOADING), but a supervisor or a script reading the log waits for the data. Then,
+/// as there, the warning about a maxmemory under 1 MB.
 async fn announce_ready(shared: Arc<Shared>, listening: listener::Listeners) {
     while shared.exec.run(|e| e.state.stats.persistence.loading).await.unwrap_or(false) {
         crate::util::timer::sleep(std::time::Duration::from_millis(10)).await;
@@ -283,7 +287,15 @@ async fn announce_ready(shared: Arc<Shared>, listening: listener::Listeners) {
         tracing::info!("The server is now ready to accept connections at {path}");
     }
     if shared.config.notify_systemd {
-        crate::daemon::notify_systemd_ready();
+        let replica = shared.config.other.get("replicaof").is_some_and(|m| !m.is_empty());
+        crate::daemon::notify_systemd_ready(replica);
+    }
+    let maxmemory = shared.config.maxmemory;
+    if maxmemory > 0 && maxmemory < 1024 * 1024 {
+        tracing::warn!(
+            "WARNING: You specified a maxmemory value that is less than 1MB (current value is {maxmemory} bytes). \
+             Are you sure this is what you really want?"
+        );
     }
 }
 

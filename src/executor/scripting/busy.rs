@@ -58,6 +58,9 @@ impl Busy {
 fn exit_now(st: &mut crate::executor::State) -> ! {
     crate::executor::handoff::stop_listening();
     tracing::warn!("User requested shutdown...");
+    if st.config.notify_systemd {
+        crate::daemon::notify_systemd("STOPPING=1\n");
+    }
     crate::executor::snapshot::kill_child(st);
     crate::executor::aof::shutdown(st);
     if let Some(path) = &st.config.unixsocket {
