@@ -762,8 +762,6 @@ impl Executor {
     }
 }
 
-/// Forgets a client whose connection is gone (its subscriptions, watches, blocked state and
-/// replica entry too).
 /// Redis's serverCron lines every 5 s: each database with keys at verbose, the clients and the
 /// memory in use at debug (nothing is computed at a higher level).
 fn log_periodic(st: &State) {
@@ -784,6 +782,8 @@ fn log_periodic(st: &State) {
     );
 }
 
+/// Forgets a client whose connection is gone (its subscriptions, watches, blocked state and
+/// replica entry too).
 pub fn disconnect_client(st: &mut State, id: u64) {
     if let Some(mut client) = st.clients.remove(&id) {
         clients::log_if_obuf_exceeded(st, &client);

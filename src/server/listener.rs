@@ -69,13 +69,13 @@ fn listening_key(cfg: &crate::config::Config, port: u16) -> (Vec<String>, u16) {
     }
 }
 
-/// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
 /// What `start` listens on: TCP or TLS sockets, a unix socket.
 pub struct Listeners {
     pub network: bool,
     pub unix: bool,
 }
 
+/// Binds every configured address (unless `prebind` already did) and spawns the accept loops.
 pub async fn start(shared: Arc<Shared>) -> Result<Listeners, String> {
     *TCP_LISTENING.lock().unwrap_or_else(|p| p.into_inner()) = Some(listening_key(&shared.config, shared.config.port));
     *TLS_LISTENING.lock().unwrap_or_else(|p| p.into_inner()) =
