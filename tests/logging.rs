@@ -8,11 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{wait_until, Client, RedisServer, Server, TestServer};
-
-fn both(extra: &[&str]) -> Vec<Server> {
-    vec![RedisServer::with_args(extra), TestServer::with_args(extra)]
-}
+use common::{wait_until, Client, RedisServer, TestServer};
 
 /// How many lines of the log hold `what`, after the prefix (pid, role, time, level mark).
 fn count(log: &str, what: &str) -> usize {
@@ -22,7 +18,7 @@ fn count(log: &str, what: &str) -> usize {
 #[test]
 fn config_set_loglevel_acts_on_every_line_at_once() {
     let mut seen = Vec::new();
-    for server in both(&[]) {
+    for server in common::both_servers(&[]) {
         let mut c = server.client();
         let save = |c: &mut Client| assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
         save(&mut c);
@@ -126,7 +122,7 @@ fn syslog_enabled_sends_the_lines_to_syslog() {
 /// key table's slots ("DB 0: 3 keys (1 volatile) in 4 slots HT.").
 #[test]
 fn verbose_logs_the_databases_every_five_seconds() {
-    let servers = both(&["--loglevel", "verbose"]);
+    let servers = common::both_servers(&["--loglevel", "verbose"]);
     for s in &servers {
         let mut c = s.client();
         c.cmd(&["MSET", "a", "1", "b", "2", "c", "3"]);
@@ -157,7 +153,7 @@ fn verbose_logs_the_databases_every_five_seconds() {
 #[test]
 fn startup_warnings_come_where_redis_logs_them() {
     let mut seen = Vec::new();
-    for server in both(&["--maxmemory", "1000"]) {
+    for server in common::both_servers(&["--maxmemory", "1000"]) {
         wait_until("the maxmemory warning", || count(&server.log(), "You specified a maxmemory value") == 1);
         let log = server.log();
         let from = log.find("Server initialized").expect("Server initialized");
@@ -178,7 +174,7 @@ fn startup_warnings_come_where_redis_logs_them() {
 #[test]
 fn systemd_is_told_what_redis_tells_it() {
     use std::os::unix::net::UnixDatagram;
-    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    let redis = common::redis_server_bin();
     let mut seen = Vec::new();
     for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
         for replica in [false, true] {

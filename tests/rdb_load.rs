@@ -234,7 +234,7 @@ fn clients_see_loading_until_the_dataset_is_in() {
 /// them. Both servers start from the same dump with a TCP port and a unix socket.
 #[test]
 fn ready_is_logged_once_the_dataset_is_loaded() {
-    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    let redis = common::redis_server_bin();
     let mut seen = Vec::new();
     for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
         let dir = std::env::temp_dir().join(format!("ferrodis-ready-{}-{}", std::process::id(), seen.len()));

@@ -54,7 +54,7 @@ fn config_set_port_and_bind_rebind_like_redis() {
 fn startup_on_a_taken_port_fails_like_redis() {
     let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = holder.local_addr().unwrap().port().to_string();
-    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    let redis = common::redis_server_bin();
     for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
         let out = std::process::Command::new(bin)
             .args(["--port", &port, "--bind", "127.0.0.1", "--save", ""])

@@ -14,10 +14,6 @@ use common::{info_field, wait_until, RedisServer, Server, TestServer};
 
 const EXPIRED: &str = "--- WATCHDOG TIMER EXPIRED ---";
 
-fn both(extra: &[&str]) -> Vec<Server> {
-    vec![RedisServer::with_args(extra), TestServer::with_args(extra)]
-}
-
 fn reports(s: &Server) -> usize {
     s.log().matches(EXPIRED).count()
 }
@@ -54,7 +50,7 @@ fn report_shape(log: &str) -> Vec<String> {
 
 #[test]
 fn period_floor_is_two_cron_periods() {
-    for s in both(&["--watchdog-period", "50"]) {
+    for s in common::both_servers(&["--watchdog-period", "50"]) {
         let mut c = s.client();
         assert_eq!(
             c.cmd(&["CONFIG", "GET", "watchdog-period"]),
@@ -84,7 +80,7 @@ fn period_floor_is_two_cron_periods() {
 
 #[test]
 fn a_stalled_executor_is_reported_once_per_stall() {
-    let servers = both(&["--enable-debug-command", "yes"]);
+    let servers = common::both_servers(&["--enable-debug-command", "yes"]);
     let mut shapes = Vec::new();
     for s in &servers {
         let mut c = s.client();
@@ -198,7 +194,7 @@ fn crash_log_enabled_decides_whether_a_crash_is_reported() {
 /// PANIC) removes its pidfile on the way down, as Redis's bugReportEnd does; compared with Redis.
 #[test]
 fn a_daemon_that_crashes_removes_its_pidfile() {
-    let redis = std::env::var("FERRODIS_REDIS_SERVER").unwrap_or_else(|_| common::REDIS_SERVER.to_string());
+    let redis = common::redis_server_bin();
     let mut seen = Vec::new();
     for bin in [redis.as_str(), env!("CARGO_BIN_EXE_ferrodis-server")] {
         for command in ["DEBUG SEGFAULT", "DEBUG PANIC"] {

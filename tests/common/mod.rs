@@ -23,6 +23,22 @@ use std::time::{Duration, Instant};
 /// be named with `FERRODIS_REDIS_SERVER`; otherwise `redis-server` is looked up on PATH.
 pub const REDIS_SERVER: &str = "/usr/bin/redis-server";
 
+/// Real Redis, then ferrodis, started with the same `extra` arguments.
+pub fn both_servers(extra: &[&str]) -> Vec<Server> {
+    vec![RedisServer::with_args(extra), TestServer::with_args(extra)]
+}
+
+/// The real redis-server's path, for tests that run it themselves (panics when it is missing).
+pub fn redis_server_bin() -> String {
+    let Some(bin) = redis_server_path() else {
+        panic!(
+            "redis-server is missing: the differential tests need the real Redis 7.0 \
+             (apt-get install -y redis-server redis-tools, or run `make test`, which installs it)"
+        )
+    };
+    bin.to_string_lossy().into_owned()
+}
+
 fn redis_server_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("FERRODIS_REDIS_SERVER") {
         return Some(PathBuf::from(p));
@@ -115,13 +131,7 @@ impl RedisServer {
     }
 
     pub fn with_args(extra: &[&str]) -> Server {
-        let Some(bin) = redis_server_path() else {
-            panic!(
-                "redis-server is missing: the differential tests need the real Redis 7.0 \
-                 (apt-get install -y redis-server redis-tools, or run `make test`, which installs it)"
-            )
-        };
-        Server::start("redis", &bin.to_string_lossy(), None, extra)
+        Server::start("redis", &redis_server_bin(), None, extra)
     }
 
     /// Starts the real redis-server, or returns None (after saying so) where it is missing and
@@ -136,10 +146,7 @@ impl RedisServer {
 
     /// Starts the real redis-server with `config` as its config file.
     pub fn with_config(config: &Path, extra: &[&str]) -> Server {
-        let Some(bin) = redis_server_path() else {
-            panic!("redis-server is missing (apt-get install -y redis-server)")
-        };
-        Server::start("redis", &bin.to_string_lossy(), Some(config), extra)
+        Server::start("redis", &redis_server_bin(), Some(config), extra)
     }
 }
 
