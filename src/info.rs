@@ -71,7 +71,7 @@ pub fn select_sections(args: &[&[u8]]) -> Vec<&'static str> {
 
 /// The INFO text for `sections` (from `select_sections`), `\r\n`-terminated lines, sections
 /// separated by an empty line.
-pub fn render(st: &mut State, caller: &Client, now_ms: i64, sections: &[&str]) -> String {
+pub fn render(st: &mut State, now_ms: i64, sections: &[&str]) -> String {
     // Grown as it is written, as Redis's info string is: used_memory, sampled on the way,
     // counts only what was written before it (a 4 KiB head start would show as 4 KiB over
     // maxmemory to anyone watching the limit).
@@ -83,8 +83,8 @@ pub fn render(st: &mut State, caller: &Client, now_ms: i64, sections: &[&str]) -
         let mut s = Section(&mut out);
         match *name {
             "server" => server(&mut s, st, now_ms),
-            "clients" => clients(&mut s, st, caller),
-            "memory" => memory(&mut s, st, caller),
+            "clients" => clients(&mut s, st),
+            "memory" => memory(&mut s, st),
             "persistence" => persistence(&mut s, st, now_ms),
             "stats" => stats_section(&mut s, st),
             "replication" => replication(&mut s, st),
@@ -244,18 +244,16 @@ pub fn connected_clients(st: &State) -> usize {
     1 + st.clients.values().filter(|c| !c.handle.close_requested() && !c.handle.is_replica()).count()
 }
 
-fn clients(s: &mut Section, st: &State, caller: &Client) {
-    let max_qbuf = st.clients.values().map(|c| c.qbuf).chain([caller.qbuf]).max().unwrap_or(0);
+fn clients(s: &mut Section, st: &State) {
     s.title("Clients");
     s.field("connected_clients", connected_clients(st));
     // Redis's count: two links (one each way) to every other node it knows.
     s.field("cluster_connections", st.cluster.as_ref().map_or(0, |c| c.nodes.len().saturating_sub(1) * 2));
     s.field("maxclients", st.config.maxclients);
-    s.field("client_recent_max_input_buffer", max_qbuf);
-    s.field(
-        "client_recent_max_output_buffer",
-        st.clients.values().map(|c| c.handle.pending_output()).max().unwrap_or(0),
-    );
+    // What the client cron saw over the last seconds (so not the caller's own command, which
+    // the cron cannot have seen yet, as in Redis).
+    s.field("client_recent_max_input_buffer", st.client_peaks.max_input());
+    s.field("client_recent_max_output_buffer", st.client_peaks.max_output());
     // Clients held by CLIENT PAUSE count as blocked, as in Redis.
     s.field("blocked_clients", st.blocked_clients + st.postponed.len());
     s.field("tracking_clients", st.tracking.clients);
@@ -285,11 +283,11 @@ pub struct MemoryFigures {
     pub db_overhead: u64,
 }
 
-pub fn memory_figures(st: &mut State, caller: &Client) -> MemoryFigures {
+pub fn memory_figures(st: &mut State) -> MemoryFigures {
     let (alloc, used) = st.sample_memory();
     let replica = |c: &Client| c.handle.is_replica() && !c.master;
     let clients_normal: u64 = st.clients.values().filter(|c| !replica(c.as_ref())).map(|c| c.memory()).sum::<u64>()
-        + client_memory(CALLER_QUERY_BUFFER + caller.qbuf);
+        + client_memory(CALLER_QUERY_BUFFER);
     // As Redis 7.0 counts them: what the shared replication buffer holds beyond the backlog's
     // size, with the stream a replica's connection holds outside the shared chunks (in Redis
     // that sits in the shared buffer too), and not the replica clients' own structures and
@@ -325,8 +323,8 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-fn memory(s: &mut Section, st: &mut State, caller: &Client) {
-    let m = memory_figures(st, caller);
+fn memory(s: &mut Section, st: &mut State) {
+    let m = memory_figures(st);
     let a = m.alloc;
     let net = m.used.saturating_sub(m.startup);
     let total_mem = total_system_memory();
@@ -706,7 +704,6 @@ mod tests {
 
     #[test]
     fn keyspace_and_layout() {
-        use crate::executor::clients::{ClientHandle, ConnInfo};
         use crate::types::{RStr, Value};
         let mut st = State::new(crate::config::Config::default());
         let now = 1_000_000;
@@ -714,15 +711,13 @@ mod tests {
         st.dbs[0].set(b"b", Value::Str(RStr::from_bytes(b"2")), now);
         st.dbs[0].set_expire(b"a", now + 5000);
         st.dbs[2].set(b"c", Value::Str(RStr::from_bytes(b"3")), now);
-        let info = ConnInfo { addr: String::new(), laddr: String::new(), fd: 0, unix: false, local: true, tls: false };
-        let me = Client::new(1, info, std::sync::Arc::new(ClientHandle::default()), 0, true);
-        let text = render(&mut st, &me, now, &select_sections(&[b"keyspace", b"cluster"]));
+        let text = render(&mut st, now, &select_sections(&[b"keyspace", b"cluster"]));
         assert_eq!(
             text,
             "# Cluster\r\ncluster_enabled:0\r\n\r\n# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=5000\r\n\
              db2:keys=1,expires=0,avg_ttl=0\r\n"
         );
-        let all = render(&mut st, &me, now, &select_sections(&[b"everything"]));
+        let all = render(&mut st, now, &select_sections(&[b"everything"]));
         assert!(all.starts_with("# Server\r\nredis_version:7.0.15\r\nferrodis_version:"));
         assert!(all.contains("\r\n\r\n# Modules\r\n\r\n# Commandstats\r\n"));
         assert!(all.contains("connected_clients:1\r\n"));

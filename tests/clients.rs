@@ -1,7 +1,9 @@
 //! Client management against real Redis and ferrodis side by side: CLIENT PAUSE holding commands
 //! in order until the pause ends (WRITE and ALL), CLIENT REPLY OFF/SKIP, CLIENT KILL filters and
 //! their errors, CLIENT LIST pub/sub fields, RESET inside MULTI, and the pubsub output buffer
-//! limit closing a subscriber that stops reading, and who may run DEBUG (enable-debug-command).
+//! limit closing a subscriber that stops reading, and who may run DEBUG (enable-debug-command);
+//! the caller's own query buffer and a transaction's fields in CLIENT LIST, and INFO's recent
+//! input-buffer peak.
 //! Expected bytes come from the real server.
 
 mod common;
@@ -682,4 +684,116 @@ fn an_evicted_client_runs_none_of_its_commands() {
     let ferrodis = oversized_first_command_scenario(&TestServer::new());
     assert_eq!(ferrodis, redis, "ferrodis (left) against redis");
     assert_eq!(redis[1], show(b":0\r\n"));
+}
+
+/// The caller's own CLIENT INFO / CLIENT LIST line: qbuf is the whole query buffer as Redis holds
+/// it while the command runs (everything that one read brought, the commands before and after it
+/// included, inline or multibulk), and argv-mem the command's arguments (EXEC's inside EXEC).
+fn own_query_buffer_scenario(server: &Server) -> Vec<String> {
+    let writes: [&[u8]; 5] = [
+        b"CLIENT INFO\r\n",
+        b"PING\r\nCLIENT INFO\r\nPING\r\n",
+        b"*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n*1\r\n$4\r\nPING\r\n",
+        b"MULTI\r\nCLIENT INFO\r\nEXEC\r\n",
+        b"*1\r\n$4\r\nPING\r\n*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n",
+    ];
+    let mut out = Vec::new();
+    for bytes in writes {
+        let mut c = server.client();
+        c.send_raw(bytes).unwrap();
+        // Replies up to the one holding the caller's line (EXEC's array holds it inside MULTI).
+        let line = loop {
+            let reply = c.read_reply().unwrap_or_else(|e| panic!("{}: {} {e}", server.name, show(bytes)));
+            let mine = reply.split(|&b| b == b'\n').find(|l| {
+                let l = String::from_utf8_lossy(l);
+                l.contains(" cmd=client|") || l.contains(" cmd=exec ")
+            });
+            if let Some(line) = mine {
+                break line.to_vec();
+            }
+        };
+        let fields =
+            ["flags", "multi", "qbuf", "argv-mem", "multi-mem", "cmd"].map(|f| format!("{f}={}", field(&line, f)));
+        out.push(format!("{} {}", show(bytes), fields.join(" ")));
+    }
+    out
+}
+
+#[test]
+fn own_query_buffer_is_what_redis_shows() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = own_query_buffer_scenario(&redis);
+    assert!(expected[0].contains(" qbuf=13 argv-mem=10 "), "real redis: {expected:?}");
+    assert_eq!(own_query_buffer_scenario(&ferrodis), expected);
+}
+
+/// INFO's client_recent_max_input_buffer is the biggest query buffer the client cron saw in the
+/// last eight seconds: a client part-way through a 100 KB argument shows there (in both servers
+/// a little over 100 KB, each counting its own allocation's size class), it stays for seconds
+/// after the client has gone, then drops.
+#[test]
+fn recent_max_input_buffer_holds_the_peak_for_seconds() {
+    for server in [RedisServer::new(), TestServer::new()] {
+        let mut ctl = server.client();
+        let recent = |ctl: &mut Client| {
+            common::info_field(ctl, "clients", "client_recent_max_input_buffer").parse::<u64>().unwrap()
+        };
+        assert!(recent(&mut ctl) < 100_000, "{}", server.name);
+        let mut big = server.client();
+        let mut bytes = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n".to_vec();
+        bytes.resize(bytes.len() + 50_000, b'x');
+        big.send_raw(&bytes).unwrap();
+        common::wait_until("the cron sees the big query buffer", || recent(&mut ctl) >= 100_000);
+        let seen = recent(&mut ctl);
+        assert!(seen < 131_072, "{}: {seen}", server.name);
+        drop(big);
+        std::thread::sleep(Duration::from_secs(4));
+        assert_eq!(recent(&mut ctl), seen, "{}: kept for seconds after the client left", server.name);
+        let gone = std::time::Instant::now();
+        while recent(&mut ctl) >= 100_000 {
+            assert!(gone.elapsed() < Duration::from_secs(10), "{}: the peak never expires", server.name);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Another client's view of a transaction, as CLIENT LIST shows it: while queueing, multi-mem
+/// counts each queued command's arguments and its pointer array; after EXEC, cmd is exec (the
+/// queued commands are not the client's last command), and inside EXEC the client still shows
+/// its transaction.
+fn transaction_fields_scenario(server: &Server) -> Vec<String> {
+    let fields = |line: &[u8]| {
+        ["flags", "multi", "argv-mem", "multi-mem", "cmd"].map(|f| format!("{f}={}", field(line, f))).join(" ")
+    };
+    let line_of = |ctl: &mut Client| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        list.split(|&b| b == b'\n').find(|l| String::from_utf8_lossy(l).contains(" name=tx ")).unwrap().to_vec()
+    };
+    let mut out = Vec::new();
+    let mut ctl = server.client();
+    let mut tx = server.client();
+    tx.cmd(&["CLIENT", "SETNAME", "tx"]);
+    tx.cmd(&["WATCH", "k1", "k2"]);
+    tx.cmd(&["MULTI"]);
+    tx.cmd(&["SET", "foo", "bar"]);
+    tx.cmd(&["CLIENT", "INFO"]);
+    out.push(format!("queued: {}", fields(&line_of(&mut ctl))));
+    let exec = tx.cmd(&["EXEC"]);
+    out.push(format!("inside: {}", fields(&exec)));
+    out.push(format!("after: {}", fields(&line_of(&mut ctl))));
+    tx.cmd(&["MULTI"]);
+    tx.cmd(&["NOSUCHCOMMAND"]);
+    tx.cmd(&["DISCARD"]);
+    out.push(format!("discarded: {}", fields(&line_of(&mut ctl))));
+    out
+}
+
+#[test]
+fn transaction_fields_match_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = transaction_fields_scenario(&redis);
+    assert!(expected[0].ends_with("multi-mem=59 cmd=client|info"), "real redis: {expected:?}");
+    assert_eq!(transaction_fields_scenario(&ferrodis), expected);
 }

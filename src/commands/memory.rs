@@ -45,8 +45,7 @@ pub fn memory_usage(ctx: &mut Ctx, args: &Args) -> CmdResult {
 ///
 /// The memory breakdown INFO memory summarizes, as a map.
 pub fn memory_stats(ctx: &mut Ctx, _args: &Args) -> CmdResult {
-    let (srv, client) = ctx.admin_and_client();
-    let m = crate::info::memory_figures(srv, client);
+    let m = crate::info::memory_figures(ctx.admin());
     let a = m.alloc;
     let int = |n: u64| Reply::Int(n as i64);
     let signed = |a: u64, b: u64| Reply::Int(a as i64 - b as i64);

@@ -58,8 +58,7 @@ pub fn info(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let names: Vec<&[u8]> = args.from(1).collect();
     let sections = crate::info::select_sections(&names);
     let now_ms = ctx.now_ms();
-    let (srv, client) = ctx.admin_and_client();
-    let text = crate::info::render(srv, client, now_ms, &sections);
+    let text = crate::info::render(ctx.admin(), now_ms, &sections);
     Ok(Reply::Verbatim("txt", text.into_bytes()))
 }
 
@@ -156,6 +155,8 @@ mod tests {
         st.clients.insert(1, Box::new(client(1, 1001)));
         st.clients.insert(3, Box::new(client(3, 1003)));
         let mut me = client(2, 1002);
+        // The connection read the command (26 bytes in multibulk form) into its query buffer.
+        me.handle.report_qbuf(26, 16384, 0);
         let out = String::from_utf8(run(&mut st, &mut me, &["client", "list"])).unwrap_or_default();
         let ids: Vec<&str> =
             out.split('\n').filter_map(|l| l.split(' ').next()).filter(|s| s.contains("id=")).collect();

@@ -59,12 +59,14 @@ pub fn exec(ctx: &mut Ctx, _args: &Args) -> CmdResult {
     let mut out = Vec::new();
     int_line(&mut out, b'*', queued.len() as i64);
     ctx.client_mut().in_exec = true;
+    ctx.client_mut().running_exec = Some((queued.len(), crate::executor::clients::queue_memory(&queued)));
     let mut clock = crate::executor::call::Clock::new(now);
     for cmd in queued {
         let (srv, client) = ctx.admin_and_client();
         crate::executor::call::call(srv, client, cmd, &mut out, &mut clock);
     }
     ctx.client_mut().in_exec = false;
+    ctx.client_mut().running_exec = None;
     Ok(Reply::Raw(out))
 }
 

@@ -265,21 +265,28 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
                 st.stats.commands.entry(name).or_default().rejected_calls += 1;
             }
             // What Redis's lookup found: the command, or its subcommand; NULL for an unknown one.
-            (client.last_cmd, client.last_cmd_parent) = match cmd.spec {
+            // Inside EXEC it stays EXEC (Redis runs the queued commands without a lookup).
+            let looked_up = match cmd.spec {
                 Some(top) if top.is_container() && cmd.argv.len() >= 2 => {
                     top.subcommand(&cmd.argv[1]).map_or(("NULL", ""), |sub| (sub.name, top.name))
                 }
                 Some(top) => (top.name, ""),
                 None => ("NULL", ""),
             };
+            if client.running_exec.is_none() {
+                (client.last_cmd, client.last_cmd_parent) = looked_up;
+            }
             reject(st, client, e, out, proto);
             return;
         }
     };
     let stat_name = stat_key(spec, parent);
     // As processCommand sets lastcmd at lookup: a refused or blocked command shows in CLIENT LIST.
-    client.last_cmd = spec.name;
-    client.last_cmd_parent = parent.map_or("", |p| p.name);
+    // EXEC's queued commands are not looked up again: it stays EXEC, as in Redis.
+    if client.running_exec.is_none() {
+        client.last_cmd = spec.name;
+        client.last_cmd_parent = parent.map_or("", |p| p.name);
+    }
     let mut flags_now = effective_flags(st, spec, &cmd.argv);
     // EXEC is checked as a write, a command refused while stale, ... when a queued command is
     // (Redis's mstate.cmd_flags and cmd_inv_flags): a state that changed since the queueing

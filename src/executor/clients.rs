@@ -829,6 +829,9 @@ pub struct Client {
     pub in_exec: bool,
     /// Commands queued since MULTI; None outside a transaction.
     pub multi: Option<Vec<super::Cmd>>,
+    /// While EXEC runs them, how many commands were queued and what they took (multi-mem):
+    /// Redis's client still shows its transaction then (flags x, multi, multi-mem, cmd=exec).
+    pub running_exec: Option<(usize, usize)>,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     pub dirty_exec: bool,
     /// A watched key was modified: EXEC answers a null array.
@@ -857,8 +860,7 @@ pub struct Client {
     pub reply_skip_now: bool,
     /// SCRIPT DEBUG YES|SYNC: the next EVAL runs under the Lua debugger.
     pub lua_debug: Option<super::scripting::ldb::Mode>,
-    /// Bytes in the query buffer and argv, as last reported by the connection (CLIENT LIST).
-    pub qbuf: usize,
+    /// Bytes of the arguments of a command held between calls (CLIENT LIST argv-mem).
     pub argv_mem: usize,
     /// CLIENT TRACKING state.
     pub tracking: Tracking,
@@ -941,6 +943,7 @@ impl Client {
             pending: std::collections::VecDeque::new(),
             in_exec: false,
             multi: None,
+            running_exec: None,
             dirty_exec: false,
             dirty_cas: false,
             script_caller: None,
@@ -952,7 +955,6 @@ impl Client {
             reply_skip_next: false,
             reply_skip_now: false,
             lua_debug: None,
-            qbuf: 0,
             argv_mem: 0,
             tracking: Tracking::default(),
             postponed: false,
@@ -970,7 +972,7 @@ impl Client {
 
     /// Bytes of the commands queued since MULTI (CLIENT LIST multi-mem).
     pub fn multi_mem(&self) -> usize {
-        self.multi.as_ref().map_or(0, |q| q.iter().map(|cmd| cmd.argv.iter().map(|a| a.len()).sum::<usize>()).sum())
+        self.multi.as_deref().map_or(0, queue_memory)
     }
 
     /// What the client costs, as maxmemory-clients and mem_clients_normal count it: its fixed
@@ -1055,6 +1057,7 @@ pub fn refresh_limits(st: &mut super::State) {
 /// trimmed, then clients are evicted if they use more than maxmemory-clients.
 pub fn cron(st: &mut super::State, now_ms: i64) {
     let (mut shrinks, mut expands) = (0, 0);
+    let slot = st.client_peaks.start_second(now_ms / 1000);
     for c in st.clients.values() {
         if !c.handle.enforce_obuf_limits() {
             log_if_obuf_exceeded(st, c);
@@ -1066,10 +1069,50 @@ pub fn cron(st: &mut super::State, now_ms: i64) {
             1 => expands += 1,
             _ => {}
         }
+        // After the resize, as Redis's clientsCronTrackExpansiveClients: a trimmed buffer
+        // counts as trimmed.
+        let input = crate::alloc::usable_size(c.handle.qbuf().1) as usize + c.argv_mem;
+        st.client_peaks.note(slot, input, c.handle.pending_output());
     }
     st.stats.reply_buffer_shrinks += shrinks;
     st.stats.reply_buffer_expands += expands;
     let _ = evict_clients(st, None);
+}
+
+/// The biggest query buffer (with the command's arguments) and output buffer of any client,
+/// per second over the last eight (Redis's CLIENTS_PEAK_MEM_USAGE_SLOTS), for INFO's
+/// client_recent_max_input_buffer and client_recent_max_output_buffer.
+#[derive(Debug, Default)]
+pub struct RecentPeaks {
+    input: [usize; PEAK_SLOTS],
+    output: [usize; PEAK_SLOTS],
+}
+
+const PEAK_SLOTS: usize = 8;
+
+impl RecentPeaks {
+    /// The slot of this second. The next one, the oldest, is cleared now, as Redis clears it
+    /// on every cron pass, so a figure lasts seven to eight seconds.
+    fn start_second(&mut self, unix_secs: i64) -> usize {
+        let slot = unix_secs.rem_euclid(PEAK_SLOTS as i64) as usize;
+        let oldest = (slot + 1) % PEAK_SLOTS;
+        self.input[oldest] = 0;
+        self.output[oldest] = 0;
+        slot
+    }
+
+    fn note(&mut self, slot: usize, input: usize, output: usize) {
+        self.input[slot] = self.input[slot].max(input);
+        self.output[slot] = self.output[slot].max(output);
+    }
+
+    pub fn max_input(&self) -> usize {
+        self.input.iter().copied().max().unwrap_or(0)
+    }
+
+    pub fn max_output(&self) -> usize {
+        self.output.iter().copied().max().unwrap_or(0)
+    }
 }
 
 /// jemalloc-bg-thread as configured, applied when it changes (at startup and after CONFIG SET).
@@ -1207,6 +1250,12 @@ pub fn log_if_peer_closed(st: &super::State, c: &Client) {
     }
 }
 
+/// What queued commands take, as Redis's multi-mem counts them: each one's arguments and its
+/// array of pointers to them.
+pub fn queue_memory(queue: &[super::Cmd]) -> usize {
+    queue.iter().map(|cmd| cmd.argv.iter().map(|a| a.len() + std::mem::size_of::<usize>()).sum::<usize>()).sum()
+}
+
 /// Estimated memory of one client's fixed parts, as CLIENT LIST's tot-mem reports them: Redis's
 /// per-client structures and reply buffer plus the query buffer's allocation (`qbuf_alloc`).
 pub fn client_memory(qbuf_alloc: usize) -> u64 {
@@ -1228,19 +1277,18 @@ pub(crate) struct Current {
 
 impl Current {
     pub fn of(ctx: &super::ctx::Ctx, args: &crate::spec::Args) -> Current {
-        // The command as it sat in the query buffer (multibulk form).
-        let mut qbuf = 1 + digits(args.len()) + 2;
-        let mut argv_mem = 0;
-        for a in &args.argv {
-            qbuf += 1 + digits(a.len()) + 2 + a.len() + 2;
-            argv_mem += a.len();
+        // Redis empties its query buffer once it has run all the commands one read brought, so
+        // while one runs the buffer holds that whole read (the commands before and after this
+        // one, in whatever form they came), as the connection reported it before the batch.
+        let qbuf = ctx.client().handle.qbuf().0;
+        // Inside EXEC Redis shows EXEC itself, its argument counted: it runs the queued commands
+        // without updating lastcmd or argv_len_sum.
+        if ctx.client().running_exec.is_some() {
+            return Current { cmd: "exec".into(), qbuf, argv_mem: "EXEC".len() };
         }
+        let argv_mem = args.argv.iter().map(|a| a.len()).sum();
         Current { cmd: format!("client|{}", ctx.spec().name), qbuf, argv_mem }
     }
-}
-
-fn digits(n: usize) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's field order, without the newline.
@@ -1257,7 +1305,7 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
     if st.pubsub.is_subscribed(c.id) {
         flags.push('P');
     }
-    if c.multi.is_some() {
+    if c.multi.is_some() || c.running_exec.is_some() {
         flags.push('x');
     }
     if c.blocked.is_some() || c.postponed {
@@ -1301,7 +1349,10 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
     // Output waiting for the socket; Redis counts it in 16 KiB reply-list nodes.
     let omem = c.handle.pending_output();
     let oll = omem.div_ceil(16 * 1024);
-    let multi_mem = c.multi_mem();
+    let (multi, multi_mem) = match c.running_exec {
+        Some((queued, mem)) => (queued as i64, mem),
+        None => (c.multi.as_ref().map_or(-1, |q| q.len() as i64), c.multi_mem()),
+    };
     let (plain, ssub) = st.pubsub.counts(c.id);
     let psub = st.pubsub.subs(c.id).map_or(0, |s| s.patterns.len());
     let redir = if c.tracking.on { c.tracking.redirect as i64 } else { -1 };
@@ -1322,7 +1373,7 @@ pub(crate) fn client_line(st: &super::State, c: &Client, now_ms: i64, current: O
         plain - psub,
         psub,
         ssub,
-        c.multi.as_ref().map_or(-1, |q| q.len() as i64),
+        multi,
         qbuf,
         qbuf_free,
         argv_mem,
@@ -1360,7 +1411,7 @@ fn query_buffer_figures(c: &Client, current: Option<&Current>) -> (usize, usize,
     // bare client structures.
     let (len, cap) = c.handle.qbuf();
     if c.last_cmd == "NULL" && len == 0 {
-        (c.qbuf, 4, 1800)
+        (0, 4, 1800)
     } else {
         (len, cap.saturating_sub(len), client_memory(cap))
     }

@@ -109,6 +109,8 @@ pub struct State {
     pub expire_cycle: expire_cycle::ExpireCycle,
     /// DEBUG REPLYBUFFER: how the client cron resizes reply buffers.
     pub reply_buffer: clients::ReplyBufferPolicy,
+    /// The biggest client buffers the client cron saw lately (INFO's client_recent_max_*).
+    pub client_peaks: clients::RecentPeaks,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
     pub scripts_may_call_noscript: bool,
     pub cron_loops: u64,
@@ -211,6 +213,7 @@ impl State {
             cron_work: None,
             expire_cycle: expire_cycle::ExpireCycle::default(),
             reply_buffer: clients::ReplyBufferPolicy::default(),
+            client_peaks: clients::RecentPeaks::default(),
             scripts_may_call_noscript: false,
             cron_loops: 0,
             hz,

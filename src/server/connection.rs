@@ -162,6 +162,11 @@ where
                 tracing::warn!("Closing client that reached max query buffer length (qbuf={qbuf})");
                 break;
             }
+            if parser.big_bulk().is_none() {
+                // What the batch's commands see of their own query buffer (CLIENT INFO's qbuf):
+                // all that was read, as in Redis until the batch has run.
+                handle.report_qbuf(rbuf.len(), rbuf.capacity(), 0);
+            }
         }
         cmds.clear();
         let parsed = parser.parse_into(&mut rbuf, |argv| {
