@@ -24,9 +24,13 @@ pub static DUMP_PAYLOAD_SANITIZATIONS: AtomicU64 = AtomicU64::new(0);
 pub static REJECTED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 /// Connections accepted.
 pub static TOTAL_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
-/// Read calls that returned data (INFO total_reads_processed); bumped by the connection tasks.
+/// Reads of clients' sockets, as Redis counts its read handler's calls (INFO
+/// total_reads_processed): each read that got data, the end of input or an error; the master
+/// link's stream included.
 pub static TOTAL_READS: AtomicU64 = AtomicU64::new(0);
-/// Socket writes of replies (INFO total_writes_processed).
+/// Writes of replies to clients' sockets, as Redis counts writeToClient's calls (INFO
+/// total_writes_processed): one per slice of output written; replicas' stream and the
+/// replica's ACKs to its master included, snapshots not.
 pub static TOTAL_WRITES: AtomicU64 = AtomicU64::new(0);
 
 pub fn add(counter: &AtomicU64, n: u64) {

@@ -470,3 +470,43 @@ fn dynamic_hz_follows_the_number_of_clients() {
     assert_eq!(seen[0][1], "hz:20 configured_hz:10", "redis with 2101 clients");
     assert_eq!(seen[1], seen[0], "ferrodis (left) against redis");
 }
+
+/// INFO's total_reads_processed and total_writes_processed count socket reads and reply writes
+/// as Redis does: one of each per request answered, a pipeline read and answered at once
+/// counting one, and a read for the end of input when a client leaves.
+fn reads_and_writes_scenario(server: &Server) -> Vec<String> {
+    let mut c = server.client();
+    let counts = |c: &mut Client| {
+        let reads = common::info_field(c, "stats", "total_reads_processed");
+        let writes = common::info_field(c, "stats", "total_writes_processed");
+        format!("reads={reads} writes={writes}")
+    };
+    let mut out = Vec::new();
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    for _ in 0..10 {
+        c.cmd(&["PING"]);
+    }
+    out.push(format!("sequential: {}", counts(&mut c)));
+    c.send_raw(b"PING\r\nPING\r\nPING\r\nPING\r\nPING\r\n").unwrap();
+    for _ in 0..5 {
+        c.read_reply().unwrap();
+    }
+    out.push(format!("pipelined: {}", counts(&mut c)));
+    let mut other = server.client();
+    other.cmd(&["PING"]);
+    drop(other);
+    // The server reads the end of input when it gets to it.
+    std::thread::sleep(Duration::from_millis(200));
+    out.push(format!("another came and left: {}", counts(&mut c)));
+    out
+}
+
+#[test]
+fn reads_and_writes_are_counted_like_redis() {
+    let redis = RedisServer::new();
+    let ferrodis = TestServer::new();
+    let expected = reads_and_writes_scenario(&redis);
+    // Each figure is read by its own INFO: the first one's reply is a write the second counts.
+    assert_eq!(expected[0], "sequential: reads=11 writes=12", "real redis: {expected:?}");
+    assert_eq!(reads_and_writes_scenario(&ferrodis), expected);
+}

@@ -671,7 +671,10 @@ where
             let end = bytes.len().min(pos + WRITE_SLICE);
             match poll_fn(|cx| Poll::Ready(Pin::new(&mut *stream).poll_write(cx, &bytes[pos..end]))).await {
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return false,
-                Poll::Ready(Ok(n)) => pos += n,
+                Poll::Ready(Ok(n)) => {
+                    crate::stats::add(&crate::stats::TOTAL_WRITES, 1);
+                    pos += n
+                }
                 Poll::Pending => break,
             }
             if pos < bytes.len() {
@@ -734,6 +737,9 @@ where
             Poll::Pending => break,
         }
     }
+    if written > 0 {
+        crate::stats::add(&crate::stats::TOTAL_WRITES, 1);
+    }
     // A TLS stream takes a reply's bytes as soon as it can encrypt them, and may still hold
     // records the socket refused: they go out when the socket takes them (for TCP this is a
     // no-op that returns at once).
@@ -753,7 +759,11 @@ where
         rbuf.reserve(64);
     }
     let mut rb = tokio::io::ReadBuf::uninit(rbuf.spare_capacity_mut());
-    match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+    let read = Pin::new(&mut *stream).poll_read(cx, &mut rb);
+    if read.is_ready() {
+        crate::stats::add(&crate::stats::TOTAL_READS, 1);
+    }
+    match read {
         Poll::Ready(Ok(())) => {
             let n = rb.filled().len();
             // SAFETY: poll_read initialized the first `n` bytes of the spare capacity.

@@ -574,6 +574,7 @@ async fn apply_stream(
             stream.write_all(&pushed).await.map_err(|e| e.to_string())?;
             stream.flush().await.map_err(|e| e.to_string())?;
             crate::stats::add_output(false, pushed.len() as u64);
+            crate::stats::add(&crate::stats::TOTAL_WRITES, 1);
         }
         if handle.close_requested() {
             return Err("the master client was closed".into());
@@ -596,15 +597,19 @@ async fn apply_stream(
         let limit = crate::config::live::get_u64(&crate::config::live::PROTO_MAX_BULK_LEN) as usize;
         rbuf.reserve(want.clamp(16 * 1024, limit.max(16 * 1024)));
         tokio::select! {
-            r = stream.read_buf(match parser.big_bulk_room() { Some(big) => big, None => &mut *rbuf }) => match r {
-                Ok(0) => return Err("the master closed the connection".into()),
-                Err(e) => return Err(e.to_string()),
-                Ok(n) => {
-                    crate::stats::add(&crate::stats::NET_REPL_INPUT_BYTES, n as u64);
-                    last_io = std::time::Instant::now();
-                    link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
+            r = stream.read_buf(match parser.big_bulk_room() { Some(big) => big, None => &mut *rbuf }) => {
+                // Redis counts its master client's reads as any client's.
+                crate::stats::add(&crate::stats::TOTAL_READS, 1);
+                match r {
+                    Ok(0) => return Err("the master closed the connection".into()),
+                    Err(e) => return Err(e.to_string()),
+                    Ok(n) => {
+                        crate::stats::add(&crate::stats::NET_REPL_INPUT_BYTES, n as u64);
+                        last_io = std::time::Instant::now();
+                        link.last_io_ms.store(unix_ms(), Ordering::Relaxed);
+                    }
                 }
-            },
+            }
             _ = handle.notify.wait() => {}
             _ = ack.tick() => {
                 if last_io.elapsed() > timeout {
@@ -624,5 +629,6 @@ async fn send_ack(stream: &mut ClientStream, link: &LinkShared) -> LinkResult {
     stream.flush().await.map_err(|e| e.to_string())?;
     // Output to a client (the master), as Redis counts its master client's writes.
     crate::stats::add_output(false, out.len() as u64);
+    crate::stats::add(&crate::stats::TOTAL_WRITES, 1);
     Ok(())
 }
