@@ -1,6 +1,7 @@
 //! Criterion micro-benchmarks of the per-request hot paths: the RESP request parser on a pipelined
 //! buffer of SET/GET commands (whole, and arriving in 16 KB reads as from a socket), and the reply
-//! writer for the common reply shapes in RESP2 and RESP3.
+//! writer for the common reply shapes in RESP2 and RESP3, and a sorted set's score updates (what
+//! redis-benchmark's ZADD test does: new scores for members already there).
 //!
 //! Run: `cargo bench --bench hot_paths` (add `-- parser` to filter).
 
@@ -98,5 +99,28 @@ fn writer(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, parser, writer);
+/// ZADD on existing members of a skiplist-encoded zset of 1000 and of 100,000: each call moves
+/// one member to a new score.
+fn zset(c: &mut Criterion) {
+    use ferrodis::types::zset::{Limits, ZSet};
+    let limits = Limits { max_entries: 128, max_value: 64 };
+    let mut g = c.benchmark_group("zset");
+    for n in [1000u32, 100_000] {
+        let members: Vec<Vec<u8>> = (0..n).map(|i| format!("element:{i}").into_bytes()).collect();
+        let mut z = ZSet::new();
+        for (i, m) in members.iter().enumerate() {
+            z.insert(m, i as f64, limits);
+        }
+        let mut rng = fastrand::Rng::with_seed(7);
+        g.bench_function(format!("rescore_{n}"), |b| {
+            b.iter(|| {
+                let m = &members[rng.usize(..members.len())];
+                black_box(z.insert(m, rng.u32(..n) as f64, limits))
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, parser, writer, zset);
 criterion_main!(benches);
