@@ -407,24 +407,6 @@ impl Treap {
         self.nodes[t as usize].size = s as u32;
     }
 
-    /// Splits `t` into (nodes for which `before` holds, the rest); `before` must hold on a prefix.
-    fn split(&mut self, t: u32, before: &dyn Fn(f64, &[u8]) -> bool) -> (u32, u32) {
-        if t == NIL {
-            return (NIL, NIL);
-        }
-        if before(self.nodes[t as usize].score, self.nodes.member(t)) {
-            let (a, b) = self.split(self.nodes[t as usize].r, before);
-            self.nodes[t as usize].r = a;
-            self.update(t);
-            (t, b)
-        } else {
-            let (a, b) = self.split(self.nodes[t as usize].l, before);
-            self.nodes[t as usize].l = b;
-            self.update(t);
-            (a, t)
-        }
-    }
-
     /// Splits off the first `k` nodes.
     fn split_at(&mut self, t: u32, k: usize) -> (u32, u32) {
         if t == NIL {
@@ -480,6 +462,22 @@ impl Treap {
         n
     }
 
+    /// How many nodes come before the entry (`score`, `member`).
+    fn rank_of(&self, score: f64, member: &[u8]) -> usize {
+        let mut t = self.root;
+        let mut n = 0;
+        while t != NIL {
+            let node = &self.nodes[t as usize];
+            if self.cmp_key(score, member, t) == Ordering::Greater {
+                n += self.size(node.l) + 1;
+                t = node.r;
+            } else {
+                t = node.l;
+            }
+        }
+        n
+    }
+
     /// The member and score at rank `k`.
     fn select(&self, mut k: usize) -> Option<(&[u8], f64)> {
         let mut t = self.root;
@@ -512,70 +510,107 @@ impl Treap {
 
     fn insert(&mut self, score: f64, member: &[u8]) {
         let id = self.alloc(score, member);
-        self.root = self.attach(self.root, id, score, member);
+        self.attach(id, score, member);
     }
 
-    /// Puts the lone node `id` (holding `score`, `member`) into the subtree `t`, returning the
-    /// subtree's new root: down the path to where its priority places it, then the subtree
-    /// there is split around it (a treap's insertion, one descent; splitting the whole tree
-    /// and merging it back walked the tree's depth three times).
-    fn attach(&mut self, t: u32, id: u32, score: f64, member: &[u8]) -> u32 {
-        if t == NIL {
-            return id;
-        }
-        let node = self.nodes[t as usize];
-        if node.prio < self.nodes[id as usize].prio {
-            let (l, r) = self.split(t, &|s, m| cmp_entry(s, m, score, member) == Ordering::Less);
-            let n = &mut self.nodes[id as usize];
-            n.l = l;
-            n.r = r;
-            self.update(id);
-            return id;
-        }
-        if cmp_entry(score, member, node.score, self.nodes.member(t)) == Ordering::Less {
-            let l = self.attach(node.l, id, score, member);
-            self.nodes[t as usize].l = l;
+    /// Makes `child` the child of `parent` on the side given (the root when `parent` is NIL).
+    fn link(&mut self, parent: u32, left: bool, child: u32) {
+        if parent == NIL {
+            self.root = child;
+        } else if left {
+            self.nodes[parent as usize].l = child;
         } else {
-            let r = self.attach(node.r, id, score, member);
-            self.nodes[t as usize].r = r;
+            self.nodes[parent as usize].r = child;
         }
-        self.nodes[t as usize].size += 1;
-        t
     }
 
-    /// Takes the node holding (`score`, `member`) out of the subtree `t`, its children merged
-    /// in its place. Returns the subtree's new root and the node (NIL when it is not there).
-    fn detach(&mut self, t: u32, score: f64, member: &[u8]) -> (u32, u32) {
+    /// Puts the lone node `id` (holding `score`, `member`) into the tree: down the path to
+    /// where its priority places it (each node on the way gains it in its size), then the
+    /// subtree there is split around it. A treap's insertion, one descent; splitting the whole
+    /// tree and merging it back walked the tree's depth three times.
+    fn attach(&mut self, id: u32, score: f64, member: &[u8]) {
+        let prio = self.nodes[id as usize].prio;
+        let (mut parent, mut left) = (NIL, false);
+        let mut t = self.root;
+        while t != NIL && self.nodes[t as usize].prio >= prio {
+            let go_left = self.cmp_key(score, member, t) == Ordering::Less;
+            let node = &mut self.nodes[t as usize];
+            node.size += 1;
+            (parent, left) = (t, go_left);
+            t = if go_left { node.l } else { node.r };
+        }
+        let (l, r) = self.split_key(t, score, member);
+        let node = &mut self.nodes[id as usize];
+        node.l = l;
+        node.r = r;
+        self.update(id);
+        self.link(parent, left, id);
+    }
+
+    /// How (`score`, `member`) compares with node `t`'s entry. The node's member, in another
+    /// arena (another cache line), is read only when the scores tie.
+    #[inline]
+    fn cmp_key(&self, score: f64, member: &[u8], t: u32) -> Ordering {
+        match score.partial_cmp(&self.nodes[t as usize].score) {
+            Some(Ordering::Equal) | None => member.cmp(self.nodes.member(t)),
+            Some(o) => o,
+        }
+    }
+
+    /// Splits `t` at the entry (`score`, `member`): the nodes before it, and the rest.
+    fn split_key(&mut self, t: u32, score: f64, member: &[u8]) -> (u32, u32) {
         if t == NIL {
             return (NIL, NIL);
         }
-        let node = self.nodes[t as usize];
-        let found = match cmp_entry(score, member, node.score, self.nodes.member(t)) {
-            Ordering::Equal => return (self.merge(node.l, node.r), t),
-            Ordering::Less => {
-                let (l, found) = self.detach(node.l, score, member);
-                self.nodes[t as usize].l = l;
-                found
-            }
-            Ordering::Greater => {
-                let (r, found) = self.detach(node.r, score, member);
-                self.nodes[t as usize].r = r;
-                found
-            }
-        };
-        if found != NIL {
-            self.nodes[t as usize].size -= 1;
+        if self.cmp_key(score, member, t) == Ordering::Greater {
+            let (a, b) = self.split_key(self.nodes[t as usize].r, score, member);
+            self.nodes[t as usize].r = a;
+            self.update(t);
+            (t, b)
+        } else {
+            let (a, b) = self.split_key(self.nodes[t as usize].l, score, member);
+            self.nodes[t as usize].l = b;
+            self.update(t);
+            (a, t)
         }
-        (t, found)
+    }
+
+    /// Takes the node holding (`score`, `member`) out of the tree, its children merged in its
+    /// place, and returns it; NIL when it is not there. One descent, each node on the way
+    /// losing it from its size (given back if it turns out missing, which callers rule out by
+    /// asking the member table first).
+    fn detach(&mut self, score: f64, member: &[u8]) -> u32 {
+        let (mut parent, mut left) = (NIL, false);
+        let mut t = self.root;
+        while t != NIL {
+            let ord = self.cmp_key(score, member, t);
+            if ord == Ordering::Equal {
+                let node = self.nodes[t as usize];
+                let merged = self.merge(node.l, node.r);
+                self.link(parent, left, merged);
+                return t;
+            }
+            let node = &mut self.nodes[t as usize];
+            node.size -= 1;
+            (parent, left) = (t, ord == Ordering::Less);
+            t = if left { node.l } else { node.r };
+        }
+        let mut t = self.root;
+        while t != NIL {
+            let go_left = self.cmp_key(score, member, t) == Ordering::Less;
+            let node = &mut self.nodes[t as usize];
+            node.size += 1;
+            t = if go_left { node.l } else { node.r };
+        }
+        NIL
     }
 
     fn remove(&mut self, score: f64, member: &[u8]) {
-        let (root, id) = self.detach(self.root, score, member);
-        self.root = root;
+        let id = self.detach(score, member);
         if id == NIL {
             return;
         }
-        if root == NIL {
+        if self.root == NIL {
             self.nodes.clear();
             self.free.clear();
         } else {
@@ -587,9 +622,8 @@ impl Treap {
     /// Moves `member` from score `old` to `new`: its node is taken out and put back where the
     /// new score places it, keeping its member and priority (no allocation).
     fn rescore(&mut self, old: f64, new: f64, member: &[u8]) {
-        let (root, id) = self.detach(self.root, old, member);
+        let id = self.detach(old, member);
         if id == NIL {
-            self.root = root;
             return self.insert(new, member);
         }
         let n = &mut self.nodes[id as usize];
@@ -597,7 +631,7 @@ impl Treap {
         n.l = NIL;
         n.r = NIL;
         n.size = 1;
-        self.root = self.attach(root, id, new, member);
+        self.attach(id, new, member);
     }
 
     /// Removes ranks `start..start + count`, handing each removed member to `f`.
@@ -925,8 +959,7 @@ impl ZSet {
             }
             Repr::Tree(t) => {
                 let s = *t.dict.get(member)?;
-                let r = t.tree.count_before(|sc, m| cmp_entry(sc, m, s, member) == Ordering::Less);
-                Some((r, s))
+                Some((t.tree.rank_of(s, member), s))
             }
         }
     }
