@@ -1038,6 +1038,11 @@ impl Config {
         self.other.get(name).map_or(default, |v| v == "yes")
     }
 
+    /// The configuration names a master (`replicaof`): the server starts as a replica.
+    pub fn replicaof_set(&self) -> bool {
+        self.other.get("replicaof").is_some_and(|m| !m.is_empty())
+    }
+
     pub fn replica_read_only(&self) -> bool {
         self.other_flag("replica-read-only", true)
     }

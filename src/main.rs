@@ -149,7 +149,7 @@ fn main() {
     tracing::warn!("Server initialized");
     daemon::linux_memory_warnings(cfg.other_flag("disable-thp", true));
     cfg.notify_systemd = supervisor == daemon::Supervisor::Systemd;
-    let replica = cfg.other.get("replicaof").is_some_and(|m| !m.is_empty());
+    let replica = cfg.replicaof_set();
     let class = if replica { daemon::OomClass::Replica } else { daemon::OomClass::Master };
     if let Err(why) = daemon::apply_oom_score_adj(&cfg, class) {
         tracing::warn!("{why}");

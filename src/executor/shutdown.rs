@@ -85,6 +85,14 @@ fn replicas_in_sync(st: &State) -> bool {
     st.repl.replicas.iter().all(|r| r.ack_offset == st.repl.offset)
 }
 
+/// A shutdown begins: the log line, and systemd's STOPPING=1, as Redis's prepareForShutdown.
+pub fn announce(st: &State) {
+    tracing::warn!("User requested shutdown...");
+    if st.config.notify_systemd {
+        crate::daemon::notify_systemd("STOPPING=1\n");
+    }
+}
+
 /// Begins a shutdown (Redis's prepareForShutdown). `Ok` when the server is to exit now; `Err`
 /// when it is waiting for replicas, or another shutdown is under way (the caller stays
 /// blocked), or the shutdown failed and was cancelled (`Failed`).
@@ -98,10 +106,7 @@ pub fn prepare(st: &mut State, mut flags: Flags) -> Result<(), NotYet> {
         flags.nosave = true;
     }
     st.shutdown_state.flags = flags;
-    tracing::warn!("User requested shutdown...");
-    if st.config.notify_systemd {
-        crate::daemon::notify_systemd("STOPPING=1\n");
-    }
+    announce(st);
     let timeout = timeout_s(st);
     if !flags.now && timeout != 0 && !replicas_in_sync(st) {
         st.shutdown_state.deadline_ms = unix_ms().saturating_add(timeout.saturating_mul(1000));

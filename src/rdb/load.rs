@@ -1692,7 +1692,7 @@ pub fn start_background(cfg: &crate::config::Config) -> Option<Arc<LoadJob>> {
     let j = job.clone();
     // As Redis's rdbLoad: a master drops the keys whose time has passed (and its replicas hear of
     // each, so it records them); a replica keeps them for its master's DELs.
-    let replica = cfg.other.get("replicaof").is_some_and(|m| !m.is_empty());
+    let replica = cfg.replicaof_set();
     let expired = if replica { Expired::Keep } else { Expired::Record };
     let spawned = std::thread::Builder::new().name("rdb-load".into()).spawn(move || {
         match load_file(&path, &cfg, Some(j.clone()), expired) {

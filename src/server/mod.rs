@@ -292,8 +292,7 @@ async fn announce_ready(shared: Arc<Shared>, listening: listener::Listeners) {
         tracing::info!("The server is now ready to accept connections at {path}");
     }
     if shared.config.notify_systemd {
-        let replica = shared.config.other.get("replicaof").is_some_and(|m| !m.is_empty());
-        crate::daemon::notify_systemd_ready(replica);
+        crate::daemon::notify_systemd_ready(shared.config.replicaof_set());
     }
     let maxmemory = shared.config.maxmemory;
     if maxmemory > 0 && maxmemory < 1024 * 1024 {

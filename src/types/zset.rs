@@ -446,13 +446,13 @@ impl Treap {
         }
     }
 
-    /// How many nodes satisfy `before` (a predicate true on a prefix of the order).
-    fn count_before(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+    /// How many nodes satisfy `before` (a predicate on a node, true on a prefix of the order).
+    fn count_before(&self, before: impl Fn(&Treap, u32) -> bool) -> usize {
         let mut t = self.root;
         let mut n = 0;
         while t != NIL {
             let node = &self.nodes[t as usize];
-            if before(node.score, self.nodes.member(t)) {
+            if before(self, t) {
                 n += self.size(node.l) + 1;
                 t = node.r;
             } else {
@@ -464,18 +464,7 @@ impl Treap {
 
     /// How many nodes come before the entry (`score`, `member`).
     fn rank_of(&self, score: f64, member: &[u8]) -> usize {
-        let mut t = self.root;
-        let mut n = 0;
-        while t != NIL {
-            let node = &self.nodes[t as usize];
-            if self.cmp_key(score, member, t) == Ordering::Greater {
-                n += self.size(node.l) + 1;
-                t = node.r;
-            } else {
-                t = node.l;
-            }
-        }
-        n
+        self.count_before(|tree, t| tree.cmp_key(score, member, t) == Ordering::Greater)
     }
 
     /// The member and score at rank `k`.
@@ -547,8 +536,8 @@ impl Treap {
         self.link(parent, left, id);
     }
 
-    /// How (`score`, `member`) compares with node `t`'s entry. The node's member, in another
-    /// arena (another cache line), is read only when the scores tie.
+    /// How (`score`, `member`) compares with node `t`'s entry (`cmp_entry`'s order). The node's
+    /// member, in another arena (another cache line), is read only when the scores tie.
     #[inline]
     fn cmp_key(&self, score: f64, member: &[u8], t: u32) -> Ordering {
         match score.partial_cmp(&self.nodes[t as usize].score) {
@@ -967,7 +956,7 @@ impl ZSet {
     fn count_where(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
         match &self.repr {
             Repr::Pack(b) => decode(b).iter().take_while(|e| before(e.1, e.0)).count(),
-            Repr::Tree(t) => t.tree.count_before(before),
+            Repr::Tree(t) => t.tree.count_before(|tree, n| before(tree.nodes[n as usize].score, tree.nodes.member(n))),
         }
     }
 

@@ -57,10 +57,7 @@ impl Busy {
 /// once children are stopped and the AOF is written and synced, so nothing more is accepted.
 fn exit_now(st: &mut crate::executor::State) -> ! {
     crate::executor::handoff::stop_listening();
-    tracing::warn!("User requested shutdown...");
-    if st.config.notify_systemd {
-        crate::daemon::notify_systemd("STOPPING=1\n");
-    }
+    crate::executor::shutdown::announce(st);
     crate::executor::snapshot::kill_child(st);
     crate::executor::aof::shutdown(st);
     if let Some(path) = &st.config.unixsocket {
