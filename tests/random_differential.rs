@@ -328,6 +328,14 @@ fn random_seed_7_resp3() {
     run_seed_proto(7, 3);
 }
 
+/// Extra seeds from FERRODIS_DIFF_SEEDS (e.g. "100-400,r900-950"), for hunting; none by default.
+#[test]
+fn random_differential_extra_seeds() {
+    for (seed, proto) in common::env_seeds("FERRODIS_DIFF_SEEDS") {
+        run_seed_proto(seed, proto);
+    }
+}
+
 /// The generator is deterministic per seed (a failure can be replayed).
 #[test]
 fn generator_is_deterministic() {
