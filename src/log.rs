@@ -6,7 +6,7 @@
 //! initialized, then `M`) is an atomic too. With syslog-enabled, lines also go to syslog(3).
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::{format::Writer, FmtContext, FormatEvent, FormatFields};
@@ -92,9 +92,6 @@ pub fn timestamp() -> String {
     )
 }
 
-/// Where the crash report goes: the log file's path, empty for stdout.
-static CRASH_LOG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
 /// The pidfile a daemonized server removes when it crashes or panics, as Redis's bugReportEnd
 /// does (a supervisor or init script would otherwise see a server that is gone).
 static CRASH_PIDFILE: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
@@ -114,23 +111,68 @@ fn remove_crash_pidfile() {
     }
 }
 
-/// Sets where crash reports go (the log file's path, empty for stdout) and installs the crash
-/// handler when `enabled` (crash-log-enabled).
-pub fn install_crash_handler(logfile: &str, enabled: bool) {
-    let _ = CRASH_LOG.set(logfile.to_string());
-    set_crash_log(enabled);
+/// Applies the crash options and installs the panic hook (see `caught` and
+/// `end_in_bug_report`); reports go where `init` sent the log.
+pub fn install_crash_handler(crash_log: bool, exit_on_panic: bool) {
+    // glibc's backtrace loads libgcc on its first call, which allocates: do it here, not first
+    // in a signal handler.
+    let mut frames = [std::ptr::null_mut::<libc::c_void>(); 1];
+    // SAFETY: the buffer holds the one frame asked for.
+    unsafe { libc::backtrace(frames.as_mut_ptr(), 1) };
+    set_crash_options(crash_log, exit_on_panic);
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if CAUGHT.with(|c| c.get()) > 0 {
+            return default_hook(info);
+        }
+        let payload = info.payload();
+        let msg = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+            (Some(s), _) => s,
+            (_, Some(s)) => s.as_str(),
+            _ => "(no message)",
+        };
+        let at = info.location().map_or_else(|| "?:0".to_string(), |l| format!("{}:{}", l.file(), l.line()));
+        panic_report(msg, &at);
+    }));
 }
 
-/// crash-log-enabled, at startup and after CONFIG (applied when it changes): with it, SIGSEGV,
-/// SIGBUS, SIGFPE, SIGILL and SIGABRT go to the handler that writes Redis's crash report
-/// ("crashed by signal") to the log and then lets the signal kill the process with its default
-/// action (a core dump where enabled), as Redis's sigsegvHandler does; without it they take
-/// their default action at once, as Redis removes its handlers.
-pub fn set_crash_log(enabled: bool) {
-    /// 0: not applied yet (Rust's runtime has its own SIGSEGV handler then), 1: off, 2: on.
-    static APPLIED: AtomicU8 = AtomicU8::new(0);
+/// crash-log-enabled and use-exit-on-panic, at startup and after CONFIG SET.
+pub fn set_crash_options(crash_log: bool, exit_on_panic: bool) {
+    EXIT_ON_PANIC.store(exit_on_panic, Ordering::Relaxed);
+    set_crash_log(crash_log);
+}
+
+/// use-exit-on-panic: a panic ends the process with exit status 1 instead of abort().
+static EXIT_ON_PANIC: AtomicBool = AtomicBool::new(false);
+
+/// crash-log-enabled as applied to the signal handlers: 0 not yet (Rust's runtime has its own
+/// SIGSEGV handler then), 1 off, 2 on.
+static CRASH_LOG_APPLIED: AtomicU8 = AtomicU8::new(0);
+
+thread_local! {
+    /// How many `caught` calls this thread is inside: their panics unwind to the caller.
+    static CAUGHT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f`, catching a panic as `catch_unwind` does: for work whose failure its caller
+/// handles (a snapshot child, an encoding thread). Any other panic is a bug that may have left
+/// the keyspace half-changed, so the panic hook ends the process with Redis's bug report, as
+/// Redis's serverAssert does, instead of letting the runtime drop one task and go on.
+pub fn caught<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    CAUGHT.with(|c| c.set(c.get() + 1));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CAUGHT.with(|c| c.set(c.get() - 1));
+    result
+}
+
+/// crash-log-enabled: with it, SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT go to the handler
+/// that writes Redis's crash report ("crashed by signal") to the log and then lets the signal
+/// kill the process with its default action (a core dump where enabled), as Redis's
+/// sigsegvHandler does; without it they take their default action at once, as Redis removes its
+/// handlers. Panics log their stack trace only with it.
+fn set_crash_log(enabled: bool) {
     let want = if enabled { 2 } else { 1 };
-    if APPLIED.swap(want, Ordering::Relaxed) == want {
+    if CRASH_LOG_APPLIED.swap(want, Ordering::Relaxed) == want {
         return;
     }
     // SAFETY: the sigaction struct is zeroed then filled as sigaction(2) documents; the handler
@@ -150,38 +192,45 @@ pub fn set_crash_log(enabled: bool) {
     }
 }
 
-extern "C" fn crash_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+fn crash_log_on() -> bool {
+    CRASH_LOG_APPLIED.load(Ordering::Relaxed) == 2
+}
+
+extern "C" fn crash_handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // The process is going down: formatting allocates, which a signal handler should not, but a
     // report is worth the risk (Redis's own handler logs the same way).
     // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+    let eip = interrupted_at(context);
     let prefix = |mark: char| {
         format!("{}:{} {} {} ", std::process::id(), ROLE.load(Ordering::Relaxed) as char, timestamp(), mark)
     };
-    let mut report = String::new();
-    report.push_str("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n");
-    report.push_str(&format!(
+    let mut head = String::new();
+    head.push_str("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n");
+    head.push_str(&format!(
         "{}Redis {} crashed by signal: {sig}, si_code: {code}\n",
         prefix('#'),
         crate::REDIS_VERSION
     ));
     if matches!(sig, libc::SIGSEGV | libc::SIGBUS) {
-        report.push_str(&format!("{}Accessing address: {addr:#x}\n", prefix('#')));
+        head.push_str(&format!("{}Accessing address: {addr:#x}\n", prefix('#')));
     }
     if code == libc::SI_USER || code == libc::SI_TKILL {
         // SAFETY: as above.
         let (pid, uid) = unsafe { ((*info).si_pid(), (*info).si_uid()) };
-        report.push_str(&format!("{}Killed by PID: {pid}, UID: {uid}\n", prefix('#')));
+        head.push_str(&format!("{}Killed by PID: {pid}, UID: {uid}\n", prefix('#')));
     }
-    report.push_str(&format!("{}ferrodis {}\n", prefix('#'), crate::FERRODIS_VERSION));
-    report.push_str("\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n");
-    let path = CRASH_LOG.get().map(String::as_str).unwrap_or("");
-    if path.is_empty() {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(report.as_bytes()).and_then(|_| out.flush());
-    } else if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-        let _ = f.write_all(report.as_bytes());
+    if !eip.is_null() {
+        head.push_str(&format!("{}Crashed running the instruction at: {:#x}\n", prefix('#'), eip as usize));
     }
+    head.push_str(&format!("{}ferrodis {}\n", prefix('#'), crate::FERRODIS_VERSION));
+    with_handler_log(|fd| write_all_fd(fd, head.as_bytes()));
+    stack_trace_from_handler(eip);
+    let registers = registers(context, &prefix('#'));
+    with_handler_log(|fd| {
+        write_all_fd(fd, registers.as_bytes());
+        write_all_fd(fd, b"\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n");
+    });
     remove_crash_pidfile();
     // SAFETY: SA_RESETHAND restored the default action; raising the signal again ends the
     // process as the signal would have.
@@ -190,26 +239,125 @@ extern "C" fn crash_handler(sig: libc::c_int, info: *mut libc::siginfo_t, _conte
     }
 }
 
+/// The instruction a signal interrupted, from an SA_SIGINFO handler's ucontext (null when
+/// unknown).
+pub fn interrupted_at(context: *mut libc::c_void) -> *mut libc::c_void {
+    if context.is_null() {
+        return std::ptr::null_mut();
+    }
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        // SAFETY: for an SA_SIGINFO handler the kernel passes a valid ucontext_t.
+        let uc = unsafe { &*(context as *const libc::ucontext_t) };
+        uc.uc_mcontext.gregs[libc::REG_RIP as usize] as *mut libc::c_void
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    {
+        // SAFETY: as above.
+        let uc = unsafe { &*(context as *const libc::ucontext_t) };
+        uc.uc_mcontext.pc as *mut libc::c_void
+    }
+    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    {
+        std::ptr::null_mut()
+    }
+}
+
+/// Redis's logRegisters for x86-64 Linux: the `------ REGISTERS ------` block, then the 16
+/// words at the stack pointer, highest first, each as `(address) -> word` (Redis adds the
+/// index to the address as a byte count, and so do we). Empty elsewhere.
+fn registers(context: *mut libc::c_void, prefix: &str) -> String {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    if !context.is_null() {
+        use libc::*;
+        // SAFETY: for an SA_SIGINFO handler the kernel passes a valid ucontext_t.
+        let g = unsafe { &(*(context as *const ucontext_t)).uc_mcontext.gregs };
+        let r = |i: c_int| g[i as usize] as u64;
+        let mut out = format!(
+            "\n------ REGISTERS ------\n{prefix}\n\
+             RAX:{:016x} RBX:{:016x}\nRCX:{:016x} RDX:{:016x}\n\
+             RDI:{:016x} RSI:{:016x}\nRBP:{:016x} RSP:{:016x}\n\
+             R8 :{:016x} R9 :{:016x}\nR10:{:016x} R11:{:016x}\n\
+             R12:{:016x} R13:{:016x}\nR14:{:016x} R15:{:016x}\n\
+             RIP:{:016x} EFL:{:016x}\nCSGSFS:{:016x}\n",
+            r(REG_RAX),
+            r(REG_RBX),
+            r(REG_RCX),
+            r(REG_RDX),
+            r(REG_RDI),
+            r(REG_RSI),
+            r(REG_RBP),
+            r(REG_RSP),
+            r(REG_R8),
+            r(REG_R9),
+            r(REG_R10),
+            r(REG_R11),
+            r(REG_R12),
+            r(REG_R13),
+            r(REG_R14),
+            r(REG_R15),
+            r(REG_RIP),
+            r(REG_EFL),
+            r(REG_CSGSFS),
+        );
+        let sp = r(REG_RSP) as *const u64;
+        for i in (0..16).rev() {
+            // SAFETY: the 16 words at the interrupted stack pointer are the live stack.
+            let word = unsafe { std::ptr::read_volatile(sp.add(i)) };
+            out.push_str(&format!("{prefix}({:016x}) -> {word:016x}\n", sp as u64 + i as u64));
+        }
+        return out;
+    }
+    let _ = (context, prefix);
+    String::new()
+}
+
 /// Redis's serverPanic: the bug report's opening lines with `Guru Meditation: {msg}
-/// #{file}:{line}` (the caller's location), the stack trace when crash-log-enabled, the
-/// report's end; then the process ends, with exit status 1 under use-exit-on-panic, else by
-/// abort() with the crash handler removed first (so one report, not two), as Redis's
-/// bugReportEnd.
+/// #{file}:{line}` (the caller's location), then as `end_in_bug_report`.
 #[track_caller]
-pub fn server_panic(msg: &str, crash_log: bool, exit_on_panic: bool) -> ! {
+pub fn server_panic(msg: &str) -> ! {
     let at = std::panic::Location::caller();
+    panic_report(msg, &format!("{}:{}", at.file(), at.line()))
+}
+
+/// The report of a panic (serverPanic, or a Rust panic outside `caught`).
+fn panic_report(msg: &str, at: &str) -> ! {
+    end_in_bug_report(&[
+        "------------------------------------------------".into(),
+        "!!! Software Failure. Press left mouse button to continue".into(),
+        format!("Guru Meditation: {msg} #{at}"),
+    ])
+}
+
+/// Redis's serverAssert: `=== ASSERTION FAILED ===` and `==> {file}:{line} '{expr}' is not
+/// true` after the `context` lines (serverAssertWithInfo's client and object context), then as
+/// `end_in_bug_report`.
+#[track_caller]
+pub fn server_assert(context: &[String], expr: &str) -> ! {
+    let at = std::panic::Location::caller();
+    let mut lines = context.to_vec();
+    lines.push("=== ASSERTION FAILED ===".into());
+    lines.push(format!("==> {}:{} '{expr}' is not true", at.file(), at.line()));
+    end_in_bug_report(&lines)
+}
+
+/// The bug report's frame around `lines` (logged as warnings): the start line, the stack trace
+/// when crash-log-enabled, the end line; then, as Redis's bugReportEnd, the pidfile is removed
+/// and the process ends with exit status 1 under use-exit-on-panic, else by abort() with the
+/// crash handler removed first (so one report, not two).
+fn end_in_bug_report(lines: &[String]) -> ! {
     with_handler_log(|fd| write_all_fd(fd, b"\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n"));
-    tracing::warn!("------------------------------------------------");
-    tracing::warn!("!!! Software Failure. Press left mouse button to continue");
-    tracing::warn!("Guru Meditation: {msg} #{}:{}", at.file(), at.line());
-    if crash_log {
+    for line in lines {
+        tracing::warn!("{line}");
+    }
+    if crash_log_on() {
         stack_trace_from_handler(std::ptr::null_mut());
     }
     with_handler_log(|fd| {
         write_all_fd(fd, b"\n=== REDIS BUG REPORT END. Make sure to include from START to END. ===\n\n")
     });
     remove_crash_pidfile();
-    if exit_on_panic {
+    if EXIT_ON_PANIC.load(Ordering::Relaxed) {
         // SAFETY: _exit ends the process at once; nothing of ours is left to run.
         unsafe { libc::_exit(1) };
     }

@@ -89,7 +89,7 @@ fn main() {
         log::enable_syslog();
     }
     log::init(&cfg.loglevel, &cfg.logfile);
-    log::install_crash_handler(&cfg.logfile, cfg.other_flag("crash-log-enabled", true));
+    log::install_crash_handler(cfg.other_flag("crash-log-enabled", true), cfg.other_flag("use-exit-on-panic", false));
     if cfg.watchdog_period() > 0 {
         ferrodis::watchdog::apply(&mut cfg);
     }

@@ -112,15 +112,7 @@ fn watch() {
 /// Redis: the signal lands on the executor thread, and a system call it interrupts resumes
 /// instead of surfacing EINTR in code that has no reason to expect it.
 fn set_handler(on: bool) {
-    if on {
-        // glibc's backtrace loads libgcc on its first call, which allocates: do it here, not
-        // in the handler.
-        let mut frames = [std::ptr::null_mut(); 1];
-        // SAFETY: the buffer holds the one frame asked for.
-        unsafe {
-            libc::backtrace(frames.as_mut_ptr(), 1);
-        }
-    }
+    // backtrace(3) was primed at startup (log::install_crash_handler).
     // SAFETY: the sigaction struct is zeroed then filled as sigaction(2) documents; the handler
     // is an `extern "C"` function of the SA_SIGINFO signature.
     unsafe {
@@ -139,29 +131,6 @@ fn set_handler(on: bool) {
 /// Redis's watchdogSignalHandler: the report, with the interrupted instruction and the stack.
 extern "C" fn on_alarm(_sig: libc::c_int, _info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     crate::log::from_handler("\n--- WATCHDOG TIMER EXPIRED ---");
-    crate::log::stack_trace_from_handler(interrupted_at(context));
+    crate::log::stack_trace_from_handler(crate::log::interrupted_at(context));
     crate::log::from_handler("--------\n");
-}
-
-/// The instruction the signal interrupted, from the handler's ucontext.
-fn interrupted_at(context: *mut libc::c_void) -> *mut libc::c_void {
-    if context.is_null() {
-        return std::ptr::null_mut();
-    }
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    {
-        // SAFETY: for an SA_SIGINFO handler the kernel passes a valid ucontext_t.
-        let uc = unsafe { &*(context as *const libc::ucontext_t) };
-        uc.uc_mcontext.gregs[libc::REG_RIP as usize] as *mut libc::c_void
-    }
-    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
-    {
-        // SAFETY: as above.
-        let uc = unsafe { &*(context as *const libc::ucontext_t) };
-        uc.uc_mcontext.pc as *mut libc::c_void
-    }
-    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
-    {
-        std::ptr::null_mut()
-    }
 }

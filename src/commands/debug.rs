@@ -191,20 +191,32 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             Ok(Reply::Ok)
         }
         (b"segfault", 2) => {
-            // SAFETY: raising a signal at ourselves; the crash handler reports it and the
-            // default action then ends the process, as Redis's DEBUG SEGFAULT does.
-            unsafe { libc::raise(libc::SIGSEGV) };
+            // As Redis: a write to a read-only page, so the crash report shows a real fault
+            // (si_code SEGV_ACCERR and the faulting address), not a signal sent to ourselves.
+            // SAFETY: mmap of one fresh anonymous read-only page; the write to it faults, and
+            // the crash handler (or the default action) ends the process.
+            unsafe {
+                let page = libc::mmap(
+                    std::ptr::null_mut(),
+                    4096,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if page != libc::MAP_FAILED {
+                    std::ptr::write_volatile(page as *mut u8, b'x');
+                }
+                libc::raise(libc::SIGSEGV);
+            }
             Ok(Reply::Ok)
         }
-        (b"panic", 2) | (b"assert", 2) => {
-            let msg = format!("DEBUG {} called at Unix time {}", args.str(1).to_ascii_uppercase(), ctx.now_ms() / 1000);
-            let config = ctx.config();
-            crate::log::server_panic(
-                &msg,
-                config.other_flag("crash-log-enabled", true),
-                config.other_flag("use-exit-on-panic", false),
-            )
+        (b"panic", 2) => {
+            // A Rust panic, which the panic hook turns into Redis's bug report and the end of
+            // the process (log::caught), as any panic of the server would.
+            panic!("DEBUG PANIC called at Unix time {}", ctx.now_ms() / 1000)
         }
+        (b"assert", 2) => crate::log::server_assert(&assertion_context(ctx, args), "1 == 2"),
         (b"config-rewrite-force-all", 2) => {
             let path = ctx.config().config_file.clone().unwrap_or_default();
             let result = if path.is_empty() {
@@ -734,6 +746,44 @@ fn debug_help() -> Reply {
 /// C `strtod` on a whole argument, 0 when it is not a number (DEBUG SLEEP).
 fn atof(s: &[u8]) -> f64 {
     crate::util::num::parse_f64(s).unwrap_or(0.0)
+}
+
+/// serverAssertWithInfo's context lines for DEBUG ASSERT: the client (its flags as Redis's
+/// bits, for the states Ferrodis tracks: MULTI and DENY_BLOCKING while EXEC runs it, PUBSUB,
+/// UNIX_SOCKET, TRACKING), its arguments, and the object asserted on (argv[0]: a string, raw or
+/// embstr by length).
+fn assertion_context(ctx: &Ctx, args: &Args) -> Vec<String> {
+    let client = ctx.client();
+    let mut flags: u64 = 0;
+    if client.in_exec || client.multi.is_some() {
+        flags |= 1 << 3 | 1 << 41;
+    }
+    if ctx.state().pubsub.is_subscribed(client.id) {
+        flags |= 1 << 18;
+    }
+    if client.info.unix {
+        flags |= 1 << 11;
+    }
+    if client.tracking.on {
+        flags |= 1 << 31;
+    }
+    let mut lines = vec![
+        "=== ASSERTION FAILED CLIENT CONTEXT ===".to_string(),
+        format!("client->flags = {flags}"),
+        format!("client->conn = fd={}", client.info.fd),
+        format!("client->argc = {}", args.len()),
+    ];
+    for (j, arg) in args.argv.iter().enumerate() {
+        // Redis prints the argument as a C string: up to its first NUL.
+        let text = arg.split(|&b| b == 0).next().unwrap_or_default();
+        lines.push(format!("client->argv[{j}] = \"{}\" (refcount: 1)", String::from_utf8_lossy(text)));
+    }
+    let encoding = if args.argv[0].len() <= 44 { 8 } else { 0 };
+    lines.push("=== ASSERTION FAILED OBJECT CONTEXT ===".into());
+    lines.push("Object type: 0".into());
+    lines.push(format!("Object encoding: {encoding}"));
+    lines.push("Object refcount: 1".into());
+    lines
 }
 
 #[cfg(test)]

@@ -758,7 +758,10 @@ fn after_reply(
             // CONFIG SET hz takes effect at once, as Redis's updateHZ (dynamic-hz adapts it
             // from the next cron tick).
             st.hz = st.config.hz.clamp(1, 500);
-            crate::log::set_crash_log(st.config.other_flag("crash-log-enabled", true));
+            crate::log::set_crash_options(
+                st.config.other_flag("crash-log-enabled", true),
+                st.config.other_flag("use-exit-on-panic", false),
+            );
         }
         _ if spec.has_flag(flags::PUBSUB) || spec.name == "reset" => {
             client.handle.set_pubsub(st.pubsub.is_subscribed(client.id))
@@ -772,11 +775,7 @@ fn after_reply(
 /// 10 s that it applies the stream anyway, as Redis's processCommand.
 fn obey_despite_disk_error(st: &State, ping: bool, now_ms: i64) {
     if !ping && !st.config.other_flag("replica-ignore-disk-write-errors", false) {
-        crate::log::server_panic(
-            "Replica was unable to write command to disk.",
-            st.config.other_flag("crash-log-enabled", true),
-            st.config.other_flag("use-exit-on-panic", false),
-        );
+        crate::log::server_panic("Replica was unable to write command to disk.");
     }
     /// When the warning was last logged (unix ms); Redis keeps it in a static too.
     static LAST_WARNING_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);

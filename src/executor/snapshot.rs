@@ -381,10 +381,7 @@ pub fn bgsave_start(st: &mut State) -> Result<i32, BgsaveError> {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(rd);
             become_child(st, "redis-rdb-bgsave");
-            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                child_main(st, fixed.is_none(), base, &info, &filename, wr)
-            }))
-            .unwrap_or(1);
+            let code = crate::log::caught(|| child_main(st, fixed.is_none(), base, &info, &filename, wr)).unwrap_or(1);
             // SAFETY: ends the child without running the parent's atexit handlers or destructors.
             unsafe { libc::_exit(code) }
         }
@@ -459,7 +456,7 @@ pub fn fork_child_titled(
             drop(rd);
             become_child(st, title);
             start_reporting(&wr);
-            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(st))).unwrap_or(false);
+            let ok = crate::log::caught(|| work(st)).unwrap_or(false);
             send_report(REPORT_FINAL, 0, private_dirty_bytes().unwrap_or(0));
             drop(wr);
             // SAFETY: ends the child without running the parent's atexit handlers or destructors.

@@ -312,7 +312,7 @@ fn encoders() -> &'static std::sync::Mutex<std::sync::mpsc::Sender<EncodeJob>> {
                 let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 match job {
                     // A panicking encoder drops its result's sender: that connection closes.
-                    Ok(job) => drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))),
+                    Ok(job) => drop(crate::log::caught(job)),
                     Err(_) => return,
                 }
             });
