@@ -498,6 +498,13 @@ fn reads_and_writes_scenario(server: &Server) -> Vec<String> {
     // The server reads the end of input when it gets to it.
     std::thread::sleep(Duration::from_millis(200));
     out.push(format!("another came and left: {}", counts(&mut c)));
+    // A protocol error: its error line is written, then the connection closes.
+    let mut bad = server.client();
+    bad.send_raw(b"*x\r\n").unwrap();
+    let _ = bad.read_reply();
+    drop(bad);
+    std::thread::sleep(Duration::from_millis(200));
+    out.push(format!("a protocol error: {}", counts(&mut c)));
     out
 }
 

@@ -784,15 +784,29 @@ where
 {
     let rdb_only = t.rdb_only;
     let head = std::mem::take(&mut t.head);
-    if !write_out(stream, handle, &head).await {
+    // Redis writes `+FULLRESYNC ...` straight to the socket, not through writeToClient.
+    if !write_unaccounted(stream, handle, &head).await {
         return false;
     }
     crate::server::rdb_transfer::stream_rdb(stream, rbuf, t, handle).await && !rdb_only
 }
 
+/// Writes `buf` in full as `write_unaccounted` does, counted as one write of replies (INFO
+/// total_writes_processed) when there was something to write.
+async fn write_out<S>(stream: &mut S, handle: &ClientHandle, buf: &[u8]) -> bool
+where
+    S: AsyncWrite + Unpin,
+{
+    let ok = write_unaccounted(stream, handle, buf).await;
+    if ok && !buf.is_empty() {
+        crate::stats::add(&crate::stats::TOTAL_WRITES, 1);
+    }
+    ok
+}
+
 /// Writes `buf` in full unless the executor asks to close the connection first; returns false
 /// when the connection must close. Keeps the handle's count of unwritten bytes current.
-async fn write_out<S>(stream: &mut S, handle: &ClientHandle, buf: &[u8]) -> bool
+async fn write_unaccounted<S>(stream: &mut S, handle: &ClientHandle, buf: &[u8]) -> bool
 where
     S: AsyncWrite + Unpin,
 {
