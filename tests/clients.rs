@@ -605,18 +605,19 @@ fn client_eviction_matches_real_redis() {
 
 /// The reply buffer CLIENT LIST shows (rbs, rbp) follows Redis's client cron: a new client's
 /// 16 KiB buffer shrinks to 1 KiB once it idles, and doubles back to 16 KiB (no further) while
-/// replies fill it, counted in INFO's reply_buffer_shrinks/expands; DEBUG REPLYBUFFER sets the
-/// peak's reset period and switches resizing.
+/// replies fill it, counted in INFO's reply_buffer_shrinks/expands, its peak (rbp) reset by the
+/// first cron; DEBUG REPLYBUFFER sets the peak's reset period and switches resizing.
 fn reply_buffer_scenario(server: &Server) -> Vec<String> {
     let mut out = Vec::new();
     let mut ctl = server.client();
     let mut c = server.client();
     c.cmd(&["CLIENT", "SETNAME", "probe"]);
-    let rbs = |ctl: &mut Client| {
+    let probe_field = |ctl: &mut Client, name: &str| {
         let list = ctl.cmd(&["CLIENT", "LIST"]);
         let line = list.split(|&b| b == b'\n').find(|l| String::from_utf8_lossy(l).contains("name=probe ")).unwrap();
-        field(line, "rbs").parse::<usize>().unwrap()
+        field(line, name).parse::<usize>().unwrap()
     };
+    let rbs = |ctl: &mut Client| probe_field(ctl, "rbs");
     out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100"])).into_owned());
     out.push(String::from_utf8_lossy(&ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "soon"])).into_owned());
     let mut waited = 0;
@@ -624,7 +625,8 @@ fn reply_buffer_scenario(server: &Server) -> Vec<String> {
         std::thread::sleep(Duration::from_millis(100));
         waited += 1;
     }
-    out.push(format!("idle rbs {}", rbs(&mut ctl)));
+    // The first cron reset the peak (the +OK of SETNAME) to what was pending: nothing.
+    out.push(format!("idle rbs {} rbp {}", rbs(&mut ctl), probe_field(&mut ctl, "rbp")));
     ctl.cmd(&["SET", "big", &"x".repeat(32768)]);
     ctl.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never"]);
     let mut seen = Vec::new();
@@ -656,7 +658,7 @@ fn reply_buffer_sizes_follow_redis() {
     let redis = RedisServer::with_args(&["--enable-debug-command", "yes"]);
     let ferrodis = TestServer::with_args(&["--enable-debug-command", "yes"]);
     let expected = reply_buffer_scenario(&redis);
-    assert_eq!(expected[2], "idle rbs 1024", "real redis");
+    assert_eq!(expected[2], "idle rbs 1024 rbp 0", "real redis");
     assert_eq!(reply_buffer_scenario(&ferrodis), expected);
 }
 

@@ -590,6 +590,10 @@ impl ClientHandle {
 
     /// The reply buffer's peak (CLIENT LIST rbp).
     pub fn reply_buffer_peak(&self) -> usize {
+        // Until the client cron first resets it, Redis's peak is the whole buffer.
+        if self.reply_peak_reset_ms.load(Ordering::Relaxed) == 0 {
+            return self.reply_buffer_size();
+        }
         self.reply_peak.load(Ordering::Relaxed)
     }
 
@@ -613,7 +617,7 @@ impl ClientHandle {
             return 0;
         }
         let size = self.reply_buffer_size();
-        let peak = self.reply_peak.load(Ordering::Relaxed);
+        let peak = self.reply_buffer_peak();
         let mut resized = 0;
         let mut new_size = size;
         if size / 2 >= REPLY_MIN_BYTES && peak < size / 2 {
@@ -623,10 +627,10 @@ impl ClientHandle {
             new_size = REPLY_CHUNK_BYTES.min(size * 2);
             resized = 1;
         }
+        // Redis stamps a new client's last reset in seconds and compares it with milliseconds,
+        // so its first cron always resets the peak (to what is pending, 0 for an idle client).
         let last = self.reply_peak_reset_ms.load(Ordering::Relaxed);
-        if last == 0 {
-            self.reply_peak_reset_ms.store(now_ms, Ordering::Relaxed);
-        } else if policy.peak_reset_ms >= 0 && now_ms - last >= policy.peak_reset_ms {
+        if policy.peak_reset_ms >= 0 && (last == 0 || now_ms - last >= policy.peak_reset_ms) {
             self.reply_peak.store(self.pending_output().min(new_size), Ordering::Relaxed);
             self.reply_peak_reset_ms.store(now_ms, Ordering::Relaxed);
         }
