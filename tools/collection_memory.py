@@ -4,7 +4,7 @@
 Loads N keys of one collection type (10 small elements each) through redis-cli --pipe into a fresh
 redis-server and a fresh ferrodis-server, and prints RSS growth per key for both and the ratio.
 
-  tools/collection_memory.py --server target/release/ferrodis-server [--keys 100000] [--type hash|set|zset|list]
+  tools/collection_memory.py --server target/release/ferrodis-server [--keys 100000] [--type hash|set|zset|list|strsetN]
 """
 import argparse, os, socket, subprocess, sys, tempfile, time
 
@@ -34,6 +34,9 @@ def dataset(kind, keys):
             args = [b"HSET", k]
             for j in range(10):
                 args += [b"field:%d" % j, b"value:%d" % (i + j)]
+        elif kind.startswith("strset"):
+            # strsetN: N short strings ("member:0" ...), the hashtable encoding in Redis 7.0.
+            args = [b"SADD", k] + [b"member:%d" % j for j in range(int(kind[6:] or 3))]
         elif kind == "set":
             args = [b"SADD", k] + [b"%d" % (i * 10 + j) for j in range(10)]
         elif kind == "zset":

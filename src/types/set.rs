@@ -270,6 +270,10 @@ fn arena_append(chunks: &mut Vec<CowVec<u8>>, m: &[u8]) -> (u64, usize) {
         // A small set's first chunk grows as a Vec does; later ones are reserved whole so
         // the arena never copies itself. A member bigger than a chunk gets a chunk of its own.
         let cap = if chunks.is_empty() { need } else { need.max(CHUNK) };
+        // Most sets never need a second chunk: room for one, not Vec's first four.
+        if chunks.is_empty() {
+            chunks.reserve_exact(1);
+        }
         chunks.push(Vec::with_capacity(cap).into());
     }
     let idx = chunks.len() - 1;
@@ -388,7 +392,7 @@ impl SetSnapshot {
         let h = index.hasher.hash_one(m);
         let tag = h >> LOC_BITS;
         let mask = ix.mask();
-        let mut i = (h >> (64 - ix.bits)) as usize;
+        let mut i = (h >> (64 - ix.bits())) as usize;
         loop {
             let s = ix.slots[i];
             if s == 0 {
@@ -418,19 +422,24 @@ pub struct SnapshotIndex {
 /// being the top `TAG_BITS` of the member's hash. An empty index (no allocation) has size 0.
 #[derive(Clone)]
 struct Index {
+    /// A power of two long (the size is `1 << bits()`), or empty.
     slots: Box<[u64]>,
-    bits: u32,
     used: usize,
 }
 
 impl Index {
     fn empty() -> Self {
-        Index { slots: Box::new([]), bits: 0, used: 0 }
+        Index { slots: Box::new([]), used: 0 }
     }
 
     fn with_bits(bits: u32) -> Self {
         // `vec![0; n]` comes from zeroed memory: no writing pass over a big array.
-        Index { slots: vec![0u64; 1 << bits].into_boxed_slice(), bits, used: 0 }
+        Index { slots: vec![0u64; 1 << bits].into_boxed_slice(), used: 0 }
+    }
+
+    /// log2 of the size; 0 when empty (the mask keeps 0's 64 trailing zeros to 0).
+    fn bits(&self) -> u32 {
+        self.slots.len().trailing_zeros() & 63
     }
 
     fn size(&self) -> usize {
@@ -563,7 +572,7 @@ impl BigSet {
                 continue;
             }
             let mask = ix.mask();
-            let mut i = (h >> (64 - ix.bits)) as usize;
+            let mut i = (h >> (64 - ix.bits())) as usize;
             loop {
                 let s = ix.slots[i];
                 if s == 0 {
@@ -605,7 +614,7 @@ impl BigSet {
     fn rehash_step(&mut self, n: usize) -> bool {
         let Some(mut p) = self.rehash_pos else { return false };
         let mask = self.ht[0].mask();
-        let bits = self.ht[1].bits;
+        let bits = self.ht[1].bits();
         let mut empty_visits = n * EMPTY_VISITS_PER_STEP;
         let mut clusters = n;
         while clusters > 0 && self.ht[0].used > 0 {
@@ -655,7 +664,7 @@ impl BigSet {
             return;
         }
         self.finish_rehash();
-        self.start_resize(self.ht[0].bits + 1);
+        self.start_resize(self.ht[0].bits() + 1);
     }
 
     /// Adds a member known to be absent, with hash `h`.
@@ -665,7 +674,7 @@ impl BigSet {
         self.live_bytes += need;
         let slot = ((h >> LOC_BITS) << LOC_BITS) | (loc + 1);
         let t = self.insert_index();
-        let home = (h >> (64 - self.ht[t].bits)) as usize;
+        let home = (h >> (64 - self.ht[t].bits())) as usize;
         self.ht[t].place(home, slot);
         self.len += 1;
     }
@@ -697,7 +706,7 @@ impl BigSet {
         self.live_bytes -= len + h;
         self.dead_bytes += len + h;
         self.len -= 1;
-        let (mask, bits) = (self.ht[t].mask(), self.ht[t].bits);
+        let (mask, bits) = (self.ht[t].mask(), self.ht[t].bits());
         let mut j = i;
         let mut k = (i + 1) & mask;
         // The shift stays inside the cluster, so during a resize `rehash_pos` (an empty slot or
@@ -726,9 +735,9 @@ impl BigSet {
             return;
         }
         let ix = &self.ht[0];
-        if ix.bits > MIN_BITS && self.len * 10 < ix.size() {
+        if ix.bits() > MIN_BITS && self.len * 10 < ix.size() {
             let bits = bits_with_headroom(self.len);
-            if bits < ix.bits {
+            if bits < ix.bits() {
                 self.start_resize(bits);
             }
         }
@@ -807,7 +816,7 @@ impl BigSet {
 
     /// Buckets of index `t` whose hash prefixes fall in the 32-bit cursor range `[from, to)`.
     fn buckets_in(&self, t: usize, from: u64, to: u64) -> std::ops::Range<usize> {
-        let bits = self.ht[t].bits;
+        let bits = self.ht[t].bits();
         if bits <= CURSOR_BITS {
             let shift = CURSOR_BITS - bits;
             ((from >> shift) as usize)..(((to - 1) >> shift) as usize + 1)
@@ -823,8 +832,8 @@ impl BigSet {
     /// member present throughout a scan is returned whichever index holds it at each call.
     fn scan_step(&self, cursor: u64, f: &mut impl FnMut(&[u8])) -> u64 {
         let cursor = cursor & 0xffff_ffff;
-        let small = if self.is_rehashing() && self.ht[1].bits < self.ht[0].bits { 1 } else { 0 };
-        let bits = self.ht[small].bits;
+        let small = if self.is_rehashing() && self.ht[1].bits() < self.ht[0].bits() { 1 } else { 0 };
+        let bits = self.ht[small].bits();
         let (from, to) = if bits <= CURSOR_BITS {
             let shift = CURSOR_BITS - bits;
             let b = cursor >> shift;
@@ -852,7 +861,7 @@ impl BigSet {
         let mask = ix.mask();
         let mut i = b;
         while ix.slots[i] != 0 {
-            if self.home_of(ix.slots[i], ix.bits) == b {
+            if self.home_of(ix.slots[i], ix.bits()) == b {
                 f(self.member_at(Self::loc(ix.slots[i])));
             }
             i = (i + 1) & mask;
@@ -871,7 +880,7 @@ impl BigSet {
             let mut counts = vec![0u32; ix.size()];
             for &s in ix.slots.iter() {
                 if s != 0 {
-                    counts[self.home_of(s, ix.bits)] += 1;
+                    counts[self.home_of(s, ix.bits())] += 1;
                 }
             }
             super::table::write_stats(&mut out, t, counts.iter().map(|&c| c as usize));
@@ -889,9 +898,84 @@ impl BigSet {
 // ---------------------------------------------------------------------------------------------
 // Set
 
+// ---------------------------------------------------------------------------------------------
+// tiny hashtable
+
+/// Member bytes (each behind a one-byte length) a `TinySet` holds.
+const TINY: usize = 44;
+
+/// A hashtable set whose members fit in `TINY` bytes: kept in the set's own allocation in
+/// insertion order and searched linearly, so a set of a few short strings costs one 48-byte
+/// block where a `BigSet` costs five allocations (about 250 bytes). It is still the hashtable
+/// encoding to everything outside (Redis 7.0 has nothing smaller for non-integer members); a
+/// member that does not fit moves the set to a `BigSet`.
+#[derive(Clone)]
+struct TinySet {
+    len: u8,
+    used: u8,
+    buf: [u8; TINY],
+}
+
+impl TinySet {
+    fn new() -> Self {
+        TinySet { len: 0, used: 0, buf: [0; TINY] }
+    }
+
+    /// Each member with the offset of its length byte.
+    fn entries(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        let mut pos = 0;
+        std::iter::from_fn(move || {
+            if pos >= self.used as usize {
+                return None;
+            }
+            let at = pos;
+            let n = self.buf[at] as usize;
+            pos = at + 1 + n;
+            Some((at, &self.buf[at + 1..at + 1 + n]))
+        })
+    }
+
+    fn find(&self, m: &[u8]) -> Option<usize> {
+        self.entries().find(|(_, e)| *e == m).map(|(at, _)| at)
+    }
+
+    /// Appends `m` (known absent) if it fits.
+    fn try_push(&mut self, m: &[u8]) -> bool {
+        let at = self.used as usize;
+        if at + 1 + m.len() > TINY {
+            return false;
+        }
+        self.buf[at] = m.len() as u8;
+        self.buf[at + 1..at + 1 + m.len()].copy_from_slice(m);
+        self.used += 1 + m.len() as u8;
+        self.len += 1;
+        true
+    }
+
+    fn remove_at(&mut self, at: usize) {
+        let end = at + 1 + self.buf[at] as usize;
+        self.buf.copy_within(end..self.used as usize, at);
+        self.used -= (end - at) as u8;
+        self.len -= 1;
+    }
+
+    fn nth(&self, i: usize) -> (usize, &[u8]) {
+        self.entries().nth(i).expect("a position under the length")
+    }
+
+    fn to_table(&self, extra: usize) -> BigSet {
+        let mut t = BigSet::with_capacity(self.len as usize + extra);
+        for (_, m) in self.entries() {
+            t.insert_new(m);
+        }
+        t
+    }
+}
+
 #[derive(Clone)]
 enum Repr {
     Ints(IntSet),
+    Tiny(TinySet),
     Table(Box<BigSet>),
 }
 
@@ -939,6 +1023,9 @@ impl Set {
     /// An empty set already in the hashtable encoding, sized for `n` members (bulk loads such as
     /// RDB, where the member count is known and the first member is not an integer).
     pub fn with_table_capacity(n: usize) -> Self {
+        if n <= TINY / 4 {
+            return Set { repr: Repr::Tiny(TinySet::new()) };
+        }
         Set { repr: Repr::Table(Box::new(BigSet::with_capacity(n))) }
     }
 
@@ -946,7 +1033,7 @@ impl Set {
     pub fn encoding_name(&self) -> &'static str {
         match self.repr {
             Repr::Ints(_) => "intset",
-            Repr::Table(_) => "hashtable",
+            Repr::Tiny(_) | Repr::Table(_) => "hashtable",
         }
     }
 
@@ -960,7 +1047,7 @@ impl Set {
     pub fn intset_parts(&self) -> Option<(u8, &[u8])> {
         match &self.repr {
             Repr::Ints(s) => Some((s.width(), s.bytes())),
-            Repr::Table(_) => None,
+            Repr::Tiny(_) | Repr::Table(_) => None,
         }
     }
 
@@ -973,6 +1060,7 @@ impl Set {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Ints(s) => s.len(),
+            Repr::Tiny(t) => t.len as usize,
             Repr::Table(t) => t.len,
         }
     }
@@ -984,13 +1072,21 @@ impl Set {
     pub fn contains(&self, m: &[u8]) -> bool {
         match &self.repr {
             Repr::Ints(s) => parse_i64(m).is_some_and(|v| s.contains(v)),
+            Repr::Tiny(t) => t.find(m).is_some(),
             Repr::Table(t) => t.contains(m),
         }
     }
 
-    /// Converts an intset to the hashtable encoding, sized for `extra` more members.
+    /// Converts an intset to the hashtable encoding (tiny when its members fit), sized for
+    /// `extra` more members.
     fn convert_to_table(&mut self, extra: usize) {
         if let Repr::Ints(s) = &self.repr {
+            let mut tiny = TinySet::new();
+            let fits = s.iter().all(|v| tiny.try_push(itoa::Buffer::new().format(v).as_bytes()));
+            if fits {
+                self.repr = Repr::Tiny(tiny);
+                return;
+            }
             let mut t = BigSet::with_capacity(s.len() + extra);
             for v in s.iter() {
                 t.insert_new(itoa::Buffer::new().format(v).as_bytes());
@@ -1017,6 +1113,17 @@ impl Set {
             }
         }
         match &mut self.repr {
+            Repr::Tiny(t) => {
+                if t.find(m).is_some() {
+                    return false;
+                }
+                if !t.try_push(m) {
+                    let mut table = t.to_table(1);
+                    table.insert_new(m);
+                    self.repr = Repr::Table(Box::new(table));
+                }
+                true
+            }
             Repr::Table(t) => t.insert(m),
             Repr::Ints(_) => false,
         }
@@ -1049,31 +1156,35 @@ impl Set {
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match &mut self.repr {
             Repr::Ints(s) => parse_i64(m).is_some_and(|v| s.remove(v)),
+            Repr::Tiny(t) => t.find(m).map(|at| t.remove_at(at)).is_some(),
             Repr::Table(t) => t.remove(m),
         }
     }
 
-    /// Every member: ascending for an intset, arena order for a hashtable.
+    /// Every member: ascending for an intset, arena (or insertion) order for a hashtable.
     pub fn for_each<'a>(&'a self, mut f: impl FnMut(Elem<'a>)) {
         match &self.repr {
             Repr::Ints(s) => s.iter().for_each(|v| f(Elem::Int(v))),
+            Repr::Tiny(t) => t.entries().for_each(|(_, m)| f(Elem::Str(m))),
             Repr::Table(t) => t.for_each(|m| f(Elem::Str(m))),
         }
     }
 
     /// A snapshot of a hashtable set for a reply encoded elsewhere (see `types::cow`); None for
-    /// an intset, which is small and encoded in place.
+    /// an intset or a tiny hashtable, which are small and encoded in place.
     pub fn snapshot(&mut self) -> Option<SetSnapshot> {
         match &mut self.repr {
-            Repr::Ints(_) => None,
+            Repr::Ints(_) | Repr::Tiny(_) => None,
             Repr::Table(t) => Some(t.snapshot()),
         }
     }
 
-    /// DEBUG HTSTATS-KEY's text, when the set is a hash table.
+    /// DEBUG HTSTATS-KEY's text, when the set is a hash table (a tiny one shown as the table
+    /// it becomes when it grows).
     pub fn table_stats(&self) -> Option<String> {
         match &self.repr {
             Repr::Ints(_) => None,
+            Repr::Tiny(t) => Some(t.to_table(0).stats()),
             Repr::Table(t) => Some(t.stats()),
         }
     }
@@ -1089,14 +1200,14 @@ impl Set {
     pub fn rehash_step(&mut self) -> bool {
         match &mut self.repr {
             Repr::Table(t) => t.rehash_step(STEPS_PER_OP),
-            Repr::Ints(_) => false,
+            Repr::Ints(_) | Repr::Tiny(_) => false,
         }
     }
 
     /// Bytes of heap this set holds beyond its own allocation (MEMORY USAGE's figure).
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {
-            Repr::Ints(IntSet::Inline { .. }) => 0,
+            Repr::Ints(IntSet::Inline { .. }) | Repr::Tiny(_) => 0,
             Repr::Ints(IntSet::Heap { data, .. }) => data.len(),
             Repr::Table(t) => std::mem::size_of::<BigSet>() + t.heap_bytes(),
         }
@@ -1106,14 +1217,17 @@ impl Set {
     pub fn data_bytes_hint(&self) -> usize {
         match &self.repr {
             Repr::Ints(s) => s.len() * 20,
+            Repr::Tiny(t) => t.used as usize,
             Repr::Table(t) => t.live_bytes,
         }
     }
 
-    /// A random position (an index for an intset, a slot for a hashtable); the set must not be empty.
+    /// A random position (an index for an intset or a tiny hashtable, a slot for a hashtable);
+    /// the set must not be empty.
     pub fn random_pos(&self) -> usize {
         match &self.repr {
             Repr::Ints(s) => fastrand::usize(..s.len()),
+            Repr::Tiny(t) => fastrand::usize(..t.len as usize),
             Repr::Table(t) => t.random_slot(),
         }
     }
@@ -1122,6 +1236,7 @@ impl Set {
     pub fn elem_at(&self, pos: usize) -> Elem<'_> {
         match &self.repr {
             Repr::Ints(s) => Elem::Int(s.get(pos)),
+            Repr::Tiny(t) => Elem::Str(t.nth(pos).1),
             Repr::Table(t) => Elem::Str(t.member_at(BigSet::loc(t.slot_at(pos)))),
         }
     }
@@ -1143,6 +1258,10 @@ impl Set {
         let out = self.elem_at(pos).to_vec();
         match &mut self.repr {
             Repr::Ints(s) => s.remove_at(pos),
+            Repr::Tiny(t) => {
+                let at = t.nth(pos).0;
+                t.remove_at(at)
+            }
             Repr::Table(t) => {
                 let (ix, i) = t.split_pos(pos);
                 t.remove_slot(ix, i)
@@ -1151,12 +1270,17 @@ impl Set {
         Some(out)
     }
 
-    /// One SSCAN step. An intset is returned whole with cursor 0 (as Redis does); a hashtable
-    /// visits one bucket per call and returns the next cursor (0 when done).
+    /// One SSCAN step. An intset is returned whole with cursor 0 (as Redis does); so is a tiny
+    /// hashtable (Redis's smallest table has 4 buckets, under SSCAN's least COUNT of work: 10
+    /// buckets); a hashtable visits one bucket per call and returns the next cursor (0 when done).
     pub fn scan_step(&self, cursor: u64, mut f: impl FnMut(Elem)) -> u64 {
         match &self.repr {
             Repr::Ints(s) => {
                 s.iter().for_each(|v| f(Elem::Int(v)));
+                0
+            }
+            Repr::Tiny(t) => {
+                t.entries().for_each(|(_, m)| f(Elem::Str(m)));
                 0
             }
             Repr::Table(t) => t.scan_step(cursor, &mut |m| f(Elem::Str(m))),
@@ -1332,10 +1456,75 @@ mod tests {
         }
     }
 
+    /// A set of a few short strings stays in its own allocation (the tiny hashtable) and
+    /// moves to a `BigSet` when a member does not fit; both are the hashtable encoding, and
+    /// every operation agrees with a model on either side of the move, after it, and when an
+    /// intset converts straight to a tiny table.
+    #[test]
+    fn tiny_hashtable_agrees_with_a_model_across_its_move() {
+        fastrand::seed(7);
+        for round in 0..300 {
+            let mut s = Set::new();
+            let mut model: HashSet<Vec<u8>> = HashSet::new();
+            if round % 3 == 0 {
+                for v in ["1", "22", "333"] {
+                    s.insert(v.as_bytes(), 512);
+                    model.insert(v.as_bytes().to_vec());
+                }
+                assert!(s.is_intset());
+            }
+            for _ in 0..40 {
+                let m = match fastrand::u8(..4) {
+                    0 => format!("{}", fastrand::u8(..10)).into_bytes(),
+                    1 => vec![b'x'; fastrand::usize(..12)],
+                    _ => format!("m{}", fastrand::u8(..12)).into_bytes(),
+                };
+                match fastrand::u8(..10) {
+                    0..=5 => assert_eq!(s.insert(&m, 512), model.insert(m.clone())),
+                    6 | 7 => assert_eq!(s.remove(&m), model.remove(&m)),
+                    8 => {
+                        if let Some(p) = s.pop_random() {
+                            assert!(model.remove(&p));
+                        }
+                    }
+                    _ => assert_eq!(s.contains(&m), model.contains(&m)),
+                }
+                assert_eq!(s.len(), model.len());
+                let got: HashSet<Vec<u8>> = members(&s).into_iter().collect();
+                assert_eq!(got, model);
+                if matches!(s.repr, Repr::Tiny(_)) {
+                    let mut scanned = HashSet::new();
+                    assert_eq!(
+                        s.scan_step(0, |e| {
+                            scanned.insert(e.to_vec());
+                        }),
+                        0
+                    );
+                    assert_eq!(scanned, model);
+                    assert_eq!(s.encoding_name(), "hashtable");
+                    assert_eq!(s.heap_bytes(), 0);
+                    if !s.is_empty() {
+                        let stats = s.table_stats().unwrap();
+                        assert!(stats.contains(&format!("number of elements: {}\n", model.len())), "{stats}");
+                        let pos = s.random_pos();
+                        assert!(model.contains(&s.elem_at(pos).to_vec()));
+                    }
+                }
+            }
+        }
+        let mut s = Set::new();
+        s.insert(b"a", 512);
+        assert!(matches!(s.repr, Repr::Tiny(_)));
+        s.insert(&[b'y'; 60], 512);
+        assert!(matches!(s.repr, Repr::Table(_)));
+        assert!(s.contains(b"a") && s.contains(&[b'y'; 60]) && s.len() == 2);
+        assert_eq!(std::mem::size_of::<Set>(), 48);
+    }
+
     fn big(s: &Set) -> &BigSet {
         match &s.repr {
             Repr::Table(t) => t,
-            Repr::Ints(_) => panic!("not a table"),
+            Repr::Ints(_) | Repr::Tiny(_) => panic!("not a big table"),
         }
     }
 
@@ -1354,7 +1543,7 @@ mod tests {
                 }
                 let m = t.member_at(BigSet::loc(slot));
                 assert_eq!(t.find(m), Some((ti, i)));
-                let mut j = t.home_of(slot, ix.bits);
+                let mut j = t.home_of(slot, ix.bits());
                 while j != i {
                     assert_ne!(ix.slots[j], 0);
                     j = (j + 1) & mask;
@@ -1411,13 +1600,13 @@ mod tests {
                 assert_eq!(s.contains(&m), model.contains(&m));
             }
             assert_eq!(s.len(), model.len());
-            if s.is_intset() {
+            if !matches!(s.repr, Repr::Table(_)) {
                 continue;
             }
             let now = s.is_rehashing();
             if now && !was {
                 let t = big(&s);
-                if t.ht[1].bits > t.ht[0].bits {
+                if t.ht[1].bits() > t.ht[0].bits() {
                     grows += 1;
                 } else {
                     shrinks += 1;
