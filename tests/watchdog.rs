@@ -241,7 +241,9 @@ fn a_daemon_that_crashes_removes_its_pidfile() {
 /// the pid and time taken out and `fd=`, addresses and register values masked.
 fn bug_report_shape(log: &str) -> Vec<String> {
     let start = log.find("=== REDIS BUG REPORT START").expect("a bug report");
-    let end = log.find("=== REDIS BUG REPORT END").expect("the report's end");
+    // Redis's report may fault part-way on some machines (its handler is reset by then, so the
+    // process dies without the end line): the shape is taken up to where the log stops.
+    let end = log[start..].find("=== REDIS BUG REPORT END").map_or(log.len(), |i| start + i);
     let mut out = Vec::new();
     for line in log[start..end].lines() {
         let frame = line.ends_with(']') && line.contains("[0x");
