@@ -171,7 +171,7 @@ fn byte_at(s: &[u8], i: usize) -> u8 {
     s.get(i).copied().unwrap_or(0)
 }
 
-fn is_zero(b: u8) -> bool {
+const fn is_zero(b: u8) -> bool {
     b & 0xc0 == 0
 }
 
@@ -179,11 +179,11 @@ fn is_xzero(b: u8) -> bool {
     b & 0xc0 == 0x40
 }
 
-fn is_val(b: u8) -> bool {
+const fn is_val(b: u8) -> bool {
     b & 0x80 != 0
 }
 
-fn zero_len(b: u8) -> usize {
+const fn zero_len(b: u8) -> usize {
     (b & 0x3f) as usize + 1
 }
 
@@ -195,7 +195,7 @@ fn val_value(b: u8) -> u8 {
     ((b >> 2) & 0x1f) + 1
 }
 
-fn val_len(b: u8) -> usize {
+const fn val_len(b: u8) -> usize {
     (b & 0x3) as usize + 1
 }
 
@@ -216,6 +216,25 @@ fn push_zeros(v: &mut Vec<u8>, len: usize) {
         v.push((len - 1) as u8);
     }
 }
+
+/// The registers a one-byte opcode covers (ZERO 1-64, VAL 1-4), by its byte; 0 for the first
+/// byte of an XZERO, whose length takes two.
+const ONE_BYTE_SPAN: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = if is_zero(byte) {
+            zero_len(byte) as u8
+        } else if is_val(byte) {
+            val_len(byte) as u8
+        } else {
+            0
+        };
+        b += 1;
+    }
+    table
+};
 
 /// One decoded sparse opcode: `len` registers holding `value` (0 for ZERO/XZERO).
 struct Run {
@@ -309,18 +328,18 @@ fn sparse_set(s: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Re
     let mut prev: Option<usize> = None;
     let mut span = 0usize;
     while p < end {
-        let b = s[p];
-        let oplen;
-        if is_zero(b) {
-            span = zero_len(b);
-            oplen = 1;
-        } else if is_val(b) {
-            span = val_len(b);
-            oplen = 1;
-        } else {
-            span = xzero_len(s, p);
-            oplen = 2;
-        }
+        // One table load instead of a three-way branch on the opcode's kind, whose pattern
+        // (VAL and ZERO interleaved as the registers fall) the CPU mispredicts.
+        let oplen = match ONE_BYTE_SPAN[s[p] as usize] {
+            0 => {
+                span = xzero_len(s, p);
+                2
+            }
+            n => {
+                span = n as usize;
+                1
+            }
+        };
         if index < first + span {
             break;
         }
