@@ -778,7 +778,7 @@ fn assertion_context(ctx: &Ctx, args: &Args) -> Vec<String> {
         let text = arg.split(|&b| b == 0).next().unwrap_or_default();
         lines.push(format!("client->argv[{j}] = \"{}\" (refcount: 1)", String::from_utf8_lossy(text)));
     }
-    let encoding = if args.argv[0].len() <= 44 { 8 } else { 0 };
+    let encoding = if args.argv[0].len() <= crate::types::string::EMBSTR_LIMIT { 8 } else { 0 };
     lines.push("=== ASSERTION FAILED OBJECT CONTEXT ===".into());
     lines.push("Object type: 0".into());
     lines.push(format!("Object encoding: {encoding}"));
