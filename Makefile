@@ -88,7 +88,7 @@ FUZZ_TARGETS ?= resp_parser rdb_file restore_payload aof_file cluster_msg
 RDB_FIXTURES ?= ../shared/rdb
 
 fuzz-seed:
-	@mkdir -p fuzz/corpus/rdb_file fuzz/corpus/restore_payload fuzz/corpus/cluster_msg
+	@mkdir -p $(addprefix fuzz/corpus/,$(FUZZ_TARGETS)) fuzz/corpus/rdb_file fuzz/corpus/restore_payload fuzz/corpus/cluster_msg
 	@if [ -z "$$(ls -A fuzz/corpus/cluster_msg)" ]; then python3 fuzz/seed_cluster_msgs.py fuzz/corpus/cluster_msg; fi
 	@if [ -d $(RDB_FIXTURES) ] && [ -z "$$(ls -A fuzz/corpus/rdb_file)" ]; then \
 		cp $(RDB_FIXTURES)/*.rdb $(RDB_FIXTURES)/assets/*.rdb fuzz/corpus/rdb_file/; \

@@ -9,6 +9,7 @@ pub mod hll;
 pub mod list;
 pub mod segvec;
 pub mod set;
+mod slot_index;
 pub mod sort;
 pub mod stream;
 pub mod string;

@@ -6,28 +6,14 @@
 //!   allocation. Used while every member is a canonical integer (Redis's string2ll rules) and the
 //!   count stays within set-max-intset-entries.
 //! - `hashtable` (`BigSet`): members stored inline, back to back, in an arena of byte chunks
-//!   (a varint header per entry, no per-member allocation), indexed by an open-addressing table of
-//!   `u64` slots (linear probing, backward-shift deletion, no tombstones). A slot packs 24 bits of
-//!   the member's hash with the entry's arena location. The bucket index is the *top* bits of the
-//!   hash, so a table that doubles splits bucket `b` into `2b` and `2b+1`: a SCAN cursor is simply
-//!   a position in a 32-bit hash-prefix space, increasing (Redis's reverse-binary cursor with the
-//!   bit order mirrored). Whole-set walks (SMEMBERS) read the arena sequentially, which is what
-//!   makes a 2.6M-member reply fast. Removed entries are marked dead in the arena and compacted
-//!   away once they outweigh the live ones.
-//!
-//!   The index resizes incrementally, as Redis's dict does: growing past a load of 0.8 or
-//!   shrinking under 10% allocates a second slot array, and every insert, removal and keyspace
-//!   lookup then moves one *cluster* (a maximal run of occupied slots) from the old array to the
-//!   new one, skipping at most ten empty slots, so no operation pays for the whole table. Moving
-//!   whole clusters keeps the clusters left behind intact, so the old array is still probed the
-//!   usual way; new members go to the new array. SCAN visits the covering buckets of both
-//!   arrays, keeping Redis's guarantee (every member present for the whole scan is returned at
-//!   least once) across resizes. Resizes do not start while a fork child shares the pages
-//!   (growth is then forced only past a load of 0.9). The memory per member is unchanged: a
-//!   slot per member at 0.4-0.8 load plus the arena bytes; a resize in progress holds both
-//!   arrays until it finishes. DEBUG HTSTATS-KEY reports each array in Redis's words, counting
-//!   the members that share a home bucket as that bucket's chain. 7.0 never converts a
-//!   hashtable set back to an intset, and neither does this.
+//!   (a varint header per entry, no per-member allocation), indexed by a `SlotIndex`
+//!   (`types::slot_index`: open addressing over arena locations, resized incrementally as Redis's
+//!   dict is, SCAN with Redis's guarantee across resizes, DEBUG HTSTATS-KEY in Redis's words).
+//!   Whole-set walks (SMEMBERS) read the arena sequentially, which is what makes a
+//!   2.6M-member reply fast. Removed entries are marked dead in the arena and compacted away
+//!   once they outweigh the live ones. The memory per member is a slot per member at 0.4-0.8
+//!   load plus the arena bytes. 7.0 never converts a hashtable set back to an intset, and
+//!   neither does this.
 //!
 //! This module knows nothing of commands or replies; conversion limits come in as plain numbers.
 
@@ -36,6 +22,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use super::cow::CowVec;
+use super::slot_index::{self, SlotIndex, Slots};
 use crate::util::num::parse_i64;
 
 /// One member as the set holds it: an integer (intset) or bytes (hashtable).
@@ -214,16 +201,8 @@ impl IntSet {
 
 const CHUNK_BITS: u32 = 20;
 const CHUNK: usize = 1 << CHUNK_BITS;
-const LOC_BITS: u32 = 40;
-const LOC_MASK: u64 = (1 << LOC_BITS) - 1;
-const TAG_BITS: u32 = 64 - LOC_BITS;
-const MIN_BITS: u32 = 2;
-/// Resolution of SCAN cursors: positions in a 2^32 hash-prefix space.
-const CURSOR_BITS: u32 = 32;
 /// Clusters one rehash step moves (Redis moves one bucket per dict operation).
 const STEPS_PER_OP: usize = 1;
-/// Empty slots a rehash step may skip per cluster of budget (Redis's `empty_visits = n * 10`).
-const EMPTY_VISITS_PER_STEP: usize = 10;
 
 /// Writes the entry header: varint of `len << 1 | dead`.
 fn push_header(out: &mut Vec<u8>, len: usize) {
@@ -364,12 +343,8 @@ impl SetSnapshot {
     /// arena location) and no copy of any member: about the set's own index, against the
     /// arena plus index that rebuilding the set took.
     pub fn build_index(&self) -> SnapshotIndex {
-        let mut bits = MIN_BITS;
-        while (1usize << bits) * 4 < self.len * 5 {
-            bits += 1;
-        }
         let hasher = foldhash::fast::FixedState::with_seed(0x5e7_5ab5);
-        let mut ix = Index::with_bits(bits);
+        let mut ix = Slots::for_entries(self.len);
         for (ci, chunk) in self.chunks.iter().enumerate() {
             let mut off = 0;
             while off < chunk.len() {
@@ -377,7 +352,8 @@ impl SetSnapshot {
                 if !dead {
                     let hash = hasher.hash_one(&chunk[off + h..off + h + len]);
                     let loc = ((ci as u64) << CHUNK_BITS) | off as u64;
-                    ix.place((hash >> (64 - bits)) as usize, ((hash >> LOC_BITS) << LOC_BITS) | (loc + 1));
+                    let home = ix.home(hash);
+                    ix.place(home, slot_index::slot_for(hash, loc));
                 }
                 off += h + len;
             }
@@ -387,303 +363,72 @@ impl SetSnapshot {
 
     /// Whether `m` is a member, through an index `build_index` built over this snapshot.
     pub fn contains(&self, index: &SnapshotIndex, m: &[u8]) -> bool {
-        let ix = &index.ix;
-        if ix.size() == 0 {
-            return false;
-        }
-        let h = index.hasher.hash_one(m);
-        let tag = h >> LOC_BITS;
-        let mask = ix.mask();
-        let mut i = (h >> (64 - ix.bits())) as usize;
-        loop {
-            let s = ix.slots[i];
-            if s == 0 {
-                return false;
-            }
-            if s >> LOC_BITS == tag {
-                let loc = (s & LOC_MASK) - 1;
-                let chunk = &self.chunks[(loc >> CHUNK_BITS) as usize];
-                let off = (loc as usize) & (CHUNK - 1);
-                let (len, _, hl) = read_header(chunk, off);
-                if &chunk[off + hl..off + hl + len] == m {
-                    return true;
-                }
-            }
-            i = (i + 1) & mask;
-        }
+        let key_of = |loc: u64| {
+            let chunk = &self.chunks[(loc >> CHUNK_BITS) as usize];
+            let off = (loc as usize) & (CHUNK - 1);
+            let (len, _, hl) = read_header(chunk, off);
+            &chunk[off + hl..off + hl + len]
+        };
+        index.ix.find(m, index.hasher.hash_one(m), &key_of).is_some()
     }
 }
 
 /// A lookup index over a `SetSnapshot` (see `SetSnapshot::build_index`).
 pub struct SnapshotIndex {
-    ix: Index,
+    ix: Slots,
     hasher: foldhash::fast::FixedState,
 }
 
-/// One open-addressing slot array: 0 = empty, else `tag << LOC_BITS | (location + 1)`, the tag
-/// being the top `TAG_BITS` of the member's hash. An empty index (no allocation) has size 0.
-#[derive(Clone)]
-struct Index {
-    /// A power of two long (the size is `1 << bits()`), or empty.
-    slots: Box<[u64]>,
-    used: usize,
-}
-
-impl Index {
-    fn empty() -> Self {
-        Index { slots: Box::new([]), used: 0 }
-    }
-
-    fn with_bits(bits: u32) -> Self {
-        // `vec![0; n]` comes from zeroed memory: no writing pass over a big array.
-        Index { slots: vec![0u64; 1 << bits].into_boxed_slice(), used: 0 }
-    }
-
-    /// log2 of the size; 0 when empty (the mask keeps 0's 64 trailing zeros to 0).
-    fn bits(&self) -> u32 {
-        self.slots.len().trailing_zeros() & 63
-    }
-
-    fn size(&self) -> usize {
-        self.slots.len()
-    }
-
-    fn mask(&self) -> usize {
-        self.slots.len().wrapping_sub(1)
-    }
-
-    /// Whether one more entry keeps the load at most 0.8.
-    fn fits_one_more(&self) -> bool {
-        (self.used + 1) * 5 <= self.size() * 4
-    }
-
-    /// Places a slot value at the first free position from `home` (the member is known absent).
-    fn place(&mut self, home: usize, slot: u64) {
-        let mask = self.mask();
-        let mut i = home;
-        while self.slots[i] != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = slot;
-        self.used += 1;
-    }
-}
-
-/// Whether an index may start a resize now (not while a fork child shares the pages).
-#[cfg(not(test))]
-fn resize_allowed() -> bool {
-    super::table::resize_allowed()
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Lets a test discourage resizing on its own thread only (the flag is process-wide).
-    static DISCOURAGED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-#[cfg(test)]
-fn resize_allowed() -> bool {
-    super::table::resize_allowed() && !DISCOURAGED.get()
-}
-
-/// The smallest index size (in bits) holding `n` members at a load of at most 0.4, so a table
-/// that just shrank does not grow again on the next few inserts.
-fn bits_with_headroom(n: usize) -> u32 {
-    let mut bits = MIN_BITS;
-    while (1usize << bits) * 4 < n * 5 * 2 {
-        bits += 1;
-    }
-    bits
-}
-
-/// The hashtable encoding: an arena of members plus an open-addressing index that resizes
-/// incrementally (see the module header).
+/// The hashtable encoding: an arena of members plus an open-addressing index over their
+/// locations that resizes incrementally (see the module header and `types::slot_index`).
 #[derive(Clone)]
 struct BigSet {
-    /// `ht[0]` is the live index; `ht[1]` the target of a resize in progress (empty otherwise).
-    ht: [Index; 2],
-    /// While resizing: the next position of `ht[0]` to move. It is always an empty slot or the
-    /// first slot of a cluster (the slot before it is empty), because whole clusters move at
-    /// once: the clusters left behind stay intact, so probing `ht[0]` stays correct.
-    rehash_pos: Option<usize>,
+    index: SlotIndex,
     len: usize,
     /// Shared with reply snapshots while they last (see `types::cow`).
     chunks: Vec<CowVec<u8>>,
     /// Arena bytes (headers included) of live and of removed entries.
     live_bytes: usize,
     dead_bytes: usize,
-    hasher: foldhash::fast::FixedState,
 }
 
 impl BigSet {
     fn with_capacity(n: usize) -> Self {
-        let mut bits = MIN_BITS;
-        while (1usize << bits) * 4 < n * 5 {
-            bits += 1;
-        }
-        BigSet {
-            ht: [Index::with_bits(bits), Index::empty()],
-            rehash_pos: None,
-            len: 0,
-            chunks: Vec::new(),
-            live_bytes: 0,
-            dead_bytes: 0,
-            hasher: foldhash::fast::FixedState::with_seed(fastrand::u64(..)),
-        }
-    }
-
-    fn hash(&self, m: &[u8]) -> u64 {
-        self.hasher.hash_one(m)
+        BigSet { index: SlotIndex::with_capacity(n), len: 0, chunks: Vec::new(), live_bytes: 0, dead_bytes: 0 }
     }
 
     fn is_rehashing(&self) -> bool {
-        self.rehash_pos.is_some()
-    }
-
-    /// The index new members go to: the resize target while resizing.
-    fn insert_index(&self) -> usize {
-        usize::from(self.is_rehashing())
-    }
-
-    fn loc(slot: u64) -> u64 {
-        (slot & LOC_MASK) - 1
+        self.index.is_rehashing()
     }
 
     fn member_at(&self, loc: u64) -> &[u8] {
         arena_member(&self.chunks, loc)
     }
 
-    /// The full hash's top `bits` bits for the entry in `slot`, for a table of `bits`.
-    fn home_of(&self, slot: u64, bits: u32) -> usize {
-        if bits <= TAG_BITS {
-            ((slot >> LOC_BITS) >> (TAG_BITS - bits)) as usize
-        } else {
-            (self.hash(self.member_at(Self::loc(slot))) >> (64 - bits)) as usize
-        }
-    }
-
-    /// Where `m` is: (index, slot).
+    /// Where `m` is in the index: (array, position).
     fn find(&self, m: &[u8]) -> Option<(usize, usize)> {
-        self.find_hashed(m, self.hash(m))
-    }
-
-    fn find_hashed(&self, m: &[u8], h: u64) -> Option<(usize, usize)> {
-        let tag = h >> LOC_BITS;
-        for (t, ix) in self.ht.iter().enumerate() {
-            if ix.size() == 0 {
-                continue;
-            }
-            let mask = ix.mask();
-            let mut i = (h >> (64 - ix.bits())) as usize;
-            loop {
-                let s = ix.slots[i];
-                if s == 0 {
-                    break;
-                }
-                if s >> LOC_BITS == tag && self.member_at(Self::loc(s)) == m {
-                    return Some((t, i));
-                }
-                i = (i + 1) & mask;
-            }
-        }
-        None
+        self.index.find(m, self.index.hash(m), &|loc| arena_member(&self.chunks, loc))
     }
 
     fn contains(&self, m: &[u8]) -> bool {
         self.find(m).is_some()
     }
 
-    /// Starts moving every entry to an index of `bits` (or switches at once when `ht[0]` is
-    /// empty).
-    fn start_resize(&mut self, bits: u32) {
-        debug_assert!(!self.is_rehashing());
-        if self.ht[0].used == 0 {
-            let emptied = std::mem::replace(&mut self.ht[0], Index::with_bits(bits));
-            crate::util::bgfree::drop_big(emptied.slots);
-            return;
-        }
-        // Start at an empty slot (one exists: the load is below 1), so no cluster is split
-        // between the first and the last position the walk reaches.
-        let Some(start) = self.ht[0].slots.iter().position(|&s| s == 0) else {
-            return;
-        };
-        self.ht[1] = Index::with_bits(bits);
-        self.rehash_pos = Some(start);
-    }
-
-    /// Moves up to `n` clusters of `ht[0]` to `ht[1]`, skipping at most `10 * n` empty slots
-    /// (Redis's dictRehash budget). Returns whether the resize is still in progress.
     fn rehash_step(&mut self, n: usize) -> bool {
-        let Some(mut p) = self.rehash_pos else { return false };
-        let mask = self.ht[0].mask();
-        let bits = self.ht[1].bits();
-        let mut empty_visits = n * EMPTY_VISITS_PER_STEP;
-        let mut clusters = n;
-        while clusters > 0 && self.ht[0].used > 0 {
-            if self.ht[0].slots[p] == 0 {
-                p = (p + 1) & mask;
-                empty_visits -= 1;
-                if empty_visits == 0 {
-                    break;
-                }
-                continue;
-            }
-            while self.ht[0].slots[p] != 0 {
-                let s = std::mem::replace(&mut self.ht[0].slots[p], 0);
-                self.ht[0].used -= 1;
-                let home = self.home_of(s, bits);
-                self.ht[1].place(home, s);
-                p = (p + 1) & mask;
-            }
-            clusters -= 1;
-        }
-        if self.ht[0].used == 0 {
-            // A big array's free purges its pages right there (`util::bgfree`).
-            let grown = std::mem::replace(&mut self.ht[1], Index::empty());
-            let emptied = std::mem::replace(&mut self.ht[0], grown);
-            crate::util::bgfree::drop_big(emptied.slots);
-            self.rehash_pos = None;
-            return false;
-        }
-        self.rehash_pos = Some(p);
-        true
-    }
-
-    /// Finishes a resize in progress at once (only when inserts outrun the steps).
-    fn finish_rehash(&mut self) {
-        while self.rehash_step(usize::MAX / EMPTY_VISITS_PER_STEP) {}
-    }
-
-    /// Makes room for one more member in the index inserts go to, growing like Redis: not
-    /// while a fork child shares the pages, unless the load passes 0.9.
-    fn expand_if_needed(&mut self) {
-        let t = self.insert_index();
-        if self.ht[t].fits_one_more() {
-            return;
-        }
-        let ix = &self.ht[t];
-        if !resize_allowed() && (ix.used + 1) * 10 <= ix.size() * 9 {
-            return;
-        }
-        self.finish_rehash();
-        self.start_resize(self.ht[0].bits() + 1);
+        self.index.rehash_step(n, &|loc| arena_member(&self.chunks, loc))
     }
 
     /// Adds a member known to be absent, with hash `h`.
     fn add_hashed(&mut self, m: &[u8], h: u64) {
-        self.expand_if_needed();
         let (loc, need) = arena_append(&mut self.chunks, m);
         self.live_bytes += need;
-        let slot = ((h >> LOC_BITS) << LOC_BITS) | (loc + 1);
-        let t = self.insert_index();
-        let home = (h >> (64 - self.ht[t].bits())) as usize;
-        self.ht[t].place(home, slot);
+        self.index.insert(h, loc, &|loc| arena_member(&self.chunks, loc));
         self.len += 1;
     }
 
     fn insert(&mut self, m: &[u8]) -> bool {
-        let h = self.hash(m);
-        if self.find_hashed(m, h).is_some() {
+        let h = self.index.hash(m);
+        if self.index.find(m, h, &|loc| arena_member(&self.chunks, loc)).is_some() {
             return false;
         }
         self.rehash_step(STEPS_PER_OP);
@@ -693,14 +438,13 @@ impl BigSet {
 
     /// Inserts a member known to be absent.
     fn insert_new(&mut self, m: &[u8]) {
-        let h = self.hash(m);
+        let h = self.index.hash(m);
         self.add_hashed(m, h);
     }
 
-    /// Empties slot `i` of index `t` and closes the gap (backward shift), marking its arena
-    /// entry dead.
+    /// Empties position `i` of index array `t`, marking its arena entry dead.
     fn remove_slot(&mut self, t: usize, i: usize) {
-        let loc = Self::loc(self.ht[t].slots[i]);
+        let loc = self.index.remove_slot(t, i, &|loc| arena_member(&self.chunks, loc));
         let chunk = self.chunks[(loc >> CHUNK_BITS) as usize].make_mut();
         let off = (loc as usize) & (CHUNK - 1);
         let (len, _, h) = read_header(chunk, off);
@@ -708,57 +452,28 @@ impl BigSet {
         self.live_bytes -= len + h;
         self.dead_bytes += len + h;
         self.len -= 1;
-        let (mask, bits) = (self.ht[t].mask(), self.ht[t].bits());
-        let mut j = i;
-        let mut k = (i + 1) & mask;
-        // The shift stays inside the cluster, so during a resize `rehash_pos` (an empty slot or
-        // a cluster's first) keeps its meaning.
-        while self.ht[t].slots[k] != 0 {
-            let home = self.home_of(self.ht[t].slots[k], bits);
-            if (k.wrapping_sub(home) & mask) >= (k.wrapping_sub(j) & mask) {
-                self.ht[t].slots[j] = self.ht[t].slots[k];
-                j = k;
-            }
-            k = (k + 1) & mask;
-        }
-        self.ht[t].slots[j] = 0;
-        self.ht[t].used -= 1;
         self.maintain();
         self.rehash_step(STEPS_PER_OP);
     }
 
-    /// Compacts the arena when removed entries outweigh live ones, and starts shrinking an
-    /// index under 10% full (Redis's HASHTABLE_MIN_FILL), never while a fork child runs.
+    /// Compacts the arena when removed entries outweigh live ones, and shrinks a sparse index.
     fn maintain(&mut self) {
         if self.dead_bytes > 4096 && self.dead_bytes > self.live_bytes {
             self.compact();
         }
-        if self.is_rehashing() || !resize_allowed() {
-            return;
-        }
-        let ix = &self.ht[0];
-        if ix.bits() > MIN_BITS && self.len * 10 < ix.size() {
-            let bits = bits_with_headroom(self.len);
-            if bits < ix.bits() {
-                self.start_resize(bits);
-            }
-        }
+        self.index.shrink_if_sparse();
     }
 
     /// Copies the live members into a fresh arena (in index order) and points the slots at
     /// the copies. The index, and a resize in progress, are left as they are.
     fn compact(&mut self) {
-        let BigSet { ht, chunks, live_bytes, dead_bytes, .. } = self;
+        let BigSet { index, chunks, live_bytes, dead_bytes, .. } = self;
         let mut fresh: Vec<CowVec<u8>> = Vec::new();
         let mut live = 0;
-        for ix in ht.iter_mut() {
-            for s in ix.slots.iter_mut() {
-                if *s != 0 {
-                    let (loc, need) = arena_append(&mut fresh, arena_member(chunks, Self::loc(*s)));
-                    live += need;
-                    *s = (*s & !LOC_MASK) | (loc + 1);
-                }
-            }
+        for s in index.slots_mut() {
+            let (loc, need) = arena_append(&mut fresh, arena_member(chunks, slot_index::loc_of(*s)));
+            live += need;
+            *s = (*s & !slot_index::LOC_MASK) | (loc + 1);
         }
         *chunks = fresh;
         *live_bytes = live;
@@ -789,109 +504,24 @@ impl BigSet {
         }
     }
 
-    /// A uniformly random occupied position over both indexes: `ht[0]`'s slots first, then
-    /// `ht[1]`'s. The set must not be empty.
-    fn random_slot(&self) -> usize {
-        let (s0, s1) = (self.ht[0].size(), self.ht[1].size());
-        loop {
-            let p = fastrand::usize(..s0 + s1);
-            if self.slot_at(p) != 0 {
-                return p;
-            }
-        }
+    /// The member at an occupied position over both index arrays (`SlotIndex::random_pos`).
+    fn member_at_pos(&self, p: usize) -> &[u8] {
+        let (t, i) = self.index.split_pos(p);
+        self.member_at(slot_index::loc_of(self.index.slot(t, i)))
     }
 
-    /// Splits a position over both indexes into (index, slot).
-    fn split_pos(&self, p: usize) -> (usize, usize) {
-        let s0 = self.ht[0].size();
-        if p < s0 {
-            (0, p)
-        } else {
-            (1, p - s0)
-        }
-    }
-
-    fn slot_at(&self, p: usize) -> u64 {
-        let (t, i) = self.split_pos(p);
-        self.ht[t].slots[i]
-    }
-
-    /// Buckets of index `t` whose hash prefixes fall in the 32-bit cursor range `[from, to)`.
-    fn buckets_in(&self, t: usize, from: u64, to: u64) -> std::ops::Range<usize> {
-        let bits = self.ht[t].bits();
-        if bits <= CURSOR_BITS {
-            let shift = CURSOR_BITS - bits;
-            ((from >> shift) as usize)..(((to - 1) >> shift) as usize + 1)
-        } else {
-            let shift = bits - CURSOR_BITS;
-            ((from as usize) << shift)..((to as usize) << shift)
-        }
-    }
-
-    /// One SCAN step from `cursor` (a 32-bit hash-prefix position): visits one home bucket of
-    /// the smaller index and, during a resize, every bucket of the bigger one covering the same
-    /// hash prefixes (Redis's dictScan over two tables, with the bit order mirrored), so a
-    /// member present throughout a scan is returned whichever index holds it at each call.
+    /// One SCAN step (see `SlotIndex::scan_step`).
     fn scan_step(&self, cursor: u64, f: &mut impl FnMut(&[u8])) -> u64 {
-        let cursor = cursor & 0xffff_ffff;
-        let small = if self.is_rehashing() && self.ht[1].bits() < self.ht[0].bits() { 1 } else { 0 };
-        let bits = self.ht[small].bits();
-        let (from, to) = if bits <= CURSOR_BITS {
-            let shift = CURSOR_BITS - bits;
-            let b = cursor >> shift;
-            (b << shift, (b + 1) << shift)
-        } else {
-            // Tables beyond 2^32 slots: one cursor unit covers several buckets.
-            (cursor, cursor + 1)
-        };
-        for t in 0..=usize::from(self.is_rehashing()) {
-            for b in self.buckets_in(t, from, to) {
-                self.visit_bucket(t, b, f);
-            }
-        }
-        if to >> CURSOR_BITS != 0 {
-            0
-        } else {
-            to
-        }
+        let key_of = |loc| arena_member(&self.chunks, loc);
+        self.index.scan_step(cursor, &key_of, &mut |loc| f(key_of(loc)))
     }
 
-    /// Calls `f` on every member of index `t` whose home is bucket `b`: they all sit in the
-    /// run of occupied slots starting at `b`.
-    fn visit_bucket(&self, t: usize, b: usize, f: &mut impl FnMut(&[u8])) {
-        let ix = &self.ht[t];
-        let mask = ix.mask();
-        let mut i = b;
-        while ix.slots[i] != 0 {
-            if self.home_of(ix.slots[i], ix.bits()) == b {
-                f(self.member_at(Self::loc(ix.slots[i])));
-            }
-            i = (i + 1) & mask;
-            if i == b {
-                break;
-            }
-        }
-    }
-
-    /// DEBUG HTSTATS-KEY: each index in Redis's dictGetStats words, a "chain" being the members
-    /// that share a home bucket (what Redis would chain in that bucket).
     fn stats(&self) -> String {
-        let mut out = String::new();
-        for t in 0..=usize::from(self.is_rehashing()) {
-            let ix = &self.ht[t];
-            let mut counts = vec![0u32; ix.size()];
-            for &s in ix.slots.iter() {
-                if s != 0 {
-                    counts[self.home_of(s, ix.bits())] += 1;
-                }
-            }
-            super::table::write_stats(&mut out, t, counts.iter().map(|&c| c as usize));
-        }
-        out
+        self.index.stats(&|loc| arena_member(&self.chunks, loc))
     }
 
     fn heap_bytes(&self) -> usize {
-        (self.ht[0].size() + self.ht[1].size()) * std::mem::size_of::<u64>()
+        self.index.heap_bytes()
             + self.chunks.iter().map(|c| c.capacity()).sum::<usize>()
             + self.chunks.capacity() * std::mem::size_of::<CowVec<u8>>()
     }
@@ -1230,7 +860,7 @@ impl Set {
         match &self.repr {
             Repr::Ints(s) => fastrand::usize(..s.len()),
             Repr::Tiny(t) => fastrand::usize(..t.len as usize),
-            Repr::Table(t) => t.random_slot(),
+            Repr::Table(t) => t.index.random_pos(),
         }
     }
 
@@ -1239,7 +869,7 @@ impl Set {
         match &self.repr {
             Repr::Ints(s) => Elem::Int(s.get(pos)),
             Repr::Tiny(t) => Elem::Str(t.nth(pos).1),
-            Repr::Table(t) => Elem::Str(t.member_at(BigSet::loc(t.slot_at(pos)))),
+            Repr::Table(t) => Elem::Str(t.member_at_pos(pos)),
         }
     }
 
@@ -1265,7 +895,7 @@ impl Set {
                 t.remove_at(at)
             }
             Repr::Table(t) => {
-                let (ix, i) = t.split_pos(pos);
+                let (ix, i) = t.index.split_pos(pos);
                 t.remove_slot(ix, i)
             }
         }
@@ -1529,35 +1159,11 @@ mod tests {
         }
     }
 
-    /// Internal invariants: counts match, every entry is reachable by probing from its home
-    /// without crossing an empty slot, and a resize's position is an empty slot or a
-    /// cluster's first slot.
+    /// Internal invariants: counts match and the index's own (`SlotIndex::check`).
     fn check(s: &Set) {
         let t = big(s);
-        assert_eq!(t.ht[0].used + t.ht[1].used, t.len);
-        for (ti, ix) in t.ht.iter().enumerate() {
-            assert_eq!(ix.slots.iter().filter(|&&x| x != 0).count(), ix.used);
-            let mask = ix.mask();
-            for (i, &slot) in ix.slots.iter().enumerate() {
-                if slot == 0 {
-                    continue;
-                }
-                let m = t.member_at(BigSet::loc(slot));
-                assert_eq!(t.find(m), Some((ti, i)));
-                let mut j = t.home_of(slot, ix.bits());
-                while j != i {
-                    assert_ne!(ix.slots[j], 0);
-                    j = (j + 1) & mask;
-                }
-            }
-        }
-        match t.rehash_pos {
-            Some(p) => {
-                let ix = &t.ht[0];
-                assert!(ix.slots[p] == 0 || ix.slots[p.wrapping_sub(1) & ix.mask()] == 0);
-            }
-            None => assert_eq!(t.ht[1].size(), 0),
-        }
+        assert_eq!(t.index.len(), t.len);
+        t.index.check(&|loc| arena_member(&t.chunks, loc));
     }
 
     fn scan_all(s: &Set, mut between: impl FnMut(usize)) -> HashSet<Vec<u8>> {
@@ -1607,7 +1213,7 @@ mod tests {
             let now = s.is_rehashing();
             if now && !was {
                 let t = big(&s);
-                if t.ht[1].bits() > t.ht[0].bits() {
+                if t.index.ht[1].bits() > t.index.ht[0].bits() {
                     grows += 1;
                 } else {
                     shrinks += 1;
@@ -1722,11 +1328,11 @@ mod tests {
         }
         assert!(s.is_rehashing());
         // Step until some members moved (the steps so far may only have skipped empty slots).
-        while big(&s).ht[1].used == 0 {
+        while big(&s).index.ht[1].used == 0 {
             s.rehash_step();
         }
         let t = big(&s);
-        assert!(t.ht[0].used > 0 && t.ht[1].used > 0, "{} {}", t.ht[0].used, t.ht[1].used);
+        assert!(t.index.ht[0].used > 0 && t.index.ht[1].used > 0, "{} {}", t.index.ht[0].used, t.index.ht[1].used);
         let mut seen = HashSet::new();
         for _ in 0..5000 {
             seen.insert(s.random().unwrap().to_vec());
@@ -1751,21 +1357,21 @@ mod tests {
             s.insert(format!("k{i}").as_bytes(), 0);
         }
         while s.rehash_step() {}
-        let size = big(&s).ht[0].size();
-        DISCOURAGED.set(true);
+        let size = big(&s).index.ht[0].size();
+        slot_index::DISCOURAGED.set(true);
         for i in 0..990 {
             s.remove(format!("k{i}").as_bytes());
         }
-        let kept = !s.is_rehashing() && big(&s).ht[0].size() == size;
+        let kept = !s.is_rehashing() && big(&s).index.ht[0].size() == size;
         let mut i = 1000;
-        while (big(&s).ht[0].used + 1) * 10 <= size * 9 {
+        while (big(&s).index.ht[0].used + 1) * 10 <= size * 9 {
             s.insert(format!("k{i}").as_bytes(), 0);
             i += 1;
         }
         let still = !s.is_rehashing();
         s.insert(format!("k{i}").as_bytes(), 0);
         let forced = s.is_rehashing();
-        DISCOURAGED.set(false);
+        slot_index::DISCOURAGED.set(false);
         assert!(kept && still && forced, "{kept} {still} {forced}");
         check(&s);
     }
