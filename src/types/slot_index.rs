@@ -196,6 +196,12 @@ impl SlotIndex {
         self.ht[t].slots[i]
     }
 
+    /// Points the entry at position `i` of array `t` to a new location.
+    pub fn relocate(&mut self, t: usize, i: usize, loc: u64) {
+        let s = &mut self.ht[t].slots[i];
+        *s = (*s & !LOC_MASK) | (loc + 1);
+    }
+
     /// Every occupied slot, to point at new locations (an owner compacting its arena).
     pub fn slots_mut(&mut self) -> impl Iterator<Item = &mut u64> {
         self.ht.iter_mut().flat_map(|ix| ix.slots.iter_mut()).filter(|s| **s != 0)

@@ -11,8 +11,9 @@
 //!   pack into one scratch buffer (and writes re-encode it): linear, as Redis's listpack is, and
 //!   cheap below the conversion thresholds.
 //! - `skiplist`: an order-statistics treap (arena of nodes with subtree sizes, split/merge) giving
-//!   O(log n) insert, delete, rank, select and range boundaries, plus a member → score `Table` for
-//!   O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's span skiplist: same
+//!   O(log n) insert, delete, rank, select and range boundaries, plus a hash index from member to
+//!   node (`types::slot_index`, the set's: slots of a hash tag and a node number, no second copy
+//!   of the member) for O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's span skiplist: same
 //!   complexities, no raw pointers, and ranges are walked with an explicit stack in O(log n + k).
 //!   The node arena is in chunks of 128 nodes that a reply snapshot shares (`types::cow::Chunks`):
 //!   a big ZRANGE copies each chunk's pointer and the root (no allocation or atomic operation per
@@ -29,7 +30,7 @@ use crate::util::varint;
 use std::cmp::Ordering;
 
 use crate::types::cow::{Chunks, ChunksSnapshot};
-use crate::types::table::Table;
+use crate::types::slot_index::{self, SlotIndex};
 
 /// Encoding thresholds (`zset-max-listpack-entries`, `zset-max-listpack-value`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +64,82 @@ enum Repr {
 
 struct Big {
     tree: Treap,
-    dict: Table<f64>,
+    /// Member → node number.
+    index: SlotIndex,
+}
+
+impl Big {
+    fn with_capacity(n: usize) -> Self {
+        Big { tree: Treap::new(), index: SlotIndex::with_capacity(n) }
+    }
+
+    /// The node holding `member` (hashing to `hash`) and its slot in the index.
+    fn find(&self, member: &[u8], hash: u64) -> Option<(u32, (usize, usize))> {
+        let nodes = &self.tree.nodes;
+        let (t, i) = self.index.find(member, hash, &|loc| nodes.member(loc as u32))?;
+        Some((slot_index::loc_of(self.index.slot(t, i)) as u32, (t, i)))
+    }
+
+    fn score(&self, member: &[u8]) -> Option<f64> {
+        let (id, _) = self.find(member, self.index.hash(member))?;
+        Some(self.tree.nodes[id as usize].score)
+    }
+
+    /// Adds a member known to be absent.
+    fn insert_new(&mut self, member: &[u8], score: f64, hash: u64) {
+        let id = self.tree.insert(score, member);
+        let nodes = &self.tree.nodes;
+        self.index.insert(hash, u64::from(id), &|loc| nodes.member(loc as u32));
+    }
+
+    /// Sets `member`'s score, adding it if absent; returns the previous score.
+    fn set_score(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        self.rehash_step();
+        let hash = self.index.hash(member);
+        let Some((id, (t, i))) = self.find(member, hash) else {
+            self.insert_new(member, score, hash);
+            return None;
+        };
+        let old = self.tree.nodes[id as usize].score;
+        if old != score {
+            let moved = self.tree.rescore(old, score, member);
+            if moved != id {
+                self.index.relocate(t, i, u64::from(moved));
+            }
+        }
+        Some(old)
+    }
+
+    /// Removes `member`; returns its score.
+    fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let (id, (t, i)) = self.find(member, self.index.hash(member))?;
+        let score = self.tree.nodes[id as usize].score;
+        let nodes = &self.tree.nodes;
+        self.index.remove_slot(t, i, &|loc| nodes.member(loc as u32));
+        self.tree.remove(score, member);
+        self.index.shrink_if_sparse();
+        self.rehash_step();
+        Some(score)
+    }
+
+    /// Removes ascending ranks `start..start + count`.
+    fn remove_ranks(&mut self, start: usize, count: usize) {
+        let Big { tree, index } = self;
+        let key_of = |loc: u64| tree.nodes.member(loc as u32);
+        tree.walk(start, start + count - 1, false, &mut |m, _| {
+            if let Some((t, i)) = index.find(m, index.hash(m), &key_of) {
+                index.remove_slot(t, i, &key_of);
+            }
+            true
+        });
+        tree.remove_ranks(start, count);
+        index.shrink_if_sparse();
+    }
+
+    fn rehash_step(&mut self) -> bool {
+        let nodes = &self.tree.nodes;
+        self.index.rehash_step(1, &|loc| nodes.member(loc as u32))
+    }
 }
 
 fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
@@ -497,9 +573,11 @@ impl Treap {
         }
     }
 
-    fn insert(&mut self, score: f64, member: &[u8]) {
+    /// Adds an entry; returns its node.
+    fn insert(&mut self, score: f64, member: &[u8]) -> u32 {
         let id = self.alloc(score, member);
         self.attach(id, score, member);
+        id
     }
 
     /// Makes `child` the child of `parent` on the side given (the root when `parent` is NIL).
@@ -609,8 +687,9 @@ impl Treap {
     }
 
     /// Moves `member` from score `old` to `new`: its node is taken out and put back where the
-    /// new score places it, keeping its member and priority (no allocation).
-    fn rescore(&mut self, old: f64, new: f64, member: &[u8]) {
+    /// new score places it, keeping its member and priority (no allocation). Returns the node
+    /// (a new one only if the entry was missing).
+    fn rescore(&mut self, old: f64, new: f64, member: &[u8]) -> u32 {
         let id = self.detach(old, member);
         if id == NIL {
             return self.insert(new, member);
@@ -621,10 +700,11 @@ impl Treap {
         n.r = NIL;
         n.size = 1;
         self.attach(id, new, member);
+        id
     }
 
-    /// Removes ranks `start..start + count`, handing each removed member to `f`.
-    fn remove_ranks(&mut self, start: usize, count: usize, f: &mut dyn FnMut(&[u8])) {
+    /// Removes ranks `start..start + count`.
+    fn remove_ranks(&mut self, start: usize, count: usize) {
         let (a, b) = self.split_at(self.root, start);
         let (m, c) = self.split_at(b, count);
         let mut stack = vec![m];
@@ -635,8 +715,7 @@ impl Treap {
             let node = self.nodes[t as usize];
             stack.push(node.l);
             stack.push(node.r);
-            let member = self.nodes.replace_member(t as usize, Box::default());
-            f(&member);
+            self.nodes.replace_member(t as usize, Box::default());
             self.free.push(t);
         }
         self.root = self.merge(a, c);
@@ -753,7 +832,7 @@ impl Clone for ZSet {
         match &self.repr {
             Repr::Pack(b) => ZSet { repr: Repr::Pack(b.clone()) },
             Repr::Tree(_) => {
-                let mut z = ZSet::new_tree();
+                let mut z = ZSet::new_tree_for(self.len());
                 self.walk(0, usize::MAX, false, &mut |m, s| {
                     z.tree_insert(m, s);
                     true
@@ -782,8 +861,9 @@ impl ZSet {
         ZSet { repr: Repr::Pack(Box::default()) }
     }
 
-    fn new_tree() -> Self {
-        ZSet { repr: Repr::Tree(Box::new(Big { tree: Treap::new(), dict: Table::new() })) }
+    /// An empty skiplist zset with room in its index for `n` members.
+    fn new_tree_for(n: usize) -> Self {
+        ZSet { repr: Repr::Tree(Box::new(Big::with_capacity(n))) }
     }
 
     /// Builds a zset from distinct members, in the encoding Redis 7.0 gives a freshly stored
@@ -794,7 +874,7 @@ impl ZSet {
         if small {
             ZSet { repr: Repr::Pack(encode(pairs.iter().map(|(m, s)| (m.as_slice(), *s)))) }
         } else {
-            let mut z = ZSet::new_tree();
+            let mut z = ZSet::new_tree_for(pairs.len());
             for (m, s) in &pairs {
                 z.tree_insert(m, *s);
             }
@@ -810,7 +890,7 @@ impl ZSet {
         if small {
             ZSet { repr: Repr::Pack(encode(pairs.iter().copied())) }
         } else {
-            let mut z = ZSet::new_tree();
+            let mut z = ZSet::new_tree_for(pairs.len());
             for (m, s) in &pairs {
                 z.tree_insert(m, *s);
             }
@@ -823,7 +903,10 @@ impl ZSet {
     /// zset's dict.
     pub fn table_stats(&self) -> Option<String> {
         match &self.repr {
-            Repr::Tree(b) => Some(b.dict.stats()),
+            Repr::Tree(b) => {
+                let nodes = &b.tree.nodes;
+                Some(b.index.stats(&|loc| nodes.member(loc as u32)))
+            }
             Repr::Pack(_) => None,
         }
     }
@@ -831,7 +914,7 @@ impl ZSet {
     /// One rehash step of the member table, as Redis takes on each lookup of a resizing dict.
     pub fn rehash_step(&mut self) -> bool {
         match &mut self.repr {
-            Repr::Tree(b) => b.dict.rehash_step(1),
+            Repr::Tree(b) => b.rehash_step(),
             Repr::Pack(_) => false,
         }
     }
@@ -860,21 +943,22 @@ impl ZSet {
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
             Repr::Pack(b) => pack_score(b, member),
-            Repr::Tree(t) => t.dict.get(member).copied(),
+            Repr::Tree(t) => t.score(member),
         }
     }
 
     fn tree_insert(&mut self, member: &[u8], score: f64) {
         if let Repr::Tree(t) = &mut self.repr {
-            t.tree.insert(score, member);
-            t.dict.insert(member, score, 0);
+            let hash = t.index.hash(member);
+            t.insert_new(member, score, hash);
         }
     }
 
     fn convert_to_tree(&mut self) {
         if let Repr::Pack(b) = &self.repr {
-            let mut z = ZSet::new_tree();
-            for (m, s) in decode(b).iter() {
+            let d = decode(b);
+            let mut z = ZSet::new_tree_for(d.len() + 1);
+            for (m, s) in d.iter() {
                 z.tree_insert(m, s);
             }
             *self = z;
@@ -906,19 +990,7 @@ impl ZSet {
                 *b = encode(v.into_iter());
                 old_score
             }
-            Repr::Tree(t) => match t.dict.get_mut(member) {
-                Some(s) if *s == score => Some(*s),
-                Some(s) => {
-                    let old = std::mem::replace(s, score);
-                    t.tree.rescore(old, score, member);
-                    Some(old)
-                }
-                None => {
-                    t.tree.insert(score, member);
-                    t.dict.insert(member, score, 0);
-                    None
-                }
-            },
+            Repr::Tree(t) => t.set_score(member, score),
         }
     }
 
@@ -931,11 +1003,7 @@ impl ZSet {
                 *b = encode(d.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, e)| e));
                 Some(d.get(i).1)
             }
-            Repr::Tree(t) => {
-                let s = t.dict.remove(member)?;
-                t.tree.remove(s, member);
-                Some(s)
-            }
+            Repr::Tree(t) => t.remove(member),
         }
     }
 
@@ -947,7 +1015,7 @@ impl ZSet {
                 d.find(member).map(|i| (i, d.get(i).1))
             }
             Repr::Tree(t) => {
-                let s = *t.dict.get(member)?;
+                let s = t.score(member)?;
                 Some((t.tree.rank_of(s, member), s))
             }
         }
@@ -1048,12 +1116,7 @@ impl ZSet {
                 let d = decode(b);
                 *b = encode(d.iter().enumerate().filter(|(i, _)| *i < start || *i > end).map(|(_, e)| e));
             }
-            Repr::Tree(t) => {
-                let Big { tree, dict } = &mut **t;
-                tree.remove_ranks(start, count, &mut |m| {
-                    dict.remove(m);
-                });
-            }
+            Repr::Tree(t) => t.remove_ranks(start, count),
         }
         count
     }
@@ -1068,7 +1131,11 @@ impl ZSet {
                 }
                 0
             }
-            Repr::Tree(t) => t.dict.scan(cursor, |m, s| f(m, *s)),
+            Repr::Tree(t) => {
+                let nodes = &t.tree.nodes;
+                let key_of = |loc: u64| nodes.member(loc as u32);
+                t.index.scan_step(cursor, &key_of, &mut |loc| f(key_of(loc), nodes[loc as usize].score))
+            }
         }
     }
 
@@ -1078,8 +1145,8 @@ impl ZSet {
             Repr::Pack(b) => b.len(),
             Repr::Tree(t) => {
                 t.tree.nodes.len() * (std::mem::size_of::<Node>() + std::mem::size_of::<Box<[u8]>>())
-                    + t.dict.len() * 48
-                    + t.tree.nodes.members().map(|m| m.len() * 2).sum::<usize>()
+                    + t.index.heap_bytes()
+                    + t.tree.nodes.members().map(|m| m.len()).sum::<usize>()
             }
         }
     }
@@ -1251,6 +1318,14 @@ mod tests {
             }
             assert_eq!(z.len(), m.len());
             assert_eq!(z.to_vec(), model_vec(&m));
+            assert_eq!(z.score(&key), m.get(&key).copied());
+            if let Repr::Tree(t) = &z.repr {
+                assert_eq!(t.index.len(), m.len());
+                if step % 7 == 0 {
+                    let nodes = &t.tree.nodes;
+                    t.index.check(&|loc| nodes.member(loc as u32));
+                }
+            }
         }
         let mut scanned = Vec::new();
         let mut c = 0;
