@@ -19,7 +19,10 @@ impl Library {
         if !code.starts_with(b"#!") {
             return Err("Missing library metadata".into());
         }
-        let line_end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
+        // Redis finds the first line's end with strchr: none before the end or a NUL is invalid.
+        let Some(line_end) = memchr::memchr2(b'\n', 0, &code).filter(|&i| code[i] == b'\n') else {
+            return Err("Invalid library metadata".into());
+        };
         let parts = crate::resp::parser::split_args(&code[..line_end]).unwrap_or_default();
         let Some((first, options)) = parts.split_first() else {
             return Err("Invalid library metadata".into());

@@ -100,6 +100,9 @@ fn incomplete_frames_wait() {
         ("empty inline lines", b"\r\n\r\n   \r\n"),
         ("inline with quotes", b"ECHO \"a\\x41\\n\" 'b\\'c'\r\n"),
         ("inline ping then partial", b"PING\r\n*1\r\n$4\r\nPI"),
+        // Redis finds an inline line's newline with strchr, which stops at a NUL.
+        ("a NUL before an inline newline", b"PING\0\r\nPING\r\n"),
+        ("a NUL in a quoted inline line", b"ECHO \"a\" \0\r\n"),
     ];
     for (what, bytes) in cases {
         p.same(what, bytes);
@@ -183,6 +186,16 @@ fn huge_multibulk_count_waits_without_allocating() {
     let after = p.ferro.rss_kb().unwrap_or(0);
     assert!(after < before + 50 * 1024, "ferrodis RSS grew from {before} kB to {after} kB on a 10^7 argument header");
     p.both_alive("after *10000000");
+}
+
+/// An inline line held by a NUL waits until it is too big, then gets Redis's error.
+#[test]
+fn an_inline_line_held_by_a_nul_is_refused_when_too_big() {
+    let p = Pair::new();
+    let mut line = b"PING \0".to_vec();
+    line.extend(std::iter::repeat_n(b'a', 70 * 1024));
+    line.extend_from_slice(b"\r\n");
+    p.same("a NUL, then 70 KiB, then a newline", &line);
 }
 
 #[test]

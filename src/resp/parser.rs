@@ -352,7 +352,10 @@ impl Parser {
     }
 
     fn inline(&mut self, buf: &[u8], start: usize) -> Result<(Step, usize), ProtocolError> {
-        let Some(nl) = memchr::memchr(b'\n', &buf[start..]).map(|i| start + i) else {
+        // Redis looks for the newline with strchr, which stops at a NUL: a line with a NUL
+        // before its newline never completes (until it is too big).
+        let newline = memchr::memchr2(b'\n', 0, &buf[start..]).map(|i| start + i).filter(|&i| buf[i] == b'\n');
+        let Some(nl) = newline else {
             if buf.len() - start > INLINE_MAX {
                 return Err(ProtocolError::new("too big inline request"));
             }
@@ -361,10 +364,6 @@ impl Parser {
         let mut line = &buf[start..nl];
         if line.last() == Some(&b'\r') {
             line = &line[..line.len() - 1];
-        }
-        // Redis splits the line as a C string: a NUL ends it.
-        if let Some(nul) = memchr::memchr(0, line) {
-            line = &line[..nul];
         }
         if memchr::memchr2(b'"', b'\'', line).is_none() {
             // No quotes: arguments are plain slices of the buffer (no copy).
@@ -445,6 +444,9 @@ fn header_line(buf: &[u8], start: usize) -> Option<(Option<i64>, usize)> {
 /// takes C escapes (`\n`, `\xHH`, ...); `'...'` takes only `\'`; a closing quote must be followed
 /// by a space or the end. Returns None on unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    // Redis reads the line as a C string: a NUL ends it (and an argument ending at a NUL would
+    // otherwise be followed by empty ones forever).
+    let line = memchr::memchr(0, line).map_or(line, |nul| &line[..nul]);
     let mut args = Vec::new();
     let mut i = 0;
     let n = line.len();
@@ -620,14 +622,18 @@ mod tests {
         }
     }
 
+    /// Redis finds an inline line's newline with strchr, so a NUL before it leaves the line
+    /// waiting; its argument splitting reads a C string, so a NUL ends it.
     #[test]
-    fn nul_ends_an_inline_line() {
-        let (cmds, err) = parse_all(&[b"set a\0b c\r\nget x\0y\n"]);
+    fn nul_holds_an_inline_line_and_ends_a_split() {
+        let (cmds, err) = parse_all(&[b"ping\r\nset a\0b c\r\nget x\n"]);
         assert!(err.is_none());
-        assert_eq!(cmds, vec![vec![b"set".to_vec(), b"a".to_vec()], vec![b"get".to_vec(), b"x".to_vec()]]);
+        assert_eq!(cmds, vec![vec![b"ping".to_vec()]]);
+        assert_eq!(split_args(b"set a\0b c"), Some(vec![b"set".to_vec(), b"a".to_vec()]));
+        // An argument ending at the NUL is the last (this once looped, adding empty ones).
+        assert_eq!(split_args(b"\"x\" \0 y"), Some(vec![b"x".to_vec()]));
         // The NUL cuts a quoted argument short, leaving its quote unbalanced.
-        let (_, err) = parse_all(&[b"get \"x\0y\" z\n"]);
-        assert_eq!(err.unwrap().0, "unbalanced quotes in request");
+        assert_eq!(split_args(b"get \"x\0y\" z"), None);
     }
 
     /// Feeds `whole` in pieces of the given sizes the way the connection does: into the big bulk's

@@ -13,8 +13,9 @@
 //! - `skiplist`: an order-statistics treap (arena of nodes with subtree sizes, split/merge) giving
 //!   O(log n) insert, delete, rank, select and range boundaries, plus a hash index from member to
 //!   node (`types::slot_index`, the set's: slots of a hash tag and a node number, no second copy
-//!   of the member) for O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's span skiplist: same
-//!   complexities, no raw pointers, and ranges are walked with an explicit stack in O(log n + k).
+//!   of the member) for O(1) ZSCORE and for ZSCAN's cursor guarantee. A treap instead of Redis's
+//!   span skiplist: same complexities, no raw pointers, and ranges are walked with an explicit
+//!   stack in O(log n + k).
 //!   The node arena is in chunks of 128 nodes that a reply snapshot shares (`types::cow::Chunks`):
 //!   a big ZRANGE copies each chunk's pointer and the root (no allocation or atomic operation per
 //!   chunk), and is walked off the executor while writers copy only the chunks they touch (a
