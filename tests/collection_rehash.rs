@@ -159,18 +159,6 @@ fn scans_keep_their_guarantee_while_tables_resize() {
     }
 }
 
-/// Waits (up to 20 s) until no background save runs.
-fn wait_no_bgsave(c: &mut Client) {
-    for _ in 0..400 {
-        let info = String::from_utf8_lossy(&c.cmd(&[&b"INFO"[..], b"persistence"])).into_owned();
-        if info.contains("rdb_bgsave_in_progress:0") {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("the background save did not end");
-}
-
 /// A shrink that starts late, with few members left (tables do not resize while a fork child
 /// writes a snapshot), then inserts: new members go to the small target, which must also take
 /// what the old array still holds. Ferrodis's open addressing once overfilled such a target,
@@ -192,7 +180,9 @@ fn inserts_after_a_shrink_that_a_snapshot_delayed() {
             remove(&mut c, kind, kind.as_bytes(), "m", 0, 998);
         }
         c.cmd(&[&b"CONFIG"[..], b"SET", b"rdb-key-save-delay", b"0"]);
-        wait_no_bgsave(&mut c);
+        common::wait_until("the background save to end", || {
+            common::info_field(&mut c, "persistence", "rdb_bgsave_in_progress") == "0"
+        });
         let mut replies = Vec::new();
         for kind in ["set", "zset"] {
             remove(&mut c, kind, kind.as_bytes(), "m", 998, 1);

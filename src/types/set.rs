@@ -265,7 +265,7 @@ fn arena_append(chunks: &mut Vec<CowVec<u8>>, m: &[u8]) -> (u64, usize) {
     (((idx as u64) << CHUNK_BITS) | off as u64, need)
 }
 
-fn arena_member(chunks: &[CowVec<u8>], loc: u64) -> &[u8] {
+fn arena_member<C: std::ops::Deref<Target = Vec<u8>>>(chunks: &[C], loc: u64) -> &[u8] {
     let chunk = &chunks[(loc >> CHUNK_BITS) as usize];
     let off = (loc as usize) & (CHUNK - 1);
     let (len, _, h) = read_header(chunk, off);
@@ -363,13 +363,7 @@ impl SetSnapshot {
 
     /// Whether `m` is a member, through an index `build_index` built over this snapshot.
     pub fn contains(&self, index: &SnapshotIndex, m: &[u8]) -> bool {
-        let key_of = |loc: u64| {
-            let chunk = &self.chunks[(loc >> CHUNK_BITS) as usize];
-            let off = (loc as usize) & (CHUNK - 1);
-            let (len, _, hl) = read_header(chunk, off);
-            &chunk[off + hl..off + hl + len]
-        };
-        index.ix.find(m, index.hasher.hash_one(m), &key_of).is_some()
+        index.ix.find(m, index.hasher.hash_one(m), &|loc| arena_member(&self.chunks, loc)).is_some()
     }
 }
 
@@ -384,7 +378,6 @@ pub struct SnapshotIndex {
 #[derive(Clone)]
 struct BigSet {
     index: SlotIndex,
-    len: usize,
     /// Shared with reply snapshots while they last (see `types::cow`).
     chunks: Vec<CowVec<u8>>,
     /// Arena bytes (headers included) of live and of removed entries.
@@ -394,7 +387,7 @@ struct BigSet {
 
 impl BigSet {
     fn with_capacity(n: usize) -> Self {
-        BigSet { index: SlotIndex::with_capacity(n), len: 0, chunks: Vec::new(), live_bytes: 0, dead_bytes: 0 }
+        BigSet { index: SlotIndex::with_capacity(n), chunks: Vec::new(), live_bytes: 0, dead_bytes: 0 }
     }
 
     fn is_rehashing(&self) -> bool {
@@ -423,7 +416,6 @@ impl BigSet {
         let (loc, need) = arena_append(&mut self.chunks, m);
         self.live_bytes += need;
         self.index.insert(h, loc, &|loc| arena_member(&self.chunks, loc));
-        self.len += 1;
     }
 
     fn insert(&mut self, m: &[u8]) -> bool {
@@ -451,7 +443,6 @@ impl BigSet {
         chunk[off] |= 1;
         self.live_bytes -= len + h;
         self.dead_bytes += len + h;
-        self.len -= 1;
         self.maintain();
         self.rehash_step(STEPS_PER_OP);
     }
@@ -470,11 +461,11 @@ impl BigSet {
         let BigSet { index, chunks, live_bytes, dead_bytes, .. } = self;
         let mut fresh: Vec<CowVec<u8>> = Vec::new();
         let mut live = 0;
-        for s in index.slots_mut() {
-            let (loc, need) = arena_append(&mut fresh, arena_member(chunks, slot_index::loc_of(*s)));
+        index.relocate_all(|old| {
+            let (loc, need) = arena_append(&mut fresh, arena_member(chunks, old));
             live += need;
-            *s = (*s & !slot_index::LOC_MASK) | (loc + 1);
-        }
+            loc
+        });
         *chunks = fresh;
         *live_bytes = live;
         *dead_bytes = 0;
@@ -498,7 +489,7 @@ impl BigSet {
     /// The set as it is now, sharing its arena chunks (see `types::cow`).
     fn snapshot(&mut self) -> SetSnapshot {
         SetSnapshot {
-            len: self.len,
+            len: self.index.len(),
             bytes: self.live_bytes,
             chunks: self.chunks.iter_mut().map(CowVec::share).collect(),
         }
@@ -693,7 +684,7 @@ impl Set {
         match &self.repr {
             Repr::Ints(s) => s.len(),
             Repr::Tiny(t) => t.len as usize,
-            Repr::Table(t) => t.len,
+            Repr::Table(t) => t.index.len(),
         }
     }
 
@@ -1159,10 +1150,9 @@ mod tests {
         }
     }
 
-    /// Internal invariants: counts match and the index's own (`SlotIndex::check`).
+    /// Internal invariants: the index's own (`SlotIndex::check`).
     fn check(s: &Set) {
         let t = big(s);
-        assert_eq!(t.index.len(), t.len);
         t.index.check(&|loc| arena_member(&t.chunks, loc));
     }
 

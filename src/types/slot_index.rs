@@ -23,10 +23,10 @@
 
 use std::hash::BuildHasher;
 
-pub const LOC_BITS: u32 = 40;
-pub const LOC_MASK: u64 = (1 << LOC_BITS) - 1;
+const LOC_BITS: u32 = 40;
+const LOC_MASK: u64 = (1 << LOC_BITS) - 1;
 const TAG_BITS: u32 = 64 - LOC_BITS;
-pub const MIN_BITS: u32 = 2;
+const MIN_BITS: u32 = 2;
 /// Resolution of SCAN cursors: positions in a 2^32 hash-prefix space.
 const CURSOR_BITS: u32 = 32;
 /// Empty slots a rehash step may skip per cluster of budget (Redis's `empty_visits = n * 10`).
@@ -202,9 +202,12 @@ impl SlotIndex {
         *s = (*s & !LOC_MASK) | (loc + 1);
     }
 
-    /// Every occupied slot, to point at new locations (an owner compacting its arena).
-    pub fn slots_mut(&mut self) -> impl Iterator<Item = &mut u64> {
-        self.ht.iter_mut().flat_map(|ix| ix.slots.iter_mut()).filter(|s| **s != 0)
+    /// Points every entry at the location `new_loc` gives for its current one (an owner
+    /// compacting its arena), in slot order.
+    pub fn relocate_all(&mut self, mut new_loc: impl FnMut(u64) -> u64) {
+        for s in self.ht.iter_mut().flat_map(|ix| ix.slots.iter_mut()).filter(|s| **s != 0) {
+            *s = (*s & !LOC_MASK) | (new_loc(loc_of(*s)) + 1);
+        }
     }
 
     /// The full hash's top `bits` bits for the entry in `slot`, for an array of `bits`.

@@ -69,6 +69,11 @@ struct Big {
     index: SlotIndex,
 }
 
+/// The index's key for a location: the member of that treap node.
+fn member_of<'a>(nodes: &'a Nodes) -> impl Fn(u64) -> &'a [u8] + 'a {
+    move |loc| nodes.member(loc as u32)
+}
+
 impl Big {
     fn with_capacity(n: usize) -> Self {
         Big { tree: Treap::new(), index: SlotIndex::with_capacity(n) }
@@ -76,8 +81,7 @@ impl Big {
 
     /// The node holding `member` (hashing to `hash`) and its slot in the index.
     fn find(&self, member: &[u8], hash: u64) -> Option<(u32, (usize, usize))> {
-        let nodes = &self.tree.nodes;
-        let (t, i) = self.index.find(member, hash, &|loc| nodes.member(loc as u32))?;
+        let (t, i) = self.index.find(member, hash, &member_of(&self.tree.nodes))?;
         Some((slot_index::loc_of(self.index.slot(t, i)) as u32, (t, i)))
     }
 
@@ -89,8 +93,7 @@ impl Big {
     /// Adds a member known to be absent.
     fn insert_new(&mut self, member: &[u8], score: f64, hash: u64) {
         let id = self.tree.insert(score, member);
-        let nodes = &self.tree.nodes;
-        self.index.insert(hash, u64::from(id), &|loc| nodes.member(loc as u32));
+        self.index.insert(hash, u64::from(id), &member_of(&self.tree.nodes));
     }
 
     /// Sets `member`'s score, adding it if absent; returns the previous score.
@@ -115,8 +118,7 @@ impl Big {
     fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let (id, (t, i)) = self.find(member, self.index.hash(member))?;
         let score = self.tree.nodes[id as usize].score;
-        let nodes = &self.tree.nodes;
-        self.index.remove_slot(t, i, &|loc| nodes.member(loc as u32));
+        self.index.remove_slot(t, i, &member_of(&self.tree.nodes));
         self.tree.remove(score, member);
         self.index.shrink_if_sparse();
         self.rehash_step();
@@ -126,20 +128,21 @@ impl Big {
     /// Removes ascending ranks `start..start + count`.
     fn remove_ranks(&mut self, start: usize, count: usize) {
         let Big { tree, index } = self;
-        let key_of = |loc: u64| tree.nodes.member(loc as u32);
-        tree.walk(start, start + count - 1, false, &mut |m, _| {
-            if let Some((t, i)) = index.find(m, index.hash(m), &key_of) {
-                index.remove_slot(t, i, &key_of);
-            }
-            true
-        });
+        {
+            let key_of = member_of(&tree.nodes);
+            tree.walk(start, start + count - 1, false, &mut |m, _| {
+                if let Some((t, i)) = index.find(m, index.hash(m), &key_of) {
+                    index.remove_slot(t, i, &key_of);
+                }
+                true
+            });
+        }
         tree.remove_ranks(start, count);
         index.shrink_if_sparse();
     }
 
     fn rehash_step(&mut self) -> bool {
-        let nodes = &self.tree.nodes;
-        self.index.rehash_step(1, &|loc| nodes.member(loc as u32))
+        self.index.rehash_step(1, &member_of(&self.tree.nodes))
     }
 }
 
@@ -904,10 +907,7 @@ impl ZSet {
     /// zset's dict.
     pub fn table_stats(&self) -> Option<String> {
         match &self.repr {
-            Repr::Tree(b) => {
-                let nodes = &b.tree.nodes;
-                Some(b.index.stats(&|loc| nodes.member(loc as u32)))
-            }
+            Repr::Tree(b) => Some(b.index.stats(&member_of(&b.tree.nodes))),
             Repr::Pack(_) => None,
         }
     }
@@ -1134,7 +1134,7 @@ impl ZSet {
             }
             Repr::Tree(t) => {
                 let nodes = &t.tree.nodes;
-                let key_of = |loc: u64| nodes.member(loc as u32);
+                let key_of = member_of(nodes);
                 t.index.scan_step(cursor, &key_of, &mut |loc| f(key_of(loc), nodes[loc as usize].score))
             }
         }
@@ -1323,8 +1323,7 @@ mod tests {
             if let Repr::Tree(t) = &z.repr {
                 assert_eq!(t.index.len(), m.len());
                 if step % 7 == 0 {
-                    let nodes = &t.tree.nodes;
-                    t.index.check(&|loc| nodes.member(loc as u32));
+                    t.index.check(&member_of(&t.tree.nodes));
                 }
             }
         }
