@@ -624,8 +624,9 @@ fn parse_expire_cond(args: &Args) -> Result<ExpireCond, CmdError> {
         } else if args.is(i, "lt") {
             c.lt = true;
         } else {
-            let opt = args.str(i).replace(['\r', '\n'], " ");
-            return Err(CmdError::err(format!("Unsupported option {opt}")));
+            // `%s` of the argument: up to its first NUL.
+            let opt = String::from_utf8_lossy(crate::spec::error::c_str_prefix(args.get(i), usize::MAX));
+            return Err(CmdError::err(format!("Unsupported option {}", opt.replace(['\r', '\n'], " "))));
         }
     }
     if c.nx && (c.xx || c.gt || c.lt) {

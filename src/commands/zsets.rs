@@ -166,7 +166,10 @@ fn parse_score(s: &[u8]) -> Option<f64> {
 
 /// Parses one end of a score range: `[(]number`, read by plain strtod as Redis does (leading
 /// space allowed, an empty number is 0, out-of-range values saturate), NaN refused.
+/// A score range bound as Redis's zslParseRange reads it: strtod over a C string, so the text
+/// ends at its first NUL (`1\0x` is 1).
 fn parse_score_bound(arg: &[u8]) -> Option<(f64, bool)> {
+    let arg = crate::spec::error::c_str_prefix(arg, arg.len());
     let (ex, text) = match arg.first() {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
@@ -194,10 +197,13 @@ fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, CmdError> {
     Ok(ScoreRange { min, minex, max, maxex })
 }
 
+/// A lex range bound as zslParseLexRangeItem reads it: `+` and `-` stand alone in C-string terms
+/// (a NUL may follow), the text after `[` or `(` is binary.
 fn parse_lex_bound(arg: &[u8]) -> Option<LexBound> {
+    let alone = arg.get(1).is_none_or(|&b| b == 0);
     match arg.first()? {
-        b'+' if arg.len() == 1 => Some(LexBound::Max),
-        b'-' if arg.len() == 1 => Some(LexBound::Min),
+        b'+' if alone => Some(LexBound::Max),
+        b'-' if alone => Some(LexBound::Min),
         b'[' => Some(LexBound::Incl(arg[1..].to_vec())),
         b'(' => Some(LexBound::Excl(arg[1..].to_vec())),
         _ => None,

@@ -179,7 +179,8 @@ pub fn keys_from_specs(d: &Doc, arity: i32, argv: &[Bytes]) -> Option<Vec<KeyRef
                 }
                 let n = crate::util::num::parse_i64(&argv[at as usize]).filter(|&n| n >= 0)?;
                 let first = first + firstkey as i64;
-                (first, first + n - 1, keystep as i64)
+                // A client's numkeys may be anything up to i64::MAX: past argc it is refused below.
+                (first, first.saturating_add(n) - 1, keystep as i64)
             }
             FindKeys::Unknown => return None,
         };
