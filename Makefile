@@ -83,15 +83,20 @@ clippy:
 # RDB ones are seeded from the fixture library (RDB_FIXTURES) the first time: whole files for
 # rdb_file, and for restore_payload the fixtures' DUMP payloads when a redis-server is at hand
 # (fuzz/seed_payloads.py); cluster_msg gets well-formed bus frames (fuzz/seed_cluster_msgs.py); commands
-# gets the differential scripts' command lines (fuzz/seed_commands.py). Corpora and artifacts stay out
-# of git (.gitignore).
-FUZZ_TARGETS ?= resp_parser rdb_file restore_payload aof_file cluster_msg commands
+# gets the differential scripts' command lines (fuzz/seed_commands.py); config_file gets our redis.conf and
+# the suite's. Corpora and artifacts stay out of git (.gitignore).
+FUZZ_TARGETS ?= resp_parser rdb_file restore_payload aof_file cluster_msg commands config_file
 RDB_FIXTURES ?= ../shared/rdb
+REDIS_TESTS ?= ../shared/redis-tests
 
 fuzz-seed:
-	@mkdir -p $(addprefix fuzz/corpus/,$(FUZZ_TARGETS)) fuzz/corpus/rdb_file fuzz/corpus/restore_payload fuzz/corpus/cluster_msg fuzz/corpus/commands
+	@mkdir -p $(addprefix fuzz/corpus/,$(FUZZ_TARGETS)) fuzz/corpus/rdb_file fuzz/corpus/restore_payload fuzz/corpus/cluster_msg fuzz/corpus/commands fuzz/corpus/config_file
 	@if [ -z "$$(ls -A fuzz/corpus/cluster_msg)" ]; then python3 fuzz/seed_cluster_msgs.py fuzz/corpus/cluster_msg; fi
 	@if [ -z "$$(ls -A fuzz/corpus/commands)" ]; then python3 fuzz/seed_commands.py tests/differential fuzz/corpus/commands; fi
+	@if [ -z "$$(ls -A fuzz/corpus/config_file)" ]; then \
+		cp redis.conf fuzz/corpus/config_file/; \
+		cp $(REDIS_TESTS)/7.0.15/tests/assets/*.conf fuzz/corpus/config_file/ 2>/dev/null || true; \
+	fi
 	@if [ -d $(RDB_FIXTURES) ] && [ -z "$$(ls -A fuzz/corpus/rdb_file)" ]; then \
 		cp $(RDB_FIXTURES)/*.rdb $(RDB_FIXTURES)/assets/*.rdb fuzz/corpus/rdb_file/; \
 		rm -f fuzz/corpus/rdb_file/*-big.rdb; \

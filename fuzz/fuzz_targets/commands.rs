@@ -6,7 +6,10 @@
 //! it names nothing runnable here, its first byte picks one from `RUNNABLE`. A line starting with
 //! `@` runs as a second client (WATCH, blocking and tracking need two); `~` runs the cron.
 //! Commands that touch the process or the outside world (files, fork, sockets, sleeps, exit)
-//! are left out, and so are scripts (a Lua loop is allowed to run forever, as in Redis).
+//! are left out. Scripts are ours, not the fuzzer's (a Lua loop may run forever, as in Redis):
+//! `eval` runs one of `SCRIPTS`, picked by the first byte of its next word, on the fuzzer's
+//! numkeys, keys and arguments, so the data reaches our Lua libraries (cjson, cmsgpack, struct,
+//! bit) and the redis.call/pcall bridge (its command checked as a line's would be).
 #![no_main]
 
 use std::sync::Arc;
@@ -40,7 +43,31 @@ const RUNNABLE: &[&str] = &[
     "zmpop", "zmscore", "zpopmax", "zpopmin", "zrandmember", "zrange", "zrangebylex", "zrangebyscore",
     "zrangestore", "zrank", "zrem", "zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrevrange",
     "zrevrangebylex", "zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunion", "zunionstore", "latency",
-    "acl", "lastsave", "quit", "auth",
+    "acl", "lastsave", "quit", "auth", "eval",
+];
+
+/// The scripts `eval` runs.
+const SCRIPTS: &[&str] = &[
+    "return cjson.decode(ARGV[1])",
+    "return cjson.encode(cjson.decode(ARGV[1]))",
+    "return cmsgpack.unpack(ARGV[1])",
+    "return cmsgpack.pack(cmsgpack.unpack(ARGV[1]))",
+    "return {struct.unpack(ARGV[1], ARGV[2] or '')}",
+    "return struct.pack(ARGV[1], ARGV[2], ARGV[3])",
+    "return struct.size(ARGV[1])",
+    "return redis.call(unpack(ARGV))",
+    "return redis.pcall(unpack(ARGV))",
+    "redis.setresp(3); return redis.pcall(unpack(ARGV))",
+    "return redis.sha1hex(ARGV[1])",
+    "return {bit.tohex(tonumber(ARGV[1]) or 0, tonumber(ARGV[2]) or 8), bit.band(tonumber(ARGV[1]) or 0, -1)}",
+    "return string.format(ARGV[1], ARGV[2], ARGV[3])",
+    "return {tonumber(ARGV[1]), tostring(tonumber(ARGV[1]))}",
+    "return cjson.encode(cmsgpack.unpack(ARGV[1]))",
+    "return cmsgpack.pack(cjson.decode(ARGV[1]))",
+    "return redis.status_reply(ARGV[1])",
+    "return redis.error_reply(ARGV[1])",
+    "return {KEYS[1], redis.call('get', KEYS[1])}",
+    "return redis.call('setrange', KEYS[1], 0, cmsgpack.pack(cjson.decode(ARGV[1])))",
 ];
 
 /// DEBUG subcommands that stay inside the keyspace.
@@ -75,6 +102,15 @@ fn repeats_by_count(name: &str) -> bool {
 fn runnable(name: &str, args: &[Bytes]) -> bool {
     let word = |i: usize| args.get(i).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase());
     match name {
+        // What redis.call would run: ARGV, the arguments after numkeys and the keys.
+        "eval" => {
+            let keys = word(2).and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+            let argv = args.get(3 + keys..).unwrap_or_default();
+            argv.first().is_none_or(|c| {
+                let c = String::from_utf8_lossy(c).to_ascii_lowercase();
+                RUNNABLE.contains(&c.as_str()) && c != "eval" && runnable(&c, argv)
+            })
+        }
         "debug" => word(1).is_some_and(|s| DEBUG_RUNNABLE.contains(&s.as_str())),
         "config" => match word(1).as_deref() {
             Some("set") => args[2..].chunks(2).all(|p| {
@@ -102,6 +138,13 @@ fn command(line: &[u8]) -> Option<Vec<Bytes>> {
         args[0] = Bytes::from_static(pick.as_bytes());
         pick.to_string()
     };
+    if name == "eval" {
+        let pick = args.get(1).and_then(|w| w.first()).map_or(0, |&b| b as usize % SCRIPTS.len());
+        if args.len() < 3 {
+            args.resize(3, Bytes::from_static(b"0"));
+        }
+        args[1] = Bytes::from_static(SCRIPTS[pick].as_bytes());
+    }
     runnable(&name, &args).then_some(args)
 }
 
