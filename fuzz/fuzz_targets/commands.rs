@@ -103,7 +103,7 @@ fn runnable(name: &str, args: &[Bytes]) -> bool {
     let word = |i: usize| args.get(i).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase());
     match name {
         // What redis.call would run: ARGV, the arguments after numkeys and the keys.
-        "eval" => {
+        "eval" if args[1].ends_with(b"unpack(ARGV))") => {
             let keys = word(2).and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
             let argv = args.get(3 + keys..).unwrap_or_default();
             argv.first().is_none_or(|c| {
