@@ -7,6 +7,7 @@
 
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,18 +341,21 @@ static int luaB_assert (lua_State *L) {
 
 
 static int luaB_unpack (lua_State *L) {
-  int i, e, n;
+  int i, e;
+  unsigned int n, k;
   luaL_checktype(L, 1, LUA_TTABLE);
   i = luaL_optint(L, 2, 1);
   e = luaL_opt(L, luaL_checkint, 3, luaL_getn(L, 1));
   if (i > e) return 0;  /* empty range */
-  n = e - i + 1;  /* number of elements */
-  if (n <= 0 || !lua_checkstack(L, n))  /* n <= 0 means arith. overflow */
+  /* Ferrodis: the count is unsigned. 'e - i + 1' overflows int for a wide range, and the
+  ** compiler may drop the 'n <= 0' check of that signed overflow, so the loop pushed 2^32
+  ** values past the stack (CVE-2025-46817; unpack({}, -2147483648, 2147483647) crashed). */
+  n = (unsigned int)e - (unsigned int)i;  /* number of elements minus 1 */
+  if (n >= (unsigned int)INT_MAX || !lua_checkstack(L, (int)(n + 1)))
     return luaL_error(L, "too many results to unpack");
-  lua_rawgeti(L, 1, i);  /* push arg[i] (avoiding overflow problems) */
-  while (i++ < e)  /* push arg[i + 1...e] */
-    lua_rawgeti(L, 1, i);
-  return n;
+  for (k = 0; k <= n; k++)  /* i + k never passes e */
+    lua_rawgeti(L, 1, i + (int)k);
+  return (int)(n + 1);
 }
 
 

@@ -383,8 +383,13 @@ static void close_func (LexState *ls) {
 Proto *luaY_parser (lua_State *L, ZIO *z, Mbuffer *buff, const char *name) {
   struct LexState lexstate;
   struct FuncState funcstate;
+  /* Ferrodis: the chunk name stays on the stack while the chunk is parsed, so a collection
+  ** cannot free it under the lexer (CVE-2025-49844, fixed so in Redis's Lua). */
+  TString *source = luaS_new(L, name);
+  setsvalue2s(L, L->top, source);
+  incr_top(L);
   lexstate.buff = buff;
-  luaX_setinput(L, &lexstate, z, luaS_new(L, name));
+  luaX_setinput(L, &lexstate, z, source);
   open_func(&lexstate, &funcstate);
   funcstate.f->is_vararg = VARARG_ISVARARG;  /* main func. is always vararg */
   luaX_next(&lexstate);  /* read first token */
@@ -394,6 +399,7 @@ Proto *luaY_parser (lua_State *L, ZIO *z, Mbuffer *buff, const char *name) {
   lua_assert(funcstate.prev == NULL);
   lua_assert(funcstate.f->nups == 0);
   lua_assert(lexstate.fs == NULL);
+  L->top--;  /* the chunk name */
   return funcstate.f;
 }
 
