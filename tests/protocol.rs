@@ -288,3 +288,39 @@ fn a_pipeline_sent_before_reading_is_served() {
     assert_eq!(expected, (200_000, b":200000\r\n".to_vec()));
     assert_eq!(pipeline_before_reading(&TestServer::new()), expected);
 }
+
+/// A client that has to authenticate and has not is closed once its replies outgrow the reply
+/// buffer (16 KiB), none of them sent: Redis 7.0.15's fix for CVE-2025-21605, without which a
+/// client pipelining commands it never reads the replies of grows its output without bound.
+/// The replies to one read count together although the commands run one at a time; after
+/// AUTH the limit is gone. (Each case is one write, so that each server gets it in one read.)
+#[test]
+fn unauthenticated_replies_are_limited_to_the_reply_buffer() {
+    let pair = Pair::new();
+    for s in [&pair.redis, &pair.ferro] {
+        assert_eq!(s.client().cmd(&["CONFIG", "SET", "requirepass", "secret"]), b"+OK\r\n");
+    }
+    let noauth = |n: usize| b"PING\r\n".repeat(n);
+    // 481 -NOAUTH replies are 16354 bytes: they fit; 482 do not.
+    for n in [1, 481, 482, 600, 5000] {
+        let (r, f) = pair.both(&noauth(n), QUIET);
+        assert_eq!((show(&f.bytes), f.closed), (show(&r.bytes), r.closed), "{n} PINGs before AUTH");
+    }
+    let mut then_auth = noauth(10);
+    then_auth.extend_from_slice(b"AUTH secret\r\n");
+    then_auth.extend_from_slice(&noauth(1000));
+    let mut too_late = noauth(500);
+    too_late.extend_from_slice(b"AUTH secret\r\nPING\r\n");
+    let mut then_error = noauth(5);
+    then_error.extend_from_slice(b"*-x\r\n");
+    for (what, bytes) in [("AUTH after 10", then_auth), ("AUTH after 500", too_late), ("a protocol error", then_error)]
+    {
+        let (r, f) = pair.both(&bytes, QUIET);
+        assert_eq!((show(&f.bytes), f.closed), (show(&r.bytes), r.closed), "{what}");
+    }
+    for s in [&pair.redis, &pair.ferro] {
+        let mut c = s.client();
+        assert_eq!(c.cmd(&["AUTH", "secret"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n", "{} still answers", s.name);
+    }
+}

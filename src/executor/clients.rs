@@ -48,6 +48,8 @@ pub struct ClientHandle {
     pub killed: Signal,
     /// Bytes the connection took from the outbox (or a batch reply) and has not written yet.
     in_flight: AtomicUsize,
+    /// Of those, the reply bytes themselves (`in_flight` counts the buffers' allocations).
+    unsent: AtomicUsize,
     /// Bytes of the connection's output buffers that went out but are still allocated: the
     /// head of a reply being written, of the backlog. Redis frees its reply blocks as they are
     /// written, so its figures (omem, tot-mem) leave this out; client eviction counts it, or a
@@ -353,6 +355,21 @@ impl ClientHandle {
         true
     }
 
+    /// The replies of a client that has to authenticate and has not, `len` bytes of them not
+    /// yet queued: more than its reply buffer holds closes it, nothing of them sent, as Redis
+    /// 7.0.15 closes it (its fix for CVE-2025-21605). Such a client can only run AUTH and HELLO,
+    /// and one that pipelines without reading would grow its output without bound.
+    pub fn admit_unauthenticated(&self, len: usize) -> bool {
+        // Redis's reply buffer holds unwritten bytes: its allocation does not count here.
+        let unwritten = self.queued.load(Ordering::Acquire) + self.unsent.load(Ordering::Relaxed) + len;
+        if unwritten <= REPLY_CHUNK_BYTES {
+            return true;
+        }
+        self.obuf_exceeded.store(true, Ordering::Release);
+        self.request_close();
+        false
+    }
+
     /// A reply streamed in pieces has brought the client's output to `total` bytes, counting
     /// all it produced so far as Redis counts a reply it builds before writing any of it. False,
     /// closing the client, when that is over its output limit.
@@ -486,6 +503,11 @@ impl ClientHandle {
     /// The connection's count of taken but unwritten bytes.
     pub fn set_in_flight(&self, n: usize) {
         self.in_flight.store(n, Ordering::Relaxed);
+    }
+
+    /// The connection's unwritten reply bytes (its backlog's length, not its allocation).
+    pub fn set_unsent(&self, n: usize) {
+        self.unsent.store(n, Ordering::Relaxed);
     }
 
     /// What the connection's output buffers hold that has been written (see `written_held`).

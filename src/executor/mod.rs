@@ -459,6 +459,9 @@ impl Executor {
                     }
                 }
                 blocking::run_one(st, &mut client, cmd, out, &mut clock, true);
+                if !client.authenticated && !client.handle.admit_unauthenticated(out.len()) {
+                    break;
+                }
                 if !st.ready_keys.is_empty() {
                     blocking::serve_ready_keys(st, &mut clock);
                 }

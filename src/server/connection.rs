@@ -83,6 +83,10 @@ where
     let mut trimmed = false;
     'conn: loop {
         if !std::mem::take(&mut reparse) {
+            // Replies held back for the rest of a read (an unauthenticated client's) go now.
+            if !out.is_empty() && !send_replies(&mut stream, &handle, &mut out, &mut backlog).await {
+                break 'conn;
+            }
             if let Some((read, size)) = parser.big_bulk() {
                 // A big argument is read into its own allocation, made for all of it at once
                 // (as Redis makes room in its query buffer), which CLIENT LIST's qbuf counts as
@@ -229,18 +233,20 @@ where
                 break;
             }
             release_large(&mut pushed);
-            if !out.is_empty() {
-                if !handle.admit_reply(out.len()) {
-                    break;
-                }
+            // An unauthenticated client's commands run one batch each (the parser stops after
+            // each, for AUTH to count), but Redis writes the replies to one read together, once
+            // all its commands ran: they wait for the next batch, so that the reply limit of an
+            // unauthenticated client (ClientHandle::admit_unauthenticated) sees them all. Held
+            // replies go out before the next read, or before a protocol error's reply.
+            let hold = reparse && !handle.authenticated() && end == BatchEnd::Continue;
+            if !out.is_empty() && !hold {
                 handle.report_out_held(out.capacity() + pushed.capacity());
                 // Written at once, not after a yield to the other connections (Redis's
                 // beforeSleep order): tokio's yield polls the driver again, one more epoll_wait
                 // per request at -P 1, which cost 3-5% of the server's CPU per request.
-                if !send(&mut stream, &handle, &mut out, &mut backlog).await {
+                if !send_replies(&mut stream, &handle, &mut out, &mut backlog).await {
                     break;
                 }
-                out.clear();
             }
             match end {
                 BatchEnd::Continue => {
@@ -262,7 +268,9 @@ where
             }
         }
         if let Some(err) = parsed.error {
-            if !backlog.drain(&mut stream, &handle).await {
+            if !send_replies(&mut stream, &handle, &mut out, &mut backlog).await
+                || !backlog.drain(&mut stream, &handle).await
+            {
                 break;
             }
             // Written as replies are: a peer that does not read cannot keep the task once killed.
@@ -274,7 +282,7 @@ where
         // static buffer as they go out, and a connection holding 100 KiB after one MGET of a
         // big value counted against maxmemory, so keys were evicted before maxmemory-clients
         // could evict the clients (unit/maxmemory's MGET client-eviction test).
-        if out.capacity() > 4 * REPLY_CHUNK {
+        if out.is_empty() && out.capacity() > 4 * REPLY_CHUNK {
             out = Vec::with_capacity(READ_CHUNK);
         }
     }
@@ -285,6 +293,7 @@ where
     // took, for as long as it slept. A TCP shutdown never waits.
     drop((backlog, pushed, out, rbuf, cmds));
     handle.set_in_flight(0);
+    handle.set_unsent(0);
     handle.set_written_held(0);
     handle.report_out_held(0);
     // A socket handed to a forked debugging session stays open for the child.
@@ -625,6 +634,12 @@ impl Backlog {
         }
     }
 
+    /// Reports what it holds to the client's handle: as pending output, and as reply bytes.
+    fn report(&self, handle: &ClientHandle) {
+        handle.set_in_flight(self.held());
+        handle.set_unsent(self.len());
+    }
+
     fn consumed(&mut self, n: usize, handle: &ClientHandle) {
         self.pos += n;
         crate::stats::add_output(handle.is_replica(), n as u64);
@@ -636,7 +651,7 @@ impl Backlog {
             crate::util::bgfree::drop_sized(written, bytes);
             self.pos = 0;
         }
-        handle.set_in_flight(self.held());
+        self.report(handle);
         handle.set_written_held(self.pos);
     }
 
@@ -654,6 +669,22 @@ impl Backlog {
     }
 }
 
+/// A batch's replies (`out`, left empty), checked against the client's output limits and
+/// written as far as the socket takes them. False when the connection must close.
+async fn send_replies<S>(stream: &mut S, handle: &ClientHandle, out: &mut Vec<u8>, backlog: &mut Backlog) -> bool
+where
+    S: AsyncWrite + Unpin + Unsent,
+{
+    if out.is_empty() {
+        return true;
+    }
+    if !handle.admit_reply(out.len()) || !send(stream, handle, out, backlog).await {
+        return false;
+    }
+    out.clear();
+    true
+}
+
 /// Writes `bytes` now as far as the socket takes them; the rest joins the backlog. Behind a
 /// backlog, everything queues. False when the connection must close.
 async fn send<S>(stream: &mut S, handle: &ClientHandle, bytes: &mut Vec<u8>, backlog: &mut Backlog) -> bool
@@ -662,7 +693,7 @@ where
 {
     if bytes.is_empty() {
         // Taking the outbox reset the count: the backlog is still pending.
-        handle.set_in_flight(backlog.held());
+        backlog.report(handle);
         return true;
     }
     let mut pos = 0;
@@ -683,6 +714,7 @@ where
                 // meanwhile is the client's output, for maxmemory-clients as for CLIENT LIST.
                 let unsent = bytes.len() - pos;
                 handle.set_in_flight(backlog.held() + unsent);
+                handle.set_unsent(backlog.len() + unsent);
                 handle.set_written_held(crate::alloc::usable_size(bytes.capacity()) as usize - unsent);
                 tokio::task::yield_now().await;
             }
@@ -700,7 +732,7 @@ where
         }
     }
     backlog.tls_busy = backlog.tls_hold > 0 && stream.holds_unsent();
-    handle.set_in_flight(backlog.held());
+    backlog.report(handle);
     handle.set_written_held(backlog.pos);
     true
 }
@@ -752,7 +784,7 @@ where
         let busy = stream.holds_unsent();
         if busy != backlog.tls_busy {
             backlog.tls_busy = busy;
-            handle.set_in_flight(backlog.held());
+            backlog.report(handle);
         }
     }
     if rbuf.capacity() == rbuf.len() {
@@ -828,12 +860,14 @@ where
         match written {
             None => {
                 handle.set_in_flight(0);
+                handle.set_unsent(0);
                 return false;
             }
             Some(Ok(0)) | Some(Err(_)) => return false,
             Some(Ok(n)) => {
                 pos += n;
                 handle.set_in_flight(buf.len() - pos);
+                handle.set_unsent(buf.len() - pos);
             }
         }
     }
