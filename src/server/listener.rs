@@ -301,6 +301,18 @@ fn adopted<T>(unix: bool, convert: impl Fn(OwnedFd) -> std::io::Result<T>) -> Ve
     crate::executor::handoff::take(unix).into_iter().filter_map(|fd| convert(fd).ok()).collect()
 }
 
+/// After a failed accept: logs it, and waits a little when the server is out of descriptors or
+/// memory, where a retry at once would fail the same way. An error of one connection (aborted
+/// before it was accepted, a protocol error) says nothing of the next ones, which are accepted
+/// at once: pausing for each would let one peer's failing connections starve the others (the
+/// starvation of Redis's CVE-2025-48367).
+async fn accept_failed(e: &std::io::Error) {
+    tracing::warn!("Accepting client connection: {e}");
+    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)) {
+        crate::util::timer::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// Accepts on a TCP listener; with `tls`, each connection does its TLS handshake first.
 async fn accept_tcp(
     listener: TcpListener,
@@ -341,8 +353,7 @@ async fn accept_tcp(
                     // generation change follows at once.
                     Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return,
                     Err(e) => {
-                        tracing::warn!("Accepting client connection: {e}");
-                        crate::util::timer::sleep(std::time::Duration::from_millis(10)).await;
+                        accept_failed(&e).await;
                         continue;
                     }
                 }
@@ -413,8 +424,7 @@ async fn accept_unix(listener: UnixListener, shared: Arc<Shared>) {
                 match accepted {
                     Ok((stream, _)) => stream,
                     Err(e) => {
-                        tracing::warn!("Accepting client connection: {e}");
-                        crate::util::timer::sleep(std::time::Duration::from_millis(10)).await;
+                        accept_failed(&e).await;
                         continue;
                     }
                 }
