@@ -164,10 +164,9 @@ fn parse_score(s: &[u8]) -> Option<f64> {
     crate::util::num::parse_f64(s)
 }
 
-/// Parses one end of a score range: `[(]number`, read by plain strtod as Redis does (leading
-/// space allowed, an empty number is 0, out-of-range values saturate), NaN refused.
-/// A score range bound as Redis's zslParseRange reads it: strtod over a C string, so the text
-/// ends at its first NUL (`1\0x` is 1).
+/// Parses one end of a score range: `[(]number`, read by plain strtod as Redis's zslParseRange
+/// does (leading space allowed, an empty number is 0, out-of-range values saturate), NaN
+/// refused. strtod reads a C string: the text ends at its first NUL (`1\0x` is 1).
 fn parse_score_bound(arg: &[u8]) -> Option<(f64, bool)> {
     let arg = crate::spec::error::c_str_prefix(arg, arg.len());
     let (ex, text) = match arg.first() {
