@@ -129,9 +129,11 @@ impl Gen {
         match self.rng.u8(..kinds) {
             0 => out.push(self.rng.u8(..0x80)),
             1 => {
+                // uint8..uint64, int8..int64, with the bytes their tag says (more or fewer would
+                // turn random bytes into maps, and a map as a key iterates by address).
                 let tag = 0xcc + self.rng.u8(..8);
                 out.push(tag);
-                let n = [1, 2, 4, 8][self.rng.usize(..4)];
+                let n = 1 << ((tag - 0xcc) % 4);
                 out.extend(self.bytes(n));
             }
             2 => {
