@@ -265,7 +265,12 @@ impl Args {
     /// Argument `i` compared case-insensitively with an ASCII word, as Redis's strcasecmp
     /// compares them: the argument ends at its first NUL (`ZADD z NX\0junk 1 m` is an NX).
     pub fn is(&self, i: usize, word: &str) -> bool {
-        self.argv.get(i).is_some_and(|a| error::c_str_prefix(a, a.len()).eq_ignore_ascii_case(word.as_bytes()))
+        let word = word.as_bytes();
+        self.argv.get(i).is_some_and(|a| {
+            a.len() >= word.len()
+                && a[..word.len()].eq_ignore_ascii_case(word)
+                && a.get(word.len()).is_none_or(|&b| b == 0)
+        })
     }
 
     pub fn i64(&self, i: usize) -> Result<i64, CmdError> {
