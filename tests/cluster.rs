@@ -91,7 +91,11 @@ fn six_nodes_create_check_and_serve() {
     });
     assert!(settled, "check:\n{}", run("redis-cli", &check_args));
     let mut c = nodes[0].client();
-    let info = String::from_utf8_lossy(&c.cmd(&["CLUSTER", "INFO"])).into_owned();
+    // A master reports cluster_state:fail for its first two seconds whatever it knows
+    // (CLUSTER_WRITABLE_DELAY, as Redis), and a quick create can finish inside them.
+    let cluster_info = |c: &mut common::Client| String::from_utf8_lossy(&c.cmd(&["CLUSTER", "INFO"])).into_owned();
+    wait_until(Duration::from_secs(10), || cluster_info(&mut c).contains("cluster_state:ok"));
+    let info = cluster_info(&mut c);
     assert!(
         info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:6") && info.contains("cluster_size:3"),
         "{info}"
