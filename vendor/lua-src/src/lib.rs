@@ -109,6 +109,9 @@ impl Build {
         let out_dir = self.out_dir.as_ref().ok_or("OUT_DIR is not set")?;
         let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
         let source_dir = manifest_dir.join(version.source_dir());
+        // Ferrodis: the sources are patched here; an edit must rebuild them (cargo tracks the
+        // Rust files of a path dependency, not its C files).
+        println!("cargo:rerun-if-changed={}", source_dir.display());
         let lib_dir = out_dir.join("lib");
         let include_dir = out_dir.join("include");
 
