@@ -50,9 +50,11 @@ for _, k in ipairs(drop) do
     rawset(G, k, nil)
 end
 
--- Read-only tables. Redis 7.0 patches the Lua VM with a read-only flag; stock Lua 5.1 has none,
--- so each protected table is an empty proxy whose metatable reads through to the real table and
--- refuses writes. The functions that look at raw contents see through the proxies.
+-- Read-only tables. Redis 7.0 patches the Lua VM with a read-only flag, which refuses every
+-- write to a table. Our Lua has the flag for raw writes (rawset, table.insert, a new metatable:
+-- `prim.readonly`); each protected table is an empty proxy with that flag whose metatable reads
+-- through to the real table and refuses writes. The functions that look at raw contents see
+-- through the proxies.
 local backing = {}
 -- The metatables made here (of proxies, of the global table, of the function environment):
 -- a script that got one from getmetatable could change how every script resolves names, so
@@ -71,6 +73,7 @@ local function protect(real)
     internal_mt[mt] = true
     proxy_of_mt[mt] = real
     setmetatable(proxy, mt)
+    prim.readonly(proxy)
     return proxy
 end
 local mt_views = {}
@@ -169,24 +172,6 @@ rawset(G, "getmetatable", c_wrap(function(...)
     return true, shown_metatable((...))
 end))
 
--- Redis's Lua has no binary chunks: precompiled code reaching loadstring is parsed as source,
--- and fails as source would.
-local base_loadstring = loadstring
-rawset(G, "loadstring", c_wrap(function(...)
-    local src, chunkname = ...
-    if type(src) == "string" and src:byte(1) == 27 then
-        local name = chunkname
-        if type(name) ~= "string" then
-            name = src:match("^[^%z\n\r]*")
-        end
-        return true, nil, '[string "' .. name .. '"]:1: unexpected symbol near \'char(27)\''
-    end
-    if type(src) ~= "string" and type(src) ~= "number" then
-        return bad_arg("loadstring", 1, "string", ...)
-    end
-    return true, base_loadstring(...)
-end))
-
 -- Redis 7.0's pcall, which catches redis.call's {err=...} errors as their message.
 rawset(G, "pcall", prim.base_pcall)
 
@@ -258,6 +243,7 @@ local fn_env_mt = {
 }
 internal_mt[fn_env_mt] = true
 setmetatable(fn_env, fn_env_mt)
+prim.readonly(fn_env)
 
 local g_mt = { __index = missing_global, __newindex = refuse_write }
 internal_mt[g_mt] = true

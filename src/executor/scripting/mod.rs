@@ -139,6 +139,7 @@ impl Engine {
         prim.raw_set("call", unsafe { lua.create_c_function(stack::redis_call)? })?;
         prim.raw_set("pcall", unsafe { lua.create_c_function(stack::redis_pcall)? })?;
         prim.raw_set("base_pcall", unsafe { lua.create_c_function(stack::base_pcall)? })?;
+        prim.raw_set("readonly", unsafe { lua.create_c_function(stack::make_readonly)? })?;
         prim.raw_set("debug", unsafe { lua.create_c_function(ldb::redis_debug)? })?;
         prim.raw_set("breakpoint", unsafe { lua.create_c_function(ldb::redis_breakpoint)? })?;
         prim.raw_set("setresp", raising(&lua, lua.create_function(prim_setresp)?)?)?;

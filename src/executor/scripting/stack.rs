@@ -27,6 +27,19 @@ pub unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int
     call(state, false)
 }
 
+extern "C-unwind" {
+    /// Redis's read-only table flag, in our Lua (vendor/lua-src).
+    fn lua_enablereadonlytable(state: *mut ffi::lua_State, index: c_int, enabled: c_int);
+}
+
+/// `readonly(t)`, for the environment script only: sets Redis's read-only flag on table `t`,
+/// whose raw writes (rawset, table.insert, ...) and new metatables are then refused.
+pub unsafe extern "C-unwind" fn make_readonly(state: *mut ffi::lua_State) -> c_int {
+    ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+    lua_enablereadonlytable(state, 1, 1);
+    0
+}
+
 /// The global `pcall` as Redis 7.0 replaces it: an error that is a table with a string (or
 /// number) `err` field, as redis.call raises, is caught as that field's value, so a script sees
 /// the message itself. Without arguments it reports what Redis's does (it calls its own `true`).

@@ -680,10 +680,28 @@ LUA_API void lua_rawset (lua_State *L, int idx) {
   api_checknelems(L, 2);
   t = index2adr(L, idx);
   api_check(L, ttistable(t));
+  if (hvalue(t)->readonly)  /* Ferrodis */
+    luaG_runerror(L, "Attempt to modify a readonly table");
   setobj2t(L, luaH_set(L, hvalue(t), L->top-2), L->top-1);
   luaC_barriert(L, hvalue(t), L->top-1);
   L->top -= 2;
   lua_unlock(L);
+}
+
+
+/* Ferrodis: Redis's read-only tables (deps/lua). A read-only table refuses raw writes and a
+** new metatable with "Attempt to modify a readonly table"; writes through the metatable are
+** the table's own business (Ferrodis's protected tables are proxies refusing them there). */
+LUA_API void lua_enablereadonlytable (lua_State *L, int objindex, int enabled) {
+  const TValue* o = index2adr(L, objindex);
+  api_check(L, ttistable(o));
+  hvalue(o)->readonly = enabled ? 1 : 0;
+}
+
+LUA_API int lua_isreadonlytable (lua_State *L, int objindex) {
+  const TValue* o = index2adr(L, objindex);
+  api_check(L, ttistable(o));
+  return hvalue(o)->readonly;
 }
 
 
@@ -693,6 +711,8 @@ LUA_API void lua_rawseti (lua_State *L, int idx, int n) {
   api_checknelems(L, 1);
   o = index2adr(L, idx);
   api_check(L, ttistable(o));
+  if (hvalue(o)->readonly)  /* Ferrodis */
+    luaG_runerror(L, "Attempt to modify a readonly table");
   setobj2t(L, luaH_setnum(L, hvalue(o), n), L->top-1);
   luaC_barriert(L, hvalue(o), L->top-1);
   L->top--;
@@ -715,6 +735,8 @@ LUA_API int lua_setmetatable (lua_State *L, int objindex) {
   }
   switch (ttype(obj)) {
     case LUA_TTABLE: {
+      if (hvalue(obj)->readonly)  /* Ferrodis */
+        luaG_runerror(L, "Attempt to modify a readonly table");
       hvalue(obj)->metatable = mt;
       if (mt)
         luaC_objbarriert(L, hvalue(obj), mt);

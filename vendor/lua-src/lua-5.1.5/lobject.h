@@ -345,6 +345,7 @@ typedef struct Table {
   Node *lastfree;  /* any free position is before this position */
   GCObject *gclist;
   int sizearray;  /* size of `array' array */
+  lu_byte readonly;  /* Ferrodis: raw writes refused (lua_enablereadonlytable), as Redis's */
 } Table;
 
 
