@@ -444,39 +444,40 @@ impl Selector {
         Ok(())
     }
 
-    fn describe_keys(&self) -> String {
+    // Descriptions are bytes: patterns, channels and first arguments are the client's, as given.
+    fn describe_keys(&self) -> Vec<u8> {
         if self.all_keys {
-            return "~*".into();
+            return b"~*".to_vec();
         }
-        let words: Vec<String> = self
+        let words: Vec<Vec<u8>> = self
             .keys
             .iter()
             .map(|k| {
-                let prefix = match k.access {
-                    READ => "%R~",
-                    WRITE => "%W~",
-                    _ => "~",
+                let prefix: &[u8] = match k.access {
+                    READ => b"%R~",
+                    WRITE => b"%W~",
+                    _ => b"~",
                 };
-                format!("{prefix}{}", String::from_utf8_lossy(&k.pattern))
+                [prefix, &k.pattern].concat()
             })
             .collect();
-        words.join(" ")
+        words.join(&b' ')
     }
 
-    fn describe_channels(&self) -> String {
+    fn describe_channels(&self) -> Vec<u8> {
         if self.all_channels {
-            return "&*".into();
+            return b"&*".to_vec();
         }
-        let words: Vec<String> = self.channels.iter().map(|c| format!("&{}", String::from_utf8_lossy(c))).collect();
-        words.join(" ")
+        let words: Vec<Vec<u8>> = self.channels.iter().map(|c| [b"&", c.as_slice()].concat()).collect();
+        words.join(&b' ')
     }
 
     /// The command rules as ACL LIST prints them: +@all or -@all, the categories that fit best,
     /// then single commands (Redis's ACLDescribeSelectorCommandRules).
-    fn describe_commands(&self) -> String {
+    fn describe_commands(&self) -> Vec<u8> {
         let c = catalog();
         let additive = !self.future_commands;
-        let mut rules = String::from(if additive { "-@all " } else { "+@all " });
+        let mut rules = if additive { b"-@all ".to_vec() } else { b"+@all ".to_vec() };
         let mut fake = Selector::new(false);
         fake.set_all(!additive);
         let mut temp = self.clone();
@@ -509,35 +510,35 @@ impl Selector {
             let (bit, name) = cat::NAMES[j];
             fake.set_category(bit, additive);
             temp.set_category(bit, !additive);
-            rules.push_str(if additive { "+@" } else { "-@" });
-            rules.push_str(name);
-            rules.push(' ');
+            rules.extend_from_slice(if additive { b"+@" } else { b"-@" });
+            rules.extend_from_slice(name.as_bytes());
+            rules.push(b' ');
             applied[j] = true;
         }
         for &id in &c.top {
             let user = self.bit(id);
             if user != fake.bit(id) {
-                rules.push(if user { '+' } else { '-' });
-                rules.push_str(&c.entries[id].full);
-                rules.push(' ');
+                rules.push(if user { b'+' } else { b'-' });
+                rules.extend_from_slice(c.entries[id].full.as_bytes());
+                rules.push(b' ');
                 fake.change_perm(id, user);
             }
             for &sub in &c.entries[id].subs {
                 let user = self.bit(sub);
                 if user != fake.bit(sub) {
-                    rules.push(if user { '+' } else { '-' });
-                    rules.push_str(&c.entries[sub].full);
-                    rules.push(' ');
+                    rules.push(if user { b'+' } else { b'-' });
+                    rules.extend_from_slice(c.entries[sub].full.as_bytes());
+                    rules.push(b' ');
                     fake.set_bit(sub, user);
                 }
             }
             if !user {
                 for arg in self.first_args.get(&id).into_iter().flatten() {
-                    rules.push('+');
-                    rules.push_str(&c.entries[id].full);
-                    rules.push('|');
-                    rules.push_str(&String::from_utf8_lossy(arg));
-                    rules.push(' ');
+                    rules.push(b'+');
+                    rules.extend_from_slice(c.entries[id].full.as_bytes());
+                    rules.push(b'|');
+                    rules.extend_from_slice(arg);
+                    rules.push(b' ');
                 }
             }
         }
@@ -546,24 +547,24 @@ impl Selector {
     }
 
     /// Keys, channels and commands, as one selector appears in ACL LIST.
-    fn describe(&self) -> String {
-        let mut out = String::new();
+    fn describe(&self) -> Vec<u8> {
+        let mut out = Vec::new();
         let keys = self.describe_keys();
         if !keys.is_empty() {
-            out.push_str(&keys);
-            out.push(' ');
+            out.extend_from_slice(&keys);
+            out.push(b' ');
         }
         if self.all_channels {
-            out.push_str("&* ");
+            out.extend_from_slice(b"&* ");
         } else {
-            out.push_str("resetchannels ");
+            out.extend_from_slice(b"resetchannels ");
             let channels = self.describe_channels();
             if !channels.is_empty() {
-                out.push_str(&channels);
-                out.push(' ');
+                out.extend_from_slice(&channels);
+                out.push(b' ');
             }
         }
-        out.push_str(&self.describe_commands());
+        out.extend_from_slice(&self.describe_commands());
         out
     }
 }
@@ -800,22 +801,22 @@ impl User {
     }
 
     /// The rules that rebuild this user, as ACL LIST and ACL SAVE write them (without `user name`).
-    pub fn describe(&self) -> String {
-        let mut out = String::new();
+    pub fn describe(&self) -> Vec<u8> {
+        let mut out = Vec::new();
         for f in self.flag_names() {
-            out.push_str(f);
-            out.push(' ');
+            out.extend_from_slice(f.as_bytes());
+            out.push(b' ');
         }
         for p in &self.passwords {
-            out.push('#');
-            out.push_str(p);
-            out.push(' ');
+            out.push(b'#');
+            out.extend_from_slice(p.as_bytes());
+            out.push(b' ');
         }
-        out.push_str(&self.root.describe());
+        out.extend_from_slice(&self.root.describe());
         for s in &self.selectors {
-            out.push_str(" (");
-            out.push_str(&s.describe());
-            out.push(')');
+            out.extend_from_slice(b" (");
+            out.extend_from_slice(&s.describe());
+            out.push(b')');
         }
         out
     }
@@ -825,7 +826,7 @@ impl User {
         let mut line = b"user ".to_vec();
         line.extend_from_slice(&self.name);
         line.push(b' ');
-        line.extend_from_slice(self.describe().as_bytes());
+        line.extend_from_slice(&self.describe());
         line
     }
 
@@ -835,9 +836,9 @@ impl User {
         let field = |k: &str, v: Reply| (Reply::bulk(k), v);
         let selector_fields = |s: &Selector| {
             vec![
-                field("commands", Reply::Bulk(s.describe_commands().into_bytes())),
-                field("keys", Reply::Bulk(s.describe_keys().into_bytes())),
-                field("channels", Reply::Bulk(s.describe_channels().into_bytes())),
+                field("commands", Reply::Bulk(s.describe_commands())),
+                field("keys", Reply::Bulk(s.describe_keys())),
+                field("channels", Reply::Bulk(s.describe_channels())),
             ]
         };
         let mut m = vec![
@@ -1014,11 +1015,11 @@ mod tests {
     #[test]
     fn describes_like_redis() {
         crate::commands::install();
-        assert_eq!(User::default_user().describe(), "on nopass ~* &* +@all");
-        assert_eq!(User::new(b"alice", false).describe(), "off resetchannels -@all");
-        assert_eq!(user(&["+@all", "-debug", "~*"]).describe(), "off ~* resetchannels +@all -debug");
+        assert_eq!(User::default_user().describe(), b"on nopass ~* &* +@all");
+        assert_eq!(User::new(b"alice", false).describe(), b"off resetchannels -@all");
+        assert_eq!(user(&["+@all", "-debug", "~*"]).describe(), b"off ~* resetchannels +@all -debug");
         let bob = user(&["on", "~k*", "%R~r*", "&ch*", "+get", "+set", "-get", "+@hash", "+config|get"]);
-        assert_eq!(bob.describe(), "on ~k* %R~r* resetchannels &ch* -@all +@hash +set +config|get");
+        assert_eq!(bob.describe(), b"on ~k* %R~r* resetchannels &ch* -@all +@hash +set +config|get");
     }
 
     #[test]

@@ -348,23 +348,24 @@ impl AllocatorStats {
 
 impl Stats {
     /// Counts an error reply under its code (`ERR`, `WRONGTYPE`, ...), as errorstats does.
-    pub fn count_error(&mut self, line: &str) {
+    pub fn count_error(&mut self, line: impl AsRef<[u8]>) {
         self.total_error_replies += 1;
+        let line = line.as_ref();
         // A line may carry the `-` of its own code (a script's `-CODE msg`): the writer sends one
         // `-` either way, and the code is what follows it.
-        let line = line.strip_prefix('-').unwrap_or(line);
+        let line = line.strip_prefix(b"-").unwrap_or(line);
         // The code is the first word, looked for in the first 32 bytes; without a space there
         // (`DEBUG ERROR foo`) Redis falls back to ERR.
-        let head = &line.as_bytes()[..line.len().min(32)];
+        let head = &line[..line.len().min(32)];
         let code = match head.iter().position(|&c| c == b' ') {
-            Some(end) => &line[..end],
-            None => "ERR",
+            Some(end) => String::from_utf8_lossy(&line[..end]),
+            None => "ERR".into(),
         };
         // Redis caps distinct error codes at 128 to bound memory.
-        if let Some(n) = self.errors.get_mut(code) {
+        if let Some(n) = self.errors.get_mut(code.as_ref()) {
             *n += 1;
         } else if self.errors.len() < 128 {
-            self.errors.insert(code.to_string(), 1);
+            self.errors.insert(code.into_owned(), 1);
         }
     }
 

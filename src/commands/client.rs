@@ -55,7 +55,7 @@ fn client_type_by_name(name: &[u8]) -> Option<ClientType> {
 }
 
 fn unknown_type(name: &[u8]) -> CmdError {
-    CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(name)))
+    CmdError::echo(&[b"ERR Unknown client type '", name, b"'"])
 }
 
 /// Redis's client classes: the master link, attached replicas, subscribed clients (MONITOR
@@ -179,7 +179,7 @@ pub fn client_setinfo(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let value = args.get(3);
     let is_name = args.is(2, "lib-name");
     if !is_name && !args.is(2, "lib-ver") {
-        return Err(CmdError::err(format!("Unrecognized option '{}'", args.str(2))));
+        return Err(CmdError::echo(&[b"ERR Unrecognized option '", args.get(2), b"'"]));
     }
     if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
         return Err(CmdError::err(format!(
@@ -342,7 +342,7 @@ pub fn client_kill(ctx: &mut Ctx, args: &Args) -> CmdResult {
                 f.laddr = Some(v.to_vec());
             } else if args.is(i, "user") {
                 if !ctx.state().acl.users.contains_key(v) {
-                    return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v))));
+                    return Err(CmdError::echo(&[b"ERR No such user '", v, b"'"]));
                 }
                 f.user = Some(v.to_vec());
             } else if args.is(i, "skipme") {

@@ -79,7 +79,7 @@ fn lookup(c: &ClusterState, id: &[u8]) -> Option<Name> {
 }
 
 fn unknown_node(id: &[u8]) -> CmdError {
-    CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(id)))
+    CmdError::echo(&[b"ERR Unknown node ", id])
 }
 
 /// A slot argument (getSlotOrReply).
@@ -266,12 +266,12 @@ pub fn meet(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(subcommand_syntax("meet"));
     }
     let Some(port) = crate::util::num::parse_i64(args.get(3)) else {
-        return Err(CmdError::err(format!("Invalid TCP base port specified: {}", args.str(3))));
+        return Err(CmdError::echo(&[b"ERR Invalid TCP base port specified: ", args.get(3)]));
     };
     let cport = if args.len() == 5 {
         match crate::util::num::parse_i64(args.get(4)) {
             Some(p) => p,
-            None => return Err(CmdError::err(format!("Invalid TCP bus port specified: {}", args.str(4)))),
+            None => return Err(CmdError::echo(&[b"ERR Invalid TCP bus port specified: ", args.get(4)])),
         }
     } else {
         port + 10000
@@ -279,7 +279,7 @@ pub fn meet(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let ip = args.str(2);
     let valid = (1..=65535).contains(&port) && (1..=65535).contains(&cport);
     if !valid || !cluster::start_handshake(ctx.admin(), &ip, port as u16, cport as u16) {
-        return Err(CmdError::err(format!("Invalid node address specified: {ip}:{}", args.str(3))));
+        return Err(CmdError::echo(&[b"ERR Invalid node address specified: ", args.get(2), b":", args.get(3)]));
     }
     Ok(Reply::Ok)
 }
@@ -396,7 +396,7 @@ pub fn setslot(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let action = args.get(3).to_ascii_lowercase();
     let node_arg = |c: &ClusterState, unknown: &str| -> Result<Name, CmdError> {
         let id = args.get(4);
-        let n = lookup(c, id).ok_or_else(|| CmdError::err(format!("{unknown} {}", String::from_utf8_lossy(id))))?;
+        let n = lookup(c, id).ok_or_else(|| CmdError::echo(&[b"ERR ", unknown.as_bytes(), b" ", id]))?;
         if c.nodes[&n].is_replica() {
             return Err(CmdError::err("Target node is not a master"));
         }

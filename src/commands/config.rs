@@ -131,7 +131,11 @@ fn named_pairs(ctx: &mut Ctx, args: &Args) -> Result<Vec<(&'static Desc, &'stati
     for i in (2..args.len()).step_by(2) {
         let name = args.str(i);
         let Some(desc) = config::lookup(&name) else {
-            return Err(CmdError::err(format!("Unknown option or number of arguments for CONFIG SET - '{name}'")));
+            return Err(CmdError::echo(&[
+                b"ERR Unknown option or number of arguments for CONFIG SET - '",
+                args.get(i),
+                b"'",
+            ]));
         };
         if desc.has(IMMUTABLE) {
             return Err(set_failed(&name, "can't set immutable config"));
@@ -284,7 +288,9 @@ pub fn rewrite_file(ctx: &mut Ctx, path: &str, force_all: bool) -> std::io::Resu
     let users: Vec<String> = if has_aclfile {
         Vec::new()
     } else {
-        super::users::acl_file_text(ctx.admin()).lines().map(str::to_string).collect()
+        // The config file is text: a user whose rules are not UTF-8 is written lossily there (an
+        // aclfile keeps the bytes).
+        String::from_utf8_lossy(&super::users::acl_file_text(ctx.admin())).lines().map(str::to_string).collect()
     };
     ctx.config().rewrite(path, &users, force_all)
 }

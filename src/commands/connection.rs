@@ -150,7 +150,7 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
             setname = Some(args.get(i + 1).to_vec());
             i += 2;
         } else {
-            return Err(CmdError::err(format!("Syntax error in HELLO option '{}'", args.str(i))));
+            return Err(CmdError::echo(&[b"ERR Syntax error in HELLO option '", args.get(i), b"'"]));
         }
     }
     if let Some((user, pass)) = &creds {

@@ -107,13 +107,13 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             let Some(name) = crate::cluster::parse_name(id)
                 .filter(|n| ctx.admin().cluster.as_ref().is_some_and(|c| c.nodes.contains_key(n)))
             else {
-                return Err(CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(id))));
+                return Err(CmdError::echo(&[b"ERR Unknown node ", id]));
             };
             let (to, from) = match args.get(3).to_ascii_lowercase().as_slice() {
                 b"from" => (false, true),
                 b"to" => (true, false),
                 b"all" => (true, true),
-                _ => return Err(CmdError::err(format!("Unknown direction {}", args.str(3)))),
+                _ => return Err(CmdError::echo(&[b"ERR Unknown direction ", args.get(3)])),
             };
             crate::executor::cluster::kill_links(ctx.admin(), name, to, from);
             Ok(Reply::Ok)
@@ -127,7 +127,7 @@ pub fn debug(ctx: &mut Ctx, args: &Args) -> CmdResult {
             tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
             Ok(Reply::Ok)
         }
-        (b"error", 3) => Ok(Reply::Error(args.str(2))),
+        (b"error", 3) => Ok(Reply::Error(args.get(2).to_vec())),
         (b"protocol", 3) => debug_protocol(ctx, args.get(2)),
         (b"populate", 3..=5) => debug_populate(ctx, args),
         (b"digest", 2) => Ok(Reply::StatusOwned(hex(&dataset_digest(ctx)))),

@@ -83,7 +83,7 @@ pub fn function_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
         if args.is(i, "replace") {
             replace = true;
         } else {
-            return Err(CmdError::err(format!("Unknown option given: {}", args.str(i))));
+            return Err(CmdError::echo(&[b"ERR Unknown option given: ", args.get(i)]));
         }
         i += 1;
     }
@@ -144,7 +144,7 @@ pub fn function_list(ctx: &mut Ctx, args: &Args) -> CmdResult {
             i += 1;
             pattern = Some(&args.argv[i]);
         } else {
-            return Err(CmdError::err(format!("Unknown argument {}", String::from_utf8_lossy(&args.argv[i]))));
+            return Err(CmdError::echo(&[b"ERR Unknown argument ", args.get(i)]));
         }
         i += 1;
     }

@@ -496,7 +496,7 @@ fn search_generic(ctx: &mut Ctx, args: &Args, kind: Kind, store_allowed: bool, s
         )));
     }
     if is_search && !(byradius || bybox) {
-        return Err(CmdError::err(format!("exactly one of BYRADIUS and BYBOX can be specified for {}", args.str(0))));
+        return Err(CmdError::echo(&[b"ERR exactly one of BYRADIUS and BYBOX can be specified for ", args.get(0)]));
     }
     if any && count == 0 {
         return Err(CmdError::err("the ANY argument requires COUNT argument"));

@@ -224,7 +224,7 @@ pub fn pfdebug(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         Ok(Reply::Int(converted as i64))
     } else {
-        Err(CmdError::err(format!("Unknown PFDEBUG subcommand '{}'", args.str(1))))
+        Err(CmdError::echo(&[b"ERR Unknown PFDEBUG subcommand '", args.get(1), b"'"]))
     }
 }
 

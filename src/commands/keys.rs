@@ -624,9 +624,7 @@ fn parse_expire_cond(args: &Args) -> Result<ExpireCond, CmdError> {
         } else if args.is(i, "lt") {
             c.lt = true;
         } else {
-            // `%s` of the argument: up to its first NUL.
-            let opt = String::from_utf8_lossy(crate::spec::error::c_str_prefix(args.get(i), usize::MAX));
-            return Err(CmdError::err(format!("Unsupported option {}", opt.replace(['\r', '\n'], " "))));
+            return Err(CmdError::echo(&[b"ERR Unsupported option ", args.get(i)]));
         }
     }
     if c.nx && (c.xx || c.gt || c.lt) {

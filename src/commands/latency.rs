@@ -57,7 +57,7 @@ pub fn latency_graph(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = crate::util::clock::unix_ms() / 1000;
     match ctx.state().latency.graph(args.get(2), now) {
         Some(text) => Ok(Reply::Verbatim("txt", text.into_bytes())),
-        None => Err(CmdError::err(format!("No samples available for event '{}'", args.str(2)))),
+        None => Err(CmdError::echo(&[b"ERR No samples available for event '", args.get(2), b"'"])),
     }
 }
 

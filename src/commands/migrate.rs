@@ -234,9 +234,7 @@ pub fn migrate(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         delete_acked(ctx, &acked, copy);
         return match target_error {
-            Some(line) => {
-                Err(CmdError::err(format!("Target instance replied with error: {}", String::from_utf8_lossy(&line))))
-            }
+            Some(line) => Err(CmdError::echo(&[b"ERR Target instance replied with error: ", &line])),
             None => {
                 if let Some(c) = ctx.admin().migrate.by_target.get_mut(&target) {
                     c.last_db = Some(db);

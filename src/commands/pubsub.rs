@@ -157,10 +157,11 @@ pub fn spublish(ctx: &mut Ctx, args: &Args) -> CmdResult {
 
 /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try PUBSUB HELP.`
 fn sub_syntax_error(args: &Args) -> CmdError {
-    CmdError::err(format!(
-        "unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-        super::error::truncate(&args.str(1), 128)
-    ))
+    CmdError::echo(&[
+        b"ERR unknown subcommand or wrong number of arguments for '",
+        crate::spec::error::c_str_prefix(args.get(1), 128),
+        b"'. Try PUBSUB HELP.",
+    ])
 }
 
 fn list_channels(ctx: &mut Ctx, args: &Args, kind: Kind) -> CmdResult {

@@ -173,20 +173,22 @@ fn eq(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
-fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn nogroup_key_group(key: &[u8], group: &[u8]) -> CmdError {
+    CmdError::echo(&[b"NOGROUP No such key '", key, b"' or consumer group '", group, b"'"])
 }
 
-fn nogroup_key_group(key: &[u8], group: &[u8]) -> CmdError {
-    CmdError::Raw(format!("NOGROUP No such key '{}' or consumer group '{}'", lossy(key), lossy(group)))
+fn nogroup_for_key(group: &[u8], key: &[u8]) -> CmdError {
+    CmdError::echo(&[b"NOGROUP No such consumer group '", group, b"' for key name '", key, b"'"])
 }
 
 fn subcommand_syntax(args: &Args) -> CmdError {
-    CmdError::err(format!(
-        "unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        super::error::truncate(&args.str(1), 128),
-        args.str(0).to_uppercase()
-    ))
+    CmdError::echo(&[
+        b"ERR unknown subcommand or wrong number of arguments for '",
+        crate::spec::error::c_str_prefix(args.get(1), 128),
+        b"'. Try ",
+        &args.get(0).to_ascii_uppercase(),
+        b" HELP.",
+    ])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -928,10 +930,11 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
             // As Redis: BLOCK makes no sense in a script, which can never wait (the name as the
             // script spelled it).
             if ctx.from_script() {
-                return Err(CmdError::err(format!(
-                    "{} command is not allowed with BLOCK option from scripts",
-                    String::from_utf8_lossy(args.get(0))
-                )));
+                return Err(CmdError::echo(&[
+                    b"ERR ",
+                    args.get(0),
+                    b" command is not allowed with BLOCK option from scripts",
+                ]));
             }
             i += 1;
             let v = ll_msg(args.get(i), "timeout is not an integer or out of range")?;
@@ -996,11 +999,13 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                         "NOGROUP the consumer group this client was blocked on no longer exists".into(),
                     ));
                 }
-                return Err(CmdError::Raw(format!(
-                    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
-                    lossy(key),
-                    lossy(gname)
-                )));
+                return Err(CmdError::echo(&[
+                    b"NOGROUP No such key '",
+                    key,
+                    b"' or consumer group '",
+                    gname,
+                    b"' in XREADGROUP with GROUP option",
+                ]));
             }
         }
         if idarg == b"$" {
@@ -1193,11 +1198,7 @@ fn xgroup_preamble(ctx: &mut Ctx, args: &Args, sub: &str) -> Result<(GroupTarget
         ));
     }
     if !has_group && matches!(sub, "setid" | "createconsumer" | "delconsumer") {
-        return Err(CmdError::Raw(format!(
-            "NOGROUP No such consumer group '{}' for key name '{}'",
-            lossy(grp),
-            lossy(key)
-        )));
+        return Err(nogroup_for_key(grp, key));
     }
     Ok((GroupTarget { exists, has_group }, mkstream, entries_read))
 }
@@ -1549,7 +1550,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &Args) -> CmdResult {
             j += 1;
             last_id = parse_strict_id(args.get(j))?;
         } else {
-            return Err(CmdError::err(format!("Unrecognized XCLAIM option '{}'", lossy(opt))));
+            return Err(CmdError::echo(&[b"ERR Unrecognized XCLAIM option '", opt, b"'"]));
         }
         j += 1;
     }
@@ -1924,11 +1925,7 @@ pub fn xinfo_consumers(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let now = ctx.now_ms();
     let s = ctx.read::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
     let Some(g) = s.groups.get(gname) else {
-        return Err(CmdError::Raw(format!(
-            "NOGROUP No such consumer group '{}' for key name '{}'",
-            lossy(gname),
-            lossy(key)
-        )));
+        return Err(nogroup_for_key(gname, key));
     };
     let out = g
         .consumers

@@ -72,16 +72,13 @@ pub fn setuser(ctx: &mut Ctx, args: &Args) -> CmdResult {
     }
     let words: Vec<&[u8]> = args.from(3).collect();
     let rules = crate::acl::merge_selector_args(&words).map_err(|start| {
-        CmdError::err(format!(
-            "Unmatched parenthesis in acl selector starting at '{}'.",
-            String::from_utf8_lossy(&start)
-        ))
+        CmdError::echo(&[b"ERR Unmatched parenthesis in acl selector starting at '", &start, b"'."])
     })?;
     let pubsub_all = pubsub_default_all(ctx.admin());
     let mut user = ctx.state().acl.users.get(name).cloned().unwrap_or_else(|| User::new(name, pubsub_all));
     for rule in &rules {
         user.apply(rule, pubsub_all).map_err(|e| {
-            CmdError::err(format!("Error in ACL SETUSER modifier '{}': {}", String::from_utf8_lossy(rule), e.text()))
+            CmdError::echo(&[b"ERR Error in ACL SETUSER modifier '", rule, b"': ", e.text().as_bytes()])
         })?;
     }
     ctx.admin().acl.users.insert(name.to_vec(), user);
@@ -111,7 +108,7 @@ fn drop_lost_subscribers(ctx: &mut Ctx, name: &[u8]) {
 }
 
 fn wrong_subcommand_arity(args: &Args) -> CmdError {
-    CmdError::err(format!("unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.", args.str(1)))
+    CmdError::echo(&[b"ERR unknown subcommand or wrong number of arguments for '", args.get(1), b"'. Try ACL HELP."])
 }
 
 /// ACL GETUSER username
@@ -166,7 +163,7 @@ pub fn cat(_ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Ok(Reply::Array(super::acl::NAMES.iter().map(|(_, n)| Reply::bulk(*n)).collect()));
     }
     let Some(bit) = crate::acl::category(args.get(2)) else {
-        return Err(CmdError::err(format!("Unknown category '{}'", args.str(2))));
+        return Err(CmdError::echo(&[b"ERR Unknown category '", args.get(2), b"'"]));
     };
     Ok(Reply::Array(crate::acl::category_commands(bit).into_iter().map(Reply::bulk).collect()))
 }
@@ -218,16 +215,17 @@ fn fill_random(buf: &mut [u8]) {
 pub fn dryrun(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let name = args.get(2);
     let Some(user) = ctx.state().acl.users.get(name) else {
-        return Err(CmdError::err(format!("User '{}' not found", String::from_utf8_lossy(name))));
+        return Err(CmdError::echo(&[b"ERR User '", name, b"' not found"]));
     };
     let argv: Vec<Bytes> = args.argv[3..].to_vec();
+    let command_not_found = || CmdError::echo(&[b"ERR Command '", &argv[0], b"' not found"]);
     let Some(top) = super::lookup(&argv[0]) else {
-        return Err(CmdError::err(format!("Command '{}' not found", String::from_utf8_lossy(&argv[0]))));
+        return Err(command_not_found());
     };
     let (spec, parent) = match (top.is_container(), argv.get(1)) {
         (true, Some(sub)) => match top.subcommand(sub) {
             Some(s) => (s, Some(top)),
-            None => return Err(CmdError::err(format!("Command '{}' not found", String::from_utf8_lossy(&argv[0])))),
+            None => return Err(command_not_found()),
         },
         _ => (top, None),
     };
@@ -238,16 +236,13 @@ pub fn dryrun(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(match user.check(spec, full, &argv) {
         Ok(()) => Reply::Ok,
         Err(r) => {
-            let what = String::from_utf8_lossy(&argv[r.pos]).into_owned();
-            Reply::Bulk(
-                match r.reason {
-                    Denied::Command => format!("This user has no permissions to run the '{full}' command"),
-                    Denied::Key => format!("This user has no permissions to access the '{what}' key"),
-                    Denied::Channel => format!("This user has no permissions to access the '{what}' channel"),
-                    Denied::Auth => "This user has no permissions".into(),
-                }
-                .into_bytes(),
-            )
+            let what = crate::spec::error::c_str_prefix(&argv[r.pos], usize::MAX);
+            Reply::Bulk(match r.reason {
+                Denied::Command => format!("This user has no permissions to run the '{full}' command").into_bytes(),
+                Denied::Key => [b"This user has no permissions to access the '", what, b"' key"].concat(),
+                Denied::Channel => [b"This user has no permissions to access the '", what, b"' channel"].concat(),
+                Denied::Auth => b"This user has no permissions".to_vec(),
+            })
         }
     })
 }
@@ -310,12 +305,13 @@ fn aclfile(st: &State) -> Option<String> {
     crate::config::lookup("aclfile").map(|d| st.config.get(d)).filter(|p| !p.is_empty())
 }
 
-/// The users as `user name rules` lines (ACL SAVE, CONFIG REWRITE).
-pub fn acl_file_text(st: &State) -> String {
-    let mut text = String::new();
+/// The users as `user name rules` lines (ACL SAVE, CONFIG REWRITE), bytes as the clients gave
+/// them.
+pub fn acl_file_text(st: &State) -> Vec<u8> {
+    let mut text = Vec::new();
     for u in st.acl.users.values() {
-        text.push_str(&String::from_utf8_lossy(&u.line()));
-        text.push('\n');
+        text.extend_from_slice(&u.line());
+        text.push(b'\n');
     }
     text
 }

@@ -576,7 +576,7 @@ fn call_inner(st: &mut State, client: &mut Client, cmd: Cmd, out: &mut Vec<u8>, 
         }
         Err(e) => {
             stat.failed_calls += 1;
-            let line = e.text();
+            let line = e.into_line();
             st.stats.count_error(&line);
             Reply::Error(line)
         }
@@ -847,16 +847,9 @@ fn reject(st: &mut State, client: &mut Client, e: CmdError, out: &mut Vec<u8>, p
     if client.multi.is_some() {
         client.dirty_exec = true;
     }
-    let line = e.text();
+    let line = e.into_line();
     st.stats.count_error(&line);
-    match e {
-        CmdError::Line(bytes) => {
-            out.push(b'-');
-            out.extend(bytes.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
-            out.extend_from_slice(b"\r\n");
-        }
-        _ => write_reply(out, &Reply::Error(line), proto),
-    }
+    write_reply(out, &Reply::Error(line), proto);
 }
 
 /// The commandstats name: `get`, or `config|get` for a subcommand (interned once per spec).

@@ -11,8 +11,9 @@ pub enum Reply {
     Status(&'static str),
     /// `+text` built at run time (TYPE, CLIENT INFO's status replies, ...).
     StatusOwned(String),
-    /// `-text`: the full error line without the leading `-`, e.g. `ERR syntax error`.
-    Error(String),
+    /// `-text`: the full error line without the leading `-`, e.g. `ERR syntax error`. Bytes,
+    /// not a string: Redis echoes client arguments into errors as they came.
+    Error(Vec<u8>),
     Int(i64),
     Bulk(Vec<u8>),
     /// Null bulk string: `$-1` in RESP2, `_` in RESP3.
@@ -240,7 +241,7 @@ impl Reply {
         Reply::Bulk(bytes.into())
     }
 
-    pub fn error(text: impl Into<String>) -> Reply {
+    pub fn error(text: impl Into<Vec<u8>>) -> Reply {
         Reply::Error(text.into())
     }
 

@@ -10,7 +10,7 @@ pub fn write_reply(out: &mut Vec<u8>, reply: &Reply, proto: u8) {
         Reply::Ok => out.extend_from_slice(b"+OK\r\n"),
         Reply::Status(s) => line(out, b'+', s.as_bytes()),
         Reply::StatusOwned(s) => line(out, b'+', s.as_bytes()),
-        Reply::Error(e) => error_line(out, e.as_bytes()),
+        Reply::Error(e) => error_line(out, e),
         Reply::Int(n) => int_line(out, b':', *n),
         Reply::Bulk(b) => bulk(out, b),
         Reply::Nil => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),

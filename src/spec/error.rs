@@ -33,7 +33,8 @@ pub enum CmdError {
     Err(String),
     /// A full error line with its own prefix (`WRONGPASS ...`, `NOPERM ...`, `BUSYKEY ...`).
     Raw(String),
-    /// A full error line that echoes client bytes verbatim (unknown command names may be any bytes).
+    /// A full error line that echoes client bytes verbatim (unknown command names, options, user
+    /// names... may be any bytes).
     Line(Vec<u8>),
 }
 
@@ -45,7 +46,14 @@ impl CmdError {
         CmdError::Err(text.into())
     }
 
-    /// The error line without the leading `-`.
+    /// A full error line made of its parts, client bytes among them as they came: Redis's `%s`
+    /// of an argument, which ends at a NUL.
+    pub fn echo(parts: &[&[u8]]) -> CmdError {
+        CmdError::Line(parts.iter().flat_map(|p| c_str_prefix(p, usize::MAX)).copied().collect())
+    }
+
+    /// The error line without the leading `-`, as text (client bytes that are not UTF-8 shown
+    /// lossily): for messages that quote it. The reply is `into_line`.
     pub fn text(&self) -> String {
         match self {
             CmdError::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value".into(),
@@ -68,8 +76,16 @@ impl CmdError {
         }
     }
 
+    /// The error line without the leading `-`, exactly as the client gets it.
+    pub fn into_line(self) -> Vec<u8> {
+        match self {
+            CmdError::Line(bytes) => bytes,
+            other => other.text().into_bytes(),
+        }
+    }
+
     pub fn into_reply(self) -> Reply {
-        Reply::Error(self.text())
+        Reply::Error(self.into_line())
     }
 }
 

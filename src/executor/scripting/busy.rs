@@ -396,15 +396,6 @@ fn kill(run: &mut Run, out: &mut Vec<u8>) {
 }
 
 fn error_line(out: &mut Vec<u8>, e: CmdError) {
-    match e {
-        CmdError::Line(bytes) => {
-            out.push(b'-');
-            out.extend(bytes.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
-        }
-        other => {
-            out.push(b'-');
-            out.extend_from_slice(other.text().as_bytes());
-        }
-    }
-    out.extend_from_slice(b"\r\n");
+    // An error line is the same in RESP2 and RESP3.
+    crate::resp::writer::write_reply(out, &e.into_reply(), 2);
 }

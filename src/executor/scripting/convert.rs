@@ -9,17 +9,20 @@ use crate::resp::Reply;
 pub const MAX_DEPTH: usize = 1000;
 
 /// A status (`+`) or error (`-`) line of any bytes, carriage returns and newlines made spaces
-/// (it must stay one line). Text that is not UTF-8 goes out encoded as it is: a `Reply` holds
-/// lines as strings, and a script may fail with any bytes.
+/// (it must stay one line). A status that is not UTF-8 goes out encoded as it is: a `Reply`
+/// holds status lines as strings, and a script may answer any bytes.
 pub fn line_reply(kind: u8, mut text: Vec<u8>) -> Reply {
     for c in text.iter_mut() {
         if *c == b'\r' || *c == b'\n' {
             *c = b' ';
         }
     }
-    match String::from_utf8(text) {
+    if kind == b'-' {
         // The leading `-` keeps a message that itself starts with `-` (the writer drops one).
-        Ok(s) if kind == b'-' => Reply::Error(format!("-{s}")),
+        text.insert(0, b'-');
+        return Reply::Error(text);
+    }
+    match String::from_utf8(text) {
         Ok(s) => Reply::StatusOwned(s),
         Err(e) => {
             let text = e.into_bytes();

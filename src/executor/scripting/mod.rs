@@ -424,7 +424,7 @@ pub fn run(
     collect_garbage_now_and_then(&vm.lua);
     let killed = run.busy.killed;
     crate::executor::handoff::hand_over(std::mem::take(&mut run.busy.accepted));
-    let reply = result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script {name}: {e}")));
+    let reply = result.unwrap_or_else(|e| Reply::error(format!("ERR Error running script {name}: {e}")));
     if !matches!(reply, Reply::Error(_)) {
         // Only an error reply that call() counts may carry the mark out of the run.
         take_error_counted();
@@ -652,7 +652,7 @@ fn script_client(now_ms: i64) -> Client {
 /// The reply for a script that raised `err` (the error handler's table).
 fn script_error(err: &Value, sha: &str) -> Reply {
     let Value::Table(t) = err else {
-        return Reply::Error(format!("ERR Error running script (call to {sha}): @user_script"));
+        return Reply::error(format!("ERR Error running script (call to {sha}): @user_script"));
     };
     if t.raw_get::<bool>("ignore_error_stats_update").unwrap_or(false) {
         note_error_counted();
@@ -806,7 +806,7 @@ fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
         // redis.pcall still shows it, and one that returns it is not counted again.
         match refusal.strip_prefix('-') {
             Some(_) => run.st.stats.count_error(refusal),
-            None => run.st.stats.count_error(&format!("ERR {refusal}")),
+            None => run.st.stats.count_error(format!("ERR {refusal}")),
         }
     }
     result
