@@ -222,16 +222,16 @@ pub fn function_restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(super::server::sub_syntax_error(args));
     }
     let policy = if args.len() == 4 {
-        match args.str(3).to_ascii_lowercase().as_str() {
-            p @ ("flush" | "append" | "replace") => p.to_string(),
-            _ => {
+        match ["flush", "append", "replace"].into_iter().find(|p| args.is(3, p)) {
+            Some(p) => p,
+            None => {
                 return Err(CmdError::err(
                     "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
                 ))
             }
         }
     } else {
-        "append".to_string()
+        "append"
     };
     let Some(body) = super::dump::verified_body(args.get(2)) else {
         return Err(CmdError::err("DUMP payload version or checksum are wrong"));

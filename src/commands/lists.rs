@@ -51,9 +51,9 @@ enum End {
 
 /// LEFT / RIGHT, or a syntax error.
 fn parse_end(arg: &[u8]) -> Result<End, CmdError> {
-    if arg.eq_ignore_ascii_case(b"left") {
+    if crate::spec::c_str_eq(arg, "left") {
         Ok(End::Head)
-    } else if arg.eq_ignore_ascii_case(b"right") {
+    } else if crate::spec::c_str_eq(arg, "right") {
         Ok(End::Tail)
     } else {
         Err(CmdError::Syntax)

@@ -170,7 +170,12 @@ fn ll_msg(arg: &[u8], msg: &str) -> Result<i64, CmdError> {
 }
 
 fn eq(arg: &[u8], word: &str) -> bool {
-    arg.eq_ignore_ascii_case(word.as_bytes())
+    crate::spec::c_str_eq(arg, word)
+}
+
+/// An argument as Redis's C code reads it: up to its first NUL (`*`, `$`, `>`, `~`, `=`).
+fn c_str(arg: &[u8]) -> &[u8] {
+    crate::spec::error::c_str_prefix(arg, usize::MAX)
 }
 
 fn nogroup_key_group(key: &[u8], group: &[u8]) -> CmdError {
@@ -302,7 +307,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64, loading: bo
     while i < argc {
         let more = argc - 1 - i;
         let opt = args.get(i);
-        if xadd && opt == b"*" {
+        if xadd && c_str(opt) == b"*" {
             break;
         } else if (eq(opt, "maxlen") || eq(opt, "minid")) && more > 0 {
             if t.maxlen.is_some() || t.minid.is_some() {
@@ -310,6 +315,7 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64, loading: bo
             }
             // An optional `~` (approximate) or `=` (exact) before the threshold.
             let next = args.get(i + 1);
+            let next = c_str(next);
             t.approx = next == b"~" && more >= 2;
             if (next == b"~" || next == b"=") && more >= 2 {
                 i += 1;
@@ -1008,7 +1014,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
                 ]));
             }
         }
-        if idarg == b"$" {
+        if c_str(idarg) == b"$" {
             if group_mode {
                 return Err(CmdError::err(
                     "The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.",
@@ -1018,7 +1024,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
             dollar[k] = true;
             continue;
         }
-        if idarg == b">" {
+        if c_str(idarg) == b">" {
             if !group_mode {
                 return Err(CmdError::err(
                     "The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",
@@ -1213,7 +1219,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(subcommand_syntax(args));
     }
     let key = args.key(2);
-    let id = if args.get(4) == b"$" {
+    let id = if c_str(args.get(4)) == b"$" {
         match ctx.again::<Stream>(key)? {
             Some(s) => s.last_id,
             None => StreamId::MIN,
@@ -1251,7 +1257,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (_, _, entries_read) = xgroup_preamble(ctx, args, "setid")?;
     let key = args.key(2);
     let s = ctx.again::<Stream>(key)?.ok_or(CmdError::NoSuchKey)?;
-    let id = if args.get(4) == b"$" { s.last_id } else { parse_id(args.get(4), false, 0, false)?.0 };
+    let id = if c_str(args.get(4)) == b"$" { s.last_id } else { parse_id(args.get(4), false, 0, false)?.0 };
     if let Some(g) = s.groups.get_mut(args.get(3)) {
         g.last_id = id;
         g.entries_read = entries_read;

@@ -235,6 +235,15 @@ pub struct Args {
     pub argv: Vec<Bytes>,
 }
 
+/// Whether a client argument is the keyword `word` as Redis's strcasecmp sees it: the
+/// argument read as a C string, so up to its first NUL.
+pub fn c_str_eq(arg: &[u8], word: &str) -> bool {
+    let word = word.as_bytes();
+    arg.len() >= word.len()
+        && arg[..word.len()].eq_ignore_ascii_case(word)
+        && arg.get(word.len()).is_none_or(|&b| b == 0)
+}
+
 impl Args {
     pub fn new(argv: Vec<Bytes>) -> Self {
         Args { argv }
@@ -265,12 +274,7 @@ impl Args {
     /// Argument `i` compared case-insensitively with an ASCII word, as Redis's strcasecmp
     /// compares them: the argument ends at its first NUL (`ZADD z NX\0junk 1 m` is an NX).
     pub fn is(&self, i: usize, word: &str) -> bool {
-        let word = word.as_bytes();
-        self.argv.get(i).is_some_and(|a| {
-            a.len() >= word.len()
-                && a[..word.len()].eq_ignore_ascii_case(word)
-                && a.get(word.len()).is_none_or(|&b| b == 0)
-        })
+        self.argv.get(i).is_some_and(|a| c_str_eq(a, word))
     }
 
     pub fn i64(&self, i: usize) -> Result<i64, CmdError> {
