@@ -83,6 +83,25 @@ pub fn running_stale(st: &State) -> bool {
 
 /// Redis's checkGoodReplicasStatus: met on a replica, when either setting is 0, or when enough
 /// replicas acknowledged within min-replicas-max-lag.
+/// Why a script's first write is refused now, in Redis's scriptVerifyWriteCommandAllow order:
+/// a read-only replica, failed persistence (MISCONF), too few good replicas. Lines carry their
+/// code (`-READONLY ...`).
+pub fn write_refusal(st: &State) -> Option<std::borrow::Cow<'static, str>> {
+    if st.repl.is_replica() && st.config.replica_read_only() {
+        return Some(format!("-{READONLY_REPLICA}").into());
+    }
+    if let Some(error) = super::snapshot::disk_error(st) {
+        return Some(match error {
+            super::snapshot::DiskError::Rdb => format!("-{MISCONF}").into(),
+            super::snapshot::DiskError::Aof(text) => format!("-{text}").into(),
+        });
+    }
+    if !good_replicas(st) {
+        return Some(format!("-{NOREPLICAS}").into());
+    }
+    None
+}
+
 pub fn good_replicas(st: &State) -> bool {
     st.repl.is_replica()
         || st.config.min_replicas_to_write == 0

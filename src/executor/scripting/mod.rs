@@ -797,24 +797,27 @@ fn command_argv(args: &MultiValue) -> Result<Vec<Bytes>, &'static str> {
         .collect()
 }
 
+/// Why a script's command was refused: Redis's message (`-CODE text`, or text that gets `ERR`).
+pub(super) type Refusal = std::borrow::Cow<'static, str>;
+
 /// The checks Redis makes before a script's command (scriptCall), then the command itself; the
 /// encoded reply is left in the run's buffer, or the refusal message returned.
-fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
+fn run_command(run: &mut Run, argv: Vec<Bytes>) -> Result<(), Refusal> {
     let result = checked_call(run, argv);
-    if let Err(refusal) = result {
+    if let Err(refusal) = &result {
         // Counted in errorstats here, as Redis's scriptCall does: a script that catches it with
         // redis.pcall still shows it, and one that returns it is not counted again.
         match refusal.strip_prefix('-') {
-            Some(_) => run.st.stats.count_error(refusal),
+            Some(_) => run.st.stats.count_error(refusal.as_bytes()),
             None => run.st.stats.count_error(format!("ERR {refusal}")),
         }
     }
     result
 }
 
-fn checked_call(run: &mut Run, argv: Vec<Bytes>) -> Result<(), &'static str> {
+fn checked_call(run: &mut Run, argv: Vec<Bytes>) -> Result<(), Refusal> {
     let Some(top) = crate::executor::registry::lookup(&argv[0]) else {
-        return Err("Unknown Redis command called from script");
+        return Err("Unknown Redis command called from script".into());
     };
     let spec: &'static CommandSpec = if top.is_container() && argv.len() >= 2 {
         top.subcommand(&argv[1]).ok_or("Unknown Redis command called from script")?
@@ -847,22 +850,30 @@ fn check_command(
     parent: Option<&'static CommandSpec>,
     top: &'static CommandSpec,
     argv: &[Bytes],
-) -> Result<(), &'static str> {
+) -> Result<(), Refusal> {
     if !spec.arity_ok(argv.len()) || (top.is_container() && argv.len() < 2) {
-        return Err("Wrong number of args calling Redis command from script");
+        return Err("Wrong number of args calling Redis command from script".into());
     }
     if spec.has_flag(flags::NOSCRIPT) && !run.st.scripts_may_call_noscript {
-        return Err("This Redis command is not allowed from script");
+        return Err("This Redis command is not allowed from script".into());
     }
     if !spec.has_flag(flags::STALE) && crate::executor::call::running_stale(run.st) {
-        return Err("Can not execute the command on a stale replica");
+        return Err("Can not execute the command on a stale replica".into());
     }
     crate::executor::access::check(run.st, run.client, spec, parent, argv)
         .map_err(crate::executor::access::script_refusal_text)?;
     // May-replicate commands count as writes here (PUBLISH from EVAL_RO), so read-only scripts
     // can run through CLIENT PAUSE WRITE, as Redis rules.
     if spec.has_flag(flags::WRITE | flags::MAY_REPLICATE) && run.rules.read_only {
-        return Err("Write commands are not allowed from read-only scripts.");
+        return Err("Write commands are not allowed from read-only scripts.".into());
+    }
+    // Redis's scriptVerifyWriteCommandAllow, ahead of the OOM check: a script's first write is
+    // refused while the server refuses writes (call() checks the same for every command, in
+    // processCommand's order, where OOM comes first).
+    if spec.has_flag(flags::WRITE) && !run.wrote && !run.client.master {
+        if let Some(refusal) = crate::executor::call::write_refusal(run.st) {
+            return Err(refusal);
+        }
     }
     if !run.rules.allow_oom
         && run.st.config.maxmemory > 0
@@ -870,7 +881,7 @@ fn check_command(
         && run.rules.oom_at_start
         && spec.has_flag(flags::DENYOOM)
     {
-        return Err("-OOM command not allowed when used memory > 'maxmemory'.");
+        return Err("-OOM command not allowed when used memory > 'maxmemory'.".into());
     }
     if run.st.cluster.is_some() {
         check_cluster(run, spec, parent, argv)?;
@@ -885,7 +896,7 @@ fn check_cluster(
     spec: &'static CommandSpec,
     parent: Option<&'static CommandSpec>,
     argv: &[Bytes],
-) -> Result<(), &'static str> {
+) -> Result<(), Refusal> {
     let positions = crate::executor::call::key_positions(spec, parent, argv);
     let keys: Vec<&[u8]> = positions.iter().filter_map(|&i| argv.get(i)).map(|a| &a[..]).collect();
     let routed = [crate::executor::cluster::Routed {
@@ -900,17 +911,19 @@ fn check_cluster(
     let slot = match crate::executor::cluster::route(run.st, &routed, asking, readonly) {
         Ok(slot) => slot,
         Err(Redirect::DownRoState) => {
-            return Err("Script attempted to execute a write command while the cluster is down and readonly")
+            return Err("Script attempted to execute a write command while the cluster is down and readonly".into())
         }
-        Err(Redirect::DownState) => return Err("Script attempted to execute a command while the cluster is down"),
-        Err(_) => return Err("Script attempted to access a non local key in a cluster node"),
+        Err(Redirect::DownState) => {
+            return Err("Script attempted to execute a command while the cluster is down".into())
+        }
+        Err(_) => return Err("Script attempted to access a non local key in a cluster node".into()),
     };
     if let Some(slot) = slot {
         if !run.rules.allow_cross_slot {
             match run.st.cluster_caller_slot {
                 None => run.st.cluster_caller_slot = Some(slot),
                 Some(s) if s != slot => {
-                    return Err("Script attempted to access keys that do not hash to the same slot")
+                    return Err("Script attempted to access keys that do not hash to the same slot".into())
                 }
                 _ => {}
             }

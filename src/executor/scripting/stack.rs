@@ -120,10 +120,10 @@ unsafe fn call(state: *mut ffi::lua_State, raise: bool) -> c_int {
 /// Reads the command's arguments (strings as they are, numbers as `%.17g`) and runs it; the
 /// reply is left in the run's buffer. Makes no Lua call that can raise.
 /// An error is the message and whether the command itself was refused (already counted).
-unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), (&'static str, bool)> {
+unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), (super::Refusal, bool)> {
     let argc = ffi::lua_gettop(state);
     if argc == 0 {
-        return Err(("Please specify at least one argument for this redis lib call", false));
+        return Err(("Please specify at least one argument for this redis lib call".into(), false));
     }
     let mut argv = Vec::with_capacity(argc as usize);
     for i in 1..=argc {
@@ -135,13 +135,13 @@ unsafe fn read_and_run(state: *mut ffi::lua_State) -> Result<(), (&'static str, 
                 argv.push(Bytes::copy_from_slice(std::slice::from_raw_parts(ptr, len)));
             }
             ffi::LUA_TNUMBER => argv.push(Bytes::from(crate::util::num::fmt_g17(ffi::lua_tonumber(state, i)))),
-            _ => return Err(("Lua redis lib command arguments must be strings or integers", false)),
+            _ => return Err(("Lua redis lib command arguments must be strings or integers".into(), false)),
         }
     }
     super::ldb::log_command_if_enabled(&argv);
     match with_run(|run| run_command(run, argv)) {
         Some(result) => result.map_err(|msg| (msg, true)),
-        None => Err(("no script is running", false)),
+        None => Err(("no script is running".into(), false)),
     }
 }
 
