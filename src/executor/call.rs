@@ -81,8 +81,6 @@ pub fn running_stale(st: &State) -> bool {
     st.repl.is_replica() && !super::replication::link_up(st) && !st.config.replica_serve_stale_data()
 }
 
-/// Redis's checkGoodReplicasStatus: met on a replica, when either setting is 0, or when enough
-/// replicas acknowledged within min-replicas-max-lag.
 /// Why a script's first write is refused now, in Redis's scriptVerifyWriteCommandAllow order:
 /// a read-only replica, failed persistence (MISCONF), too few good replicas. Lines carry their
 /// code (`-READONLY ...`).
@@ -102,6 +100,8 @@ pub fn write_refusal(st: &State) -> Option<std::borrow::Cow<'static, str>> {
     None
 }
 
+/// Redis's checkGoodReplicasStatus: met on a replica, when either setting is 0, or when enough
+/// replicas acknowledged within min-replicas-max-lag.
 pub fn good_replicas(st: &State) -> bool {
     st.repl.is_replica()
         || st.config.min_replicas_to_write == 0
