@@ -15,6 +15,7 @@ use crate::pubsub::ev;
 use crate::resp::reply::{Cursor, Deferred, Encode, Piece, PIECE_BYTES};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
+use crate::spec::error::c_str;
 use crate::types::stream::{
     AppendError, EntryRef, Group, Nack, Stream, StreamId, StreamSnapshot, INVALID_ENTRIES_READ,
 };
@@ -100,10 +101,7 @@ fn parse_id(arg: &[u8], strict: bool, missing_seq: u64, auto_seq: bool) -> Resul
         return Err(invalid_id());
     }
     // The C code works on a NUL-terminated copy.
-    let buf = match memchr::memchr(0, arg) {
-        Some(n) => &arg[..n],
-        None => arg,
-    };
+    let buf = c_str(arg);
     if strict && (buf == b"-" || buf == b"+") {
         return Err(invalid_id());
     }
@@ -171,11 +169,6 @@ fn ll_msg(arg: &[u8], msg: &str) -> Result<i64, CmdError> {
 
 fn eq(arg: &[u8], word: &str) -> bool {
     crate::spec::c_str_eq(arg, word)
-}
-
-/// An argument as Redis's C code reads it: up to its first NUL (`*`, `$`, `>`, `~`, `=`).
-fn c_str(arg: &[u8]) -> &[u8] {
-    crate::spec::error::c_str_prefix(arg, usize::MAX)
 }
 
 fn nogroup_key_group(key: &[u8], group: &[u8]) -> CmdError {

@@ -6,7 +6,7 @@ use super::ctx::Ctx;
 use super::registry::CommandSpec;
 use crate::resp::writer::write_reply;
 use crate::resp::Reply;
-use crate::spec::error::c_str_prefix;
+use crate::spec::error::{c_str, c_str_prefix};
 use crate::spec::{flags, Args, CmdError};
 use crate::stats::StatName;
 
@@ -40,7 +40,7 @@ pub(crate) fn resolve(cmd: &Cmd) -> Result<(&'static CommandSpec, Option<&'stati
             let mut line = b"ERR unknown subcommand '".to_vec();
             line.extend_from_slice(c_str_prefix(&argv[1], 128));
             line.extend_from_slice(b"'. Try ");
-            line.extend(c_str_prefix(&argv[0], usize::MAX).iter().map(u8::to_ascii_uppercase));
+            line.extend(c_str(&argv[0]).iter().map(u8::to_ascii_uppercase));
             line.extend_from_slice(b" HELP.");
             return Err(CmdError::Line(line));
         };

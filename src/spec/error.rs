@@ -49,7 +49,7 @@ impl CmdError {
     /// A full error line made of its parts, client bytes among them as they came: Redis's `%s`
     /// of an argument, which ends at a NUL.
     pub fn echo(parts: &[&[u8]]) -> CmdError {
-        CmdError::Line(parts.iter().flat_map(|p| c_str_prefix(p, usize::MAX)).copied().collect())
+        CmdError::Line(parts.iter().flat_map(|p| c_str(p)).copied().collect())
     }
 
     /// The error line without the leading `-`, as text (client bytes that are not UTF-8 shown
@@ -104,6 +104,12 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// The error code Redis counts in errorstats: the first word of the line (`ERR`, `WRONGTYPE`, ...).
 pub fn error_code(line: &str) -> &str {
     line.split(' ').next().unwrap_or("ERR")
+}
+
+/// A client argument as Redis's C code reads it (`%s`, strcmp, `arg[1] == '\0'`): up to its first
+/// NUL.
+pub fn c_str(bytes: &[u8]) -> &[u8] {
+    c_str_prefix(bytes, usize::MAX)
 }
 
 /// `%.*s` of a client argument as C prints it: up to the first NUL, at most `max` bytes.
