@@ -91,7 +91,7 @@ pub fn function_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
         return Err(CmdError::err("Function code is missing"));
     }
     let code = args.get(args.len() - 1);
-    let name = ctx.admin().scripting.load_library(code, replace).map_err(CmdError::Raw)?;
+    let name = ctx.admin().scripting.load_library(code, replace).map_err(CmdError::Line)?;
     store_code(ctx.admin(), &name, code);
     ctx.dirty(1);
     Ok(Reply::Bulk(name.into_bytes()))
@@ -254,7 +254,7 @@ pub fn function_restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     // The new set is built aside; the current libraries change only once it has loaded.
     let mut staged = if policy == "flush" { Vec::new() } else { ctx.admin().functions.libs.clone() };
     for code in codes {
-        let lib = crate::functions::Library::parse(code).map_err(|e| CmdError::Raw(format!("ERR {e}")))?;
+        let lib = crate::functions::Library::parse(code).map_err(CmdError::Line)?;
         if staged.iter().any(|l| l.name == lib.name) {
             if policy != "replace" {
                 let name = String::from_utf8_lossy(&lib.name).into_owned();
@@ -269,14 +269,14 @@ pub fn function_restore(ctx: &mut Ctx, args: &Args) -> CmdResult {
     if let Err(e) = rebuild(ctx.admin()) {
         ctx.admin().functions.libs = saved;
         let _ = rebuild(ctx.admin());
-        return Err(CmdError::Raw(e));
+        return Err(CmdError::Line(e));
     }
     ctx.dirty(1);
     Ok(Reply::Ok)
 }
 
 /// Loads every library of `State::functions` into a fresh registry; the first error stops it.
-fn rebuild(st: &mut State) -> Result<(), String> {
+fn rebuild(st: &mut State) -> Result<(), Vec<u8>> {
     st.scripting.flush_libraries();
     let codes: Vec<Vec<u8>> = st.functions.libs.iter().map(|l| l.code.clone()).collect();
     for code in codes {

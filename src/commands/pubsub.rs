@@ -159,7 +159,7 @@ pub fn spublish(ctx: &mut Ctx, args: &Args) -> CmdResult {
 fn sub_syntax_error(args: &Args) -> CmdError {
     CmdError::echo(&[
         b"ERR unknown subcommand or wrong number of arguments for '",
-        crate::spec::error::c_str_prefix(args.get(1), 128),
+        crate::util::c_str_prefix(args.get(1), 128),
         b"'. Try PUBSUB HELP.",
     ])
 }

@@ -102,7 +102,7 @@ fn run_checked(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cmd
             None => return Err(CmdError::Raw(NOSCRIPT_ERROR.into())),
         }
     } else {
-        ctx.admin().scripting.create(args.get(1)).map_err(CmdError::Raw)?
+        ctx.admin().scripting.create(args.get(1)).map_err(CmdError::Line)?
     };
     let rules = prepare_run(ctx.admin(), script.flags, read_only)?;
     let (keys, argv) = args.argv[3..].split_at(numkeys as usize);
@@ -169,7 +169,7 @@ pub(super) fn prepare_run(st: &State, flags: u32, read_only: bool) -> Result<Run
 ///
 /// Compiles the script into the cache without running it; replies with its SHA1.
 pub fn script_load(ctx: &mut Ctx, args: &Args) -> CmdResult {
-    let script = ctx.admin().scripting.create(args.get(2)).map_err(CmdError::Raw)?;
+    let script = ctx.admin().scripting.create(args.get(2)).map_err(CmdError::Line)?;
     Ok(Reply::Bulk(script.sha.clone().into_bytes()))
 }
 

@@ -15,11 +15,11 @@ use crate::pubsub::ev;
 use crate::resp::reply::{Cursor, Deferred, Encode, Piece, PIECE_BYTES};
 use crate::resp::writer::{bulk, int_line};
 use crate::resp::Reply;
-use crate::spec::error::c_str;
 use crate::types::stream::{
     AppendError, EntryRef, Group, Nack, Stream, StreamId, StreamSnapshot, INVALID_ENTRIES_READ,
 };
 use crate::types::Value;
+use crate::util::c_str;
 
 /// Entries served to a woken XREAD without COUNT (Redis's XREAD_BLOCKED_DEFAULT_COUNT).
 const BLOCKED_DEFAULT_COUNT: &str = "1000";
@@ -182,7 +182,7 @@ fn nogroup_for_key(group: &[u8], key: &[u8]) -> CmdError {
 fn subcommand_syntax(args: &Args) -> CmdError {
     CmdError::echo(&[
         b"ERR unknown subcommand or wrong number of arguments for '",
-        crate::spec::error::c_str_prefix(args.get(1), 128),
+        crate::util::c_str_prefix(args.get(1), 128),
         b"'. Try ",
         &args.get(0).to_ascii_uppercase(),
         b" HELP.",

@@ -236,7 +236,7 @@ pub fn dryrun(ctx: &mut Ctx, args: &Args) -> CmdResult {
     Ok(match user.check(spec, full, &argv) {
         Ok(()) => Reply::Ok,
         Err(r) => {
-            let what = crate::spec::error::c_str(&argv[r.pos]);
+            let what = crate::util::c_str(&argv[r.pos]);
             Reply::Bulk(match r.reason {
                 Denied::Command => format!("This user has no permissions to run the '{full}' command").into_bytes(),
                 Denied::Key => [b"This user has no permissions to access the '", what, b"' key"].concat(),

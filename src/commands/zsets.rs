@@ -168,7 +168,7 @@ fn parse_score(s: &[u8]) -> Option<f64> {
 /// does (leading space allowed, an empty number is 0, out-of-range values saturate), NaN
 /// refused. strtod reads a C string: the text ends at its first NUL (`1\0x` is 1).
 fn parse_score_bound(arg: &[u8]) -> Option<(f64, bool)> {
-    let arg = crate::spec::error::c_str(arg);
+    let arg = crate::util::c_str(arg);
     let (ex, text) = match arg.first() {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),

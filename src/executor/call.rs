@@ -6,9 +6,9 @@ use super::ctx::Ctx;
 use super::registry::CommandSpec;
 use crate::resp::writer::write_reply;
 use crate::resp::Reply;
-use crate::spec::error::{c_str, c_str_prefix};
 use crate::spec::{flags, Args, CmdError};
 use crate::stats::StatName;
+use crate::util::{c_str, c_str_prefix};
 
 use super::clients::Client;
 use super::{Cmd, State};

@@ -1206,7 +1206,10 @@ pub fn read_file<R: Read>(src: R, sink: &mut dyn Sink, opts: &DecodeOpts) -> LRe
             op::FUNCTION2 => {
                 let at = rd.offset();
                 let code = rd.string()?;
-                let lib = Library::parse(code).map_err(|r| LoadError { offset: at, reason: r })?;
+                let lib = Library::parse(code).map_err(|line| {
+                    let reason = line.strip_prefix(b"ERR ").unwrap_or(&line);
+                    LoadError { offset: at, reason: String::from_utf8_lossy(reason).into_owned() }
+                })?;
                 sink.function(lib).map_err(|r| LoadError { offset: at, reason: r })?;
             }
             _ => {

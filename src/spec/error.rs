@@ -2,6 +2,7 @@
 //! lives here (and in the protocol parser) only.
 
 use crate::resp::Reply;
+use crate::util::c_str;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CmdError {
@@ -104,16 +105,4 @@ pub fn truncate(s: &str, max: usize) -> &str {
 /// The error code Redis counts in errorstats: the first word of the line (`ERR`, `WRONGTYPE`, ...).
 pub fn error_code(line: &str) -> &str {
     line.split(' ').next().unwrap_or("ERR")
-}
-
-/// A client argument as Redis's C code reads it (`%s`, strcmp, `arg[1] == '\0'`): up to its first
-/// NUL.
-pub fn c_str(bytes: &[u8]) -> &[u8] {
-    c_str_prefix(bytes, usize::MAX)
-}
-
-/// `%.*s` of a client argument as C prints it: up to the first NUL, at most `max` bytes.
-pub fn c_str_prefix(bytes: &[u8], max: usize) -> &[u8] {
-    let end = memchr::memchr(0, bytes).unwrap_or(bytes.len()).min(max);
-    &bytes[..end]
 }

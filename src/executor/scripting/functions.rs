@@ -10,6 +10,7 @@ use std::sync::Arc;
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
 use super::{failure, script_flags, success, Engine};
+use crate::util::c_str;
 
 /// A function a library registered.
 pub struct FunctionDef {
@@ -74,10 +75,8 @@ const BAD_NAME: &str =
     "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 
 /// The library name of `code`'s metadata line (`#!lua name=<name>`), or the error line.
-fn library_name(code: &[u8]) -> Result<String, String> {
-    crate::functions::Library::parse(code.to_vec())
-        .map(|lib| String::from_utf8_lossy(&lib.name).into_owned())
-        .map_err(|e| format!("ERR {e}"))
+fn library_name(code: &[u8]) -> Result<String, Vec<u8>> {
+    crate::functions::Library::parse(code.to_vec()).map(|lib| String::from_utf8_lossy(&lib.name).into_owned())
 }
 
 thread_local! {
@@ -88,29 +87,23 @@ thread_local! {
 impl Engine {
     /// Runs a library's code and adds what it registers; `replace` lets it take the place of a
     /// library of the same name. Returns the library's name, or the error line.
-    pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
+    pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, Vec<u8>> {
         let name = library_name(code)?;
         if self.registry.libraries.contains_key(&name) && !replace {
-            return Err(format!("ERR Library '{name}' already exists"));
+            return Err(format!("ERR Library '{name}' already exists").into_bytes());
         }
         let mut source = code.to_vec();
         source[..2].copy_from_slice(b"--");
-        let chunk = self
-            .vm
-            .lua
-            .load(&source[..])
-            .set_name("@user_function")
-            .set_environment(self.vm.fn_env.clone())
-            .into_function()
-            .map_err(|e| format!("ERR Error compiling function: {}", super::compile_message(&e)))?;
+        let chunk = super::compile(&self.vm, &source, c"@user_function", &self.vm.fn_env)
+            .map_err(|message| [&b"ERR Error compiling function: "[..], c_str(&message)].concat())?;
         let functions = self.run_library_code(&chunk)?;
         if functions.is_empty() {
-            return Err("ERR No functions registered".into());
+            return Err(b"ERR No functions registered".to_vec());
         }
         for f in &functions {
             if let Some((owner, _)) = self.registry.functions.get(&f.name.to_ascii_lowercase()) {
                 if *owner != name {
-                    return Err(format!("ERR Function {} already exists", f.name));
+                    return Err(format!("ERR Function {} already exists", f.name).into_bytes());
                 }
             }
         }
@@ -120,7 +113,7 @@ impl Engine {
         Ok(name)
     }
 
-    fn run_library_code(&self, chunk: &Function) -> Result<Vec<FunctionDef>, String> {
+    fn run_library_code(&self, chunk: &Function) -> Result<Vec<FunctionDef>, Vec<u8>> {
         let mode = &self.vm.fn_mode;
         REGISTERING.with(|r| *r.borrow_mut() = Some(Vec::new()));
         let _ = mode.raw_set("loading", true);
@@ -129,16 +122,16 @@ impl Engine {
         });
         let _ = mode.raw_set("loading", false);
         let registered = REGISTERING.with(|r| r.borrow_mut().take()).unwrap_or_default();
-        let mut values = result.map_err(|e| format!("ERR Error registering functions: {e}"))?.into_iter();
+        let mut values = result.map_err(|e| format!("ERR Error registering functions: {e}").into_bytes())?.into_iter();
         if !matches!(values.next(), Some(Value::Boolean(true))) {
             let msg = match values.next() {
                 Some(Value::Table(t)) => match t.raw_get::<Value>("err") {
-                    Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-                    _ => String::new(),
+                    Ok(Value::String(s)) => s.as_bytes().to_vec(),
+                    _ => Vec::new(),
                 },
-                _ => String::new(),
+                _ => Vec::new(),
             };
-            return Err(format!("ERR Error registering functions: {msg}"));
+            return Err([&b"ERR Error registering functions: "[..], c_str(&msg)].concat());
         }
         Ok(registered)
     }

@@ -68,7 +68,11 @@ pub fn reload_all(st: &mut State) {
     for lib in std::mem::take(&mut st.functions.libs) {
         match st.scripting.load_library(&lib.code, false) {
             Ok(_) => kept.push(lib),
-            Err(e) => tracing::warn!("Failed to load library {}: {e}", String::from_utf8_lossy(&lib.name)),
+            Err(line) => tracing::warn!(
+                "Failed to load library {}: {}",
+                String::from_utf8_lossy(&lib.name),
+                String::from_utf8_lossy(&line)
+            ),
         }
     }
     st.functions.libs = kept;

@@ -31,7 +31,9 @@ use crate::executor::clients::{Client, ClientHandle, ConnInfo};
 use crate::executor::registry::CommandSpec;
 use crate::executor::{Cmd, State};
 use crate::resp::Reply;
+use crate::spec::error::CmdError;
 use crate::spec::flags;
+use crate::util::c_str;
 
 /// Shebang flags (`#!lua flags=...`), as Redis 7.0 names them.
 pub mod script_flags {
@@ -53,7 +55,7 @@ pub mod script_flags {
 }
 
 /// The chunk name of scripts: errors read `user_script:1: ...` and `on @user_script:1.`.
-const SCRIPT_CHUNK: &str = "@user_script";
+const SCRIPT_CHUNK: &std::ffi::CStr = c"@user_script";
 /// The chunk name of the environment code, whose frames the error handler skips.
 const ENV_CHUNK: &str = "=redis_lib";
 
@@ -228,7 +230,7 @@ impl Engine {
 
     /// Compiles `body` into the cache under its SHA1 unless it is there; returns the SHA1, or the
     /// error line (a shebang error or Lua's compile error).
-    pub fn create(&mut self, body: &[u8]) -> Result<Arc<Script>, String> {
+    pub fn create(&mut self, body: &[u8]) -> Result<Arc<Script>, Vec<u8>> {
         if let Some(script) = self.by_body.get(body) {
             return Ok(script.clone());
         }
@@ -238,20 +240,16 @@ impl Engine {
         if flags & script_flags::EVAL_COMPAT_MODE == 0 {
             source[..2].copy_from_slice(b"--");
         }
-        let func = self
-            .vm
-            .lua
-            .load(&source[..])
-            .set_name(SCRIPT_CHUNK)
-            .set_environment(self.vm.env.clone())
-            .into_function()
-            .map_err(|e| format!("ERR Error compiling script (new function): {}", compile_message(&e)))?;
+        let func = compile(&self.vm, &source, SCRIPT_CHUNK, &self.vm.env)
+            .map_err(|message| [&b"ERR Error compiling script (new function): "[..], c_str(&message)].concat())?;
         let body = Bytes::copy_from_slice(body);
         if self.next_slot == i32::MAX {
-            return Err("ERR Error compiling script (new function): too many scripts".into());
+            return Err(b"ERR Error compiling script (new function): too many scripts".to_vec());
         }
         let slot = self.next_slot;
-        self.fns.raw_set(slot, func).map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        self.fns
+            .raw_set(slot, func)
+            .map_err(|e| format!("ERR Error compiling script (new function): {e}").into_bytes())?;
         self.next_slot += 1;
         let script = Arc::new(Script { sha: sha1_hex(&body), body: body.clone(), flags, slot });
         self.bodies_bytes += body_memory(body.len());
@@ -300,38 +298,60 @@ pub fn sha1_hex(data: &[u8]) -> String {
     s
 }
 
-/// Lua's compile message without mlua's decoration.
-pub(crate) fn compile_message(e: &mlua::Error) -> String {
-    match e {
-        mlua::Error::SyntaxError { message, .. } => message.clone(),
-        other => other.to_string(),
+/// Compiles `source` as chunk `name` with `env` as its environment, as Redis's luaL_loadbuffer
+/// does; the error is Lua's message as bytes (it quotes the source, which may be any bytes).
+fn compile(vm: &Vm, source: &[u8], name: &std::ffi::CStr, env: &Table) -> Result<Function, Vec<u8>> {
+    use mlua::ffi;
+    // SAFETY: `exec_raw` runs the closure as a protected C function whose stack holds `env` at 1.
+    // luaL_loadbuffer leaves one value (the function or the message) at 2; setfenv pops the copy
+    // of `env` it is given, and lua_replace leaves that one value as the closure's result.
+    let compiled = unsafe {
+        vm.lua.exec_raw::<Value>(env, |state| {
+            let failed = ffi::luaL_loadbuffer(state, source.as_ptr() as *const _, source.len(), name.as_ptr()) != 0;
+            if !failed {
+                ffi::lua_pushvalue(state, 1);
+                ffi::lua_setfenv(state, -2);
+            }
+            ffi::lua_replace(state, 1);
+        })
+    };
+    match compiled {
+        Ok(Value::Function(f)) => Ok(f),
+        Ok(Value::String(message)) => Err(message.as_bytes().to_vec()),
+        Ok(other) => Err(format!("{other:?}").into_bytes()),
+        Err(e) => Err(e.to_string().into_bytes()),
     }
 }
 
-/// The flags of a `#!lua flags=a,b` first line, or EVAL_COMPAT_MODE without one.
-pub fn shebang_flags(body: &[u8]) -> Result<u32, String> {
+/// The flags of a `#!lua flags=a,b` first line, or EVAL_COMPAT_MODE without one; the error is
+/// the reply line. The line is split as Redis's sdssplitargs splits it, names compared as C
+/// strings.
+pub fn shebang_flags(body: &[u8]) -> Result<u32, Vec<u8>> {
     if !body.starts_with(b"#!") {
         return Ok(script_flags::EVAL_COMPAT_MODE);
     }
-    let Some(end) = body.iter().position(|&c| c == b'\n') else {
-        return Err("ERR Invalid script shebang".into());
+    // Redis finds the line's end with strchr: a NUL before it ends the search.
+    let Some(end) = memchr::memchr2(b'\n', 0, body).filter(|&i| body[i] == b'\n') else {
+        return Err(b"ERR Invalid script shebang".to_vec());
     };
-    let line = String::from_utf8_lossy(&body[..end]);
-    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
-    let Some(&engine) = parts.first() else {
-        return Err("ERR Invalid engine in script shebang".into());
+    let parts = crate::resp::parser::split_args(&body[..end]).unwrap_or_default();
+    let Some((engine, options)) = parts.split_first() else {
+        return Err(b"ERR Invalid engine in script shebang".to_vec());
     };
-    if engine != "#!lua" {
-        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    if c_str(engine) != b"#!lua" {
+        return Err(CmdError::echo(&[b"ERR Unexpected engine in script shebang: ", engine]).into_line());
     }
     let mut flags = 0;
-    for part in &parts[1..] {
-        let Some(list) = part.strip_prefix("flags=") else {
-            return Err(format!("ERR Unknown lua shebang option: {part}"));
+    for option in options {
+        let Some(list) = option.strip_prefix(b"flags=") else {
+            return Err(CmdError::echo(&[b"ERR Unknown lua shebang option: ", option]).into_line());
         };
-        for name in list.split(',').filter(|n| !n.is_empty()) {
-            let Some(&(_, bit)) = script_flags::NAMES.iter().find(|(n, _)| *n == name) else {
-                return Err(format!("ERR Unexpected flag in script shebang: {name}"));
+        if list.is_empty() {
+            continue;
+        }
+        for name in list.split(|&c| c == b',') {
+            let Some(&(_, bit)) = script_flags::NAMES.iter().find(|(n, _)| n.as_bytes() == c_str(name)) else {
+                return Err(CmdError::echo(&[b"ERR Unexpected flag in script shebang: ", name]).into_line());
             };
             flags |= bit;
         }
