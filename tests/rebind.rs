@@ -1,6 +1,7 @@
 //! CONFIG SET port and bind at run time, against real Redis side by side: the server listens on
 //! the new port (and no longer on the old one), a port in use or an address that cannot be bound
-//! is refused with Redis's error while the old listeners stay, and an empty bind list stops new
+//! is refused with Redis's error while the old listeners stay, a bind list overlapping the bound
+//! one takes its place on the same port, and an empty bind list stops new
 //! TCP connections until bind is set again. Ports are masked.
 
 mod common;
@@ -35,6 +36,13 @@ fn rebind_scenario(server: &Server) -> Vec<String> {
     out.push(show(&moved.cmd(&["CONFIG", "SET", "bind", ""])));
     out.push(format!("connects with no bind address: {}", connects(new_port)));
     out.push(show(&moved.cmd(&["PING"])));
+    // A list that overlaps the one bound (the wildcard, then one of its addresses, on the same
+    // port): the old sockets close before the new ones bind.
+    out.push(show(&moved.cmd(&["CONFIG", "SET", "bind", "* -::*"])));
+    let mut moved = Client::connect(new_port);
+    out.push(show(&moved.cmd(&["CONFIG", "SET", "bind", "127.0.0.1"])));
+    let mut moved = Client::connect(new_port);
+    out.push(show(&moved.cmd(&["CONFIG", "GET", "bind"])));
     out.push(show(&moved.cmd(&["CONFIG", "SET", "bind", "127.0.0.1", "port", &server.port.to_string()])));
     out.push(format!("back on the first port: {} {}", connects(server.port), connects(new_port)));
     out

@@ -109,24 +109,25 @@ pub async fn start(shared: Arc<Shared>) -> Result<Listeners, String> {
     Ok(listening)
 }
 
-/// Starts an accept loop (a TLS one when `tls`) on each listener, as generation `mine`;
-/// returns the descriptors of the listeners they replace.
+/// Starts an accept loop (a TLS one when `tls`) on each listener, as generation `mine`, and
+/// registers them as the TCP (or TLS) listeners, in place of any before them.
 fn spawn_loops(
     listeners: Vec<std::net::TcpListener>,
     shared: &Arc<Shared>,
     mine: u64,
     tls: bool,
-) -> std::io::Result<Vec<RawFd>> {
+) -> std::io::Result<()> {
     let fds: Vec<_> = listeners.iter().map(AsRawFd::as_raw_fd).collect();
     let generation = if tls { tls_generation() } else { tcp_generation() }.subscribe();
     for l in listeners {
         tokio::spawn(accept_tcp(TcpListener::from_std(l)?, shared.clone(), generation.clone(), mine, tls));
     }
-    Ok(if tls {
-        crate::executor::handoff::replace_tls_listeners(&fds)
+    if tls {
+        crate::executor::handoff::replace_tls_listeners(&fds);
     } else {
-        crate::executor::handoff::replace_tcp_listeners(&fds)
-    })
+        crate::executor::handoff::replace_tcp_listeners(&fds);
+    }
+    Ok(())
 }
 
 /// CONFIG SET tls-port (or bind): as `rebind_tcp` for the TLS port. Port 0 closes TLS.
@@ -140,10 +141,11 @@ fn rebind_tcp(cfg: &crate::config::Config) -> Result<(), String> {
     rebind(listening_key(cfg, cfg.port), || bind_tcp_all(cfg), false)
 }
 
-/// Binds the new addresses first, and only when all of them (those without `-`) are bound
-/// retires the old accept loops (TCP, or TLS when `tls`), closing their sockets, as Redis's
-/// changeListenPort and changeBindAddr. Nothing happens when `wanted` is what those listeners
-/// are already bound to.
+/// Closes the old listeners (TCP, or TLS when `tls`), then binds the new addresses, as Redis's
+/// changeListenPort and changeBindAddr: closing first lets the new list overlap the old one
+/// (`*` to `127.0.0.1` on the same port). On failure nothing is left listening and the error
+/// goes back to CONFIG SET, whose rollback runs this again with the old addresses. Nothing
+/// happens when `wanted` is what those listeners are already bound to.
 fn rebind(
     wanted: (Vec<String>, u16),
     bind: impl FnOnce() -> Result<Vec<std::net::TcpListener>, String>,
@@ -158,20 +160,42 @@ fn rebind(
     if listening.as_ref() == Some(&wanted) {
         return Ok(());
     }
+    let old = if tls {
+        crate::executor::handoff::replace_tls_listeners(&[])
+    } else {
+        crate::executor::handoff::replace_tcp_listeners(&[])
+    };
+    for fd in old {
+        release_listener(fd);
+    }
+    let next = *generation.borrow() + 1;
+    generation.send_replace(next);
+    *listening = Some((Vec::new(), 0));
     let bound = bind()?;
     let _entered = handle.enter();
-    let next = *generation.borrow() + 1;
-    let old = spawn_loops(bound, &shared, next, tls).map_err(|e| format!("Failed listening on port ({kind}): {e}"))?;
-    // The old sockets stop listening before the reply (connecting there is refused from now
-    // on); their accept loops then end, which closes them.
-    for fd in old {
-        // SAFETY: the descriptor is a listener owned by an accept loop of the old generation,
-        // which keeps it open until it sees the generation change below.
-        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-    }
-    generation.send_replace(next);
+    spawn_loops(bound, &shared, next, tls).map_err(|e| format!("Failed listening on port ({kind}): {e}"))?;
     *listening = Some(wanted);
     Ok(())
+}
+
+/// Closes a retired listener's socket now, so that its address is free for the next bind, while
+/// its descriptor stays open (on a placeholder) until its accept loop, which owns it, ends.
+fn release_listener(fd: RawFd) {
+    // SAFETY: `fd` is a listener owned by an accept loop of the old generation, which keeps the
+    // descriptor open until it sees the generation change. dup3 swaps the socket behind it for
+    // an unbound one atomically (the number is never free for another open to take); the
+    // socket's last reference goes with it, which closes it and drops it from epoll. The
+    // placeholder's own descriptor is closed here.
+    unsafe {
+        let placeholder = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if placeholder < 0 || libc::dup3(placeholder, fd, libc::O_CLOEXEC) < 0 {
+            // Not closed: at least no connection is accepted there any more.
+            libc::shutdown(fd, libc::SHUT_RDWR);
+        }
+        if placeholder >= 0 {
+            libc::close(placeholder);
+        }
+    }
 }
 
 fn bind_all(cfg: &crate::config::Config) -> Result<Vec<Bound>, String> {
