@@ -6,10 +6,11 @@
 
 use super::flags::*;
 use super::{acl, container, spec, Args, CmdError, CmdResult, CommandSpec, Ctx, NO_KEYS};
-use crate::config::{self, Apply, Config, Desc, LoadState, IMMUTABLE, MULTI_ARG, PROTECTED};
+use crate::config::{self, Apply, Config, Desc, Kind, LoadState, NumFmt, IMMUTABLE, MULTI_ARG, PROTECTED};
 use crate::daemon::OomClass;
 use crate::executor::State;
 use crate::resp::Reply;
+use crate::util::c_str;
 
 const SUBCOMMANDS: &[CommandSpec] = &[
     spec("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, 0, get),
@@ -75,7 +76,7 @@ pub fn set(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let mut next = old.clone();
     let mut state = LoadState::default();
     for (desc, registered, value) in &pairs {
-        let argv: Vec<String> = if desc.has(MULTI_ARG) { split_spaces(value) } else { vec![value.clone()] };
+        let argv = set_arguments(desc, value);
         if let Err(why) = next.set_directive(desc, &argv, &mut state) {
             restore_dir();
             return Err(set_failed(registered, &why));
@@ -123,11 +124,11 @@ fn set_failed(name: &str, why: &str) -> CmdError {
 /// CONFIG SET's pairs, each with the name it was registered under (canonical or alias): Redis
 /// registers an alias as a separate entry, so errors name the alias, and an alias plus its
 /// canonical name in one call do not count as a duplicate.
-fn named_pairs(ctx: &mut Ctx, args: &Args) -> Result<Vec<(&'static Desc, &'static str, String)>, CmdError> {
+fn named_pairs<'a>(ctx: &mut Ctx, args: &'a Args) -> Result<Vec<(&'static Desc, &'static str, &'a [u8])>, CmdError> {
     if args.len() % 2 == 1 {
         return Err(CmdError::Syntax);
     }
-    let mut pairs: Vec<(&'static Desc, &'static str, String)> = Vec::new();
+    let mut pairs: Vec<(&'static Desc, &'static str, &'a [u8])> = Vec::new();
     for i in (2..args.len()).step_by(2) {
         let name = args.str(i);
         let Some(desc) = config::lookup(&name) else {
@@ -153,7 +154,7 @@ fn named_pairs(ctx: &mut Ctx, args: &Args) -> Result<Vec<(&'static Desc, &'stati
         if pairs.iter().any(|(_, n, _)| *n == registered) {
             return Err(set_failed(&name, "duplicate parameter"));
         }
-        pairs.push((desc, registered, args.str(i + 1)));
+        pairs.push((desc, registered, args.get(i + 1)));
     }
     Ok(pairs)
 }
@@ -237,12 +238,22 @@ fn protected_allowed(ctx: &Ctx) -> bool {
     config::protected_action_allowed(&ctx.config().enable_protected_configs, ctx.client().info.local)
 }
 
-/// Redis splits a multi-argument CONFIG SET value on single spaces (empty value: no arguments).
-fn split_spaces(v: &str) -> Vec<String> {
-    if v.is_empty() {
+/// A CONFIG SET value as the directive's setter reads it, as Redis's: a multi-argument value is
+/// split on single spaces (an empty value is no arguments). Most setters then read an argument
+/// as a C string, up to a NUL (strtoll, memtoull, strcasecmp, a copied string); those that take
+/// its whole length (string2ll of a plain integer, string2d of a percentile, the two sds
+/// directives) see the bytes after it too.
+fn set_arguments(desc: &Desc, value: &[u8]) -> Vec<String> {
+    let whole_length = matches!(desc.kind, Kind::Num { fmt: NumFmt::Int, .. })
+        || matches!(desc.name, "masterauth" | "requirepass" | "latency-tracking-info-percentiles");
+    let text = |arg: &[u8]| String::from_utf8_lossy(if whole_length { arg } else { c_str(arg) }).into_owned();
+    if !desc.has(MULTI_ARG) {
+        return vec![text(value)];
+    }
+    if value.is_empty() {
         return Vec::new();
     }
-    v.split(' ').map(str::to_string).collect()
+    value.split(|&c| c == b' ').map(text).collect()
 }
 
 /// CONFIG RESETSTAT
