@@ -121,14 +121,17 @@ fn set_failed(name: &str, why: &str) -> CmdError {
     CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}"))
 }
 
+/// A directive, the name CONFIG SET gave it, and its value as sent.
+type NamedPair<'a> = (&'static Desc, &'static str, &'a [u8]);
+
 /// CONFIG SET's pairs, each with the name it was registered under (canonical or alias): Redis
 /// registers an alias as a separate entry, so errors name the alias, and an alias plus its
 /// canonical name in one call do not count as a duplicate.
-fn named_pairs<'a>(ctx: &mut Ctx, args: &'a Args) -> Result<Vec<(&'static Desc, &'static str, &'a [u8])>, CmdError> {
+fn named_pairs<'a>(ctx: &mut Ctx, args: &'a Args) -> Result<Vec<NamedPair<'a>>, CmdError> {
     if args.len() % 2 == 1 {
         return Err(CmdError::Syntax);
     }
-    let mut pairs: Vec<(&'static Desc, &'static str, &'a [u8])> = Vec::new();
+    let mut pairs: Vec<NamedPair<'a>> = Vec::new();
     for i in (2..args.len()).step_by(2) {
         let name = args.str(i);
         let Some(desc) = config::lookup(&name) else {
