@@ -940,16 +940,17 @@ pub fn format_memory(bytes: i128) -> String {
 
 /// C strtoll over the whole string in `radix` (leading blanks and a sign allowed; empty reads 0).
 fn strtoll_full(s: &str, radix: u32) -> Option<i64> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    if t.is_empty() {
+    if s.is_empty() {
         return Some(0);
     }
-    let (neg, body) = match t.as_bytes()[0] {
-        b'-' => (true, &t[1..]),
-        b'+' => (false, &t[1..]),
+    // No digits after the spaces and sign: strtoll ends at the start, which is not the end.
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    if body.is_empty() && !s.is_empty() {
+    if body.is_empty() || body.starts_with(['+', '-']) {
         return None;
     }
     let v = i128::from_str_radix(body, radix).ok()?;
@@ -1138,8 +1139,8 @@ impl Config {
                 }
                 let mut params = Vec::new();
                 for pair in args.chunks(2) {
-                    let secs = strtoll_full(&pair[0], 10).filter(|&v| v >= 1 && pair[0].trim() == pair[0]);
-                    let changes = strtoll_full(&pair[1], 10).filter(|&v| v >= 0 && pair[1].trim() == pair[1]);
+                    let secs = strtoll_full(&pair[0], 10).filter(|&v| v >= 1);
+                    let changes = strtoll_full(&pair[1], 10).filter(|&v| v >= 0);
                     match (secs, changes) {
                         (Some(s), Some(c)) => params.push((s as u64, c as u64)),
                         _ => return Err("Invalid save parameters".into()),
@@ -1297,16 +1298,14 @@ pub fn parse_value(desc: &Desc, v: &str) -> Result<Parsed, String> {
             Ok(Parsed { text: name.into(), num: pos as i128 })
         }
         Kind::Str => {
+            // Redis's pathIsBaseName: neither separator, '/' nor '\\'.
+            let is_path = v.contains(['/', '\\']);
             match desc.name {
-                "dbfilename" if v.contains('/') => return Err("dbfilename can't be a path, just a filename".into()),
+                "dbfilename" if is_path => return Err("dbfilename can't be a path, just a filename".into()),
                 "appendfilename" if v.is_empty() => return Err("appendfilename can't be empty".into()),
-                "appendfilename" if v.contains('/') => {
-                    return Err("appendfilename can't be a path, just a filename".into())
-                }
+                "appendfilename" if is_path => return Err("appendfilename can't be a path, just a filename".into()),
                 "appenddirname" if v.is_empty() => return Err("appenddirname can't be empty".into()),
-                "appenddirname" if v.contains('/') => {
-                    return Err("appenddirname can't be a path, just a dirname".into())
-                }
+                "appenddirname" if is_path => return Err("appenddirname can't be a path, just a dirname".into()),
                 "cluster-announce-hostname" => {
                     if v.len() >= 256 {
                         return Err("Hostnames must be less than 256 characters".into());
@@ -1360,28 +1359,40 @@ pub fn parse_value(desc: &Desc, v: &str) -> Result<Parsed, String> {
 
 /// proc-title-template: `{{` is a literal brace, `{name}` must be a known variable, and the
 /// template may not be empty.
+/// Redis's validateProcTitleTemplate: the template expands, with an empty title and this
+/// standalone server's values, to something other than spaces.
 fn valid_proc_title_template(t: &str) -> bool {
-    const VARS: &[&str] = &["title", "listen-addr", "server-mode", "port", "tls-port", "unixsocket", "config-file"];
-    if t.is_empty() {
-        return false;
-    }
-    let mut rest = t;
+    let var = |name: &str| match name {
+        "title" | "server-mode" | "unixsocket" => Some(String::new()),
+        "listen-addr" | "port" | "tls-port" | "config-file" => Some("x".into()),
+        _ => None,
+    };
+    expand_proc_title(t, var).is_some_and(|title| !title.is_empty())
+}
+
+/// A proc-title-template expanded as Redis's sdstemplate expands it (`{name}` from `var`, `{{` a
+/// literal brace), then trimmed of spaces at both ends; None for an unknown variable or a brace
+/// left open.
+pub fn expand_proc_title(template: &str, var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = template;
     while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         if after.is_empty() {
-            return false;
+            return None;
         }
         if let Some(stripped) = after.strip_prefix('{') {
+            out.push('{');
             rest = stripped;
             continue;
         }
-        let Some(close) = after.find('}') else { return false };
-        if !VARS.contains(&&after[..close]) {
-            return false;
-        }
+        let close = after.find('}')?;
+        out.push_str(&var(&after[..close])?);
         rest = &after[close + 1..];
     }
-    true
+    out.push_str(rest);
+    Some(out.trim_matches(' ').to_string())
 }
 
 fn parse_number(v: &str, fmt: NumFmt) -> Result<i128, String> {
@@ -1621,10 +1632,15 @@ impl Config {
             let argv: Vec<String> = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
             let name = argv[0].to_ascii_lowercase();
             if let Some(desc) = lookup(&name) {
-                // A multi-argument directive given one non-empty argument reads it as a
-                // space-separated list (`save "3600 1 300 100"`), as CONFIG SET does.
+                // A multi-argument directive given one non-empty argument splits it again as
+                // Redis's loader does, with sdssplitargs (`save "3600 1 300 100"`); unbalanced
+                // quotes there leave no arguments.
                 let args: Vec<String> = if desc.has(MULTI_ARG) && argv.len() == 2 && !argv[1].is_empty() {
-                    argv[1].split(' ').map(str::to_string).collect()
+                    crate::resp::parser::split_args(argv[1].as_bytes())
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect()
                 } else {
                     argv[1..].to_vec()
                 };

@@ -84,59 +84,34 @@ pub fn set(cfg: &Config) {
     set_as(cfg, &program);
 }
 
-/// Expands the template's variables; `{{` is a literal brace. Trailing spaces are trimmed (an
-/// empty `{server-mode}` leaves one), as Redis does.
+/// Expands the template's variables as Redis does (`config::expand_proc_title`). The directive
+/// only takes templates that expand, so the template itself is never shown.
 pub fn render(template: &str, program: &str, cfg: &Config) -> String {
     let tls_port = config::lookup("tls-port").map(|d| cfg.get(d)).unwrap_or_else(|| "0".into());
     let unixsocket = cfg.unixsocket.clone().unwrap_or_default();
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        if let Some(stripped) = after.strip_prefix('{') {
-            out.push('{');
-            rest = stripped;
-            continue;
-        }
-        let Some(close) = after.find('}') else {
-            out.push_str(&rest[open..]);
-            rest = "";
-            break;
-        };
-        match &after[..close] {
-            "title" => out.push_str(program),
+    let var = |name: &str| {
+        Some(match name {
+            "title" => program.to_string(),
             "listen-addr" => {
                 let port = if cfg.port != 0 { cfg.port.to_string() } else { tls_port.clone() };
                 if port != "0" {
-                    out.push_str(cfg.bind.first().map_or("*", String::as_str));
-                    out.push(':');
-                    out.push_str(&port);
+                    format!("{}:{port}", cfg.bind.first().map_or("*", String::as_str))
                 } else {
-                    out.push_str("unixsocket:");
-                    out.push_str(&unixsocket);
+                    format!("unixsocket:{unixsocket}")
                 }
             }
-            "server-mode" => {
-                if config::lookup("cluster-enabled").is_some_and(|d| cfg.get(d) == "yes") {
-                    out.push_str("[cluster]");
-                }
+            "server-mode" if config::lookup("cluster-enabled").is_some_and(|d| cfg.get(d) == "yes") => {
+                "[cluster]".to_string()
             }
-            "port" => out.push_str(&cfg.port.to_string()),
-            "tls-port" => out.push_str(&tls_port),
-            "unixsocket" => out.push_str(&unixsocket),
-            "config-file" => out.push_str(cfg.config_file.as_deref().unwrap_or("-")),
-            other => {
-                out.push('{');
-                out.push_str(other);
-                out.push('}');
-            }
-        }
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    out.truncate(out.trim_end_matches(' ').len());
-    out
+            "server-mode" => String::new(),
+            "port" => cfg.port.to_string(),
+            "tls-port" => tls_port.clone(),
+            "unixsocket" => unixsocket.clone(),
+            "config-file" => cfg.config_file.clone().unwrap_or_else(|| "-".into()),
+            _ => return None,
+        })
+    };
+    config::expand_proc_title(template, var).unwrap_or_else(|| template.to_string())
 }
 
 /// Sets the title from the template with `title` for `{title}` (a fork child's

@@ -353,3 +353,37 @@ fn always_show_logo_prints_pid_and_port_like_redis() {
     let got = logo_lines(&start_with_config(&ferrodis(), "logo-ferrodis", config).log());
     assert_eq!(got, expected);
 }
+
+/// Values in a config file are read as Redis's loader reads them: a multi-argument directive
+/// given one argument splits it again with sdssplitargs (unbalanced quotes there leave no
+/// arguments), strtoll takes leading blanks but not a lone one, a base name has neither '/' nor
+/// '\', a proc-title-template must expand to more than spaces. Each line is followed by an
+/// unknown directive, so that both servers stop either at it (the line was taken) or at the line.
+#[test]
+fn directive_values_are_read_like_redis() {
+    let Some(redis) = real_redis() else {
+        eprintln!("skipped: redis-server is not installed");
+        return;
+    };
+    let cases = [
+        r#"save "\"unterminated""#,
+        r#"save "3600 1""#,
+        r#"save "\t900 1""#,
+        r#"save "900 1\t""#,
+        r#"latency-tracking-info-percentiles "\"50\" 99""#,
+        r#"client-output-buffer-limit "\"normal\" 0 0 0""#,
+        r#"dbfilename "a\\b.rdb""#,
+        r#"appendfilename "a\\b.aof""#,
+        r#"unixsocketperm " ""#,
+        r#"unixsocketperm " 700""#,
+        r#"proc-title-template " {title}""#,
+        r#"proc-title-template "x {title} ""#,
+        r#"proc-title-template "{server-mode}""#,
+    ];
+    for line in cases {
+        let config = format!("{line}\nzzz-unknown 1\n");
+        let ours = refused(&ferrodis(), &config);
+        let theirs = refused(&redis, &config);
+        assert_eq!((ours.0, &ours.2), (theirs.0, &theirs.2), "{line}: ferrodis and {} differ", redis.display());
+    }
+}
