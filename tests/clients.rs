@@ -799,3 +799,88 @@ fn transaction_fields_match_redis() {
     assert!(expected[0].ends_with("multi-mem=59 cmd=client|info"), "real redis: {expected:?}");
     assert_eq!(transaction_fields_scenario(&ferrodis), expected);
 }
+
+/// CLIENT LIST's memory figures of one client, the reply buffer left out of tot-mem (its size,
+/// rbs, changes on the client cron's schedule, which `reply_buffer_sizes_follow_redis` checks).
+fn memory_fields(line: &[u8]) -> String {
+    let num = |name: &str| field(line, name).parse::<i64>().unwrap_or(-1);
+    format!(
+        "qbuf={} qbuf-free={} argv-mem={} multi-mem={} tot-mem-less-rbs={}",
+        num("qbuf"),
+        num("qbuf-free"),
+        num("argv-mem"),
+        num("multi-mem"),
+        num("tot-mem") - num("rbs")
+    )
+}
+
+/// tot-mem as Redis's getClientMemoryUsage adds it up: the client's structure, its reply and
+/// query buffers (Redis's allocations: 20 KiB for a read, 8 bytes once an idle client's is
+/// trimmed or before its first read), the running command's arguments and their pointers, the
+/// MULTI queue's slots, the channels' dict with its buckets, the patterns' list nodes.
+fn tot_mem_scenario(server: &Server) -> Vec<String> {
+    let mut out = Vec::new();
+    let line_of = |bytes: &[u8]| -> String {
+        let mut c = server.client();
+        c.send_raw(bytes).unwrap();
+        let reply = c.drain(QUIET).bytes;
+        let at = reply.windows(3).position(|w| w == b"id=").expect("a client line");
+        memory_fields(&reply[at..])
+    };
+    out.push(line_of(b"CLIENT INFO\r\n"));
+    out.push(line_of(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n"));
+    out.push(line_of(b"PING\r\nCLIENT INFO\r\nPING\r\n"));
+    out.push(line_of(b"MULTI\r\nSET a b\r\nCLIENT INFO\r\nEXEC\r\n"));
+    out.push(line_of(b"MULTI\r\nSET a b\r\nSET a b\r\nSET a b\r\nCLIENT INFO\r\nEXEC\r\n"));
+
+    let mut ctl = server.client();
+    let other = |ctl: &mut Client, setup: &[u8], name: &str| -> (Client, String) {
+        let mut c = server.client();
+        c.send_raw(&[format!("CLIENT SETNAME {name}\r\n").as_bytes(), setup].concat()).unwrap();
+        let _ = c.drain(QUIET);
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        let line = list.split(|&b| b == b'\n').find(|l| field(l, "name") == name).expect("listed").to_vec();
+        (c, format!("{name}: {}", memory_fields(&line)))
+    };
+    let mut keep = Vec::new();
+    for (setup, name) in [
+        (&b""[..], "idle"),
+        (b"SUBSCRIBE a b", "sub2"),
+        (b"SUBSCRIBE a b c d", "sub4"),
+        (b"SUBSCRIBE a\r\nPSUBSCRIBE p1 p2\r\nSSUBSCRIBE s", "mixed"),
+        (b"MULTI\r\nSET a b", "queued1"),
+        (b"MULTI\r\nSET a b\r\nSET a b\r\nSET a b", "queued3"),
+        (b"WATCH a b", "watching"),
+    ] {
+        let setup = if setup.is_empty() { Vec::new() } else { [setup, b"\r\n"].concat() };
+        let (c, shown) = other(&mut ctl, &setup, name);
+        out.push(shown);
+        keep.push(c);
+    }
+    // A connection that never sent a byte, then the idle one once the client cron trimmed its
+    // query buffer (after two seconds idle).
+    let _silent = std::net::TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+    std::thread::sleep(QUIET);
+    let list = ctl.cmd(&["CLIENT", "LIST"]);
+    let line = list.split(|&b| b == b'\n').find(|l| field(l, "cmd") == "NULL").expect("listed").to_vec();
+    out.push(format!("silent: {}", memory_fields(&line)));
+    let idle_line = |ctl: &mut Client| {
+        let list = ctl.cmd(&["CLIENT", "LIST"]);
+        list.split(|&b| b == b'\n').find(|l| field(l, "name") == "idle").expect("listed").to_vec()
+    };
+    for _ in 0..80 {
+        if field(&idle_line(&mut ctl), "qbuf-free") == "0" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    out.push(format!("idle, trimmed: {}", memory_fields(&idle_line(&mut ctl))));
+    out
+}
+
+#[test]
+fn tot_mem_adds_up_like_redis() {
+    let expected = tot_mem_scenario(&RedisServer::new());
+    assert_eq!(expected[0], "qbuf=13 qbuf-free=20461 argv-mem=10 multi-mem=0 tot-mem-less-rbs=21274", "real redis");
+    assert_eq!(tot_mem_scenario(&TestServer::new()), expected);
+}

@@ -1178,17 +1178,29 @@ fn compute_client_eviction_limit(st: &super::State) -> u64 {
 
 /// What a client's bookkeeping outside its buffers costs, as Redis's getClientMemoryUsage
 /// estimates it: a list node and a watchedKey per WATCHed key, a list node per pattern, a
-/// dict entry and bucket per channel and shard channel, and two rax nodes per tracking prefix.
-/// maxmemory-clients counts it, so WATCHing or subscribing without end ends in eviction.
+/// dict entry per channel and shard channel and a bucket per slot of each dict, the slots of
+/// the MULTI queue, and two rax nodes per tracking prefix. maxmemory-clients counts it, so
+/// WATCHing or subscribing without end ends in eviction.
 pub fn bookkeeping_memory(st: &super::State, c: &Client) -> u64 {
-    let watched = c.watched_keys.len() * (24 + 32);
+    const LIST_NODE: usize = 24;
+    const DICT_ENTRY: usize = 24;
+    const MULTI_CMD: usize = 24;
+    // A dict's buckets: none while empty, then a power of two of at least 4 holding every entry.
+    let dict = |entries: usize| match entries {
+        0 => 0,
+        n => n * DICT_ENTRY + n.next_power_of_two().max(4) * std::mem::size_of::<usize>(),
+    };
+    let watched = c.watched_keys.len() * (LIST_NODE + 32);
     let pubsub = st.pubsub.subs(c.id).map_or(0, |s| {
         let (all, shard) = st.pubsub.counts(c.id);
         let patterns = s.patterns.len();
-        patterns * 24 + (all - patterns + shard) * (24 + 8)
+        patterns * LIST_NODE + dict(all - patterns) + dict(shard)
     });
+    // Redis allocates queued commands two slots at first, doubling when full.
+    let queued = c.running_exec.map_or_else(|| c.multi.as_ref().map_or(0, |q| q.len()), |(n, _)| n);
+    let multi = if queued == 0 { 0 } else { queued.next_power_of_two().max(2) * MULTI_CMD };
     let prefixes = c.tracking.prefixes.len() * 2 * 32;
-    (watched + pubsub + prefixes) as u64
+    (watched + pubsub + multi + prefixes) as u64
 }
 
 /// Redis's evictClients: while normal and pub/sub clients together use more than
@@ -1283,22 +1295,33 @@ pub fn queue_memory(queue: &[super::Cmd]) -> usize {
 }
 
 /// Estimated memory of one client's fixed parts, as CLIENT LIST's tot-mem reports them: Redis's
-/// per-client structures and reply buffer plus the query buffer's allocation (`qbuf_alloc`).
-pub fn client_memory(qbuf_alloc: usize) -> u64 {
-    const FIXED: u64 = 768;
-    const REPLY_BUFFER: u64 = 1024;
-    FIXED + REPLY_BUFFER + qbuf_alloc as u64
+/// client structure, its reply buffer (`reply_buffer`, CLIENT LIST's rbs; 1 KiB once the client
+/// cron shrank it) and the query buffer's allocation (`qbuf_alloc`).
+pub fn client_memory(qbuf_alloc: usize, reply_buffer: usize) -> u64 {
+    const CLIENT_STRUCT: u64 = 768;
+    CLIENT_STRUCT + reply_buffer as u64 + qbuf_alloc as u64
 }
+
+/// The reply buffer of a client the client cron has shrunk (Redis's PROTO_REPLY_MIN_BYTES).
+pub const SHRUNK_REPLY_BUFFER: usize = REPLY_MIN_BYTES;
 
 /// The query buffer Redis holds for the client running a command (16 KiB read room in a 20 KiB
 /// allocation).
 pub const CALLER_QUERY_BUFFER: usize = 20480;
+/// That buffer's room as sds counts it (sdsalloc: the allocation less its 6-byte header).
+const QUERY_BUFFER_ROOM: usize = CALLER_QUERY_BUFFER - 6;
+/// An empty query buffer's allocation (sdsempty, and what sdsRemoveFreeSpace leaves of an idle
+/// client's), and its room.
+const EMPTY_QUERY_BUFFER: usize = 8;
+const EMPTY_QUERY_BUFFER_ROOM: usize = 4;
 
 /// What only the calling client knows about itself while its command runs.
 pub(crate) struct Current {
     cmd: String,
     qbuf: usize,
     argv_mem: usize,
+    /// The arguments of the command running (inside EXEC, the queued one's).
+    argc: usize,
 }
 
 impl Current {
@@ -1310,10 +1333,10 @@ impl Current {
         // Inside EXEC Redis shows EXEC itself, its argument counted: it runs the queued commands
         // without updating lastcmd or argv_len_sum.
         if ctx.client().running_exec.is_some() {
-            return Current { cmd: "exec".into(), qbuf, argv_mem: "EXEC".len() };
+            return Current { cmd: "exec".into(), qbuf, argv_mem: "EXEC".len(), argc: args.argv.len() };
         }
         let argv_mem = args.argv.iter().map(|a| a.len()).sum();
-        Current { cmd: format!("client|{}", ctx.spec().name), qbuf, argv_mem }
+        Current { cmd: format!("client|{}", ctx.spec().name), qbuf, argv_mem, argc: args.argv.len() }
     }
 }
 
@@ -1426,20 +1449,31 @@ pub fn total_memory(st: &super::State, c: &Client) -> u64 {
 /// CLIENT LIST's qbuf and qbuf-free, and the client's memory before its output and MULTI
 /// queue: the fixed structures and the query buffer.
 fn query_buffer_figures(c: &Client, current: Option<&Current>) -> (usize, usize, u64) {
-    const QUERY_BUFFER: usize = 20474;
+    let reply_buffer = c.handle.reply_buffer_size();
     if let Some(cur) = current {
-        return (cur.qbuf, QUERY_BUFFER.saturating_sub(cur.qbuf), client_memory(CALLER_QUERY_BUFFER + cur.qbuf));
+        // Redis adds the arguments' lengths and their pointers.
+        let argv = cur.argv_mem + cur.argc * std::mem::size_of::<usize>();
+        return (
+            cur.qbuf,
+            QUERY_BUFFER_ROOM.saturating_sub(cur.qbuf),
+            client_memory(CALLER_QUERY_BUFFER, reply_buffer) + argv as u64,
+        );
     }
     // Another client's query buffer is what its connection last reported (trimmed by the client
     // cron when idle, as Redis's clientsCron does), counted once bytes arrived, even before the
     // first command is whole (a big first argument being read). A connection that has not sent
-    // a byte has no query buffer yet (Redis allocates it on the first read), so it reports the
-    // bare client structures.
+    // a byte has Redis's empty query buffer (it allocates the read room on the first read); one
+    // whose reads fit in 16 KiB has that room (our connection's own buffer may be sized
+    // otherwise); a trimmed one keeps an empty buffer's allocation.
     let (len, cap) = c.handle.qbuf();
     if c.last_cmd == "NULL" && len == 0 {
-        (0, 4, 1800)
+        (0, EMPTY_QUERY_BUFFER_ROOM, client_memory(EMPTY_QUERY_BUFFER, reply_buffer))
+    } else if cap == 0 {
+        (len, 0, client_memory(EMPTY_QUERY_BUFFER.max(len), reply_buffer))
+    } else if cap <= 16 * 1024 {
+        (len, QUERY_BUFFER_ROOM.saturating_sub(len), client_memory(CALLER_QUERY_BUFFER, reply_buffer))
     } else {
-        (len, cap.saturating_sub(len), client_memory(cap))
+        (len, cap.saturating_sub(len), client_memory(cap, reply_buffer))
     }
 }
 
