@@ -1079,14 +1079,22 @@ pub fn refresh_limits(st: &mut super::State) {
     *last = seen;
 }
 
-/// The client cron (Redis's clientsCron, every tick for every client): query buffers are
-/// trimmed, then clients are evicted if they use more than maxmemory-clients.
+/// The client cron (Redis's clientsCron). Output buffer limits are checked for every client
+/// every tick; the buffers are resized, and the recent peaks noted, for the clients of this
+/// tick's share of Redis's rotation (`CronRotation`). Then clients are evicted if they use
+/// more than maxmemory-clients.
 pub fn cron(st: &mut super::State, now_ms: i64) {
     let (mut shrinks, mut expands) = (0, 0);
     let slot = st.client_peaks.start_second(now_ms / 1000);
     for c in st.clients.values() {
         if !c.handle.enforce_obuf_limits() {
             log_if_obuf_exceeded(st, c);
+        }
+    }
+    let visit = st.cron_rotation.next_visits(&st.clients, st.config.hz.max(1) as usize);
+    for id in visit {
+        let Some(c) = st.clients.get(&id) else { continue };
+        if !c.handle.enforce_obuf_limits() {
             continue;
         }
         c.handle.cron_resize_qbuf((now_ms - c.last_interaction_ms).max(0) / 1000);
@@ -1103,6 +1111,58 @@ pub fn cron(st: &mut super::State, now_ms: i64) {
     st.stats.reply_buffer_shrinks += shrinks;
     st.stats.reply_buffer_expands += expands;
     let _ = evict_clients(st, None);
+}
+
+/// Which clients each tick of the client cron visits, as Redis's clientsCron chooses them: its
+/// client list (oldest first, a new client appended) is rotated tail to head and the new head
+/// visited, `clients / hz` times a tick but at least 5 (all of them when fewer), so that each
+/// client is visited about once a second, and a new client at the next tick.
+#[derive(Debug, Default)]
+pub struct CronRotation {
+    /// Redis's client list, by id: connected clients are appended once the cron sees them.
+    order: std::collections::VecDeque<u64>,
+    /// The highest id appended (ids only grow).
+    last_appended: u64,
+}
+
+impl CronRotation {
+    fn next_visits(&mut self, clients: &ClientTable, hz: usize) -> Vec<u64> {
+        self.visits(clients.keys().copied(), |id| clients.contains_key(&id), hz)
+    }
+
+    /// The ids to visit this tick, of the clients `ids` (in any order; `present` says whether one
+    /// is in the table now).
+    fn visits(&mut self, ids: impl Iterator<Item = u64>, present: impl Fn(u64) -> bool, hz: usize) -> Vec<u64> {
+        const MIN_ITERATIONS: usize = 5;
+        let mut count = 0;
+        let mut new: Vec<u64> = ids.inspect(|_| count += 1).filter(|&id| id > self.last_appended).collect();
+        new.sort_unstable();
+        if let Some(&last) = new.last() {
+            self.last_appended = last;
+        }
+        self.order.extend(new);
+        let iterations = (count / hz).max(MIN_ITERATIONS.min(count));
+        let mut visits = Vec::with_capacity(iterations);
+        // A client out of the table just now (one whose command is running) is passed over.
+        for _ in 0..self.order.len() {
+            if visits.len() == iterations {
+                break;
+            }
+            let Some(id) = self.order.pop_back() else { break };
+            self.order.push_front(id);
+            if present(id) {
+                visits.push(id);
+            }
+        }
+        visits
+    }
+
+    /// A disconnected client leaves the rotation (Redis unlinks it from its list).
+    pub fn forget(&mut self, id: u64) {
+        if let Some(at) = self.order.iter().rposition(|&c| c == id) {
+            self.order.remove(at);
+        }
+    }
 }
 
 /// The biggest query buffer (with the command's arguments) and output buffer of any client,
@@ -1553,5 +1613,32 @@ mod tests {
         h.push_slice(b"more");
         assert_eq!(h.take_output().len(), 0, "a closing client's output is dropped");
         set_obuf_limits(ObufClass::Pubsub, (32 << 20, 8 << 20, 60));
+    }
+
+    #[test]
+    fn cron_rotation_visits_as_redis_rotates_its_client_list() {
+        let mut rotation = CronRotation::default();
+        let all = |ids: &[u64]| ids.to_vec();
+        // Fewer than five clients: all of them each tick, newest first.
+        let ids = all(&[1, 2, 3]);
+        assert_eq!(rotation.visits(ids.iter().copied(), |_| true, 10), [3, 2, 1]);
+        // 60 clients at hz 10: six a tick; a new client is visited at the next tick.
+        let ids: Vec<u64> = (1..=60).collect();
+        let first = rotation.visits(ids.iter().copied(), |_| true, 10);
+        assert_eq!(first, [60, 59, 58, 57, 56, 55], "the list's tail first: the newest");
+        let mut ids = ids;
+        ids.push(61);
+        let second = rotation.visits(ids.iter().copied(), |_| true, 10);
+        assert_eq!(second[0], 61);
+        // Every client within about a second of ticks (59 / 10: five a tick); one out of the table
+        // is passed over, one disconnected forgotten.
+        rotation.forget(30);
+        ids.retain(|&id| id != 30 && id != 31);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..12 {
+            seen.extend(rotation.visits(ids.iter().copied(), |id| id != 31, 10));
+        }
+        assert_eq!(seen.len(), 59);
+        assert!(!seen.contains(&30) && !seen.contains(&31));
     }
 }

@@ -111,6 +111,8 @@ pub struct State {
     pub reply_buffer: clients::ReplyBufferPolicy,
     /// The biggest client buffers the client cron saw lately (INFO's client_recent_max_*).
     pub client_peaks: clients::RecentPeaks,
+    /// The client cron's rotation over the clients (Redis's client list order).
+    pub cron_rotation: clients::CronRotation,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged noscript.
     pub scripts_may_call_noscript: bool,
     pub cron_loops: u64,
@@ -214,6 +216,7 @@ impl State {
             expire_cycle: expire_cycle::ExpireCycle::default(),
             reply_buffer: clients::ReplyBufferPolicy::default(),
             client_peaks: clients::RecentPeaks::default(),
+            cron_rotation: clients::CronRotation::default(),
             scripts_may_call_noscript: false,
             cron_loops: 0,
             hz,
@@ -791,6 +794,7 @@ fn log_periodic(st: &State) {
 /// Forgets a client whose connection is gone (its subscriptions, watches, blocked state and
 /// replica entry too).
 pub fn disconnect_client(st: &mut State, id: u64) {
+    st.cron_rotation.forget(id);
     if let Some(mut client) = st.clients.remove(&id) {
         clients::log_if_obuf_exceeded(st, &client);
         clients::log_if_peer_closed(st, &client);
