@@ -379,6 +379,7 @@ scripts! {
     access_clock_lru => "access_clock_lru.txt",
     acl => "acl.txt",
     connection => "connection.txt",
+    connection_auth => "connection_auth.txt",
     errors_and_arity => "errors_and_arity.txt",
     resp3 => "resp3.txt",
     time_dependent => "time_dependent.txt",

@@ -138,25 +138,24 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
         }
         proto = Some(v as u8);
     }
+    // Each option takes effect as it is read, as in Redis: AUTH authenticates (a later bad
+    // option leaves the client authenticated), SETNAME names the client (authenticated or not).
     let mut i = 2;
-    let mut creds = None;
-    let mut setname = None;
     while i < args.len() {
         let more = args.len() - i - 1;
         if args.is(i, "auth") && more >= 2 {
-            creds = Some((args.get(i + 1).to_vec(), args.get(i + 2).to_vec()));
+            let (srv, client) = ctx.admin_and_client();
+            if !super::users::authenticate(srv, client, args.get(0), args.get(i + 1), args.get(i + 2)) {
+                return Err(CmdError::Raw(WRONGPASS.into()));
+            }
             i += 3;
         } else if args.is(i, "setname") && more >= 1 {
-            setname = Some(args.get(i + 1).to_vec());
+            let name = args.get(i + 1);
+            super::validate_client_name(name)?;
+            ctx.client_mut().name = Some(name.to_vec()).filter(|n| !n.is_empty());
             i += 2;
         } else {
             return Err(CmdError::echo(&[b"ERR Syntax error in HELLO option '", args.get(i), b"'"]));
-        }
-    }
-    if let Some((user, pass)) = &creds {
-        let (srv, client) = ctx.admin_and_client();
-        if !super::users::authenticate(srv, client, args.get(0), user, pass) {
-            return Err(CmdError::Raw(WRONGPASS.into()));
         }
     }
     if !ctx.client().authenticated {
@@ -166,10 +165,6 @@ pub fn hello(ctx: &mut Ctx, args: &Args) -> CmdResult {
              the same time"
                 .into(),
         ));
-    }
-    if let Some(name) = setname {
-        super::validate_client_name(&name)?;
-        ctx.client_mut().name = Some(name).filter(|n| !n.is_empty());
     }
     if let Some(p) = proto {
         ctx.client_mut().proto = p;

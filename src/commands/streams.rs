@@ -980,7 +980,7 @@ fn xread_generic(ctx: &mut Ctx, args: &Args, group_mode: bool) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if group_mode && group.is_none() {
-        return Err(CmdError::Syntax);
+        return Err(CmdError::err("Missing GROUP option for XREADGROUP"));
     }
 
     // Resolve IDs (None = ">").
