@@ -346,7 +346,8 @@ fn parse_add_or_trim(args: &Args, xadd: bool, node_max_entries: i64, loading: bo
     }
     t.next = i + 1;
     let strategy = t.maxlen.is_some() || t.minid.is_some();
-    if limit_given && !strategy {
+    // Redis tests the LIMIT's value here (a LIMIT of 0 passes), its presence below.
+    if limit > 0 && !strategy {
         return Err(CmdError::err("syntax error, LIMIT cannot be used without specifying a trimming strategy"));
     }
     if !xadd && !strategy {
