@@ -115,7 +115,9 @@ impl MigrateSockets {
                     self.by_target.remove(&k);
                 }
             }
-            let addr = (host, port).to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or(false)?;
+            // An address that does not resolve fails the connect itself, as in Redis (anet's
+            // getaddrinfo); a connection refused later shows at the write.
+            let addr = (host, port).to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or(true)?;
             let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| is_timeout(&e))?;
             let _ = stream.set_nodelay(true);
             let conn = if tls {
