@@ -221,19 +221,102 @@ fn score_ranks(z: &ZSet, r: &ScoreRange) -> (usize, usize) {
     (first, end.max(first))
 }
 
-/// Ascending ranks `[first, end)` of the members within a lex range.
-fn lex_ranks(z: &ZSet, min: &LexBound, max: &LexBound) -> (usize, usize) {
-    let first = match min {
-        LexBound::Excl(_) => z.count_below_lex(min, true),
-        LexBound::Max => z.len(),
-        _ => z.count_below_lex(min, false),
+/// How a lex range is walked: from its first member up, or from its last member down
+/// (ZREVRANGEBYLEX).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LexWalk {
+    Forward,
+    Reverse,
+}
+
+fn gte_min(member: &[u8], min: &LexBound) -> bool {
+    match min {
+        LexBound::Min => true,
+        LexBound::Max => false,
+        LexBound::Incl(v) => member >= v.as_slice(),
+        LexBound::Excl(v) => member > v.as_slice(),
+    }
+}
+
+fn lte_max(member: &[u8], max: &LexBound) -> bool {
+    match max {
+        LexBound::Max => true,
+        LexBound::Min => false,
+        LexBound::Incl(v) => member <= v.as_slice(),
+        LexBound::Excl(v) => member < v.as_slice(),
+    }
+}
+
+/// Ascending ranks `[first, end)` of the members a lex range takes, `skip` members (LIMIT's
+/// offset) left out from where the walk starts.
+///
+/// Members are in score order, which is lex order only when the scores are equal; on a
+/// listpack Redis's walk is then the definition, and it is followed here exactly: the range is
+/// empty unless min is below max, the last member is at least min and the first at most max
+/// (zzlIsInLexRange); the first member at least min (or, walking down, the last at most max)
+/// must be inside; the offset skips members whatever they are, and the walk goes on while
+/// members stay inside. On a skiplist Redis finds the start by a descent whose path depends on
+/// its random levels when members are out of lex order; there the ranks are the counts of
+/// members below each bound, which is Redis's answer whenever the members are in lex order.
+fn lex_ranks(z: &ZSet, min: &LexBound, max: &LexBound, walk: LexWalk, skip: usize) -> (usize, usize) {
+    let len = z.len();
+    if z.encoding_name() != "listpack" {
+        let first = match min {
+            LexBound::Excl(_) => z.count_below_lex(min, true),
+            LexBound::Max => len,
+            _ => z.count_below_lex(min, false),
+        };
+        let end = match max {
+            LexBound::Incl(_) => z.count_below_lex(max, true),
+            LexBound::Min => 0,
+            _ => z.count_below_lex(max, false),
+        };
+        let end = end.max(first);
+        return match walk {
+            LexWalk::Forward => (first.saturating_add(skip).min(end), end),
+            LexWalk::Reverse => (first, end.saturating_sub(skip).max(first)),
+        };
+    }
+    let members: Vec<Vec<u8>> = {
+        let mut all = Vec::with_capacity(len);
+        if len > 0 {
+            z.walk(0, len - 1, false, &mut |m, _| {
+                all.push(m.to_vec());
+                true
+            });
+        }
+        all
     };
-    let end = match max {
-        LexBound::Incl(_) => z.count_below_lex(max, true),
-        LexBound::Min => 0,
-        _ => z.count_below_lex(max, false),
+    let empty = (0, 0);
+    let valid = match (min, max) {
+        (LexBound::Max, _) | (_, LexBound::Min) => false,
+        (LexBound::Min, _) | (_, LexBound::Max) => true,
+        (LexBound::Incl(a), LexBound::Incl(b)) => a <= b,
+        (LexBound::Incl(a) | LexBound::Excl(a), LexBound::Incl(b) | LexBound::Excl(b)) => a < b,
     };
-    (first, end.max(first))
+    if !valid || len == 0 || !gte_min(&members[len - 1], min) || !lte_max(&members[0], max) {
+        return empty;
+    }
+    match walk {
+        LexWalk::Forward => {
+            let Some(first) = members.iter().position(|m| gte_min(m, min)) else { return empty };
+            if !lte_max(&members[first], max) {
+                return empty;
+            }
+            let start = first.saturating_add(skip).min(len);
+            let run = members[start..].iter().take_while(|m| lte_max(m, max)).count();
+            (start, start + run)
+        }
+        LexWalk::Reverse => {
+            let Some(last) = members.iter().rposition(|m| lte_max(m, max)) else { return empty };
+            if !gte_min(&members[last], min) || skip > last {
+                return empty;
+            }
+            let top = last - skip;
+            let run = members[..=top].iter().rev().take_while(|m| gte_min(m, min)).count();
+            (top + 1 - run, top + 1)
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -562,16 +645,24 @@ fn zrange_generic(
         match &range {
             Range::Rank(s, e) => crate::util::num::clamp_index_range(*s, *e, len),
             Range::Score(_) | Range::Lex(..) => {
-                let (first, end) = match &range {
-                    Range::Score(r) => score_ranks(z, r),
-                    Range::Lex(min, max) => lex_ranks(z, min, max),
-                    Range::Rank(..) => (0, 0),
-                };
-                let (first, end) = if rev { (len - end, len - first) } else { (first, end) };
                 if offset < 0 {
                     return None;
                 }
-                let first = first.saturating_add(offset as usize);
+                // A lex walk applies the offset itself (see `lex_ranks`).
+                let (first, end, skip) = match &range {
+                    Range::Score(r) => {
+                        let (first, end) = score_ranks(z, r);
+                        (first, end, offset as usize)
+                    }
+                    Range::Lex(min, max) => {
+                        let walk = if rev { LexWalk::Reverse } else { LexWalk::Forward };
+                        let (first, end) = lex_ranks(z, min, max, walk, offset as usize);
+                        (first, end, 0)
+                    }
+                    Range::Rank(..) => (0, 0, 0),
+                };
+                let (first, end) = if rev { (len - end, len - first) } else { (first, end) };
+                let first = first.saturating_add(skip);
                 let end = if limit >= 0 { end.min(first.saturating_add(limit as usize)) } else { end };
                 if first >= end {
                     None
@@ -786,7 +877,7 @@ pub fn zlexcount(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let Some(z) = ctx.read::<ZSet>(args.key(1))? else {
         return Ok(Reply::Int(0));
     };
-    let (a, b) = lex_ranks(z, &min, &max);
+    let (a, b) = lex_ranks(z, &min, &max, LexWalk::Forward, 0);
     Ok(Reply::Int((b - a) as i64))
 }
 
@@ -830,7 +921,7 @@ pub fn zremrangebyscore(ctx: &mut Ctx, args: &Args) -> CmdResult {
 pub fn zremrangebylex(ctx: &mut Ctx, args: &Args) -> CmdResult {
     let (min, max) = parse_lex_range(args.get(2), args.get(3))?;
     remrange(ctx, args.key(1), "zremrangebylex", |z| {
-        let (a, b) = lex_ranks(z, &min, &max);
+        let (a, b) = lex_ranks(z, &min, &max, LexWalk::Forward, 0);
         (a < b).then(|| (a, b - 1))
     })
 }
