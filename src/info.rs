@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use crate::executor::clients::Client;
-use crate::executor::clients::{client_memory, CALLER_QUERY_BUFFER, SHRUNK_REPLY_BUFFER};
+use crate::executor::clients::{client_memory, CALLER_QUERY_BUFFER, REPLY_MIN_BYTES};
 use crate::executor::registry::{self, CommandSpec};
 use crate::executor::State;
 use crate::stats::{self, AllocatorStats};
@@ -287,7 +287,7 @@ pub fn memory_figures(st: &mut State) -> MemoryFigures {
     let (alloc, used) = st.sample_memory();
     let replica = |c: &Client| c.handle.is_replica() && !c.master;
     let clients_normal: u64 = st.clients.values().filter(|c| !replica(c.as_ref())).map(|c| c.memory()).sum::<u64>()
-        + client_memory(CALLER_QUERY_BUFFER, SHRUNK_REPLY_BUFFER);
+        + client_memory(CALLER_QUERY_BUFFER, REPLY_MIN_BYTES);
     // As Redis 7.0 counts them: what the shared replication buffer holds beyond the backlog's
     // size, with the stream a replica's connection holds outside the shared chunks (in Redis
     // that sits in the shared buffer too), and not the replica clients' own structures and

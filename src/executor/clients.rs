@@ -140,7 +140,7 @@ impl Drop for SocketLease<'_> {
 /// Redis's PROTO_REPLY_CHUNK_BYTES (a new client's reply buffer, the most it grows to) and
 /// PROTO_REPLY_MIN_BYTES (the least it shrinks to).
 const REPLY_CHUNK_BYTES: usize = 16 * 1024;
-const REPLY_MIN_BYTES: usize = 1024;
+pub const REPLY_MIN_BYTES: usize = 1024;
 
 /// How the client cron resizes reply buffers (DEBUG REPLYBUFFER): the peak's reset period in
 /// ms (-1: never), and whether it resizes at all.
@@ -1361,9 +1361,6 @@ pub fn client_memory(qbuf_alloc: usize, reply_buffer: usize) -> u64 {
     const CLIENT_STRUCT: u64 = 768;
     CLIENT_STRUCT + reply_buffer as u64 + qbuf_alloc as u64
 }
-
-/// The reply buffer of a client the client cron has shrunk (Redis's PROTO_REPLY_MIN_BYTES).
-pub const SHRUNK_REPLY_BUFFER: usize = REPLY_MIN_BYTES;
 
 /// The query buffer Redis holds for the client running a command (16 KiB read room in a 20 KiB
 /// allocation).

@@ -1,6 +1,6 @@
 //! Small shared helpers with no knowledge of commands: number parsing and formatting as Redis
 //! does, clocks, jemalloc's size classes, Redis's partial quicksort, LEB128 varints, listpack
-//! entry sizes, and the wake-up flag connections wait on.
+//! entry sizes, the wake-up flag connections wait on, and bytes read as C strings.
 
 pub mod alloc;
 pub mod bgfree;
@@ -13,8 +13,8 @@ pub mod slot;
 pub mod timer;
 pub mod varint;
 
-/// Bytes (a client's argument, a file's field) as Redis's C code reads it (`%s`, strcmp, `arg[1] == '\0'`): up to its first
-/// NUL.
+/// Bytes (a client's argument, a file's field) as Redis's C code reads them (`%s`, strcmp,
+/// `arg[1] == '\0'`): up to the first NUL.
 pub fn c_str(bytes: &[u8]) -> &[u8] {
     c_str_prefix(bytes, usize::MAX)
 }
